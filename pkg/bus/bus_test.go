@@ -1,0 +1,415 @@
+package bus_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/sitebus/sitebus/pkg/bus"
+	sitebusv1 "github.com/sitebus/sitebus/pkg/gen/sitebus/v1"
+	"github.com/sitebus/sitebus/pkg/natsembed"
+)
+
+// newBus starts an embedded JetStream server for one test and returns a bus
+// with the standard streams.
+func newBus(t *testing.T, cfg bus.Config) *bus.Bus {
+	t.Helper()
+	s, err := natsembed.Start(natsembed.Options{StoreDir: t.TempDir(), Listen: "127.0.0.1:-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
+	nc, err := nats.Connect(s.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	if cfg.Logger == nil && !testing.Verbose() {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	b, err := bus.New(nc, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.EnsureStreams(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func event(id string) *sitebusv1.WaldurEvent {
+	return &sitebusv1.WaldurEvent{ObjectType: "order", OfferingUuid: "0123456789abcdef0123456789abcdef", Body: []byte(`{"order_uuid": "` + id + `"}`), MessageId: id}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func fastConsumer(name string) bus.ConsumerConfig {
+	return bus.ConsumerConfig{
+		Name: name, Stream: bus.EventsStream, FilterSubjects: []string{"waldur.*.order"},
+		MaxDeliver: 3, AckWait: 2 * time.Second,
+		Backoff: func(int) time.Duration { return 20 * time.Millisecond },
+	}
+}
+
+func TestHandlerOutcomes(t *testing.T) {
+	tests := map[string]struct {
+		handler      func(calls int32) error
+		wantCalls    int32
+		wantDLQ      bool
+		reasonSubstr string
+	}{
+		"success acks after one call":                        {handler: func(int32) error { return nil }, wantCalls: 1},
+		"retryable error is retried until it succeeds":       {handler: func(n int32) error { return map[bool]error{true: errors.New("blip")}[n < 2] }, wantCalls: 2},
+		"terminal error is dead-lettered without a retry":    {handler: func(int32) error { return bus.Terminal(errors.New("slug is invalid")) }, wantCalls: 1, wantDLQ: true, reasonSubstr: "slug is invalid"},
+		"persistent error is dead-lettered after MaxDeliver": {handler: func(int32) error { return errors.New("platform down") }, wantCalls: 3, wantDLQ: true, reasonSubstr: "gave up after 3 attempts: platform down"},
+		"panic is retried like an error, then parked":        {handler: func(int32) error { panic("boom") }, wantCalls: 3, wantDLQ: true, reasonSubstr: "handler panic: boom"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			b := newBus(t, bus.Config{})
+			ctx := testCtx(t)
+			var calls atomic.Int32
+			var settled atomic.Bool
+			sub, err := bus.Subscribe(ctx, b, fastConsumer("svc"), func(ctx context.Context, ev *sitebusv1.WaldurEvent) error {
+				n := calls.Add(1)
+				defer func() {
+					if n >= 3 {
+						settled.Store(true)
+					}
+				}()
+				err := tc.handler(n)
+				if err == nil || bus.IsTerminal(err) {
+					settled.Store(true)
+				}
+				return err
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { sub.Stop(context.Background()) })
+			if _, err := b.Publish(ctx, "waldur.0123456789abcdef0123456789abcdef.order", event("a"), bus.WithMsgID("a")); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, "handler verdict", settled.Load)
+			var dls []bus.DeadLetter
+			waitFor(t, "consumer to settle", func() bool {
+				dls, _ = b.DeadLetters(ctx, "", 0)
+				info, err := b.JetStream().Consumer(ctx, bus.EventsStream, "svc")
+				if err != nil {
+					return false
+				}
+				ci, err := info.Info(ctx)
+				return err == nil && ci.NumAckPending == 0 && ci.NumPending == 0 && (len(dls) > 0) == tc.wantDLQ
+			})
+			time.Sleep(100 * time.Millisecond) // a wrong extra redelivery would show up here
+			if got := calls.Load(); got != tc.wantCalls {
+				t.Errorf("handler called %d times, want %d", got, tc.wantCalls)
+			}
+			if !tc.wantDLQ {
+				return
+			}
+			if len(dls) != 1 {
+				t.Fatalf("got %d dead letters, want 1", len(dls))
+			}
+			dl := dls[0]
+			if dl.Source != "svc" || dl.Stream != bus.EventsStream || dl.StreamSeq != 1 || dl.Subject != "waldur.0123456789abcdef0123456789abcdef.order" {
+				t.Errorf("dead letter provenance = %+v", dl)
+			}
+			if want := map[bool]uint64{true: 1, false: 3}[tc.wantCalls == 1]; dl.Deliveries != want {
+				t.Errorf("deliveries = %d, want %d", dl.Deliveries, want)
+			}
+			if !contains(dl.Reason, tc.reasonSubstr) {
+				t.Errorf("reason %q does not contain %q", dl.Reason, tc.reasonSubstr)
+			}
+			var got sitebusv1.WaldurEvent
+			if err := proto.Unmarshal(dl.Data, &got); err != nil || got.MessageId != "a" {
+				t.Errorf("dead letter payload = %v, %v; want the original event", &got, err)
+			}
+		})
+	}
+}
+
+func contains(s, sub string) bool {
+	return len(sub) == 0 || (len(s) >= len(sub) && indexOf(s, sub) >= 0)
+}
+
+func indexOf(s, sub string) int {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if s[i:i+len(sub)] == sub {
+			return i
+		}
+	}
+	return -1
+}
+
+func TestUndecodablePayloadIsDeadLetteredAtOnce(t *testing.T) {
+	b := newBus(t, bus.Config{})
+	ctx := testCtx(t)
+	var calls atomic.Int32
+	sub, err := bus.Subscribe(ctx, b, fastConsumer("svc"), func(context.Context, *sitebusv1.WaldurEvent) error { calls.Add(1); return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sub.Stop(context.Background()) })
+	if _, err := b.PublishMsg(ctx, &nats.Msg{Subject: "waldur.x.order", Data: []byte{0xff, 0xff, 0xff}}); err != nil {
+		t.Fatal(err)
+	}
+	var dls []bus.DeadLetter
+	waitFor(t, "dead letter", func() bool { dls, _ = b.DeadLetters(ctx, "dlq.svc.>", 0); return len(dls) == 1 })
+	if calls.Load() != 0 {
+		t.Errorf("handler was called for an undecodable payload")
+	}
+	if !contains(dls[0].Reason, "decode") {
+		t.Errorf("reason = %q", dls[0].Reason)
+	}
+}
+
+func TestPublishDeduplicatesByMsgID(t *testing.T) {
+	b := newBus(t, bus.Config{})
+	ctx := testCtx(t)
+	for i := range 3 {
+		ack, err := b.Publish(ctx, "waldur.x.order", event("dup"), bus.WithMsgID("frame-1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ack.Duplicate != (i > 0) {
+			t.Errorf("publish %d: duplicate = %v", i, ack.Duplicate)
+		}
+	}
+	st, _ := b.JetStream().Stream(ctx, bus.EventsStream)
+	info, _ := st.Info(ctx)
+	if info.State.Msgs != 1 {
+		t.Errorf("stream holds %d messages, want 1", info.State.Msgs)
+	}
+}
+
+func TestEnsureStreamsIsIdempotent(t *testing.T) {
+	b := newBus(t, bus.Config{DuplicateWindow: 20 * time.Minute})
+	ctx := testCtx(t)
+	for range 2 {
+		if err := b.EnsureStreams(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.EnsureCommandStream(ctx, "order"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, _ := b.JetStream().Stream(ctx, bus.EventsStream)
+	info, _ := st.Info(ctx)
+	if info.Config.Duplicates != 20*time.Minute || info.Config.Retention != jetstream.LimitsPolicy || info.Config.Storage != jetstream.FileStorage {
+		t.Errorf("events stream config = %+v", info.Config)
+	}
+	cs, err := b.JetStream().Stream(ctx, bus.CommandStream("order"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ci, _ := cs.Info(ctx)
+	if ci.Config.Retention != jetstream.WorkQueuePolicy || ci.Config.Subjects[0] != "cmd.order.>" {
+		t.Errorf("command stream config = %+v", ci.Config)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	tests := map[string]struct {
+		cfg     bus.Config
+		wantErr bool
+	}{
+		"defaults are valid":                      {cfg: bus.Config{}},
+		"a duplicate window under 10m is refused": {cfg: bus.Config{DuplicateWindow: 2 * time.Minute}, wantErr: true},
+		"six replicas are refused":                {cfg: bus.Config{Replicas: 6}, wantErr: true},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			_, err := bus.New(&nats.Conn{}, tc.cfg)
+			if (err != nil) != tc.wantErr {
+				t.Errorf("err = %v, wantErr %v", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestTraceContextCrossesTheBus(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	b := newBus(t, bus.Config{TracerProvider: tp})
+	ctx := testCtx(t)
+	done := make(chan string, 1)
+	sub, err := bus.Subscribe(ctx, b, fastConsumer("svc"), func(ctx context.Context, _ *sitebusv1.WaldurEvent) error {
+		d, _ := bus.DeliveryFromContext(ctx)
+		done <- d.Header.Get("traceparent")
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sub.Stop(context.Background()) })
+	pctx, root := tp.Tracer("test").Start(ctx, "frame received")
+	if _, err := b.Publish(pctx, "waldur.x.order", event("t")); err != nil {
+		t.Fatal(err)
+	}
+	root.End()
+	if tp := <-done; tp == "" {
+		t.Fatal("no lowercase traceparent header on the delivered message")
+	}
+	waitFor(t, "process span", func() bool {
+		for _, s := range rec.Ended() {
+			if s.Name() == "process waldur.x.order" {
+				return true
+			}
+		}
+		return false
+	})
+	for _, s := range rec.Ended() {
+		if s.SpanContext().TraceID() != root.SpanContext().TraceID() {
+			t.Errorf("span %q has trace %s, want %s", s.Name(), s.SpanContext().TraceID(), root.SpanContext().TraceID())
+		}
+	}
+}
+
+func TestReplayRedeliversCopiesMarkedAsReplays(t *testing.T) {
+	b := newBus(t, bus.Config{})
+	ctx := testCtx(t)
+	for i := range 3 {
+		if _, err := b.Publish(ctx, "waldur.x.order", event(fmt.Sprint(i)), bus.WithMsgID(fmt.Sprint(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := b.Publish(ctx, "waldur.x.resource", event("r")); err != nil {
+		t.Fatal(err)
+	}
+	n, err := b.Replay(ctx, bus.ReplayOptions{Subject: "waldur.*.order", FromSeq: 2, DryRun: true}, nil)
+	if err != nil || n != 2 {
+		t.Fatalf("dry run visited %d, %v; want 2", n, err)
+	}
+	st, _ := b.JetStream().Stream(ctx, bus.EventsStream)
+	if info, _ := st.Info(ctx); info.State.Msgs != 4 {
+		t.Fatalf("dry run published: stream has %d messages", info.State.Msgs)
+	}
+	var seen []bus.Replayed
+	n, err = b.Replay(ctx, bus.ReplayOptions{Subject: "waldur.*.order", FromSeq: 2}, func(r bus.Replayed) { seen = append(seen, r) })
+	if err != nil || n != 2 {
+		t.Fatalf("replay visited %d, %v; want 2", n, err)
+	}
+	if seen[0].Seq != 2 || seen[1].Seq != 3 || seen[0].NewSeq != 5 || seen[1].NewSeq != 6 {
+		t.Errorf("replayed = %+v", seen)
+	}
+	raw, err := st.GetMsg(ctx, 5)
+	if err != nil || raw.Header.Get(bus.HeaderReplayOf) != "2" {
+		t.Errorf("copy header = %v, %v", raw, err)
+	}
+	if err := (&bus.ReplayOptions{Subject: "waldur.>"}).Validate(); err == nil {
+		t.Error("a replay with neither --since nor --from-seq was accepted")
+	}
+}
+
+func TestDeadLetterRetryAndPurge(t *testing.T) {
+	b := newBus(t, bus.Config{})
+	ctx := testCtx(t)
+	var fail atomic.Bool
+	fail.Store(true)
+	var handled atomic.Int32
+	sub, err := bus.Subscribe(ctx, b, fastConsumer("svc"), func(context.Context, *sitebusv1.WaldurEvent) error {
+		if fail.Load() {
+			return bus.Terminal(errors.New("not yet"))
+		}
+		handled.Add(1)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sub.Stop(context.Background()) })
+	for _, id := range []string{"a", "b"} {
+		if _, err := b.Publish(ctx, "waldur.x.order", event(id), bus.WithMsgID(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var dls []bus.DeadLetter
+	waitFor(t, "two dead letters", func() bool { dls, _ = b.DeadLetters(ctx, "", 0); return len(dls) == 2 })
+	fail.Store(false)
+	if _, err := b.RetryDeadLetter(ctx, dls[0].Seq); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "retried message handled", func() bool { return handled.Load() == 1 })
+	left, _ := b.DeadLetters(ctx, "", 0)
+	if len(left) != 1 || left[0].Seq != dls[1].Seq {
+		t.Errorf("after retry the DLQ holds %+v", left)
+	}
+	n, err := b.PurgeDeadLetters(ctx, "")
+	if err != nil || n != 1 {
+		t.Errorf("purged %d, %v; want 1", n, err)
+	}
+	if _, err := b.RetryDeadLetter(ctx, dls[1].Seq); err == nil {
+		t.Error("retrying a purged dead letter succeeded")
+	}
+	if err := b.Park(ctx, bus.DeadLetter{Source: "stomp-bridge", Reason: "not JSON", ID: "f1", Data: []byte("x")}); err != nil {
+		t.Fatal(err)
+	}
+	frames, _ := b.DeadLetters(ctx, "dlq.stomp-bridge.>", 0)
+	if len(frames) != 1 {
+		t.Fatalf("frames = %+v", frames)
+	}
+	if _, err := b.RetryDeadLetter(ctx, frames[0].Seq); !errors.Is(err, bus.ErrNotRetryable) {
+		t.Errorf("retry of a letter without subject: %v, want ErrNotRetryable", err)
+	}
+}
+
+func TestStopWaitsForInFlightHandlers(t *testing.T) {
+	b := newBus(t, bus.Config{})
+	ctx := testCtx(t)
+	started := make(chan struct{})
+	var finished atomic.Bool
+	sub, err := bus.Subscribe(ctx, b, fastConsumer("svc"), func(context.Context, *sitebusv1.WaldurEvent) error {
+		close(started)
+		time.Sleep(300 * time.Millisecond)
+		finished.Store(true)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Publish(ctx, "waldur.x.order", event("s")); err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	sub.Stop(context.Background())
+	if !finished.Load() {
+		t.Error("Stop returned before the in-flight handler finished")
+	}
+}
+
+func TestEventSubjectRejectsTokensThatWidenFilters(t *testing.T) {
+	for _, bad := range [][2]string{{"a.b", "order"}, {"abc", "*"}, {"abc", ">"}, {"", "order"}, {"abc", "or der"}} {
+		if _, err := bus.EventSubject(bad[0], bad[1]); err == nil {
+			t.Errorf("EventSubject(%q, %q) accepted", bad[0], bad[1])
+		}
+	}
+	if s, err := bus.EventSubject("0123abcd", "user_role"); err != nil || s != "waldur.0123abcd.user_role" {
+		t.Errorf("EventSubject = %q, %v", s, err)
+	}
+}

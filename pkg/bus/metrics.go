@@ -1,0 +1,60 @@
+package bus
+
+import (
+	"errors"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+type metrics struct {
+	published    *prometheus.CounterVec
+	publishErrs  *prometheus.CounterVec
+	handled      *prometheus.CounterVec
+	deadLettered *prometheus.CounterVec
+	latency      *prometheus.HistogramVec
+}
+
+// newMetrics registers the bus metrics on reg (nil: not exported). A second
+// Bus on the same registry reuses the collectors already there.
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		published: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sitebus_bus_published_total", Help: "Messages published to JetStream, by stream subject root.",
+		}, []string{"root"}),
+		publishErrs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sitebus_bus_publish_errors_total", Help: "Failed JetStream publishes, by stream subject root.",
+		}, []string{"root"}),
+		handled: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sitebus_bus_handled_total", Help: "Handled messages by consumer and outcome (ack, retry, dead_letter).",
+		}, []string{"consumer", "outcome"}),
+		deadLettered: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sitebus_bus_dead_lettered_total", Help: "Messages parked in the dead-letter stream, by source.",
+		}, []string{"source"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "sitebus_bus_handler_duration_seconds", Help: "Handler latency by consumer.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+		}, []string{"consumer"}),
+	}
+	if reg == nil {
+		return m
+	}
+	m.published = register(reg, m.published)
+	m.publishErrs = register(reg, m.publishErrs)
+	m.handled = register(reg, m.handled)
+	m.deadLettered = register(reg, m.deadLettered)
+	m.latency = register(reg, m.latency)
+	return m
+}
+
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if existing, ok := are.ExistingCollector.(C); ok {
+				return existing
+			}
+		}
+		panic(err)
+	}
+	return c
+}

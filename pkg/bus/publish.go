@@ -1,0 +1,95 @@
+package bus
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+	"google.golang.org/protobuf/proto"
+)
+
+type publishOptions struct {
+	msgID   string
+	headers nats.Header
+}
+
+// PublishOption adjusts one publish.
+type PublishOption func(*publishOptions)
+
+// WithMsgID sets Nats-Msg-Id, so the stream stores the message once however
+// often it is published within the duplicate window.
+func WithMsgID(id string) PublishOption { return func(o *publishOptions) { o.msgID = id } }
+
+// WithHeader adds a header to the published message.
+func WithHeader(key, value string) PublishOption {
+	return func(o *publishOptions) {
+		if o.headers == nil {
+			o.headers = nats.Header{}
+		}
+		o.headers.Set(key, value)
+	}
+}
+
+// Publish encodes m and stores it on subject. It returns once JetStream has
+// acknowledged the write (the PubAck), so a caller may then ack its own source.
+// A duplicate within the window returns a PubAck with Duplicate set.
+func (b *Bus) Publish(ctx context.Context, subject string, m proto.Message, opts ...PublishOption) (*jetstream.PubAck, error) {
+	data, err := proto.Marshal(m)
+	if err != nil {
+		return nil, Terminal(fmt.Errorf("bus: encode %T: %w", m, err))
+	}
+	msg := &nats.Msg{Subject: subject, Data: data, Header: nats.Header{}}
+	msg.Header.Set(HeaderContentType, ContentTypeProtobuf)
+	msg.Header.Set(HeaderMessageType, string(m.ProtoReflect().Descriptor().FullName()))
+	return b.PublishMsg(ctx, msg, opts...)
+}
+
+// PublishMsg stores a prepared message, adding the trace context of ctx.
+func (b *Bus) PublishMsg(ctx context.Context, msg *nats.Msg, opts ...PublishOption) (*jetstream.PubAck, error) {
+	var o publishOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if msg.Header == nil {
+		msg.Header = nats.Header{}
+	}
+	for k, vs := range o.headers {
+		msg.Header[k] = vs
+	}
+	ctx, span := b.tracer.Start(ctx, "publish "+msg.Subject, trace.WithSpanKind(trace.SpanKindProducer),
+		trace.WithAttributes(
+			attribute.String("messaging.system", "nats"),
+			attribute.String("messaging.destination.name", msg.Subject),
+			attribute.String("messaging.message.id", o.msgID),
+		))
+	defer span.End()
+	b.prop.Inject(ctx, headerCarrier(msg.Header))
+
+	var jsOpts []jetstream.PublishOpt
+	if o.msgID != "" {
+		jsOpts = append(jsOpts, jetstream.WithMsgID(o.msgID))
+	}
+	root := subjectRoot(msg.Subject)
+	ack, err := b.js.PublishMsg(ctx, msg, jsOpts...)
+	if err != nil {
+		b.metrics.publishErrs.WithLabelValues(root).Inc()
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+		return nil, fmt.Errorf("bus: publish %s: %w", msg.Subject, err)
+	}
+	span.SetAttributes(attribute.Int64("messaging.nats.stream_sequence", int64(ack.Sequence)), attribute.Bool("messaging.nats.duplicate", ack.Duplicate))
+	b.metrics.published.WithLabelValues(root).Inc()
+	return ack, nil
+}
+
+func subjectRoot(subject string) string {
+	if i := strings.IndexByte(subject, '.'); i > 0 {
+		return subject[:i]
+	}
+	return subject
+}

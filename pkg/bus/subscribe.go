@@ -1,0 +1,350 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+	"google.golang.org/protobuf/proto"
+)
+
+// ConsumerConfig configures one durable pull consumer and the loop around its
+// handler.
+type ConsumerConfig struct {
+	// Name is the durable consumer name; it is also the dead-letter source.
+	Name string
+	// Stream to consume from.
+	Stream string
+	// FilterSubjects selects the subjects of Stream to consume.
+	FilterSubjects []string
+	// MaxDeliver is how many times a failing message is tried before it is
+	// dead-lettered. Default 8.
+	MaxDeliver int
+	// AckWait is how long the server waits for a verdict before it redelivers
+	// (after a crash). Long handlers are kept alive with InProgress. Default 30s.
+	AckWait time.Duration
+	// Backoff schedules redeliveries after handler errors. Default exponential
+	// 1s..2m with jitter.
+	Backoff Backoff
+	// Concurrency is how many messages are handled at once. Default 8.
+	Concurrency int
+	// HandlerTimeout bounds one handler call; a timeout is a retryable error.
+	// Default 5m.
+	HandlerTimeout time.Duration
+	// DeliverPolicy for a consumer created for the first time. Default all.
+	DeliverPolicy jetstream.DeliverPolicy
+}
+
+func (c *ConsumerConfig) setDefaults() {
+	if c.MaxDeliver == 0 {
+		c.MaxDeliver = 8
+	}
+	if c.AckWait == 0 {
+		c.AckWait = 30 * time.Second
+	}
+	if c.Backoff == nil {
+		c.Backoff = ExponentialBackoff(time.Second, 2*time.Minute)
+	}
+	if c.Concurrency == 0 {
+		c.Concurrency = 8
+	}
+	if c.HandlerTimeout == 0 {
+		c.HandlerTimeout = 5 * time.Minute
+	}
+}
+
+// Validate reports configuration that cannot work.
+func (c *ConsumerConfig) Validate() error {
+	var errs []error
+	if !ValidToken(c.Name) {
+		errs = append(errs, fmt.Errorf("bus: consumer name %q must be letters, digits, '-' or '_'", c.Name))
+	}
+	if c.Stream == "" {
+		errs = append(errs, errors.New("bus: consumer "+c.Name+": stream is required"))
+	}
+	if c.MaxDeliver < 1 {
+		errs = append(errs, fmt.Errorf("bus: consumer %s: max deliver %d < 1", c.Name, c.MaxDeliver))
+	}
+	if c.Concurrency < 1 {
+		errs = append(errs, fmt.Errorf("bus: consumer %s: concurrency %d < 1", c.Name, c.Concurrency))
+	}
+	if c.AckWait < time.Second {
+		errs = append(errs, fmt.Errorf("bus: consumer %s: ack wait %s < 1s", c.Name, c.AckWait))
+	}
+	return errors.Join(errs...)
+}
+
+// Handler handles one decoded message. nil acks it; an error marked
+// [Terminal] dead-letters it; any other error retries it later.
+type Handler[PT proto.Message] func(ctx context.Context, msg PT) error
+
+// Delivery describes the message a handler is working on.
+type Delivery struct {
+	Subject      string
+	Stream       string
+	Consumer     string
+	StreamSeq    uint64
+	NumDelivered uint64
+	Header       nats.Header
+	// ReplayOf is the original stream sequence when this is a replayed copy.
+	ReplayOf uint64
+}
+
+type deliveryKey struct{}
+
+// DeliveryFromContext returns the delivery a handler's ctx belongs to.
+func DeliveryFromContext(ctx context.Context) (Delivery, bool) {
+	d, ok := ctx.Value(deliveryKey{}).(Delivery)
+	return d, ok
+}
+
+// Subscription is a running consumer.
+type Subscription struct {
+	bus      *Bus
+	cfg      ConsumerConfig
+	consumer jetstream.Consumer
+	cc       jetstream.ConsumeContext
+	advisory *nats.Subscription
+	inflight sync.WaitGroup
+	sem      chan struct{}
+	ctx      context.Context
+	cancel   context.CancelFunc
+	stopOnce sync.Once
+}
+
+// Subscribe creates (or updates) the durable consumer and starts handling
+// messages with h until Stop. T is the protobuf message type the stream
+// carries.
+func Subscribe[T any, PT interface {
+	*T
+	proto.Message
+}](ctx context.Context, b *Bus, cfg ConsumerConfig, h Handler[PT]) (*Subscription, error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cons, err := b.js.CreateOrUpdateConsumer(ctx, cfg.Stream, jetstream.ConsumerConfig{
+		Durable:        cfg.Name,
+		Description:    "sitebus consumer " + cfg.Name,
+		FilterSubjects: cfg.FilterSubjects,
+		AckPolicy:      jetstream.AckExplicitPolicy,
+		AckWait:        cfg.AckWait,
+		// One more than the handler's budget: if the process dies during the
+		// last attempt, the server still redelivers once so the handler can
+		// reach a verdict. Past that, the max-deliveries advisory parks it.
+		MaxDeliver:    cfg.MaxDeliver + 1,
+		MaxAckPending: max(cfg.Concurrency*8, 256),
+		DeliverPolicy: cfg.DeliverPolicy,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("bus: create consumer %s on %s: %w", cfg.Name, cfg.Stream, err)
+	}
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	s := &Subscription{bus: b, cfg: cfg, consumer: cons, sem: make(chan struct{}, cfg.Concurrency), ctx: runCtx, cancel: cancel}
+
+	adv := fmt.Sprintf("$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.%s.%s", cfg.Stream, cfg.Name)
+	s.advisory, err = b.nc.Subscribe(adv, s.onMaxDeliveries)
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("bus: subscribe to %s: %w", adv, err)
+	}
+
+	handle := func(m jetstream.Msg) {
+		s.sem <- struct{}{}
+		s.inflight.Add(1)
+		go func() {
+			defer func() { <-s.sem; s.inflight.Done() }()
+			s.process(m, func(ctx context.Context, data []byte) error {
+				var v PT = new(T)
+				if err := proto.Unmarshal(data, v); err != nil {
+					return Terminal(fmt.Errorf("decode %T: %w", v, err))
+				}
+				return h(ctx, v)
+			})
+		}()
+	}
+	s.cc, err = cons.Consume(handle,
+		jetstream.PullMaxMessages(cfg.Concurrency*2),
+		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+			b.log.Debug("consume", "consumer", cfg.Name, "err", err)
+		}))
+	if err != nil {
+		_ = s.advisory.Unsubscribe()
+		cancel()
+		return nil, fmt.Errorf("bus: consume %s: %w", cfg.Name, err)
+	}
+	b.log.Info("consumer started", "consumer", cfg.Name, "stream", cfg.Stream, "filter", cfg.FilterSubjects)
+	return s, nil
+}
+
+// Name is the durable consumer name.
+func (s *Subscription) Name() string { return s.cfg.Name }
+
+// Check asks the server for the consumer, proving it is bound; for /readyz.
+func (s *Subscription) Check(ctx context.Context) error {
+	_, err := s.consumer.Info(ctx)
+	return err
+}
+
+// Stop stops fetching, waits up to ctx for in-flight handlers to finish and
+// then cancels the ones still running (their messages are redelivered).
+func (s *Subscription) Stop(ctx context.Context) {
+	s.stopOnce.Do(func() {
+		s.cc.Drain()
+		_ = s.advisory.Drain()
+		done := make(chan struct{})
+		go func() { s.inflight.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			s.cancel()
+			<-done
+		}
+		s.cancel()
+	})
+}
+
+func (s *Subscription) process(m jetstream.Msg, decodeAndHandle func(context.Context, []byte) error) {
+	b := s.bus
+	meta, err := m.Metadata()
+	if err != nil {
+		// Not a JetStream message: nothing to ack.
+		b.log.Error("message without JetStream metadata", "consumer", s.cfg.Name, "err", err)
+		return
+	}
+	d := Delivery{
+		Subject: m.Subject(), Stream: meta.Stream, Consumer: meta.Consumer,
+		StreamSeq: meta.Sequence.Stream, NumDelivered: meta.NumDelivered, Header: m.Headers(),
+	}
+	if v := m.Headers().Get(HeaderReplayOf); v != "" {
+		d.ReplayOf, _ = strconv.ParseUint(v, 10, 64)
+	}
+	ctx := b.prop.Extract(s.ctx, headerCarrier(m.Headers()))
+	ctx, span := b.tracer.Start(ctx, "process "+m.Subject(), trace.WithSpanKind(trace.SpanKindConsumer),
+		trace.WithAttributes(
+			attribute.String("messaging.system", "nats"),
+			attribute.String("messaging.destination.name", m.Subject()),
+			attribute.String("messaging.consumer.group.name", s.cfg.Name),
+			attribute.Int64("messaging.nats.stream_sequence", int64(d.StreamSeq)),
+			attribute.Int64("messaging.nats.delivered", int64(d.NumDelivered)),
+		))
+	defer span.End()
+	ctx = context.WithValue(ctx, deliveryKey{}, d)
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.HandlerTimeout)
+	defer cancel()
+
+	// Keep the message ours while the handler runs longer than AckWait allows.
+	stopKeepAlive := make(chan struct{})
+	go func() {
+		t := time.NewTicker(s.cfg.AckWait / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-stopKeepAlive:
+				return
+			case <-t.C:
+				_ = m.InProgress()
+			}
+		}
+	}()
+	start := time.Now()
+	herr := safeCall(ctx, m.Data(), decodeAndHandle)
+	close(stopKeepAlive)
+	b.metrics.latency.WithLabelValues(s.cfg.Name).Observe(time.Since(start).Seconds())
+
+	log := b.log.With("consumer", s.cfg.Name, "subject", d.Subject, "seq", d.StreamSeq, "delivered", d.NumDelivered)
+	switch {
+	case herr == nil:
+		if err := m.Ack(); err != nil {
+			log.Warn("ack failed; the message will be redelivered", "err", err)
+		}
+		b.metrics.handled.WithLabelValues(s.cfg.Name, "ack").Inc()
+	case IsTerminal(herr) || int(d.NumDelivered) >= s.cfg.MaxDeliver:
+		span.RecordError(herr)
+		span.SetStatus(codes.Error, herr.Error())
+		reason := herr.Error()
+		if !IsTerminal(herr) {
+			reason = fmt.Sprintf("gave up after %d attempts: %s", d.NumDelivered, herr)
+		}
+		if err := s.bus.deadLetter(s.ctx, rawFromMsg(m, d), s.cfg.Name, reason, d.NumDelivered); err != nil {
+			// The copy is not safe yet: keep the original and try again.
+			log.Error("dead-lettering failed; retrying later", "err", err, "reason", reason)
+			_ = m.NakWithDelay(s.cfg.Backoff(int(d.NumDelivered)))
+			b.metrics.handled.WithLabelValues(s.cfg.Name, "retry").Inc()
+			return
+		}
+		_ = m.TermWithReason(truncate(reason, 256))
+		log.Warn("message dead-lettered", "reason", reason)
+		b.metrics.handled.WithLabelValues(s.cfg.Name, "dead_letter").Inc()
+	default:
+		span.RecordError(herr)
+		span.SetStatus(codes.Error, herr.Error())
+		delay, ok := retryDelay(herr)
+		if !ok {
+			delay = s.cfg.Backoff(int(d.NumDelivered))
+		}
+		log.Warn("handler failed; will retry", "err", herr, "retry_in", delay.Round(time.Millisecond))
+		_ = m.NakWithDelay(delay)
+		b.metrics.handled.WithLabelValues(s.cfg.Name, "retry").Inc()
+	}
+}
+
+// safeCall turns a handler panic into a retryable error, so one bad message
+// cannot take the whole service down; MaxDeliver then parks it.
+func safeCall(ctx context.Context, data []byte, f func(context.Context, []byte) error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("handler panic: %v", r)
+		}
+	}()
+	return f(ctx, data)
+}
+
+// onMaxDeliveries parks a message the server stopped delivering without a
+// handler verdict (the process died during every remaining attempt).
+func (s *Subscription) onMaxDeliveries(msg *nats.Msg) {
+	var adv struct {
+		Stream     string `json:"stream"`
+		Consumer   string `json:"consumer"`
+		StreamSeq  uint64 `json:"stream_seq"`
+		Deliveries uint64 `json:"deliveries"`
+	}
+	if err := jsonUnmarshal(msg.Data, &adv); err != nil {
+		s.bus.log.Error("bad max-deliveries advisory", "err", err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, 10*time.Second)
+	defer cancel()
+	stream, err := s.bus.js.Stream(ctx, adv.Stream)
+	if err != nil {
+		s.bus.log.Error("max-deliveries advisory: stream lookup", "stream", adv.Stream, "err", err)
+		return
+	}
+	raw, err := stream.GetMsg(ctx, adv.StreamSeq)
+	if err != nil {
+		s.bus.log.Error("max-deliveries advisory: message lookup", "seq", adv.StreamSeq, "err", err)
+		return
+	}
+	rm := rawMsg{Subject: raw.Subject, Header: raw.Header, Data: raw.Data, Stream: adv.Stream, Seq: adv.StreamSeq}
+	reason := fmt.Sprintf("delivered %d times without a handler verdict (handler crashed or timed out)", adv.Deliveries)
+	if err := s.bus.deadLetter(ctx, rm, s.cfg.Name, reason, adv.Deliveries); err != nil {
+		s.bus.log.Error("max-deliveries advisory: dead-lettering failed", "seq", adv.StreamSeq, "err", err)
+		return
+	}
+	s.bus.log.Warn("message dead-lettered", "consumer", s.cfg.Name, "seq", adv.StreamSeq, "reason", reason)
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
