@@ -1,9 +1,9 @@
 package bus
 
 import (
-	"errors"
-
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sitebus/sitebus/pkg/telemetry"
 )
 
 type metrics struct {
@@ -35,26 +35,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
 		}, []string{"consumer"}),
 	}
-	if reg == nil {
-		return m
-	}
-	m.published = register(reg, m.published)
-	m.publishErrs = register(reg, m.publishErrs)
-	m.handled = register(reg, m.handled)
-	m.deadLettered = register(reg, m.deadLettered)
-	m.latency = register(reg, m.latency)
+	m.published = telemetry.Register(reg, m.published)
+	m.publishErrs = telemetry.Register(reg, m.publishErrs)
+	m.handled = telemetry.Register(reg, m.handled)
+	m.deadLettered = telemetry.Register(reg, m.deadLettered)
+	m.latency = telemetry.Register(reg, m.latency)
 	return m
-}
-
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing
-			}
-		}
-		panic(err)
-	}
-	return c
 }

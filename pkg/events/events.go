@@ -1,0 +1,155 @@
+// Package events knows the Waldur event payloads that arrive over STOMP:
+// which object types exist, which fields each must carry, and typed views of
+// the ones sitebus acts on. The bridge validates with it before anything
+// reaches the bus, so services can trust a payload's shape.
+package events
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// Object types Waldur publishes (ObservableObjectTypeEnum).
+const (
+	CourseAccount                = "course_account"
+	ImportableResources          = "importable_resources"
+	OfferingResourcesSync        = "offering_resources_sync"
+	OfferingUser                 = "offering_user"
+	Order                        = "order"
+	Resource                     = "resource"
+	ResourceAPIKeyRotation       = "resource_api_key_rotation"
+	ResourceEndDateChangeRequest = "resource_end_date_change_request"
+	ResourcePeriodicLimits       = "resource_periodic_limits"
+	ServiceAccount               = "service_account"
+	UserLifecycle                = "user_lifecycle"
+	UserProfile                  = "user_profile"
+	UserRole                     = "user_role"
+	UserSSHKey                   = "user_ssh_key"
+)
+
+// requiredUUIDs lists, per object type, the UUID fields a payload must carry
+// for any handler to act on it. A list of alternatives means one of them.
+var requiredUUIDs = map[string][][]string{
+	CourseAccount:                {{"account_uuid"}, {"project_uuid"}},
+	ImportableResources:          {{"backend_resource_request_uuid"}},
+	OfferingResourcesSync:        {{"offering_uuid"}},
+	OfferingUser:                 {{"offering_user_uuid", "user_uuid"}},
+	Order:                        {{"order_uuid"}},
+	Resource:                     {{"resource_uuid"}},
+	ResourceAPIKeyRotation:       {{"resource_uuid"}},
+	ResourceEndDateChangeRequest: {},
+	ResourcePeriodicLimits:       {{"resource_uuid"}},
+	ServiceAccount:               {{"account_uuid"}, {"project_uuid"}},
+	UserLifecycle:                {},
+	UserProfile:                  {},
+	UserRole:                     {{"user_uuid", "resource_uuid", "project_uuid"}},
+	UserSSHKey:                   {},
+}
+
+// ObjectTypes is every object type Waldur can publish, sorted.
+func ObjectTypes() []string {
+	out := make([]string, 0, len(requiredUUIDs))
+	for k := range requiredUUIDs {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Known reports whether t is an object type Waldur publishes.
+func Known(t string) bool { _, ok := requiredUUIDs[t]; return ok }
+
+var uuidRe = regexp.MustCompile(`^(?i:[0-9a-f]{32}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$`)
+
+// IsUUID reports whether s is a UUID, hex with or without dashes.
+func IsUUID(s string) bool { return uuidRe.MatchString(s) }
+
+// HexUUID normalises a UUID to 32 lower-case hex digits.
+func HexUUID(s string) string { return strings.ToLower(strings.ReplaceAll(s, "-", "")) }
+
+// ErrMalformed wraps every validation failure.
+var ErrMalformed = errors.New("malformed event")
+
+// Validate checks that body is a JSON object carrying the UUIDs objectType
+// needs. The error says exactly what is wrong, for the dead-letter reason.
+func Validate(objectType string, body []byte) error {
+	req, ok := requiredUUIDs[objectType]
+	if !ok {
+		return fmt.Errorf("%w: unknown object type %q", ErrMalformed, objectType)
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(body, &fields); err != nil {
+		return fmt.Errorf("%w: %s body is not a JSON object: %v", ErrMalformed, objectType, err)
+	}
+	if fields == nil {
+		return fmt.Errorf("%w: %s body is null", ErrMalformed, objectType)
+	}
+	for _, alternatives := range req {
+		found := false
+		var bad []string
+		for _, f := range alternatives {
+			raw, ok := fields[f]
+			if !ok || string(raw) == "null" {
+				continue
+			}
+			var s string
+			if json.Unmarshal(raw, &s) != nil || !IsUUID(s) {
+				bad = append(bad, fmt.Sprintf("%s=%s", f, truncate(string(raw), 80)))
+				continue
+			}
+			found = true
+			break
+		}
+		if !found {
+			if len(bad) > 0 {
+				return fmt.Errorf("%w: %s event has an invalid UUID: %s", ErrMalformed, objectType, strings.Join(bad, ", "))
+			}
+			return fmt.Errorf("%w: %s event lacks %s", ErrMalformed, objectType, strings.Join(alternatives, " or "))
+		}
+	}
+	return nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// OrderMessage is the payload of an order event.
+type OrderMessage struct {
+	OrderUUID    string `json:"order_uuid"`
+	OrderState   string `json:"order_state"`
+	OfferingUUID string `json:"offering_uuid"`
+}
+
+// ResourceMessage is the payload of a resource event.
+type ResourceMessage struct {
+	ResourceUUID         string `json:"resource_uuid"`
+	ResourceBackendID    string `json:"resource_backend_id"`
+	Downscaled           *bool  `json:"downscaled"`
+	RestrictMemberAccess *bool  `json:"restrict_member_access"`
+	Paused               *bool  `json:"paused"`
+	OfferingUUID         string `json:"offering_uuid"`
+}
+
+// UserRoleMessage is the payload of a user_role event.
+type UserRoleMessage struct {
+	UserUUID     string `json:"user_uuid"`
+	UserUsername string `json:"user_username"`
+	ProjectUUID  string `json:"project_uuid"`
+	ProjectName  string `json:"project_name"`
+	RoleName     string `json:"role_name"`
+	Granted      bool   `json:"granted"`
+	ResourceUUID string `json:"resource_uuid"`
+	OfferingUUID string `json:"offering_uuid"`
+}
+
+// NonActionableOrderStates are order states the site has nothing to do for
+// (the Python agent's STOMP handler skips the same set).
+var NonActionableOrderStates = []string{"done", "erred", "pending-consumer", "canceled", "rejected", "pending-project", "pending-start-date"}

@@ -1,0 +1,331 @@
+// Package app wires sitebus together: configuration, logging, tracing, the
+// NATS connection (embedded server or external cluster), the bus, the HTTP
+// endpoints for probes and metrics, and the services this process runs.
+// `sitebus run` is a thin layer over Run.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/sitebus/sitebus/pkg/bus"
+	"github.com/sitebus/sitebus/pkg/config"
+	"github.com/sitebus/sitebus/pkg/natsembed"
+	"github.com/sitebus/sitebus/pkg/telemetry"
+	"github.com/sitebus/sitebus/pkg/waldur"
+	"github.com/sitebus/sitebus/services/stompbridge"
+)
+
+// Service is one concern of sitebus. Run blocks until ctx ends; Ready tells
+// /readyz whether the service can do its work now.
+type Service interface {
+	Name() string
+	Run(ctx context.Context) error
+	Ready(ctx context.Context) error
+}
+
+// ServiceNames lists the services `--only` accepts, in start order.
+var ServiceNames = []string{stompbridge.Name}
+
+// Options are the command-line settings of `sitebus run`; each non-empty
+// field overrides the config file's sitebus section.
+type Options struct {
+	ConfigPath string
+	// NATSURL selects an external NATS (JetStream) server or cluster.
+	NATSURL string
+	// NATSListen is where the embedded server listens, so the CLI tools and
+	// other processes can reach it. Default 127.0.0.1:4222.
+	NATSListen string
+	DataDir    string
+	HTTPAddr   string
+	// Only runs a subset of the services (one Kubernetes Deployment per
+	// service runs one each).
+	Only    []string
+	Version string
+	// LogOutput receives the logs (default stderr).
+	LogOutput io.Writer
+	// Ready, when set, receives the HTTP address once /readyz can be asked.
+	Ready func(httpAddr string)
+}
+
+// Run starts sitebus and blocks until ctx ends, then shuts down gracefully.
+func Run(ctx context.Context, opts Options) error {
+	cfg, err := config.Load(opts.ConfigPath)
+	if err != nil {
+		return err
+	}
+	applyOverrides(cfg, &opts)
+	services, err := selectServices(opts.Only)
+	if err != nil {
+		return err
+	}
+	if opts.LogOutput == nil {
+		opts.LogOutput = os.Stderr
+	}
+	log, err := telemetry.NewLogger(opts.LogOutput, cfg.Sitebus.LogFormat, cfg.LogLevel)
+	if err != nil {
+		return err
+	}
+	slog.SetDefault(log)
+	tp, stopTracing, err := telemetry.SetupTracing(ctx, "sitebus", opts.Version)
+	if err != nil {
+		return fmt.Errorf("tracing: %w", err)
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = stopTracing(sctx)
+	}()
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	nc, stopNATS, err := connectNATS(cfg, &opts, log)
+	if err != nil {
+		return err
+	}
+	defer stopNATS()
+
+	b, err := bus.New(nc, bus.Config{
+		EventsMaxAge: cfg.Sitebus.Streams.EventsMaxAge, DuplicateWindow: cfg.Sitebus.Streams.DuplicateWindow,
+		DLQMaxAge: cfg.Sitebus.Streams.DLQMaxAge, Logger: log, Registerer: reg, TracerProvider: tp,
+	})
+	if err != nil {
+		return err
+	}
+	offerings, err := waldurClients(cfg, opts.Version, log)
+	if err != nil {
+		return err
+	}
+
+	h := newHealth(b, offerings)
+	srv, addr, err := serveHTTP(cfg.Sitebus.HTTPAddr, reg, h, log)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	if opts.Ready != nil {
+		opts.Ready(addr)
+	}
+
+	// Streams first: with an external NATS that is still starting, wait for
+	// it rather than fail, so a cluster can come up in any order.
+	if err := ensureStreams(ctx, b, log); err != nil {
+		return nil // ctx ended while waiting
+	}
+	h.streamsReady()
+
+	deps := deps{cfg: cfg, bus: b, offerings: offerings, log: log, reg: reg, tp: tp, version: opts.Version}
+	var running []Service
+	for _, name := range services {
+		s, err := deps.build(name)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		running = append(running, s)
+	}
+	h.setServices(running)
+	log.Info("sitebus running", "services", services, "http", addr, "version", opts.Version)
+
+	var wg sync.WaitGroup
+	errs := make(chan error, len(running))
+	for _, s := range running {
+		wg.Go(func() {
+			if err := s.Run(ctx); err != nil && ctx.Err() == nil {
+				errs <- fmt.Errorf("%s: %w", s.Name(), err)
+			}
+		})
+	}
+	select {
+	case <-ctx.Done():
+	case err = <-errs:
+		log.Error("service failed; shutting down", "err", err)
+	}
+	log.Info("shutting down")
+	wg.Wait()
+	return err
+}
+
+func applyOverrides(cfg *config.Root, o *Options) {
+	if o.NATSURL != "" {
+		cfg.Sitebus.NATSURL = o.NATSURL
+	}
+	if o.DataDir != "" {
+		cfg.Sitebus.DataDir = o.DataDir
+	}
+	if o.HTTPAddr != "" {
+		cfg.Sitebus.HTTPAddr = o.HTTPAddr
+	}
+	if len(o.Only) == 0 {
+		o.Only = cfg.Sitebus.Services
+	}
+	if o.NATSListen == "" {
+		o.NATSListen = "127.0.0.1:4222"
+	}
+}
+
+func selectServices(only []string) ([]string, error) {
+	if len(only) == 0 {
+		return ServiceNames, nil
+	}
+	var out []string
+	for _, name := range only {
+		name = strings.TrimSpace(name)
+		if !slices.Contains(ServiceNames, name) {
+			return nil, fmt.Errorf("unknown service %q (known: %s)", name, strings.Join(ServiceNames, ", "))
+		}
+		if !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	return out, nil
+}
+
+// connectNATS starts the embedded server, or connects to an external one
+// and keeps reconnecting forever: a NATS outage is waited out, not fatal.
+func connectNATS(cfg *config.Root, o *Options, log *slog.Logger) (*nats.Conn, func(), error) {
+	natsOpts := []nats.Option{
+		nats.Name("sitebus"),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(250 * time.Millisecond),
+		nats.RetryOnFailedConnect(true),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { log.Warn("NATS disconnected", "err", err) }),
+		nats.ReconnectHandler(func(c *nats.Conn) { log.Info("NATS reconnected", "url", c.ConnectedUrlRedacted()) }),
+	}
+	if cfg.Sitebus.NATSURL != "" {
+		nc, err := nats.Connect(cfg.Sitebus.NATSURL, natsOpts...)
+		if err != nil {
+			return nil, nil, fmt.Errorf("NATS %s: %w", cfg.Sitebus.NATSURL, err)
+		}
+		return nc, func() { drain(nc) }, nil
+	}
+	storeDir := filepath.Join(cfg.Sitebus.DataDir, "jetstream")
+	if err := os.MkdirAll(storeDir, 0o700); err != nil {
+		return nil, nil, fmt.Errorf("data dir: %w", err)
+	}
+	var s *server.Server
+	s, err := natsembed.Start(natsembed.Options{StoreDir: storeDir, Listen: o.NATSListen, Logger: log.With("component", "nats-server")})
+	if err != nil {
+		return nil, nil, err
+	}
+	log.Info("embedded NATS started", "listen", s.ClientURL(), "store", storeDir)
+	nc, err := nats.Connect("", append(natsOpts, nats.InProcessServer(s))...)
+	if err != nil {
+		s.Shutdown()
+		return nil, nil, err
+	}
+	return nc, func() { drain(nc); s.Shutdown(); s.WaitForShutdown() }, nil
+}
+
+func drain(nc *nats.Conn) {
+	done := make(chan struct{})
+	nc.SetClosedHandler(func(*nats.Conn) { close(done) })
+	if err := nc.Drain(); err != nil {
+		nc.Close()
+		return
+	}
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		nc.Close()
+	}
+}
+
+func ensureStreams(ctx context.Context, b *bus.Bus, log *slog.Logger) error {
+	delay := 250 * time.Millisecond
+	for {
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err := b.EnsureStreams(cctx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		log.Warn("JetStream not available yet; retrying", "err", err, "retry_in", delay)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(delay):
+		}
+		delay = min(delay*2, 10*time.Second)
+	}
+}
+
+// waldurClients builds one REST client per offering.
+func waldurClients(cfg *config.Root, version string, log *slog.Logger) ([]stompbridge.Offering, error) {
+	var out []stompbridge.Offering
+	for i := range cfg.Offerings {
+		o := &cfg.Offerings[i]
+		c, err := waldur.New(waldur.Config{
+			APIURL: o.WaldurAPIURL,
+			Token:  o.WaldurAPIToken.Reveal(),
+			OIDC: waldur.OIDCConfig{
+				TokenURL: o.OIDCTokenURL, ClientID: o.OIDCClientID, ClientSecret: o.OIDCClientSecret.Reveal(),
+			},
+			InsecureSkipVerify: !o.VerifySSL,
+			UserAgent:          "sitebus/" + version,
+			Logger:             log.With("offering", o.Name),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("offering %q: %w", o.Name, err)
+		}
+		out = append(out, stompbridge.Offering{Config: o, Waldur: c})
+	}
+	return out, nil
+}
+
+// deps are what services are built from.
+type deps struct {
+	cfg       *config.Root
+	bus       *bus.Bus
+	offerings []stompbridge.Offering
+	log       *slog.Logger
+	reg       prometheus.Registerer
+	tp        trace.TracerProvider
+	version   string
+}
+
+func (d deps) build(name string) (Service, error) {
+	switch name {
+	case stompbridge.Name:
+		return stompbridge.New(d.bus, stompbridge.Config{
+			Offerings: d.offerings, Stomp: d.cfg.Sitebus.Stomp, OrderPollPeriod: d.cfg.Periods.OrderProcess,
+			AgentVersion: d.version, Logger: d.log, Registerer: d.reg, TracerProvider: d.tp,
+		})
+	}
+	return nil, errors.New("unknown service")
+}
+
+func serveHTTP(addr string, reg *prometheus.Registry, h *health, log *slog.Logger) (*http.Server, string, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, "", fmt.Errorf("http listen %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: h.mux(reg), ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("http server", "err", err)
+		}
+	}()
+	return srv, ln.Addr().String(), nil
+}

@@ -1,0 +1,103 @@
+// Package cli holds sitebus's commands: run, and the operator tools for
+// replaying events and handling dead letters.
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/spf13/cobra"
+
+	"github.com/sitebus/sitebus/pkg/bus"
+	"github.com/sitebus/sitebus/pkg/config"
+	"github.com/sitebus/sitebus/services/app"
+)
+
+// New returns the root command.
+func New(version string) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "sitebus",
+		Short:         "Connects the Waldur marketplace to Kubernetes platforms",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Version:       version,
+	}
+	root.AddCommand(runCmd(version), replayCmd(), dlqCmd(), eventsCmd(), configCmd())
+	return root
+}
+
+func runCmd(version string) *cobra.Command {
+	o := app.Options{Version: version}
+	var only string
+	c := &cobra.Command{
+		Use:   "run",
+		Short: "Run the services (all of them, with an embedded NATS server, by default)",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if only != "" {
+				o.Only = strings.Split(only, ",")
+			}
+			return app.Run(cmd.Context(), o)
+		},
+	}
+	f := c.Flags()
+	f.StringVarP(&o.ConfigPath, "config", "c", "waldur-site-agent-config.yaml", "configuration file (the Python agent's format)")
+	f.StringVar(&o.NATSURL, "nats-url", "", "external NATS server or cluster (default: embedded server)")
+	f.StringVar(&o.NATSListen, "nats-listen", "127.0.0.1:4222", "client address of the embedded NATS server")
+	f.StringVar(&o.DataDir, "data-dir", "", "directory for the embedded server's JetStream store")
+	f.StringVar(&o.HTTPAddr, "http-addr", "", "address for /healthz, /readyz and /metrics")
+	f.StringVar(&only, "only", "", "comma-separated services to run (known: "+strings.Join(app.ServiceNames, ", ")+")")
+	return c
+}
+
+// natsFlags are shared by the tools that talk to a running sitebus's NATS.
+type natsFlags struct{ url string }
+
+func (n *natsFlags) add(c *cobra.Command) {
+	def := os.Getenv("SITEBUS_NATS_URL")
+	if def == "" {
+		def = "nats://127.0.0.1:4222"
+	}
+	c.Flags().StringVar(&n.url, "nats-url", def, "NATS server of the running sitebus (env SITEBUS_NATS_URL)")
+}
+
+func (n *natsFlags) connect(ctx context.Context) (*bus.Bus, func(), error) {
+	nc, err := nats.Connect(n.url, nats.Name("sitebus-cli"), nats.Timeout(5*time.Second))
+	if err != nil {
+		return nil, nil, fmt.Errorf("connect to NATS at %s: %w", n.url, err)
+	}
+	b, err := bus.New(nc, bus.Config{})
+	if err != nil {
+		nc.Close()
+		return nil, nil, err
+	}
+	return b, nc.Close, nil
+}
+
+func configCmd() *cobra.Command {
+	c := &cobra.Command{Use: "config", Short: "Configuration tools"}
+	var path string
+	check := &cobra.Command{
+		Use:   "check",
+		Short: "Load and validate a configuration file; print what sitebus would do with it",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := config.Load(path)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "%s: %d offering(s)\n", path, len(cfg.Offerings))
+			for _, o := range cfg.Offerings {
+				fmt.Fprintf(out, "- %s (%s) backend=%s stomp=%v object types: %s\n", o.Name, o.OfferingUUIDHex(), o.BackendType, o.StompEnabled, strings.Join(o.ObservableObjectTypes(), ","))
+			}
+			fmt.Fprintf(out, "periods: order %s, membership %s, report %s\n", cfg.Periods.OrderProcess, cfg.Periods.MembershipSync, cfg.Periods.Report)
+			return nil
+		},
+	}
+	check.Flags().StringVarP(&path, "config", "c", "waldur-site-agent-config.yaml", "configuration file")
+	c.AddCommand(check)
+	return c
+}
