@@ -1,0 +1,97 @@
+package config
+
+import "time"
+
+// Sitebus holds the settings of the top-level "sitebus:" section. The
+// Python agent would reject this key; files shared with it must leave the
+// section out, and then every value here takes its default.
+type Sitebus struct {
+	NATSURL   string        `json:"nats_url,omitempty"` // "" = run an embedded NATS server
+	DataDir   string        `json:"data_dir"`
+	HTTPAddr  string        `json:"http_addr"`  // metrics and health probes
+	LogFormat string        `json:"log_format"` // "json" or "text"
+	Stomp     StompSettings `json:"stomp"`
+
+	// Periods override Root.Periods key by key; a zero field is unset.
+	Periods Periods `json:"periods"`
+
+	Streams Streams `json:"streams"`
+
+	// Services lists the services to run in this process; empty = all.
+	Services []string `json:"services,omitempty"`
+}
+
+// StompSettings tune the connection to Waldur's STOMP broker.
+type StompSettings struct {
+	// Transport is "websocket" (what the Python agent uses) or "tcp"
+	// (plain STOMP, when the broker's TCP listener is reachable).
+	Transport string `json:"transport"`
+	// TCPHost is the host for the tcp transport; "" = each offering's
+	// STOMP websocket host.
+	TCPHost       string        `json:"tcp_host,omitempty"`
+	TCPPort       int           `json:"tcp_port"`
+	PrefetchCount int           `json:"prefetch_count"`
+	ReconnectMax  time.Duration `json:"reconnect_max"` // cap of the reconnect backoff
+	Heartbeat     time.Duration `json:"heartbeat"`
+}
+
+// Streams configure retention of the JetStream streams.
+type Streams struct {
+	EventsMaxAge time.Duration `json:"events_max_age"`
+	// DuplicateWindow must outlast a STOMP reconnect storm, so that frames
+	// redelivered after a reconnect are still recognised as duplicates.
+	DuplicateWindow time.Duration `json:"duplicate_window"`
+	DLQMaxAge       time.Duration `json:"dlq_max_age"`
+}
+
+func (s *Sitebus) setDefaults() {
+	if s.DataDir == "" {
+		s.DataDir = defaultDataDir
+	}
+	if s.HTTPAddr == "" {
+		s.HTTPAddr = defaultHTTPAddr
+	}
+	if s.LogFormat == "" {
+		s.LogFormat = defaultLogFormat
+	}
+	st := &s.Stomp
+	if st.Transport == "" {
+		st.Transport = defaultSTOMPTransport
+	}
+	if st.TCPPort == 0 {
+		st.TCPPort = defaultSTOMPTCPPort
+	}
+	if st.PrefetchCount == 0 {
+		st.PrefetchCount = defaultPrefetchCount
+	}
+	if st.ReconnectMax == 0 {
+		st.ReconnectMax = defaultReconnectMax
+	}
+	if st.Heartbeat == 0 {
+		st.Heartbeat = defaultHeartbeat
+	}
+	sm := &s.Streams
+	if sm.EventsMaxAge == 0 {
+		sm.EventsMaxAge = defaultEventsMaxAge
+	}
+	if sm.DuplicateWindow == 0 {
+		sm.DuplicateWindow = defaultDuplicateWindow
+	}
+	if sm.DLQMaxAge == 0 {
+		sm.DLQMaxAge = defaultDLQMaxAge
+	}
+}
+
+// TCPEndpoint returns the host and port of the plain-TCP STOMP listener
+// for an offering: TCPHost, else the offering's websocket host.
+func (s *StompSettings) TCPEndpoint(o *Offering) (host string, port int) {
+	host = s.TCPHost
+	if host == "" {
+		host, _, _, _ = o.STOMPEndpoint()
+	}
+	port = s.TCPPort
+	if port == 0 {
+		port = defaultSTOMPTCPPort
+	}
+	return host, port
+}

@@ -1,0 +1,121 @@
+package config
+
+import (
+	"testing"
+	"time"
+)
+
+func TestSitebusSection(t *testing.T) {
+	r := mustParse(t, conf(nil,
+		"sitebus:",
+		"  nats_url: nats://nats.sitebus.svc:4222",
+		"  data_dir: /var/lib/sitebus",
+		"  http_addr: 0.0.0.0:8080",
+		"  log_format: text",
+		"  services: [stomp-bridge, orders]",
+		"  stomp:",
+		"    transport: tcp",
+		"    tcp_host: rabbit.example.com",
+		"    tcp_port: 61614",
+		"    prefetch_count: 8",
+		"    reconnect_max: 1m",
+		"    heartbeat: 5s",
+		"  periods:",
+		"    membership_sync_period: 90s",
+		"    report_period: 1h",
+		"  streams:",
+		"    events_max_age: 24h",
+		"    duplicate_window: 10m",
+		"    dlq_max_age: 48h",
+	), noEnv)
+	eq(t, "sitebus", r.Sitebus, Sitebus{
+		NATSURL: "nats://nats.sitebus.svc:4222", DataDir: "/var/lib/sitebus", HTTPAddr: "0.0.0.0:8080", LogFormat: "text",
+		Stomp:    StompSettings{Transport: "tcp", TCPHost: "rabbit.example.com", TCPPort: 61614, PrefetchCount: 8, ReconnectMax: time.Minute, Heartbeat: 5 * time.Second},
+		Periods:  Periods{MembershipSync: 90 * time.Second, Report: time.Hour},
+		Streams:  Streams{EventsMaxAge: 24 * time.Hour, DuplicateWindow: 10 * time.Minute, DLQMaxAge: 48 * time.Hour},
+		Services: []string{"stomp-bridge", "orders"},
+	})
+	eq(t, "effective membership period", r.Periods.MembershipSync, 90*time.Second)
+	host, port := r.Sitebus.Stomp.TCPEndpoint(&r.Offerings[0])
+	eq(t, "tcp host", host, "rabbit.example.com")
+	eq(t, "tcp port", port, 61614)
+}
+
+func TestSitebusTCPEndpointDefaultsToOfferingHost(t *testing.T) {
+	r := mustParse(t, conf(nil, "sitebus:", "  stomp:", "    transport: tcp"), noEnv)
+	host, port := r.Sitebus.Stomp.TCPEndpoint(&r.Offerings[0])
+	eq(t, "host", host, "waldur.example.com")
+	eq(t, "port", port, 61613)
+}
+
+func TestSitebusErrors(t *testing.T) {
+	tests := map[string]struct {
+		lines []string
+		want  []string
+	}{
+		"duration without unit": {
+			lines: []string{"sitebus:", "  stomp:", "    heartbeat: 10"},
+			want:  []string{`config.yaml:9: sitebus.stomp.heartbeat: "10" is not a duration (use a unit, e.g. "30s", "15m", "168h")`},
+		},
+		"bad period duration": {
+			lines: []string{"sitebus:", "  periods:", "    order_process_period: soon"},
+			want:  []string{`config.yaml:9: sitebus.periods.order_process_period: "soon" is not a duration (use a unit, e.g. "30s", "15m", "168h")`},
+		},
+		"negative period": {
+			lines: []string{"sitebus:", "  periods:", "    report_period: -1m"},
+			want:  []string{`config.yaml:9: sitebus.periods.report_period: -1m0s must be positive`},
+		},
+		"duplicate window below ten minutes": {
+			lines: []string{"sitebus:", "  streams:", "    duplicate_window: 2m"},
+			want:  []string{`config.yaml:9: sitebus.streams.duplicate_window: 2m0s is shorter than the minimum of 10m0s`},
+		},
+		"negative stream ages": {
+			lines: []string{"sitebus:", "  streams:", "    events_max_age: -1h", "    dlq_max_age: -1h"},
+			want: []string{
+				`config.yaml:9: sitebus.streams.events_max_age: -1h0m0s must be positive`,
+				`config.yaml:10: sitebus.streams.dlq_max_age: -1h0m0s must be positive`,
+			},
+		},
+		"unknown enums and bad numbers": {
+			lines: []string{
+				"sitebus:",
+				"  log_format: xml",
+				"  http_addr: localhost",
+				"  stomp:",
+				"    transport: amqp",
+				"    tcp_port: 0x1ffff",
+				"    prefetch_count: -3",
+				"    reconnect_max: -1s",
+			},
+			want: []string{
+				`config.yaml:8: sitebus.log_format: "xml" is not one of json, text`,
+				`config.yaml:9: sitebus.http_addr: "localhost" is not a host:port address`,
+				`config.yaml:11: sitebus.stomp.transport: "amqp" is not one of websocket, tcp`,
+				`config.yaml:12: sitebus.stomp.tcp_port: 131071 is not a TCP port`,
+				`config.yaml:13: sitebus.stomp.prefetch_count: -3 must be at least 1`,
+				`config.yaml:14: sitebus.stomp.reconnect_max: -1s must be positive`,
+			},
+		},
+		"services with blanks and duplicates": {
+			lines: []string{"sitebus:", "  services:", `    - orders`, `    - ""`, `    - orders`},
+			want: []string{
+				`config.yaml:10: sitebus.services[1]: must not be empty`,
+				`config.yaml:11: sitebus.services[2]: "orders" is listed twice`,
+			},
+		},
+		"services not a list": {
+			lines: []string{"sitebus:", "  services: orders"},
+			want:  []string{`config.yaml:8: sitebus.services: must be a list of strings, not a scalar`},
+		},
+		"unknown sitebus key": {
+			lines: []string{"sitebus:", "  nats_ulr: nats://x"},
+			want:  []string{`config.yaml:8: sitebus.nats_ulr: unknown key "nats_ulr" (did you mean "nats_url"?)`},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			_, err := Parse(conf(nil, tc.lines...), "config.yaml", noEnv)
+			wantProblems(t, err, tc.want...)
+		})
+	}
+}
