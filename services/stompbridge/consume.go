@@ -111,7 +111,8 @@ func (br *Bridge) session(ctx context.Context, s *subscription) (int, error) {
 			inflight.Add(1)
 			go func() {
 				defer func() { <-sem; inflight.Done() }()
-				br.ingest(sctx, s, conn, m)
+				br.ingest(sctx, s, Frame{Destination: m.Destination, MessageID: header(m, "x-message-id"), Body: m.Body},
+					func() error { return conn.Ack(m) })
 			}()
 		}
 	}
@@ -129,13 +130,12 @@ func disconnect(conn *stomp.Conn) {
 
 // ingest stores one frame and then acks it. Until JetStream has confirmed
 // the write (or the dead letter), the frame stays unacked on the broker.
-func (br *Bridge) ingest(ctx context.Context, s *subscription, conn *stomp.Conn, m *stomp.Message) {
+func (br *Bridge) ingest(ctx context.Context, s *subscription, frame Frame, ack func() error) {
 	received := time.Now()
-	frame := Frame{Destination: m.Destination, MessageID: header(m, "x-message-id"), Body: m.Body}
 	ctx, span := br.tracer.Start(ctx, "stomp frame "+s.objectType, trace.WithSpanKind(trace.SpanKindConsumer),
 		trace.WithAttributes(
 			attribute.String("messaging.system", "rabbitmq"),
-			attribute.String("messaging.destination.name", m.Destination),
+			attribute.String("messaging.destination.name", frame.Destination),
 			attribute.String("waldur.object_type", s.objectType),
 			attribute.String("waldur.offering_uuid", s.offering.Config.OfferingUUIDHex()),
 		))
@@ -153,7 +153,7 @@ func (br *Bridge) ingest(ctx context.Context, s *subscription, conn *stomp.Conn,
 			return br.bus.Park(ctx, bus.DeadLetter{
 				Source: Name, Reason: derr.Error(), Subject: subject, Data: mustMarshal(ev),
 				ID:     "frame:" + ev.MessageId,
-				Header: map[string][]string{bus.HeaderContentType: {bus.ContentTypeProtobuf}, bus.HeaderMessageType: {string(ev.ProtoReflect().Descriptor().FullName())}, "Sitebus-Frame-Destination": {m.Destination}},
+				Header: map[string][]string{bus.HeaderContentType: {bus.ContentTypeProtobuf}, bus.HeaderMessageType: {string(ev.ProtoReflect().Descriptor().FullName())}, "Sitebus-Frame-Destination": {frame.Destination}},
 			})
 		}, br.log, "park malformed frame")
 		if err != nil {
@@ -178,7 +178,7 @@ func (br *Bridge) ingest(ctx context.Context, s *subscription, conn *stomp.Conn,
 	if err := failpoint.Inject(ctx, "bridge/after-publish"); err != nil {
 		return
 	}
-	if err := conn.Ack(m); err != nil {
+	if err := ack(); err != nil {
 		// The broker will redeliver; the publish dedupes it.
 		br.log.Warn("frame ack failed; it will be redelivered and deduplicated", "err", err, "message_id", ev.MessageId)
 		return
