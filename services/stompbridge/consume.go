@@ -261,9 +261,14 @@ func Decode(offeringHex, objectType string, f Frame, received time.Time) (*siteb
 	return ev, subject, nil
 }
 
-// parseDestination reads /amq/queue/subscription_<sub>_offering_<off>_<type>.
+// parseDestination reads a subscription queue destination. Mastermind sends
+// to /amq/queue/subscription_<sub>_offering_<off>_<type>; RabbitMQ delivers
+// it with destination /queue/<same name>.
 func parseDestination(dest string) (offeringHex, objectType string, ok bool) {
 	rest, ok := strings.CutPrefix(dest, "/amq/queue/subscription_")
+	if !ok {
+		rest, ok = strings.CutPrefix(dest, "/queue/subscription_")
+	}
 	if !ok || len(rest) < 32+len("_offering_")+32+2 {
 		return "", "", false
 	}

@@ -54,6 +54,10 @@ func TestDecode(t *testing.T) {
 			queueType: "order", frame: Frame{Destination: "/amq/queue/" + queueName(sub, strings.Repeat("9", 32), "order"), Body: []byte(`{"order_uuid": "` + ouid + `"}`)},
 			wantType: "order", wantErr: "arrived on a queue of offering " + off,
 		},
+		"destination as RabbitMQ delivers it (/queue/...) is understood": {
+			queueType: "service_account", frame: Frame{Destination: "/queue/" + queueName(sub, off, "course_account"), Body: []byte(`{"account_uuid": "` + ouid + `", "project_uuid": "` + ouid + `"}`)},
+			wantSubject: "waldur." + off + ".course_account", wantType: "course_account",
+		},
 		"unparseable destination falls back to the queue's type": {
 			queueType: "resource", frame: Frame{Destination: "/queue/other", Body: []byte(`{"resource_uuid": "` + ouid + `"}`)},
 			wantSubject: "waldur." + off + ".resource", wantType: "resource",

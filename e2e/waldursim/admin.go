@@ -1,0 +1,465 @@
+package waldursim
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+)
+
+// CreateOrderRequest is the body of POST /sim/orders. For Create (and
+// Restore) a new resource is made; Update and Terminate need ResourceUUID.
+type CreateOrderRequest struct {
+	OfferingUUID string         `json:"offering_uuid,omitempty"` // default: the only offering
+	ProjectUUID  string         `json:"project_uuid,omitempty"`  // default: the only project
+	Type         string         `json:"type,omitempty"`          // default Create
+	State        string         `json:"state,omitempty"`         // default pending-provider
+	ResourceUUID string         `json:"resource_uuid,omitempty"`
+	ResourceName string         `json:"resource_name,omitempty"`
+	PlanUUID     string         `json:"plan_uuid,omitempty"`
+	Limits       map[string]int `json:"limits,omitempty"`
+	Attributes   map[string]any `json:"attributes,omitempty"`
+	// Silent suppresses the order event.
+	Silent bool `json:"silent,omitempty"`
+}
+
+// EventResult reports what an admin operation published.
+type EventResult struct {
+	Published    []Published `json:"published"`
+	PublishError string      `json:"publish_error,omitempty"`
+}
+
+// CreateOrderResult is the answer of POST /sim/orders.
+type CreateOrderResult struct {
+	Order    APIOrder    `json:"order"`
+	Resource APIResource `json:"resource"`
+	EventResult
+}
+
+// FlagsRequest is the body of POST /sim/resources/{uuid}/flags; nil fields
+// are left alone.
+type FlagsRequest struct {
+	Paused               *bool `json:"paused,omitempty"`
+	Downscaled           *bool `json:"downscaled,omitempty"`
+	RestrictMemberAccess *bool `json:"restrict_member_access,omitempty"`
+	Silent               bool  `json:"silent,omitempty"`
+}
+
+// FlagsResult is the answer of POST /sim/resources/{uuid}/flags.
+type FlagsResult struct {
+	Resource APIResource `json:"resource"`
+	EventResult
+}
+
+// TeamRequest grants (or revokes) a member's role on a resource's team.
+type TeamRequest struct {
+	ResourceUUID string     `json:"resource_uuid"`
+	Member       TeamMember `json:"member"`
+	Granted      bool       `json:"granted"`
+	Silent       bool       `json:"silent,omitempty"`
+}
+
+// TeamResult is the answer of POST /sim/team.
+type TeamResult struct {
+	Team []TeamMember `json:"team"`
+	EventResult
+}
+
+// RawEventRequest publishes Body verbatim (it may be invalid JSON) to every
+// subscription queue of offering+type, Repeat times, optionally with a
+// forced x-message-id (to make duplicates).
+type RawEventRequest struct {
+	OfferingUUID string `json:"offering_uuid"`
+	ObjectType   string `json:"object_type"`
+	Body         string `json:"body"`
+	MessageID    string `json:"message_id,omitempty"`
+	Repeat       int    `json:"repeat,omitempty"`
+}
+
+// SubscriptionInfo is an event subscription with its queues (GET /sim/subscriptions).
+type SubscriptionInfo struct {
+	EventSubscription
+	Queues []SubscriptionQueue `json:"queues"`
+}
+
+func (s *Server) adminRoutes() http.Handler {
+	mux := http.NewServeMux()
+	h := func(pattern string, f func(r *http.Request) (int, any, error)) {
+		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+			status, v, err := f(r)
+			if err != nil && v == nil {
+				writeErr(w, err)
+				return
+			}
+			writeJSON(w, status, v)
+		})
+	}
+	h("POST /sim/orders", func(r *http.Request) (int, any, error) {
+		var req CreateOrderRequest
+		if err := decodeStrict(r, &req); err != nil {
+			return 0, nil, err
+		}
+		res, err := s.CreateOrder(r.Context(), req)
+		return publishStatus(http.StatusCreated, res, err)
+	})
+	h("GET /sim/orders/{uuid}", func(r *http.Request) (int, any, error) {
+		id, err := pathUUID(r)
+		if err != nil {
+			return 0, nil, err
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		o := s.st.orders[id]
+		if o == nil {
+			return 0, nil, errNotFound
+		}
+		return http.StatusOK, s.st.orderView(baseURL(r), o), nil
+	})
+	h("GET /sim/resources/{uuid}", func(r *http.Request) (int, any, error) {
+		id, err := pathUUID(r)
+		if err != nil {
+			return 0, nil, err
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		res := s.st.resources[id]
+		if res == nil {
+			return 0, nil, errNotFound
+		}
+		return http.StatusOK, s.st.resourceView(baseURL(r), res), nil
+	})
+	h("POST /sim/resources/{uuid}/flags", func(r *http.Request) (int, any, error) {
+		var req FlagsRequest
+		if err := decodeStrict(r, &req); err != nil {
+			return 0, nil, err
+		}
+		res, err := s.SetResourceFlags(r.Context(), r.PathValue("uuid"), req)
+		return publishStatus(http.StatusOK, res, err)
+	})
+	h("POST /sim/team", func(r *http.Request) (int, any, error) {
+		var req TeamRequest
+		if err := decodeStrict(r, &req); err != nil {
+			return 0, nil, err
+		}
+		res, err := s.SetTeam(r.Context(), req)
+		return publishStatus(http.StatusOK, res, err)
+	})
+	h("POST /sim/events", func(r *http.Request) (int, any, error) {
+		var req RawEventRequest
+		if err := decodeStrict(r, &req); err != nil {
+			return 0, nil, err
+		}
+		res, err := s.PublishRaw(r.Context(), req)
+		return publishStatus(http.StatusOK, res, err)
+	})
+	h("GET /sim/calls", func(r *http.Request) (int, any, error) {
+		return http.StatusOK, s.Calls(), nil
+	})
+	h("DELETE /sim/calls", func(r *http.Request) (int, any, error) {
+		s.ResetCalls()
+		return http.StatusOK, map[string]any{}, nil
+	})
+	h("POST /sim/faults", func(r *http.Request) (int, any, error) {
+		var f Fault
+		if err := decodeStrict(r, &f); err != nil {
+			return 0, nil, err
+		}
+		s.AddFault(f)
+		return http.StatusCreated, f, nil
+	})
+	h("DELETE /sim/faults", func(r *http.Request) (int, any, error) {
+		s.ClearFaults()
+		return http.StatusOK, map[string]any{}, nil
+	})
+	h("GET /sim/subscriptions", func(r *http.Request) (int, any, error) {
+		return http.StatusOK, s.Subscriptions(baseURL(r)), nil
+	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { writeErr(w, errNotFound) })
+	return mux
+}
+
+// publishStatus answers 502 with the partial result when publishing failed.
+func publishStatus(ok int, v any, err error) (int, any, error) {
+	if err == nil {
+		return ok, v, nil
+	}
+	if _, isAPI := err.(*apiError); isAPI {
+		return 0, nil, err
+	}
+	return http.StatusBadGateway, v, err
+}
+
+func decodeStrict(r *http.Request, v any) error {
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return detail(http.StatusBadRequest, "invalid JSON body: "+err.Error())
+	}
+	return nil
+}
+
+func badRequest(format string, a ...any) error {
+	return detail(http.StatusBadRequest, fmt.Sprintf(format, a...))
+}
+
+// onlyKey returns the single key of m, for "default: the only X" fields.
+func onlyKey[V any](m map[string]V, what string) (string, error) {
+	if len(m) != 1 {
+		return "", badRequest("%s_uuid is required (%d %ss exist)", what, len(m), what)
+	}
+	for k := range m {
+		return k, nil
+	}
+	return "", nil
+}
+
+// CreateOrder creates an order (and for Create/Restore a resource) and
+// publishes the order event when the state is pending-provider or
+// pending-consumer, unless Silent.
+func (s *Server) CreateOrder(ctx context.Context, req CreateOrderRequest) (*CreateOrderResult, error) {
+	if req.Type == "" {
+		req.Type = "Create"
+	}
+	if req.State == "" {
+		req.State = "pending-provider"
+	}
+	if !slices.Contains(orderTypes, req.Type) || !slices.Contains(orderStates, req.State) {
+		return nil, badRequest("invalid type %q or state %q", req.Type, req.State)
+	}
+	s.mu.Lock()
+	var (
+		res   *Resource
+		order *Order
+		ev    *pendingEvent
+	)
+	err := func() error {
+		if req.ResourceUUID != "" {
+			id, ok := normUUID(req.ResourceUUID)
+			if res = s.st.resources[id]; !ok || res == nil {
+				return badRequest("unknown resource %s", req.ResourceUUID)
+			}
+		} else if req.Type == "Create" || req.Type == "Restore" {
+			off, err := s.pickUUID(req.OfferingUUID, s.st.offerings, "offering")
+			if err != nil {
+				return err
+			}
+			proj, err := s.pickUUID(req.ProjectUUID, s.st.projects, "project")
+			if err != nil {
+				return err
+			}
+			id := newUUID()
+			name := req.ResourceName
+			if name == "" {
+				name = "res-" + id[:8]
+			}
+			res = &Resource{UUID: id, Name: name, Slug: name, State: "Creating", Offering: off, Project: proj,
+				Plan: req.PlanUUID, Limits: req.Limits, Attributes: req.Attributes, Created: s.now(), Modified: s.now()}
+			s.st.resources[id] = res
+			s.st.resourceOrder = append(s.st.resourceOrder, id)
+		} else {
+			return badRequest("resource_uuid is required for %s orders", req.Type)
+		}
+		switch req.Type {
+		case "Update":
+			res.State = "Updating"
+		case "Terminate":
+			res.State = "Terminating"
+		}
+		order = &Order{UUID: newUUID(), Type: req.Type, State: req.State, Resource: res.UUID, Plan: req.PlanUUID,
+			Limits: req.Limits, Attributes: req.Attributes, Created: s.now(), Modified: s.now()}
+		s.st.orders[order.UUID] = order
+		s.st.orderOrder = append(s.st.orderOrder, order.UUID)
+		if !req.Silent && (order.State == "pending-provider" || order.State == "pending-consumer") {
+			ev = s.orderEvent(order)
+		}
+		return nil
+	}()
+	if err != nil {
+		s.mu.Unlock()
+		return nil, err
+	}
+	out := &CreateOrderResult{
+		Order:    s.st.orderView(s.url, order),
+		Resource: s.st.resourceView(s.url, res),
+	}
+	s.mu.Unlock()
+	return out, s.finishPublish(ctx, ev, &out.EventResult)
+}
+
+func (s *Server) pickUUID(given string, m any, what string) (string, error) {
+	var has func(string) bool
+	var only func() (string, error)
+	switch mm := m.(type) {
+	case map[string]*Offering:
+		has = func(k string) bool { return mm[k] != nil }
+		only = func() (string, error) { return onlyKey(mm, what) }
+	case map[string]*Project:
+		has = func(k string) bool { return mm[k] != nil }
+		only = func() (string, error) { return onlyKey(mm, what) }
+	}
+	if given == "" {
+		return only()
+	}
+	id, ok := normUUID(given)
+	if !ok || !has(id) {
+		return "", badRequest("unknown %s %s", what, given)
+	}
+	return id, nil
+}
+
+func (s *Server) finishPublish(ctx context.Context, ev *pendingEvent, into *EventResult) error {
+	pub, err := s.publish(ctx, ev)
+	into.Published = pub
+	if into.Published == nil {
+		into.Published = []Published{}
+	}
+	if err != nil {
+		into.PublishError = err.Error()
+	}
+	return err
+}
+
+// SetResourceFlags changes paused/downscaled/restrict_member_access and
+// publishes a resource event when any of them changed.
+func (s *Server) SetResourceFlags(ctx context.Context, resourceUUID string, req FlagsRequest) (*FlagsResult, error) {
+	id, _ := normUUID(resourceUUID)
+	s.mu.Lock()
+	res := s.st.resources[id]
+	if res == nil {
+		s.mu.Unlock()
+		return nil, errNotFound
+	}
+	changed := false
+	for _, f := range []struct {
+		want *bool
+		cur  *bool
+	}{{req.Paused, &res.Paused}, {req.Downscaled, &res.Downscaled}, {req.RestrictMemberAccess, &res.RestrictMemberAccess}} {
+		if f.want != nil && *f.want != *f.cur {
+			*f.cur, changed = *f.want, true
+		}
+	}
+	var ev *pendingEvent
+	if changed {
+		res.Modified = s.now()
+		if !req.Silent {
+			ev = s.resourceEvent(res)
+		}
+	}
+	out := &FlagsResult{Resource: s.st.resourceView(s.url, res)}
+	s.mu.Unlock()
+	return out, s.finishPublish(ctx, ev, &out.EventResult)
+}
+
+// SetTeam grants (adds or updates) or revokes a team member of a resource
+// and publishes a user_role event.
+func (s *Server) SetTeam(ctx context.Context, req TeamRequest) (*TeamResult, error) {
+	id, _ := normUUID(req.ResourceUUID)
+	m := req.Member
+	if m.UUID == "" {
+		m.UUID = derivedUUID("user", m.Username)
+	}
+	uid, ok := normUUID(m.UUID)
+	if !ok || m.Username == "" {
+		return nil, badRequest("member.username and a valid member.uuid are required")
+	}
+	m.UUID = uid
+	if m.OfferingUserUsername == "" {
+		m.OfferingUserUsername = m.Username
+	}
+	if m.OfferingUserState == "" {
+		m.OfferingUserState = "OK"
+	}
+	if req.Granted && m.Role == "" {
+		return nil, badRequest("member.role is required to grant")
+	}
+	s.mu.Lock()
+	res := s.st.resources[id]
+	if res == nil {
+		s.mu.Unlock()
+		return nil, errNotFound
+	}
+	i := slices.IndexFunc(res.Team, func(t TeamMember) bool { return t.UUID == m.UUID })
+	switch {
+	case req.Granted && i >= 0:
+		res.Team[i] = m
+	case req.Granted:
+		res.Team = append(res.Team, m)
+	case i >= 0:
+		if m.Role == "" {
+			m.Role = res.Team[i].Role
+		}
+		res.Team = slices.Delete(res.Team, i, i+1)
+	}
+	var ev *pendingEvent
+	if !req.Silent {
+		ev = s.userRoleEvent(res, m, req.Granted)
+	}
+	out := &TeamResult{Team: slices.Clone(res.Team)}
+	s.mu.Unlock()
+	return out, s.finishPublish(ctx, ev, &out.EventResult)
+}
+
+// PublishRaw sends an arbitrary body to the subscription queues of
+// offering+type.
+func (s *Server) PublishRaw(ctx context.Context, req RawEventRequest) (*EventResult, error) {
+	off, ok := normUUID(req.OfferingUUID)
+	if !ok || req.ObjectType == "" {
+		return nil, badRequest("offering_uuid and object_type are required")
+	}
+	s.mu.Lock()
+	ev := &pendingEvent{offering: off, objectType: req.ObjectType, body: req.Body, messageID: req.MessageID,
+		repeat: max(req.Repeat, 1), targets: s.targetsFor(off, req.ObjectType)}
+	s.mu.Unlock()
+	out := &EventResult{}
+	return out, s.finishPublish(ctx, ev, out)
+}
+
+// Calls returns the log of /api/ calls.
+func (s *Server) Calls() []Call {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Call{}, s.calls...)
+}
+
+// ResetCalls clears the call log.
+func (s *Server) ResetCalls() {
+	s.mu.Lock()
+	s.calls = nil
+	s.mu.Unlock()
+}
+
+// AddFault injects a fault (see Fault).
+func (s *Server) AddFault(f Fault) {
+	if f.Count <= 0 {
+		f.Count = 1
+	}
+	s.mu.Lock()
+	s.fault = append(s.fault, &activeFault{Fault: f, left: f.Count})
+	s.mu.Unlock()
+}
+
+// ClearFaults removes all injected faults.
+func (s *Server) ClearFaults() {
+	s.mu.Lock()
+	s.fault = nil
+	s.mu.Unlock()
+}
+
+// Subscriptions lists event subscriptions with their queues.
+func (s *Server) Subscriptions(base string) []SubscriptionInfo {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := []SubscriptionInfo{}
+	for _, id := range s.st.subOrder {
+		sub := s.st.subs[id]
+		info := SubscriptionInfo{EventSubscription: subView(base, sub), Queues: []SubscriptionQueue{}}
+		for _, q := range s.st.queues {
+			if q.EventSubscriptionUUID == id {
+				info.Queues = append(info.Queues, queueView(base, q))
+			}
+		}
+		out = append(out, info)
+	}
+	return out
+}

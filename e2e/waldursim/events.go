@@ -1,0 +1,234 @@
+package waldursim
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/go-stomp/stomp/v3"
+
+	"github.com/sitebus/sitebus/e2e/rabbitmq"
+)
+
+// QueueArguments are the x-arguments Mastermind's create_queue declares.
+// Consumers must therefore use /amq/queue/ destinations: a /queue/ SUBSCRIBE
+// would redeclare without them and fail with PRECONDITION_FAILED.
+func QueueArguments() map[string]any {
+	return map[string]any{
+		"x-message-ttl":             3600000,
+		"x-max-length":              10000,
+		"x-overflow":                "reject-publish-dlx",
+		"x-dead-letter-exchange":    "",
+		"x-dead-letter-routing-key": "waldur.dlq.messages",
+	}
+}
+
+// Topic is Mastermind's topic for a subscription queue; the STOMP
+// destination is "/amq/queue/" + the topic with "/" replaced by "_".
+func Topic(subUUID, offeringUUID, objectType string) string {
+	return "subscription/" + subUUID + "/offering/" + offeringUUID + "/" + objectType
+}
+
+// MessageID is Mastermind's x-message-id: sha256("vhost:topic:payload")
+// hex, first 32 characters.
+func MessageID(vhost, topic, payload string) string {
+	sum := sha256.Sum256([]byte(vhost + ":" + topic + ":" + payload))
+	return hex.EncodeToString(sum[:])[:32]
+}
+
+// Published describes one frame sent to RabbitMQ.
+type Published struct {
+	Vhost       string `json:"vhost"`
+	Queue       string `json:"queue"`
+	Destination string `json:"destination"`
+	Topic       string `json:"topic"`
+	MessageID   string `json:"message_id"`
+	Body        string `json:"body"`
+}
+
+type target struct{ vhost, subUUID, queue string }
+
+// pendingEvent is built under s.mu and published after releasing it.
+type pendingEvent struct {
+	offering, objectType string
+	body                 string // exact payload bytes
+	messageID            string // override; "" computes Mastermind's id
+	repeat               int
+	targets              []target
+}
+
+// targetsFor lists the subscriptions with a registered queue for
+// offering+type. Caller holds s.mu.
+func (s *Server) targetsFor(offering, objectType string) []target {
+	var ts []target
+	for _, q := range s.st.queues {
+		if q.OfferingUUID == offering && q.ObjectType == objectType {
+			ts = append(ts, target{vhost: q.Vhost, subUUID: q.EventSubscriptionUUID, queue: q.QueueName})
+		}
+	}
+	return ts
+}
+
+// newEvent adds "offering_uuid" last, as prepare_messages does. Caller holds s.mu.
+func (s *Server) newEvent(offering, objectType string, payload PyObject) *pendingEvent {
+	payload = append(PyObject{}, payload...).Set("offering_uuid", offering)
+	return &pendingEvent{offering: offering, objectType: objectType, body: payload.Encode(),
+		repeat: 1, targets: s.targetsFor(offering, objectType)}
+}
+
+func (s *Server) orderEvent(o *Order) *pendingEvent {
+	res := s.st.resources[o.Resource]
+	if res == nil {
+		return nil
+	}
+	return s.newEvent(res.Offering, "order", PyObject{{"order_uuid", o.UUID}, {"order_state", o.State}})
+}
+
+func (s *Server) resourceEvent(r *Resource) *pendingEvent {
+	var backendID any = r.BackendID
+	return s.newEvent(r.Offering, "resource", PyObject{
+		{"resource_uuid", r.UUID}, {"resource_backend_id", backendID},
+		{"downscaled", r.Downscaled}, {"restrict_member_access", r.RestrictMemberAccess}, {"paused", r.Paused},
+	})
+}
+
+func (s *Server) userRoleEvent(r *Resource, m TeamMember, granted bool) *pendingEvent {
+	p := s.st.projects[r.Project]
+	return s.newEvent(r.Offering, "user_role", PyObject{
+		{"user_uuid", m.UUID}, {"user_username", m.Username}, {"project_uuid", p.UUID},
+		{"project_name", p.Name}, {"role_name", m.Role}, {"granted", granted},
+	})
+}
+
+// publish sends ev to every target. Errors are logged and returned; frames
+// already sent are reported either way.
+func (s *Server) publish(ctx context.Context, ev *pendingEvent) ([]Published, error) {
+	if ev == nil {
+		return nil, nil
+	}
+	var out []Published
+	var errs []error
+	for _, t := range ev.targets {
+		topic := Topic(t.subUUID, ev.offering, ev.objectType)
+		p := Published{Vhost: t.vhost, Queue: t.queue, Destination: "/amq/queue/" + t.queue, Topic: topic,
+			Body: ev.body, MessageID: ev.messageID}
+		if p.MessageID == "" {
+			p.MessageID = MessageID(t.vhost, topic, ev.body)
+		}
+		for range max(ev.repeat, 1) {
+			if s.pub == nil {
+				errs = append(errs, errors.New("no RabbitMQ configured"))
+				break
+			}
+			if err := s.pub.send(p); err != nil {
+				s.log.Error("publish event failed", "queue", t.queue, "vhost", t.vhost, "err", err)
+				errs = append(errs, fmt.Errorf("publish to %s: %w", t.queue, err))
+				break
+			}
+			s.log.Debug("published event", "queue", t.queue, "message_id", p.MessageID, "body", p.Body)
+			out = append(out, p)
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// publisher keeps one STOMP connection per vhost (a STOMP connection is
+// bound to the vhost given in CONNECT), logged in as the broker admin.
+type publisher struct {
+	cfg   RabbitConfig
+	log   *slog.Logger
+	mgmt  *rabbitmq.Mgmt
+	mu    sync.Mutex
+	conns map[string]*stomp.Conn
+}
+
+func newPublisher(cfg RabbitConfig, log *slog.Logger) *publisher {
+	return &publisher{cfg: cfg, log: log, conns: map[string]*stomp.Conn{},
+		mgmt: rabbitmq.NewMgmt(cfg.MgmtURL, cfg.AdminUser, cfg.AdminPass)}
+}
+
+func (p *publisher) send(m Published) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var err error
+	for attempt := 0; attempt < 2; attempt++ {
+		c := p.conns[m.Vhost]
+		if c == nil {
+			c, err = rabbitmq.DialSTOMP(p.cfg.STOMPAddr, p.cfg.AdminUser, p.cfg.AdminPass, m.Vhost)
+			if err != nil {
+				continue
+			}
+			p.conns[m.Vhost] = c
+		}
+		// No receipt: RabbitMQ would copy the receipt header into the
+		// delivered frame, and Mastermind does not ask for one. So, as with
+		// Mastermind, a frame to a missing queue is dropped silently; only
+		// connection failures surface here.
+		err = c.Send(m.Destination, "application/json", []byte(m.Body),
+			stomp.SendOpt.Header("persistent", "true"),
+			stomp.SendOpt.Header("durable", "true"),
+			stomp.SendOpt.Header("auto-delete", "false"),
+			stomp.SendOpt.Header("x-message-id", m.MessageID))
+		if err == nil {
+			return nil
+		}
+		_ = c.Disconnect()
+		delete(p.conns, m.Vhost)
+	}
+	return err
+}
+
+func (p *publisher) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for vh, c := range p.conns {
+		_ = c.Disconnect()
+		delete(p.conns, vh)
+	}
+}
+
+// brokerSetupSubscription mirrors Mastermind: vhost = user uuid hex, a
+// RabbitMQ user named after the subscription with the API token as
+// password, full permissions for it (and the admin publisher) on the vhost.
+func (s *Server) brokerSetupSubscription(ctx context.Context, sub *EventSubscription, u *User) error {
+	if s.pub == nil {
+		return nil
+	}
+	m := s.pub.mgmt
+	vh := sub.UserUUID
+	if err := m.PutVhost(ctx, vh); err != nil {
+		return err
+	}
+	if err := m.PutUser(ctx, sub.UUID, u.Token); err != nil {
+		return err
+	}
+	if err := m.SetPermissions(ctx, vh, sub.UUID, ".*", ".*", ".*"); err != nil {
+		return err
+	}
+	return m.SetPermissions(ctx, vh, s.cfg.Rabbit.AdminUser, ".*", ".*", ".*")
+}
+
+func (s *Server) brokerDeclareQueue(ctx context.Context, q *SubscriptionQueue) error {
+	if s.pub == nil {
+		return nil
+	}
+	return s.pub.mgmt.DeclareQueue(ctx, q.Vhost, q.QueueName, QueueArguments())
+}
+
+func (s *Server) brokerTeardownSubscription(ctx context.Context, sub *EventSubscription, queues []*SubscriptionQueue) {
+	if s.pub == nil {
+		return
+	}
+	for _, q := range queues {
+		if err := s.pub.mgmt.DeleteQueue(ctx, q.Vhost, q.QueueName); err != nil && !rabbitmq.IsNotFound(err) {
+			s.log.Warn("delete queue", "queue", q.QueueName, "err", err)
+		}
+	}
+	if err := s.pub.mgmt.DeleteUser(ctx, sub.UUID); err != nil && !rabbitmq.IsNotFound(err) {
+		s.log.Warn("delete rabbitmq user", "user", sub.UUID, "err", err)
+	}
+}

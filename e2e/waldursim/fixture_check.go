@@ -1,0 +1,130 @@
+package waldursim
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"slices"
+)
+
+func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
+
+// Valid enumerations, as Mastermind defines them.
+var (
+	orderStates = []string{"pending-consumer", "pending-provider", "pending-project",
+		"pending-start-date", "executing", "done", "erred", "canceled", "rejected"}
+	orderTypes     = []string{"Create", "Update", "Terminate", "Restore"}
+	resourceStates = []string{"Creating", "OK", "Erred", "Updating", "Terminating", "Terminated"}
+	objectTypes    = []string{"course_account", "importable_resources", "offering_resources_sync",
+		"offering_user", "order", "resource", "resource_api_key_rotation",
+		"resource_end_date_change_request", "resource_periodic_limits", "service_account",
+		"user_lifecycle", "user_profile", "user_role", "user_ssh_key"}
+)
+
+func (f *Fixture) normalize() error {
+	var errs []error
+	fix := func(what string, p *string, required bool) {
+		if *p == "" && !required {
+			return
+		}
+		h, ok := normUUID(*p)
+		if !ok {
+			errs = append(errs, fmt.Errorf("%s: invalid uuid %q", what, *p))
+			return
+		}
+		*p = h
+	}
+	ids := map[string]bool{}
+	unique := func(kind, id string) {
+		if ids[kind+id] {
+			errs = append(errs, fmt.Errorf("duplicate %s %s", kind, id))
+		}
+		ids[kind+id] = true
+	}
+	has := func(kind, id string) bool { return ids[kind+id] }
+	for i := range f.Users {
+		u := &f.Users[i]
+		fix("user", &u.UUID, true)
+		unique("user", u.UUID)
+		if u.Token == "" || u.Username == "" {
+			errs = append(errs, fmt.Errorf("user %s: username and token are required", u.UUID))
+		}
+	}
+	for i := range f.Customers {
+		c := &f.Customers[i]
+		fix("customer", &c.UUID, true)
+		fix("customer service_provider_uuid", &c.ServiceProviderUUID, false)
+		if c.ServiceProviderUUID == "" {
+			c.ServiceProviderUUID = derivedUUID("service-provider", c.UUID)
+		}
+		unique("customer", c.UUID)
+	}
+	for i := range f.Projects {
+		p := &f.Projects[i]
+		fix("project", &p.UUID, true)
+		fix("project customer_uuid", &p.CustomerUUID, true)
+		unique("project", p.UUID)
+		if !has("customer", p.CustomerUUID) {
+			errs = append(errs, fmt.Errorf("project %s: unknown customer %s", p.UUID, p.CustomerUUID))
+		}
+	}
+	for i := range f.Offerings {
+		o := &f.Offerings[i]
+		fix("offering", &o.UUID, true)
+		fix("offering customer_uuid", &o.CustomerUUID, true)
+		unique("offering", o.UUID)
+		if !has("customer", o.CustomerUUID) {
+			errs = append(errs, fmt.Errorf("offering %s: unknown customer %s", o.UUID, o.CustomerUUID))
+		}
+	}
+	for i := range f.Plans {
+		p := &f.Plans[i]
+		fix("plan", &p.UUID, true)
+		fix("plan offering_uuid", &p.OfferingUUID, true)
+		unique("plan", p.UUID)
+		if !has("offering", p.OfferingUUID) {
+			errs = append(errs, fmt.Errorf("plan %s: unknown offering %s", p.UUID, p.OfferingUUID))
+		}
+	}
+	for i := range f.Resources {
+		r := &f.Resources[i]
+		fix("resource", &r.UUID, true)
+		fix("resource offering", &r.Offering, true)
+		fix("resource project", &r.Project, true)
+		fix("resource plan", &r.Plan, false)
+		unique("resource", r.UUID)
+		if !has("offering", r.Offering) || !has("project", r.Project) {
+			errs = append(errs, fmt.Errorf("resource %s: unknown offering or project", r.UUID))
+		}
+		if r.State == "" {
+			r.State = "OK"
+		}
+		if !slices.Contains(resourceStates, r.State) {
+			errs = append(errs, fmt.Errorf("resource %s: invalid state %q", r.UUID, r.State))
+		}
+		for j := range r.Team {
+			m := &r.Team[j]
+			fix("team member", &m.UUID, true)
+			if m.OfferingUserState == "" {
+				m.OfferingUserState = "OK"
+			}
+		}
+	}
+	for i := range f.Orders {
+		o := &f.Orders[i]
+		fix("order", &o.UUID, true)
+		fix("order resource", &o.Resource, true)
+		fix("order plan", &o.Plan, false)
+		unique("order", o.UUID)
+		if !has("resource", o.Resource) {
+			errs = append(errs, fmt.Errorf("order %s: unknown resource %s", o.UUID, o.Resource))
+		}
+		if !slices.Contains(orderTypes, o.Type) || !slices.Contains(orderStates, o.State) {
+			errs = append(errs, fmt.Errorf("order %s: invalid type %q or state %q", o.UUID, o.Type, o.State))
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("invalid fixture: %v", errs)
+	}
+	return nil
+}

@@ -1,0 +1,86 @@
+package waldursim
+
+import (
+	"net/http"
+	"strings"
+)
+
+func (s *Server) getVersion(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"version": s.cfg.Version, "latest_version": s.cfg.Version})
+}
+
+func (s *Server) getMe(w http.ResponseWriter, r *http.Request, u *User) error {
+	first, last, _ := strings.Cut(u.FullName, " ")
+	writeJSON(w, http.StatusOK, restrictFields(r, map[string]any{
+		"uuid": u.UUID, "url": baseURL(r) + "/api/users/" + u.UUID + "/", "username": u.Username,
+		"full_name": u.FullName, "first_name": first, "last_name": last, "email": u.Email,
+		"is_staff": false, "is_support": false, "is_active": true,
+	}))
+	return nil
+}
+
+func (s *Server) getOffering(w http.ResponseWriter, r *http.Request, _ *User) error {
+	id, err := pathUUID(r)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o := s.st.offerings[id]
+	if o == nil {
+		return errNotFound
+	}
+	writeJSON(w, http.StatusOK, restrictFields(r, s.st.offeringView(baseURL(r), o)))
+	return nil
+}
+
+func (s *Server) listServiceProviders(w http.ResponseWriter, r *http.Request, _ *User) error {
+	fe := fieldErrors{}
+	customers := queryUUIDs(r, fe, "customer_uuid")
+	if err := fe.err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var items []map[string]any
+	for _, c := range sortedCustomers(s.st) {
+		if !matchAny(c.UUID, customers) {
+			continue
+		}
+		items = append(items, map[string]any{
+			"uuid": c.ServiceProviderUUID, "url": baseURL(r) + "/api/marketplace-service-providers/" + c.ServiceProviderUUID + "/",
+			"customer_uuid": c.UUID, "customer_name": c.Name, "customer_slug": c.Slug,
+		})
+	}
+	writeList(w, r, items)
+	return nil
+}
+
+func sortedCustomers(st *state) []*Customer {
+	var out []*Customer
+	for _, c := range st.customers {
+		out = append(out, c)
+	}
+	// Map order is random; keep lists stable.
+	for i := 1; i < len(out); i++ {
+		for j := i; j > 0 && out[j].UUID < out[j-1].UUID; j-- {
+			out[j], out[j-1] = out[j-1], out[j]
+		}
+	}
+	return out
+}
+
+func (s *Server) getPlan(w http.ResponseWriter, r *http.Request, _ *User) error {
+	id, err := pathUUID(r)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.st.plans[id]
+	if p == nil {
+		return errNotFound
+	}
+	writeJSON(w, http.StatusOK, restrictFields(r, s.st.planView(baseURL(r), p)))
+	return nil
+}

@@ -1,0 +1,50 @@
+package waldursim
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+)
+
+// normUUID accepts a dashed or hex UUID (any case) and returns 32 lower-case
+// hex digits, the form Waldur renders.
+func normUUID(s string) (string, bool) {
+	h := strings.ToLower(strings.ReplaceAll(s, "-", ""))
+	if len(h) != 32 {
+		return "", false
+	}
+	if _, err := hex.DecodeString(h); err != nil {
+		return "", false
+	}
+	if strings.Contains(s, "-") && !(len(s) == 36 && s[8] == '-' && s[13] == '-' && s[18] == '-' && s[23] == '-') {
+		return "", false
+	}
+	return h, true
+}
+
+// newUUID returns a random version-4 UUID as hex.
+func newUUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return hex.EncodeToString(b[:])
+}
+
+// derivedUUID is a stable UUID for objects the fixture does not name.
+func derivedUUID(kind, from string) string {
+	sum := sha256.Sum256([]byte(kind + ":" + from))
+	b := sum[:16]
+	b[6] = b[6]&0x0f | 0x50
+	b[8] = b[8]&0x3f | 0x80
+	return hex.EncodeToString(b)
+}
+
+// dashed renders hex as 8-4-4-4-12.
+func dashed(h string) string {
+	if len(h) != 32 {
+		return h
+	}
+	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}

@@ -1,0 +1,138 @@
+package waldursim
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode/utf16"
+)
+
+// PyField is one key of a PyObject.
+type PyField struct {
+	Key   string
+	Value any
+}
+
+// PyObject is a JSON object that keeps insertion order and encodes exactly
+// like Python's json.dumps with default arguments (", " and ": "
+// separators, ensure_ascii). Mastermind's STOMP bodies are such strings, and
+// x-message-id hashes them, so byte equality matters.
+type PyObject []PyField
+
+// Set appends key (or replaces its value in place, as a dict would).
+func (o PyObject) Set(key string, v any) PyObject {
+	for i := range o {
+		if o[i].Key == key {
+			o[i].Value = v
+			return o
+		}
+	}
+	return append(o, PyField{key, v})
+}
+
+// Encode renders o as json.dumps would.
+func (o PyObject) Encode() string {
+	var sb strings.Builder
+	pyEncode(&sb, o)
+	return sb.String()
+}
+
+func pyEncode(sb *strings.Builder, v any) {
+	switch x := v.(type) {
+	case nil:
+		sb.WriteString("null")
+	case bool:
+		if x {
+			sb.WriteString("true")
+		} else {
+			sb.WriteString("false")
+		}
+	case string:
+		pyString(sb, x)
+	case int:
+		sb.WriteString(strconv.Itoa(x))
+	case int64:
+		sb.WriteString(strconv.FormatInt(x, 10))
+	case float64:
+		sb.WriteString(pyFloat(x))
+	case []string:
+		sb.WriteByte('[')
+		for i, s := range x {
+			if i > 0 {
+				sb.WriteString(", ")
+			}
+			pyString(sb, s)
+		}
+		sb.WriteByte(']')
+	case []any:
+		sb.WriteByte('[')
+		for i, e := range x {
+			if i > 0 {
+				sb.WriteString(", ")
+			}
+			pyEncode(sb, e)
+		}
+		sb.WriteByte(']')
+	case PyObject:
+		sb.WriteByte('{')
+		for i, f := range x {
+			if i > 0 {
+				sb.WriteString(", ")
+			}
+			pyString(sb, f.Key)
+			sb.WriteString(": ")
+			pyEncode(sb, f.Value)
+		}
+		sb.WriteByte('}')
+	default:
+		panic(fmt.Sprintf("pyjson: unsupported type %T", v))
+	}
+}
+
+// pyFloat follows float.__repr__ for the common cases (1.0, 0.5, 1e-07).
+func pyFloat(f float64) string {
+	s := strconv.FormatFloat(f, 'g', -1, 64)
+	if !strings.ContainsAny(s, ".eEn") { // integral: Python prints 1.0
+		s += ".0"
+	}
+	if i := strings.IndexAny(s, "e"); i >= 0 && len(s) > i+2 && s[i+2] != '0' && len(s[i+2:]) == 1 {
+		s = s[:i+2] + "0" + s[i+2:] // Python pads exponents to two digits
+	}
+	return s
+}
+
+// pyString escapes like json.dumps(ensure_ascii=True): \" \\ \b \f \n \r \t,
+// everything else outside printable ASCII as \uXXXX (surrogate pairs above
+// the BMP).
+func pyString(sb *strings.Builder, s string) {
+	sb.WriteByte('"')
+	for _, r := range s {
+		switch r {
+		case '"':
+			sb.WriteString(`\"`)
+		case '\\':
+			sb.WriteString(`\\`)
+		case '\b':
+			sb.WriteString(`\b`)
+		case '\f':
+			sb.WriteString(`\f`)
+		case '\n':
+			sb.WriteString(`\n`)
+		case '\r':
+			sb.WriteString(`\r`)
+		case '\t':
+			sb.WriteString(`\t`)
+		default:
+			switch {
+			case r >= 0x20 && r <= 0x7e:
+				sb.WriteRune(r)
+			case r > 0xffff:
+				r1, r2 := utf16.EncodeRune(r)
+				fmt.Fprintf(sb, `\u%04x\u%04x`, r1, r2)
+			default:
+				fmt.Fprintf(sb, `\u%04x`, r)
+			}
+		}
+	}
+	sb.WriteByte('"')
+}

@@ -1,0 +1,136 @@
+package waldursim
+
+import (
+	"net/http"
+	"strings"
+)
+
+// apiHandler serves one authenticated endpoint; a returned *apiError is
+// rendered DRF-style.
+type apiHandler func(w http.ResponseWriter, r *http.Request, u *User) error
+
+func (s *Server) routes() http.Handler {
+	api := http.NewServeMux()
+	handle := func(pattern string, h apiHandler) {
+		api.Handle(pattern, s.authed(h))
+	}
+	// Public, as in Waldur.
+	api.HandleFunc("GET /api/version/{$}", s.getVersion)
+
+	handle("GET /api/users/me/{$}", s.getMe)
+
+	handle("GET /api/marketplace-site-agent-identities/{$}", s.listIdentities)
+	handle("POST /api/marketplace-site-agent-identities/{$}", s.createIdentity)
+	handle("GET /api/marketplace-site-agent-identities/{uuid}/{$}", s.getIdentity)
+	handle("PUT /api/marketplace-site-agent-identities/{uuid}/{$}", s.updateIdentity)
+	handle("PATCH /api/marketplace-site-agent-identities/{uuid}/{$}", s.updateIdentity)
+	handle("POST /api/marketplace-site-agent-identities/{uuid}/register_service/{$}", s.registerService)
+	handle("POST /api/marketplace-site-agent-identities/{uuid}/register_event_subscription/{$}", s.registerEventSubscription)
+	handle("POST /api/marketplace-site-agent-services/{uuid}/register_processor/{$}", s.registerProcessor)
+
+	handle("GET /api/event-subscriptions/{$}", s.listSubscriptions)
+	handle("GET /api/event-subscriptions/{uuid}/{$}", s.getSubscription)
+	handle("DELETE /api/event-subscriptions/{uuid}/{$}", s.deleteSubscription)
+	handle("POST /api/event-subscriptions/{uuid}/create_queue/{$}", s.createQueue)
+
+	handle("GET /api/marketplace-provider-offerings/{uuid}/{$}", s.getOffering)
+	handle("GET /api/marketplace-service-providers/{$}", s.listServiceProviders)
+	handle("GET /api/marketplace-plans/{uuid}/{$}", s.getPlan)
+
+	handle("GET /api/marketplace-orders/{$}", s.listOrders)
+	handle("GET /api/marketplace-orders/{uuid}/{$}", s.getOrder)
+	handle("POST /api/marketplace-orders/{uuid}/{action}/{$}", s.orderAction)
+
+	handle("GET /api/marketplace-provider-resources/{$}", s.listResources)
+	handle("GET /api/marketplace-provider-resources/{uuid}/{$}", s.getResource)
+	handle("GET /api/marketplace-provider-resources/{uuid}/team/{$}", s.getTeam)
+	handle("POST /api/marketplace-provider-resources/{uuid}/{action}/{$}", s.resourceAction)
+
+	handle("GET /api/marketplace-component-usages/{$}", s.listUsages)
+	handle("POST /api/marketplace-component-usages/set_usage/{$}", s.setUsage)
+	handle("POST /api/marketplace-component-usages/{uuid}/set_user_usages/{$}", s.setUserUsages)
+	handle("GET /api/marketplace-component-user-usages/{$}", s.listUserUsages)
+
+	api.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { writeErr(w, errNotFound) })
+
+	root := http.NewServeMux()
+	root.Handle("/api/", s.apiMiddleware(api))
+	root.Handle("/sim/", s.adminRoutes())
+	root.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { writeErr(w, errNotFound) })
+	return root
+}
+
+func (s *Server) authed(h apiHandler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u, aerr := s.authenticate(r)
+		if aerr != nil {
+			w.Header().Set("WWW-Authenticate", `Token`)
+			writeErr(w, aerr)
+			return
+		}
+		if err := h(w, r, u); err != nil {
+			writeErr(w, err)
+		}
+	})
+}
+
+// pathUUID reads {uuid}; anything that is not a UUID cannot match Waldur's
+// lookup and is a 404.
+func pathUUID(r *http.Request) (string, error) {
+	h, ok := normUUID(r.PathValue("uuid"))
+	if !ok {
+		return "", errNotFound
+	}
+	return h, nil
+}
+
+// queryUUIDs validates a (possibly repeated) UUID filter.
+func queryUUIDs(r *http.Request, fe fieldErrors, key string) []string {
+	var out []string
+	for _, v := range r.URL.Query()[key] {
+		if v == "" {
+			continue
+		}
+		h, ok := normUUID(v)
+		if !ok {
+			fe.add(key, "Enter a valid UUID.")
+			continue
+		}
+		out = append(out, h)
+	}
+	return out
+}
+
+// queryChoices validates a repeated choice filter (state=a&state=b).
+func queryChoices(r *http.Request, fe fieldErrors, key string, valid []string) []string {
+	var out []string
+	for _, v := range r.URL.Query()[key] {
+		if v == "" {
+			continue
+		}
+		ok := false
+		for _, c := range valid {
+			if c == v {
+				ok = true
+			}
+		}
+		if !ok {
+			fe.add(key, "Select a valid choice. "+v+" is not one of the available choices.")
+			continue
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+func matchAny(v string, set []string) bool {
+	if len(set) == 0 {
+		return true
+	}
+	for _, s := range set {
+		if strings.EqualFold(s, v) {
+			return true
+		}
+	}
+	return false
+}

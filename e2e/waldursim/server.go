@@ -1,0 +1,140 @@
+package waldursim
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Config configures a simulator.
+type Config struct {
+	// Fixture seeds the state; nil means empty (no users: every API call 401s).
+	Fixture *Fixture
+	// Rabbit is the broker events go to; nil disables the broker side
+	// (subscriptions and queues are then only recorded).
+	Rabbit *RabbitConfig
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+	// Version is what /api/version/ reports.
+	Version string
+	// Now defaults to time.Now; tests may pin it.
+	Now func() time.Time
+}
+
+// RabbitConfig says how to reach RabbitMQ the way Mastermind does: the
+// management API to create vhosts, users and queues, and plain STOMP with
+// the admin user to publish.
+type RabbitConfig struct {
+	MgmtURL              string // http://127.0.0.1:15672
+	STOMPAddr            string // 127.0.0.1:61613
+	AdminUser, AdminPass string
+}
+
+// Server is the simulator. Its state lives in memory behind one mutex.
+type Server struct {
+	cfg Config
+	log *slog.Logger
+	pub *publisher
+
+	mu    sync.Mutex
+	st    *state
+	calls []Call
+	fault []*activeFault
+
+	handler http.Handler
+	httpSrv *http.Server
+	ts      *httptest.Server
+	url     string
+}
+
+// New builds a simulator from cfg; it does not listen (see Start, Handler).
+func New(cfg Config) (*Server, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Version == "" {
+		cfg.Version = "7.7.0"
+	}
+	if cfg.Fixture == nil {
+		cfg.Fixture = &Fixture{}
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger.With("component", "waldursim")}
+	st, err := newState(cfg.Fixture, s.now)
+	if err != nil {
+		return nil, err
+	}
+	s.st = st
+	if cfg.Rabbit != nil {
+		s.pub = newPublisher(*cfg.Rabbit, s.log)
+	}
+	s.handler = s.routes()
+	return s, nil
+}
+
+func (s *Server) now() string { return s.cfg.Now().UTC().Format("2006-01-02T15:04:05.000000Z") }
+
+// Handler serves the Waldur API under /api/ and the admin API under /sim/.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Start listens on addr (e.g. 127.0.0.1:8080, or :0) and serves in the
+// background. URL returns the base URL.
+func (s *Server) Start(addr string) error {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	s.httpSrv = &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second}
+	s.url = "http://" + l.Addr().String()
+	go func() {
+		if err := s.httpSrv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error("serve", "err", err)
+		}
+	}()
+	return nil
+}
+
+// URL is the base URL (no trailing slash) once Start or NewTestServer ran.
+func (s *Server) URL() string { return s.url }
+
+// Close stops serving and drops the broker connections.
+func (s *Server) Close() error {
+	var err error
+	if s.httpSrv != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err = s.httpSrv.Shutdown(ctx)
+		cancel()
+	}
+	if s.ts != nil {
+		s.ts.Close()
+	}
+	if s.pub != nil {
+		s.pub.close()
+	}
+	return err
+}
+
+// NewTestServer starts a simulator on an httptest server closed by
+// t.Cleanup.
+func NewTestServer(t testing.TB, cfg Config) *Server {
+	t.Helper()
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatalf("waldursim: %v", err)
+	}
+	s.ts = httptest.NewServer(s.handler)
+	s.url = s.ts.URL
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// Admin returns an AdminClient for this server (after Start/NewTestServer).
+func (s *Server) Admin() *AdminClient { return NewAdminClient(s.url) }

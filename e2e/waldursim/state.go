@@ -1,0 +1,202 @@
+package waldursim
+
+import (
+	"maps"
+	"slices"
+)
+
+// state is the simulator's world; every access holds Server.mu.
+type state struct {
+	now func() string
+
+	users     []*User
+	customers map[string]*Customer
+	projects  map[string]*Project
+	offerings map[string]*Offering
+	plans     map[string]*Plan
+	resources map[string]*Resource
+	orders    map[string]*Order
+	// Insertion order, so lists are stable.
+	resourceOrder, orderOrder []string
+
+	identities map[string]*Identity
+	identOrder []string
+	services   map[string]*AgentService
+	subs       map[string]*EventSubscription
+	subOrder   []string
+	queues     []*SubscriptionQueue
+	usages     []*ComponentUsage
+}
+
+// Identity is a marketplace-site-agent-identity.
+type Identity struct {
+	UUID              string `json:"uuid"`
+	URL               string `json:"url"`
+	Offering          string `json:"offering"`
+	Name              string `json:"name"`
+	Version           string `json:"version"`
+	Dependencies      []any  `json:"dependencies"`
+	LastRestarted     string `json:"last_restarted"`
+	ConfigFilePath    string `json:"config_file_path"`
+	ConfigFileContent string `json:"config_file_content"`
+	Created           string `json:"created"`
+	Modified          string `json:"modified"`
+	Services          []any  `json:"services"`
+}
+
+// AgentService is a service registered by an identity, with its processors.
+type AgentService struct {
+	UUID       string           `json:"uuid"`
+	URL        string           `json:"url"`
+	Identity   string           `json:"identity"`
+	Name       string           `json:"name"`
+	Mode       string           `json:"mode"`
+	State      string           `json:"state"`
+	Statistics map[string]any   `json:"statistics"`
+	Processors []AgentProcessor `json:"processors"`
+	Created    string           `json:"created"`
+	Modified   string           `json:"modified"`
+}
+
+// AgentProcessor is a processor registered under a service.
+type AgentProcessor struct {
+	UUID           string `json:"uuid"`
+	Service        string `json:"service"`
+	Name           string `json:"name"`
+	BackendType    string `json:"backend_type"`
+	BackendVersion string `json:"backend_version"`
+	Created        string `json:"created"`
+	Modified       string `json:"modified"`
+}
+
+// EventSubscription mirrors Waldur's event-subscriptions object.
+type EventSubscription struct {
+	UUID              string           `json:"uuid"`
+	URL               string           `json:"url"`
+	User              string           `json:"user"`
+	UserUUID          string           `json:"user_uuid"`
+	UserUsername      string           `json:"user_username"`
+	UserFullName      string           `json:"user_full_name"`
+	Description       string           `json:"description"`
+	ObservableObjects []map[string]any `json:"observable_objects"`
+	SourceIP          *string          `json:"source_ip"`
+	Created           string           `json:"created"`
+	Modified          string           `json:"modified"`
+}
+
+// SubscriptionQueue is the create_queue response object.
+type SubscriptionQueue struct {
+	UUID                  string `json:"uuid"`
+	URL                   string `json:"url"`
+	EventSubscription     string `json:"event_subscription"`
+	EventSubscriptionUUID string `json:"event_subscription_uuid"`
+	OfferingUUID          string `json:"offering_uuid"`
+	ObjectType            string `json:"object_type"`
+	QueueName             string `json:"queue_name"`
+	Vhost                 string `json:"vhost"`
+	Created               string `json:"created"`
+}
+
+// ComponentUsage is one marketplace-component-usages row.
+type ComponentUsage struct {
+	UUID          string           `json:"uuid"`
+	ResourceUUID  string           `json:"resource_uuid"`
+	ResourceName  string           `json:"resource_name"`
+	OfferingUUID  string           `json:"offering_uuid"`
+	Type          string           `json:"type"`
+	Name          string           `json:"name"`
+	MeasuredUnit  string           `json:"measured_unit"`
+	Usage         string           `json:"usage"`
+	Date          string           `json:"date"`
+	BillingPeriod string           `json:"billing_period"`
+	Created       string           `json:"created"`
+	Modified      string           `json:"modified"`
+	UserUsages    []map[string]any `json:"-"`
+}
+
+func newState(f *Fixture, now func() string) (*state, error) {
+	// Re-validate: a Fixture built in Go (not parsed) gets normalised too.
+	cp := *f
+	cp.Users = slices.Clone(f.Users)
+	cp.Customers = slices.Clone(f.Customers)
+	cp.Projects = slices.Clone(f.Projects)
+	cp.Offerings = slices.Clone(f.Offerings)
+	cp.Plans = slices.Clone(f.Plans)
+	cp.Resources = slices.Clone(f.Resources)
+	cp.Orders = slices.Clone(f.Orders)
+	if err := cp.normalize(); err != nil {
+		return nil, err
+	}
+	st := &state{
+		now:        now,
+		customers:  map[string]*Customer{},
+		projects:   map[string]*Project{},
+		offerings:  map[string]*Offering{},
+		plans:      map[string]*Plan{},
+		resources:  map[string]*Resource{},
+		orders:     map[string]*Order{},
+		identities: map[string]*Identity{},
+		services:   map[string]*AgentService{},
+		subs:       map[string]*EventSubscription{},
+	}
+	ts := now()
+	for i := range cp.Users {
+		u := cp.Users[i]
+		st.users = append(st.users, &u)
+	}
+	for i := range cp.Customers {
+		c := cp.Customers[i]
+		st.customers[c.UUID] = &c
+	}
+	for i := range cp.Projects {
+		p := cp.Projects[i]
+		st.projects[p.UUID] = &p
+	}
+	for i := range cp.Offerings {
+		o := cp.Offerings[i]
+		if o.Type == "" {
+			o.Type = "Marketplace.Slurm"
+		}
+		if o.State == "" {
+			o.State = "Active"
+		}
+		st.offerings[o.UUID] = &o
+	}
+	for i := range cp.Plans {
+		p := cp.Plans[i]
+		st.plans[p.UUID] = &p
+	}
+	for i := range cp.Resources {
+		r := cp.Resources[i]
+		r.Team = slices.Clone(r.Team)
+		r.Limits = maps.Clone(r.Limits)
+		r.Created, r.Modified = ts, ts
+		st.resources[r.UUID] = &r
+		st.resourceOrder = append(st.resourceOrder, r.UUID)
+	}
+	for i := range cp.Orders {
+		o := cp.Orders[i]
+		o.Created, o.Modified = ts, ts
+		st.orders[o.UUID] = &o
+		st.orderOrder = append(st.orderOrder, o.UUID)
+	}
+	return st, nil
+}
+
+func (st *state) userByToken(tok string) *User {
+	for _, u := range st.users {
+		if u.Token == tok {
+			return u
+		}
+	}
+	return nil
+}
+
+func (st *state) userByUUID(id string) *User {
+	for _, u := range st.users {
+		if u.UUID == id {
+			return u
+		}
+	}
+	return nil
+}
