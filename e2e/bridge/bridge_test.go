@@ -1,0 +1,235 @@
+package bridge_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sitebus/sitebus/e2e/harness"
+	"github.com/sitebus/sitebus/e2e/rabbitmq"
+	"github.com/sitebus/sitebus/e2e/waldursim"
+	"github.com/sitebus/sitebus/pkg/bus"
+	sitebusv1 "github.com/sitebus/sitebus/pkg/gen/sitebus/v1"
+)
+
+func TestFrameBecomesExactlyOneEvent(t *testing.T) {
+	for _, transport := range []string{"websocket", "tcp"} {
+		t.Run("over "+transport, func(t *testing.T) {
+			e := newEnv(t, envOptions{transport: transport})
+			q := e.waitConsumer("order")
+			res, err := e.admin.CreateOrder(ctx(t), waldursim.CreateOrderRequest{ResourceName: "frame-" + transport})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Published) != 1 {
+				t.Fatalf("simulator published %d frames, want 1: %+v", len(res.Published), res)
+			}
+			frame := res.Published[0]
+			harness.Eventually(t, 30*time.Second, "the event", func() bool { return len(e.eventsWithID(frame.MessageID)) > 0 })
+			e.waitQueue(q, "the frame to be acked", func(qi rabbitmq.QueueInfo) bool { return qi.Messages == 0 })
+			got := e.eventsWithID(frame.MessageID)
+			if len(got) != 1 {
+				t.Fatalf("%d events carry message id %s, want 1", len(got), frame.MessageID)
+			}
+			ev := got[0]
+			if ev.Subject != orderSubject {
+				t.Errorf("subject = %s, want %s", ev.Subject, orderSubject)
+			}
+			if string(ev.Event.Body) != frame.Body {
+				t.Errorf("body = %s, want the frame verbatim: %s", ev.Event.Body, frame.Body)
+			}
+			if ev.Event.ObjectType != "order" || ev.Event.OfferingUuid != offeringHex || ev.Event.MessageId != frame.MessageID ||
+				ev.Event.Source != sitebusv1.EventSource_EVENT_SOURCE_STOMP || !strings.HasSuffix(ev.Event.Destination, frame.Queue) || ev.Event.ReceivedAt == nil {
+				t.Errorf("envelope = %v", ev.Event)
+			}
+			if n := len(e.stompEventsForOrder(res.Order.UUID)); n != 1 {
+				t.Errorf("%d STOMP events for the order, want 1", n)
+			}
+		})
+	}
+}
+
+func TestSameFrameTwiceIsStoredOnce(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	q := e.waitConsumer("order")
+	body := fmt.Sprintf(`{"order_uuid": "%s", "order_state": "pending-provider", "offering_uuid": "%s"}`, "0000000000004000800000000000dead", offeringHex)
+	if _, err := e.admin.PublishRaw(ctx(t), waldursim.RawEventRequest{OfferingUUID: offeringHex, ObjectType: "order", Body: body, MessageID: "dup-frame-1", Repeat: 2}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitQueue(q, "both frames acked", func(qi rabbitmq.QueueInfo) bool { return qi.Messages == 0 })
+	harness.Eventually(t, 10*time.Second, "the event", func() bool { return len(e.eventsWithID("dup-frame-1")) > 0 })
+	if n := len(e.eventsWithID("dup-frame-1")); n != 1 {
+		t.Fatalf("%d events for a frame delivered twice, want 1", n)
+	}
+	_, metrics := e.sb.Get("/metrics")
+	if !strings.Contains(metrics, `sitebus_stomp_frames_total{object_type="order",outcome="duplicate"} 1`) {
+		t.Errorf("the second frame was not counted as a duplicate:\n%s", grep(metrics, "sitebus_stomp_frames_total"))
+	}
+}
+
+func TestKilledBeforeAckThenRestartedStoresTheEventOnce(t *testing.T) {
+	tests := map[string]struct {
+		failpoint string
+		// published: whether the event is in the stream when the process dies.
+		published bool
+	}{
+		"killed after the JetStream PubAck, before the broker ack": {failpoint: "bridge/after-publish=pause", published: true},
+		"killed before publishing":                                 {failpoint: "bridge/before-publish=pause", published: false},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t, envOptions{noStart: true})
+			e.start("SITEBUS_FAILPOINTS=" + tc.failpoint)
+			q := e.waitConsumer("order")
+			res, err := e.admin.CreateOrder(ctx(t), waldursim.CreateOrderRequest{ResourceName: "crash"})
+			if err != nil || len(res.Published) != 1 {
+				t.Fatalf("create order: %v %+v", err, res)
+			}
+			id := res.Published[0].MessageID
+			e.waitQueue(q, "the frame held unacked", func(qi rabbitmq.QueueInfo) bool { return qi.MessagesUnacknowledged == 1 })
+			if tc.published {
+				harness.Eventually(t, 30*time.Second, "the event before the crash", func() bool { return len(e.eventsWithID(id)) == 1 })
+			} else if n := len(e.eventsWithID(id)); n != 0 {
+				t.Fatalf("%d events stored before the publish failpoint", n)
+			}
+			e.sb.Kill()
+			e.waitQueue(q, "the frame back in the queue", func(qi rabbitmq.QueueInfo) bool { return qi.MessagesReady == 1 && qi.Consumers == 0 })
+
+			e.start()
+			e.waitQueue(q, "the redelivered frame acked", func(qi rabbitmq.QueueInfo) bool { return qi.Messages == 0 && qi.Consumers == 1 })
+			harness.Eventually(t, 30*time.Second, "the event after restart", func() bool { return len(e.eventsWithID(id)) > 0 })
+			if n := len(e.eventsWithID(id)); n != 1 {
+				t.Fatalf("%d events after crash and restart, want exactly 1", n)
+			}
+		})
+	}
+}
+
+func TestNATSOutageHoldsFramesUnackedUntilItIsBack(t *testing.T) {
+	nats := harness.StartNATS(t)
+	e := newEnv(t, envOptions{natsURL: nats.URL()})
+	q := e.waitConsumer("order")
+	nats.Stop()
+
+	var ids []string
+	for i := range 3 {
+		res, err := e.admin.CreateOrder(ctx(t), waldursim.CreateOrderRequest{ResourceName: fmt.Sprintf("outage-%d", i)})
+		if err != nil || len(res.Published) != 1 {
+			t.Fatalf("create order: %v %+v", err, res)
+		}
+		ids = append(ids, res.Published[0].MessageID)
+	}
+	e.waitQueue(q, "three frames held unacked", func(qi rabbitmq.QueueInfo) bool { return qi.MessagesUnacknowledged == 3 })
+	time.Sleep(3 * time.Second) // long enough for several publish retries
+	if qi := e.queueInfo(q); qi.Messages != 3 || qi.MessagesUnacknowledged != 3 {
+		t.Fatalf("during the outage the queue is %+v, want 3 unacked frames", qi)
+	}
+
+	nats.Start()
+	e.waitQueue(q, "frames acked once NATS is back", func(qi rabbitmq.QueueInfo) bool { return qi.Messages == 0 })
+	for _, id := range ids {
+		if n := len(e.eventsWithID(id)); n != 1 {
+			t.Errorf("frame %s: %d events, want 1", id, n)
+		}
+	}
+}
+
+func TestMalformedFramesAreParkedAndLaterFramesFlow(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	q := e.waitConsumer("order")
+	bad := map[string]struct{ body, reason string }{
+		"bad-not-json":     {body: `order 42, please`, reason: "order body is not a JSON object"},
+		"bad-no-uuid":      {body: `{"order_state": "pending-provider"}`, reason: "order event lacks order_uuid"},
+		"bad-invalid-uuid": {body: `{"order_uuid": "../../x"}`, reason: `invalid UUID: order_uuid="../../x"`},
+	}
+	for id, b := range bad {
+		if _, err := e.admin.PublishRaw(ctx(t), waldursim.RawEventRequest{OfferingUUID: offeringHex, ObjectType: "order", Body: b.body, MessageID: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := e.admin.CreateOrder(ctx(t), waldursim.CreateOrderRequest{ResourceName: "after-bad"})
+	if err != nil || len(res.Published) != 1 {
+		t.Fatalf("create order: %v %+v", err, res)
+	}
+	good := res.Published[0].MessageID
+	e.waitQueue(q, "all frames acked", func(qi rabbitmq.QueueInfo) bool { return qi.Messages == 0 })
+	harness.Eventually(t, 30*time.Second, "the good frame's event", func() bool { return len(e.eventsWithID(good)) == 1 })
+
+	var dls []bus.DeadLetter
+	harness.Eventually(t, 10*time.Second, "three dead letters", func() bool { dls = e.reader.DeadLetters(t); return len(dls) >= 3 })
+	if len(dls) != 3 {
+		t.Fatalf("%d dead letters, want 3: %+v", len(dls), dls)
+	}
+	for _, dl := range dls {
+		var ev sitebusv1.WaldurEvent
+		if err := protoUnmarshal(dl.Data, &ev); err != nil {
+			t.Fatalf("dead letter %d payload: %v", dl.Seq, err)
+		}
+		want, ok := bad[ev.MessageId]
+		if !ok {
+			t.Errorf("unexpected dead letter %v", &ev)
+			continue
+		}
+		if dl.Source != "stomp-bridge" || !strings.Contains(dl.Reason, want.reason) || dl.Subject != orderSubject || string(ev.Body) != want.body {
+			t.Errorf("dead letter for %s = source %s, reason %q, subject %s, body %q; want reason %q", ev.MessageId, dl.Source, dl.Reason, dl.Subject, ev.Body, want.reason)
+		}
+		if n := len(e.eventsWithID(ev.MessageId)); n != 0 {
+			t.Errorf("malformed frame %s reached the events stream", ev.MessageId)
+		}
+	}
+}
+
+func TestReconcilerPublishesOrdersTheBrokerNeverDelivered(t *testing.T) {
+	tests := map[string]struct{ stomp bool }{
+		"a frame lost on a STOMP offering":   {stomp: true},
+		"an offering served by polling only": {stomp: false},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			// 0.05 minutes: the reconciler polls every 3 s.
+			e := newEnv(t, envOptions{stompEnabled: boolPtr(tc.stomp), orderPeriodMinutes: "0.05"})
+			if tc.stomp {
+				e.waitConsumer("order")
+			}
+			res, err := e.admin.CreateOrder(ctx(t), waldursim.CreateOrderRequest{ResourceName: "silent", Silent: true})
+			if err != nil || len(res.Published) != 0 {
+				t.Fatalf("create silent order: %v %+v", err, res)
+			}
+			orderHex := strings.ReplaceAll(res.Order.UUID, "-", "")
+			id := "reconcile:order:" + orderHex + ":pending-provider"
+			harness.Eventually(t, 30*time.Second, "the reconciler's event", func() bool { return len(e.eventsWithID(id)) == 1 })
+			ev := e.eventsWithID(id)[0]
+			if ev.Subject != orderSubject || ev.Event.Source != sitebusv1.EventSource_EVENT_SOURCE_RECONCILER {
+				t.Errorf("event = %s %v", ev.Subject, ev.Event)
+			}
+			if want := `"order_uuid":"` + orderHex + `"`; !strings.Contains(string(ev.Event.Body), want) {
+				t.Errorf("body %s lacks %s", ev.Event.Body, want)
+			}
+			// Polling again within the dedupe window adds nothing.
+			time.Sleep(4 * time.Second)
+			if n := len(e.eventsWithID(id)); n != 1 {
+				t.Errorf("%d reconciler events for one pending order, want 1", n)
+			}
+			if !tc.stomp {
+				subs, err := e.admin.Subscriptions(ctx(t))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(subs) != 0 {
+					t.Errorf("an offering without STOMP registered %d event subscriptions", len(subs))
+				}
+			}
+		})
+	}
+}
+
+func grep(text, substr string) string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, substr) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
