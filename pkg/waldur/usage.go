@@ -1,0 +1,90 @@
+package waldur
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+)
+
+// ComponentUsage is one component's total in a set_usage request.
+type ComponentUsage struct {
+	Type   string
+	Amount float64 // sent as a string with two decimals ("%.2f"), as Waldur expects
+}
+
+// MarshalJSON renders Amount as "%.2f" so callers cannot get the wire format wrong.
+func (u ComponentUsage) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Type   string `json:"type"`
+		Amount string `json:"amount"`
+	}{u.Type, formatAmount(u.Amount)})
+}
+
+// SetUsageRequest reports a resource's usage for the billing period that
+// contains Date (the Python agent sends the first of the month).
+type SetUsageRequest struct {
+	Usages   []ComponentUsage `json:"usages"`
+	Resource string           `json:"resource"` // resource UUID, sent as given
+	Date     time.Time        `json:"date"`
+}
+
+// UserUsage is one user's share of a component usage.
+type UserUsage struct {
+	Username string
+	Usage    float64   // sent as "%.2f"
+	Date     time.Time // sent as an ISO datetime
+	User     string    // optional offering-user URL
+}
+
+// MarshalJSON renders Usage as "%.2f" and omits an empty User.
+func (u UserUsage) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Username string    `json:"username"`
+		Usage    string    `json:"usage"`
+		Date     time.Time `json:"date"`
+		User     string    `json:"user,omitempty"`
+	}{u.Username, formatAmount(u.Usage), u.Date, u.User})
+}
+
+// ComponentUsageRecord is an existing marketplace-component-usages entry.
+// Usage is a decimal; Waldur sends it as a string, json.Number accepts both.
+type ComponentUsageRecord struct {
+	UUID          string      `json:"uuid"`
+	Type          string      `json:"type"`
+	Usage         json.Number `json:"usage"`
+	BillingPeriod string      `json:"billing_period,omitempty"` // YYYY-MM-DD
+	Date          *time.Time  `json:"date,omitempty"`
+}
+
+// ListComponentUsages lists the usages of a resource in the month of
+// billingPeriod (fields uuid, type, usage, like the Python report loop).
+func (c *Client) ListComponentUsages(ctx context.Context, resourceUUID string, billingPeriod time.Time) ([]ComponentUsageRecord, error) {
+	q := url.Values{}
+	q.Set("resource_uuid", resourceUUID)
+	q.Set("billing_period", billingPeriod.Format("2006-01")+"-01")
+	q = fieldsQuery(q, []string{"uuid", "type", "usage"})
+	return list[ComponentUsageRecord](ctx, c, "/api/marketplace-component-usages/", q)
+}
+
+// SetUsage reports component usages of a resource.
+func (c *Client) SetUsage(ctx context.Context, req SetUsageRequest) error {
+	if req.Usages == nil {
+		req.Usages = []ComponentUsage{}
+	}
+	return c.do(ctx, http.MethodPost, "/api/marketplace-component-usages/set_usage/", nil, req, nil)
+}
+
+// SetUserUsages reports per-user usages of one component usage record.
+func (c *Client) SetUserUsages(ctx context.Context, componentUsageUUID string, usages []UserUsage) error {
+	if usages == nil {
+		usages = []UserUsage{}
+	}
+	return c.post(ctx, "marketplace-component-usages", componentUsageUUID, "set_user_usages",
+		map[string]any{"usages": usages}, nil)
+}
+
+// formatAmount matches Python's "%.2f".
+func formatAmount(f float64) string { return strconv.FormatFloat(f, 'f', 2, 64) }
