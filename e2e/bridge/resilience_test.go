@@ -1,0 +1,57 @@
+package bridge_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sitebus/sitebus/e2e/harness"
+	"github.com/sitebus/sitebus/e2e/rabbitmq"
+	"github.com/sitebus/sitebus/e2e/waldursim"
+)
+
+func TestBrokerDroppingTheConnectionIsSurvived(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	q := e.waitConsumer("order")
+	n, err := e.broker.Mgmt().CloseConnections(ctx(t), userHex)
+	if err != nil || n == 0 {
+		t.Fatalf("closed %d connections: %v", n, err)
+	}
+	e.waitQueue(q, "the consumer gone", func(qi rabbitmq.QueueInfo) bool { return qi.Consumers == 0 })
+	// The first reconnect comes after about a second.
+	e.waitQueue(q, "the consumer back", func(qi rabbitmq.QueueInfo) bool { return qi.Consumers == 1 })
+	res, err := e.admin.CreateOrder(ctx(t), waldursim.CreateOrderRequest{ResourceName: "after-drop"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := res.Published[0].MessageID
+	harness.Eventually(t, 30*time.Second, "the event after reconnecting", func() bool { return len(e.eventsWithID(id)) == 1 })
+	_, m := e.sb.Get("/metrics")
+	if !strings.Contains(m, `sitebus_stomp_reconnects_total{object_type="order"}`) {
+		t.Errorf("reconnect not counted:\n%s", grep(m, "reconnects"))
+	}
+}
+
+func TestReadyzNeedsWaldur(t *testing.T) {
+	e := newEnv(t, envOptions{noStart: true})
+	if err := e.admin.AddFault(ctx(t), waldursim.Fault{Method: "GET", PathPrefix: "/api/users/me/", Status: 503, Count: 1000}); err != nil {
+		t.Fatal(err)
+	}
+	e.sb.Start(e.startEnv...)
+	var body string
+	harness.Eventually(t, 30*time.Second, "/readyz to answer", func() bool {
+		var code int
+		code, body = e.sb.Get("/readyz")
+		return code == 503 && strings.Contains(body, "Waldur for offering")
+	})
+	if !strings.Contains(body, "503") {
+		t.Errorf("/readyz does not say what Waldur answered:\n%s", body)
+	}
+	if code, _ := e.sb.Get("/healthz"); code != 200 {
+		t.Errorf("/healthz = %d while only Waldur is down", code)
+	}
+	if err := e.admin.ClearFaults(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	e.sb.WaitReady(30 * time.Second)
+}
