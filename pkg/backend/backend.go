@@ -1,0 +1,129 @@
+// Package backend defines what a platform backend (ManagedNamespace,
+// Rancher, OKD) does for sitebus, and the errors that tell the services
+// whether retrying can help. Every backend passes the same conformance
+// suite (package backendtest).
+package backend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Resource is what a backend needs to know about a Waldur resource to
+// create and name its platform object.
+type Resource struct {
+	UUID      string
+	Name      string
+	Slug      string
+	BackendID string
+
+	ProjectUUID, ProjectSlug, ProjectName    string
+	CustomerUUID, CustomerSlug, CustomerName string
+
+	// Limits in Waldur units, keyed by component (cpu, ram, storage, ...).
+	Limits map[string]float64
+}
+
+// Created is the outcome of Create.
+type Created struct {
+	// BackendID is the platform object's id (namespace name, project id).
+	BackendID string
+	// Limits as applied, in Waldur units.
+	Limits map[string]float64
+	// Metadata to report to Waldur (set_backend_metadata).
+	Metadata map[string]any
+	// Existed is true when the object was there already (an idempotent
+	// repeat): nothing was changed.
+	Existed bool
+}
+
+// Object is one platform object a backend manages.
+type Object struct {
+	BackendID string
+	// Status is Active, Paused or Downscaled.
+	Status Status
+}
+
+// Status is the quota status of an object.
+type Status string
+
+// Statuses, as Waldur's resource flags name them.
+const (
+	StatusActive     Status = "active"
+	StatusPaused     Status = "paused"
+	StatusDownscaled Status = "downscaled"
+)
+
+// Backend drives one platform. Every method is idempotent: calling it again
+// after a crash or a duplicate event is safe. Methods that change an object
+// refuse (ErrNotManaged) one sitebus did not create.
+type Backend interface {
+	// Type is the backend_type of the configuration (k8s-ut-namespace, ...).
+	Type() string
+	// BackendID computes and validates the id a resource gets, without any
+	// call to the platform. A name that cannot be valid is ErrInvalid.
+	BackendID(r Resource) (string, error)
+	// Create makes the object, or returns the existing one it manages
+	// (Existed set) without changing it.
+	Create(ctx context.Context, r Resource) (Created, error)
+	// Exists reports whether the object is there (managed or not).
+	Exists(ctx context.Context, backendID string) (bool, error)
+	// Delete removes the object; an absent object is not an error.
+	Delete(ctx context.Context, backendID string) error
+	// SetLimits applies limits (Waldur units); changed is false when the
+	// object had them already. While paused or downscaled, the limits are
+	// remembered for Restore and the reduced quota stays.
+	SetLimits(ctx context.Context, backendID string, limits map[string]float64) (changed bool, err error)
+	// Limits reads the limits in force, in Waldur units.
+	Limits(ctx context.Context, backendID string) (map[string]float64, error)
+	// Pause sets a zero quota, Downscale a minimal one; both remember the
+	// limits before, which Restore puts back.
+	Pause(ctx context.Context, backendID string) error
+	Downscale(ctx context.Context, backendID string) error
+	Restore(ctx context.Context, backendID string) error
+	// Usage reads current usage in Waldur units (empty when the platform
+	// cannot tell).
+	Usage(ctx context.Context, backendID string) (map[string]float64, error)
+	// Metadata is what to post to Waldur's set_backend_metadata.
+	Metadata(ctx context.Context, backendID string) (map[string]any, error)
+	// List returns the objects this backend manages, and only those.
+	List(ctx context.Context) ([]Object, error)
+	// Ping checks that the platform answers.
+	Ping(ctx context.Context) error
+	// Diagnostics describes the backend's view of the platform for operators.
+	Diagnostics(ctx context.Context) (map[string]any, error)
+}
+
+// Errors a backend wraps. ErrInvalid and ErrNotManaged are terminal: no
+// retry can fix them. ErrNotFound is returned where an object must exist.
+var (
+	ErrInvalid    = errors.New("invalid")
+	ErrNotManaged = errors.New("not managed by sitebus")
+	ErrNotFound   = errors.New("not found")
+)
+
+// IsTerminal reports whether retrying err cannot help.
+func IsTerminal(err error) bool {
+	return errors.Is(err, ErrInvalid) || errors.Is(err, ErrNotManaged)
+}
+
+// classified carries a message of its own (it goes to Waldur as the order's
+// error as it is) while matching a sentinel with errors.Is.
+type classified struct {
+	kind error
+	msg  string
+}
+
+func (e *classified) Error() string        { return e.msg }
+func (e *classified) Is(target error) bool { return target == e.kind }
+
+// Invalidf returns an ErrInvalid with a message a person can act on.
+func Invalidf(format string, args ...any) error {
+	return &classified{kind: ErrInvalid, msg: fmt.Sprintf(format, args...)}
+}
+
+// NotManagedf returns an ErrNotManaged with a message a person can act on.
+func NotManagedf(format string, args ...any) error {
+	return &classified{kind: ErrNotManaged, msg: fmt.Sprintf(format, args...)}
+}
