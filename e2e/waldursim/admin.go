@@ -11,12 +11,15 @@ import (
 // CreateOrderRequest is the body of POST /sim/orders. For Create (and
 // Restore) a new resource is made; Update and Terminate need ResourceUUID.
 type CreateOrderRequest struct {
-	OfferingUUID string         `json:"offering_uuid,omitempty"` // default: the only offering
-	ProjectUUID  string         `json:"project_uuid,omitempty"`  // default: the only project
-	Type         string         `json:"type,omitempty"`          // default Create
-	State        string         `json:"state,omitempty"`         // default pending-provider
-	ResourceUUID string         `json:"resource_uuid,omitempty"`
-	ResourceName string         `json:"resource_name,omitempty"`
+	OfferingUUID string `json:"offering_uuid,omitempty"` // default: the only offering
+	ProjectUUID  string `json:"project_uuid,omitempty"`  // default: the only project
+	Type         string `json:"type,omitempty"`          // default Create
+	State        string `json:"state,omitempty"`         // default pending-provider
+	ResourceUUID string `json:"resource_uuid,omitempty"`
+	ResourceName string `json:"resource_name,omitempty"`
+	// ResourceSlug defaults to the name (Waldur derives slugs from names;
+	// tests set odd ones to probe name validation).
+	ResourceSlug string         `json:"resource_slug,omitempty"`
 	PlanUUID     string         `json:"plan_uuid,omitempty"`
 	Limits       map[string]int `json:"limits,omitempty"`
 	Attributes   map[string]any `json:"attributes,omitempty"`
@@ -253,7 +256,11 @@ func (s *Server) CreateOrder(ctx context.Context, req CreateOrderRequest) (*Crea
 			if name == "" {
 				name = "res-" + id[:8]
 			}
-			res = &Resource{UUID: id, Name: name, Slug: name, State: "Creating", Offering: off, Project: proj,
+			slug := req.ResourceSlug
+			if slug == "" {
+				slug = name
+			}
+			res = &Resource{UUID: id, Name: name, Slug: slug, State: "Creating", Offering: off, Project: proj,
 				Plan: req.PlanUUID, Limits: req.Limits, Attributes: req.Attributes, Created: s.now(), Modified: s.now()}
 			s.st.resources[id] = res
 			s.st.resourceOrder = append(s.st.resourceOrder, id)

@@ -96,7 +96,15 @@ type Delivery struct {
 	Header       nats.Header
 	// ReplayOf is the original stream sequence when this is a replayed copy.
 	ReplayOf uint64
+	// MaxDeliver is the consumer's attempt budget; on the attempt that
+	// reaches it, a handler may settle the outcome itself (e.g. mark an
+	// order erred) instead of returning an error that parks the message.
+	MaxDeliver int
 }
+
+// LastAttempt reports whether this delivery is the last the consumer's
+// budget allows.
+func (d Delivery) LastAttempt() bool { return d.MaxDeliver > 0 && int(d.NumDelivered) >= d.MaxDeliver }
 
 type deliveryKey struct{}
 
@@ -223,6 +231,7 @@ func (s *Subscription) process(m jetstream.Msg, decodeAndHandle func(context.Con
 	d := Delivery{
 		Subject: m.Subject(), Stream: meta.Stream, Consumer: meta.Consumer,
 		StreamSeq: meta.Sequence.Stream, NumDelivered: meta.NumDelivered, Header: m.Headers(),
+		MaxDeliver: s.cfg.MaxDeliver,
 	}
 	if v := m.Headers().Get(HeaderReplayOf); v != "" {
 		d.ReplayOf, _ = strconv.ParseUint(v, 10, 64)

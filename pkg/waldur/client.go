@@ -70,6 +70,10 @@ type Config struct {
 	Retry RetryPolicy
 	// Logger receives debug logs of requests. It never sees the token.
 	Logger *slog.Logger
+	// Proxy is an HTTP(S) proxy URL for Waldur calls (global_proxy).
+	Proxy string
+	// WrapTransport, when set, wraps the HTTP transport (tracing, metrics).
+	WrapTransport func(http.RoundTripper) http.RoundTripper
 }
 
 // OIDCConfig holds client_credentials settings (oidc_token_url,
@@ -226,7 +230,23 @@ func New(cfg Config) (*Client, error) {
 		if cfg.InsecureSkipVerify {
 			tr.TLSClientConfig = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // explicit operator opt-in
 		}
+		if cfg.Proxy != "" {
+			pu, err := url.Parse(cfg.Proxy)
+			if err != nil {
+				return nil, fmt.Errorf("waldur: proxy %q: %w", cfg.Proxy, err)
+			}
+			tr.Proxy = http.ProxyURL(pu)
+		}
 		hc = &http.Client{Transport: tr}
+	}
+	if cfg.WrapTransport != nil {
+		inner := hc.Transport
+		if inner == nil {
+			inner = http.DefaultTransport
+		}
+		wrapped := *hc
+		wrapped.Transport = cfg.WrapTransport(inner)
+		hc = &wrapped
 	}
 
 	c := &Client{

@@ -1,0 +1,221 @@
+package order
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+
+
+	"github.com/sitebus/sitebus/pkg/backend"
+	"github.com/sitebus/sitebus/pkg/bus"
+	"github.com/sitebus/sitebus/pkg/events"
+	sitebusv1 "github.com/sitebus/sitebus/pkg/gen/sitebus/v1"
+	"github.com/sitebus/sitebus/pkg/waldur"
+)
+
+// processor handles one order event.
+type processor struct {
+	svc       *Service
+	o         Offering
+	orderUUID string
+	log       *slog.Logger
+}
+
+const (
+	outcomeDone      = "done"
+	outcomeSkipped   = "skipped"
+	outcomeDelegated = "delegated"
+)
+
+func (p *processor) process(ctx context.Context) (typ, outcome string, err error) {
+	w := p.o.Waldur
+	order, err := w.GetOrder(ctx, p.orderUUID)
+	if waldur.IsNotFound(err) {
+		p.log.Warn("order event for an order Waldur does not know; skipped")
+		return "unknown", outcomeSkipped, nil
+	}
+	if err != nil {
+		return "unknown", "", fmt.Errorf("get order: %w", err)
+	}
+	typ = order.Type
+	if order.State == waldur.OrderStatePendingProvider {
+		// The Python agent's default decision is to accept; so is ours.
+		if err := w.ApproveOrderByProvider(ctx, p.orderUUID); err != nil && !waldur.IsConflict(err) {
+			return typ, "", fmt.Errorf("approve order: %w", err)
+		}
+		if order, err = w.GetOrder(ctx, p.orderUUID); err != nil {
+			return typ, "", fmt.Errorf("get order after approval: %w", err)
+		}
+	}
+	if order.State != waldur.OrderStateExecuting {
+		p.log.Debug("order needs nothing from the site", "state", order.State)
+		return typ, outcomeSkipped, nil
+	}
+	switch order.Type {
+	case waldur.OrderTypeCreate, waldur.OrderTypeRestore:
+		err = p.create(ctx, order)
+	case waldur.OrderTypeTerminate:
+		err = p.terminate(ctx, order)
+	case waldur.OrderTypeUpdate:
+		return typ, outcomeDelegated, p.delegateUpdate(ctx, order)
+	default:
+		err = backend.Invalidf("order type %q is not supported", order.Type)
+	}
+	if err != nil {
+		return typ, "", err
+	}
+	return typ, outcomeDone, p.markDone(ctx)
+}
+
+func resourceUUID(o *waldur.Order) string {
+	if o.MarketplaceResourceUUID != "" {
+		return o.MarketplaceResourceUUID
+	}
+	return o.ResourceUUID
+}
+
+// create makes the backend object for a Create or Restore order and tells
+// Waldur its id, limits and metadata. It is safe to repeat: an object the
+// resource already has is left alone, and Create adopts one it made before
+// a crash.
+func (p *processor) create(ctx context.Context, order *waldur.Order) error {
+	w, b := p.o.Waldur, p.o.Backend
+	res, err := w.GetResource(ctx, resourceUUID(order))
+	if err != nil {
+		return fmt.Errorf("get resource %s: %w", resourceUUID(order), err)
+	}
+	if res.BackendID != "" {
+		exists, err := b.Exists(ctx, res.BackendID)
+		if err != nil {
+			return fmt.Errorf("check %s %s: %w", b.Type(), res.BackendID, err)
+		}
+		if exists {
+			p.log.Info("resource already has its backend object; nothing to create", "backend_id", res.BackendID)
+			return nil
+		}
+		p.log.Info("resource's backend object is missing; creating it again", "backend_id", res.BackendID)
+	}
+	br := BackendResource(res)
+	if len(order.Limits) > 0 {
+		br.Limits = order.Limits
+	}
+	created, err := b.Create(ctx, br)
+	if err != nil {
+		return fmt.Errorf("create %s for resource %q (%s): %w", b.Type(), res.Name, res.UUID, err)
+	}
+	if created.BackendID != res.BackendID {
+		if err := w.SetResourceBackendID(ctx, res.UUID, created.BackendID); err != nil {
+			return fmt.Errorf("set_backend_id %s on resource %s: %w", created.BackendID, res.UUID, err)
+		}
+	}
+	if len(created.Limits) > 0 {
+		if err := w.SetResourceLimits(ctx, res.UUID, WaldurLimits(created.Limits)); err != nil {
+			return fmt.Errorf("set_limits on resource %s: %w", res.UUID, err)
+		}
+	}
+	if len(created.Metadata) > 0 {
+		if err := w.SetResourceBackendMetadata(ctx, res.UUID, created.Metadata); err != nil {
+			return fmt.Errorf("set_backend_metadata on resource %s: %w", res.UUID, err)
+		}
+	}
+	p.log.Info("backend object ready", "backend_id", created.BackendID, "existed", created.Existed)
+	return nil
+}
+
+func (p *processor) terminate(ctx context.Context, order *waldur.Order) error {
+	res, err := p.o.Waldur.GetResource(ctx, resourceUUID(order))
+	if err != nil {
+		return fmt.Errorf("get resource %s: %w", resourceUUID(order), err)
+	}
+	if res.BackendID == "" {
+		p.log.Info("resource has no backend object; nothing to delete")
+		return nil
+	}
+	if err := p.o.Backend.Delete(ctx, res.BackendID); err != nil {
+		return fmt.Errorf("delete %s %s of resource %q: %w", p.o.Backend.Type(), res.BackendID, res.Name, err)
+	}
+	p.log.Info("backend object deleted", "backend_id", res.BackendID)
+	return nil
+}
+
+// delegateUpdate hands an Update order to the quota service, which owns
+// limits and settles the order.
+func (p *processor) delegateUpdate(ctx context.Context, order *waldur.Order) error {
+	res, err := p.o.Waldur.GetResource(ctx, resourceUUID(order))
+	if err != nil {
+		return fmt.Errorf("get resource %s: %w", resourceUUID(order), err)
+	}
+	cmd := &sitebusv1.ProvisionCommand{
+		OrderUuid: p.orderUUID, OrderType: sitebusv1.OrderType_ORDER_TYPE_UPDATE, Limits: order.Limits, Step: "update-limits",
+		Resource: &sitebusv1.ResourceRef{
+			ResourceUuid: res.UUID, OfferingUuid: p.o.Config.OfferingUUIDHex(), Slug: res.Slug, Name: res.Name, BackendId: res.BackendID,
+			ProjectUuid: res.ProjectUUID, ProjectSlug: res.ProjectSlug, CustomerUuid: res.CustomerUUID, CustomerSlug: res.CustomerSlug,
+		},
+	}
+	_, err = p.svc.bus.Publish(ctx, QuotaCommandSubject(p.o.Config.OfferingUUIDHex()), cmd,
+		bus.WithMsgID("order:"+events.HexUUID(p.orderUUID)+":update-limits"))
+	return err
+}
+
+// QuotaCommandSubject is where limit commands for an offering go.
+func QuotaCommandSubject(offeringHex string) string { return "cmd." + QuotaCommandService + "." + offeringHex }
+
+// markDone sets the order done if Waldur still has it executing.
+func (p *processor) markDone(ctx context.Context) error {
+	return MarkDone(ctx, p.o.Waldur, p.orderUUID)
+}
+
+// MarkDone sets an order done if it is still executing, as the Python agent
+// does (another actor may have settled it meanwhile).
+func MarkDone(ctx context.Context, w *waldur.Client, orderUUID string) error {
+	order, err := w.GetOrder(ctx, orderUUID, "uuid", "state")
+	if err != nil {
+		return fmt.Errorf("get order state: %w", err)
+	}
+	if order.State != waldur.OrderStateExecuting {
+		return nil
+	}
+	if err := w.SetOrderStateDone(ctx, orderUUID); err != nil && !waldur.IsConflict(err) {
+		return fmt.Errorf("set_state_done: %w", err)
+	}
+	return nil
+}
+
+func (p *processor) markErred(ctx context.Context, cause error) error {
+	return MarkErred(ctx, p.o.Waldur, p.orderUUID, cause, p.log)
+}
+
+// MarkErred tells Waldur why an order failed. A Waldur that no longer has
+// the order executing is fine; a Waldur that cannot be reached is an error
+// to retry.
+func MarkErred(ctx context.Context, w *waldur.Client, orderUUID string, cause error, log *slog.Logger) error {
+	msg := cause.Error()
+	log.Warn("order failed", "err", msg)
+	err := w.SetOrderStateErred(ctx, orderUUID, msg, "")
+	if err != nil && !waldur.IsConflict(err) && !errors.Is(err, context.Canceled) {
+		return fmt.Errorf("set_state_erred: %w", err)
+	}
+	return nil
+}
+
+// BackendResource is the backend's view of a Waldur resource.
+func BackendResource(r *waldur.Resource) backend.Resource {
+	return backend.Resource{
+		UUID: r.UUID, Name: r.Name, Slug: r.Slug, BackendID: r.BackendID,
+		ProjectUUID: r.ProjectUUID, ProjectSlug: r.ProjectSlug, ProjectName: r.ProjectName,
+		CustomerUUID: r.CustomerUUID, CustomerSlug: r.CustomerSlug, CustomerName: r.CustomerName,
+		Limits: r.Limits,
+	}
+}
+
+// WaldurLimits rounds limits to the integers set_limits takes.
+func WaldurLimits(l map[string]float64) map[string]int64 {
+	out := make(map[string]int64, len(l))
+	for k, v := range l {
+		out[k] = int64(math.Round(v))
+	}
+	return out
+}
+
