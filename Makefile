@@ -11,7 +11,7 @@ GOLANGCI := $(SITEBUS_CACHE)/tools/golangci-lint-$(GOLANGCI_VERSION)/golangci-li
 MODULES := pkg services e2e
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: all build run test unit e2e lint generate check-generated deps bench fmt
+.PHONY: all build run test unit e2e lint generate check-generated deps bench bench-orders k8s-binaries fmt
 
 all: build
 
@@ -48,7 +48,7 @@ lint: deps
 
 ## test: generated code current, buf lint, gofmt, vet, unit tests, then the
 ## end-to-end tests against real RabbitMQ and NATS processes.
-test: deps check-generated
+test: deps k8s-binaries check-generated
 	$(BUF) lint
 	@out=$$(gofmt -l $(MODULES)); test -z "$$out" || { echo "gofmt needed:"; echo "$$out"; exit 1; }
 	go vet ./pkg/... ./services/... ./e2e/...
@@ -58,7 +58,7 @@ test: deps check-generated
 unit:
 	go test ./pkg/... ./services/...
 
-e2e: deps
+e2e: deps k8s-binaries
 	go test -count=1 -timeout 20m -v ./e2e/...
 
 ## bench: bus throughput against raw JetStream (ratio), and sitebus's memory
@@ -66,3 +66,13 @@ e2e: deps
 bench: deps
 	go test -run '^$$' -bench Ingest -benchtime 10x -count 3 ./services/stompbridge/
 	go run ./e2e/cmd/benchproc
+
+## bench-orders: create-order latency (STOMP frame → set_state_done) over
+## 200 orders on a real kube-apiserver, and external calls per order.
+bench-orders: deps k8s-binaries
+	go test -run '^$$' -bench CreateOrderLatency -benchtime 1x -timeout 20m ./e2e/orders/
+
+## k8s-binaries: kube-apiserver and kube-controller-manager v1.36.3, built
+## once into $(SITEBUS_CACHE).
+k8s-binaries:
+	@.ci/k8s-binaries.sh

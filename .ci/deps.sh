@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what building and testing sitebus needs and is not a Go module:
-# RabbitMQ (Debian package, for the STOMP side of the end-to-end tests) and
+# RabbitMQ and etcd (Debian packages, for the STOMP side and the Kubernetes
+# API server of the end-to-end tests) and
 # buf (npm package, for protobuf generation). Idempotent: installs only what
 # is missing. Tools land in $SITEBUS_CACHE (default ~/.cache/sitebus), keyed
 # by version, outside the repository.
@@ -17,6 +18,7 @@ need_root() {
 apt_pkgs=()
 command -v rabbitmq-server >/dev/null 2>&1 || [ -x /usr/sbin/rabbitmq-server ] || apt_pkgs+=(rabbitmq-server)
 command -v npm >/dev/null 2>&1 || apt_pkgs+=(npm)
+command -v etcd >/dev/null 2>&1 || apt_pkgs+=(etcd-server)
 if [ ${#apt_pkgs[@]} -gt 0 ]; then
   echo "deps: installing ${apt_pkgs[*]} (apt)"
   need_root apt-get update -qq

@@ -95,7 +95,8 @@ sitebus:
     tcp_port: %s
 `, sim.URL(), token, offeringUUID, stomp, wsHost, wsPort, rabbitmq.WebSTOMPPath, o.transport, tcpHost, tcpPort)
 	e := &env{t: t, broker: broker, sim: sim, admin: sim.Admin()}
-	e.sb = harness.PrepareSitebus(t, harness.SitebusOptions{Config: cfg, NATSURL: o.natsURL})
+	// The bridge alone: these tests are about ingestion, with no platform.
+	e.sb = harness.PrepareSitebus(t, harness.SitebusOptions{Config: cfg, NATSURL: o.natsURL, Args: []string{"--only", "stomp-bridge"}})
 	e.reader = harness.NewReader(t, e.sb.NATSURL)
 	e.startEnv = append([]string{"WALDUR_SITE_AGENT_ORDER_PROCESS_PERIOD_MINUTES=" + o.orderPeriodMinutes}, o.env...)
 	if !o.noStart {

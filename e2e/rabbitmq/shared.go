@@ -21,7 +21,10 @@ var shared struct {
 // test asked for one) afterwards. Use it from TestMain:
 //
 //	func TestMain(m *testing.M) { os.Exit(rabbitmq.RunShared(m)) }
-func RunShared(m *testing.M) int {
+//
+// m is anything with Run() int, so shared instances compose:
+// rabbitmq.RunShared(kube.Shared(m)).
+func RunShared(m interface{ Run() int }) int {
 	shared.mu.Lock()
 	shared.active = true
 	shared.mu.Unlock()

@@ -30,6 +30,8 @@ import (
 	"github.com/sitebus/sitebus/pkg/natsembed"
 	"github.com/sitebus/sitebus/pkg/telemetry"
 	"github.com/sitebus/sitebus/pkg/waldur"
+	"github.com/sitebus/sitebus/services/order"
+	"github.com/sitebus/sitebus/services/quota"
 	"github.com/sitebus/sitebus/services/stompbridge"
 )
 
@@ -42,7 +44,7 @@ type Service interface {
 }
 
 // ServiceNames lists the services `--only` accepts, in start order.
-var ServiceNames = []string{stompbridge.Name}
+var ServiceNames = []string{stompbridge.Name, order.Name, quota.Name}
 
 // Options are the command-line settings of `sitebus run`; each non-empty
 // field overrides the config file's sitebus section.
@@ -110,7 +112,7 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
-	offerings, err := waldurClients(cfg, opts.Version, log)
+	offerings, err := waldurClients(cfg, opts.Version, log, reg, tp)
 	if err != nil {
 		return err
 	}
@@ -136,7 +138,8 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	h.streamsReady()
 
-	deps := deps{cfg: cfg, bus: b, offerings: offerings, log: log, reg: reg, tp: tp, version: opts.Version}
+	deps := &deps{cfg: cfg, bus: b, offerings: offerings, log: log, reg: reg, tp: tp, version: opts.Version}
+	deps.backends.d = deps
 	var running []Service
 	for _, name := range services {
 		s, err := deps.build(name)
@@ -272,7 +275,7 @@ func ensureStreams(ctx context.Context, b *bus.Bus, log *slog.Logger) error {
 }
 
 // waldurClients builds one REST client per offering.
-func waldurClients(cfg *config.Root, version string, log *slog.Logger) ([]stompbridge.Offering, error) {
+func waldurClients(cfg *config.Root, version string, log *slog.Logger, reg prometheus.Registerer, tp trace.TracerProvider) ([]stompbridge.Offering, error) {
 	var out []stompbridge.Offering
 	for i := range cfg.Offerings {
 		o := &cfg.Offerings[i]
@@ -285,6 +288,10 @@ func waldurClients(cfg *config.Root, version string, log *slog.Logger) ([]stompb
 			InsecureSkipVerify: !o.VerifySSL,
 			UserAgent:          "sitebus/" + version,
 			Logger:             log.With("offering", o.Name),
+			Proxy:              cfg.GlobalProxy,
+			WrapTransport: func(rt http.RoundTripper) http.RoundTripper {
+				return telemetry.InstrumentTransport(rt, "waldur", reg, tp)
+			},
 		})
 		if err != nil {
 			return nil, fmt.Errorf("offering %q: %w", o.Name, err)
@@ -303,15 +310,28 @@ type deps struct {
 	reg       prometheus.Registerer
 	tp        trace.TracerProvider
 	version   string
+	backends  backends
 }
 
-func (d deps) build(name string) (Service, error) {
+func (d *deps) build(name string) (Service, error) {
 	switch name {
 	case stompbridge.Name:
 		return stompbridge.New(d.bus, stompbridge.Config{
 			Offerings: d.offerings, Stomp: d.cfg.Sitebus.Stomp, OrderPollPeriod: d.cfg.Periods.OrderProcess,
 			AgentVersion: d.version, Logger: d.log, Registerer: d.reg, TracerProvider: d.tp,
 		})
+	case order.Name:
+		offerings, err := d.orderOfferings()
+		if err != nil {
+			return nil, err
+		}
+		return order.New(d.bus, order.Config{Offerings: offerings, Logger: d.log, Registerer: d.reg, TracerProvider: d.tp})
+	case quota.Name:
+		offerings, err := d.quotaOfferings()
+		if err != nil {
+			return nil, err
+		}
+		return quota.New(d.bus, quota.Config{Offerings: offerings, SyncPeriod: d.cfg.Periods.MembershipSync, Logger: d.log, Registerer: d.reg, TracerProvider: d.tp})
 	}
 	return nil, errors.New("unknown service")
 }

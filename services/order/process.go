@@ -11,6 +11,7 @@ import (
 	"github.com/sitebus/sitebus/pkg/backend"
 	"github.com/sitebus/sitebus/pkg/bus"
 	"github.com/sitebus/sitebus/pkg/events"
+	"github.com/sitebus/sitebus/pkg/failpoint"
 	sitebusv1 "github.com/sitebus/sitebus/pkg/gen/sitebus/v1"
 	"github.com/sitebus/sitebus/pkg/waldur"
 )
@@ -64,6 +65,9 @@ func (p *processor) process(ctx context.Context) (typ, outcome string, err error
 		err = backend.Invalidf("order type %q is not supported", order.Type)
 	}
 	if err != nil {
+		return typ, "", err
+	}
+	if err := failpoint.Inject(ctx, "order/before-done"); err != nil {
 		return typ, "", err
 	}
 	return typ, outcomeDone, p.markDone(ctx)

@@ -1,0 +1,87 @@
+package orders_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sitebus/sitebus/e2e/waldursim"
+)
+
+// BenchmarkCreateOrderLatency measures, over 200 Create orders sent one
+// after another through the whole system (simulated Waldur → RabbitMQ →
+// sitebus process → kube-apiserver → Waldur), the time from the order's
+// STOMP frame being published to Waldur receiving set_state_done, and counts
+// the external API calls per order. Run with `make bench-orders`.
+func BenchmarkCreateOrderLatency(b *testing.B) {
+	const orders = 200
+	s := newSite(b, siteOptions{})
+	if err := s.admin.ResetCalls(ctx(b)); err != nil {
+		b.Fatal(err)
+	}
+	k8sBefore := s.k8sCalls()
+	type sample struct {
+		uuid  string
+		start time.Time
+	}
+	var samples []sample
+	b.ResetTimer()
+	for i := range orders {
+		start := time.Now()
+		u, _ := s.order(waldursim.CreateOrderRequest{ResourceName: fmt.Sprintf("lat-%03d", i), Limits: map[string]int{"cpu": 1, "ram": 2, "storage": 5}})
+		samples = append(samples, sample{u, start})
+		s.waitOrder(u, "done")
+	}
+	b.StopTimer()
+	calls, err := s.admin.Calls(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	doneAt := map[string]time.Time{}
+	waldurCalls := 0
+	for _, c := range calls {
+		if !strings.HasPrefix(c.Path, "/api/") {
+			continue
+		}
+		waldurCalls++
+		if strings.HasSuffix(c.Path, "/set_state_done/") {
+			doneAt[strings.ReplaceAll(strings.Split(c.Path, "/")[3], "-", "")] = c.Time
+		}
+	}
+	var lat []time.Duration
+	for _, sm := range samples {
+		t, ok := doneAt[strings.ReplaceAll(sm.uuid, "-", "")]
+		if !ok {
+			b.Fatalf("no set_state_done call for order %s", sm.uuid)
+		}
+		lat = append(lat, t.Sub(sm.start))
+	}
+	slices.Sort(lat)
+	p := func(q float64) time.Duration { return lat[int(q*float64(len(lat)-1))] }
+	k8s := s.k8sCalls() - k8sBefore
+	b.ReportMetric(float64(p(0.50).Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(p(0.99).Microseconds())/1000, "p99-ms")
+	b.ReportMetric(float64(waldurCalls)/orders, "waldur-calls/order")
+	b.ReportMetric(k8s/orders, "k8s-calls/order")
+	fmt.Printf("create order, STOMP frame → set_state_done, %d orders: p50 %s, p99 %s, max %s; per order %.1f Waldur calls, %.1f Kubernetes calls\n",
+		orders, p(0.5).Round(100*time.Microsecond), p(0.99).Round(100*time.Microsecond), lat[len(lat)-1].Round(100*time.Microsecond),
+		float64(waldurCalls)/orders, k8s/orders)
+}
+
+// k8sCalls sums sitebus's requests to the Kubernetes API so far.
+func (s *site) k8sCalls() float64 {
+	_, m := s.sb.Get("/metrics")
+	total := 0.0
+	for _, l := range strings.Split(m, "\n") {
+		if strings.HasPrefix(l, "sitebus_http_client_requests_total{") && strings.Contains(l, `target="kubernetes"`) {
+			f := strings.Fields(l)
+			v, _ := strconv.ParseFloat(f[len(f)-1], 64)
+			total += v
+		}
+	}
+	return total
+}

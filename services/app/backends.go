@@ -1,0 +1,95 @@
+package app
+
+import (
+	"fmt"
+	"net/http"
+
+	"github.com/sitebus/sitebus/pkg/backend"
+	"github.com/sitebus/sitebus/pkg/backend/managedns"
+	"github.com/sitebus/sitebus/pkg/config"
+	"github.com/sitebus/sitebus/pkg/telemetry"
+	"github.com/sitebus/sitebus/services/order"
+)
+
+// supportedBackends are the backend names (the Python plugins' entry
+// points) sitebus implements so far.
+var supportedBackends = []string{"k8s-ut-namespace"}
+
+// backends builds each offering's platform backend once, on first use, so
+// a process that runs only the STOMP bridge needs no platform credentials.
+type backends struct {
+	d     *deps
+	built map[string]backend.Backend
+}
+
+func (bs *backends) get(o *config.Offering, name string) (backend.Backend, error) {
+	key := o.WaldurOfferingUUID + "/" + name
+	if b, ok := bs.built[key]; ok {
+		return b, nil
+	}
+	var (
+		b   backend.Backend
+		err error
+	)
+	switch name {
+	case "k8s-ut-namespace":
+		var s managedns.Settings
+		if s, err = managedns.ParseSettings(o.BackendSettings); err == nil {
+			b, err = managedns.New(s, o.BackendComponents, managedns.Options{
+				Logger: bs.d.log.With("offering", o.Name, "backend", name),
+				WrapTransport: func(rt http.RoundTripper) http.RoundTripper {
+					return telemetry.InstrumentTransport(rt, "kubernetes", bs.d.reg, bs.d.tp)
+				},
+			})
+		}
+	default:
+		err = fmt.Errorf("backend %q is not supported (supported: %v)", name, supportedBackends)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("offering %q: %w", o.Name, err)
+	}
+	if bs.built == nil {
+		bs.built = map[string]backend.Backend{}
+	}
+	bs.built[key] = b
+	return b, nil
+}
+
+// orderOfferings are the offerings with an order_processing_backend.
+func (d *deps) orderOfferings() ([]order.Offering, error) {
+	var out []order.Offering
+	for _, o := range d.offerings {
+		if o.Config.OrderProcessingBackend == "" {
+			continue
+		}
+		b, err := d.backends.get(o.Config, o.Config.OrderProcessingBackend)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, order.Offering{Config: o.Config, Waldur: o.Waldur, Backend: b})
+	}
+	return out, nil
+}
+
+// quotaOfferings are the offerings whose limits and flags sitebus manages:
+// those with an order or a membership backend (the Python agent applies
+// flags in membership sync, limits in order processing).
+func (d *deps) quotaOfferings() ([]order.Offering, error) {
+	var out []order.Offering
+	for _, o := range d.offerings {
+		name := o.Config.OrderProcessingBackend
+		if name == "" {
+			name = o.Config.MembershipSyncBackend
+		}
+		if name == "" {
+			continue
+		}
+		b, err := d.backends.get(o.Config, name)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, order.Offering{Config: o.Config, Waldur: o.Waldur, Backend: b})
+	}
+	return out, nil
+}
+
