@@ -46,9 +46,19 @@ func (b *syncBuffer) String() string {
 // StartProcess runs bin with args and env (added to the current one).
 // SITEBUS_E2E_VERBOSE=1 streams its output to the test's stderr.
 func StartProcess(name, bin string, args, env []string) (*Process, error) {
-	p := &Process{Name: name, out: &syncBuffer{}, done: make(chan struct{})}
+	var tee io.Writer
 	if os.Getenv("SITEBUS_E2E_VERBOSE") != "" {
-		p.out.tee = prefixWriter{prefix: "[" + name + "] ", w: os.Stderr}
+		tee = os.Stderr
+	}
+	return StartProcessTee(name, bin, args, env, tee)
+}
+
+// StartProcessTee is StartProcess with the output also copied to w (when
+// not nil), each line prefixed "[name] ": for local runs that show it live.
+func StartProcessTee(name, bin string, args, env []string, w io.Writer) (*Process, error) {
+	p := &Process{Name: name, out: &syncBuffer{}, done: make(chan struct{})}
+	if w != nil {
+		p.out.tee = prefixWriter{prefix: "[" + name + "] ", w: w}
 	}
 	p.cmd = exec.Command(bin, args...)
 	p.cmd.Env = append(os.Environ(), env...)
@@ -63,6 +73,17 @@ func StartProcess(name, bin string, args, env []string) (*Process, error) {
 
 // Output is everything the process printed so far.
 func (p *Process) Output() string { return p.out.String() }
+
+// Pid is the process id (0 before the process was started).
+func (p *Process) Pid() int {
+	if p.cmd == nil || p.cmd.Process == nil {
+		return 0
+	}
+	return p.cmd.Process.Pid
+}
+
+// Done is closed when the process has ended.
+func (p *Process) Done() <-chan struct{} { return p.done }
 
 // Exited reports whether the process has ended.
 func (p *Process) Exited() bool {

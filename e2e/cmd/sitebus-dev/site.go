@@ -1,0 +1,185 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/sitebus/sitebus/e2e/harness"
+	"github.com/sitebus/sitebus/e2e/rabbitmq"
+	"github.com/sitebus/sitebus/e2e/waldursim"
+)
+
+// site is the simulated Waldur side: a scratch RabbitMQ node and the
+// simulator publishing to it.
+type site struct {
+	broker *rabbitmq.Broker
+	sim    *waldursim.Server
+	fx     *waldursim.Fixture
+	cfg    harness.SiteConfig
+}
+
+func startSite(ctx context.Context, o options, log *slog.Logger, cleanup *stack) (*site, error) {
+	if err := rabbitmq.Available(); err != nil {
+		return nil, fmt.Errorf("the local site needs RabbitMQ: %w\n"+
+			"  install it with `make deps` (or apt-get install rabbitmq-server),\n"+
+			"  or pass -config with a config for a real Waldur", err)
+	}
+	fx, err := loadFixture()
+	if err != nil {
+		return nil, err
+	}
+	log.Info("starting RabbitMQ (takes a few seconds)")
+	broker, err := rabbitmq.Start(ctx, rabbitmq.Options{Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("start RabbitMQ: %w", err)
+	}
+	cleanup.push(func() {
+		log.Info("stopping RabbitMQ")
+		if err := broker.Stop(); err != nil {
+			log.Warn("stop RabbitMQ", "err", err)
+		}
+	})
+	sim, err := harness.StartSimulator(o.simListen, fx, broker, log)
+	if err != nil {
+		return nil, err
+	}
+	cleanup.push(func() {
+		log.Info("stopping the Waldur simulator")
+		_ = sim.Close()
+	})
+	cfg, err := harness.FixtureSite(fx, sim, broker)
+	if err != nil {
+		return nil, err
+	}
+	// A membership backend adds the resource and user_role subscriptions,
+	// so the demo's resource changes show up too.
+	cfg.MembershipBackend = "k8s-ut-namespace"
+	return &site{broker: broker, sim: sim, fx: fx, cfg: cfg}, nil
+}
+
+func loadFixture() (*waldursim.Fixture, error) {
+	path, err := harness.FixturePath()
+	if err != nil {
+		return nil, err
+	}
+	fx, err := waldursim.LoadFixture(path)
+	if err != nil {
+		return nil, fmt.Errorf("load fixture %s: %w", path, err)
+	}
+	return fx, nil
+}
+
+// writeConfig writes the sitebus config into dir.
+func (s *site) writeConfig(dir string) (string, error) {
+	path := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(path, []byte(s.cfg.YAML()), 0o600); err != nil {
+		return "", fmt.Errorf("write sitebus config: %w", err)
+	}
+	return path, nil
+}
+
+// flagEvery is how many demo orders come per resource flag change.
+const flagEvery = 3
+
+// demo keeps events flowing: an order every interval and, every
+// flagEvery-th time, a paused or downscaled toggle on a fixture resource.
+func (s *site) demo(ctx context.Context, every time.Duration, log *slog.Logger) {
+	admin := s.sim.Admin()
+	var paused, downscaled bool
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for n := 1; ; n++ {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		s.demoOrder(ctx, admin, n, log)
+		if n%flagEvery != 0 || len(s.fx.Resources) == 0 {
+			continue
+		}
+		req := waldursim.FlagsRequest{}
+		if (n/flagEvery)%2 == 1 {
+			paused = !paused
+			req.Paused = &paused
+		} else {
+			downscaled = !downscaled
+			req.Downscaled = &downscaled
+		}
+		s.demoFlags(ctx, admin, req, log)
+	}
+}
+
+func (s *site) demoOrder(ctx context.Context, admin *waldursim.AdminClient, n int, log *slog.Logger) {
+	res, err := admin.CreateOrder(ctx, waldursim.CreateOrderRequest{
+		ResourceName: fmt.Sprintf("demo-%d", n),
+		Limits:       map[string]int{"cpu": 1, "ram": 2},
+	})
+	if err != nil {
+		if ctx.Err() == nil {
+			log.Warn("demo order", "err", err)
+		}
+		return
+	}
+	log.Info("demo order created", "order", res.Order.UUID, "resource", res.Resource.Name, "frames", len(res.Published))
+}
+
+func (s *site) demoFlags(ctx context.Context, admin *waldursim.AdminClient, req waldursim.FlagsRequest, log *slog.Logger) {
+	res := s.fx.Resources[0]
+	out, err := admin.SetFlags(ctx, res.UUID, req)
+	if err != nil {
+		if ctx.Err() == nil {
+			log.Warn("demo resource change", "err", err)
+		}
+		return
+	}
+	log.Info("demo resource changed", "resource", res.Name, "paused", out.Resource.Paused,
+		"downscaled", out.Resource.Downscaled, "frames", len(out.Published))
+}
+
+func printBanner(o options, s *site, bin, cfgPath, dataDir string) {
+	nats := "nats://" + o.natsListen
+	cli := relToCwd(bin)
+	var b strings.Builder
+	line := func(format string, a ...any) { fmt.Fprintf(&b, format+"\n", a...) }
+	line("")
+	line("──────────────────────────── sitebus local site ────────────────────────────")
+	if s != nil {
+		line("  Waldur simulator  %s/api/   (admin API: %s/sim/)", s.sim.URL(), s.sim.URL())
+		line("  RabbitMQ          %s   management %s (%s / %s)", s.broker.WebSTOMPURL(), s.broker.MgmtURL(), s.broker.AdminUser, s.broker.AdminPass)
+		if o.demoInterval > 0 {
+			line("  demo              an order every %s, a resource change every %s", o.demoInterval, flagEvery*o.demoInterval)
+		}
+	}
+	line("  sitebus           http://%s/metrics  /readyz  /healthz", o.httpAddr)
+	line("  NATS (embedded)   %s", nats)
+	line("  config            %s", cfgPath)
+	line("  data              %s", dataDir)
+	line("")
+	line("  try:")
+	if s != nil {
+		line("    curl -XPOST %s/sim/orders -d '{}'", s.sim.URL())
+	}
+	line("    %s dlq list --nats-url %s", cli, nats)
+	line("    %s replay --subject 'waldur.*.order' --since 10m --dry-run --nats-url %s", cli, nats)
+	line("  Ctrl-C stops everything. The event stream follows ([events]).")
+	line("─────────────────────────────────────────────────────────────────────────────")
+	fmt.Fprint(os.Stderr, b.String())
+}
+
+// relToCwd shortens a path below the working directory (bin/sitebus).
+func relToCwd(p string) string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return p
+	}
+	if rel, err := filepath.Rel(wd, p); err == nil && !strings.HasPrefix(rel, "..") {
+		return rel
+	}
+	return p
+}

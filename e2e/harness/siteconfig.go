@@ -1,0 +1,50 @@
+package harness
+
+import (
+	"fmt"
+	"strings"
+)
+
+// SiteConfig describes a sitebus configuration with one offering, against
+// the Waldur simulator and a RabbitMQ Web-STOMP listener (no TLS), the way
+// the end-to-end tests and the local tools (sitebus-dev, benchproc) set a
+// site up.
+type SiteConfig struct {
+	// WaldurURL is the simulator's base URL (without /api/).
+	WaldurURL    string
+	Token        string
+	OfferingUUID string
+	// WebSTOMPAddr is the broker's Web-STOMP host:port; WebSTOMPPath its path.
+	WebSTOMPAddr, WebSTOMPPath string
+	// MembershipBackend, when set, also subscribes to the membership object
+	// types (user_role, resource, ...).
+	MembershipBackend string
+}
+
+// YAML renders the configuration file.
+func (c SiteConfig) YAML() string {
+	host, port, _ := strings.Cut(c.WebSTOMPAddr, ":")
+	var membership string
+	if c.MembershipBackend != "" {
+		membership = "    membership_sync_backend: " + c.MembershipBackend + "\n"
+	}
+	return fmt.Sprintf(`offerings:
+  - name: local-namespaces
+    waldur_api_url: %s/api/
+    waldur_api_token: %s
+    waldur_offering_uuid: %s
+    backend_type: k8s-ut-namespace
+    order_processing_backend: k8s-ut-namespace
+%s    stomp_enabled: true
+    websocket_use_tls: false
+    stomp_ws_host: %s
+    stomp_ws_port: %s
+    stomp_ws_path: %s
+    backend_components:
+      cpu: {measured_unit: cores, accounting_type: limit, label: CPU}
+sitebus:
+  log_format: text
+  stomp:
+    transport: websocket
+`, strings.TrimRight(c.WaldurURL, "/"), c.Token, c.OfferingUUID, membership, host, port, c.WebSTOMPPath)
+}
