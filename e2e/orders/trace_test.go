@@ -1,0 +1,186 @@
+package orders_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/sitebus/sitebus/e2e/harness"
+	"github.com/sitebus/sitebus/e2e/kube"
+	"github.com/sitebus/sitebus/e2e/rabbitmq"
+	"github.com/sitebus/sitebus/e2e/waldursim"
+	"github.com/sitebus/sitebus/pkg/backend/managedns"
+	"github.com/sitebus/sitebus/pkg/bus"
+	"github.com/sitebus/sitebus/pkg/config"
+	"github.com/sitebus/sitebus/pkg/natsembed"
+	"github.com/sitebus/sitebus/pkg/telemetry"
+	"github.com/sitebus/sitebus/pkg/waldur"
+	"github.com/sitebus/sitebus/services/order"
+	"github.com/sitebus/sitebus/services/stompbridge"
+)
+
+// TestOneOrderIsOneTrace runs the bridge and the order service in this
+// process with the SDK's in-memory span recorder, and checks that the spans
+// of one order — STOMP frame, publish, consume, every Kubernetes call and
+// every Waldur call — share one trace id across the bus.
+func TestOneOrderIsOneTrace(t *testing.T) {
+	rabbitmq.Require(t)
+	kube.Require(t)
+	broker := rabbitmq.Shared(t)
+	cluster := kube.Shared(t)
+	root, _ := harness.RepoRoot()
+	c := ctx(t)
+	if err := cluster.ApplyFile(c, filepath.Join(root, "deploy/crds/managednamespaces.provisioning.hpc.ut.ee.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	s := newSite(t, siteOptions{noStart: true}) // for its simulator and CR namespace
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	log := slog.New(slog.DiscardHandler)
+
+	srv, err := natsembed.Start(natsembed.Options{StoreDir: t.TempDir(), Listen: "127.0.0.1:-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
+	nc, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	b, err := bus.New(nc, bus.Config{TracerProvider: tp, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.EnsureStreams(c); err != nil {
+		t.Fatal(err)
+	}
+
+	wsHost, wsPort, _ := strings.Cut(broker.WebSTOMPAddr(), ":")
+	cfg, err := config.Parse([]byte(fmt.Sprintf(`offerings:
+  - name: traced
+    waldur_api_url: %s/api/
+    waldur_api_token: %s
+    waldur_offering_uuid: %s
+    backend_type: k8s-ut-namespace
+    order_processing_backend: k8s-ut-namespace
+    stomp_enabled: true
+    websocket_use_tls: false
+    stomp_ws_host: %s
+    stomp_ws_port: %s
+    stomp_ws_path: %s
+    backend_settings: {cr_namespace: %s}
+    backend_components:
+      cpu: {type: cpu, measured_unit: cores, accounting_type: limit, label: CPU}
+`, s.sim.URL(), token, offeringUUID, wsHost, wsPort, rabbitmq.WebSTOMPPath, s.crNS)), "trace.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oc := &cfg.Offerings[0]
+	instrument := func(target string) func(http.RoundTripper) http.RoundTripper {
+		return func(rt http.RoundTripper) http.RoundTripper { return telemetry.InstrumentTransport(rt, target, nil, tp) }
+	}
+	wc, err := waldur.New(waldur.Config{APIURL: oc.WaldurAPIURL, Token: token, WrapTransport: instrument("waldur")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	settings, err := managedns.ParseSettings(oc.BackendSettings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	be, err := managedns.New(settings, oc.BackendComponents, managedns.Options{RESTConfig: cluster.RESTConfig(), Logger: log, WrapTransport: instrument("kubernetes")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bridge, err := stompbridge.New(b, stompbridge.Config{
+		Offerings: []stompbridge.Offering{{Config: oc, Waldur: wc}}, OrderPollPeriod: time.Hour,
+		Stomp: config.StompSettings{Transport: "websocket"}, Logger: log, TracerProvider: tp,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	orders, err := order.New(b, order.Config{Offerings: []order.Offering{{Config: oc, Waldur: wc, Backend: be}}, Logger: log, TracerProvider: tp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{}, 2)
+	go func() { _ = bridge.Run(runCtx); done <- struct{}{} }()
+	go func() { _ = orders.Run(runCtx); done <- struct{}{} }()
+	t.Cleanup(func() { stop(); <-done; <-done })
+	harness.Eventually(t, 30*time.Second, "the order consumer", func() bool { return orders.Ready(c) == nil })
+
+	// Wait for the subscription, then send one order.
+	harness.Eventually(t, 30*time.Second, "the STOMP subscription", func() bool {
+		subs, _ := s.admin.Subscriptions(c)
+		for _, sub := range subs {
+			for _, q := range sub.Queues {
+				if q.ObjectType == "order" {
+					qi, err := broker.Mgmt().GetQueue(c, "3f1c2b7e9a4d4c8e8f0a1b2c3d4e5f60", q.QueueName)
+					return err == nil && qi.Consumers == 1
+				}
+			}
+		}
+		return false
+	})
+	orderUUID, _ := s.order(waldursim.CreateOrderRequest{ResourceName: "traced", Limits: map[string]int{"cpu": 1}})
+	s.waitOrder(orderUUID, "done")
+
+	spans := rec.Ended()
+	var frame sdktrace.ReadOnlySpan
+	for _, sp := range spans {
+		if sp.Name() == "stomp frame order" {
+			frame = sp
+		}
+	}
+	if frame == nil {
+		t.Fatal("no span for the STOMP frame")
+	}
+	trace := frame.SpanContext().TraceID()
+	want := []string{
+		"stomp frame order",
+		"publish waldur.d1a2b3c4e5f64a7b8c9d0e1f2a3b4c5d.order",
+		"process waldur.d1a2b3c4e5f64a7b8c9d0e1f2a3b4c5d.order",
+		"waldur GET /api/marketplace-orders/",
+		"waldur POST /api/marketplace-orders/",
+		"kubernetes POST /apis/provisioning.hpc.ut.ee/v1/namespaces/" + s.crNS + "/managednamespaces",
+		"waldur POST /api/marketplace-provider-resources/",
+	}
+	inTrace := map[string]bool{}
+	for _, sp := range spans {
+		if sp.SpanContext().TraceID() == trace {
+			inTrace[sp.Name()] = true
+		}
+	}
+	for _, w := range want {
+		found := false
+		for name := range inTrace {
+			if strings.HasPrefix(name, w) {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("no span %q in the order's trace %s; the trace has %v", w, trace, keys(inTrace))
+		}
+	}
+	if !inTrace["waldur POST /api/marketplace-orders/"+strings.ReplaceAll(orderUUID, "-", "")+"/set_state_done/"] {
+		t.Errorf("set_state_done is not in the order's trace: %v", keys(inTrace))
+	}
+}
+
+func keys(m map[string]bool) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}

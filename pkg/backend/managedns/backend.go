@@ -1,0 +1,156 @@
+package managedns
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/sitebus/sitebus/pkg/backend"
+	"github.com/sitebus/sitebus/pkg/config"
+)
+
+// Type is the backend_type this package serves.
+const Type = "k8s-ut-namespace"
+
+// The ManagedNamespace custom resource.
+const (
+	Group    = "provisioning.hpc.ut.ee"
+	Version  = "v1"
+	Kind     = "ManagedNamespace"
+	Resource = "managednamespaces"
+)
+
+// GVR addresses ManagedNamespaces with the dynamic client.
+var GVR = schema.GroupVersionResource{Group: Group, Version: Version, Resource: Resource}
+
+// Marks sitebus puts on its CRs.
+const (
+	// LabelManagedBy=ManagedByValue marks a CR as sitebus's; CRs without
+	// it are never changed.
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	ManagedByValue = "sitebus"
+	// AnnotationResourceUUID records the Waldur resource the CR is for.
+	AnnotationResourceUUID = "sitebus.io/resource-uuid"
+	// AnnotationSavedQuota holds spec.quota (JSON) from before the first
+	// Pause or Downscale, for Restore.
+	AnnotationSavedQuota = "sitebus.io/quota-before-pause"
+	// AnnotationStatus is "paused" or "downscaled" while the quota is
+	// reduced.
+	AnnotationStatus = "sitebus.io/status"
+)
+
+// DefaultFieldManager names sitebus in managedFields.
+const DefaultFieldManager = "sitebus"
+
+// defaultTimeout bounds one API request when the rest.Config sets none,
+// so a hung connection cannot stall an order forever.
+const defaultTimeout = 30 * time.Second
+
+// Options are the dependencies of a Backend.
+type Options struct {
+	// RESTConfig reaches the cluster; nil means Settings.KubeconfigPath,
+	// or the in-cluster configuration when that is empty.
+	RESTConfig *rest.Config
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+	// FieldManager defaults to DefaultFieldManager.
+	FieldManager string
+	// WrapTransport, when set, wraps the HTTP transport to the API server
+	// (tracing, request metrics).
+	WrapTransport func(http.RoundTripper) http.RoundTripper
+}
+
+// Backend manages ManagedNamespace CRs in one CR namespace.
+type Backend struct {
+	settings     Settings
+	quota        quotaCodec
+	crs          dynamic.ResourceInterface
+	disco        discovery.DiscoveryInterface
+	log          *slog.Logger
+	fieldManager string
+}
+
+var _ backend.Backend = (*Backend)(nil)
+
+// New returns a backend for an offering's settings (as ParseSettings
+// returns them; unset values are defaulted) and backend_components.
+// It does not contact the cluster.
+func New(settings Settings, components map[string]config.BackendComponent, opts Options) (*Backend, error) {
+	s := settings.withDefaults()
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	cfg, err := restConfig(s, opts.RESTConfig)
+	if err == nil && opts.WrapTransport != nil {
+		cfg.Wrap(opts.WrapTransport)
+	}
+	if err != nil {
+		return nil, err
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("k8s-ut-namespace: dynamic client: %w", err)
+	}
+	disco, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("k8s-ut-namespace: discovery client: %w", err)
+	}
+	b := &Backend{
+		settings:     s,
+		quota:        quotaCodec{mapping: s.QuotaMapping, components: components},
+		crs:          dyn.Resource(GVR).Namespace(s.CRNamespace),
+		disco:        disco,
+		log:          opts.Logger,
+		fieldManager: opts.FieldManager,
+	}
+	if b.log == nil {
+		b.log = slog.Default()
+	}
+	b.log = b.log.With("backend", Type, "cr_namespace", s.CRNamespace)
+	if b.fieldManager == "" {
+		b.fieldManager = DefaultFieldManager
+	}
+	return b, nil
+}
+
+func restConfig(s Settings, given *rest.Config) (*rest.Config, error) {
+	var cfg *rest.Config
+	var err error
+	switch {
+	case given != nil:
+		cfg = rest.CopyConfig(given)
+	case s.KubeconfigPath != "":
+		if cfg, err = clientcmd.BuildConfigFromFlags("", s.KubeconfigPath); err != nil {
+			return nil, fmt.Errorf("k8s-ut-namespace: kubeconfig_path %s: %w", s.KubeconfigPath, err)
+		}
+	default:
+		if cfg, err = rest.InClusterConfig(); err != nil {
+			return nil, fmt.Errorf("k8s-ut-namespace: no kubeconfig_path and not in a cluster: %w", err)
+		}
+	}
+	if cfg.UserAgent == "" {
+		cfg.UserAgent = "sitebus"
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = defaultTimeout
+	}
+	return cfg, nil
+}
+
+// Type implements backend.Backend.
+func (b *Backend) Type() string { return Type }
+
+// Settings returns the settings in force (defaults filled in).
+func (b *Backend) Settings() Settings { return b.settings }
+
+// BackendID is namespace_prefix + slug, validated as a namespace name.
+func (b *Backend) BackendID(r backend.Resource) (string, error) {
+	return namespaceName(b.settings.NamespacePrefix, r)
+}

@@ -1,0 +1,148 @@
+package managedns
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/version"
+
+	"github.com/sitebus/sitebus/pkg/backend"
+)
+
+// Metadata is what the Python plugin posts to set_backend_metadata:
+// {name, quota, status: {ready, message}}.
+func (b *Backend) Metadata(ctx context.Context, backendID string) (map[string]any, error) {
+	cr, err := b.get(ctx, "get", backendID)
+	if err != nil {
+		return nil, err
+	}
+	return metadata(cr), nil
+}
+
+func metadata(cr *unstructured.Unstructured) map[string]any {
+	return map[string]any{
+		"name":   cr.GetName(),
+		"quota":  stringsToAny(specQuota(cr)),
+		"status": readyStatus(cr),
+	}
+}
+
+// Usage is always empty. The Python plugin stopped reporting usage in
+// 1.0.1: the agent's service account has no access to the tenant
+// namespaces' ResourceQuota status, and spec.quota is an allocation, not
+// usage (Waldur has it as the limits already).
+func (b *Backend) Usage(_ context.Context, backendID string) (map[string]float64, error) {
+	if err := validateName(backendID); err != nil {
+		return nil, err
+	}
+	return map[string]float64{}, nil
+}
+
+// listPage bounds one list response; the CR namespace may hold thousands.
+const listPage = 500
+
+// List returns the CRs in the CR namespace that sitebus manages.
+func (b *Backend) List(ctx context.Context) ([]backend.Object, error) {
+	var out []backend.Object
+	opts := metav1.ListOptions{LabelSelector: LabelManagedBy + "=" + ManagedByValue, Limit: listPage}
+	for {
+		page, err := b.crs.List(ctx, opts)
+		if err != nil {
+			return nil, wrapAPI("list", "in "+b.settings.CRNamespace, err)
+		}
+		for i := range page.Items {
+			cr := &page.Items[i]
+			if isManaged(cr) {
+				out = append(out, backend.Object{BackendID: cr.GetName(), Status: statusOf(cr)})
+			}
+		}
+		if opts.Continue = page.GetContinue(); opts.Continue == "" {
+			break
+		}
+	}
+	slices.SortFunc(out, func(a, b backend.Object) int {
+		switch {
+		case a.BackendID < b.BackendID:
+			return -1
+		case a.BackendID > b.BackendID:
+			return 1
+		}
+		return 0
+	})
+	return out, nil
+}
+
+// Ping asks the API server for its version, as the Python plugin does.
+func (b *Backend) Ping(ctx context.Context) error {
+	_, err := b.serverVersion(ctx)
+	return err
+}
+
+func (b *Backend) serverVersion(ctx context.Context) (*version.Info, error) {
+	raw, err := b.disco.RESTClient().Get().AbsPath("/version").Do(ctx).Raw()
+	if err != nil {
+		return nil, fmt.Errorf("k8s-ut-namespace: GET /version: %w", err)
+	}
+	var v version.Info
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return nil, fmt.Errorf("k8s-ut-namespace: GET /version: %w", err)
+	}
+	return &v, nil
+}
+
+// Diagnostics reports the server version, where the CRs live, whether the
+// CRD is served and how many CRs sitebus manages. It fails only when the
+// API server does not answer.
+func (b *Backend) Diagnostics(ctx context.Context) (map[string]any, error) {
+	d := map[string]any{
+		"backend_type":     Type,
+		"cr_namespace":     b.settings.CRNamespace,
+		"namespace_prefix": b.settings.NamespacePrefix,
+		"quota_mapping":    b.settings.QuotaMapping,
+	}
+	v, err := b.serverVersion(ctx)
+	if err != nil {
+		return d, err
+	}
+	d["server_version"] = v.GitVersion
+	installed, err := b.crdServed(ctx)
+	if err != nil {
+		d["crd_error"] = err.Error()
+	}
+	d["crd_installed"] = installed
+	if installed {
+		if objs, err := b.List(ctx); err != nil {
+			d["list_error"] = err.Error()
+		} else {
+			d["managed_namespaces"] = len(objs)
+		}
+	}
+	return d, nil
+}
+
+// crdServed asks discovery (uncached) whether the API server serves
+// managednamespaces in provisioning.hpc.ut.ee/v1.
+func (b *Backend) crdServed(ctx context.Context) (bool, error) {
+	raw, err := b.disco.RESTClient().Get().AbsPath("/apis", Group, Version).Do(ctx).Raw()
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	var list metav1.APIResourceList
+	if err := json.Unmarshal(raw, &list); err != nil {
+		return false, err
+	}
+	for _, r := range list.APIResources {
+		if r.Name == Resource {
+			return true, nil
+		}
+	}
+	return false, nil
+}

@@ -1,0 +1,63 @@
+package managedns
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/sitebus/sitebus/pkg/backend"
+)
+
+func TestNamespaceName(t *testing.T) {
+	long := strings.Repeat("a", 57) // "waldur-" + 57 = 64
+	tests := []struct {
+		name    string
+		prefix  string
+		slug    string
+		want    string
+		wantErr string
+	}{
+		{name: "prefix and slug are joined", prefix: "waldur-", slug: "my-project", want: "waldur-my-project"},
+		{name: "an empty prefix leaves the slug", prefix: "", slug: "abc1", want: "abc1"},
+		{name: "63 characters are allowed", prefix: "waldur-", slug: long[:56], want: "waldur-" + long[:56]},
+		{name: "an empty slug is refused naming the resource", prefix: "waldur-", slug: "",
+			wantErr: "Resource 0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0 has no slug, cannot create ManagedNamespace"},
+		{name: "64 characters exceed the limit", prefix: "waldur-", slug: long,
+			wantErr: "Namespace name 'waldur-" + long + "' exceeds 63 characters (64)"},
+		{name: "upper case is refused, not lower-cased", prefix: "waldur-", slug: "MyProject",
+			wantErr: "Namespace name 'waldur-MyProject' is not a valid RFC 1123 label: must be lowercase alphanumeric or '-', must start and end with an alphanumeric character"},
+		{name: "underscores are refused, not rewritten", prefix: "waldur-", slug: "my_project",
+			wantErr: "Namespace name 'waldur-my_project' is not a valid RFC 1123 label: must be lowercase alphanumeric or '-', must start and end with an alphanumeric character"},
+		{name: "a trailing dash is refused", prefix: "waldur-", slug: "abc-",
+			wantErr: "Namespace name 'waldur-abc-' is not a valid RFC 1123 label: must be lowercase alphanumeric or '-', must start and end with an alphanumeric character"},
+		{name: "a leading dash is refused", prefix: "", slug: "-abc",
+			wantErr: "Namespace name '-abc' is not a valid RFC 1123 label: must be lowercase alphanumeric or '-', must start and end with an alphanumeric character"},
+		{name: "a path separator is refused", prefix: "waldur-", slug: "a/b",
+			wantErr: "Namespace name 'waldur-a/b' is not a valid RFC 1123 label: must be lowercase alphanumeric or '-', must start and end with an alphanumeric character"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := backend.Resource{UUID: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", Slug: tt.slug}
+			got, err := namespaceName(tt.prefix, r)
+			if tt.wantErr != "" {
+				if err == nil || err.Error() != tt.wantErr {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				if !errors.Is(err, backend.ErrInvalid) || !backend.IsTerminal(err) {
+					t.Fatalf("err %v is not a terminal ErrInvalid", err)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Fatalf("got %q, %v; want %q", got, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestValidateNameEmpty(t *testing.T) {
+	err := validateName("")
+	if err == nil || err.Error() != "Namespace name must not be empty" || !errors.Is(err, backend.ErrInvalid) {
+		t.Fatalf("err = %v", err)
+	}
+}

@@ -1,0 +1,172 @@
+package managedns
+
+import (
+	"maps"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sitebus/sitebus/pkg/config"
+)
+
+func TestParseSettings(t *testing.T) {
+	tests := []struct {
+		name  string
+		raw   map[string]any
+		check func(t *testing.T, s Settings)
+	}{
+		{
+			name: "an empty mapping gives the Python defaults",
+			raw:  map[string]any{},
+			check: func(t *testing.T, s Settings) {
+				if s.CRNamespace != "waldur-system" || s.NamespacePrefix != "waldur-" || s.KubeconfigPath != "" {
+					t.Errorf("defaults: %+v", s)
+				}
+				if !maps.Equal(s.QuotaMapping, DefaultQuotaMapping()) {
+					t.Errorf("quota mapping %v", s.QuotaMapping)
+				}
+				if s.DefaultRole != "readwrite" || !s.KeycloakUseUserID || s.KeycloakEnabled || s.CRUserIdentityField != "email" {
+					t.Errorf("keycloak defaults: %+v", s)
+				}
+			},
+		},
+		{
+			name: "nulls are unset",
+			raw:  map[string]any{"cr_namespace": nil, "kubeconfig_path": nil, "namespace_labels": nil},
+			check: func(t *testing.T, s Settings) {
+				if s.CRNamespace != "waldur-system" || s.NamespaceLabels != nil {
+					t.Errorf("%+v", s)
+				}
+			},
+		},
+		{
+			name: "component_quota_mapping is merged over the defaults",
+			raw:  map[string]any{"component_quota_mapping": map[string]any{"gpu": "requests.nvidia.com/gpu", "fpga": "fpga"}},
+			check: func(t *testing.T, s Settings) {
+				want := map[string]string{"cpu": "cpu", "ram": "memory", "storage": "storage",
+					"gpu": "requests.nvidia.com/gpu", "fpga": "fpga"}
+				if !maps.Equal(s.QuotaMapping, want) {
+					t.Errorf("got %v, want %v", s.QuotaMapping, want)
+				}
+			},
+		},
+		{
+			name: "a null quota field unmaps a default type",
+			raw:  map[string]any{"component_quota_mapping": map[string]any{"gpu": nil}},
+			check: func(t *testing.T, s Settings) {
+				if f, ok := s.QuotaMapping["gpu"]; !ok || f != "" {
+					t.Errorf("gpu = %q, %v", f, ok)
+				}
+			},
+		},
+		{
+			name: "role_mapping is merged over the defaults",
+			raw:  map[string]any{"role_mapping": map[string]any{"observer": "readonly", "member": "admin"}},
+			check: func(t *testing.T, s Settings) {
+				want := map[string]string{"manager": "admin", "admin": "admin", "member": "admin", "observer": "readonly"}
+				if !maps.Equal(s.RoleMapping, want) {
+					t.Errorf("got %v", s.RoleMapping)
+				}
+			},
+		},
+		{
+			name: "a leading ~/ in kubeconfig_path is the home directory",
+			raw:  map[string]any{"kubeconfig_path": "~/.kube/config"},
+			check: func(t *testing.T, s Settings) {
+				home, _ := os.UserHomeDir()
+				if s.KubeconfigPath != filepath.Join(home, ".kube/config") {
+					t.Errorf("got %q", s.KubeconfigPath)
+				}
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := ParseSettings(tt.raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.check(t, s)
+		})
+	}
+}
+
+func TestParseSettingsRefuses(t *testing.T) {
+	tests := []struct {
+		name string
+		raw  map[string]any
+		want []string // every fragment must be in the error
+	}{
+		{
+			name: "a string setting given a number names the key",
+			raw:  map[string]any{"cr_namespace": 5},
+			want: []string{"backend_settings.cr_namespace: must be a string, not a number"},
+		},
+		{
+			name: "a boolean setting given a string names the key",
+			raw:  map[string]any{"keycloak_enabled": "maybe"},
+			want: []string{"backend_settings.keycloak_enabled: must be a boolean, not a string"},
+		},
+		{
+			name: "a mapping given a list names the key",
+			raw:  map[string]any{"namespace_labels": []any{"a"}},
+			want: []string{"backend_settings.namespace_labels: must be a mapping, not a list"},
+		},
+		{
+			name: "a label value that is not a string names the label",
+			raw:  map[string]any{"namespace_labels": map[string]any{"tier": 1}},
+			want: []string{"backend_settings.namespace_labels.tier: must be a string, not a number"},
+		},
+		{
+			name: "every bad key is reported",
+			raw:  map[string]any{"namespace_prefix": true, "keycloak": "x"},
+			want: []string{"backend_settings.namespace_prefix:", "backend_settings.keycloak:"},
+		},
+		{
+			name: "a CR namespace that is no namespace name",
+			raw:  map[string]any{"cr_namespace": "Waldur_System"},
+			want: []string{"backend_settings.cr_namespace: \"Waldur_System\" is not a valid namespace name"},
+		},
+		{
+			name: "a prefix no namespace can start with",
+			raw:  map[string]any{"namespace_prefix": "Waldur-"},
+			want: []string{"backend_settings.namespace_prefix: \"Waldur-\" cannot start a namespace name"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseSettings(tt.raw)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// The testdata configuration of the config package is the real-world
+// shape of these settings.
+func TestParseSettingsOfExampleConfig(t *testing.T) {
+	path := filepath.Join("..", "..", "config", "testdata", "k8s-ut-namespace.yaml")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := config.Parse(data, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := ParseSettings(root.Offerings[0].BackendSettings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.KubeconfigPath != "/etc/waldur-site-agent/kubeconfig" || !s.KeycloakEnabled ||
+		s.QuotaMapping["gpu"] != "requests.nvidia.com/gpu" || s.NamespaceLabels["hpc.ut.ee/managed-by"] != "waldur" {
+		t.Fatalf("%+v", s)
+	}
+}
