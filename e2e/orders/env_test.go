@@ -84,6 +84,9 @@ func newSite(t testing.TB, o siteOptions) *site {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Only the orders a test makes: the fixture's pending order would be
+	// picked up by the reconciler at start and add a CR of its own.
+	fx.Orders = nil
 	sim := waldursim.NewTestServer(t, waldursim.Config{
 		Fixture: fx,
 		Rabbit:  &waldursim.RabbitConfig{MgmtURL: broker.MgmtURL(), STOMPAddr: broker.STOMPAddr(), AdminUser: broker.AdminUser, AdminPass: broker.AdminPass},

@@ -88,11 +88,16 @@ func (s *Server) orderEvent(o *Order) *pendingEvent {
 	return s.newEvent(res.Offering, "order", PyObject{{"order_uuid", o.UUID}, {"order_state", o.State}})
 }
 
+// resourceEvent carries a sequence_number, as Mastermind's does: without it
+// two flag changes that end in the same state would have the same payload,
+// hence the same x-message-id, and the second would be deduplicated away.
 func (s *Server) resourceEvent(r *Resource) *pendingEvent {
 	var backendID any = r.BackendID
+	r.EventSeq++
 	return s.newEvent(r.Offering, "resource", PyObject{
 		{"resource_uuid", r.UUID}, {"resource_backend_id", backendID},
 		{"downscaled", r.Downscaled}, {"restrict_member_access", r.RestrictMemberAccess}, {"paused", r.Paused},
+		{"sequence_number", r.EventSeq},
 	})
 }
 

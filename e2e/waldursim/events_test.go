@@ -180,7 +180,7 @@ func TestResourceAndUserRoleEvents(t *testing.T) {
 	}
 	m := receive(t, resources)
 	want := `{"resource_uuid": "` + resAlpha + `", "resource_backend_id": "genomics-ns-alpha", "downscaled": false, ` +
-		`"restrict_member_access": false, "paused": true, "offering_uuid": "` + offering + `"}`
+		`"restrict_member_access": false, "paused": true, "sequence_number": 1, "offering_uuid": "` + offering + `"}`
 	if string(m.Body) != want {
 		t.Fatalf("resource body\n got %s\nwant %s", m.Body, want)
 	}

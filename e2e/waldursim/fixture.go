@@ -94,6 +94,8 @@ type Resource struct {
 	LastSync               string           `yaml:"-"`
 	MembershipSyncStatuses []any            `yaml:"-"`
 	Created, Modified      string           `yaml:"-"`
+	// EventSeq numbers this resource's events (sequence_number).
+	EventSeq int `yaml:"-"`
 }
 
 // TeamMember is a ProjectUser as returned by .../team/.
