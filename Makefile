@@ -24,7 +24,7 @@ build:
 
 ## run: a local site: RabbitMQ, the Waldur simulator (new demo orders every
 ## few seconds), sitebus with an embedded NATS, and the event stream on screen.
-run: deps build
+run: deps k8s-binaries build
 	go run ./e2e/cmd/sitebus-dev -sitebus bin/sitebus
 
 generate: deps

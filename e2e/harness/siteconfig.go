@@ -19,6 +19,9 @@ type SiteConfig struct {
 	// MembershipBackend, when set, also subscribes to the membership object
 	// types (user_role, resource, ...).
 	MembershipBackend string
+	// Kubeconfig and CRNamespace point the ManagedNamespace backend at a
+	// cluster; without them only the STOMP bridge can run.
+	Kubeconfig, CRNamespace string
 }
 
 // YAML renders the configuration file.
@@ -27,6 +30,10 @@ func (c SiteConfig) YAML() string {
 	var membership string
 	if c.MembershipBackend != "" {
 		membership = "    membership_sync_backend: " + c.MembershipBackend + "\n"
+	}
+	var settings string
+	if c.Kubeconfig != "" {
+		settings = fmt.Sprintf("    backend_settings: {kubeconfig_path: %q, cr_namespace: %q}\n", c.Kubeconfig, c.CRNamespace)
 	}
 	return fmt.Sprintf(`offerings:
   - name: local-namespaces
@@ -40,11 +47,13 @@ func (c SiteConfig) YAML() string {
     stomp_ws_host: %s
     stomp_ws_port: %s
     stomp_ws_path: %s
-    backend_components:
-      cpu: {measured_unit: cores, accounting_type: limit, label: CPU}
+%s    backend_components:
+      cpu: {type: cpu, measured_unit: cores, accounting_type: limit, label: CPU}
+      ram: {type: ram, measured_unit: GiB, accounting_type: limit, label: RAM}
+      storage: {type: storage, measured_unit: GiB, accounting_type: limit, label: Storage}
 sitebus:
   log_format: text
   stomp:
     transport: websocket
-`, strings.TrimRight(c.WaldurURL, "/"), c.Token, c.OfferingUUID, membership, host, port, c.WebSTOMPPath)
+`, strings.TrimRight(c.WaldurURL, "/"), c.Token, c.OfferingUUID, membership, host, port, c.WebSTOMPPath, settings)
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sitebus/sitebus/e2e/harness"
+	"github.com/sitebus/sitebus/e2e/kube"
 	"github.com/sitebus/sitebus/e2e/rabbitmq"
 	"github.com/sitebus/sitebus/e2e/waldursim"
 )
@@ -21,6 +22,10 @@ type site struct {
 	sim    *waldursim.Server
 	fx     *waldursim.Fixture
 	cfg    harness.SiteConfig
+	// kubeconfig of the local control plane ("" when not started).
+	kubeconfig string
+	// demoResource is the first demo order's resource; the demo flips its flags.
+	demoResource string
 }
 
 func startSite(ctx context.Context, o options, log *slog.Logger, cleanup *stack) (*site, error) {
@@ -59,7 +64,45 @@ func startSite(ctx context.Context, o options, log *slog.Logger, cleanup *stack)
 	// A membership backend adds the resource and user_role subscriptions,
 	// so the demo's resource changes show up too.
 	cfg.MembershipBackend = "k8s-ut-namespace"
-	return &site{broker: broker, sim: sim, fx: fx, cfg: cfg}, nil
+	s := &site{broker: broker, sim: sim, fx: fx, cfg: cfg}
+	if o.only == "" || o.only != "stomp-bridge" {
+		if err := s.startKubernetes(ctx, log, cleanup); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// startKubernetes runs a local control plane (etcd, kube-apiserver,
+// kube-controller-manager) with the ManagedNamespace CRD, so the order and
+// quota services have a platform to drive.
+func (s *site) startKubernetes(ctx context.Context, log *slog.Logger, cleanup *stack) error {
+	if err := kube.Available(); err != nil {
+		return fmt.Errorf("the order and quota services need a Kubernetes API server: %w\n"+
+			"  build it once with `make k8s-binaries`, or run only the bridge with -only stomp-bridge", err)
+	}
+	log.Info("starting a local Kubernetes control plane (a few seconds)")
+	cluster, err := kube.Start(ctx, kube.Options{})
+	if err != nil {
+		return fmt.Errorf("start Kubernetes: %w", err)
+	}
+	cleanup.push(func() {
+		log.Info("stopping Kubernetes")
+		_ = cluster.Stop()
+	})
+	root, err := harness.RepoRoot()
+	if err != nil {
+		return err
+	}
+	if err := cluster.ApplyFile(ctx, filepath.Join(root, "deploy/crds/managednamespaces.provisioning.hpc.ut.ee.yaml")); err != nil {
+		return err
+	}
+	if err := cluster.ApplyYAML(ctx, []byte("apiVersion: v1\nkind: Namespace\nmetadata: {name: waldur-system}\n")); err != nil {
+		return err
+	}
+	s.cfg.Kubeconfig, s.cfg.CRNamespace = cluster.Kubeconfig, "waldur-system"
+	s.kubeconfig = cluster.Kubeconfig
+	return nil
 }
 
 func loadFixture() (*waldursim.Fixture, error) {
@@ -127,18 +170,26 @@ func (s *site) demoOrder(ctx context.Context, admin *waldursim.AdminClient, n in
 		return
 	}
 	log.Info("demo order created", "order", res.Order.UUID, "resource", res.Resource.Name, "frames", len(res.Published))
+	if s.demoResource == "" {
+		s.demoResource = res.Resource.UUID
+	}
 }
 
 func (s *site) demoFlags(ctx context.Context, admin *waldursim.AdminClient, req waldursim.FlagsRequest, log *slog.Logger) {
-	res := s.fx.Resources[0]
-	out, err := admin.SetFlags(ctx, res.UUID, req)
+	// Flip the first demo resource: sitebus created its namespace, so the
+	// quota changes are visible with kubectl.
+	target := s.fx.Resources[0].UUID
+	if s.demoResource != "" {
+		target = s.demoResource
+	}
+	out, err := admin.SetFlags(ctx, target, req)
 	if err != nil {
 		if ctx.Err() == nil {
 			log.Warn("demo resource change", "err", err)
 		}
 		return
 	}
-	log.Info("demo resource changed", "resource", res.Name, "paused", out.Resource.Paused,
+	log.Info("demo resource changed", "resource", out.Resource.Name, "paused", out.Resource.Paused,
 		"downscaled", out.Resource.Downscaled, "frames", len(out.Published))
 }
 
@@ -154,6 +205,9 @@ func printBanner(o options, s *site, bin, cfgPath, dataDir string) {
 		line("  RabbitMQ          %s   management %s (%s / %s)", s.broker.WebSTOMPURL(), s.broker.MgmtURL(), s.broker.AdminUser, s.broker.AdminPass)
 		if o.demoInterval > 0 {
 			line("  demo              an order every %s, a resource change every %s", o.demoInterval, flagEvery*o.demoInterval)
+		}
+		if s.kubeconfig != "" {
+			line("  Kubernetes        kubectl --kubeconfig %s get managednamespaces -n waldur-system", s.kubeconfig)
 		}
 	}
 	line("  sitebus           http://%s/metrics  /readyz  /healthz", o.httpAddr)
