@@ -70,6 +70,37 @@ func BenchmarkCreateOrderLatency(b *testing.B) {
 	fmt.Printf("create order, STOMP frame → set_state_done, %d orders: p50 %s, p99 %s, max %s; per order %.1f Waldur calls, %.1f Kubernetes calls\n",
 		orders, p(0.5).Round(100*time.Microsecond), p(0.99).Round(100*time.Microsecond), lat[len(lat)-1].Round(100*time.Microsecond),
 		float64(waldurCalls)/orders, k8s/orders)
+	// Where the time goes, from sitebus's own histograms (means).
+	_, m := s.sb.Get("/metrics")
+	for _, h := range []string{
+		"sitebus_stomp_ingest_seconds",
+		`sitebus_bus_handler_duration_seconds{consumer="order"}`,
+		`sitebus_order_seconds{type="Create"}`,
+	} {
+		fmt.Printf("  mean %-58s %s\n", h, meanOf(m, h))
+	}
+}
+
+// meanOf computes a histogram's mean from its _sum and _count lines.
+func meanOf(metrics, name string) string {
+	base, labels, _ := strings.Cut(name, "{")
+	if labels != "" {
+		labels = "{" + labels
+	}
+	val := func(series string) float64 {
+		for _, l := range strings.Split(metrics, "\n") {
+			if strings.HasPrefix(l, series+" ") {
+				v, _ := strconv.ParseFloat(strings.TrimPrefix(l, series+" "), 64)
+				return v
+			}
+		}
+		return 0
+	}
+	sum, count := val(base+"_sum"+labels), val(base+"_count"+labels)
+	if count == 0 {
+		return "-"
+	}
+	return (time.Duration(sum / count * float64(time.Second))).Round(10 * time.Microsecond).String()
 }
 
 // k8sCalls sums sitebus's requests to the Kubernetes API so far.

@@ -141,6 +141,12 @@ func restConfig(s Settings, given *rest.Config) (*rest.Config, error) {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = defaultTimeout
 	}
+	// client-go's default limiter (5 QPS, burst 10) turns a burst of orders
+	// into a 200 ms wait per call; the API server's priority and fairness
+	// is the right place to protect the cluster.
+	if cfg.QPS == 0 {
+		cfg.QPS, cfg.Burst = 50, 100
+	}
 	return cfg, nil
 }
 
