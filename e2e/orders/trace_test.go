@@ -87,7 +87,9 @@ func TestOneOrderIsOneTrace(t *testing.T) {
 	}
 	oc := &cfg.Offerings[0]
 	instrument := func(target string) func(http.RoundTripper) http.RoundTripper {
-		return func(rt http.RoundTripper) http.RoundTripper { return telemetry.InstrumentTransport(rt, target, nil, tp) }
+		return func(rt http.RoundTripper) http.RoundTripper {
+			return telemetry.InstrumentTransport(rt, target, nil, tp)
+		}
 	}
 	wc, err := waldur.New(waldur.Config{APIURL: oc.WaldurAPIURL, Token: token, WrapTransport: instrument("waldur")})
 	if err != nil {

@@ -92,4 +92,3 @@ func (d *deps) quotaOfferings() ([]order.Offering, error) {
 	}
 	return out, nil
 }
-

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"math"
 
-
 	"github.com/sitebus/sitebus/pkg/backend"
 	"github.com/sitebus/sitebus/pkg/bus"
 	"github.com/sitebus/sitebus/pkg/events"
@@ -164,7 +163,9 @@ func (p *processor) delegateUpdate(ctx context.Context, order *waldur.Order) err
 }
 
 // QuotaCommandSubject is where limit commands for an offering go.
-func QuotaCommandSubject(offeringHex string) string { return "cmd." + QuotaCommandService + "." + offeringHex }
+func QuotaCommandSubject(offeringHex string) string {
+	return "cmd." + QuotaCommandService + "." + offeringHex
+}
 
 // markDone sets the order done if Waldur still has it executing.
 func (p *processor) markDone(ctx context.Context) error {
@@ -222,4 +223,3 @@ func WaldurLimits(l map[string]float64) map[string]int64 {
 	}
 	return out
 }
-
