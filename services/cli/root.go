@@ -26,7 +26,7 @@ func New(version string) *cobra.Command {
 		SilenceErrors: true,
 		Version:       version,
 	}
-	root.AddCommand(runCmd(version), replayCmd(), dlqCmd(), eventsCmd(), configCmd())
+	root.AddCommand(runCmd(version), replayCmd(), dlqCmd(), eventsCmd(), configCmd(), sagasCmd())
 	return root
 }
 

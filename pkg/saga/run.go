@@ -1,0 +1,157 @@
+package saga
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Run drives sagas until ctx is done. It first resumes every saga in the
+// bucket that is not finished and that no live coordinator holds, then keeps
+// watching the bucket for new sagas, for sagas resumed by Retry and for
+// leases that expire because their coordinator died. Only sagas whose
+// definition is registered here are driven. On return (ctx done) in-flight
+// activities have been cancelled and, if they stopped within ShutdownGrace,
+// their sagas' leases released for another coordinator.
+func (c *Coordinator) Run(ctx context.Context) error {
+	if err := c.checkActivities(); err != nil {
+		return err
+	}
+	kv, err := c.bucket(ctx, true)
+	if err != nil {
+		return err
+	}
+	if err := c.ensureStream(ctx); err != nil {
+		return err
+	}
+	w, err := kv.WatchAll(ctx)
+	if err != nil {
+		return fmt.Errorf("saga: watch bucket %s: %w", c.cfg.Bucket, err)
+	}
+	defer func() { _ = w.Stop() }()
+
+	runCtx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }()
+	sem := make(chan struct{}, c.cfg.Concurrency)
+	wake := make(chan struct{}, 1)
+	pending := map[string]Saga{}  // sagas not finished, by ID
+	parked := map[string]string{} // parked sagas' definitions, by ID
+	parkedDefs := map[string]bool{}
+	tick := time.NewTicker(max(c.cfg.LeaseTTL/3, 50*time.Millisecond))
+	defer tick.Stop()
+
+	setParkedGauge := func() {
+		counts := map[string]int{}
+		for _, def := range parked {
+			counts[def]++
+			parkedDefs[def] = true
+		}
+		for def := range parkedDefs {
+			c.metrics.parked.WithLabelValues(def).Set(float64(counts[def]))
+		}
+	}
+	consider := func(s Saga) {
+		if !c.eligible(s, time.Now()) {
+			return
+		}
+		c.mu.Lock()
+		if c.active[s.ID] {
+			c.mu.Unlock()
+			return
+		}
+		select {
+		case sem <- struct{}{}:
+		default:
+			c.mu.Unlock()
+			return // at capacity; a finishing driver wakes us
+		}
+		c.active[s.ID] = true
+		c.mu.Unlock()
+		wg.Add(1)
+		go func() {
+			defer func() {
+				c.mu.Lock()
+				delete(c.active, s.ID)
+				c.mu.Unlock()
+				<-sem
+				wg.Done()
+				select {
+				case wake <- struct{}{}:
+				default:
+				}
+			}()
+			c.drive(runCtx, kv, s.ID)
+		}()
+	}
+
+	c.log.Info("saga coordinator running", "bucket", c.cfg.Bucket, "concurrency", c.cfg.Concurrency, "lease_ttl", c.cfg.LeaseTTL)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case e, ok := <-w.Updates():
+			if !ok {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return errors.New("saga: bucket watcher closed (connection lost)")
+			}
+			if e == nil {
+				continue // initial values delivered
+			}
+			id := e.Key()
+			if e.Operation() != jetstream.KeyValuePut {
+				delete(pending, id)
+				delete(parked, id)
+				setParkedGauge()
+				continue
+			}
+			s, err := decode(e)
+			if err != nil {
+				c.log.Error("undecodable saga record", "saga", id, "err", err)
+				continue
+			}
+			if s.Status.Terminal() {
+				delete(pending, id)
+			} else {
+				pending[id] = s
+			}
+			_, wasParked := parked[id]
+			if s.Status == StatusParked {
+				parked[id] = s.Definition
+			} else {
+				delete(parked, id)
+			}
+			if _, isParked := parked[id]; isParked != wasParked {
+				setParkedGauge()
+			}
+			consider(s)
+		case <-wake:
+			for _, s := range pending {
+				consider(s)
+			}
+		case <-tick.C:
+			for _, s := range pending {
+				consider(s)
+			}
+		}
+	}
+}
+
+// eligible reports whether this coordinator may try to take s: it is not
+// finished, its definition is known here and no other live coordinator holds
+// its lease.
+func (c *Coordinator) eligible(s Saga, now time.Time) bool {
+	if s.Status != StatusRunning && s.Status != StatusCompensating {
+		return false
+	}
+	if _, ok := c.definition(s.Definition); !ok {
+		return false
+	}
+	return s.Owner == "" || s.Owner == c.cfg.Owner || !now.Before(s.LeaseUntil)
+}
