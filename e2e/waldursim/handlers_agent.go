@@ -1,6 +1,7 @@
 package waldursim
 
 import (
+	"context"
 	"net/http"
 	"slices"
 )
@@ -255,7 +256,7 @@ func (s *Server) registerEventSubscription(w http.ResponseWriter, r *http.Reques
 		Description: desc, ObservableObjects: []map[string]any{{"object_type": objType}},
 		Created: s.now(), Modified: s.now(),
 	}
-	if err := s.brokerSetupSubscription(r.Context(), sub, u); err != nil {
+	if err := s.brokerSetupSubscription(context.WithoutCancel(r.Context()), sub, u); err != nil {
 		s.log.Error("rabbitmq setup for event subscription failed", "subscription", sub.UUID, "err", err)
 		return detail(http.StatusInternalServerError, "RabbitMQ error: "+err.Error())
 	}
@@ -340,7 +341,7 @@ func (s *Server) deleteSubscription(w http.ResponseWriter, r *http.Request, u *U
 	delete(s.st.subs, sub.UUID)
 	s.st.subOrder = slices.DeleteFunc(s.st.subOrder, func(id string) bool { return id == sub.UUID })
 	s.mu.Unlock()
-	s.brokerTeardownSubscription(r.Context(), sub, queues)
+	s.brokerTeardownSubscription(context.WithoutCancel(r.Context()), sub, queues)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
@@ -384,7 +385,7 @@ func (s *Server) createQueue(w http.ResponseWriter, r *http.Request, u *User) er
 		UUID: newUUID(), EventSubscriptionUUID: sub.UUID, OfferingUUID: off, ObjectType: objType,
 		QueueName: QueueName(sub.UUID, off, objType), Vhost: sub.UserUUID, Created: s.now(),
 	}
-	if err := s.brokerDeclareQueue(r.Context(), q); err != nil {
+	if err := s.brokerDeclareQueue(context.WithoutCancel(r.Context()), q); err != nil {
 		s.log.Error("declare queue failed", "queue", q.QueueName, "err", err)
 		return detail(http.StatusInternalServerError, "RabbitMQ error: "+err.Error())
 	}

@@ -37,6 +37,10 @@ type instance struct {
 	started  time.Time
 	// types are the object types sitebus subscribes to with this config.
 	types []string
+	// broker and vhost are where the simulator declares the queues, for
+	// failure messages.
+	broker *rabbitmq.Broker
+	vhost  string
 }
 
 // start writes a fresh config and data directory and execs sitebus; the
@@ -47,7 +51,7 @@ func (e *env) start() (*instance, error) {
 	if err != nil {
 		return nil, err
 	}
-	in := &instance{sim: sim}
+	in := &instance{sim: sim, broker: e.broker, vhost: fixtureVhost(e.fx.Users[0].UUID)}
 	if err := in.prepare(e); err != nil {
 		in.stop()
 		return nil, err
@@ -148,12 +152,68 @@ func (e *env) subscriptionQueues(ctx context.Context, in *instance) ([]waldursim
 		if len(queues) >= len(in.types) {
 			return queues, nil
 		}
+		if in.proc.Exited() {
+			return nil, fmt.Errorf("sitebus exited after registering %d of %d subscription queues", len(queues), len(in.types))
+		}
 		select {
 		case <-ctx.Done():
 			return nil, fmt.Errorf("sitebus registered %d of %d subscription queues: %w", len(queues), len(in.types), ctx.Err())
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// failed wraps err with what a failure needs to explain itself: where this
+// instance's simulator, HTTP endpoint and NATS listened, whether sitebus
+// still ran, the simulator's last API calls and the tail of sitebus's
+// output.
+func (in *instance) failed(err error) error {
+	if err == nil {
+		return nil
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n--- sitebus instance: simulator %s, --http-addr %s, --nats-listen %s, dir %s",
+		in.simURL(), in.httpAddr, strings.TrimPrefix(in.natsURL, "nats://"), in.dir)
+	if in.proc != nil {
+		state := "running"
+		if in.proc.Exited() {
+			state = "exited"
+		}
+		fmt.Fprintf(&b, ", pid %d (%s)", in.proc.Pid(), state)
+	}
+	b.WriteString(" ---\n")
+	if in.broker != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		state, err := vhostState(ctx, in.broker, in.vhost)
+		cancel()
+		if err != nil {
+			state = err.Error()
+		}
+		fmt.Fprintf(&b, "--- RabbitMQ %s, vhost %s: %s ---\n", in.broker.MgmtURL(), in.vhost, state)
+	}
+	if in.sim != nil {
+		calls := in.sim.Calls()
+		fmt.Fprintf(&b, "--- simulator API calls: %d", len(calls))
+		if len(calls) > 10 {
+			calls = calls[len(calls)-10:]
+			b.WriteString(", the last 10")
+		}
+		b.WriteString(" ---\n")
+		for _, c := range calls {
+			fmt.Fprintf(&b, "%s %s %s -> %d (%s)\n", c.Time.Format("15:04:05.000"), c.Method, c.Path, c.Status, c.UserAgent)
+		}
+	}
+	if in.proc != nil {
+		fmt.Fprintf(&b, "--- sitebus output (tail) ---\n%s", in.proc.Tail(40))
+	}
+	return fmt.Errorf("%w%s", err, strings.TrimRight(b.String(), "\n"))
+}
+
+func (in *instance) simURL() string {
+	if in.sim == nil {
+		return "(none)"
+	}
+	return in.sim.URL()
 }
 
 // freePorts returns n distinct loopback ports that were free a moment ago.

@@ -8,6 +8,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -110,10 +111,18 @@ func setup(ctx context.Context, bin string, o options, log *slog.Logger) (*env, 
 	if err != nil {
 		return nil, fmt.Errorf("load fixture: %w", err)
 	}
+	if len(fx.Users) == 0 || len(fx.Offerings) == 0 {
+		return nil, errors.New("the fixture needs a user and an offering")
+	}
 	log.Info("starting RabbitMQ")
 	broker, err := rabbitmq.Start(ctx, rabbitmq.Options{Logger: log})
 	if err != nil {
 		return nil, fmt.Errorf("start RabbitMQ: %w", err)
+	}
+	// Before any sitebus runs: see ensureVhost.
+	if err := ensureVhost(ctx, broker, fixtureVhost(fx.Users[0].UUID)); err != nil {
+		_ = broker.Stop()
+		return nil, err
 	}
 	return &env{bin: bin, only: o.only, dataRoot: o.dataRoot, broker: broker, fx: fx, log: log}, nil
 }
@@ -154,7 +163,22 @@ func (e *env) timeStart(ctx context.Context) (time.Duration, error) {
 		return 0, err
 	}
 	defer in.stop()
-	return in.waitReady(ctx)
+	d, err := in.waitReady(ctx)
+	if err != nil {
+		return 0, in.failed(err)
+	}
+	// Stopping sitebus as soon as /readyz said 200 would cut its Waldur
+	// registration off half-way, and with it the simulator's broker calls
+	// for that registration (which end with sitebus's request): RabbitMQ
+	// can then be left with a half-made vhost that every later instance
+	// shares (see ensureVhost). Let the registration finish first; the
+	// figure is already taken.
+	wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	if _, err := e.subscriptionQueues(wctx, in); err != nil {
+		return 0, in.failed(fmt.Errorf("after /readyz: %w", err))
+	}
+	return d, nil
 }
 
 // measureMemory samples RSS once idle (subscriptions consumed, then
@@ -166,10 +190,10 @@ func (e *env) measureMemory(ctx context.Context, lo loadOptions, r *report) erro
 	}
 	defer in.stop()
 	if _, err := in.waitReady(ctx); err != nil {
-		return err
+		return in.failed(err)
 	}
 	if _, err := e.waitConsumers(ctx, in); err != nil {
-		return err
+		return in.failed(err)
 	}
 	e.log.Info("subscriptions consumed; letting sitebus settle", "for", idleSettle)
 	select {
@@ -178,12 +202,12 @@ func (e *env) measureMemory(ctx context.Context, lo loadOptions, r *report) erro
 	case <-time.After(idleSettle):
 	}
 	if r.idleRSS, err = rssBytes(in.proc.Pid()); err != nil {
-		return fmt.Errorf("idle RSS: %w", err)
+		return in.failed(fmt.Errorf("idle RSS: %w", err))
 	}
 	e.log.Info("idle RSS sampled", "MiB", mib(r.idleRSS))
 	e.log.Info("pushing frames through RabbitMQ", "frames", lo.frames, "concurrency", lo.concurrency)
 	if r.load, err = e.load(ctx, in, lo); err != nil {
-		return fmt.Errorf("load: %w", err)
+		return in.failed(fmt.Errorf("load: %w", err))
 	}
 	return nil
 }

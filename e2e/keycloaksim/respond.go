@@ -1,0 +1,100 @@
+package keycloaksim
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// apiError is an error response with the body Keycloak sends for it.
+type apiError struct {
+	status int
+	body   map[string]string
+}
+
+// errorMessage is the {"errorMessage": ...} shape of Keycloak's
+// ErrorResponse (validation and conflicts).
+func errorMessage(status int, msg string) *apiError {
+	return &apiError{status, map[string]string{"errorMessage": msg}}
+}
+
+// errorCode is the {"error": ...} shape of JAX-RS exceptions (404s).
+func errorCode(status int, msg string) *apiError {
+	return &apiError{status, map[string]string{"error": msg}}
+}
+
+// oauthError is the token endpoint's OAuth2 error shape.
+func oauthError(status int, code, desc string) *apiError {
+	return &apiError{status, map[string]string{"error": code, "error_description": desc}}
+}
+
+var (
+	errGroupNotFound  = errorCode(http.StatusNotFound, "Could not find group by id")
+	errUserNotFound   = errorCode(http.StatusNotFound, "User not found")
+	errRealmNotFound  = errorCode(http.StatusNotFound, "Realm not found.")
+	errNoRoute        = errorCode(http.StatusNotFound, "Unable to find matching target resource method")
+	errUnauthorized   = oauthError(http.StatusUnauthorized, "HttpUnauthorizedException", "HTTP 401 Unauthorized")
+	errForbidden      = errorCode(http.StatusForbidden, "HTTP 403 Forbidden")
+	errBadJSON        = errorCode(http.StatusBadRequest, "Cannot parse the JSON")
+	errGroupPathUnset = errorCode(http.StatusNotFound, "Group path does not exist")
+)
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeErr(w http.ResponseWriter, e *apiError) { writeJSON(w, e.status, e.body) }
+
+// intParam reads an optional integer query parameter; Keycloak answers a
+// malformed one with 404 (JAX-RS cannot bind it), which we mimic.
+func intParam(r *http.Request, name string, def int) (int, *apiError) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, errorCode(http.StatusNotFound, "HTTP 404 Not Found")
+	}
+	return n, nil
+}
+
+// boolParam reads an optional boolean query parameter the way JAX-RS does:
+// "true" in any case is true, anything else false.
+func boolParam(r *http.Request, name string, def bool) bool {
+	v, ok := r.URL.Query()[name]
+	if !ok || len(v) == 0 {
+		return def
+	}
+	return strings.EqualFold(v[0], "true")
+}
+
+// page applies Keycloak's first/max: a negative max means no limit.
+func page[T any](items []T, first, max int) []T {
+	if first < 0 {
+		first = 0
+	}
+	if first >= len(items) {
+		return []T{}
+	}
+	items = items[first:]
+	if max >= 0 && max < len(items) {
+		items = items[:max]
+	}
+	return items
+}
+
+// newID returns a random UUID in Keycloak's dashed form.
+func newID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b[:])
+	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}

@@ -1,0 +1,66 @@
+package keycloaksim
+
+import (
+	"net/http"
+)
+
+// adminHandler serves one admin endpoint for an authorized request on an
+// existing realm; it runs with s.mu held.
+type adminHandler func(w http.ResponseWriter, r *http.Request, rm *realm) *apiError
+
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	admin := func(pattern string, h adminHandler) { mux.Handle(pattern, s.admin(h)) }
+	const realmPath = "/admin/realms/{realm}"
+
+	mux.HandleFunc("POST /realms/{realm}/protocol/openid-connect/token", s.token)
+
+	admin("GET "+realmPath, s.getRealm)
+
+	admin("GET "+realmPath+"/groups", s.listGroups)
+	admin("POST "+realmPath+"/groups", s.createTopGroup)
+	admin("GET "+realmPath+"/groups/count", s.countGroups)
+	admin("GET "+realmPath+"/groups/{id}", s.getGroup)
+	admin("PUT "+realmPath+"/groups/{id}", s.updateGroup)
+	admin("DELETE "+realmPath+"/groups/{id}", s.deleteGroup)
+	admin("GET "+realmPath+"/groups/{id}/children", s.listChildren)
+	admin("POST "+realmPath+"/groups/{id}/children", s.createChild)
+	admin("GET "+realmPath+"/groups/{id}/members", s.listMembers)
+	admin("GET "+realmPath+"/group-by-path/{path...}", s.groupByPath)
+
+	admin("GET "+realmPath+"/users", s.listUsers)
+	admin("GET "+realmPath+"/users/count", s.countUsers)
+	admin("GET "+realmPath+"/users/{id}", s.getUser)
+	admin("GET "+realmPath+"/users/{id}/groups", s.listUserGroups)
+	admin("PUT "+realmPath+"/users/{id}/groups/{groupId}", s.joinGroup)
+	admin("DELETE "+realmPath+"/users/{id}/groups/{groupId}", s.leaveGroup)
+
+	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) { writeErr(w, errNoRoute) })
+	return s.middleware(mux)
+}
+
+// admin authenticates the bearer token, then resolves the realm (Keycloak
+// checks the token first: an unknown realm with a bad token is a 401).
+func (s *Server) admin(h adminHandler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if err := s.authorize(r, r.PathValue("realm")); err != nil {
+			writeErr(w, err)
+			return
+		}
+		rm := s.realms[r.PathValue("realm")]
+		if rm == nil {
+			writeErr(w, errRealmNotFound)
+			return
+		}
+		if err := h(w, r, rm); err != nil {
+			writeErr(w, err)
+		}
+	})
+}
+
+func (s *Server) getRealm(w http.ResponseWriter, _ *http.Request, rm *realm) *apiError {
+	writeJSON(w, http.StatusOK, realmRep{ID: rm.id, Realm: rm.name, Enabled: true, SSLRequired: "external"})
+	return nil
+}

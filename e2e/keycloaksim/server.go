@@ -1,0 +1,231 @@
+package keycloaksim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Config seeds and tunes a simulator. The zero value is usable: realms
+// "master" (with admin/admin) and "waldur", no users, 60 s tokens.
+type Config struct {
+	// AdminRealm is where the admin user logs in (keycloak_user_realm);
+	// default "master". A token from the admin realm may manage every realm,
+	// a token from another realm only that realm, as in Keycloak.
+	AdminRealm string
+	// AdminUsername and AdminPassword default to "admin" and "admin".
+	AdminUsername, AdminPassword string
+	// ClientIDs are the public clients the token endpoint accepts; default
+	// ["admin-cli"].
+	ClientIDs []string
+	// Realms are seeded in order; Realms without a "waldur" entry get an
+	// empty "waldur" realm added, so the default configuration just works.
+	Realms []Realm
+	// TokenLifespan is the access token lifetime; default 60 s (Keycloak's
+	// default for master is 60 s, which is what makes refresh matter).
+	TokenLifespan time.Duration
+	// RefreshLifespan is the refresh token lifetime; default 30 min.
+	RefreshLifespan time.Duration
+	// Now defaults to time.Now; tests pin or advance it to expire tokens
+	// without sleeping.
+	Now func() time.Time
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+}
+
+// Realm seeds one realm.
+type Realm struct {
+	Name   string
+	Users  []User
+	Groups []Group
+}
+
+// User is a Keycloak user as the simulator keeps it. An empty ID gets a
+// random UUID. Disabled users are still listed and can join groups, as in
+// Keycloak; only their login is refused.
+type User struct {
+	ID        string
+	Username  string
+	Email     string
+	FirstName string
+	LastName  string
+	Disabled  bool
+	// Password lets the user log in with the password grant; empty means
+	// no password credential.
+	Password string
+}
+
+// Group seeds a group and its subtree. An empty ID gets a random UUID.
+// Members are user ids or usernames of the same realm.
+type Group struct {
+	ID         string
+	Name       string
+	Attributes map[string][]string
+	Members    []string
+	Children   []Group
+}
+
+// Server is the simulator. All state sits behind one mutex.
+type Server struct {
+	cfg Config
+	log *slog.Logger
+
+	mu      sync.Mutex
+	realms  map[string]*realm
+	tokens  map[string]session
+	refresh map[string]session
+	calls   []Call
+	faults  []*activeFault
+	down    bool
+
+	handler http.Handler
+	httpSrv *http.Server
+	ts      *httptest.Server
+	url     string
+}
+
+// New builds a simulator; it does not listen (see Start, NewTestServer,
+// Handler).
+func New(cfg Config) (*Server, error) {
+	if cfg.AdminRealm == "" {
+		cfg.AdminRealm = "master"
+	}
+	if cfg.AdminUsername == "" {
+		cfg.AdminUsername = "admin"
+	}
+	if cfg.AdminPassword == "" {
+		cfg.AdminPassword = "admin"
+	}
+	if len(cfg.ClientIDs) == 0 {
+		cfg.ClientIDs = []string{"admin-cli"}
+	}
+	if cfg.TokenLifespan <= 0 {
+		cfg.TokenLifespan = 60 * time.Second
+	}
+	if cfg.RefreshLifespan <= 0 {
+		cfg.RefreshLifespan = 30 * time.Minute
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	s := &Server{
+		cfg:     cfg,
+		log:     cfg.Logger.With("component", "keycloaksim"),
+		realms:  map[string]*realm{},
+		tokens:  map[string]session{},
+		refresh: map[string]session{},
+	}
+	if err := s.seed(); err != nil {
+		return nil, err
+	}
+	s.handler = s.routes()
+	return s, nil
+}
+
+func (s *Server) seed() error {
+	seeds := append([]Realm{{Name: s.cfg.AdminRealm}}, s.cfg.Realms...)
+	hasWaldur := false
+	for _, r := range seeds {
+		hasWaldur = hasWaldur || r.Name == "waldur"
+	}
+	if !hasWaldur {
+		seeds = append(seeds, Realm{Name: "waldur"})
+	}
+	for _, rs := range seeds {
+		if rs.Name == "" {
+			return errors.New("keycloaksim: a realm needs a name")
+		}
+		r := s.realms[rs.Name]
+		if r == nil {
+			r = newRealm(rs.Name)
+			s.realms[rs.Name] = r
+		}
+		for _, u := range rs.Users {
+			if _, err := r.addUser(u, s.nowMillis()); err != nil {
+				return fmt.Errorf("keycloaksim: realm %s: %w", rs.Name, err)
+			}
+		}
+		for _, g := range rs.Groups {
+			if err := r.seedGroup(g, ""); err != nil {
+				return fmt.Errorf("keycloaksim: realm %s: %w", rs.Name, err)
+			}
+		}
+	}
+	admin := s.realms[s.cfg.AdminRealm]
+	if u := admin.userByName(s.cfg.AdminUsername); u != nil {
+		u.password = s.cfg.AdminPassword
+	} else if _, err := admin.addUser(User{Username: s.cfg.AdminUsername, Password: s.cfg.AdminPassword}, s.nowMillis()); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (s *Server) now() time.Time { return s.cfg.Now() }
+
+func (s *Server) nowMillis() int64 { return s.now().UnixMilli() }
+
+// Handler serves Keycloak's paths at the root (no /auth prefix, as
+// Keycloak ≥ 17).
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Start listens on addr (e.g. 127.0.0.1:8180, or 127.0.0.1:0) and serves in
+// the background until Close.
+func (s *Server) Start(addr string) error {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	s.httpSrv = &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second}
+	s.url = "http://" + l.Addr().String()
+	go func() {
+		if err := s.httpSrv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error("serve", "err", err)
+		}
+	}()
+	return nil
+}
+
+// URL is the base URL (no trailing slash) once Start or NewTestServer ran;
+// it is what keycloak_url points at.
+func (s *Server) URL() string { return s.url }
+
+// Close stops serving. Requests held by a hanging fault are cut.
+func (s *Server) Close() error {
+	var err error
+	if s.httpSrv != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		if err = s.httpSrv.Shutdown(ctx); err != nil {
+			err = s.httpSrv.Close()
+		}
+		cancel()
+	}
+	if s.ts != nil {
+		s.ts.CloseClientConnections()
+		s.ts.Close()
+	}
+	return err
+}
+
+// NewTestServer starts a simulator on an httptest server closed by
+// t.Cleanup.
+func NewTestServer(t testing.TB, cfg Config) *Server {
+	t.Helper()
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatalf("keycloaksim: %v", err)
+	}
+	s.ts = httptest.NewServer(s.handler)
+	s.url = s.ts.URL
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}

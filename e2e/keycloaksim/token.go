@@ -1,0 +1,133 @@
+package keycloaksim
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+)
+
+// session is what an access or refresh token stands for.
+type session struct {
+	realm, userID, username, clientID string
+	expires                           time.Time
+}
+
+// tokenResponse is the OAuth2 token response Keycloak sends.
+type tokenResponse struct {
+	AccessToken      string `json:"access_token"`
+	ExpiresIn        int    `json:"expires_in"`
+	RefreshExpiresIn int    `json:"refresh_expires_in"`
+	RefreshToken     string `json:"refresh_token"`
+	TokenType        string `json:"token_type"`
+	NotBeforePolicy  int    `json:"not-before-policy"`
+	SessionState     string `json:"session_state"`
+	Scope            string `json:"scope"`
+}
+
+// token serves POST /realms/{realm}/protocol/openid-connect/token for the
+// password and refresh_token grants of public clients.
+func (s *Server) token(w http.ResponseWriter, r *http.Request) {
+	if err := r.ParseForm(); err != nil {
+		writeErr(w, oauthError(http.StatusBadRequest, "invalid_request", "Could not parse form"))
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rm := s.realms[r.PathValue("realm")]
+	if rm == nil {
+		writeErr(w, errorCode(http.StatusNotFound, "Realm does not exist"))
+		return
+	}
+	grant := r.PostForm.Get("grant_type")
+	if grant == "" {
+		writeErr(w, oauthError(http.StatusBadRequest, "invalid_request", "Missing form parameter: grant_type"))
+		return
+	}
+	clientID := r.PostForm.Get("client_id")
+	if !slices.Contains(s.cfg.ClientIDs, clientID) {
+		writeErr(w, oauthError(http.StatusUnauthorized, "invalid_client", "Invalid client or Invalid client credentials"))
+		return
+	}
+	var u *user
+	switch grant {
+	case "password":
+		u = rm.userByName(r.PostForm.Get("username"))
+		if u == nil || u.password == "" || u.password != r.PostForm.Get("password") {
+			writeErr(w, oauthError(http.StatusUnauthorized, "invalid_grant", "Invalid user credentials"))
+			return
+		}
+	case "refresh_token":
+		old, ok := s.refresh[r.PostForm.Get("refresh_token")]
+		if !ok || old.realm != rm.name || old.clientID != clientID {
+			writeErr(w, oauthError(http.StatusBadRequest, "invalid_grant", "Invalid refresh token"))
+			return
+		}
+		if !s.now().Before(old.expires) {
+			writeErr(w, oauthError(http.StatusBadRequest, "invalid_grant", "Token is not active"))
+			return
+		}
+		u = rm.users[old.userID]
+		if u == nil {
+			writeErr(w, oauthError(http.StatusBadRequest, "invalid_grant", "Invalid refresh token"))
+			return
+		}
+	default:
+		writeErr(w, oauthError(http.StatusBadRequest, "unsupported_grant_type", "Unsupported grant_type"))
+		return
+	}
+	if !u.enabled {
+		writeErr(w, oauthError(http.StatusBadRequest, "invalid_grant", "Account disabled"))
+		return
+	}
+	now := s.now()
+	access := session{realm: rm.name, userID: u.id, username: u.username, clientID: clientID, expires: now.Add(s.cfg.TokenLifespan)}
+	refresh := access
+	refresh.expires = now.Add(s.cfg.RefreshLifespan)
+	at := s.jwt(r, access, now, "Bearer")
+	rt := s.jwt(r, refresh, now, "Refresh")
+	s.tokens[at] = access
+	s.refresh[rt] = refresh
+	writeJSON(w, http.StatusOK, tokenResponse{
+		AccessToken: at, ExpiresIn: int(s.cfg.TokenLifespan / time.Second),
+		RefreshExpiresIn: int(s.cfg.RefreshLifespan / time.Second), RefreshToken: rt,
+		TokenType: "Bearer", SessionState: newID(), Scope: "profile email",
+	})
+}
+
+// jwt makes a JWT-shaped token whose claims tell the truth (exp, iss,
+// preferred_username), so clients that peek at it work; the signature is
+// random, as nothing verifies it but this server.
+func (s *Server) jwt(r *http.Request, ss session, now time.Time, typ string) string {
+	enc := base64.RawURLEncoding
+	header, _ := json.Marshal(map[string]string{"alg": "HS256", "typ": "JWT"})
+	claims, _ := json.Marshal(map[string]any{
+		"exp": ss.expires.Unix(), "iat": now.Unix(), "jti": newID(),
+		"iss": "http://" + r.Host + "/realms/" + ss.realm, "sub": ss.userID, "typ": typ,
+		"azp": ss.clientID, "preferred_username": ss.username,
+	})
+	sig := make([]byte, 32)
+	_, _ = rand.Read(sig)
+	return enc.EncodeToString(header) + "." + enc.EncodeToString(claims) + "." + enc.EncodeToString(sig)
+}
+
+// authorize checks the bearer token of an admin request for realmName:
+// missing, unknown or expired tokens are 401; a token of another realm, or
+// of a user who is not the admin, is 403. Callers hold s.mu.
+func (s *Server) authorize(r *http.Request, realmName string) *apiError {
+	scheme, tok, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !strings.EqualFold(scheme, "Bearer") || tok == "" {
+		return errUnauthorized
+	}
+	ss, ok := s.tokens[strings.TrimSpace(tok)]
+	if !ok || !s.now().Before(ss.expires) {
+		return errUnauthorized
+	}
+	if ss.realm == s.cfg.AdminRealm && ss.username == strings.ToLower(s.cfg.AdminUsername) {
+		return nil
+	}
+	return errForbidden
+}

@@ -1,0 +1,15 @@
+// Package keycloak is sitebus's Keycloak admin client, built on gocloak
+// v13: groups (found by exact name among their siblings, in a way that works
+// on Keycloak ≥ 23, which no longer inlines subGroups in the group list),
+// group membership and user lookups.
+//
+// It owns the admin token (password grant, cached, renewed before expiry
+// and once on a 401), retries what a retry can fix (5xx, 429, transport
+// errors) with bounded backoff, and classifies the rest so that callers can
+// tell "try again later" (IsRetryable) from "this will never work"
+// (IsTerminal). Groups it creates carry managed_by: ["sitebus"]; it deletes
+// only groups marked by sitebus or by the Python waldur-site-agent, so a
+// site can switch from one to the other.
+//
+// Passwords and tokens are never logged or put into errors.
+package keycloak
