@@ -1,8 +1,6 @@
 package keycloak
 
 import (
-	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/sitebus/sitebus/pkg/config"
@@ -17,18 +15,18 @@ const settingsPrefix = "backend_settings.keycloak."
 // reported, each naming its key; values are never echoed for the password.
 func ParseSettings(raw map[string]any) (Config, error) {
 	var c Config
-	d := settingsDecoder{raw: raw}
-	d.str("keycloak_url", &c.URL)
-	d.str("keycloak_realm", &c.Realm)
-	d.str("keycloak_user_realm", &c.UserRealm)
-	d.str("client_id", &c.ClientID)
-	d.str("keycloak_username", &c.Username)
+	d := config.SettingsDecoder{Raw: raw, Prefix: settingsPrefix}
+	d.Str("keycloak_url", &c.URL)
+	d.Str("keycloak_realm", &c.Realm)
+	d.Str("keycloak_user_realm", &c.UserRealm)
+	d.Str("client_id", &c.ClientID)
+	d.Str("keycloak_username", &c.Username)
 	var password string
-	d.str("keycloak_password", &password)
+	d.Str("keycloak_password", &password)
 	c.Password = config.Secret(password)
-	d.sslVerify(&c)
-	if len(d.errs) > 0 {
-		return Config{}, errors.Join(d.errs...)
+	sslVerify(&d, &c)
+	if err := d.Err(); err != nil {
+		return Config{}, err
 	}
 	c = c.WithDefaults()
 	if err := c.Validate(); err != nil {
@@ -37,31 +35,12 @@ func ParseSettings(raw map[string]any) (Config, error) {
 	return c, nil
 }
 
-type settingsDecoder struct {
-	raw  map[string]any
-	errs []error
-}
-
-func (d *settingsDecoder) bad(key, want string, v any) {
-	d.errs = append(d.errs, fmt.Errorf("%s%s: must be %s, not %s", settingsPrefix, key, want, typeName(v)))
-}
-
-func (d *settingsDecoder) str(key string, p *string) {
-	switch v := d.raw[key].(type) {
-	case nil:
-	case string:
-		*p = v
-	default:
-		d.bad(key, "a string", v)
-	}
-}
-
 // sslVerify reads keycloak_ssl_verify as Python requests reads verify: a
 // boolean, or a path to a CA bundle. "true"/"false" strings count as
 // booleans, since environment-templated YAML often quotes them.
-func (d *settingsDecoder) sslVerify(c *Config) {
+func sslVerify(d *config.SettingsDecoder, c *Config) {
 	const key = "keycloak_ssl_verify"
-	switch v := d.raw[key].(type) {
+	switch v := d.Raw[key].(type) {
 	case nil:
 	case bool:
 		c.InsecureSkipVerify = !v
@@ -71,29 +50,12 @@ func (d *settingsDecoder) sslVerify(c *Config) {
 		case "false", "no", "0":
 			c.InsecureSkipVerify = true
 		case "":
-			d.errs = append(d.errs, fmt.Errorf("%s%s: must be a boolean or a CA bundle path, not an empty string", settingsPrefix, key))
+			d.Errorf(key, "must be a boolean or a CA bundle path, not an empty string")
 		default:
 			c.CAFile = v
 		}
 	default:
-		d.bad(key, "a boolean or a CA bundle path", v)
+		d.Bad(key, "a boolean or a CA bundle path", v)
 	}
 }
 
-func typeName(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case string:
-		return "a string"
-	case bool:
-		return "a boolean"
-	case int, int64, uint64, float64:
-		return "a number"
-	case map[string]any:
-		return "a mapping"
-	case []any:
-		return "a list"
-	}
-	return fmt.Sprintf("%T", v)
-}

@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/sitebus/sitebus/pkg/config"
 )
 
 // Defaults of backend_settings, as in the Python plugin.
@@ -65,23 +67,23 @@ type Settings struct {
 // each naming its key.
 func ParseSettings(raw map[string]any) (Settings, error) {
 	s := Settings{KeycloakUseUserID: true}
-	d := settingsDecoder{raw: raw}
-	d.str("kubeconfig_path", &s.KubeconfigPath)
-	d.str("cr_namespace", &s.CRNamespace)
-	d.str("namespace_prefix", &s.NamespacePrefix)
-	d.strMap("component_quota_mapping", &s.QuotaMapping, true)
-	d.strMap("namespace_labels", &s.NamespaceLabels, false)
-	d.strMap("namespace_annotations", &s.NamespaceAnnotations, false)
-	d.str("default_role", &s.DefaultRole)
-	d.strMap("role_mapping", &s.RoleMapping, false)
-	d.boolean("keycloak_enabled", &s.KeycloakEnabled)
-	d.anyMap("keycloak", &s.Keycloak)
-	d.boolean("keycloak_use_user_id", &s.KeycloakUseUserID)
-	d.boolean("sync_users_to_cr", &s.SyncUsersToCR)
-	d.str("cr_user_identity_field", &s.CRUserIdentityField)
-	d.boolean("cr_user_identity_lowercase", &s.CRUserIdentityLowercase)
-	if len(d.errs) > 0 {
-		return Settings{}, errors.Join(d.errs...)
+	d := config.SettingsDecoder{Raw: raw, Prefix: "backend_settings."}
+	d.Str("kubeconfig_path", &s.KubeconfigPath)
+	d.Str("cr_namespace", &s.CRNamespace)
+	d.Str("namespace_prefix", &s.NamespacePrefix)
+	d.StrMap("component_quota_mapping", &s.QuotaMapping, true)
+	d.StrMap("namespace_labels", &s.NamespaceLabels, false)
+	d.StrMap("namespace_annotations", &s.NamespaceAnnotations, false)
+	d.Str("default_role", &s.DefaultRole)
+	d.StrMap("role_mapping", &s.RoleMapping, false)
+	d.Bool("keycloak_enabled", &s.KeycloakEnabled)
+	d.Map("keycloak", &s.Keycloak)
+	d.Bool("keycloak_use_user_id", &s.KeycloakUseUserID)
+	d.Bool("sync_users_to_cr", &s.SyncUsersToCR)
+	d.Str("cr_user_identity_field", &s.CRUserIdentityField)
+	d.Bool("cr_user_identity_lowercase", &s.CRUserIdentityLowercase)
+	if err := d.Err(); err != nil {
+		return Settings{}, err
 	}
 	s = s.withDefaults()
 	if err := s.Validate(); err != nil {
@@ -134,97 +136,6 @@ func (s Settings) Validate() error {
 	}
 	return errors.Join(errs...)
 }
-
-// settingsDecoder type-checks backend_settings values, collecting one
-// error per bad key.
-type settingsDecoder struct {
-	raw  map[string]any
-	errs []error
-}
-
-func (d *settingsDecoder) bad(key string, want string, v any) {
-	d.errs = append(d.errs, fmt.Errorf("backend_settings.%s: must be %s, not %s", key, want, typeName(v)))
-}
-
-func (d *settingsDecoder) str(key string, p *string) {
-	switch v := d.raw[key].(type) {
-	case nil:
-	case string:
-		*p = v
-	default:
-		d.bad(key, "a string", v)
-	}
-}
-
-func (d *settingsDecoder) boolean(key string, p *bool) {
-	switch v := d.raw[key].(type) {
-	case nil:
-	case bool:
-		*p = v
-	default:
-		d.bad(key, "a boolean", v)
-	}
-}
-
-func (d *settingsDecoder) anyMap(key string, p *map[string]any) {
-	switch v := d.raw[key].(type) {
-	case nil:
-	case map[string]any:
-		*p = v
-	default:
-		d.bad(key, "a mapping", v)
-	}
-}
-
-// strMap decodes a mapping of strings; with nullable, a null value is kept
-// as "" (component_quota_mapping uses it to unmap a default type).
-func (d *settingsDecoder) strMap(key string, p *map[string]string, nullable bool) {
-	var m map[string]any
-	switch v := d.raw[key].(type) {
-	case nil:
-		return
-	case map[string]any:
-		m = v
-	default:
-		d.bad(key, "a mapping", v)
-		return
-	}
-	out := make(map[string]string, len(m))
-	for _, k := range sortedKeys(m) {
-		switch v := m[k].(type) {
-		case string:
-			out[k] = v
-		case nil:
-			if nullable {
-				out[k] = ""
-				continue
-			}
-			d.bad(key+"."+k, "a string", v)
-		default:
-			d.bad(key+"."+k, "a string", v)
-		}
-	}
-	*p = out
-}
-
-func typeName(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case string:
-		return "a string"
-	case bool:
-		return "a boolean"
-	case int, int64, uint64, float64:
-		return "a number"
-	case map[string]any:
-		return "a mapping"
-	case []any:
-		return "a list"
-	}
-	return fmt.Sprintf("%T", v)
-}
-
 func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
