@@ -23,6 +23,30 @@ type Resource struct {
 
 	// Limits in Waldur units, keyed by component (cpu, ram, storage, ...).
 	Limits map[string]float64
+
+	// AccessGroups names the identity-provider groups that grant access to
+	// the object, by access role (admin, readwrite, readonly); backends that
+	// reference groups in the object (ManagedNamespace) write them there.
+	AccessGroups map[string]string
+}
+
+// Access roles of a platform object, as the k8s-ut-namespace plugin names them.
+const (
+	RoleAdmin     = "admin"
+	RoleReadWrite = "readwrite"
+	RoleReadOnly  = "readonly"
+)
+
+// Roles are the access roles in order of privilege.
+var Roles = []string{RoleAdmin, RoleReadWrite, RoleReadOnly}
+
+// UserSyncer is implemented by backends that also list users in the object
+// itself (ManagedNamespace's adminUsers/rwUsers/roUsers with
+// sync_users_to_cr).
+type UserSyncer interface {
+	// SetUsers writes the users of each access role; changed is false when
+	// the object listed them already.
+	SetUsers(ctx context.Context, backendID string, users map[string][]string) (changed bool, err error)
 }
 
 // Created is the outcome of Create.

@@ -15,6 +15,11 @@ import (
 // sitebus's.
 func (b *Backend) newCR(name string, r backend.Resource, quota map[string]string) *unstructured.Unstructured {
 	spec := map[string]any{"name": name, "quota": stringsToAny(quota)}
+	for role, field := range groupFields {
+		if g := r.AccessGroups[role]; g != "" {
+			spec[field] = []any{g}
+		}
+	}
 	if len(b.settings.NamespaceLabels) > 0 {
 		spec["labels"] = stringsToAny(b.settings.NamespaceLabels)
 	}

@@ -231,3 +231,16 @@ func TestOwnedByOther(t *testing.T) {
 		t.Error("another UUID is not detected")
 	}
 }
+
+func TestNewCRNamesTheAccessGroups(t *testing.T) {
+	b := &Backend{settings: Settings{CRNamespace: "waldur-system"}}
+	cr := b.newCR("waldur-lab", backend.Resource{AccessGroups: AccessGroups("lab")}, map[string]string{"cpu": "1"})
+	spec, _ := json.Marshal(cr.Object["spec"])
+	want := `{"adminGroups":["ns_lab_admin"],"name":"waldur-lab","quota":{"cpu":"1"},"roGroups":["ns_lab_readonly"],"rwGroups":["ns_lab_readwrite"]}`
+	if string(spec) != want {
+		t.Fatalf("spec %s\nwant %s", spec, want)
+	}
+	if d := GroupDescription("lab", "readonly"); d != "Namespace lab readonly access" {
+		t.Errorf("description %q", d)
+	}
+}
