@@ -80,6 +80,7 @@ type Bus struct {
 	metrics *metrics
 	tracer  trace.Tracer
 	prop    propagation.TextMapPropagator
+	calls   callState
 }
 
 // New wraps an established NATS connection. It does not create streams; call

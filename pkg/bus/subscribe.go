@@ -135,6 +135,22 @@ func Subscribe[T any, PT interface {
 	*T
 	proto.Message
 }](ctx context.Context, b *Bus, cfg ConsumerConfig, h Handler[PT]) (*Subscription, error) {
+	return subscribe(ctx, b, cfg, func(ctx context.Context, data []byte) error {
+		var v PT = new(T)
+		if err := proto.Unmarshal(data, v); err != nil {
+			return Terminal(fmt.Errorf("decode %T: %w", v, err))
+		}
+		return h(ctx, v)
+	})
+}
+
+// SubscribeRaw is Subscribe for streams whose payload is not protobuf
+// (e.g. the saga outcomes, which are JSON): h gets the bytes as stored.
+func SubscribeRaw(ctx context.Context, b *Bus, cfg ConsumerConfig, h func(ctx context.Context, data []byte) error) (*Subscription, error) {
+	return subscribe(ctx, b, cfg, h)
+}
+
+func subscribe(ctx context.Context, b *Bus, cfg ConsumerConfig, decodeAndHandle func(context.Context, []byte) error) (*Subscription, error) {
 	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -170,13 +186,7 @@ func Subscribe[T any, PT interface {
 		s.inflight.Add(1)
 		go func() {
 			defer func() { <-s.sem; s.inflight.Done() }()
-			s.process(m, func(ctx context.Context, data []byte) error {
-				var v PT = new(T)
-				if err := proto.Unmarshal(data, v); err != nil {
-					return Terminal(fmt.Errorf("decode %T: %w", v, err))
-				}
-				return h(ctx, v)
-			})
+			s.process(m, decodeAndHandle)
 		}()
 	}
 	s.cc, err = cons.Consume(handle,

@@ -24,10 +24,12 @@ func (d *decoder) sitebus(n *yaml.Node, s scope, sb *Sitebus) {
 		"periods": func(n *yaml.Node, s scope) {
 			p := &sb.Periods
 			d.fields(n, s, map[string]setter{
-				"order_process_period":   d.duration(&p.OrderProcess),
-				"report_period":          d.duration(&p.Report),
-				"membership_sync_period": d.duration(&p.MembershipSync),
-				"reconciliation_period":  d.duration(&p.Reconciliation),
+				"order_process_period":    d.duration(&p.OrderProcess),
+				"report_period":           d.duration(&p.Report),
+				"membership_sync_period":  d.duration(&p.MembershipSync),
+				"reconciliation_period":   d.duration(&p.Reconciliation),
+				"keycloak_pending_period": d.duration(&sb.KeycloakPendingPeriod),
+				"saga_lease":              d.duration(&sb.SagaLease),
 			})
 		},
 		"streams": func(n *yaml.Node, s scope) {

@@ -14,6 +14,13 @@ type Sitebus struct {
 
 	// Periods override Root.Periods key by key; a zero field is unset.
 	Periods Periods `json:"periods"`
+	// KeycloakPendingPeriod is how often memberships of users not yet in
+	// Keycloak are retried (periods.keycloak_pending_period; default 15m).
+	KeycloakPendingPeriod time.Duration `json:"keycloak_pending_period,omitempty"`
+	// SagaLease is how long a saga coordinator owns a saga without renewing
+	// it; another coordinator takes over a dead one's sagas after it
+	// (periods.saga_lease; default 30s).
+	SagaLease time.Duration `json:"saga_lease,omitempty"`
 
 	Streams Streams `json:"streams"`
 

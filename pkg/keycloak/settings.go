@@ -58,4 +58,3 @@ func sslVerify(d *config.SettingsDecoder, c *Config) {
 		d.Bad(key, "a boolean or a CA bundle path", v)
 	}
 }
-

@@ -242,6 +242,10 @@ func (c *Coordinator) bucket(ctx context.Context, create bool) (jetstream.KeyVal
 }
 
 // ensureStream creates or updates the outcome stream once per coordinator.
+// EnsureStream creates the outcomes stream, for consumers of saga outcomes
+// that may start before any coordinator ran.
+func (c *Coordinator) EnsureStream(ctx context.Context) error { return c.ensureStream(ctx) }
+
 func (c *Coordinator) ensureStream(ctx context.Context) error {
 	c.mu.Lock()
 	ok := c.streamOK

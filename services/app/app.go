@@ -30,8 +30,11 @@ import (
 	"github.com/sitebus/sitebus/pkg/natsembed"
 	"github.com/sitebus/sitebus/pkg/telemetry"
 	"github.com/sitebus/sitebus/pkg/waldur"
+	"github.com/sitebus/sitebus/services/keycloaksync"
+	"github.com/sitebus/sitebus/services/membership"
 	"github.com/sitebus/sitebus/services/order"
 	"github.com/sitebus/sitebus/services/quota"
+	"github.com/sitebus/sitebus/services/sagas"
 	"github.com/sitebus/sitebus/services/stompbridge"
 )
 
@@ -44,7 +47,7 @@ type Service interface {
 }
 
 // ServiceNames lists the services `--only` accepts, in start order.
-var ServiceNames = []string{stompbridge.Name, order.Name, quota.Name}
+var ServiceNames = []string{stompbridge.Name, order.Name, quota.Name, membership.Name, keycloaksync.Name, sagas.Name}
 
 // Options are the command-line settings of `sitebus run`; each non-empty
 // field overrides the config file's sitebus section.
@@ -332,6 +335,21 @@ func (d *deps) build(name string) (Service, error) {
 			return nil, err
 		}
 		return quota.New(d.bus, quota.Config{Offerings: offerings, SyncPeriod: d.cfg.Periods.MembershipSync, Logger: d.log, Registerer: d.reg, TracerProvider: d.tp})
+	case keycloaksync.Name:
+		offerings, err := d.keycloakOfferings()
+		if err != nil {
+			return nil, err
+		}
+		return keycloaksync.New(d.bus, keycloaksync.Config{Offerings: offerings, Logger: d.log, Registerer: d.reg,
+			PendingPeriod: d.cfg.Sitebus.KeycloakPendingPeriod})
+	case membership.Name:
+		offerings, err := d.membershipOfferings()
+		if err != nil {
+			return nil, err
+		}
+		return membership.New(d.bus, membership.Config{Offerings: offerings, Period: d.cfg.Periods.MembershipSync, Logger: d.log, Registerer: d.reg})
+	case sagas.Name:
+		return sagas.New(d.bus, sagas.Config{Logger: d.log, Registerer: d.reg, TracerProvider: d.tp, LeaseTTL: d.cfg.Sitebus.SagaLease})
 	}
 	return nil, errors.New("unknown service")
 }

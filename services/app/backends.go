@@ -8,7 +8,10 @@ import (
 	"github.com/sitebus/sitebus/pkg/backend/managedns"
 	"github.com/sitebus/sitebus/pkg/config"
 	"github.com/sitebus/sitebus/pkg/telemetry"
+	"github.com/sitebus/sitebus/services/keycloaksync"
+	"github.com/sitebus/sitebus/services/membership"
 	"github.com/sitebus/sitebus/services/order"
+	"github.com/sitebus/sitebus/services/sagas"
 )
 
 // supportedBackends are the backend names (the Python plugins' entry
@@ -66,7 +69,46 @@ func (d *deps) orderOfferings() ([]order.Offering, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, order.Offering{Config: o.Config, Waldur: o.Waldur, Backend: b})
+		out = append(out, order.Offering{Config: o.Config, Waldur: o.Waldur, Backend: b, Groups: accessGroups(b)})
+	}
+	return out, nil
+}
+
+// accessGroups names a backend's identity-provider groups when its
+// offering has Keycloak enabled (nil otherwise: no groups, no sagas).
+func accessGroups(b backend.Backend) func(slug string) []sagas.GroupSpec {
+	mns, ok := b.(*managedns.Backend)
+	if !ok || !mns.Settings().KeycloakEnabled {
+		return nil
+	}
+	return func(slug string) []sagas.GroupSpec {
+		out := make([]sagas.GroupSpec, 0, len(backend.Roles))
+		for _, r := range backend.Roles {
+			out = append(out, sagas.GroupSpec{Role: r, Name: managedns.GroupName(slug, r), Description: managedns.GroupDescription(slug, r)})
+		}
+		return out
+	}
+}
+
+// membershipOfferings are the offerings with a membership_sync_backend.
+func (d *deps) membershipOfferings() ([]membership.Offering, error) {
+	var out []membership.Offering
+	for _, o := range d.offerings {
+		name := o.Config.MembershipSyncBackend
+		if name == "" {
+			continue
+		}
+		b, err := d.backends.get(o.Config, name)
+		if err != nil {
+			return nil, err
+		}
+		mo := membership.Offering{Config: o.Config, Waldur: o.Waldur, Backend: b, Groups: accessGroups(b)}
+		if mns, ok := b.(*managedns.Backend); ok {
+			st := mns.Settings()
+			mo.RoleMapping, mo.DefaultRole, mo.UsersByID = st.RoleMapping, st.DefaultRole, st.KeycloakUseUserID
+			mo.SyncUsersToCR, mo.IdentityField, mo.IdentityLowercase = st.SyncUsersToCR, st.CRUserIdentityField, st.CRUserIdentityLowercase
+		}
+		out = append(out, mo)
 	}
 	return out, nil
 }
@@ -89,6 +131,27 @@ func (d *deps) quotaOfferings() ([]order.Offering, error) {
 			return nil, err
 		}
 		out = append(out, order.Offering{Config: o.Config, Waldur: o.Waldur, Backend: b})
+	}
+	return out, nil
+}
+
+// keycloakOfferings are the offerings with backend_settings.keycloak_enabled;
+// with none, the keycloak-sync service idles.
+func (d *deps) keycloakOfferings() ([]keycloaksync.Offering, error) {
+	var out []keycloaksync.Offering
+	for _, o := range d.offerings {
+		kc, enabled, err := keycloaksync.Settings(o.Config)
+		if err != nil {
+			return nil, fmt.Errorf("offering %q: %w", o.Config.Name, err)
+		}
+		if !enabled {
+			continue
+		}
+		kc.Logger = d.log.With("offering", o.Config.Name)
+		kc.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+			return telemetry.InstrumentTransport(rt, "keycloak", d.reg, d.tp)
+		}
+		out = append(out, keycloaksync.Offering{Config: o.Config, Waldur: o.Waldur, Keycloak: kc})
 	}
 	return out, nil
 }

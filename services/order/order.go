@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -25,8 +26,10 @@ import (
 	"github.com/sitebus/sitebus/pkg/config"
 	"github.com/sitebus/sitebus/pkg/events"
 	sitebusv1 "github.com/sitebus/sitebus/pkg/gen/sitebus/v1"
+	"github.com/sitebus/sitebus/pkg/saga"
 	"github.com/sitebus/sitebus/pkg/telemetry"
 	"github.com/sitebus/sitebus/pkg/waldur"
+	"github.com/sitebus/sitebus/services/sagas"
 )
 
 // Name is the service name used by --only.
@@ -37,6 +40,10 @@ type Offering struct {
 	Config  *config.Offering
 	Waldur  *waldur.Client
 	Backend backend.Backend
+	// Groups, when set, names the identity-provider groups (by slug) that
+	// grant access to the offering's objects: creates and terminations
+	// then run as sagas that also make and remove those groups.
+	Groups func(slug string) []sagas.GroupSpec
 }
 
 // Config configures the service.
@@ -87,6 +94,9 @@ type Service struct {
 	tracer    trace.Tracer
 	offerings map[string]Offering // by offering UUID hex
 	sub       *bus.Subscription
+	coord     *saga.Coordinator
+	mu        sync.Mutex
+	subs      []*bus.Subscription
 	outcomes  *prometheus.CounterVec
 	latency   *prometheus.HistogramVec
 }
@@ -112,6 +122,17 @@ func New(b *bus.Bus, cfg Config) (*Service, error) {
 	for _, o := range cfg.Offerings {
 		s.offerings[o.Config.OfferingUUIDHex()] = o
 	}
+	// A coordinator client: it starts sagas; the saga-coordinator service runs them.
+	coord, err := saga.New(b.JetStream(), saga.Config{Logger: s.log})
+	if err != nil {
+		return nil, err
+	}
+	for _, def := range sagas.Definitions(0) {
+		if err := coord.Register(def); err != nil {
+			return nil, err
+		}
+	}
+	s.coord = coord
 	return s, nil
 }
 
@@ -132,18 +153,39 @@ func (s *Service) Run(ctx context.Context) error {
 	if err := s.bus.EnsureCommandStream(ctx, QuotaCommandService); err != nil {
 		return err
 	}
-	sub, err := bus.Subscribe(ctx, s.bus, bus.ConsumerConfig{
-		Name: Name, Stream: bus.EventsStream, FilterSubjects: filters,
-		MaxDeliver: s.cfg.MaxDeliver, Backoff: s.cfg.Backoff, AckWait: time.Minute,
-	}, s.handle)
+	subs, err := s.serveCommands(ctx)
+	if err == nil {
+		var outcomes *bus.Subscription
+		if outcomes, err = s.watchOutcomes(ctx); err == nil {
+			subs = append(subs, outcomes)
+		}
+	}
+	var sub *bus.Subscription
+	if err == nil {
+		sub, err = bus.Subscribe(ctx, s.bus, bus.ConsumerConfig{
+			Name: Name, Stream: bus.EventsStream, FilterSubjects: filters,
+			MaxDeliver: s.cfg.MaxDeliver, Backoff: s.cfg.Backoff, AckWait: time.Minute,
+		}, s.handle)
+	}
+	stop := func() {
+		stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		for _, x := range subs {
+			x.Stop(stopCtx)
+		}
+		if sub != nil {
+			sub.Stop(stopCtx)
+		}
+	}
 	if err != nil {
+		stop()
 		return err
 	}
-	s.sub = sub
+	s.mu.Lock()
+	s.sub, s.subs = sub, subs
+	s.mu.Unlock()
 	<-ctx.Done()
-	stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	sub.Stop(stopCtx)
+	stop()
 	return nil
 }
 
@@ -152,10 +194,18 @@ func (s *Service) Ready(ctx context.Context) error {
 	if len(s.offerings) == 0 {
 		return nil
 	}
-	if s.sub == nil {
+	s.mu.Lock()
+	sub, subs := s.sub, s.subs
+	s.mu.Unlock()
+	if sub == nil {
 		return errors.New("order consumer not started")
 	}
-	return s.sub.Check(ctx)
+	for _, x := range append(subs, sub) {
+		if err := x.Check(ctx); err != nil {
+			return fmt.Errorf("%s: %w", x.Name(), err)
+		}
+	}
+	return nil
 }
 
 // QuotaCommandService is the command stream the order service sends Update

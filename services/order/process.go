@@ -53,6 +53,12 @@ func (p *processor) process(ctx context.Context) (typ, outcome string, err error
 		p.log.Debug("order needs nothing from the site", "state", order.State)
 		return typ, outcomeSkipped, nil
 	}
+	switch {
+	case p.o.Groups != nil && (order.Type == waldur.OrderTypeCreate || order.Type == waldur.OrderTypeRestore):
+		return typ, outcomeDelegated, p.startCreateSaga(ctx, order)
+	case p.o.Groups != nil && order.Type == waldur.OrderTypeTerminate:
+		return typ, outcomeDelegated, p.startTerminateSaga(ctx, order)
+	}
 	switch order.Type {
 	case waldur.OrderTypeCreate, waldur.OrderTypeRestore:
 		err = p.create(ctx, order)

@@ -1,0 +1,228 @@
+package keycloaksync_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/sitebus/sitebus/e2e/harness"
+	"github.com/sitebus/sitebus/e2e/keycloaksim"
+	"github.com/sitebus/sitebus/pkg/bus"
+	sitebusv1 "github.com/sitebus/sitebus/pkg/gen/sitebus/v1"
+	"github.com/sitebus/sitebus/services/keycloaksync"
+)
+
+// call sends one command with a fresh key, as a saga step would.
+func (e *env) call(c context.Context, key, command string, req, resp proto.Message) error {
+	return e.bus.Call(c, keycloaksync.Name, command, req, resp, bus.WithKey(e.t.Name()+"."+key))
+}
+
+func (e *env) ensure(key string, names ...string) *sitebusv1.EnsureGroupsResponse {
+	e.t.Helper()
+	req := &sitebusv1.EnsureGroupsRequest{OfferingUuid: offeringUUID}
+	for _, n := range names {
+		req.Groups = append(req.Groups, &sitebusv1.GroupSpec{Name: n, Description: "test group " + n})
+	}
+	var resp sitebusv1.EnsureGroupsResponse
+	if err := e.call(ctx(e.t), key, keycloaksync.CmdEnsureGroups, req, &resp); err != nil {
+		e.t.Fatalf("ensure-groups %v: %v", names, err)
+	}
+	return &resp
+}
+
+func TestEnsureGroupsIsIdempotent(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	first := e.ensure("first", "ns_alpha_admin", "ns_alpha_readwrite")
+	second := e.ensure("second", "ns_alpha_admin", "ns_alpha_readwrite")
+	for i := range 2 {
+		if !first.Groups[i].Created || !first.Groups[i].Managed {
+			t.Errorf("first call: %v, want created and managed", first.Groups[i])
+		}
+		if second.Groups[i].Created || second.Groups[i].Id != first.Groups[i].Id {
+			t.Errorf("second call: %v, want the same group, not created", second.Groups[i])
+		}
+	}
+	g, ok := e.group("ns_alpha_admin")
+	if !ok || !slices.Equal(g.Attributes["managed_by"], []string{"sitebus"}) || g.Attributes["description"][0] != "test group ns_alpha_admin" {
+		t.Errorf("group in Keycloak: %+v (found %v)", g, ok)
+	}
+	if n := len(e.kc.Groups("waldur")); n != 2 {
+		t.Errorf("%d groups in Keycloak, want 2", n)
+	}
+}
+
+func TestSetGroupMembersConverges(t *testing.T) {
+	e := newEnv(t, envOptions{pendingPeriod: time.Second})
+	gid := e.ensure("ensure", "ns_alpha_readwrite").Groups[0].Id
+	if err := e.kc.AddMember("waldur", gid, "dave"); err != nil { // not wanted: removed
+		t.Fatal(err)
+	}
+	req := &sitebusv1.SetGroupMembersRequest{
+		OfferingUuid: offeringUUID, Group: &sitebusv1.GroupRef{Name: "ns_alpha_readwrite"},
+		Members: []*sitebusv1.UserRef{{Ref: "alice"}, {Ref: bobID, ById: true}, {Ref: "erin"}},
+	}
+	var resp sitebusv1.SetGroupMembersResponse
+	if err := e.call(ctx(t), "set-1", keycloaksync.CmdSetGroupMembers, req, &resp); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.kc.MemberNames("waldur", gid); !slices.Equal(got, []string{"alice", "bob"}) {
+		t.Errorf("members %v, want alice and bob", got)
+	}
+	if len(resp.Added) != 2 || len(resp.Removed) != 1 || resp.Removed[0].Username != "dave" ||
+		len(resp.Pending) != 1 || resp.Pending[0].Ref != "erin" {
+		t.Errorf("response %v", &resp)
+	}
+
+	// Applying the same desired state again changes nothing.
+	var again sitebusv1.SetGroupMembersResponse
+	if err := e.call(ctx(t), "set-2", keycloaksync.CmdSetGroupMembers, req, &again); err != nil {
+		t.Fatal(err)
+	}
+	if len(again.Added)+len(again.Removed) != 0 || len(again.Pending) != 1 {
+		t.Errorf("second apply: %v, want no change and erin still pending", &again)
+	}
+
+	// Erin signs in to Keycloak for the first time: the periodic retry adds her.
+	if _, err := e.kc.AddUser("waldur", keycloaksim.User{Username: "erin"}); err != nil {
+		t.Fatal(err)
+	}
+	harness.Eventually(t, 20*time.Second, "erin to be added", func() bool {
+		return slices.Contains(e.kc.MemberNames("waldur", gid), "erin")
+	})
+	var list sitebusv1.ListMembersResponse
+	if err := e.call(ctx(t), "list", keycloaksync.CmdListMembers, &sitebusv1.ListMembersRequest{
+		OfferingUuid: offeringUUID, Group: &sitebusv1.GroupRef{Id: gid},
+	}, &list); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Members) != 3 || len(list.Pending) != 0 {
+		t.Errorf("after the retry: %v, want three members and nothing pending", &list)
+	}
+}
+
+func TestPendingMemberNoLongerWantedIsNotAdded(t *testing.T) {
+	e := newEnv(t, envOptions{pendingPeriod: time.Second})
+	gid := e.ensure("ensure", "ns_alpha_readonly").Groups[0].Id
+	set := func(key string, refs ...string) {
+		req := &sitebusv1.SetGroupMembersRequest{OfferingUuid: offeringUUID, Group: &sitebusv1.GroupRef{Id: gid}}
+		for _, r := range refs {
+			req.Members = append(req.Members, &sitebusv1.UserRef{Ref: r})
+		}
+		if err := e.call(ctx(t), key, keycloaksync.CmdSetGroupMembers, req, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	set("with-frank", "alice", "frank")
+	set("without-frank", "alice")
+	if _, err := e.kc.AddUser("waldur", keycloaksim.User{Username: "frank"}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2500 * time.Millisecond) // two retry periods
+	if got := e.kc.MemberNames("waldur", gid); !slices.Equal(got, []string{"alice"}) {
+		t.Errorf("members %v, want only alice", got)
+	}
+}
+
+func TestDeleteGroupsRefusesAnUnmanagedGroup(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	foreignID, err := e.kc.AddGroup("waldur", "", keycloaksim.Group{Name: "ns_alpha_admin", Members: []string{"alice"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine := e.ensure("ensure", "ns_mine_admin").Groups[0].Id
+
+	err = e.call(ctx(t), "delete-both", keycloaksync.CmdDeleteGroups, &sitebusv1.DeleteGroupsRequest{
+		OfferingUuid: offeringUUID, Groups: []*sitebusv1.GroupRef{{Id: mine}, {Id: foreignID}},
+	}, nil)
+	if !bus.IsTerminal(err) || !strings.Contains(err.Error(), "managed_by") {
+		t.Fatalf("error %v, want a terminal refusal", err)
+	}
+	if _, ok := e.group("ns_alpha_admin"); !ok {
+		t.Error("the unmanaged group was deleted")
+	}
+	if got := e.kc.MemberNames("waldur", foreignID); !slices.Equal(got, []string{"alice"}) {
+		t.Errorf("the unmanaged group's members changed: %v", got)
+	}
+	if _, ok := e.group("ns_mine_admin"); !ok {
+		t.Error("a refused request deleted the managed group it also named")
+	}
+
+	var resp sitebusv1.DeleteGroupsResponse
+	if err := e.call(ctx(t), "delete-mine", keycloaksync.CmdDeleteGroups, &sitebusv1.DeleteGroupsRequest{
+		OfferingUuid: offeringUUID, Groups: []*sitebusv1.GroupRef{{Id: mine}, {Name: "ns_never_admin"}},
+	}, &resp); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := e.group("ns_mine_admin"); ok || len(resp.DeletedIds) != 1 || len(resp.Missing) != 1 {
+		t.Errorf("managed delete: %v (group still there: %v)", &resp, ok)
+	}
+}
+
+func TestUnknownOfferingIsTerminal(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	err := e.call(ctx(t), "x", keycloaksync.CmdEnsureGroups, &sitebusv1.EnsureGroupsRequest{
+		OfferingUuid: "00000000000000000000000000000000", Groups: []*sitebusv1.GroupSpec{{Name: "g"}},
+	}, nil)
+	if !bus.IsTerminal(err) {
+		t.Fatalf("error %v, want terminal", err)
+	}
+}
+
+func TestKeycloakOutageIsWaitedOut(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	e.kc.Down(true)
+	result := make(chan error, 1)
+	go func() {
+		var resp sitebusv1.EnsureGroupsResponse
+		result <- e.call(ctx(t), "during-outage", keycloaksync.CmdEnsureGroups, &sitebusv1.EnsureGroupsRequest{
+			OfferingUuid: offeringUUID, Groups: []*sitebusv1.GroupSpec{{Name: "ns_alpha_admin"}},
+		}, &resp)
+	}()
+	harness.Eventually(t, 20*time.Second, "the service to meet the outage", func() bool {
+		return e.kc.CallCount("", "/", 503) >= 4
+	})
+	select {
+	case err := <-result:
+		t.Fatalf("the command ended during the outage: %v", err)
+	case <-time.After(2 * time.Second):
+	}
+	e.kc.Down(false)
+	select {
+	case err := <-result:
+		if err != nil {
+			t.Fatalf("after the outage: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no result after Keycloak came back")
+	}
+	if _, ok := e.group("ns_alpha_admin"); !ok {
+		t.Error("group not created")
+	}
+}
+
+func TestLeftoverGroupsAreRemovedOnlyWhenTheirResourceIsGone(t *testing.T) {
+	e := newEnv(t, envOptions{cleanupPeriod: time.Second})
+	e.ensure("ensure", "ns_gone_admin", "ns_gone_readonly", "ns_"+aliveSlug+"_admin", "team-gone")
+	if _, err := e.kc.AddGroup("waldur", "", keycloaksim.Group{Name: "ns_foreign_admin"}); err != nil { // not ours
+		t.Fatal(err)
+	}
+	if _, err := e.kc.AddGroup("waldur", "", keycloaksim.Group{Name: "ns_legacy_admin",
+		Attributes: map[string][]string{"managed_by": {"waldur-site-agent"}}}); err != nil { // the Python agent's
+		t.Fatal(err)
+	}
+	harness.Eventually(t, 20*time.Second, "the leftover groups to be removed", func() bool {
+		_, a := e.group("ns_gone_admin")
+		_, b := e.group("ns_gone_readonly")
+		return !a && !b
+	})
+	time.Sleep(1500 * time.Millisecond) // another pass
+	for _, keep := range []string{"ns_" + aliveSlug + "_admin", "team-gone", "ns_foreign_admin", "ns_legacy_admin"} {
+		if _, ok := e.group(keep); !ok {
+			t.Errorf("group %s was removed", keep)
+		}
+	}
+}

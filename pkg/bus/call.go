@@ -1,0 +1,149 @@
+package bus
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
+	"google.golang.org/protobuf/proto"
+)
+
+// DefaultCallTimeout bounds a Call whose ctx has no deadline.
+const DefaultCallTimeout = 5 * time.Minute
+
+type callOptions struct {
+	key string
+}
+
+// CallOption adjusts one Call.
+type CallOption func(*callOptions)
+
+// WithKey sets the call's idempotency key: it is the command's Nats-Msg-Id
+// and the key of its result. Calls with the same key run the command once
+// (within the results' TTL) and all get its outcome, so a saga step derives
+// the key from the saga and the step. Without it a random key is used and
+// the call is not idempotent across restarts.
+func WithKey(key string) CallOption { return func(o *callOptions) { o.key = key } }
+
+// CommandSubject is the subject of one command of a service.
+func CommandSubject(service, command string) (string, error) {
+	if !ValidToken(service) || !ValidToken(command) {
+		return "", fmt.Errorf("bus: cannot build a command subject from service %q and command %q", service, command)
+	}
+	return "cmd." + service + "." + command, nil
+}
+
+// Call sends req as command to service and waits for the result, decoding
+// it into resp (nil: the response is not wanted).
+//
+// The result is looked up first: a call whose result is stored already (it
+// ran before the caller crashed, or another caller sent the same key)
+// returns it without running the command again. Otherwise the command is
+// published, deduplicated on the key within the command stream's duplicate
+// window, and the result is awaited until ctx ends (DefaultCallTimeout
+// without a deadline). A command the service failed with a terminal error
+// returns a [Terminal] [*RemoteError]; one it gave up on after its attempts
+// returns a plain *RemoteError, and calling again with the same key sends
+// it anew. A timeout returns ctx's error: the command may still run, and
+// calling again with the same key picks up its result.
+func (b *Bus) Call(ctx context.Context, service, command string, req, resp proto.Message, opts ...CallOption) error {
+	o := callOptions{}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.key == "" {
+		o.key = nuid.Next()
+	}
+	subject, err := CommandSubject(service, command)
+	if err != nil {
+		return Terminal(err)
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, DefaultCallTimeout)
+		defer cancel()
+	}
+	kv, err := b.EnsureResultsBucket(ctx)
+	if err != nil {
+		return err
+	}
+	key := resultKey(o.key)
+
+	// The watcher first delivers what is stored, then every later write,
+	// so a result written between the look-up and the wait is not missed.
+	w, err := kv.Watch(ctx, key)
+	if err != nil {
+		return fmt.Errorf("bus: watch result %s: %w", key, err)
+	}
+	defer func() { _ = w.Stop() }()
+	var stale uint64
+	for initial := true; initial; {
+		select {
+		case e, ok := <-w.Updates():
+			if !ok {
+				return fmt.Errorf("bus: call %s key %s: result watch ended", subject, o.key)
+			}
+			if e == nil {
+				initial = false
+				break
+			}
+			if e.Operation() != jetstream.KeyValuePut {
+				continue
+			}
+			r, err := readResult(e)
+			if err != nil {
+				return Terminal(err)
+			}
+			if final(r) {
+				return decodeResult(r, resp)
+			}
+			stale = e.Revision()
+		case <-ctx.Done():
+			return fmt.Errorf("bus: call %s key %s: %w", subject, o.key, context.Cause(ctx))
+		}
+	}
+
+	if err := b.ensureCommandStreamOnce(ctx, service); err != nil {
+		return err
+	}
+	data, err := proto.Marshal(req)
+	if err != nil {
+		return Terminal(fmt.Errorf("bus: encode %T: %w", req, err))
+	}
+	msg := &nats.Msg{Subject: subject, Data: data, Header: nats.Header{}}
+	msg.Header.Set(HeaderContentType, ContentTypeProtobuf)
+	msg.Header.Set(HeaderMessageType, string(req.ProtoReflect().Descriptor().FullName()))
+	msg.Header.Set(HeaderCallKey, o.key)
+	msgID := o.key
+	if stale > 0 {
+		// Re-issue a command the service gave up on: a new message id, the
+		// same for every caller that saw the same failed result.
+		msgID += "#" + strconv.FormatUint(stale, 10)
+	}
+	if _, err := b.PublishMsg(ctx, msg, WithMsgID(msgID)); err != nil {
+		return err
+	}
+
+	for {
+		select {
+		case e, ok := <-w.Updates():
+			if !ok {
+				return fmt.Errorf("bus: call %s key %s: result watch ended", subject, o.key)
+			}
+			if e == nil || e.Operation() != jetstream.KeyValuePut || e.Revision() <= stale {
+				continue
+			}
+			r, err := readResult(e)
+			if err != nil {
+				return Terminal(err)
+			}
+			return decodeResult(r, resp)
+		case <-ctx.Done():
+			return fmt.Errorf("bus: call %s key %s: no result: %w", subject, o.key, context.Cause(ctx))
+		}
+	}
+}

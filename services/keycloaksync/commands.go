@@ -1,0 +1,295 @@
+package keycloaksync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/sitebus/sitebus/pkg/bus"
+	sitebusv1 "github.com/sitebus/sitebus/pkg/gen/sitebus/v1"
+	"github.com/sitebus/sitebus/pkg/keycloak"
+)
+
+func (s *Service) ensureGroups(ctx context.Context, req *sitebusv1.EnsureGroupsRequest) (*sitebusv1.EnsureGroupsResponse, error) {
+	r, err := s.realmOf(req.GetOfferingUuid())
+	if err != nil {
+		return nil, err
+	}
+	for _, g := range req.GetGroups() {
+		if g.GetName() == "" {
+			return nil, invalidf("ensure-groups: a group without a name")
+		}
+	}
+	resp := &sitebusv1.EnsureGroupsResponse{}
+	for _, spec := range req.GetGroups() {
+		g, created, err := r.client.EnsureGroup(ctx, spec.GetName(), spec.GetParentId(), spec.GetDescription())
+		if err != nil {
+			return nil, err
+		}
+		resp.Groups = append(resp.Groups, &sitebusv1.EnsuredGroup{
+			Id: g.ID, Name: g.Name, ParentId: g.ParentID, Created: created, Managed: g.Managed,
+		})
+	}
+	return resp, nil
+}
+
+// deleteGroups checks every group before deleting any, so a request that
+// names one foreign group deletes nothing.
+func (s *Service) deleteGroups(ctx context.Context, req *sitebusv1.DeleteGroupsRequest) (*sitebusv1.DeleteGroupsResponse, error) {
+	r, err := s.realmOf(req.GetOfferingUuid())
+	if err != nil {
+		return nil, err
+	}
+	resp := &sitebusv1.DeleteGroupsResponse{}
+	var found []*keycloak.Group
+	for _, ref := range req.GetGroups() {
+		g, err := findGroup(ctx, r.client, ref)
+		if err != nil {
+			return nil, err
+		}
+		if g == nil {
+			resp.Missing = append(resp.Missing, ref)
+			continue
+		}
+		if !g.Managed {
+			return nil, bus.Terminal(fmt.Errorf("%w: group %s (%s) does not carry sitebus's managed_by mark; nothing was deleted",
+				keycloak.ErrNotManaged, g.Path, g.ID))
+		}
+		found = append(found, g)
+	}
+	for _, g := range found {
+		if err := r.client.DeleteGroup(ctx, g.ID); err != nil {
+			return nil, err
+		}
+		resp.DeletedIds = append(resp.DeletedIds, g.ID)
+		if err := s.forgetGroup(ctx, req.GetOfferingUuid(), g.ID); err != nil {
+			return nil, err
+		}
+	}
+	return resp, nil
+}
+
+// setGroupMembers applies the wanted members as desired state, so a
+// command delivered twice or late converges all the same.
+func (s *Service) setGroupMembers(ctx context.Context, req *sitebusv1.SetGroupMembersRequest) (*sitebusv1.SetGroupMembersResponse, error) {
+	r, g, err := s.managedGroup(ctx, req.GetOfferingUuid(), req.GetGroup(), "set members of")
+	if err != nil {
+		return nil, err
+	}
+	resp := &sitebusv1.SetGroupMembersResponse{GroupId: g.ID}
+	type found struct {
+		ref  *sitebusv1.UserRef
+		user keycloak.User
+	}
+	var (
+		wanted  []found
+		pending []*sitebusv1.UserRef
+	)
+	want := map[string]bool{}
+	for _, ref := range req.GetMembers() {
+		if ref.GetRef() == "" {
+			return nil, invalidf("set-group-members: a member without id or username")
+		}
+		u, err := r.client.FindUser(ctx, ref.GetRef(), ref.GetById())
+		if err != nil {
+			return nil, err
+		}
+		if u == nil {
+			pending = append(pending, ref)
+			continue
+		}
+		wanted = append(wanted, found{ref, *u})
+		want[u.ID] = true
+	}
+	current, err := r.client.Members(ctx, g.ID)
+	if err != nil {
+		return nil, err
+	}
+	have := map[string]bool{}
+	for _, m := range current {
+		have[m.ID] = true
+		if !want[m.ID] {
+			if err := r.client.RemoveMember(ctx, g.ID, m.ID); err != nil {
+				return nil, err
+			}
+			resp.Removed = append(resp.Removed, member(m))
+		}
+	}
+	for _, f := range wanted {
+		if have[f.user.ID] {
+			continue
+		}
+		have[f.user.ID] = true
+		err := r.client.AddMember(ctx, g.ID, f.user.ID)
+		if errors.Is(err, keycloak.ErrNotFound) {
+			pending = append(pending, f.ref) // deleted in between
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		resp.Added = append(resp.Added, member(f.user))
+	}
+	if err := s.setPending(ctx, req.GetOfferingUuid(), *g, pending); err != nil {
+		return nil, err
+	}
+	resp.Pending = pending
+	return resp, nil
+}
+
+func (s *Service) addMember(ctx context.Context, req *sitebusv1.AddMemberRequest) (*sitebusv1.AddMemberResponse, error) {
+	r, err := s.realmOf(req.GetOfferingUuid())
+	if err != nil {
+		return nil, err
+	}
+	ref := req.GetUser()
+	if ref.GetRef() == "" {
+		return nil, invalidf("add-member: no user")
+	}
+	g, err := findGroup(ctx, r.client, req.GetGroup())
+	if err != nil {
+		return nil, err
+	}
+	if g == nil {
+		return nil, bus.Terminal(fmt.Errorf("%w: group %s", keycloak.ErrNotFound, describe(req.GetGroup())))
+	}
+	resp := &sitebusv1.AddMemberResponse{GroupId: g.ID}
+	u, err := r.client.FindUser(ctx, ref.GetRef(), ref.GetById())
+	if err != nil {
+		return nil, err
+	}
+	if u != nil {
+		err = r.client.AddMember(ctx, g.ID, u.ID)
+		if err == nil {
+			resp.UserId = u.ID
+			return resp, s.dropPending(ctx, req.GetOfferingUuid(), g.ID, ref.GetRef())
+		}
+		if !errors.Is(err, keycloak.ErrNotFound) {
+			return nil, err
+		}
+	}
+	resp.Pending = true
+	return resp, s.putPending(ctx, req.GetOfferingUuid(), *g, ref)
+}
+
+func (s *Service) removeMember(ctx context.Context, req *sitebusv1.RemoveMemberRequest) (*sitebusv1.RemoveMemberResponse, error) {
+	r, err := s.realmOf(req.GetOfferingUuid())
+	if err != nil {
+		return nil, err
+	}
+	ref := req.GetUser()
+	if ref.GetRef() == "" {
+		return nil, invalidf("remove-member: no user")
+	}
+	g, err := findGroup(ctx, r.client, req.GetGroup())
+	if err != nil || g == nil {
+		return &sitebusv1.RemoveMemberResponse{}, err // no group: not a member
+	}
+	if !g.Managed {
+		return nil, bus.Terminal(fmt.Errorf("%w: group %s (%s) is not managed by sitebus: its members are not ours to remove",
+			keycloak.ErrNotManaged, g.Path, g.ID))
+	}
+	resp := &sitebusv1.RemoveMemberResponse{GroupId: g.ID}
+	wasPending, err := s.hasPending(ctx, req.GetOfferingUuid(), g.ID, ref.GetRef())
+	if err != nil {
+		return nil, err
+	}
+	if err := s.dropPending(ctx, req.GetOfferingUuid(), g.ID, ref.GetRef()); err != nil {
+		return nil, err
+	}
+	resp.Removed = wasPending
+	u, err := r.client.FindUser(ctx, ref.GetRef(), ref.GetById())
+	if err != nil || u == nil {
+		return resp, err
+	}
+	members, err := r.client.Members(ctx, g.ID)
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range members {
+		if m.ID == u.ID {
+			if err := r.client.RemoveMember(ctx, g.ID, u.ID); err != nil {
+				return nil, err
+			}
+			resp.Removed = true
+		}
+	}
+	return resp, nil
+}
+
+func (s *Service) listMembers(ctx context.Context, req *sitebusv1.ListMembersRequest) (*sitebusv1.ListMembersResponse, error) {
+	r, err := s.realmOf(req.GetOfferingUuid())
+	if err != nil {
+		return nil, err
+	}
+	g, err := findGroup(ctx, r.client, req.GetGroup())
+	if err != nil {
+		return nil, err
+	}
+	if g == nil {
+		return nil, bus.Terminal(fmt.Errorf("%w: group %s", keycloak.ErrNotFound, describe(req.GetGroup())))
+	}
+	members, err := r.client.Members(ctx, g.ID)
+	if err != nil {
+		return nil, err
+	}
+	resp := &sitebusv1.ListMembersResponse{GroupId: g.ID}
+	for _, m := range members {
+		resp.Members = append(resp.Members, member(m))
+	}
+	entries, err := s.pendingOf(ctx, req.GetOfferingUuid(), g.ID)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range entries {
+		resp.Pending = append(resp.Pending, &sitebusv1.UserRef{Ref: e.Ref, ById: e.ByID})
+	}
+	return resp, nil
+}
+
+// managedGroup resolves a group whose members sitebus owns.
+func (s *Service) managedGroup(ctx context.Context, offering string, ref *sitebusv1.GroupRef, what string) (*realm, *keycloak.Group, error) {
+	r, err := s.realmOf(offering)
+	if err != nil {
+		return nil, nil, err
+	}
+	g, err := findGroup(ctx, r.client, ref)
+	if err != nil {
+		return nil, nil, err
+	}
+	if g == nil {
+		return nil, nil, bus.Terminal(fmt.Errorf("%s group %s: %w", what, describe(ref), keycloak.ErrNotFound))
+	}
+	if !g.Managed {
+		return nil, nil, bus.Terminal(fmt.Errorf("%s group %s (%s): %w: it does not carry sitebus's managed_by mark",
+			what, g.Path, g.ID, keycloak.ErrNotManaged))
+	}
+	return r, g, nil
+}
+
+// findGroup resolves a GroupRef by id, else by name under its parent; nil
+// when there is no such group.
+func findGroup(ctx context.Context, c *keycloak.Client, ref *sitebusv1.GroupRef) (*keycloak.Group, error) {
+	switch {
+	case ref.GetId() != "":
+		return c.GetGroup(ctx, ref.GetId())
+	case ref.GetName() != "":
+		return c.FindGroup(ctx, ref.GetName(), ref.GetParentId())
+	}
+	return nil, invalidf("a group reference needs an id or a name")
+}
+
+func describe(ref *sitebusv1.GroupRef) string {
+	if ref.GetId() != "" {
+		return ref.GetId()
+	}
+	if ref.GetParentId() != "" {
+		return strings.Join([]string{ref.GetName(), "under", ref.GetParentId()}, " ")
+	}
+	return ref.GetName()
+}
+
+func member(u keycloak.User) *sitebusv1.Member {
+	return &sitebusv1.Member{Id: u.ID, Username: u.Username}
+}

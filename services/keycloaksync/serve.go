@@ -1,0 +1,95 @@
+package keycloaksync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/sitebus/sitebus/pkg/bus"
+	"github.com/sitebus/sitebus/pkg/keycloak"
+)
+
+// serve starts one consumer per command.
+func (s *Service) serve(ctx context.Context) ([]*bus.Subscription, error) {
+	starts := []func() (*bus.Subscription, error){
+		func() (*bus.Subscription, error) { return serveCmd(ctx, s, CmdEnsureGroups, s.ensureGroups) },
+		func() (*bus.Subscription, error) { return serveCmd(ctx, s, CmdDeleteGroups, s.deleteGroups) },
+		func() (*bus.Subscription, error) { return serveCmd(ctx, s, CmdSetGroupMembers, s.setGroupMembers) },
+		func() (*bus.Subscription, error) { return serveCmd(ctx, s, CmdAddMember, s.addMember) },
+		func() (*bus.Subscription, error) { return serveCmd(ctx, s, CmdRemoveMember, s.removeMember) },
+		func() (*bus.Subscription, error) { return serveCmd(ctx, s, CmdListMembers, s.listMembers) },
+	}
+	var subs []*bus.Subscription
+	for _, start := range starts {
+		sub, err := start()
+		if err != nil {
+			for _, started := range subs {
+				started.Stop(context.Background())
+			}
+			return nil, err
+		}
+		subs = append(subs, sub)
+	}
+	return subs, nil
+}
+
+// serveCmd serves one command, classifying Keycloak's errors for the
+// consumer and counting outcomes.
+func serveCmd[Req, Resp any, PReq interface {
+	*Req
+	proto.Message
+}, PResp interface {
+	*Resp
+	proto.Message
+}](ctx context.Context, s *Service, cmd string, h func(context.Context, PReq) (PResp, error)) (*bus.Subscription, error) {
+	return bus.Serve(ctx, s.bus, bus.ServeConfig{
+		Service: Name, Command: cmd,
+		Consumer: bus.ConsumerConfig{MaxDeliver: s.cfg.MaxDeliver, Backoff: s.cfg.Backoff, AckWait: time.Minute},
+	}, func(ctx context.Context, req PReq) (PResp, error) {
+		resp, err := h(ctx, req)
+		err = classify(err)
+		outcome := "ok"
+		switch {
+		case bus.IsTerminal(err):
+			outcome = "terminal"
+			s.log.Warn("command refused", "command", cmd, "err", err)
+		case err != nil:
+			outcome = "retry"
+			s.log.Warn("command failed; will retry", "command", cmd, "err", err)
+		}
+		s.metrics.commands.WithLabelValues(cmd, outcome).Inc()
+		return resp, err
+	})
+}
+
+// classify marks what no retry can fix as terminal: Keycloak's terminal
+// errors and a 404 left over after the handlers dealt with the expected
+// ones (a parent group that does not exist). Unavailability stays
+// retryable, so a Keycloak outage is waited out, never skipped.
+func classify(err error) error {
+	if err == nil || bus.IsTerminal(err) {
+		return err
+	}
+	if keycloak.IsTerminal(err) || errors.Is(err, keycloak.ErrNotFound) {
+		return bus.Terminal(err)
+	}
+	return err
+}
+
+// realmOf is the realm an offering's commands go to.
+func (s *Service) realmOf(offeringUUID string) (*realm, error) {
+	hex := strings.ToLower(strings.ReplaceAll(offeringUUID, "-", ""))
+	r := s.byOffering[hex]
+	if r == nil {
+		return nil, bus.Terminal(fmt.Errorf("offering %q has no Keycloak configured here (backend_settings.keycloak_enabled)", offeringUUID))
+	}
+	return r, nil
+}
+
+func invalidf(format string, args ...any) error {
+	return bus.Terminal(fmt.Errorf("%w: %s", keycloak.ErrInvalid, fmt.Sprintf(format, args...)))
+}

@@ -1,0 +1,336 @@
+// Package membership is the membership service: it keeps who has access
+// to each resource's platform object equal to the resource's team in
+// Waldur. It reads desired state (the team, the roles, restrict_member_access)
+// from Waldur and applies it whole, never deltas, so events that arrive
+// twice or out of order converge: on user_role and resource events, on
+// request from a saga, and for every resource each membership period.
+// Keycloak is written only by the keycloak-sync service, through commands.
+package membership
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sitebus/sitebus/pkg/backend"
+	"github.com/sitebus/sitebus/pkg/bus"
+	"github.com/sitebus/sitebus/pkg/config"
+	"github.com/sitebus/sitebus/pkg/events"
+	sitebusv1 "github.com/sitebus/sitebus/pkg/gen/sitebus/v1"
+	"github.com/sitebus/sitebus/pkg/telemetry"
+	"github.com/sitebus/sitebus/pkg/waldur"
+	"github.com/sitebus/sitebus/services/sagas"
+)
+
+// Name is the service name used by --only.
+const Name = "membership"
+
+// Offering is one offering whose access this service manages.
+type Offering struct {
+	Config  *config.Offering
+	Waldur  *waldur.Client
+	Backend backend.Backend
+	// Groups names the access groups of a slug; nil when the offering has
+	// no identity provider (then only users in the object are synced).
+	Groups func(slug string) []sagas.GroupSpec
+	// RoleMapping is merged over DefaultRoleMapping; DefaultRole is for
+	// roles it does not name.
+	RoleMapping map[string]string
+	DefaultRole string
+	// UsersByID: offering usernames are Keycloak user ids (keycloak_use_user_id).
+	UsersByID bool
+	// SyncUsersToCR writes users into the object too, identified by
+	// IdentityField (email or username), lower-cased if asked.
+	SyncUsersToCR     bool
+	IdentityField     string
+	IdentityLowercase bool
+}
+
+// Config configures the service.
+type Config struct {
+	Offerings []Offering
+	// Period is the full reconcile interval (membership-sync period); 0 disables it.
+	Period     time.Duration
+	MaxDeliver int
+	Backoff    bus.Backoff
+	Logger     *slog.Logger
+	Registerer prometheus.Registerer
+}
+
+// Service is the membership service.
+type Service struct {
+	bus       *bus.Bus
+	cfg       Config
+	log       *slog.Logger
+	offerings map[string]Offering
+	changes   *prometheus.CounterVec
+
+	mu   sync.Mutex
+	subs []*bus.Subscription
+}
+
+// New builds the service; Run starts it.
+func New(b *bus.Bus, cfg Config) (*Service, error) {
+	if cfg.MaxDeliver == 0 {
+		cfg.MaxDeliver = 10
+	}
+	if cfg.Backoff == nil {
+		cfg.Backoff = bus.ExponentialBackoff(time.Second, time.Minute)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	s := &Service{bus: b, cfg: cfg, log: cfg.Logger.With("service", Name), offerings: map[string]Offering{},
+		changes: telemetry.Register(cfg.Registerer, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sitebus_membership_changes_total", Help: "Membership changes applied, by kind (added, removed, pending).",
+		}, []string{"kind"})),
+	}
+	for _, o := range cfg.Offerings {
+		if o.Config == nil || o.Waldur == nil || o.Backend == nil {
+			return nil, errors.New("membership: offering without config, Waldur client or backend")
+		}
+		s.offerings[o.Config.OfferingUUIDHex()] = o
+	}
+	return s, nil
+}
+
+// Name implements the service interface.
+func (s *Service) Name() string { return Name }
+
+// Run serves sync requests, follows events and reconciles periodically.
+func (s *Service) Run(ctx context.Context) error {
+	if len(s.offerings) == 0 {
+		<-ctx.Done()
+		return nil
+	}
+	var filters []string
+	for hex := range s.offerings {
+		filters = append(filters, "waldur."+hex+"."+events.UserRole, "waldur."+hex+"."+events.Resource)
+	}
+	slices.Sort(filters)
+	serve, err := bus.Serve(ctx, s.bus, bus.ServeConfig{Service: Name, Command: sagas.CmdSyncResource,
+		Consumer: bus.ConsumerConfig{MaxDeliver: s.cfg.MaxDeliver, Backoff: s.cfg.Backoff, AckWait: time.Minute}}, s.serveSync)
+	if err != nil {
+		return err
+	}
+	evs, err := bus.Subscribe(ctx, s.bus, bus.ConsumerConfig{Name: Name, Stream: bus.EventsStream, FilterSubjects: filters,
+		MaxDeliver: s.cfg.MaxDeliver, Backoff: s.cfg.Backoff, AckWait: time.Minute}, s.handleEvent)
+	if err != nil {
+		serve.Stop(context.Background())
+		return err
+	}
+	s.mu.Lock()
+	s.subs = []*bus.Subscription{serve, evs}
+	s.mu.Unlock()
+	if s.cfg.Period > 0 {
+		s.periodic(ctx)
+	} else {
+		<-ctx.Done()
+	}
+	stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	serve.Stop(stopCtx)
+	evs.Stop(stopCtx)
+	return nil
+}
+
+// Ready reports whether the consumers are bound.
+func (s *Service) Ready(ctx context.Context) error {
+	if len(s.offerings) == 0 {
+		return nil
+	}
+	s.mu.Lock()
+	subs := s.subs
+	s.mu.Unlock()
+	if len(subs) == 0 {
+		return errors.New("membership consumers not started")
+	}
+	for _, sub := range subs {
+		if err := sub.Check(ctx); err != nil {
+			return fmt.Errorf("%s: %w", sub.Name(), err)
+		}
+	}
+	return nil
+}
+
+func (s *Service) offering(hex string) (Offering, error) {
+	o, ok := s.offerings[hex]
+	if !ok {
+		return Offering{}, bus.Terminal(fmt.Errorf("offering %s has no membership here", hex))
+	}
+	return o, nil
+}
+
+func (s *Service) serveSync(ctx context.Context, req *sitebusv1.SyncResourceRequest) (*sitebusv1.SyncResourceResponse, error) {
+	o, err := s.offering(req.OfferingUuid)
+	if err != nil {
+		return nil, err
+	}
+	d, _ := bus.DeliveryFromContext(ctx)
+	return s.syncResource(ctx, o, req.ResourceUuid, "sync:"+d.Header.Get(bus.HeaderMsgID))
+}
+
+// handleEvent syncs the resources a user_role or resource event concerns.
+func (s *Service) handleEvent(ctx context.Context, ev *sitebusv1.WaldurEvent) error {
+	o, err := s.offering(ev.OfferingUuid)
+	if err != nil {
+		return err
+	}
+	d, _ := bus.DeliveryFromContext(ctx)
+	key := fmt.Sprintf("event:%s:%d", d.Stream, d.StreamSeq)
+	var targets []string
+	switch ev.ObjectType {
+	case events.Resource:
+		var m events.ResourceMessage
+		if err := json.Unmarshal(ev.Body, &m); err != nil || !events.IsUUID(m.ResourceUUID) {
+			return bus.Terminal(fmt.Errorf("resource event %q has no valid resource_uuid", ev.Body))
+		}
+		targets = []string{m.ResourceUUID}
+	case events.UserRole:
+		var m events.UserRoleMessage
+		if err := json.Unmarshal(ev.Body, &m); err != nil {
+			return bus.Terminal(fmt.Errorf("user_role event %q: %w", ev.Body, err))
+		}
+		if events.IsUUID(m.ResourceUUID) {
+			targets = []string{m.ResourceUUID}
+			break
+		}
+		filter := waldur.ResourceFilter{OfferingUUID: o.Config.WaldurOfferingUUID, States: []string{waldur.ResourceStateOK, waldur.ResourceStateErred}}
+		if events.IsUUID(m.ProjectUUID) {
+			filter.ProjectUUID = m.ProjectUUID
+		}
+		resources, err := o.Waldur.ListProviderResources(ctx, filter)
+		if err != nil {
+			return fmt.Errorf("list resources for a role change: %w", err)
+		}
+		for _, r := range resources {
+			targets = append(targets, r.UUID)
+		}
+	default:
+		return nil
+	}
+	var errs []error
+	for _, uuid := range targets {
+		if _, err := s.syncResource(ctx, o, uuid, key+":"+uuid); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (s *Service) periodic(ctx context.Context) {
+	t := time.NewTicker(s.cfg.Period)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			for _, o := range s.offerings {
+				s.syncOffering(ctx, o, now)
+			}
+		}
+	}
+}
+
+func (s *Service) syncOffering(ctx context.Context, o Offering, now time.Time) {
+	resources, err := o.Waldur.ListProviderResources(ctx, waldur.ResourceFilter{
+		OfferingUUID: o.Config.WaldurOfferingUUID, States: []string{waldur.ResourceStateOK, waldur.ResourceStateErred}, DropEmptyBackendID: true,
+	})
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Error("listing resources for the membership reconcile failed; next try at the next period", "offering", o.Config.Name, "err", err)
+		}
+		return
+	}
+	key := fmt.Sprintf("periodic:%d", now.Unix())
+	for _, r := range resources {
+		if _, err := s.syncResource(ctx, o, r.UUID, key+":"+r.UUID); err != nil && ctx.Err() == nil {
+			s.log.Warn("membership reconcile of a resource failed", "offering", o.Config.Name, "resource", r.UUID, "err", err)
+		}
+	}
+}
+
+// syncResource applies Waldur's team of one resource to its access groups
+// and, where configured, to the users listed in the object. key makes the
+// commands it sends idempotent for this one sync.
+func (s *Service) syncResource(ctx context.Context, o Offering, resourceUUID, key string) (*sitebusv1.SyncResourceResponse, error) {
+	res, err := o.Waldur.GetResource(ctx, resourceUUID)
+	if waldur.IsNotFound(err) {
+		return &sitebusv1.SyncResourceResponse{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get resource %s: %w", resourceUUID, err)
+	}
+	if res.Slug == "" || res.State == waldur.ResourceStateTerminated || res.State == waldur.ResourceStateTerminating {
+		return &sitebusv1.SyncResourceResponse{}, nil
+	}
+	team, err := o.Waldur.GetResourceTeam(ctx, res.UUID, nil)
+	if err != nil {
+		return nil, fmt.Errorf("get team of resource %s: %w", res.UUID, err)
+	}
+	byRole := ByRole(Desired(team, o.RoleMapping, o.DefaultRole, res.RestrictMemberAccess))
+	out := &sitebusv1.SyncResourceResponse{}
+	if o.Groups != nil {
+		for _, g := range o.Groups(res.Slug) {
+			req := &sitebusv1.SetGroupMembersRequest{OfferingUuid: o.Config.OfferingUUIDHex(), Group: &sitebusv1.GroupRef{Name: g.Name}}
+			for _, m := range byRole[g.Role] {
+				req.Members = append(req.Members, &sitebusv1.UserRef{Ref: m.Ref, ById: o.UsersByID})
+			}
+			var resp sitebusv1.SetGroupMembersResponse
+			if err := s.bus.Call(ctx, "keycloak-sync", "set-group-members", req, &resp, bus.WithKey(key+":"+g.Role)); err != nil {
+				return nil, fmt.Errorf("set members of group %s: %w", g.Name, err)
+			}
+			out.Added += int32(len(resp.Added))
+			out.Removed += int32(len(resp.Removed))
+			out.Pending += int32(len(resp.Pending))
+		}
+	}
+	if syncer, ok := o.Backend.(backend.UserSyncer); ok && o.SyncUsersToCR {
+		if err := s.syncUsersToObject(ctx, o, syncer, res, byRole); err != nil {
+			return nil, err
+		}
+	}
+	s.changes.WithLabelValues("added").Add(float64(out.Added))
+	s.changes.WithLabelValues("removed").Add(float64(out.Removed))
+	s.changes.WithLabelValues("pending").Add(float64(out.Pending))
+	if out.Added+out.Removed+out.Pending > 0 {
+		s.log.Info("membership synced", "offering", o.Config.Name, "resource", res.UUID, "added", out.Added, "removed", out.Removed, "pending", out.Pending)
+	}
+	return out, nil
+}
+
+func (s *Service) syncUsersToObject(ctx context.Context, o Offering, syncer backend.UserSyncer, res *waldur.Resource, byRole map[string][]Member) error {
+	backendID, err := o.Backend.BackendID(backend.Resource{UUID: res.UUID, Slug: res.Slug})
+	if err != nil {
+		return bus.Terminal(err)
+	}
+	users := map[string][]string{}
+	for role, members := range byRole {
+		for _, m := range members {
+			id := m.Email
+			if o.IdentityField == "username" {
+				id = m.Username
+			}
+			if id == "" {
+				continue // the Python plugin skips users without the identity
+			}
+			if o.IdentityLowercase {
+				id = strings.ToLower(id)
+			}
+			users[role] = append(users[role], id)
+		}
+	}
+	if _, err := syncer.SetUsers(ctx, backendID, users); err != nil && !errors.Is(err, backend.ErrNotFound) {
+		return fmt.Errorf("set users of %s %s: %w", o.Backend.Type(), backendID, err)
+	}
+	return nil
+}
