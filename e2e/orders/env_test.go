@@ -2,6 +2,8 @@ package orders_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -17,6 +19,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/sitebus/sitebus/e2e/harness"
+	"github.com/sitebus/sitebus/e2e/keycloaksim"
 	"github.com/sitebus/sitebus/e2e/kube"
 	"github.com/sitebus/sitebus/e2e/rabbitmq"
 	"github.com/sitebus/sitebus/e2e/waldursim"
@@ -51,6 +54,8 @@ type siteOptions struct {
 	cluster *kube.Cluster // default: the shared one
 	env     []string
 	noStart bool
+	// keycloak, when set, enables the Keycloak integration against it.
+	keycloak *keycloaksim.Server
 }
 
 func newSite(t testing.TB, o siteOptions) *site {
@@ -71,9 +76,11 @@ func newSite(t testing.TB, o siteOptions) *site {
 	if err := cluster.ApplyFile(c, filepath.Join(root, "deploy/crds/managednamespaces.provisioning.hpc.ut.ee.yaml")); err != nil {
 		t.Fatal(err)
 	}
-	crNS := "sitebus-" + strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
+	crNS := "sitebus-" + strings.ToLower(strings.NewReplacer("/", "-", "_", "-", "'", "").Replace(t.Name()))
 	if len(crNS) > 63 {
-		crNS = strings.TrimRight(crNS[:63], "-")
+		// Subtests share long prefixes: keep the names apart by a hash.
+		sum := sha256.Sum256([]byte(t.Name()))
+		crNS = strings.TrimRight(crNS[:50], "-") + "-" + hex.EncodeToString(sum[:4])
 	}
 	ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": crNS}}}
 	nsGVR := corev1.SchemeGroupVersion.WithResource("namespaces")
@@ -110,14 +117,15 @@ func newSite(t testing.TB, o siteOptions) *site {
       cr_namespace: %s
       namespace_prefix: waldur-
       namespace_labels: {tier: research}
-    backend_components:
+%s    backend_components:
       cpu: {type: cpu, measured_unit: cores, accounting_type: limit, label: CPU}
       ram: {type: ram, measured_unit: GiB, accounting_type: limit, label: RAM}
       storage: {type: storage, measured_unit: GiB, accounting_type: limit, label: Storage}
       gpu: {type: gpu, measured_unit: units, accounting_type: limit, label: GPU}
 sitebus:
   log_format: text
-`, sim.URL(), token, offeringUUID, wsHost, wsPort, rabbitmq.WebSTOMPPath, cluster.Kubeconfig, crNS)
+  periods: {keycloak_pending_period: 2s, saga_lease: 3s}
+`, sim.URL(), token, offeringUUID, wsHost, wsPort, rabbitmq.WebSTOMPPath, cluster.Kubeconfig, crNS, keycloakSettings(o.keycloak))
 	s := &site{t: t, cluster: cluster, dyn: cluster.Dynamic(), crNS: crNS, sim: sim, admin: sim.Admin(),
 		env: append([]string{"WALDUR_SITE_AGENT_ORDER_PROCESS_PERIOD_MINUTES=60", "WALDUR_SITE_AGENT_MEMBERSHIP_SYNC_PERIOD_MINUTES=60"}, o.env...)}
 	s.sb = harness.PrepareSitebus(t, harness.SitebusOptions{Config: cfg})
@@ -125,6 +133,23 @@ sitebus:
 		s.start()
 	}
 	return s
+}
+
+// keycloakSettings is the backend_settings part that points sitebus at the
+// Keycloak simulator (users looked up by username).
+func keycloakSettings(kc *keycloaksim.Server) string {
+	if kc == nil {
+		return ""
+	}
+	return fmt.Sprintf(`      keycloak_enabled: true
+      keycloak_use_user_id: false
+      keycloak:
+        keycloak_url: %s/
+        keycloak_realm: waldur
+        keycloak_user_realm: master
+        keycloak_username: admin
+        keycloak_password: admin
+`, kc.URL())
 }
 
 func (s *site) start(extraEnv ...string) {

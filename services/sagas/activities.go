@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/sitebus/sitebus/pkg/bus"
+	"github.com/sitebus/sitebus/pkg/failpoint"
 	sitebusv1 "github.com/sitebus/sitebus/pkg/gen/sitebus/v1"
 	"github.com/sitebus/sitebus/pkg/saga"
 )
@@ -51,6 +52,10 @@ func (a activities) call(ctx context.Context, in saga.ActivityInput, service, co
 		phase = "undo"
 	}
 	key := fmt.Sprintf("saga:%s:%s:%s", in.SagaID, in.Step, phase)
+	// Crash tests stop the coordinator here, between steps' commands.
+	if err := failpoint.Inject(ctx, "saga/"+in.Step+"/"+phase); err != nil {
+		return nil, err
+	}
 	if err := a.bus.Call(ctx, service, command, req, resp, bus.WithKey(key)); err != nil {
 		return nil, err
 	}

@@ -1,0 +1,256 @@
+package orders_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/sitebus/sitebus/e2e/harness"
+	"github.com/sitebus/sitebus/e2e/keycloaksim"
+	"github.com/sitebus/sitebus/e2e/waldursim"
+)
+
+// Keycloak users; their usernames are the offering usernames in Waldur's team.
+var kcUsers = []keycloaksim.User{
+	{ID: "11111111-1111-4111-8111-111111111111", Username: "alice01", Email: "alice@acme.example"},
+	{ID: "22222222-2222-4222-8222-222222222222", Username: "bob01", Email: "bob@acme.example"},
+	{ID: "33333333-3333-4333-8333-333333333333", Username: "carol01", Email: "carol@acme.example"},
+}
+
+func newKeycloak(t *testing.T) *keycloaksim.Server {
+	return keycloaksim.NewTestServer(t, keycloaksim.Config{Realms: []keycloaksim.Realm{{Name: "waldur", Users: kcUsers}}})
+}
+
+func member(user, role string) waldursim.TeamMember {
+	return waldursim.TeamMember{Username: strings.TrimSuffix(user, "01"), OfferingUserUsername: user, Role: role, Email: user + "@acme.example", OfferingUserState: "OK"}
+}
+
+// members returns the usernames in group name, sorted (nil if no group).
+func members(kc *keycloaksim.Server, name string) []string {
+	g, ok := kc.GroupByPath("waldur", "/"+name)
+	if !ok {
+		return nil
+	}
+	m := kc.MemberNames("waldur", g.ID)
+	slices.Sort(m)
+	return m
+}
+
+func waitMembers(t *testing.T, kc *keycloaksim.Server, group string, want ...string) {
+	t.Helper()
+	slices.Sort(want)
+	var got []string
+	deadline := time.Now().Add(60 * time.Second)
+	for got = members(kc, group); !slices.Equal(got, want); got = members(kc, group) {
+		if time.Now().After(deadline) {
+			t.Fatalf("group %s has %v, want %v", group, got, want)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// createWithTeam makes a resource whose team is set before its order is
+// delivered, then delivers the order and waits for the outcome.
+func (s *site) createWithTeam(name string, team ...waldursim.TeamMember) (orderUUID, resourceUUID string) {
+	s.t.Helper()
+	res, err := s.admin.CreateOrder(ctx(s.t), waldursim.CreateOrderRequest{ResourceName: name, Limits: map[string]int{"cpu": 2}, Silent: true})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	for _, m := range team {
+		if _, err := s.admin.SetTeam(ctx(s.t), waldursim.TeamRequest{ResourceUUID: res.Resource.UUID, Member: m, Granted: true, Silent: true}); err != nil {
+			s.t.Fatal(err)
+		}
+	}
+	s.deliverOrder(res.Order.UUID)
+	return res.Order.UUID, res.Resource.UUID
+}
+
+func (s *site) deliverOrder(orderUUID string) {
+	s.t.Helper()
+	body := fmt.Sprintf(`{"order_uuid": "%s", "order_state": "pending-provider", "offering_uuid": "d1a2b3c4e5f64a7b8c9d0e1f2a3b4c5d"}`, strings.ReplaceAll(orderUUID, "-", ""))
+	if _, err := s.admin.PublishRaw(ctx(s.t), waldursim.RawEventRequest{OfferingUUID: "d1a2b3c4e5f64a7b8c9d0e1f2a3b4c5d", ObjectType: "order", Body: body, MessageID: "deliver-" + orderUUID}); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+func TestCreateMakesGroupsAndPutsTheTeamInThem(t *testing.T) {
+	kc := newKeycloak(t)
+	s := newSite(t, siteOptions{keycloak: kc})
+	orderUUID, resUUID := s.createWithTeam("team-lab", member("alice01", "PROJECT.ADMIN"), member("bob01", "PROJECT.MEMBER"))
+	if o := s.waitOrder(orderUUID, "done", "erred"); o.State != "done" {
+		t.Fatalf("order %s (%s)", o.State, o.ErrorMessage)
+	}
+	cr := s.mustCR("waldur-team-lab")
+	for field, group := range map[string]string{"adminGroups": "ns_team-lab_admin", "rwGroups": "ns_team-lab_readwrite", "roGroups": "ns_team-lab_readonly"} {
+		got, _, _ := unstructured.NestedStringSlice(cr.Object, "spec", field)
+		if !slices.Equal(got, []string{group}) {
+			t.Errorf("spec.%s = %v, want [%s]", field, got, group)
+		}
+		if g, ok := kc.GroupByPath("waldur", "/"+group); !ok || g.Attributes["managed_by"][0] != "sitebus" || g.Attributes["description"][0] == "" {
+			t.Errorf("group %s: %+v (exists %v)", group, g, ok)
+		}
+	}
+	waitMembers(t, kc, "ns_team-lab_admin", "alice01")
+	waitMembers(t, kc, "ns_team-lab_readwrite", "bob01")
+	waitMembers(t, kc, "ns_team-lab_readonly")
+
+	t.Run("a role change moves the user", func(t *testing.T) {
+		if _, err := s.admin.SetTeam(ctx(t), waldursim.TeamRequest{ResourceUUID: resUUID, Member: member("bob01", "PROJECT.ADMIN"), Granted: true}); err != nil {
+			t.Fatal(err)
+		}
+		waitMembers(t, kc, "ns_team-lab_admin", "alice01", "bob01")
+		waitMembers(t, kc, "ns_team-lab_readwrite")
+	})
+	t.Run("a revoke removes the user", func(t *testing.T) {
+		if _, err := s.admin.SetTeam(ctx(t), waldursim.TeamRequest{ResourceUUID: resUUID, Member: member("bob01", "PROJECT.ADMIN"), Granted: false}); err != nil {
+			t.Fatal(err)
+		}
+		waitMembers(t, kc, "ns_team-lab_admin", "alice01")
+	})
+	t.Run("grant and revoke delivered in reverse order end in Waldur's state", func(t *testing.T) {
+		// In Waldur carol was revoked and then granted again: she belongs.
+		// The events arrive the other way round, the revoke last; applying
+		// them as deltas would leave her out.
+		carol := member("carol01", "PROJECT.MEMBER")
+		if _, err := s.admin.SetTeam(ctx(t), waldursim.TeamRequest{ResourceUUID: resUUID, Member: carol, Granted: true, Silent: true}); err != nil {
+			t.Fatal(err)
+		}
+		for i, granted := range []bool{true, false} {
+			body := fmt.Sprintf(`{"user_uuid": "%s", "user_username": "carol", "project_uuid": "%s", "project_name": "Genomics", "role_name": "PROJECT.MEMBER", "granted": %v, "offering_uuid": "d1a2b3c4e5f64a7b8c9d0e1f2a3b4c5d"}`,
+				"c0000000000040008000000000000009", strings.ReplaceAll(projectUUID, "-", ""), granted)
+			if _, err := s.admin.PublishRaw(ctx(t), waldursim.RawEventRequest{OfferingUUID: "d1a2b3c4e5f64a7b8c9d0e1f2a3b4c5d", ObjectType: "user_role", Body: body, MessageID: fmt.Sprintf("carol-%d", i)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		waitMembers(t, kc, "ns_team-lab_readwrite", "carol01")
+	})
+}
+
+func TestFailedCreateRemovesOnlyTheGroupsItMade(t *testing.T) {
+	kc := newKeycloak(t)
+	preexisting, err := kc.AddGroup("waldur", "", keycloaksim.Group{Name: "ns_clash_readonly", Attributes: map[string][]string{"managed_by": {"sitebus"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newSite(t, siteOptions{keycloak: kc})
+	foreign := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "provisioning.hpc.ut.ee/v1", "kind": "ManagedNamespace",
+		"metadata": map[string]any{"name": "waldur-clash", "namespace": s.crNS},
+		"spec":     map[string]any{"name": "waldur-clash"},
+	}}
+	if _, err := s.dyn.Resource(mnsGVR).Namespace(s.crNS).Create(ctx(t), foreign, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	orderUUID, _ := s.createWithTeam("clash", member("alice01", "PROJECT.ADMIN"))
+	o := s.waitOrder(orderUUID, "done", "erred")
+	if o.State != "erred" || !strings.Contains(o.ErrorMessage, "not managed by sitebus") {
+		t.Fatalf("order %s: %q, want erred because the CR is foreign", o.State, o.ErrorMessage)
+	}
+	harness.Eventually(t, 30*time.Second, "the saga's groups removed", func() bool {
+		_, admin := kc.GroupByPath("waldur", "/ns_clash_admin")
+		_, rw := kc.GroupByPath("waldur", "/ns_clash_readwrite")
+		return !admin && !rw
+	})
+	if g, ok := kc.GroupByPath("waldur", "/ns_clash_readonly"); !ok || g.ID != preexisting {
+		t.Errorf("the group that existed before the saga is gone or replaced")
+	}
+	if cr := s.mustCR("waldur-clash"); cr.GetLabels()["app.kubernetes.io/managed-by"] != "" {
+		t.Errorf("the foreign CR was changed: %v", cr.GetLabels())
+	}
+}
+
+func TestCoordinatorKilledMidSagaFinishesOnce(t *testing.T) {
+	tests := map[string]struct {
+		failpoint string
+		foreign   bool
+		wantState string
+	}{
+		"killed in the middle of the saga":        {failpoint: "saga/team/do=pause", wantState: "done"},
+		"killed in the middle of a compensation": {failpoint: "saga/groups/undo=pause", foreign: true, wantState: "erred"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			kc := newKeycloak(t)
+			s := newSite(t, siteOptions{keycloak: kc, noStart: true})
+			if tc.foreign {
+				foreign := &unstructured.Unstructured{Object: map[string]any{
+					"apiVersion": "provisioning.hpc.ut.ee/v1", "kind": "ManagedNamespace",
+					"metadata": map[string]any{"name": "waldur-crash", "namespace": s.crNS},
+					"spec":     map[string]any{"name": "waldur-crash"},
+				}}
+				if _, err := s.dyn.Resource(mnsGVR).Namespace(s.crNS).Create(ctx(t), foreign, metav1.CreateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			s.start("SITEBUS_FAILPOINTS=" + tc.failpoint)
+			orderUUID, _ := s.createWithTeam("crash", member("alice01", "PROJECT.ADMIN"))
+			harness.Eventually(t, 60*time.Second, "the failpoint", func() bool { return strings.Contains(s.sb.Output(), "failpoint reached") })
+			s.sb.Kill()
+			s.start()
+			if o := s.waitOrder(orderUUID, "done", "erred"); o.State != tc.wantState {
+				t.Fatalf("order %s (%s), want %s", o.State, o.ErrorMessage, tc.wantState)
+			}
+			creates := kc.CallCount("POST", "/admin/realms/waldur/groups", 201)
+			if creates != 3 {
+				t.Errorf("%d groups created, want 3 (each once)", creates)
+			}
+			if tc.foreign {
+				harness.Eventually(t, 30*time.Second, "the groups removed", func() bool { return len(kc.Groups("waldur")) == 0 })
+				if d := kc.CallCount("DELETE", "/admin/realms/waldur/groups/", 204); d != 3 {
+					t.Errorf("%d group deletes, want 3 (each once)", d)
+				}
+				return
+			}
+			waitMembers(t, kc, "ns_crash_admin", "alice01")
+			if n := s.crCount(); n != 1 {
+				t.Errorf("%d CRs, want 1", n)
+			}
+		})
+	}
+}
+
+func TestMembershipConvergesAfterKeycloakOutage(t *testing.T) {
+	kc := newKeycloak(t)
+	s := newSite(t, siteOptions{keycloak: kc})
+	orderUUID, resUUID := s.createWithTeam("outage", member("alice01", "PROJECT.ADMIN"))
+	s.waitOrder(orderUUID, "done")
+	waitMembers(t, kc, "ns_outage_admin", "alice01")
+	kc.Down(true)
+	if _, err := s.admin.SetTeam(ctx(t), waldursim.TeamRequest{ResourceUUID: resUUID, Member: member("bob01", "PROJECT.MEMBER"), Granted: true}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Second)
+	if got := members(kc, "ns_outage_readwrite"); len(got) != 0 {
+		t.Fatalf("members changed while Keycloak was down: %v", got)
+	}
+	kc.Down(false)
+	waitMembers(t, kc, "ns_outage_readwrite", "bob01")
+}
+
+func TestUserNotYetInKeycloakIsAddedWhenTheyAppear(t *testing.T) {
+	kc := newKeycloak(t)
+	s := newSite(t, siteOptions{keycloak: kc})
+	orderUUID, resUUID := s.createWithTeam("pending", member("alice01", "PROJECT.ADMIN"))
+	s.waitOrder(orderUUID, "done")
+	if _, err := s.admin.SetTeam(ctx(t), waldursim.TeamRequest{ResourceUUID: resUUID, Member: member("dave01", "PROJECT.MEMBER"), Granted: true}); err != nil {
+		t.Fatal(err)
+	}
+	harness.Eventually(t, 30*time.Second, "a pending membership", func() bool {
+		return s.metric("sitebus_keycloak_pending_memberships") == "1"
+	})
+	if got := members(kc, "ns_pending_readwrite"); len(got) != 0 {
+		t.Fatalf("readwrite has %v before dave exists", got)
+	}
+	if _, err := kc.AddUser("waldur", keycloaksim.User{Username: "dave01", Email: "dave@acme.example"}); err != nil {
+		t.Fatal(err)
+	}
+	waitMembers(t, kc, "ns_pending_readwrite", "dave01")
+	_ = context.Background
+}
