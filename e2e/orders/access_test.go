@@ -1,7 +1,6 @@
 package orders_test
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -172,7 +171,7 @@ func TestCoordinatorKilledMidSagaFinishesOnce(t *testing.T) {
 		foreign   bool
 		wantState string
 	}{
-		"killed in the middle of the saga":        {failpoint: "saga/team/do=pause", wantState: "done"},
+		"killed in the middle of the saga":       {failpoint: "saga/team/do=pause", wantState: "done"},
 		"killed in the middle of a compensation": {failpoint: "saga/groups/undo=pause", foreign: true, wantState: "erred"},
 	}
 	for name, tc := range tests {
@@ -252,5 +251,4 @@ func TestUserNotYetInKeycloakIsAddedWhenTheyAppear(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitMembers(t, kc, "ns_pending_readwrite", "dave01")
-	_ = context.Background
 }
