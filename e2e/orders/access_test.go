@@ -99,6 +99,7 @@ func TestCreateMakesGroupsAndPutsTheTeamInThem(t *testing.T) {
 	waitMembers(t, kc, "ns_team-lab_admin", "alice01")
 	waitMembers(t, kc, "ns_team-lab_readwrite", "bob01")
 	waitMembers(t, kc, "ns_team-lab_readonly")
+	logKeycloakCalls(t, kc, "one create order with a team of two")
 
 	t.Run("a role change moves the user", func(t *testing.T) {
 		if _, err := s.admin.SetTeam(ctx(t), waldursim.TeamRequest{ResourceUUID: resUUID, Member: member("bob01", "PROJECT.ADMIN"), Granted: true}); err != nil {
@@ -130,6 +131,36 @@ func TestCreateMakesGroupsAndPutsTheTeamInThem(t *testing.T) {
 		}
 		waitMembers(t, kc, "ns_team-lab_readwrite", "carol01")
 	})
+	t.Run("terminate deletes the CR, then the groups", func(t *testing.T) {
+		term, _ := s.order(waldursim.CreateOrderRequest{Type: "Terminate", ResourceUUID: resUUID})
+		if o := s.waitOrder(term, "done", "erred"); o.State != "done" {
+			t.Fatalf("terminate: %s (%s)", o.State, o.ErrorMessage)
+		}
+		if _, err := s.cr("waldur-team-lab"); err == nil {
+			t.Error("the CR is still there")
+		}
+		for _, g := range []string{"ns_team-lab_admin", "ns_team-lab_readwrite", "ns_team-lab_readonly"} {
+			if _, ok := kc.GroupByPath("waldur", "/"+g); ok {
+				t.Errorf("group %s is still there", g)
+			}
+		}
+	})
+}
+
+// logKeycloakCalls prints the Keycloak calls so far by method and path
+// shape, for the figures in the closing notes.
+func logKeycloakCalls(t *testing.T, kc *keycloaksim.Server, what string) {
+	counts := map[string]int{}
+	for _, c := range kc.Calls() {
+		parts := strings.Split(c.Path, "/")
+		for i, p := range parts {
+			if len(p) >= 32 {
+				parts[i] = "{id}"
+			}
+		}
+		counts[c.Method+" "+strings.Join(parts, "/")]++
+	}
+	t.Logf("Keycloak calls for %s: %d in all: %v", what, len(kc.Calls()), counts)
 }
 
 func TestFailedCreateRemovesOnlyTheGroupsItMade(t *testing.T) {

@@ -182,11 +182,14 @@ func (a activities) settle(ctx context.Context, in saga.ActivityInput) (json.Raw
 		return nil, err
 	}
 	req := &sitebusv1.SettleOrderRequest{OfferingUuid: v.OfferingUUID, OrderUuid: v.OrderUUID, ResourceUuid: v.ResourceUUID}
-	var created sitebusv1.CreateObjectResponse
-	if ok, err := output(in, "object", &created); err != nil {
-		return nil, err
-	} else if ok {
-		req.BackendId, req.Limits, req.Metadata = created.BackendId, created.Limits, created.Metadata
+	if in.Definition == NamespaceCreate {
+		// What was created goes to Waldur with the done order.
+		var created sitebusv1.CreateObjectResponse
+		if ok, err := output(in, "object", &created); err != nil {
+			return nil, err
+		} else if ok {
+			req.BackendId, req.Limits, req.Metadata = created.BackendId, created.Limits, created.Metadata
+		}
 	}
 	return a.call(ctx, in, svcOrder, CmdSettleOrder, req, &sitebusv1.SettleOrderResponse{})
 }
