@@ -283,3 +283,36 @@ func TestUserNotYetInKeycloakIsAddedWhenTheyAppear(t *testing.T) {
 	}
 	waitMembers(t, kc, "ns_pending_readwrite", "dave01")
 }
+
+func TestUsersInTheCRAndRestrictedAccess(t *testing.T) {
+	kc := newKeycloak(t)
+	s := newSite(t, siteOptions{keycloak: kc, settings: "      sync_users_to_cr: true\n"})
+	orderUUID, resUUID := s.createWithTeam("users-lab", member("alice01", "PROJECT.ADMIN"), member("bob01", "PROJECT.MEMBER"))
+	if o := s.waitOrder(orderUUID, "done", "erred"); o.State != "done" {
+		t.Fatalf("order %s (%s)", o.State, o.ErrorMessage)
+	}
+	users := func() map[string][]string {
+		cr := s.mustCR("waldur-users-lab")
+		out := map[string][]string{}
+		for _, f := range []string{"adminUsers", "rwUsers", "roUsers"} {
+			out[f], _, _ = unstructured.NestedStringSlice(cr.Object, "spec", f)
+		}
+		return out
+	}
+	harness.Eventually(t, 30*time.Second, "users written into the CR", func() bool {
+		u := users()
+		return slices.Equal(u["adminUsers"], []string{"alice01@acme.example"}) && slices.Equal(u["rwUsers"], []string{"bob01@acme.example"}) && len(u["roUsers"]) == 0
+	})
+	t.Run("restricted member access empties the groups and the CR's users", func(t *testing.T) {
+		restrict := true
+		if _, err := s.admin.SetFlags(ctx(t), resUUID, waldursim.FlagsRequest{RestrictMemberAccess: &restrict}); err != nil {
+			t.Fatal(err)
+		}
+		waitMembers(t, kc, "ns_users-lab_admin")
+		waitMembers(t, kc, "ns_users-lab_readwrite")
+		harness.Eventually(t, 30*time.Second, "the CR's users cleared", func() bool {
+			u := users()
+			return len(u["adminUsers"])+len(u["rwUsers"])+len(u["roUsers"]) == 0
+		})
+	})
+}

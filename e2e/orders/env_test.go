@@ -56,6 +56,8 @@ type siteOptions struct {
 	noStart bool
 	// keycloak, when set, enables the Keycloak integration against it.
 	keycloak *keycloaksim.Server
+	// settings are more backend_settings lines (6-space indented).
+	settings string
 }
 
 func newSite(t testing.TB, o siteOptions) *site {
@@ -125,7 +127,7 @@ func newSite(t testing.TB, o siteOptions) *site {
 sitebus:
   log_format: text
   periods: {keycloak_pending_period: 2s, saga_lease: 3s}
-`, sim.URL(), token, offeringUUID, wsHost, wsPort, rabbitmq.WebSTOMPPath, cluster.Kubeconfig, crNS, keycloakSettings(o.keycloak))
+`, sim.URL(), token, offeringUUID, wsHost, wsPort, rabbitmq.WebSTOMPPath, cluster.Kubeconfig, crNS, keycloakSettings(o.keycloak)+o.settings)
 	s := &site{t: t, cluster: cluster, dyn: cluster.Dynamic(), crNS: crNS, sim: sim, admin: sim.Admin(),
 		env: append([]string{"WALDUR_SITE_AGENT_ORDER_PROCESS_PERIOD_MINUTES=60", "WALDUR_SITE_AGENT_MEMBERSHIP_SYNC_PERIOD_MINUTES=60"}, o.env...)}
 	s.sb = harness.PrepareSitebus(t, harness.SitebusOptions{Config: cfg})
