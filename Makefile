@@ -44,14 +44,12 @@ lint: deps
 	@out=$$(gofmt -l $(MODULES)); test -z "$$out" || { echo "gofmt needed:"; echo "$$out"; exit 1; }
 	go vet ./pkg/... ./services/... ./e2e/...
 	@test -x $(GOLANGCI) || GOBIN=$(dir $(GOLANGCI)) go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_VERSION)
-	for m in $(MODULES); do (cd $$m && $(GOLANGCI) run ./...); done
+	for m in $(MODULES); do (cd $$m && $(GOLANGCI) run --config ../.ci/golangci.yml ./...); done
 
-## test: generated code current, buf lint, gofmt, vet, unit tests, then the
-## end-to-end tests against real RabbitMQ and NATS processes.
-test: deps k8s-binaries check-generated
-	$(BUF) lint
-	@out=$$(gofmt -l $(MODULES)); test -z "$$out" || { echo "gofmt needed:"; echo "$$out"; exit 1; }
-	go vet ./pkg/... ./services/... ./e2e/...
+## test: generated code current, lint (buf, gofmt, vet, golangci-lint), unit
+## tests, then the end-to-end tests against real RabbitMQ, NATS, Kubernetes
+## API server processes and the Waldur and Keycloak simulators.
+test: deps k8s-binaries check-generated lint
 	go test -count=1 ./pkg/... ./services/...
 	go test -count=1 -timeout 20m ./e2e/...
 

@@ -76,7 +76,7 @@ func PrepareSitebus(t testing.TB, opts SitebusOptions) *Sitebus {
 	}
 	s.args = append(s.args, opts.Args...)
 	s.Process = &Process{Name: "sitebus", done: make(chan struct{})}
-	close(s.Process.done)
+	close(s.done)
 	_ = bin
 	return s
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/sitebus/sitebus/e2e/waldursim"
 	"github.com/sitebus/sitebus/pkg/bus"
 	"github.com/sitebus/sitebus/pkg/config"
-	"github.com/sitebus/sitebus/pkg/keycloak"
 	"github.com/sitebus/sitebus/pkg/natsembed"
 	"github.com/sitebus/sitebus/pkg/waldur"
 	"github.com/sitebus/sitebus/services/keycloaksync"
@@ -145,6 +144,3 @@ func ctx(t *testing.T) context.Context {
 func (e *env) group(name string) (keycloaksim.GroupInfo, bool) {
 	return e.kc.GroupByPath("waldur", "/"+name)
 }
-
-// managedMark is what sitebus writes; used to seed groups "sitebus made".
-var managedMark = map[string][]string{"managed_by": {keycloak.ManagedBy}}

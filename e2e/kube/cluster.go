@@ -113,7 +113,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		kcmCAFile:  filepath.Join(dir, "kcm-certs", "kube-controller-manager.crt"),
 	}
 	if err := c.prepare(ports); err != nil {
-		c.Stop()
+		_ = c.Stop()
 		return nil, err
 	}
 

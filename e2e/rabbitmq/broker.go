@@ -131,23 +131,23 @@ func Start(ctx context.Context, opts Options) (*Broker, error) {
 	}
 	b.env = b.environ(ports[6])
 	if err := b.writeFiles(opts.ExtraConfig); err != nil {
-		os.RemoveAll(dir)
+		_ = os.RemoveAll(dir)
 		return nil, err
 	}
 	started := time.Now()
 	if err := b.startEPMD(ctx); err != nil {
-		b.Stop()
+		_ = b.Stop()
 		return nil, err
 	}
 	if err := b.startServer(); err != nil {
-		b.Stop()
+		_ = b.Stop()
 		return nil, err
 	}
 	wctx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
 	defer cancel()
 	if err := b.waitReady(wctx); err != nil {
 		tail := b.LogTail(40)
-		b.Stop()
+		_ = b.Stop()
 		return nil, fmt.Errorf("rabbitmq node %s not ready after %s: %w\n--- server log tail ---\n%s",
 			b.NodeName, time.Since(started).Round(time.Millisecond), err, tail)
 	}
@@ -437,8 +437,8 @@ func runWithContext(ctx context.Context, cmd *exec.Cmd) ([]byte, error) {
 		return []byte(buf.String()), err
 	case <-ctx.Done():
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-done
-		return []byte(buf.String()), ctx.Err()
+		waitErr := <-done
+		return []byte(buf.String()), fmt.Errorf("%w (killed: %v)", ctx.Err(), waitErr)
 	}
 }
 

@@ -37,7 +37,7 @@ func DialWebSTOMP(ctx context.Context, wsURL, login, passcode, vhost string) (*s
 		resp.Body.Close()
 	}
 	if ws.Subprotocol() != "v12.stomp" {
-		ws.Close(websocket.StatusProtocolError, "subprotocol")
+		_ = ws.Close(websocket.StatusProtocolError, "subprotocol")
 		return nil, fmt.Errorf("websocket %s: server chose subprotocol %q", wsURL, ws.Subprotocol())
 	}
 	ws.SetReadLimit(16 << 20)

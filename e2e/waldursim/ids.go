@@ -17,7 +17,7 @@ func normUUID(s string) (string, bool) {
 	if _, err := hex.DecodeString(h); err != nil {
 		return "", false
 	}
-	if strings.Contains(s, "-") && !(len(s) == 36 && s[8] == '-' && s[13] == '-' && s[18] == '-' && s[23] == '-') {
+	if strings.Contains(s, "-") && (len(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-') {
 		return "", false
 	}
 	return h, true
@@ -39,12 +39,4 @@ func derivedUUID(kind, from string) string {
 	b[6] = b[6]&0x0f | 0x50
 	b[8] = b[8]&0x3f | 0x80
 	return hex.EncodeToString(b)
-}
-
-// dashed renders hex as 8-4-4-4-12.
-func dashed(h string) string {
-	if len(h) != 32 {
-		return h
-	}
-	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }

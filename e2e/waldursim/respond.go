@@ -121,26 +121,6 @@ func strField(body map[string]any, fe fieldErrors, key string, required, allowBl
 	return "", false
 }
 
-func boolField(body map[string]any, fe fieldErrors, key string) (bool, bool) {
-	v, present := body[key]
-	if !present {
-		return false, false
-	}
-	switch x := v.(type) {
-	case bool:
-		return x, true
-	case string:
-		switch strings.ToLower(x) {
-		case "true", "1", "yes", "on":
-			return true, true
-		case "false", "0", "no", "off":
-			return false, true
-		}
-	}
-	fe.add(key, "Must be a valid boolean.")
-	return false, false
-}
-
 func uuidField(body map[string]any, fe fieldErrors, key string, required bool) (string, bool) {
 	s, ok := strField(body, fe, key, required, false)
 	if !ok {

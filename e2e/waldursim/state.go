@@ -191,12 +191,3 @@ func (st *state) userByToken(tok string) *User {
 	}
 	return nil
 }
-
-func (st *state) userByUUID(id string) *User {
-	for _, u := range st.users {
-		if u.UUID == id {
-			return u
-		}
-	}
-	return nil
-}

@@ -148,7 +148,7 @@ func TestSecretsNeverPrinted(t *testing.T) {
 		"fmt %v":           fmt.Sprintf("%v", r),
 		"fmt %+v":          fmt.Sprintf("%+v", r),
 		"fmt %#v":          fmt.Sprintf("%#v", r),
-		"fmt %s secret":    fmt.Sprintf("%s", r.Offerings[0].WaldurAPIToken),
+		"fmt %s secret":    fmt.Sprintf("%s", r.Offerings[0].WaldurAPIToken), //nolint:staticcheck // the point is fmt's %s verb
 		"fmt %q secret":    fmt.Sprintf("%q", r.Offerings[0].WaldurAPIToken),
 		"fmt %x secret":    fmt.Sprintf("%x", r.Offerings[0].OIDCClientSecret),
 		"fmt %+v offering": fmt.Sprintf("%+v", r.Offerings[0]),

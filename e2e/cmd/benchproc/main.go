@@ -79,7 +79,7 @@ func run(ctx context.Context, o options, log *slog.Logger) error {
 		return err
 	}
 	if o.sitebus == "" {
-		defer os.RemoveAll(filepath.Dir(bin)) // the build's temporary directory
+		defer func() { _ = os.RemoveAll(filepath.Dir(bin)) }() // the build's temporary directory
 	}
 	e, err := setup(ctx, bin, o, log)
 	if err != nil {

@@ -61,7 +61,7 @@ func run() error {
 	if err := srv.Start(*listen); err != nil {
 		return err
 	}
-	defer srv.Close()
+	defer func() { _ = srv.Close() }()
 	log.Info("waldursim listening", "url", srv.URL(), "api", srv.URL()+"/api/", "admin", srv.URL()+"/sim/",
 		"rabbitmq", *mgmtURL != "")
 

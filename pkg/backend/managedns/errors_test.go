@@ -42,7 +42,7 @@ func TestWrapAPI(t *testing.T) {
 			}
 			for _, k := range []error{backend.ErrNotFound, backend.ErrInvalid, backend.ErrNotManaged} {
 				if errors.Is(err, k) != (k == tt.kind) {
-					t.Errorf("errors.Is(%v) = %v", k, !(k == tt.kind))
+					t.Errorf("errors.Is(%v) = %v", k, k != tt.kind)
 				}
 			}
 			if !errors.Is(err, tt.err) {
