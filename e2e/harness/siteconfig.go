@@ -22,6 +22,9 @@ type SiteConfig struct {
 	// Kubeconfig and CRNamespace point the ManagedNamespace backend at a
 	// cluster; without them only the STOMP bridge can run.
 	Kubeconfig, CRNamespace string
+	// KeycloakURL, when set, enables access groups in that Keycloak (realm
+	// waldur, admin/admin in master, users looked up by username).
+	KeycloakURL string
 }
 
 // YAML renders the configuration file.
@@ -33,7 +36,12 @@ func (c SiteConfig) YAML() string {
 	}
 	var settings string
 	if c.Kubeconfig != "" {
-		settings = fmt.Sprintf("    backend_settings: {kubeconfig_path: %q, cr_namespace: %q}\n", c.Kubeconfig, c.CRNamespace)
+		settings = fmt.Sprintf("    backend_settings:\n      kubeconfig_path: %q\n      cr_namespace: %q\n", c.Kubeconfig, c.CRNamespace)
+		if c.KeycloakURL != "" {
+			settings += fmt.Sprintf("      keycloak_enabled: true\n      keycloak_use_user_id: false\n"+
+				"      keycloak: {keycloak_url: %q, keycloak_realm: waldur, keycloak_user_realm: master, keycloak_username: admin, keycloak_password: admin}\n",
+				strings.TrimRight(c.KeycloakURL, "/")+"/")
+		}
 	}
 	return fmt.Sprintf(`offerings:
   - name: local-namespaces

@@ -217,9 +217,18 @@ func (s *Service) handleEvent(ctx context.Context, ev *sitebusv1.WaldurEvent) er
 	default:
 		return nil
 	}
+	// One resource that cannot be synced (say, its groups were never made,
+	// as for a namespace created without Keycloak) must not hold back the
+	// others: its terminal errors are logged; only retryable ones make the
+	// event come again.
 	var errs []error
 	for _, uuid := range targets {
-		if _, err := s.syncResource(ctx, o, uuid, key+":"+uuid); err != nil {
+		_, err := s.syncResource(ctx, o, uuid, key+":"+uuid)
+		switch {
+		case err == nil:
+		case bus.IsTerminal(err):
+			s.log.Warn("membership of a resource cannot be synced", "offering", o.Config.Name, "resource", uuid, "err", err)
+		default:
 			errs = append(errs, err)
 		}
 	}

@@ -25,15 +25,16 @@ import (
 )
 
 type options struct {
-	sitebus      string
-	httpAddr     string
-	natsListen   string
-	simListen    string
-	demoInterval time.Duration
-	dataDir      string
-	keepData     bool
-	config       string
-	only         string
+	sitebus        string
+	httpAddr       string
+	natsListen     string
+	simListen      string
+	keycloakListen string
+	demoInterval   time.Duration
+	dataDir        string
+	keepData       bool
+	config         string
+	only           string
 }
 
 func parseFlags() options {
@@ -42,6 +43,7 @@ func parseFlags() options {
 	flag.StringVar(&o.httpAddr, "http-addr", "127.0.0.1:9090", "sitebus's /healthz, /readyz and /metrics address")
 	flag.StringVar(&o.natsListen, "nats-listen", "127.0.0.1:4222", "client address of sitebus's embedded NATS server")
 	flag.StringVar(&o.simListen, "sim-listen", "127.0.0.1:8080", "address of the Waldur simulator")
+	flag.StringVar(&o.keycloakListen, "keycloak-listen", "127.0.0.1:8180", "address of the Keycloak simulator")
 	flag.DurationVar(&o.demoInterval, "demo-interval", 5*time.Second, "create a demo order this often (0: never)")
 	flag.StringVar(&o.dataDir, "data-dir", "", "directory for the config and the JetStream store (default: a temporary one, removed on exit)")
 	flag.BoolVar(&o.keepData, "keep-data", false, "keep the temporary data directory on exit")

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sitebus/sitebus/e2e/harness"
+	"github.com/sitebus/sitebus/e2e/keycloaksim"
 	"github.com/sitebus/sitebus/e2e/kube"
 	"github.com/sitebus/sitebus/e2e/rabbitmq"
 	"github.com/sitebus/sitebus/e2e/waldursim"
@@ -26,6 +27,8 @@ type site struct {
 	kubeconfig string
 	// demoResource is the first demo order's resource; the demo flips its flags.
 	demoResource string
+	// keycloakURL of the Keycloak simulator ("" when not started).
+	keycloakURL string
 }
 
 func startSite(ctx context.Context, o options, log *slog.Logger, cleanup *stack) (*site, error) {
@@ -69,8 +72,40 @@ func startSite(ctx context.Context, o options, log *slog.Logger, cleanup *stack)
 		if err := s.startKubernetes(ctx, log, cleanup); err != nil {
 			return nil, err
 		}
+		if err := s.startKeycloak(o, log, cleanup); err != nil {
+			return nil, err
+		}
 	}
 	return s, nil
+}
+
+// startKeycloak serves the Keycloak simulator with the fixture team's
+// offering users, so demo namespaces get their access groups and members.
+func (s *site) startKeycloak(o options, log *slog.Logger, cleanup *stack) error {
+	var users []keycloaksim.User
+	seen := map[string]bool{}
+	for _, r := range s.fx.Resources {
+		for _, m := range r.Team {
+			if m.OfferingUserUsername != "" && !seen[m.OfferingUserUsername] {
+				seen[m.OfferingUserUsername] = true
+				users = append(users, keycloaksim.User{Username: m.OfferingUserUsername, Email: m.Email})
+			}
+		}
+	}
+	kc, err := keycloaksim.New(keycloaksim.Config{Realms: []keycloaksim.Realm{{Name: "waldur", Users: users}}, Logger: log})
+	if err != nil {
+		return err
+	}
+	if err := kc.Start(o.keycloakListen); err != nil {
+		return fmt.Errorf("start the Keycloak simulator on %s: %w", o.keycloakListen, err)
+	}
+	cleanup.push(func() {
+		log.Info("stopping the Keycloak simulator")
+		_ = kc.Close()
+	})
+	s.cfg.KeycloakURL = kc.URL()
+	s.keycloakURL = kc.URL()
+	return nil
 }
 
 // startKubernetes runs a local control plane (etcd, kube-apiserver,
@@ -170,6 +205,14 @@ func (s *site) demoOrder(ctx context.Context, admin *waldursim.AdminClient, n in
 		return
 	}
 	log.Info("demo order created", "order", res.Order.UUID, "resource", res.Resource.Name, "frames", len(res.Published))
+	// Give it the fixture's first team, so its access groups get members.
+	if len(s.fx.Resources) > 0 {
+		for _, m := range s.fx.Resources[0].Team {
+			if _, err := admin.SetTeam(ctx, waldursim.TeamRequest{ResourceUUID: res.Resource.UUID, Member: m, Granted: true}); err != nil && ctx.Err() == nil {
+				log.Warn("demo team", "err", err)
+			}
+		}
+	}
 	if s.demoResource == "" {
 		s.demoResource = res.Resource.UUID
 	}
@@ -205,6 +248,9 @@ func printBanner(o options, s *site, bin, cfgPath, dataDir string) {
 		line("  RabbitMQ          %s   management %s (%s / %s)", s.broker.WebSTOMPURL(), s.broker.MgmtURL(), s.broker.AdminUser, s.broker.AdminPass)
 		if o.demoInterval > 0 {
 			line("  demo              an order every %s, a resource change every %s", o.demoInterval, flagEvery*o.demoInterval)
+		}
+		if s.keycloakURL != "" {
+			line("  Keycloak sim      %s   (realm waldur; admin/admin in master)", s.keycloakURL)
 		}
 		if s.kubeconfig != "" {
 			line("  Kubernetes        kubectl --kubeconfig %s get managednamespaces -n waldur-system", s.kubeconfig)
