@@ -13,8 +13,9 @@ import (
 	"github.com/sitebus/sitebus/pkg/keycloak"
 )
 
-// serve starts one consumer per command.
-func (s *Service) serve(ctx context.Context) ([]*bus.Subscription, error) {
+// serve starts one consumer per command, recording each in s.subs (which
+// Run stops, also after a failed start).
+func (s *Service) serve(ctx context.Context) error {
 	starts := []func() (*bus.Subscription, error){
 		func() (*bus.Subscription, error) { return serveCmd(ctx, s, CmdEnsureGroups, s.ensureGroups) },
 		func() (*bus.Subscription, error) { return serveCmd(ctx, s, CmdDeleteGroups, s.deleteGroups) },
@@ -23,18 +24,14 @@ func (s *Service) serve(ctx context.Context) ([]*bus.Subscription, error) {
 		func() (*bus.Subscription, error) { return serveCmd(ctx, s, CmdRemoveMember, s.removeMember) },
 		func() (*bus.Subscription, error) { return serveCmd(ctx, s, CmdListMembers, s.listMembers) },
 	}
-	var subs []*bus.Subscription
 	for _, start := range starts {
 		sub, err := start()
 		if err != nil {
-			for _, started := range subs {
-				started.Stop(context.Background())
-			}
-			return nil, err
+			return err
 		}
-		subs = append(subs, sub)
+		s.subs.Add(sub)
 	}
-	return subs, nil
+	return nil
 }
 
 // serveCmd serves one command, classifying Keycloak's errors for the

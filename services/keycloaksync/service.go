@@ -126,8 +126,8 @@ type Service struct {
 	byOffering map[string]*realm
 	realms     []*realm
 
+	subs    bus.Subscriptions
 	mu      sync.Mutex
-	subs    []*bus.Subscription
 	pending jetstream.KeyValue
 }
 
@@ -182,13 +182,10 @@ func (s *Service) Run(ctx context.Context) error {
 	s.mu.Lock()
 	s.pending = pending
 	s.mu.Unlock()
-	subs, err := s.serve(ctx)
-	if err != nil {
+	defer s.subs.Stop(30 * time.Second)
+	if err := s.serve(ctx); err != nil {
 		return err
 	}
-	s.mu.Lock()
-	s.subs = subs
-	s.mu.Unlock()
 
 	var wg sync.WaitGroup
 	wg.Go(func() { every(ctx, s.cfg.PendingPeriod, s.retryPending) })
@@ -197,11 +194,6 @@ func (s *Service) Run(ctx context.Context) error {
 	}
 	<-ctx.Done()
 	wg.Wait()
-	stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	for _, sub := range subs {
-		sub.Stop(stopCtx)
-	}
 	return nil
 }
 
@@ -210,18 +202,7 @@ func (s *Service) Ready(ctx context.Context) error {
 	if len(s.realms) == 0 {
 		return nil
 	}
-	s.mu.Lock()
-	subs := s.subs
-	s.mu.Unlock()
-	if len(subs) == 0 {
-		return errors.New("keycloak-sync consumers not started")
-	}
-	for _, sub := range subs {
-		if err := sub.Check(ctx); err != nil {
-			return fmt.Errorf("%s: %w", sub.Name(), err)
-		}
-	}
-	return nil
+	return s.subs.Check(ctx)
 }
 
 // every calls fn each period until ctx ends.

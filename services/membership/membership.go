@@ -15,7 +15,6 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -72,9 +71,7 @@ type Service struct {
 	log       *slog.Logger
 	offerings map[string]Offering
 	changes   *prometheus.CounterVec
-
-	mu   sync.Mutex
-	subs []*bus.Subscription
+	subs      bus.Subscriptions
 }
 
 // New builds the service; Run starts it.
@@ -121,24 +118,19 @@ func (s *Service) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	defer s.subs.Stop(30 * time.Second)
+	s.subs.Add(serve)
 	evs, err := bus.Subscribe(ctx, s.bus, bus.ConsumerConfig{Name: Name, Stream: bus.EventsStream, FilterSubjects: filters,
 		MaxDeliver: s.cfg.MaxDeliver, Backoff: s.cfg.Backoff, AckWait: time.Minute}, s.handleEvent)
 	if err != nil {
-		serve.Stop(context.Background())
 		return err
 	}
-	s.mu.Lock()
-	s.subs = []*bus.Subscription{serve, evs}
-	s.mu.Unlock()
+	s.subs.Add(evs)
 	if s.cfg.Period > 0 {
 		s.periodic(ctx)
 	} else {
 		<-ctx.Done()
 	}
-	stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	serve.Stop(stopCtx)
-	evs.Stop(stopCtx)
 	return nil
 }
 
@@ -147,18 +139,7 @@ func (s *Service) Ready(ctx context.Context) error {
 	if len(s.offerings) == 0 {
 		return nil
 	}
-	s.mu.Lock()
-	subs := s.subs
-	s.mu.Unlock()
-	if len(subs) == 0 {
-		return errors.New("membership consumers not started")
-	}
-	for _, sub := range subs {
-		if err := sub.Check(ctx); err != nil {
-			return fmt.Errorf("%s: %w", sub.Name(), err)
-		}
-	}
-	return nil
+	return s.subs.Check(ctx)
 }
 
 func (s *Service) offering(hex string) (Offering, error) {

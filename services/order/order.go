@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -93,10 +92,8 @@ type Service struct {
 	log       *slog.Logger
 	tracer    trace.Tracer
 	offerings map[string]Offering // by offering UUID hex
-	sub       *bus.Subscription
 	coord     *saga.Coordinator
-	mu        sync.Mutex
-	subs      []*bus.Subscription
+	subs      bus.Subscriptions
 	outcomes  *prometheus.CounterVec
 	latency   *prometheus.HistogramVec
 }
@@ -153,59 +150,37 @@ func (s *Service) Run(ctx context.Context) error {
 	if err := s.bus.EnsureCommandStream(ctx, QuotaCommandService); err != nil {
 		return err
 	}
-	subs, err := s.serveCommands(ctx)
-	if err == nil {
-		var outcomes *bus.Subscription
-		if outcomes, err = s.watchOutcomes(ctx); err == nil {
-			subs = append(subs, outcomes)
-		}
-	}
-	var sub *bus.Subscription
-	if err == nil {
-		sub, err = bus.Subscribe(ctx, s.bus, bus.ConsumerConfig{
-			Name: Name, Stream: bus.EventsStream, FilterSubjects: filters,
-			MaxDeliver: s.cfg.MaxDeliver, Backoff: s.cfg.Backoff, AckWait: time.Minute,
-		}, s.handle)
-	}
-	stop := func() {
-		stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		for _, x := range subs {
-			x.Stop(stopCtx)
-		}
-		if sub != nil {
-			sub.Stop(stopCtx)
-		}
-	}
+	// Commands and saga outcomes first, so a saga never waits on a service
+	// that is not listening; order events last.
+	defer s.subs.Stop(30 * time.Second)
+	cmds, err := s.serveCommands(ctx)
+	s.subs.Add(cmds...)
 	if err != nil {
-		stop()
 		return err
 	}
-	s.mu.Lock()
-	s.sub, s.subs = sub, subs
-	s.mu.Unlock()
+	outcomes, err := s.watchOutcomes(ctx)
+	if err != nil {
+		return err
+	}
+	s.subs.Add(outcomes)
+	sub, err := bus.Subscribe(ctx, s.bus, bus.ConsumerConfig{
+		Name: Name, Stream: bus.EventsStream, FilterSubjects: filters,
+		MaxDeliver: s.cfg.MaxDeliver, Backoff: s.cfg.Backoff, AckWait: time.Minute,
+	}, s.handle)
+	if err != nil {
+		return err
+	}
+	s.subs.Add(sub)
 	<-ctx.Done()
-	stop()
 	return nil
 }
 
-// Ready reports whether the consumer is bound.
+// Ready reports whether the consumers are bound.
 func (s *Service) Ready(ctx context.Context) error {
 	if len(s.offerings) == 0 {
 		return nil
 	}
-	s.mu.Lock()
-	sub, subs := s.sub, s.subs
-	s.mu.Unlock()
-	if sub == nil {
-		return errors.New("order consumer not started")
-	}
-	for _, x := range append(subs, sub) {
-		if err := x.Check(ctx); err != nil {
-			return fmt.Errorf("%s: %w", x.Name(), err)
-		}
-	}
-	return nil
+	return s.subs.Check(ctx)
 }
 
 // QuotaCommandService is the command stream the order service sends Update

@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -68,9 +67,7 @@ type Service struct {
 	tracer    trace.Tracer
 	offerings map[string]order.Offering
 	applied   *prometheus.CounterVec
-
-	mu   sync.Mutex
-	subs []*bus.Subscription
+	subs      bus.Subscriptions
 }
 
 // New builds the service; Run starts it.
@@ -119,27 +116,21 @@ func (s *Service) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	defer s.subs.Stop(30 * time.Second)
+	s.subs.Add(cmds)
 	flags, err := bus.Subscribe(ctx, s.bus, bus.ConsumerConfig{
 		Name: "quota-flags", Stream: bus.EventsStream, FilterSubjects: resourceSubjects,
 		MaxDeliver: s.cfg.MaxDeliver, Backoff: s.cfg.Backoff, AckWait: time.Minute,
 	}, s.handleResourceEvent)
 	if err != nil {
-		cmds.Stop(context.Background())
 		return err
 	}
-	s.mu.Lock()
-	s.subs = []*bus.Subscription{cmds, flags}
-	s.mu.Unlock()
-
+	s.subs.Add(flags)
 	if s.cfg.SyncPeriod > 0 {
 		s.syncLoop(ctx)
 	} else {
 		<-ctx.Done()
 	}
-	stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cmds.Stop(stopCtx)
-	flags.Stop(stopCtx)
 	return nil
 }
 
@@ -148,18 +139,7 @@ func (s *Service) Ready(ctx context.Context) error {
 	if len(s.offerings) == 0 {
 		return nil
 	}
-	s.mu.Lock()
-	subs := s.subs
-	s.mu.Unlock()
-	if len(subs) == 0 {
-		return errors.New("quota consumers not started")
-	}
-	for _, sub := range subs {
-		if err := sub.Check(ctx); err != nil {
-			return fmt.Errorf("%s: %w", sub.Name(), err)
-		}
-	}
-	return nil
+	return s.subs.Check(ctx)
 }
 
 // handleCommand applies an Update order's limits and settles the order.
