@@ -395,10 +395,15 @@ func (c *Client) doURL(ctx context.Context, method string, u *url.URL, in, out a
 			}
 			return hdr, nil
 		}
-		lastErr = err
 		if ctx.Err() != nil {
+			// The deadline cut this attempt short: quote what Waldur said
+			// last, which is what an operator can act on.
+			if lastErr == nil {
+				lastErr = err
+			}
 			return nil, c.aborted(ctx, cl, attempt, lastErr)
 		}
+		lastErr = err
 		var ae *APIError
 		if errors.As(err, &ae) && ae.StatusCode == http.StatusUnauthorized {
 			c.auth.reset() // a revoked or expired OIDC token: fetch a new one next call
