@@ -466,7 +466,8 @@ func TestClientResilience(t *testing.T) {
 				defer cancel()
 				start := time.Now()
 				err := e.kc.Ping(short)
-				if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > time.Second {
+				// 100 attempts a second apart would take minutes; 5 s is loose for a loaded machine.
+				if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 5*time.Second {
 					t.Fatalf("got %v after %v", err, time.Since(start))
 				}
 			}},

@@ -360,7 +360,7 @@ func TestRealRetryAfterSleepIsCapped(t *testing.T) {
 	if err := c.RefreshLastSync(context.Background(), "r1"); err != nil {
 		t.Fatal(err)
 	}
-	if d := time.Since(start); d < 20*time.Millisecond || d > 2*time.Second {
+	if d := time.Since(start); d < 20*time.Millisecond || d > 10*time.Second {
 		t.Errorf("call took %v, want about 20ms (capped Retry-After)", d)
 	}
 	if srv.count() != 2 {
@@ -465,7 +465,8 @@ func TestCancelDuringBackoffReturnsPromptly(t *testing.T) {
 	time.AfterFunc(20*time.Millisecond, cancel)
 	start := time.Now()
 	_, err := c.Version(ctx)
-	if elapsed := time.Since(start); elapsed > time.Second {
+	// Far below the 30 s Retry-After it must not wait out, even on a loaded machine.
+	if elapsed := time.Since(start); elapsed > 10*time.Second {
 		t.Errorf("took %v, want prompt return on cancel", elapsed)
 	}
 	if !errors.Is(err, context.Canceled) {
@@ -679,7 +680,7 @@ func TestWaitPastDeadlineFailsFast(t *testing.T) {
 	defer cancel()
 	start := time.Now()
 	_, err := c.Version(ctx)
-	if elapsed := time.Since(start); elapsed > time.Second {
+	if elapsed := time.Since(start); elapsed > 4*time.Second {
 		t.Errorf("took %v; a 30s wait cannot fit a 5s deadline, so it should fail at once", elapsed)
 	}
 	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "maintenance") {
