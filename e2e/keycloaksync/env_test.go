@@ -8,14 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/sitebus/sitebus/e2e/harness"
 	"github.com/sitebus/sitebus/e2e/keycloaksim"
 	"github.com/sitebus/sitebus/e2e/waldursim"
 	"github.com/sitebus/sitebus/pkg/bus"
+	"github.com/sitebus/sitebus/pkg/bus/bustest"
 	"github.com/sitebus/sitebus/pkg/config"
-	"github.com/sitebus/sitebus/pkg/natsembed"
 	"github.com/sitebus/sitebus/pkg/waldur"
 	"github.com/sitebus/sitebus/services/keycloaksync"
 )
@@ -66,23 +64,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 	}
 	ws := waldursim.NewTestServer(t, waldursim.Config{Fixture: fx, Logger: log})
 
-	srv, err := natsembed.Start(natsembed.Options{StoreDir: t.TempDir(), Listen: "127.0.0.1:-1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
-	nc, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	b, err := bus.New(nc, bus.Config{Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.EnsureStreams(ctx(t)); err != nil {
-		t.Fatal(err)
-	}
+	b := bustest.New(t, bus.Config{Logger: log})
 
 	cfg, err := config.Parse(fmt.Appendf(nil, `offerings:
   - name: kc

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
@@ -20,8 +19,8 @@ import (
 	"github.com/sitebus/sitebus/e2e/waldursim"
 	"github.com/sitebus/sitebus/pkg/backend/managedns"
 	"github.com/sitebus/sitebus/pkg/bus"
+	"github.com/sitebus/sitebus/pkg/bus/bustest"
 	"github.com/sitebus/sitebus/pkg/config"
-	"github.com/sitebus/sitebus/pkg/natsembed"
 	"github.com/sitebus/sitebus/pkg/telemetry"
 	"github.com/sitebus/sitebus/pkg/waldur"
 	"github.com/sitebus/sitebus/services/order"
@@ -47,23 +46,7 @@ func TestOneOrderIsOneTrace(t *testing.T) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	log := slog.New(slog.DiscardHandler)
 
-	srv, err := natsembed.Start(natsembed.Options{StoreDir: t.TempDir(), Listen: "127.0.0.1:-1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
-	nc, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	b, err := bus.New(nc, bus.Config{TracerProvider: tp, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.EnsureStreams(c); err != nil {
-		t.Fatal(err)
-	}
+	b := bustest.New(t, bus.Config{TracerProvider: tp, Logger: log})
 
 	wsHost, wsPort, _ := strings.Cut(broker.WebSTOMPAddr(), ":")
 	cfg, err := config.Parse([]byte(fmt.Sprintf(`offerings:

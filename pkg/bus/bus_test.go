@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,36 +15,13 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/sitebus/sitebus/pkg/bus"
+	"github.com/sitebus/sitebus/pkg/bus/bustest"
 	sitebusv1 "github.com/sitebus/sitebus/pkg/gen/sitebus/v1"
-	"github.com/sitebus/sitebus/pkg/natsembed"
 )
 
 // newBus starts an embedded JetStream server for one test and returns a bus
 // with the standard streams.
-func newBus(t *testing.T, cfg bus.Config) *bus.Bus {
-	t.Helper()
-	s, err := natsembed.Start(natsembed.Options{StoreDir: t.TempDir(), Listen: "127.0.0.1:-1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
-	nc, err := nats.Connect(s.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	if cfg.Logger == nil && !testing.Verbose() {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
-	b, err := bus.New(nc, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.EnsureStreams(testCtx(t)); err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
+func newBus(t *testing.T, cfg bus.Config) *bus.Bus { return bustest.New(t, cfg) }
 
 func testCtx(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -26,13 +26,14 @@ type ConsumerConfig struct {
 	// FilterSubjects selects the subjects of Stream to consume.
 	FilterSubjects []string
 	// MaxDeliver is how many times a failing message is tried before it is
-	// dead-lettered. Default 8.
+	// dead-lettered. Default 10: with the default backoff, about four
+	// minutes of retries, enough to ride out a platform or Waldur restart.
 	MaxDeliver int
 	// AckWait is how long the server waits for a verdict before it redelivers
 	// (after a crash). Long handlers are kept alive with InProgress. Default 30s.
 	AckWait time.Duration
 	// Backoff schedules redeliveries after handler errors. Default exponential
-	// 1s..2m with jitter.
+	// 1s..1m with jitter.
 	Backoff Backoff
 	// Concurrency is how many messages are handled at once. Default 8.
 	Concurrency int
@@ -45,13 +46,13 @@ type ConsumerConfig struct {
 
 func (c *ConsumerConfig) setDefaults() {
 	if c.MaxDeliver == 0 {
-		c.MaxDeliver = 8
+		c.MaxDeliver = 10
 	}
 	if c.AckWait == 0 {
 		c.AckWait = 30 * time.Second
 	}
 	if c.Backoff == nil {
-		c.Backoff = ExponentialBackoff(time.Second, 2*time.Minute)
+		c.Backoff = ExponentialBackoff(time.Second, time.Minute)
 	}
 	if c.Concurrency == 0 {
 		c.Concurrency = 8

@@ -23,31 +23,19 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/sitebus/sitebus/pkg/bus"
-	"github.com/sitebus/sitebus/pkg/natsembed"
+	"github.com/sitebus/sitebus/pkg/bus/bustest"
 	"github.com/sitebus/sitebus/pkg/saga"
 )
 
 // --- harness -----------------------------------------------------------------
 
-func startServer(t *testing.T) *server.Server {
-	t.Helper()
-	s, err := natsembed.Start(natsembed.Options{StoreDir: t.TempDir(), Listen: "127.0.0.1:-1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
-	return s
-}
+func startServer(t *testing.T) *server.Server { return bustest.Server(t) }
 
 // connect opens a connection of its own, so a test can cut one coordinator
 // off the bus (a crash) while another keeps working.
 func connect(t *testing.T, s *server.Server) (*nats.Conn, jetstream.JetStream) {
 	t.Helper()
-	nc, err := nats.Connect(s.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
+	nc := bustest.Connect(t, s)
 	js, err := jetstream.New(nc)
 	if err != nil {
 		t.Fatal(err)

@@ -76,12 +76,6 @@ type Service struct {
 
 // New builds the service; Run starts it.
 func New(b *bus.Bus, cfg Config) (*Service, error) {
-	if cfg.MaxDeliver == 0 {
-		cfg.MaxDeliver = 10
-	}
-	if cfg.Backoff == nil {
-		cfg.Backoff = bus.ExponentialBackoff(time.Second, time.Minute)
-	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}

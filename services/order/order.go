@@ -49,8 +49,8 @@ type Offering struct {
 type Config struct {
 	Offerings []Offering
 	// MaxDeliver and Backoff bound retries of transient failures (platform
-	// or Waldur unreachable). The defaults retry for about four minutes
-	// before the order is marked erred.
+	// or Waldur unreachable); zero values take the bus's defaults (about
+	// four minutes of retries) before the order is marked erred.
 	MaxDeliver int
 	Backoff    bus.Backoff
 
@@ -60,12 +60,6 @@ type Config struct {
 }
 
 func (c *Config) setDefaults() {
-	if c.MaxDeliver == 0 {
-		c.MaxDeliver = 10
-	}
-	if c.Backoff == nil {
-		c.Backoff = bus.ExponentialBackoff(time.Second, time.Minute)
-	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}

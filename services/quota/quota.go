@@ -45,12 +45,6 @@ type Config struct {
 }
 
 func (c *Config) setDefaults() {
-	if c.MaxDeliver == 0 {
-		c.MaxDeliver = 10
-	}
-	if c.Backoff == nil {
-		c.Backoff = bus.ExponentialBackoff(time.Second, time.Minute)
-	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}

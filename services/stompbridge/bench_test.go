@@ -9,13 +9,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/sitebus/sitebus/pkg/bus"
+	"github.com/sitebus/sitebus/pkg/bus/bustest"
 	"github.com/sitebus/sitebus/pkg/config"
 	sitebusv1 "github.com/sitebus/sitebus/pkg/gen/sitebus/v1"
-	"github.com/sitebus/sitebus/pkg/natsembed"
 )
 
 // batch is how many events one benchmark iteration moves through each path.
@@ -28,24 +27,8 @@ const batch = 2000
 // same payloads on the same server. It reports both rates and their ratio.
 // The broker's own delivery and the STOMP ack frame are outside both paths.
 func BenchmarkIngest(b *testing.B) {
-	srv, err := natsembed.Start(natsembed.Options{StoreDir: b.TempDir(), Listen: "127.0.0.1:-1"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
 	ctx := context.Background()
-	nc, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(nc.Close)
-	bs, err := bus.New(nc, bus.Config{Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := bs.EnsureStreams(ctx); err != nil {
-		b.Fatal(err)
-	}
+	bs := bustest.New(b, bus.Config{Logger: slog.New(slog.DiscardHandler)})
 	// The raw path gets its own stream with the same settings.
 	js := bs.JetStream()
 	if _, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: "RAW", Subjects: []string{"raw.>"}, Storage: jetstream.FileStorage, Duplicates: 15 * time.Minute}); err != nil {

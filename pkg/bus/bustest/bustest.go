@@ -1,0 +1,65 @@
+// Package bustest gives tests a real JetStream: an embedded NATS server
+// with its file store in a temporary directory, connections and a bus on
+// it, all closed by t.Cleanup.
+package bustest
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+
+	"github.com/sitebus/sitebus/pkg/bus"
+	"github.com/sitebus/sitebus/pkg/natsembed"
+)
+
+// Server starts an embedded JetStream server on a free loopback port.
+func Server(t testing.TB) *server.Server {
+	t.Helper()
+	s, err := natsembed.Start(natsembed.Options{StoreDir: t.TempDir(), Listen: "127.0.0.1:-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
+	return s
+}
+
+// Connect opens a connection of its own to s, so a test can cut one
+// component off the bus (a crash) while others keep working.
+func Connect(t testing.TB, s *server.Server) *nats.Conn {
+	t.Helper()
+	nc, err := nats.Connect(s.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
+}
+
+// New returns a bus with sitebus's streams on a fresh server. Without a
+// logger in cfg, the bus is quiet unless the test runs with -v.
+func New(t testing.TB, cfg bus.Config) *bus.Bus {
+	t.Helper()
+	return On(t, Server(t), cfg)
+}
+
+// On returns a bus with sitebus's streams on server s.
+func On(t testing.TB, s *server.Server, cfg bus.Config) *bus.Bus {
+	t.Helper()
+	if cfg.Logger == nil && !testing.Verbose() {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	b, err := bus.New(Connect(t, s), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := b.EnsureStreams(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
