@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/sitebus/sitebus/e2e/harness"
+	"github.com/sitebus/sitebus/e2e/testenv"
 )
 
 // Version is the Kubernetes release whose binaries the cluster runs; it
@@ -59,9 +60,8 @@ func etcdPath() (string, error) {
 	return "", errors.New("etcd not found (apt-get install etcd-server)")
 }
 
-// InCI reports whether the environment says we run in CI, where a missing
-// control plane is a failure rather than a reason to skip.
-func InCI() bool { return os.Getenv("CI") == "true" }
+// InCI reports whether we run in CI, where a missing dependency fails.
+func InCI() bool { return testenv.InCI() }
 
 // Require skips t (printing the reason) when no cluster can be started
 // locally, and fails it in CI.
@@ -74,8 +74,5 @@ func Require(t testing.TB) {
 
 func unavailable(t testing.TB, err error) {
 	t.Helper()
-	if InCI() {
-		t.Fatalf("Kubernetes control plane required in CI (CI=true): %v", err)
-	}
-	t.Skipf("skipping: Kubernetes control plane not available: %v", err)
+	testenv.Require(t, "Kubernetes control plane", err)
 }

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/restmapper"
 
 	"github.com/sitebus/sitebus/e2e/harness"
+	"github.com/sitebus/sitebus/e2e/testenv"
 )
 
 // Component names, for LogTail.
@@ -93,7 +94,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	ports, err := freePorts(4)
+	ports, err := testenv.FreePorts(4)
 	if err != nil {
 		return nil, fmt.Errorf("reserve ports: %w", err)
 	}

@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"os/user"
 	"testing"
+
+	"github.com/sitebus/sitebus/e2e/testenv"
 )
 
 const (
@@ -36,9 +38,8 @@ func Available() error {
 	return nil
 }
 
-// InCI reports whether the environment says we run in CI, where a missing
-// broker is a failure rather than a reason to skip.
-func InCI() bool { return os.Getenv("CI") == "true" }
+// InCI reports whether we run in CI, where a missing dependency fails.
+func InCI() bool { return testenv.InCI() }
 
 // Require skips t (printing the reason) when no broker can be started
 // locally, and fails it in CI.
@@ -51,8 +52,5 @@ func Require(t testing.TB) {
 
 func unavailable(t testing.TB, err error) {
 	t.Helper()
-	if InCI() {
-		t.Fatalf("RabbitMQ required in CI (CI=true): %v", err)
-	}
-	t.Skipf("skipping: RabbitMQ not available: %v", err)
+	testenv.Require(t, "RabbitMQ", err)
 }

@@ -18,6 +18,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/sitebus/sitebus/e2e/testenv"
 )
 
 // WebSTOMPPath is the Web-STOMP endpoint path Waldur deploys (and the site
@@ -103,7 +105,7 @@ func Start(ctx context.Context, opts Options) (*Broker, error) {
 	if err != nil {
 		return nil, err
 	}
-	ports, err := freePorts(7)
+	ports, err := testenv.FreePorts(7)
 	if err != nil {
 		return nil, err
 	}
@@ -480,27 +482,6 @@ func waitPort(ctx context.Context, port int) error {
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-}
-
-// freePorts reserves n distinct loopback ports by listening on :0 and
-// releasing them; the window for a clash is tiny on a test machine.
-func freePorts(n int) ([]int, error) {
-	ports := make([]int, 0, n)
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }
 
 func randomHex(n int) string {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/sitebus/sitebus/e2e/harness"
 	"github.com/sitebus/sitebus/e2e/rabbitmq"
+	"github.com/sitebus/sitebus/e2e/testenv"
 	"github.com/sitebus/sitebus/e2e/waldursim"
 	"github.com/sitebus/sitebus/pkg/config"
 )
@@ -88,7 +88,7 @@ func (in *instance) prepare(e *env) error {
 	for _, o := range loaded.Offerings {
 		in.types = append(in.types, o.ObservableObjectTypes()...)
 	}
-	ports, err := freePorts(2)
+	ports, err := testenv.FreePorts(2)
 	if err != nil {
 		return err
 	}
@@ -214,18 +214,4 @@ func (in *instance) simURL() string {
 		return "(none)"
 	}
 	return in.sim.URL()
-}
-
-// freePorts returns n distinct loopback ports that were free a moment ago.
-func freePorts(n int) ([]int, error) {
-	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }
