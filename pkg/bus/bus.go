@@ -13,6 +13,8 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/sitebus/sitebus/pkg/keylock"
 )
 
 // Config configures a Bus. The zero value is usable: defaults are filled in
@@ -28,6 +30,10 @@ type Config struct {
 	DLQMaxAge time.Duration
 	// Replicas of each stream: 1 for a single server, 3 on a JetStream cluster.
 	Replicas int
+
+	// Locker serialises handlers by ordering key across every consumer of
+	// this Bus. Default: an in-process keylock.Local.
+	Locker keylock.Locker
 
 	Logger         *slog.Logger
 	Registerer     prometheus.Registerer
@@ -46,6 +52,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Replicas == 0 {
 		c.Replicas = 1
+	}
+	if c.Locker == nil {
+		c.Locker = &keylock.Local{}
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -81,6 +90,7 @@ type Bus struct {
 	tracer  trace.Tracer
 	prop    propagation.TextMapPropagator
 	calls   callState
+	locks   keylock.Locker
 }
 
 // New wraps an established NATS connection. It does not create streams; call
@@ -102,6 +112,7 @@ func New(nc *nats.Conn, cfg Config) (*Bus, error) {
 		metrics: newMetrics(cfg.Registerer),
 		tracer:  cfg.TracerProvider.Tracer("github.com/sitebus/sitebus/pkg/bus"),
 		prop:    propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}),
+		locks:   cfg.Locker,
 	}, nil
 }
 

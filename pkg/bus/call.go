@@ -16,7 +16,8 @@ import (
 const DefaultCallTimeout = 5 * time.Minute
 
 type callOptions struct {
-	key string
+	key         string
+	orderingKey string
 }
 
 // CallOption adjusts one Call.
@@ -28,6 +29,11 @@ type CallOption func(*callOptions)
 // the key from the saga and the step. Without it a random key is used and
 // the call is not idempotent across restarts.
 func WithKey(key string) CallOption { return func(o *callOptions) { o.key = key } }
+
+// CallOrderingKey names what the command is about (e.g.
+// "resource:<uuid>"): the serving process runs it only when no other
+// message with that key is being handled, events and commands alike.
+func CallOrderingKey(key string) CallOption { return func(o *callOptions) { o.orderingKey = key } }
 
 // CommandSubject is the subject of one command of a service.
 func CommandSubject(service, command string) (string, error) {
@@ -118,6 +124,9 @@ func (b *Bus) Call(ctx context.Context, service, command string, req, resp proto
 	msg.Header.Set(HeaderContentType, ContentTypeProtobuf)
 	msg.Header.Set(HeaderMessageType, string(req.ProtoReflect().Descriptor().FullName()))
 	msg.Header.Set(HeaderCallKey, o.key)
+	if o.orderingKey != "" {
+		msg.Header.Set(HeaderOrderingKey, o.orderingKey)
+	}
 	msgID := o.key
 	if stale > 0 {
 		// Re-issue a command the service gave up on: a new message id, the

@@ -12,6 +12,7 @@ type metrics struct {
 	handled      *prometheus.CounterVec
 	deadLettered *prometheus.CounterVec
 	latency      *prometheus.HistogramVec
+	wait         *prometheus.HistogramVec
 }
 
 // newMetrics registers the bus metrics on reg (nil: not exported). A second
@@ -34,8 +35,13 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "sitebus_bus_handler_duration_seconds", Help: "Handler latency by consumer.",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
 		}, []string{"consumer"}),
+		wait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "sitebus_bus_wait_seconds", Help: "Time a delivered message waited for its ordering key and a handler slot, by consumer.",
+			Buckets: []float64{.0001, .0005, .001, .005, .01, .05, .1, .5, 1, 5, 30},
+		}, []string{"consumer"}),
 	}
 	m.published = telemetry.Register(reg, m.published)
+	m.wait = telemetry.Register(reg, m.wait)
 	m.publishErrs = telemetry.Register(reg, m.publishErrs)
 	m.handled = telemetry.Register(reg, m.handled)
 	m.deadLettered = telemetry.Register(reg, m.deadLettered)

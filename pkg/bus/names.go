@@ -25,6 +25,9 @@ const (
 	HeaderMsgID       = "Nats-Msg-Id"
 	HeaderContentType = "Content-Type"
 	HeaderMessageType = "Sitebus-Type"
+	// HeaderOrderingKey names what a message is about (e.g. resource:<uuid>):
+	// a process handles messages with the same key one at a time, in order.
+	HeaderOrderingKey = "Sitebus-Ordering-Key"
 
 	HeaderDLQReason     = "Sitebus-Dlq-Reason"
 	HeaderDLQSource     = "Sitebus-Dlq-Source"

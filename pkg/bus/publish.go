@@ -25,6 +25,10 @@ type PublishOption func(*publishOptions)
 // often it is published within the duplicate window.
 func WithMsgID(id string) PublishOption { return func(o *publishOptions) { o.msgID = id } }
 
+// WithOrderingKey names what the message is about (e.g. "resource:<uuid>"):
+// consumers handle messages with the same key one at a time, in order.
+func WithOrderingKey(key string) PublishOption { return WithHeader(HeaderOrderingKey, key) }
+
 // WithHeader adds a header to the published message.
 func WithHeader(key, value string) PublishOption {
 	return func(o *publishOptions) {

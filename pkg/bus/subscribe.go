@@ -14,6 +14,8 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/sitebus/sitebus/pkg/keylock"
 )
 
 // ConsumerConfig configures one durable pull consumer and the loop around its
@@ -42,6 +44,12 @@ type ConsumerConfig struct {
 	HandlerTimeout time.Duration
 	// DeliverPolicy for a consumer created for the first time. Default all.
 	DeliverPolicy jetstream.DeliverPolicy
+	// OrderingKey names what a message is about when its publisher did not
+	// say (no Sitebus-Ordering-Key header), e.g. "order:<uuid>" from a
+	// Waldur event's body. Messages with the same key are handled one at a
+	// time and in delivery order by every consumer of the Bus; "" or nil:
+	// the message is not serialised.
+	OrderingKey func(subject string, data []byte) string
 }
 
 func (c *ConsumerConfig) setDefaults() {
@@ -182,12 +190,23 @@ func subscribe(ctx context.Context, b *Bus, cfg ConsumerConfig, decodeAndHandle 
 		return nil, fmt.Errorf("bus: subscribe to %s: %w", adv, err)
 	}
 
+	// The callback only queues the message under its ordering key (so the
+	// queue follows delivery order) and hands it to a goroutine; the wait
+	// for the key and for a handler slot happens there, so one busy key
+	// never holds up messages of other keys. MaxAckPending bounds how many
+	// goroutines can be waiting.
 	handle := func(m jetstream.Msg) {
-		s.sem <- struct{}{}
+		var ticket keylock.Ticket
+		if key := s.orderingKey(m); key != "" {
+			ticket = b.locks.Enqueue(key)
+		}
 		s.inflight.Add(1)
 		go func() {
-			defer func() { <-s.sem; s.inflight.Done() }()
-			s.process(m, decodeAndHandle)
+			defer s.inflight.Done()
+			if ticket != nil {
+				defer ticket.Release()
+			}
+			s.process(m, ticket, decodeAndHandle)
 		}()
 	}
 	s.cc, err = cons.Consume(handle,
@@ -231,7 +250,36 @@ func (s *Subscription) Stop(ctx context.Context) {
 	})
 }
 
-func (s *Subscription) process(m jetstream.Msg, decodeAndHandle func(context.Context, []byte) error) {
+// orderingKey is the publisher's key, else the consumer's OrderingKey.
+func (s *Subscription) orderingKey(m jetstream.Msg) string {
+	if k := m.Headers().Get(HeaderOrderingKey); k != "" {
+		return k
+	}
+	if s.cfg.OrderingKey != nil {
+		return s.cfg.OrderingKey(m.Subject(), m.Data())
+	}
+	return ""
+}
+
+// wait takes the message's turn on its key, then a handler slot. false:
+// the subscription stopped first; the message is left to redelivery.
+func (s *Subscription) wait(ticket keylock.Ticket, consumer string) bool {
+	start := time.Now()
+	if ticket != nil {
+		if err := ticket.Wait(s.ctx); err != nil {
+			return false
+		}
+	}
+	select {
+	case s.sem <- struct{}{}:
+	case <-s.ctx.Done():
+		return false
+	}
+	s.bus.metrics.wait.WithLabelValues(consumer).Observe(time.Since(start).Seconds())
+	return true
+}
+
+func (s *Subscription) process(m jetstream.Msg, ticket keylock.Ticket, decodeAndHandle func(context.Context, []byte) error) {
 	b := s.bus
 	meta, err := m.Metadata()
 	if err != nil {
@@ -258,11 +306,11 @@ func (s *Subscription) process(m jetstream.Msg, decodeAndHandle func(context.Con
 		))
 	defer span.End()
 	ctx = context.WithValue(ctx, deliveryKey{}, d)
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.HandlerTimeout)
-	defer cancel()
 
-	// Keep the message ours while the handler runs longer than AckWait allows.
+	// Keep the message ours while it waits for its key and while the
+	// handler runs longer than AckWait allows.
 	stopKeepAlive := make(chan struct{})
+	defer close(stopKeepAlive)
 	go func() {
 		t := time.NewTicker(s.cfg.AckWait / 3)
 		defer t.Stop()
@@ -275,9 +323,14 @@ func (s *Subscription) process(m jetstream.Msg, decodeAndHandle func(context.Con
 			}
 		}
 	}()
+	if !s.wait(ticket, s.cfg.Name) {
+		return
+	}
+	defer func() { <-s.sem }()
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.HandlerTimeout)
+	defer cancel()
 	start := time.Now()
 	herr := safeCall(ctx, m.Data(), decodeAndHandle)
-	close(stopKeepAlive)
 	b.metrics.latency.WithLabelValues(s.cfg.Name).Observe(time.Since(start).Seconds())
 
 	log := b.log.With("consumer", s.cfg.Name, "subject", d.Subject, "seq", d.StreamSeq, "delivered", d.NumDelivered)
