@@ -120,6 +120,10 @@ func New(nc *nats.Conn, cfg Config) (*Bus, error) {
 // tests) that need more than the bus offers.
 func (b *Bus) JetStream() jetstream.JetStream { return b.js }
 
+// Locker is the ordering-key lock shared by this Bus's consumers, for
+// handlers that learn a further key while running (an order's resource).
+func (b *Bus) Locker() keylock.Locker { return b.locks }
+
 // Conn is the underlying NATS connection.
 func (b *Bus) Conn() *nats.Conn { return b.nc }
 

@@ -27,7 +27,13 @@ func WithMsgID(id string) PublishOption { return func(o *publishOptions) { o.msg
 
 // WithOrderingKey names what the message is about (e.g. "resource:<uuid>"):
 // consumers handle messages with the same key one at a time, in order.
-func WithOrderingKey(key string) PublishOption { return WithHeader(HeaderOrderingKey, key) }
+// An empty key adds nothing.
+func WithOrderingKey(key string) PublishOption {
+	if key == "" {
+		return func(*publishOptions) {}
+	}
+	return WithHeader(HeaderOrderingKey, key)
+}
 
 // WithHeader adds a header to the published message.
 func WithHeader(key, value string) PublishOption {

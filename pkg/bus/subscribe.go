@@ -32,7 +32,10 @@ type ConsumerConfig struct {
 	// minutes of retries, enough to ride out a platform or Waldur restart.
 	MaxDeliver int
 	// AckWait is how long the server waits for a verdict before it redelivers
-	// (after a crash). Long handlers are kept alive with InProgress. Default 30s.
+	// (after a crash). It is short so that a restarted process gets the work
+	// its predecessor was killed in within seconds; a live handler, and a
+	// message waiting for its ordering key, are kept with InProgress every
+	// AckWait/3. Default 3s.
 	AckWait time.Duration
 	// Backoff schedules redeliveries after handler errors. Default exponential
 	// 1s..1m with jitter.
@@ -57,7 +60,7 @@ func (c *ConsumerConfig) setDefaults() {
 		c.MaxDeliver = 10
 	}
 	if c.AckWait == 0 {
-		c.AckWait = 30 * time.Second
+		c.AckWait = 3 * time.Second
 	}
 	if c.Backoff == nil {
 		c.Backoff = ExponentialBackoff(time.Second, time.Minute)

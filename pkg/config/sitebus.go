@@ -19,7 +19,7 @@ type Sitebus struct {
 	KeycloakPendingPeriod time.Duration `json:"keycloak_pending_period,omitempty"`
 	// SagaLease is how long a saga coordinator owns a saga without renewing
 	// it; another coordinator takes over a dead one's sagas after it
-	// (periods.saga_lease; default 30s).
+	// (periods.saga_lease; default 6s).
 	SagaLease time.Duration `json:"saga_lease,omitempty"`
 
 	Streams Streams `json:"streams"`

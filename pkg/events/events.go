@@ -153,3 +153,37 @@ type UserRoleMessage struct {
 // NonActionableOrderStates are order states the site has nothing to do for
 // (the Python agent's STOMP handler skips the same set).
 var NonActionableOrderStates = []string{"done", "erred", "pending-consumer", "canceled", "rejected", "pending-project", "pending-start-date"}
+
+// OrderingKey names what an event is about, so that events about one thing
+// are handled one at a time and in order: "order:<hex>" for an order (its
+// resource is only known once the order is read), "resource:<hex>" for
+// events of one resource, "project:<hex>" for project-wide role changes.
+// "" when the body names none of them.
+func OrderingKey(objectType string, body []byte) string {
+	var f struct {
+		OrderUUID    string `json:"order_uuid"`
+		ResourceUUID string `json:"resource_uuid"`
+		ProjectUUID  string `json:"project_uuid"`
+	}
+	if json.Unmarshal(body, &f) != nil {
+		return ""
+	}
+	switch {
+	case objectType == Order && IsUUID(f.OrderUUID):
+		return "order:" + HexUUID(f.OrderUUID)
+	case objectType == Order:
+		return ""
+	case IsUUID(f.ResourceUUID):
+		return "resource:" + HexUUID(f.ResourceUUID)
+	case objectType == UserRole && IsUUID(f.ProjectUUID):
+		return "project:" + HexUUID(f.ProjectUUID)
+	}
+	return ""
+}
+
+// OrderKey and ResourceKey are the ordering keys of one order and one
+// resource, for messages that are not Waldur events (commands, outcomes).
+func OrderKey(uuid string) string { return "order:" + HexUUID(uuid) }
+
+// ResourceKey: see OrderKey.
+func ResourceKey(uuid string) string { return "resource:" + HexUUID(uuid) }

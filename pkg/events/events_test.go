@@ -52,3 +52,28 @@ func TestObjectTypesCoverWaldurEnum(t *testing.T) {
 		t.Error("HexUUID does not normalise")
 	}
 }
+
+func TestOrderingKey(t *testing.T) {
+	const hex = "0123456789abcdef0123456789abcdef"
+	const dashed = "01234567-89ab-cdef-0123-456789abcdef"
+	tests := map[string]struct {
+		objectType, body, want string
+	}{
+		"order by its order uuid, dashes removed":       {events.Order, `{"order_uuid":"` + dashed + `"}`, "order:" + hex},
+		"order without a valid uuid has no key":         {events.Order, `{"order_uuid":"nope","resource_uuid":"` + hex + `"}`, ""},
+		"resource event by its resource":                {events.Resource, `{"resource_uuid":"` + hex + `"}`, "resource:" + hex},
+		"role event of one resource by the resource":    {events.UserRole, `{"resource_uuid":"` + hex + `","project_uuid":"ffffffffffffffffffffffffffffffff"}`, "resource:" + hex},
+		"project-wide role event by the project":        {events.UserRole, `{"project_uuid":"` + dashed + `"}`, "project:" + hex},
+		"periodic limits by the resource":               {events.ResourcePeriodicLimits, `{"resource_uuid":"` + hex + `"}`, "resource:" + hex},
+		"body that is not JSON has no key":              {events.Resource, `not json`, ""},
+		"event naming nothing serialisable has no key":  {events.UserProfile, `{}`, ""},
+		"upper-case uuid is the same key as lower-case": {events.Resource, `{"resource_uuid":"0123456789ABCDEF0123456789ABCDEF"}`, "resource:" + hex},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got := events.OrderingKey(tc.objectType, []byte(tc.body)); got != tc.want {
+				t.Fatalf("OrderingKey(%s, %s) = %q, want %q", tc.objectType, tc.body, got, tc.want)
+			}
+		})
+	}
+}

@@ -45,12 +45,16 @@ type Config struct {
 	// Replicas of the bucket and the outcome stream when they are created.
 	// Default 1.
 	Replicas int
-	// Owner identifies this coordinator in leases. It must be unique per
-	// process. Default hostname-<random>.
+	// Owner identifies this coordinator in leases. It must be unique among
+	// the processes that run at the same time. A process that keeps it
+	// across restarts (sitebus keeps it in its data dir) resumes its own
+	// sagas at once after a crash instead of waiting for their leases.
+	// Default hostname-<random>.
 	Owner string
 	// LeaseTTL is how long a saga stays with its coordinator without a
-	// renewal; a crashed coordinator's sagas are taken over after it.
-	// Default 30s.
+	// renewal; another coordinator takes over a crashed one's sagas after
+	// it. Leases are renewed every LeaseTTL/3, so a short TTL costs a few
+	// key-value writes per running saga. Default 6s.
 	LeaseTTL time.Duration
 	// Concurrency is how many sagas one coordinator drives at once.
 	// Default 16.
@@ -81,7 +85,7 @@ func (c *Config) setDefaults() {
 		c.Owner = host + "-" + nuid.Next()
 	}
 	if c.LeaseTTL == 0 {
-		c.LeaseTTL = 30 * time.Second
+		c.LeaseTTL = 6 * time.Second
 	}
 	if c.Concurrency == 0 {
 		c.Concurrency = 16

@@ -102,6 +102,15 @@ func Run(ctx context.Context, opts Options) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
+	// The identity (and the data dir's lock) before the embedded server
+	// opens its store in the same directory.
+	id, err := loadIdentity(cfg.Sitebus.DataDir)
+	if err != nil {
+		return err
+	}
+	defer id.Close()
+	log.Info("process identity", "identity", id.Name, "data_dir", cfg.Sitebus.DataDir)
+
 	nc, stopNATS, err := connectNATS(cfg, &opts, log)
 	if err != nil {
 		return err
@@ -141,7 +150,7 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	h.streamsReady()
 
-	deps := &deps{cfg: cfg, bus: b, offerings: offerings, log: log, reg: reg, tp: tp, version: opts.Version}
+	deps := &deps{cfg: cfg, bus: b, offerings: offerings, log: log, reg: reg, tp: tp, version: opts.Version, identity: id.Name}
 	deps.backends.d = deps
 	var running []Service
 	for _, name := range services {
@@ -313,6 +322,7 @@ type deps struct {
 	reg       prometheus.Registerer
 	tp        trace.TracerProvider
 	version   string
+	identity  string
 	backends  backends
 }
 
@@ -349,7 +359,7 @@ func (d *deps) build(name string) (Service, error) {
 		}
 		return membership.New(d.bus, membership.Config{Offerings: offerings, Period: d.cfg.Periods.MembershipSync, Logger: d.log, Registerer: d.reg})
 	case sagas.Name:
-		return sagas.New(d.bus, sagas.Config{Logger: d.log, Registerer: d.reg, TracerProvider: d.tp, LeaseTTL: d.cfg.Sitebus.SagaLease})
+		return sagas.New(d.bus, sagas.Config{Logger: d.log, Registerer: d.reg, TracerProvider: d.tp, LeaseTTL: d.cfg.Sitebus.SagaLease, Owner: d.identity})
 	}
 	return nil, errors.New("unknown service")
 }

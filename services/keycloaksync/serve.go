@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -45,7 +44,7 @@ func serveCmd[Req, Resp any, PReq interface {
 }](ctx context.Context, s *Service, cmd string, h func(context.Context, PReq) (PResp, error)) (*bus.Subscription, error) {
 	return bus.Serve(ctx, s.bus, bus.ServeConfig{
 		Service: Name, Command: cmd,
-		Consumer: bus.ConsumerConfig{MaxDeliver: s.cfg.MaxDeliver, Backoff: s.cfg.Backoff, AckWait: time.Minute},
+		Consumer: bus.ConsumerConfig{MaxDeliver: s.cfg.MaxDeliver, Backoff: s.cfg.Backoff},
 	}, func(ctx context.Context, req PReq) (PResp, error) {
 		resp, err := h(ctx, req)
 		err = classify(err)

@@ -108,14 +108,14 @@ func (s *Service) Run(ctx context.Context) error {
 	}
 	slices.Sort(filters)
 	serve, err := bus.Serve(ctx, s.bus, bus.ServeConfig{Service: Name, Command: sagas.CmdSyncResource,
-		Consumer: bus.ConsumerConfig{MaxDeliver: s.cfg.MaxDeliver, Backoff: s.cfg.Backoff, AckWait: time.Minute}}, s.serveSync)
+		Consumer: bus.ConsumerConfig{MaxDeliver: s.cfg.MaxDeliver, Backoff: s.cfg.Backoff}}, s.serveSync)
 	if err != nil {
 		return err
 	}
 	defer s.subs.Stop(30 * time.Second)
 	s.subs.Add(serve)
 	evs, err := bus.Subscribe(ctx, s.bus, bus.ConsumerConfig{Name: Name, Stream: bus.EventsStream, FilterSubjects: filters,
-		MaxDeliver: s.cfg.MaxDeliver, Backoff: s.cfg.Backoff, AckWait: time.Minute}, s.handleEvent)
+		MaxDeliver: s.cfg.MaxDeliver, Backoff: s.cfg.Backoff, OrderingKey: bus.WaldurEventKey}, s.handleEvent)
 	if err != nil {
 		return err
 	}

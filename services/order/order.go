@@ -159,7 +159,8 @@ func (s *Service) Run(ctx context.Context) error {
 	s.subs.Add(outcomes)
 	sub, err := bus.Subscribe(ctx, s.bus, bus.ConsumerConfig{
 		Name: Name, Stream: bus.EventsStream, FilterSubjects: filters,
-		MaxDeliver: s.cfg.MaxDeliver, Backoff: s.cfg.Backoff, AckWait: time.Minute,
+		MaxDeliver: s.cfg.MaxDeliver, Backoff: s.cfg.Backoff,
+		OrderingKey: bus.WaldurEventKey,
 	}, s.handle)
 	if err != nil {
 		return err

@@ -12,6 +12,7 @@ import (
 	"github.com/sitebus/sitebus/pkg/events"
 	"github.com/sitebus/sitebus/pkg/failpoint"
 	sitebusv1 "github.com/sitebus/sitebus/pkg/gen/sitebus/v1"
+	"github.com/sitebus/sitebus/pkg/keylock"
 	"github.com/sitebus/sitebus/pkg/waldur"
 )
 
@@ -61,9 +62,9 @@ func (p *processor) process(ctx context.Context) (typ, outcome string, err error
 	}
 	switch order.Type {
 	case waldur.OrderTypeCreate, waldur.OrderTypeRestore:
-		err = p.create(ctx, order)
+		err = p.holdingResource(ctx, order, p.create)
 	case waldur.OrderTypeTerminate:
-		err = p.terminate(ctx, order)
+		err = p.holdingResource(ctx, order, p.terminate)
 	case waldur.OrderTypeUpdate:
 		return typ, outcomeDelegated, p.delegateUpdate(ctx, order)
 	default:
@@ -76,6 +77,17 @@ func (p *processor) process(ctx context.Context) (typ, outcome string, err error
 		return typ, "", err
 	}
 	return typ, outcomeDone, p.markDone(ctx)
+}
+
+// holdingResource runs fn while this process handles nothing else about
+// the order's resource: the event held the order's key, and only the
+// order says which resource it changes.
+func (p *processor) holdingResource(ctx context.Context, order *waldur.Order, fn func(context.Context, *waldur.Order) error) error {
+	uuid := resourceUUID(order)
+	if uuid == "" {
+		return fn(ctx, order)
+	}
+	return keylock.Do(ctx, p.svc.bus.Locker(), events.ResourceKey(uuid), func(ctx context.Context) error { return fn(ctx, order) })
 }
 
 func resourceUUID(o *waldur.Order) string {
@@ -164,7 +176,7 @@ func (p *processor) delegateUpdate(ctx context.Context, order *waldur.Order) err
 		},
 	}
 	_, err = p.svc.bus.Publish(ctx, QuotaCommandSubject(p.o.Config.OfferingUUIDHex()), cmd,
-		bus.WithMsgID("order:"+events.HexUUID(p.orderUUID)+":update-limits"))
+		bus.WithMsgID("order:"+events.HexUUID(p.orderUUID)+":update-limits"), bus.WithOrderingKey(events.ResourceKey(res.UUID)))
 	return err
 }
 
@@ -198,17 +210,37 @@ func (p *processor) markErred(ctx context.Context, cause error) error {
 	return MarkErred(ctx, p.o.Waldur, p.orderUUID, cause, p.log)
 }
 
-// MarkErred tells Waldur why an order failed. A Waldur that no longer has
-// the order executing is fine; a Waldur that cannot be reached is an error
+// MarkErred tells Waldur why an order failed, unless Waldur shows it
+// settled already (a run before a crash, or another actor, did): each order
+// gets one terminal transition. A Waldur that cannot be reached is an error
 // to retry.
 func MarkErred(ctx context.Context, w *waldur.Client, orderUUID string, cause error, log *slog.Logger) error {
 	msg := cause.Error()
 	log.Warn("order failed", "err", msg)
-	err := w.SetOrderStateErred(ctx, orderUUID, msg, "")
+	order, err := w.GetOrder(ctx, orderUUID, "uuid", "state")
+	if err != nil && !waldur.IsNotFound(err) {
+		return fmt.Errorf("get order state: %w", err)
+	}
+	if err == nil && terminalOrderState(order.State) {
+		log.Info("order is settled in Waldur already; not marking it erred", "state", order.State)
+		return nil
+	}
+	if waldur.IsNotFound(err) {
+		return nil
+	}
+	err = w.SetOrderStateErred(ctx, orderUUID, msg, "")
 	if err != nil && !waldur.IsConflict(err) && !errors.Is(err, context.Canceled) {
 		return fmt.Errorf("set_state_erred: %w", err)
 	}
 	return nil
+}
+
+func terminalOrderState(s string) bool {
+	switch s {
+	case waldur.OrderStateDone, waldur.OrderStateErred, waldur.OrderStateCanceled, waldur.OrderStateRejected:
+		return true
+	}
+	return false
 }
 
 // BackendResource is the backend's view of a Waldur resource.

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	"google.golang.org/protobuf/types/known/structpb"
 
@@ -75,7 +74,7 @@ func resourceRef(r *waldur.Resource, offeringHex string) *sitebusv1.ResourceRef 
 // platform objects and settles orders.
 func (s *Service) serveCommands(ctx context.Context) ([]*bus.Subscription, error) {
 	cfg := func(cmd string) bus.ServeConfig {
-		return bus.ServeConfig{Service: Name, Command: cmd, Consumer: bus.ConsumerConfig{MaxDeliver: s.cfg.MaxDeliver, Backoff: s.cfg.Backoff, AckWait: time.Minute}}
+		return bus.ServeConfig{Service: Name, Command: cmd, Consumer: bus.ConsumerConfig{MaxDeliver: s.cfg.MaxDeliver, Backoff: s.cfg.Backoff}}
 	}
 	var subs []*bus.Subscription
 	c, err := bus.Serve(ctx, s.bus, cfg(sagas.CmdCreateObject), s.createObject)
@@ -189,8 +188,23 @@ func (s *Service) watchOutcomes(ctx context.Context) (*bus.Subscription, error) 
 	}
 	return bus.SubscribeRaw(ctx, s.bus, bus.ConsumerConfig{
 		Name: "order-saga-outcomes", Stream: saga.Stream, FilterSubjects: filters,
-		MaxDeliver: s.cfg.MaxDeliver, Backoff: s.cfg.Backoff, AckWait: time.Minute,
+		MaxDeliver: s.cfg.MaxDeliver, Backoff: s.cfg.Backoff,
+		OrderingKey: outcomeOrderKey,
 	}, s.onOutcome)
+}
+
+// outcomeOrderKey serialises a saga's outcome with the order's events and
+// its settle command: all of them may settle the order.
+func outcomeOrderKey(_ string, data []byte) string {
+	var sg struct {
+		Input struct {
+			OrderUUID string `json:"order_uuid"`
+		} `json:"input"`
+	}
+	if json.Unmarshal(data, &sg) != nil || !events.IsUUID(sg.Input.OrderUUID) {
+		return ""
+	}
+	return events.OrderKey(sg.Input.OrderUUID)
 }
 
 func (s *Service) onOutcome(ctx context.Context, data []byte) error {

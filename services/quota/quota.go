@@ -105,7 +105,7 @@ func (s *Service) Run(ctx context.Context) error {
 	cmds, err := bus.Subscribe(ctx, s.bus, bus.ConsumerConfig{
 		Name: "quota-commands", Stream: bus.CommandStream(order.QuotaCommandService),
 		FilterSubjects: []string{bus.CommandSubjects(order.QuotaCommandService)},
-		MaxDeliver:     s.cfg.MaxDeliver, Backoff: s.cfg.Backoff, AckWait: time.Minute,
+		MaxDeliver:     s.cfg.MaxDeliver, Backoff: s.cfg.Backoff,
 	}, s.handleCommand)
 	if err != nil {
 		return err
@@ -114,7 +114,7 @@ func (s *Service) Run(ctx context.Context) error {
 	s.subs.Add(cmds)
 	flags, err := bus.Subscribe(ctx, s.bus, bus.ConsumerConfig{
 		Name: "quota-flags", Stream: bus.EventsStream, FilterSubjects: resourceSubjects,
-		MaxDeliver: s.cfg.MaxDeliver, Backoff: s.cfg.Backoff, AckWait: time.Minute,
+		MaxDeliver: s.cfg.MaxDeliver, Backoff: s.cfg.Backoff, OrderingKey: bus.WaldurEventKey,
 	}, s.handleResourceEvent)
 	if err != nil {
 		return err

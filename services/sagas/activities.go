@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/sitebus/sitebus/pkg/bus"
+	"github.com/sitebus/sitebus/pkg/events"
 	"github.com/sitebus/sitebus/pkg/failpoint"
 	sitebusv1 "github.com/sitebus/sitebus/pkg/gen/sitebus/v1"
 	"github.com/sitebus/sitebus/pkg/saga"
@@ -56,7 +57,17 @@ func (a activities) call(ctx context.Context, in saga.ActivityInput, service, co
 	if err := failpoint.Inject(ctx, "saga/"+in.Step+"/"+phase); err != nil {
 		return nil, err
 	}
-	if err := a.bus.Call(ctx, service, command, req, resp, bus.WithKey(key)); err != nil {
+	// The command runs when its serving process handles nothing else about
+	// the same resource (or, to settle, the same order).
+	v, err := input(in)
+	if err != nil {
+		return nil, err
+	}
+	ordering := events.ResourceKey(v.ResourceUUID)
+	if command == CmdSettleOrder {
+		ordering = events.OrderKey(v.OrderUUID)
+	}
+	if err := a.bus.Call(ctx, service, command, req, resp, bus.WithKey(key), bus.CallOrderingKey(ordering)); err != nil {
 		return nil, err
 	}
 	out, err := protojson.Marshal(resp)

@@ -31,6 +31,9 @@ type Config struct {
 	StepTimeout time.Duration
 	// LeaseTTL is how long a coordinator owns a saga (see saga.Config).
 	LeaseTTL time.Duration
+	// Owner is the coordinator's lease identity (see saga.Config): the
+	// process identity, kept across restarts.
+	Owner string
 }
 
 // Service runs the coordinator with sitebus's saga definitions.
@@ -47,7 +50,7 @@ func New(b *bus.Bus, cfg Config) (*Service, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	coord, err := saga.New(b.JetStream(), saga.Config{Logger: cfg.Logger.With("service", Name), Registerer: cfg.Registerer, TracerProvider: cfg.TracerProvider, LeaseTTL: cfg.LeaseTTL})
+	coord, err := saga.New(b.JetStream(), saga.Config{Logger: cfg.Logger.With("service", Name), Registerer: cfg.Registerer, TracerProvider: cfg.TracerProvider, LeaseTTL: cfg.LeaseTTL, Owner: cfg.Owner})
 	if err != nil {
 		return nil, err
 	}

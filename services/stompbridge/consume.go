@@ -164,7 +164,7 @@ func (br *Bridge) ingest(ctx context.Context, s *subscription, frame Frame, ack 
 	} else {
 		var dup bool
 		err := retry(ctx, func() error {
-			ack, err := br.bus.Publish(ctx, subject, ev, bus.WithMsgID(ev.MessageId))
+			ack, err := br.bus.Publish(ctx, subject, ev, bus.WithMsgID(ev.MessageId), bus.WithOrderingKey(events.OrderingKey(ev.ObjectType, ev.Body)))
 			if err == nil {
 				dup = ack.Duplicate
 			}

@@ -67,7 +67,7 @@ func (br *Bridge) reconcileOnce(ctx context.Context, o Offering) error {
 			MessageId:  "reconcile:order:" + orderHex + ":" + ord.State,
 			ReceivedAt: timestamppb.Now(), Source: sitebusv1.EventSource_EVENT_SOURCE_RECONCILER,
 		}
-		ack, err := br.bus.Publish(ctx, subject, ev, bus.WithMsgID(ev.MessageId))
+		ack, err := br.bus.Publish(ctx, subject, ev, bus.WithMsgID(ev.MessageId), bus.WithOrderingKey(events.OrderKey(orderHex)))
 		if err != nil {
 			return err
 		}
