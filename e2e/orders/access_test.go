@@ -71,10 +71,14 @@ func (s *site) createWithTeam(name string, team ...waldursim.TeamMember) (orderU
 	return res.Order.UUID, res.Resource.UUID
 }
 
-func (s *site) deliverOrder(orderUUID string) {
+func (s *site) deliverOrder(orderUUID string) { s.t.Helper(); s.deliverOrderAs(orderUUID, "deliver-") }
+
+// deliverOrderAs publishes the order's event with a message id of its own
+// (prefix + order UUID): the same order delivered by another path.
+func (s *site) deliverOrderAs(orderUUID, prefix string) {
 	s.t.Helper()
 	body := fmt.Sprintf(`{"order_uuid": "%s", "order_state": "pending-provider", "offering_uuid": "d1a2b3c4e5f64a7b8c9d0e1f2a3b4c5d"}`, strings.ReplaceAll(orderUUID, "-", ""))
-	if _, err := s.admin.PublishRaw(ctx(s.t), waldursim.RawEventRequest{OfferingUUID: "d1a2b3c4e5f64a7b8c9d0e1f2a3b4c5d", ObjectType: "order", Body: body, MessageID: "deliver-" + orderUUID}); err != nil {
+	if _, err := s.admin.PublishRaw(ctx(s.t), waldursim.RawEventRequest{OfferingUUID: "d1a2b3c4e5f64a7b8c9d0e1f2a3b4c5d", ObjectType: "order", Body: body, MessageID: prefix + orderUUID}); err != nil {
 		s.t.Fatal(err)
 	}
 }
