@@ -6,10 +6,17 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/sitebus/sitebus/e2e/harness"
 	"github.com/sitebus/sitebus/e2e/waldursim"
+	"github.com/sitebus/sitebus/pkg/bus"
+	"github.com/sitebus/sitebus/pkg/events"
+	sitebusv1 "github.com/sitebus/sitebus/pkg/gen/sitebus/v1"
 )
 
 // BenchmarkCreateOrderLatency measures, over 200 Create orders sent one
@@ -115,4 +122,82 @@ func (s *site) k8sCalls() float64 {
 		}
 	}
 	return total
+}
+
+// BenchmarkCreateOrderBurst puts 200 Create orders for 200 resources on the
+// bus at once (the Waldur simulator answering immediately) and measures the
+// time until all are done and each order's latency from that moment to
+// set_state_done. Run with `make bench-orders`, next to the paced mode.
+func BenchmarkCreateOrderBurst(b *testing.B) {
+	const orders = 200
+	const offeringHex = "d1a2b3c4e5f64a7b8c9d0e1f2a3b4c5d"
+	s := newSite(b, siteOptions{})
+	var uuids []string
+	for i := range orders {
+		res, err := s.admin.CreateOrder(ctx(b), waldursim.CreateOrderRequest{ResourceName: fmt.Sprintf("burst-%03d", i), Limits: map[string]int{"cpu": 1, "ram": 2, "storage": 5}, Silent: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		uuids = append(uuids, strings.ReplaceAll(res.Order.UUID, "-", ""))
+	}
+	bb := harness.NewReader(b, s.sb.NATSURL).Bus()
+	subject, err := bus.EventSubject(offeringHex, events.Order)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := s.admin.ResetCalls(ctx(b)); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for _, u := range uuids {
+		wg.Go(func() {
+			body := fmt.Sprintf(`{"order_uuid": "%s", "order_state": "pending-provider", "offering_uuid": "%s"}`, u, offeringHex)
+			ev := &sitebusv1.WaldurEvent{ObjectType: events.Order, OfferingUuid: offeringHex, Body: []byte(body), MessageId: "burst-" + u,
+				ReceivedAt: timestamppb.New(start), Destination: "benchmark"}
+			if _, err := bb.Publish(context.Background(), subject, ev, bus.WithMsgID(ev.MessageId), bus.WithOrderingKey(events.OrderKey(u))); err != nil {
+				b.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	published := time.Since(start)
+	for _, u := range uuids {
+		s.waitOrder(u, "done")
+	}
+	b.StopTimer()
+	calls, err := s.admin.Calls(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	doneAt := map[string]time.Time{}
+	for _, c := range calls {
+		if strings.HasSuffix(c.Path, "/set_state_done/") {
+			doneAt[strings.ReplaceAll(strings.Split(c.Path, "/")[3], "-", "")] = c.Time
+		}
+	}
+	var lat []time.Duration
+	for _, u := range uuids {
+		t, ok := doneAt[u]
+		if !ok {
+			b.Fatalf("no set_state_done call for order %s", u)
+		}
+		lat = append(lat, t.Sub(start))
+	}
+	slices.Sort(lat)
+	p := func(q float64) time.Duration { return lat[int(q*float64(len(lat)-1))] }
+	b.ReportMetric(float64(lat[len(lat)-1].Microseconds())/1000, "all-done-ms")
+	b.ReportMetric(float64(p(0.50).Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(p(0.99).Microseconds())/1000, "p99-ms")
+	fmt.Printf("create order burst, %d orders on the bus at once (published in %s): all done after %s; p50 %s, p99 %s\n",
+		orders, published.Round(100*time.Microsecond), lat[len(lat)-1].Round(100*time.Microsecond),
+		p(0.5).Round(100*time.Microsecond), p(0.99).Round(100*time.Microsecond))
+	_, m := s.sb.Get("/metrics")
+	for _, h := range []string{
+		`sitebus_bus_wait_seconds{consumer="order"}`,
+		`sitebus_bus_handler_duration_seconds{consumer="order"}`,
+	} {
+		fmt.Printf("  mean %-58s %s\n", h, meanOf(m, h))
+	}
 }
