@@ -5,7 +5,7 @@ import (
 	"math"
 	"os"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -132,8 +132,12 @@ func (d *decoder) mergeSources(v *yaml.Node, s scope) []*yaml.Node {
 	return nil
 }
 
-// fields decodes a mapping by handing each key to its setter. A key
-// without a setter is an error that suggests the closest known key; a key
+// fields decodes a mapping by handing each key to its setter. Only the
+// keys present are decoded, so a value the file sets, even "" or 0 or
+// false, stays as written and a missing key keeps the default the value
+// started with. A key without a setter is a warning that suggests the
+// closest known key (the Python agent ignores unknown keys, so they must
+// not stop a file from loading, but a typo must not pass unseen); a key
 // whose setter is nil is accepted and ignored.
 func (d *decoder) fields(n *yaml.Node, s scope, setters map[string]setter) {
 	for _, e := range d.entries(n, s) {
@@ -141,7 +145,11 @@ func (d *decoder) fields(n *yaml.Node, s scope, setters map[string]setter) {
 		d.lines[ks.canon] = e.keyNode.Line
 		set, known := setters[e.key]
 		if !known {
-			d.at(ks, "%s", unknownKeyMessage(e.key, setters))
+			names := make([]string, 0, len(setters))
+			for k := range setters {
+				names = append(names, k)
+			}
+			d.warnAt(ks, "%s", UnknownKeyMessage(e.key, names))
 			continue
 		}
 		if set != nil {
@@ -150,16 +158,14 @@ func (d *decoder) fields(n *yaml.Node, s scope, setters map[string]setter) {
 	}
 }
 
-func unknownKeyMessage(key string, setters map[string]setter) string {
-	names := make([]string, 0, len(setters))
-	for k := range setters {
-		names = append(names, k)
-	}
-	sort.Strings(names)
+// UnknownKeyMessage says that key is not one of known and is ignored,
+// suggesting the closest known key, or listing them when none is close.
+func UnknownKeyMessage(key string, known []string) string {
+	names := slices.Sorted(slices.Values(known))
 	if best := closest(key, names); best != "" {
-		return fmt.Sprintf("unknown key %q (did you mean %q?)", key, best)
+		return fmt.Sprintf("unknown key %q is ignored (did you mean %q?)", key, best)
 	}
-	return fmt.Sprintf("unknown key %q; known keys here: %s", key, strings.Join(names, ", "))
+	return fmt.Sprintf("unknown key %q is ignored; known keys here: %s", key, strings.Join(names, ", "))
 }
 
 // closest returns the known name nearest to key by edit distance, or "" if
@@ -320,6 +326,25 @@ func (d *decoder) duration(p *time.Duration) setter {
 	}
 }
 
+// optDuration decodes a duration whose zero value means "unset, use the
+// service's default" downstream; an explicit zero or negative value would
+// be taken for unset, so it is refused here, where its line is known.
+func (d *decoder) optDuration(p *time.Duration, atLeast time.Duration) setter {
+	return func(n *yaml.Node, s scope) {
+		var v time.Duration
+		d.duration(&v)(n, s)
+		switch {
+		case isNull(n) || d.covers(s.canon):
+		case v <= 0:
+			d.at(s, "%s must be positive (leave the key out for the default)", v)
+		case v < atLeast:
+			d.at(s, "%s is shorter than the minimum of %s", v, atLeast)
+		default:
+			*p = v
+		}
+	}
+}
+
 func (d *decoder) stringList(p *[]string) setter {
 	return func(n *yaml.Node, s scope) {
 		n = resolve(n)
@@ -351,12 +376,41 @@ func (d *decoder) anyMap(p *map[string]any) setter {
 			d.atLine(s, n.Line, "must be a mapping, not %s", kindName(n))
 			return
 		}
+		d.recordLines(n, s)
 		var m map[string]any
 		if v, ok := d.anyValue(n, s); ok {
 			m, _ = v.(map[string]any)
 		}
 		if m != nil {
 			*p = m
+		}
+	}
+}
+
+// recordLines notes the line of every key and item inside a plugin-owned
+// value, so that problems the plugin finds later (through
+// Root.OfferingProblems) point at their line.
+func (d *decoder) recordLines(n *yaml.Node, s scope) {
+	n = resolve(n)
+	switch {
+	case n == nil:
+	case n.Kind == yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := resolve(n.Content[i])
+			if k.Kind != yaml.ScalarNode || isMergeKey(k) {
+				continue
+			}
+			ks := s.key(k.Value)
+			if _, seen := d.lines[ks.canon]; !seen {
+				d.lines[ks.canon] = k.Line
+			}
+			d.recordLines(n.Content[i+1], ks)
+		}
+	case n.Kind == yaml.SequenceNode:
+		for i, item := range n.Content {
+			is := s.index(i)
+			d.lines[is.canon] = resolve(item).Line
+			d.recordLines(item, is)
 		}
 	}
 }

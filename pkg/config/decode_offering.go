@@ -1,6 +1,12 @@
 package config
 
-import "gopkg.in/yaml.v3"
+import (
+	"maps"
+	"slices"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
 
 // offering decodes offerings[i].
 func (d *decoder) offering(n *yaml.Node, i int) Offering {
@@ -43,9 +49,27 @@ func (d *decoder) offering(n *yaml.Node, i int) Offering {
 		// anything now, so old files keep loading.
 		"mqtt_enabled": nil,
 	})
+	// Python's model requires name but takes any string, even "": only a
+	// missing key is refused (Validate checks the other required keys'
+	// values, none of which can be empty).
+	if isNull(valueOf(n, "name")) && !d.covers(s.key("name").canon) && resolve(n).Kind == yaml.MappingNode {
+		d.at(s.key("name"), "is required")
+	}
 	o.WaldurAPIToken = d.secret(token, tokenFile, s, "waldur_api_token")
 	o.OIDCClientSecret = d.secret(secret, secretFile, s, "oidc_client_secret")
 	return o
+}
+
+// valueOf returns the value of key in mapping n, or nil; merge keys count.
+func valueOf(n *yaml.Node, key string) *yaml.Node {
+	var out *yaml.Node
+	scratch := &decoder{problems: problems{lines: map[string]int{}}}
+	for _, e := range scratch.entries(n, scope{}) {
+		if e.key == key {
+			out = e.vn
+		}
+	}
+	return out
 }
 
 // nameOf peeks at an offering's name so that messages about keys written
@@ -63,6 +87,17 @@ func nameOf(n *yaml.Node) string {
 	return ""
 }
 
+// componentPassThrough are the BackendComponent keys beyond the model's
+// own that the Python agent knows: offering-component fields it passes to
+// Waldur, and the plugin fields type and k8s_resource. Other keys are kept
+// too (Extra), with a warning, since a typo there goes unnoticed.
+var componentPassThrough = []string{
+	"description", "min_value", "max_value", "max_available_limit", "default_limit",
+	"limit_period", "article_code", "is_boolean", "is_prepaid", "min_prepaid_duration",
+	"max_prepaid_duration", "prepaid_duration_step", "min_renewal_duration",
+	"max_renewal_duration", "renewal_duration_step", "type", "k8s_resource",
+}
+
 // components decodes backend_components, keeping their file order.
 func (d *decoder) components(n *yaml.Node, s scope, o *Offering) {
 	o.BackendComponents = map[string]BackendComponent{}
@@ -78,18 +113,40 @@ func (d *decoder) components(n *yaml.Node, s scope, o *Offering) {
 			"label":                 d.str(&c.Label),
 			"limit":                 d.optFloat(&c.Limit),
 		}
+		set := map[string]bool{}
 		for _, f := range d.entries(e.vn, cs) {
 			fs := cs.key(f.key)
 			d.lines[fs.canon] = f.keyNode.Line
-			if set := known[f.key]; set != nil {
-				set(f.vn, fs)
+			if !isNull(f.vn) {
+				set[f.key] = true
+			}
+			if setter := known[f.key]; setter != nil {
+				setter(f.vn, fs)
 				continue
 			}
+			if !slices.Contains(componentPassThrough, f.key) {
+				d.warnAt(fs, "%s", strings.Replace(UnknownKeyMessage(f.key, append(slices.Collect(maps.Keys(known)), componentPassThrough...)),
+					"is ignored", "is passed to Waldur as it is", 1))
+			}
+			d.recordLines(f.vn, fs)
 			if v, ok := d.anyValue(f.vn, fs); ok {
 				if c.Extra == nil {
 					c.Extra = map[string]any{}
 				}
 				c.Extra[f.key] = v
+			}
+		}
+		// Required by Python's model, which accepts any string (even "")
+		// for the first two; Validate checks accounting_type's value.
+		if resolve(e.vn).Kind == yaml.MappingNode || isNull(e.vn) {
+			for _, k := range []string{"measured_unit", "label", "accounting_type"} {
+				if !set[k] && !d.covers(cs.key(k).canon) {
+					hint := ""
+					if k == "accounting_type" {
+						hint = " (one of " + strings.Join(accountingTypes, ", ") + ")"
+					}
+					d.at(cs.key(k), "is required%s", hint)
+				}
 			}
 		}
 		o.BackendComponents[e.key] = c

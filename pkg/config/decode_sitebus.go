@@ -2,7 +2,9 @@ package config
 
 import "gopkg.in/yaml.v3"
 
-// sitebus decodes the sitebus-only section.
+// sitebus decodes the sitebus-only section onto its defaults (newSitebus).
+// The periods stay zero when unset, meaning "the environment's or the
+// service's default", so an explicit zero is refused as it is decoded.
 func (d *decoder) sitebus(n *yaml.Node, s scope, sb *Sitebus) {
 	d.fields(n, s, map[string]setter{
 		"nats_url":   d.str(&sb.NATSURL),
@@ -24,12 +26,12 @@ func (d *decoder) sitebus(n *yaml.Node, s scope, sb *Sitebus) {
 		"periods": func(n *yaml.Node, s scope) {
 			p := &sb.Periods
 			d.fields(n, s, map[string]setter{
-				"order_process_period":    d.duration(&p.OrderProcess),
-				"report_period":           d.duration(&p.Report),
-				"membership_sync_period":  d.duration(&p.MembershipSync),
-				"reconciliation_period":   d.duration(&p.Reconciliation),
-				"keycloak_pending_period": d.duration(&sb.KeycloakPendingPeriod),
-				"saga_lease":              d.duration(&sb.SagaLease),
+				"order_process_period":    d.optDuration(&p.OrderProcess, 0),
+				"report_period":           d.optDuration(&p.Report, 0),
+				"membership_sync_period":  d.optDuration(&p.MembershipSync, 0),
+				"reconciliation_period":   d.optDuration(&p.Reconciliation, 0),
+				"keycloak_pending_period": d.optDuration(&sb.KeycloakPendingPeriod, minKeycloakPendingPeriod),
+				"saga_lease":              d.optDuration(&sb.SagaLease, minSagaLease),
 			})
 		},
 		"streams": func(n *yaml.Node, s scope) {

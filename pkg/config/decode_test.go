@@ -48,38 +48,73 @@ func TestEveryPythonKeyIsAccepted(t *testing.T) {
 	eq(t, "shipping level", r.LogShipping.LogLevel, "WARNING")
 }
 
-func TestUnknownKeys(t *testing.T) {
+// The Python agent ignores keys it does not know, so a file with them must
+// load; they are warnings (logged by run, printed by config check) so that
+// a typo does not pass unseen.
+func TestUnknownKeysAreWarnings(t *testing.T) {
 	tests := map[string]struct {
 		data []byte
 		want []string
 	}{
 		"top-level typo suggests the key": {
 			data: conf(nil, "log_levle: DEBUG"),
-			want: []string{`config.yaml:7: log_levle: unknown key "log_levle" (did you mean "log_level"?)`},
+			want: []string{`config.yaml:7: warning: log_levle: unknown key "log_levle" is ignored (did you mean "log_level"?)`},
 		},
 		"offering typo suggests the key": {
 			data: conf(nil, "    verfy_ssl: false"),
-			want: []string{`config.yaml:7: offerings[0] ("k8s-prod").verfy_ssl: unknown key "verfy_ssl" (did you mean "verify_ssl"?)`},
+			want: []string{`config.yaml:7: warning: offerings[0] ("k8s-prod").verfy_ssl: unknown key "verfy_ssl" is ignored (did you mean "verify_ssl"?)`},
 		},
 		"offering key with no near match lists the known keys": {
 			data: conf(nil, "    cluster_id: c-m-1"),
-			want: []string{`config.yaml:7: offerings[0] ("k8s-prod").cluster_id: unknown key "cluster_id"; known keys here: backend_components, backend_settings, backend_type, membership_sync_backend, mqtt_enabled, name, oidc_client_id, oidc_client_secret, oidc_client_secret_file, oidc_token_url, omit_anomalous_usage_components, order_processing_backend, preserve_unmanaged_backend_users, reporting_backend, resource_import_enabled, stomp_enabled, stomp_membership_sync_enabled, stomp_ws_host, stomp_ws_path, stomp_ws_port, username_management_backend, username_reconciliation_enabled, verify_ssl, waldur_api_token, waldur_api_token_file, waldur_api_url, waldur_offering_uuid, websocket_use_tls`},
+			want: []string{`config.yaml:7: warning: offerings[0] ("k8s-prod").cluster_id: unknown key "cluster_id" is ignored; known keys here: KNOWN`},
 		},
 		"log_shipping typo": {
 			data: conf(nil, "log_shipping:", "  enable: true"),
-			want: []string{`config.yaml:8: log_shipping.enable: unknown key "enable" (did you mean "enabled"?)`},
+			want: []string{`config.yaml:8: warning: log_shipping.enable: unknown key "enable" is ignored (did you mean "enabled"?)`},
+		},
+		"sitebus typo": {
+			data: conf(nil, "sitebus:", "  nats_ulr: nats://x"),
+			want: []string{`config.yaml:8: warning: sitebus.nats_ulr: unknown key "nats_ulr" is ignored (did you mean "nats_url"?)`},
+		},
+		"unknown component key is kept and passed on": {
+			data: conf(nil, "    backend_components:", "      cpu: {measured_unit: c, label: C, accounting_type: usage, colour: red}"),
+			want: []string{`config.yaml:8: warning: offerings[0] ("k8s-prod").backend_components.cpu.colour: unknown key "colour" is passed to Waldur as it is; known keys here: KNOWNC`},
 		},
 		"x- keys only at top level": {
-			data: conf(nil, "    x-note: hi"),
-			want: []string{`config.yaml:7: offerings[0] ("k8s-prod").x-note: unknown key "x-note"; known keys here: backend_components, backend_settings, backend_type, membership_sync_backend, mqtt_enabled, name, oidc_client_id, oidc_client_secret, oidc_client_secret_file, oidc_token_url, omit_anomalous_usage_components, order_processing_backend, preserve_unmanaged_backend_users, reporting_backend, resource_import_enabled, stomp_enabled, stomp_membership_sync_enabled, stomp_ws_host, stomp_ws_path, stomp_ws_port, username_management_backend, username_reconciliation_enabled, verify_ssl, waldur_api_token, waldur_api_token_file, waldur_api_url, waldur_offering_uuid, websocket_use_tls`},
+			data: conf(nil, "    x-note: hi", "x-anchors: {a: 1}"),
+			want: []string{`config.yaml:7: warning: offerings[0] ("k8s-prod").x-note: unknown key "x-note" is ignored; known keys here: KNOWN`},
 		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			_, err := Parse(tc.data, "config.yaml", noEnv)
-			wantProblems(t, err, tc.want...)
+			r := mustParse(t, tc.data, noEnv)
+			var got []string
+			for _, w := range r.Warnings() {
+				got = append(got, w.Error())
+			}
+			want := strings.Join(tc.want, "\n")
+			want = strings.ReplaceAll(want, "KNOWNC", knownComponentKeys)
+			want = strings.ReplaceAll(want, "KNOWN", knownOfferingKeys)
+			if strings.Join(got, "\n") != want {
+				t.Fatalf("warnings\n got: %s\nwant: %s", strings.Join(got, "\n"), want)
+			}
 		})
 	}
+}
+
+const (
+	knownOfferingKeys  = "backend_components, backend_settings, backend_type, membership_sync_backend, mqtt_enabled, name, oidc_client_id, oidc_client_secret, oidc_client_secret_file, oidc_token_url, omit_anomalous_usage_components, order_processing_backend, preserve_unmanaged_backend_users, reporting_backend, resource_import_enabled, stomp_enabled, stomp_membership_sync_enabled, stomp_ws_host, stomp_ws_path, stomp_ws_port, username_management_backend, username_reconciliation_enabled, verify_ssl, waldur_api_token, waldur_api_token_file, waldur_api_url, waldur_offering_uuid, websocket_use_tls"
+	knownComponentKeys = "accounting_type, article_code, default_limit, description, is_boolean, is_prepaid, k8s_resource, label, limit, limit_period, max_available_limit, max_prepaid_duration, max_renewal_duration, max_value, measured_unit, min_prepaid_duration, min_renewal_duration, min_value, prepaid_duration_step, renewal_duration_step, type, unit_factor, unit_factor_reporting"
+)
+
+// Next to an error, a warning is part of the error: a misspelt key often
+// explains why another one is "required".
+func TestWarningsAccompanyErrors(t *testing.T) {
+	_, err := Parse(conf(map[string]string{"backend_type": ""}, "    backend_typ: okd"), "config.yaml", noEnv)
+	wantProblems(t, err,
+		`config.yaml:2: offerings[0] ("k8s-prod").backend_type: is required`,
+		`config.yaml:7: warning: offerings[0] ("k8s-prod").backend_typ: unknown key "backend_typ" is ignored (did you mean "backend_type"?)`,
+	)
 }
 
 func TestPluginKeysArePreserved(t *testing.T) {

@@ -17,6 +17,9 @@ type FieldError struct {
 	Offering string // name of the offering the key belongs to; "" for other keys
 	Path     string // key path as shown, e.g. `offerings[1] ("k8s-prod").verify_ssl`
 	Msg      string
+	// Warning marks something sitebus ignores and goes on without (an
+	// unknown key, which the Python agent ignores too), not an error.
+	Warning bool
 
 	canon string // Path without the offering name; used to de-duplicate problems
 }
@@ -30,6 +33,9 @@ func (e *FieldError) Error() string {
 		fmt.Fprintf(&b, "%s: ", e.Source)
 	case e.Line > 0:
 		fmt.Fprintf(&b, "line %d: ", e.Line)
+	}
+	if e.Warning {
+		b.WriteString("warning: ")
 	}
 	if e.Path != "" {
 		b.WriteString(e.Path)
@@ -75,6 +81,7 @@ type problems struct {
 	source string
 	lines  map[string]int
 	list   []*FieldError
+	warns  []*FieldError
 	quiet  []string // canonical paths whose follow-on problems are not reported
 }
 
@@ -91,6 +98,19 @@ func (p *problems) atLine(s scope, line int, format string, args ...any) {
 		Offering: s.offering,
 		Path:     s.display,
 		Msg:      fmt.Sprintf(format, args...),
+		canon:    s.canon,
+	})
+}
+
+// warnAt records a warning at s.
+func (p *problems) warnAt(s scope, format string, args ...any) {
+	p.warns = append(p.warns, &FieldError{
+		Source:   p.source,
+		Line:     p.lineOf(s.canon),
+		Offering: s.offering,
+		Path:     s.display,
+		Msg:      fmt.Sprintf(format, args...),
+		Warning:  true,
 		canon:    s.canon,
 	})
 }
@@ -125,12 +145,15 @@ func (p *problems) covers(canon string) bool {
 	return slices.ContainsFunc(p.quiet, func(root string) bool { return root == "" || within(root) })
 }
 
-// join sorts problems by line (stable, so problems on one line keep their
-// order) and joins them into one error, or returns nil.
-func join(list []*FieldError) error {
-	if len(list) == 0 {
+// Join sorts problems by line (stable, so problems on one line keep their
+// order) and joins them into one error, or returns nil. Warnings are only
+// joined in when there is at least one error: next to an error they often
+// explain it (a misspelt key and the "is required" of the right one).
+func Join(list []*FieldError) error {
+	if !slices.ContainsFunc(list, func(e *FieldError) bool { return !e.Warning }) {
 		return nil
 	}
+	list = slices.Clone(list)
 	sort.SliceStable(list, func(i, j int) bool { return list[i].Line < list[j].Line })
 	errs := make([]error, len(list))
 	for i, e := range list {

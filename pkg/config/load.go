@@ -40,7 +40,7 @@ func Parse(data []byte, source string, lookupEnv func(string) (string, bool)) (*
 
 	envPeriods, envErrs := periodsFromEnv(lookupEnv)
 	r.Periods = envPeriods.overriddenBy(r.Sitebus.Periods)
-	r.setDefaults()
+	r.normalize()
 
 	list := append(envErrs, d.list...)
 	for _, e := range r.validate() {
@@ -48,9 +48,10 @@ func Parse(data []byte, source string, lookupEnv func(string) (string, bool)) (*
 			list = append(list, e)
 		}
 	}
-	if err := join(list); err != nil {
+	if err := Join(append(list, d.warns...)); err != nil {
 		return nil, err
 	}
+	r.warns = d.warns
 	return r, nil
 }
 

@@ -71,29 +71,31 @@ type BackendComponent struct {
 	Extra map[string]any `json:"extra,omitempty"`
 }
 
-// newOffering returns an Offering holding the defaults that Go's zero
-// values cannot express (bools that default to true).
+// newOffering returns an Offering holding the defaults of the Python
+// agent's model; decoding starts from it (see newRoot).
 func newOffering() Offering {
-	return Offering{WebsocketUseTLS: true, VerifySSL: true}
+	return Offering{
+		WebsocketUseTLS:           true,
+		VerifySSL:                 true,
+		UsernameManagementBackend: defaultUsernameBackend,
+		StompWSPath:               defaultSTOMPPath,
+		BackendSettings:           map[string]any{},
+		BackendComponents:         map[string]BackendComponent{},
+	}
 }
 
 func newBackendComponent() BackendComponent {
 	return BackendComponent{UnitFactor: defaultUnitFactor}
 }
 
-// setDefaults fills unset values and normalises them as the Python agent
-// does: a trailing "/" on the API URL and a lower-case backend type.
-func (o *Offering) setDefaults() {
+// normalize spells values as the Python agent does: a trailing "/" on the
+// API URL and a lower-case backend type. A null backend_settings or
+// backend_components is an empty mapping.
+func (o *Offering) normalize() {
 	if hasHTTPScheme(o.WaldurAPIURL) && !strings.HasSuffix(o.WaldurAPIURL, "/") {
 		o.WaldurAPIURL += "/"
 	}
 	o.BackendType = strings.ToLower(o.BackendType)
-	if o.UsernameManagementBackend == "" {
-		o.UsernameManagementBackend = defaultUsernameBackend
-	}
-	if o.StompWSPath == "" {
-		o.StompWSPath = defaultSTOMPPath
-	}
 	if o.BackendSettings == nil {
 		o.BackendSettings = map[string]any{}
 	}

@@ -30,16 +30,21 @@ var envPeriods = []struct {
 	{"WALDUR_SITE_AGENT_RECONCILIATION_PERIOD_MINUTES", defaultReconciliationMin, func(p *Periods) *time.Duration { return &p.Reconciliation }},
 }
 
-// periodsFromEnv returns the defaults overridden by the environment. An
-// empty variable counts as unset (charts often render unset values as "").
+// periodsFromEnv returns the defaults overridden by the environment. Only
+// an unset variable takes the default: the Python agent reads
+// os.environ.get(name, default), so a variable set to "" makes it fail,
+// and here it is an error rather than a silent default.
 func periodsFromEnv(lookupEnv func(string) (string, bool)) (Periods, []*FieldError) {
 	var p Periods
 	var errs []*FieldError
 	for _, e := range envPeriods {
 		d := minutes(e.defaultMin)
-		if v, ok := lookupEnv(e.name); ok && strings.TrimSpace(v) != "" {
+		if v, ok := lookupEnv(e.name); ok {
 			m, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
 			switch {
+			case strings.TrimSpace(v) == "":
+				errs = append(errs, envError(e.name, "is set but empty; unset it for the default of %g minutes", e.defaultMin))
+				continue
 			case err != nil:
 				errs = append(errs, envError(e.name, "%q is not a number of minutes", v))
 				continue

@@ -28,10 +28,6 @@ func TestEnvPeriodOverrides(t *testing.T) {
 			env:  map[string]string{order: "0.5", report: " 1.5 "},
 			want: Periods{30 * time.Second, 90 * time.Second, 5 * time.Minute, time.Hour},
 		},
-		"empty variable counts as unset": {
-			env:  map[string]string{report: ""},
-			want: Periods{5 * time.Minute, 30 * time.Minute, 5 * time.Minute, 60 * time.Minute},
-		},
 		"sitebus periods win over env": {
 			env:     map[string]string{order: "1", report: "10"},
 			sitebus: []string{"sitebus:", "  periods:", "    order_process_period: 30s", "    reconciliation_period: 2h"},
@@ -54,6 +50,10 @@ func TestEnvPeriodErrors(t *testing.T) {
 		"not a number": {
 			env:  map[string]string{"WALDUR_SITE_AGENT_REPORT_PERIOD_MINUTES": "30m"},
 			want: []string{`environment variable WALDUR_SITE_AGENT_REPORT_PERIOD_MINUTES: "30m" is not a number of minutes`},
+		},
+		"set but empty is not unset": {
+			env:  map[string]string{"WALDUR_SITE_AGENT_REPORT_PERIOD_MINUTES": " "},
+			want: []string{`environment variable WALDUR_SITE_AGENT_REPORT_PERIOD_MINUTES: is set but empty; unset it for the default of 30 minutes`},
 		},
 		"zero": {
 			env:  map[string]string{"WALDUR_SITE_AGENT_ORDER_PROCESS_PERIOD_MINUTES": "0"},

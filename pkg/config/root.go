@@ -38,6 +38,11 @@ const (
 	defaultReportMins        = 30
 	defaultMembershipMins    = 5
 	defaultReconciliationMin = 60
+	// The shortest periods the keycloak-sync service and the saga
+	// coordinator accept; checked here so that `config check` refuses
+	// what `run` would.
+	minKeycloakPendingPeriod = time.Second
+	minSagaLease             = 300 * time.Millisecond
 )
 
 // logLevels are the levels the Python agent accepts, in its spelling.
@@ -67,7 +72,13 @@ type Root struct {
 
 	source string         // file name, for messages from Validate
 	lines  map[string]int // canonical key path -> line, for messages from Validate
+	warns  []*FieldError  // unknown keys, see Warnings
 }
+
+// Warnings lists what Parse ignored (unknown keys), each naming its file,
+// line, offering and key, for `sitebus run` to log and `sitebus config
+// check` to print.
+func (r *Root) Warnings() []*FieldError { return r.warns }
 
 // LogShipping configures posting the agent's own logs to Waldur.
 type LogShipping struct {
@@ -77,46 +88,40 @@ type LogShipping struct {
 	LogLevel            string `json:"log_level"`
 }
 
-// newRoot returns a Root holding the defaults that Go's zero values cannot
-// express (a bool that defaults to true); decoding starts from it.
+// newRoot returns a Root holding every default; decoding starts from it
+// and only overwrites the keys the file has, so a missing key takes the
+// default and a present one keeps its value, even "" or 0, as the Python
+// agent's pydantic models do (Validate then refuses the unusable ones).
 func newRoot() *Root {
-	return &Root{ExposeBackendErrorDetails: true}
+	return &Root{
+		Timezone:                  defaultTimezone,
+		LogLevel:                  defaultLogLevel,
+		ReportingPeriods:          defaultReportingPeriods,
+		ExposeBackendErrorDetails: true,
+		LogShipping: LogShipping{
+			ShipIntervalSeconds: defaultShipInterval,
+			BufferSizeMB:        defaultShipBufferMB,
+			LogLevel:            defaultShipLogLevel,
+		},
+		Sitebus: newSitebus(),
+	}
 }
 
-// setDefaults fills unset values and normalises spelling the way the Python
-// agent does (upper-cased log levels).
-func (r *Root) setDefaults() {
-	if r.Timezone == "" {
-		r.Timezone = defaultTimezone
-	}
-	r.LogLevel = normalizeLevel(r.LogLevel, defaultLogLevel)
-	if r.ReportingPeriods == 0 {
-		r.ReportingPeriods = defaultReportingPeriods
-	}
-	r.LogShipping.setDefaults()
+// normalize spells values the way the Python agent does (upper-cased log
+// levels, see also Offering.normalize). It fills no defaults: those are
+// in place before decoding.
+func (r *Root) normalize() {
+	r.LogLevel = normalizeLevel(r.LogLevel)
+	r.LogShipping.LogLevel = normalizeLevel(r.LogShipping.LogLevel)
 	for i := range r.Offerings {
-		r.Offerings[i].setDefaults()
+		r.Offerings[i].normalize()
 	}
-	r.Sitebus.setDefaults()
 	r.Periods.setDefaults()
 }
 
-func (l *LogShipping) setDefaults() {
-	if l.ShipIntervalSeconds == 0 {
-		l.ShipIntervalSeconds = defaultShipInterval
-	}
-	if l.BufferSizeMB == 0 {
-		l.BufferSizeMB = defaultShipBufferMB
-	}
-	l.LogLevel = normalizeLevel(l.LogLevel, defaultShipLogLevel)
-}
-
 // normalizeLevel upper-cases a valid level as the Python agent does; an
-// invalid one is left as written so that Validate quotes the user's text.
-func normalizeLevel(v, def string) string {
-	if v == "" {
-		return def
-	}
+// invalid one (also "") is left as written so that Validate quotes it.
+func normalizeLevel(v string) string {
 	if up := strings.ToUpper(v); slices.Contains(logLevels, up) {
 		return up
 	}

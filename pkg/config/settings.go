@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 )
 
@@ -10,6 +11,10 @@ import (
 // (backend_settings, or a mapping inside it), collecting one error per bad
 // key, each naming the key under Prefix. Backends decode their settings
 // with it so every one reports problems the same way.
+//
+// Decode onto the defaults: each method changes its target only when the
+// key is present (and not null), so a key set to "", 0, false or {} keeps
+// that value, as the Python plugins' settings.get(key, default) does.
 type SettingsDecoder struct {
 	// Raw is the mapping as the YAML decoder produced it.
 	Raw map[string]any
@@ -17,6 +22,24 @@ type SettingsDecoder struct {
 	// "backend_settings.keycloak.".
 	Prefix string
 	errs   []error
+	known  map[string]bool
+}
+
+// SettingError is a problem with one key of a plugin's settings. Key is the
+// path below the offering (e.g. "backend_settings.cr_namespace"), which
+// Root.OfferingProblems turns into a file, line and offering. Messages
+// never hold a value that could be a secret.
+type SettingError struct {
+	Key, Msg string
+	// Warning marks an ignored key rather than an error.
+	Warning bool
+}
+
+func (e *SettingError) Error() string {
+	if e.Warning {
+		return "warning: " + e.Key + ": " + e.Msg
+	}
+	return e.Key + ": " + e.Msg
 }
 
 // Err returns every problem found so far, or nil.
@@ -24,17 +47,49 @@ func (d *SettingsDecoder) Err() error { return errors.Join(d.errs...) }
 
 // Bad records that key's value v is not what it must be (want, e.g. "a string").
 func (d *SettingsDecoder) Bad(key, want string, v any) {
-	d.errs = append(d.errs, fmt.Errorf("%s%s: must be %s, not %s", d.Prefix, key, want, TypeName(v)))
+	d.Errorf(key, "must be %s, not %s", want, TypeName(v))
 }
 
 // Errorf records a problem with key that is not about its type.
 func (d *SettingsDecoder) Errorf(key, format string, args ...any) {
-	d.errs = append(d.errs, fmt.Errorf("%s%s: %s", d.Prefix, key, fmt.Sprintf(format, args...)))
+	d.errs = append(d.errs, &SettingError{Key: d.Prefix + key, Msg: fmt.Sprintf(format, args...)})
+}
+
+// Known marks keys as understood without decoding them here (read by
+// another decoder, or deliberately unused), so Warnings does not list them.
+func (d *SettingsDecoder) Known(keys ...string) {
+	if d.known == nil {
+		d.known = map[string]bool{}
+	}
+	for _, k := range keys {
+		d.known[k] = true
+	}
+}
+
+// Value returns key's raw value and marks the key known; for settings
+// read by hand (a value that may be of several types).
+func (d *SettingsDecoder) Value(key string) any {
+	d.Known(key)
+	return d.Raw[key]
+}
+
+// Warnings lists the keys of Raw that nothing read or marked Known, in
+// order: the Python plugins ignore such keys, so they are not errors, but
+// a misspelt key must not go unseen.
+func (d *SettingsDecoder) Warnings() []error {
+	names := slices.Sorted(maps.Keys(d.known))
+	var out []error
+	for _, k := range slices.Sorted(maps.Keys(d.Raw)) {
+		if !d.known[k] {
+			out = append(out, &SettingError{Key: d.Prefix + k, Msg: UnknownKeyMessage(k, names), Warning: true})
+		}
+	}
+	return out
 }
 
 // Str reads a string; an absent or null key leaves *p alone.
 func (d *SettingsDecoder) Str(key string, p *string) {
-	switch v := d.Raw[key].(type) {
+	switch v := d.Value(key).(type) {
 	case nil:
 	case string:
 		*p = v
@@ -45,7 +100,7 @@ func (d *SettingsDecoder) Str(key string, p *string) {
 
 // Bool reads a boolean; an absent or null key leaves *p alone.
 func (d *SettingsDecoder) Bool(key string, p *bool) {
-	switch v := d.Raw[key].(type) {
+	switch v := d.Value(key).(type) {
 	case nil:
 	case bool:
 		*p = v
@@ -56,7 +111,7 @@ func (d *SettingsDecoder) Bool(key string, p *bool) {
 
 // Map reads a mapping as it is.
 func (d *SettingsDecoder) Map(key string, p *map[string]any) {
-	switch v := d.Raw[key].(type) {
+	switch v := d.Value(key).(type) {
 	case nil:
 	case map[string]any:
 		*p = v
@@ -69,7 +124,7 @@ func (d *SettingsDecoder) Map(key string, p *map[string]any) {
 // "" (component_quota_mapping uses it to unmap a default type).
 func (d *SettingsDecoder) StrMap(key string, p *map[string]string, nullable bool) {
 	var m map[string]any
-	switch v := d.Raw[key].(type) {
+	switch v := d.Value(key).(type) {
 	case nil:
 		return
 	case map[string]any:

@@ -51,41 +51,26 @@ type Streams struct {
 	DLQMaxAge       time.Duration `json:"dlq_max_age"`
 }
 
-func (s *Sitebus) setDefaults() {
-	if s.DataDir == "" {
-		s.DataDir = defaultDataDir
-	}
-	if s.HTTPAddr == "" {
-		s.HTTPAddr = defaultHTTPAddr
-	}
-	if s.LogFormat == "" {
-		s.LogFormat = defaultLogFormat
-	}
-	st := &s.Stomp
-	if st.Transport == "" {
-		st.Transport = defaultSTOMPTransport
-	}
-	if st.TCPPort == 0 {
-		st.TCPPort = defaultSTOMPTCPPort
-	}
-	if st.PrefetchCount == 0 {
-		st.PrefetchCount = defaultPrefetchCount
-	}
-	if st.ReconnectMax == 0 {
-		st.ReconnectMax = defaultReconnectMax
-	}
-	if st.Heartbeat == 0 {
-		st.Heartbeat = defaultHeartbeat
-	}
-	sm := &s.Streams
-	if sm.EventsMaxAge == 0 {
-		sm.EventsMaxAge = defaultEventsMaxAge
-	}
-	if sm.DuplicateWindow == 0 {
-		sm.DuplicateWindow = defaultDuplicateWindow
-	}
-	if sm.DLQMaxAge == 0 {
-		sm.DLQMaxAge = defaultDLQMaxAge
+// newSitebus returns the section's defaults; decoding starts from them, so
+// a key the file sets keeps its value, even "" or 0, and Validate refuses
+// what cannot work instead of quietly putting the default back.
+func newSitebus() Sitebus {
+	return Sitebus{
+		DataDir:   defaultDataDir,
+		HTTPAddr:  defaultHTTPAddr,
+		LogFormat: defaultLogFormat,
+		Stomp: StompSettings{
+			Transport:     defaultSTOMPTransport,
+			TCPPort:       defaultSTOMPTCPPort,
+			PrefetchCount: defaultPrefetchCount,
+			ReconnectMax:  defaultReconnectMax,
+			Heartbeat:     defaultHeartbeat,
+		},
+		Streams: Streams{
+			EventsMaxAge:    defaultEventsMaxAge,
+			DuplicateWindow: defaultDuplicateWindow,
+			DLQMaxAge:       defaultDLQMaxAge,
+		},
 	}
 }
 

@@ -15,7 +15,7 @@ import (
 // once (joined with errors.Join), each naming its file, line, offering and
 // key. Parse calls it after applying defaults.
 func (r *Root) Validate() error {
-	return join(r.validate())
+	return Join(r.validate())
 }
 
 func (r *Root) validate() []*FieldError {
@@ -31,11 +31,12 @@ func (r *Root) validate() []*FieldError {
 	if r.ReportingPeriods < minReportingPeriods || r.ReportingPeriods > maxReportingPeriods {
 		p.at(top.key("reporting_periods"), "%d is out of range %d..%d", r.ReportingPeriods, minReportingPeriods, maxReportingPeriods)
 	}
-	if _, err := time.LoadLocation(r.Timezone); err != nil || strings.EqualFold(r.Timezone, "local") {
+	// LoadLocation takes "" for UTC; Python's zoneinfo refuses it.
+	if _, err := time.LoadLocation(r.Timezone); err != nil || r.Timezone == "" || strings.EqualFold(r.Timezone, "local") {
 		p.at(top.key("timezone"), "unknown timezone %q", r.Timezone)
 	}
-	checkOptionalURL(p, top.key("sentry_dsn"), r.SentryDSN)
-	checkOptionalURL(p, top.key("elastic_apm_server_url"), r.ElasticAPMServerURL)
+	checkOptionalURL(p, top.key("sentry_dsn"), r.SentryDSN, false)
+	checkOptionalURL(p, top.key("elastic_apm_server_url"), r.ElasticAPMServerURL, true)
 	r.LogShipping.validate(p, top.key("log_shipping"))
 
 	firstByUUID := map[string]int{}
@@ -70,9 +71,6 @@ func (l *LogShipping) validate(p *problems, s scope) {
 }
 
 func (o *Offering) validate(p *problems, s scope) {
-	if o.Name == "" {
-		p.at(s.key("name"), "is required")
-	}
 	switch {
 	case o.WaldurAPIURL == "":
 		p.at(s.key("waldur_api_url"), "is required")
@@ -152,16 +150,9 @@ var (
 )
 
 func (c *BackendComponent) validate(p *problems, s scope) {
-	if c.MeasuredUnit == "" {
-		p.at(s.key("measured_unit"), "is required")
-	}
-	if c.Label == "" {
-		p.at(s.key("label"), "is required")
-	}
-	switch {
-	case c.AccountingType == "":
-		p.at(s.key("accounting_type"), "is required (one of %s)", strings.Join(accountingTypes, ", "))
-	case !slices.Contains(accountingTypes, c.AccountingType):
+	// measured_unit and label may be "" (Python's model takes any string);
+	// a missing one is reported while decoding.
+	if !slices.Contains(accountingTypes, c.AccountingType) {
 		p.at(s.key("accounting_type"), "%q is not one of %s", c.AccountingType, strings.Join(accountingTypes, ", "))
 	}
 	if lp, ok := c.Extra["limit_period"]; ok && lp != nil {
@@ -257,13 +248,18 @@ func hasHost(raw string) bool {
 }
 
 // checkOptionalURL accepts "" (the Python agent treats it as null) and
-// otherwise requires an absolute URL with a host.
-func checkOptionalURL(p *problems, s scope, raw string) {
+// otherwise requires an absolute URL with a host. quote is false for URLs
+// that carry a key (a Sentry DSN), which must not end up in a message.
+func checkOptionalURL(p *problems, s scope, raw string, quote bool) {
 	if raw == "" {
 		return
 	}
 	u, err := url.Parse(raw)
 	if err != nil || u.Scheme == "" || u.Host == "" {
+		if !quote {
+			p.at(s, "is not a URL")
+			return
+		}
 		p.at(s, "%s", fmt.Sprintf("%q is not a URL", raw))
 	}
 }

@@ -117,7 +117,7 @@ func TestValidationErrors(t *testing.T) {
 		},
 		"sentry_dsn not a url": {
 			data: conf(nil, "sentry_dsn: not a url"),
-			want: []string{`config.yaml:7: sentry_dsn: "not a url" is not a URL`},
+			want: []string{`config.yaml:7: sentry_dsn: is not a URL`}, // a DSN holds a key: never quoted
 		},
 		"elastic apm url not a url": {
 			data: conf(nil, "elastic_apm_server_url: apm:8200"),
@@ -218,7 +218,7 @@ func TestAllProblemsReportedTogether(t *testing.T) {
 		`multi.yaml:6: offerings[0] ("first").waldur_offering_uuid: "nope" is not a UUID`,
 		`multi.yaml:8: offerings[0] ("first").verify_ssl: "perhaps" is not true or false`,
 		`multi.yaml:9: offerings[1] ("second").backend_type: is required`,
-		`multi.yaml:13: offerings[1] ("second").backend_typ: unknown key "backend_typ" (did you mean "backend_type"?)`,
+		`multi.yaml:13: warning: offerings[1] ("second").backend_typ: unknown key "backend_typ" is ignored (did you mean "backend_type"?)`,
 	)
 	var fe *FieldError
 	if !errors.As(err, &fe) || fe.Source != "multi.yaml" || fe.Line != 1 || fe.Path != "log_level" {
@@ -249,7 +249,7 @@ func TestValidateRootBuiltInCode(t *testing.T) {
 			BackendComponents: map[string]BackendComponent{"cpu": {MeasuredUnit: "c", Label: "CPU", AccountingType: "bogus"}},
 		}},
 	}
-	r.Sitebus.setDefaults()
+	r.Sitebus = newSitebus()
 	r.Periods.setDefaults()
 	wantProblems(t, r.Validate(),
 		`offerings[0] ("code").backend_components.cpu.accounting_type: "bogus" is not one of usage, limit, one`)
