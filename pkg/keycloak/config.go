@@ -56,6 +56,10 @@ type Config struct {
 	// WrapTransport, if set, wraps the HTTP transport (tracing, metrics,
 	// fault injection in tests).
 	WrapTransport func(http.RoundTripper) http.RoundTripper
+
+	// Warnings are the settings keys ParseSettings did not know and
+	// ignored (each a *config.SettingError).
+	Warnings []error
 }
 
 // WithDefaults returns c with unset fields defaulted.
@@ -92,19 +96,19 @@ func (c Config) WithDefaults() Config {
 func (c Config) Validate() error {
 	var errs []error
 	bad := func(key, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s%s: %s", settingsPrefix, key, fmt.Sprintf(format, args...)))
+		errs = append(errs, &config.SettingError{Key: settingsPrefix + key, Msg: fmt.Sprintf(format, args...)})
 	}
 	if u, err := url.Parse(c.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		bad("keycloak_url", "%q is not an http(s) URL", c.URL)
 	}
 	if c.Realm == "" {
-		bad("keycloak_realm", "required")
+		bad("keycloak_realm", "must not be empty")
 	}
 	if c.UserRealm == "" {
-		bad("keycloak_user_realm", "required")
+		bad("keycloak_user_realm", "must not be empty")
 	}
 	if c.ClientID == "" {
-		bad("client_id", "required")
+		bad("client_id", "must not be empty")
 	}
 	if c.Username == "" {
 		bad("keycloak_username", "required")

@@ -10,11 +10,14 @@ import (
 const settingsPrefix = "backend_settings.keycloak."
 
 // ParseSettings decodes the keycloak mapping of backend_settings (keys as
-// in the Python client), fills the defaults and validates the result. Keys
-// it does not know are ignored, as Python ignores them. Every problem is
-// reported, each naming its key; values are never echoed for the password.
+// in the Python client) onto the Python defaults and validates the result.
+// Only a missing (or null) key takes its default: keycloak_realm: "" is
+// refused, not turned back into "waldur". Keys it does not know are
+// ignored, as Python ignores them, and listed in Config.Warnings. Every
+// problem is reported, each a *config.SettingError naming its key; values
+// are never echoed for the password.
 func ParseSettings(raw map[string]any) (Config, error) {
-	var c Config
+	c := Config{URL: DefaultURL, Realm: DefaultRealm, UserRealm: DefaultUserRealm, ClientID: DefaultClientID}
 	d := config.SettingsDecoder{Raw: raw, Prefix: settingsPrefix}
 	d.Str("keycloak_url", &c.URL)
 	d.Str("keycloak_realm", &c.Realm)
@@ -28,11 +31,12 @@ func ParseSettings(raw map[string]any) (Config, error) {
 	if err := d.Err(); err != nil {
 		return Config{}, err
 	}
-	c = c.WithDefaults()
+	c.Warnings = d.Warnings()
+	// Validate first: WithDefaults would put a default over an empty value.
 	if err := c.Validate(); err != nil {
 		return Config{}, err
 	}
-	return c, nil
+	return c.WithDefaults(), nil
 }
 
 // sslVerify reads keycloak_ssl_verify as Python requests reads verify: a
@@ -40,7 +44,7 @@ func ParseSettings(raw map[string]any) (Config, error) {
 // booleans, since environment-templated YAML often quotes them.
 func sslVerify(d *config.SettingsDecoder, c *Config) {
 	const key = "keycloak_ssl_verify"
-	switch v := d.Raw[key].(type) {
+	switch v := d.Value(key).(type) {
 	case nil:
 	case bool:
 		c.InsecureSkipVerify = !v

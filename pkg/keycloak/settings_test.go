@@ -101,3 +101,81 @@ func TestConfigNeverPrintsThePassword(t *testing.T) {
 		}
 	}
 }
+
+// Only a missing (or null) key takes the Python client's default; a key set
+// to "" keeps it and, since Keycloak cannot be reached with it, is refused
+// at that key rather than quietly given the default.
+func TestParseSettingsMissingOrExplicit(t *testing.T) {
+	creds := func(kv ...any) map[string]any {
+		m := map[string]any{"keycloak_username": "admin", "keycloak_password": "pw-SECRET-42"}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i].(string)] = kv[i+1]
+		}
+		return m
+	}
+	tests := map[string]struct {
+		raw     map[string]any
+		check   func(t *testing.T, c Config)
+		wantErr string // the whole error
+	}{
+		"missing keys take the defaults": {raw: creds(), check: func(t *testing.T, c Config) {
+			if c.URL != DefaultURL || c.Realm != DefaultRealm || c.UserRealm != DefaultUserRealm || c.ClientID != DefaultClientID || c.InsecureSkipVerify {
+				t.Errorf("got %+v", c)
+			}
+		}},
+		"explicit false ssl_verify is kept": {raw: creds("keycloak_ssl_verify", false), check: func(t *testing.T, c Config) {
+			if !c.InsecureSkipVerify {
+				t.Error("verification on")
+			}
+		}},
+		"explicit empty values are refused, not defaulted": {
+			raw: creds("keycloak_url", "", "keycloak_realm", "", "keycloak_user_realm", "", "client_id", ""),
+			wantErr: strings.Join([]string{
+				`backend_settings.keycloak.keycloak_url: "" is not an http(s) URL`,
+				`backend_settings.keycloak.keycloak_realm: must not be empty`,
+				`backend_settings.keycloak.keycloak_user_realm: must not be empty`,
+				`backend_settings.keycloak.client_id: must not be empty`,
+			}, "\n"),
+		},
+		"explicit empty credentials are refused": {
+			raw: creds("keycloak_password", "", "keycloak_username", ""),
+			wantErr: "backend_settings.keycloak.keycloak_username: required\n" +
+				"backend_settings.keycloak.keycloak_password: required",
+		},
+		"explicit empty ssl_verify is refused": {
+			raw:     creds("keycloak_ssl_verify", ""),
+			wantErr: "backend_settings.keycloak.keycloak_ssl_verify: must be a boolean or a CA bundle path, not an empty string",
+		},
+		"a wrong type names the key, not the value": {
+			raw:     creds("keycloak_password", 42, "keycloak_realm", []any{"x"}),
+			wantErr: "backend_settings.keycloak.keycloak_realm: must be a string, not a list\nbackend_settings.keycloak.keycloak_password: must be a string, not a number",
+		},
+		"unknown keys are warnings": {raw: creds("keycloak_relm", "hpc"), check: func(t *testing.T, c Config) {
+			want := `warning: backend_settings.keycloak.keycloak_relm: unknown key "keycloak_relm" is ignored (did you mean "keycloak_realm"?)`
+			if len(c.Warnings) != 1 || c.Warnings[0].Error() != want {
+				t.Errorf("warnings %v", c.Warnings)
+			}
+			if c.Realm != DefaultRealm {
+				t.Errorf("realm %q", c.Realm)
+			}
+		}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			c, err := ParseSettings(tc.raw)
+			if tc.wantErr != "" {
+				if err == nil || err.Error() != tc.wantErr {
+					t.Fatalf("err = %v\nwant %s", err, tc.wantErr)
+				}
+				if strings.Contains(err.Error(), "pw-SECRET-42") {
+					t.Error("the error shows the password")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.check(t, c)
+		})
+	}
+}

@@ -300,9 +300,15 @@ func (s *Service) syncUsersToObject(ctx context.Context, o Offering, syncer back
 	users := map[string][]string{}
 	for role, members := range byRole {
 		for _, m := range members {
-			id := m.Email
-			if o.IdentityField == "username" {
+			var id string
+			switch o.IdentityField {
+			case "username":
 				id = m.Username
+			case "":
+				// cr_user_identity_field: "" names no attribute: the
+				// Python plugin finds no identity and skips every user.
+			default:
+				id = m.Email
 			}
 			if id == "" {
 				continue // the Python plugin skips users without the identity

@@ -79,11 +79,11 @@ type Backend struct {
 
 var _ backend.Backend = (*Backend)(nil)
 
-// New returns a backend for an offering's settings (as ParseSettings
-// returns them; unset values are defaulted) and backend_components.
+// New returns a backend for an offering's settings, as ParseSettings
+// returns them (or built from DefaultSettings), and backend_components.
+// It fills in no defaults: an empty value there is one the file set.
 // It does not contact the cluster.
-func New(settings Settings, components map[string]config.BackendComponent, opts Options) (*Backend, error) {
-	s := settings.withDefaults()
+func New(s Settings, components map[string]config.BackendComponent, opts Options) (*Backend, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
@@ -142,10 +142,11 @@ func restConfig(s Settings, given *rest.Config) (*rest.Config, error) {
 		cfg.Timeout = defaultTimeout
 	}
 	// client-go's default limiter (5 QPS, burst 10) turns a burst of orders
-	// into a 200 ms wait per call; the API server's priority and fairness
-	// is the right place to protect the cluster.
+	// into a 200 ms wait per call, and 50 QPS made 200 orders at once take
+	// 2 s; the API server's priority and fairness is the right place to
+	// protect the cluster, so the client only guards against a runaway loop.
 	if cfg.QPS == 0 {
-		cfg.QPS, cfg.Burst = 50, 100
+		cfg.QPS, cfg.Burst = 1000, 2000
 	}
 	return cfg, nil
 }

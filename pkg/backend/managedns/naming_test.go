@@ -32,6 +32,15 @@ func TestNamespaceName(t *testing.T) {
 			wantErr: "Namespace name 'waldur-abc-' is not a valid RFC 1123 label: must be lowercase alphanumeric or '-', must start and end with an alphanumeric character"},
 		{name: "a leading dash is refused", prefix: "", slug: "-abc",
 			wantErr: "Namespace name '-abc' is not a valid RFC 1123 label: must be lowercase alphanumeric or '-', must start and end with an alphanumeric character"},
+		{name: "with an empty prefix, upper case is refused naming the slug", prefix: "", slug: "MyProject",
+			wantErr: "Namespace name 'MyProject' is not a valid RFC 1123 label: must be lowercase alphanumeric or '-', must start and end with an alphanumeric character"},
+		{name: "with an empty prefix, underscores are refused naming the slug", prefix: "", slug: "my_project",
+			wantErr: "Namespace name 'my_project' is not a valid RFC 1123 label: must be lowercase alphanumeric or '-', must start and end with an alphanumeric character"},
+		{name: "with an empty prefix, a 63-character slug is allowed", prefix: "", slug: strings.Repeat("b", 63), want: strings.Repeat("b", 63)},
+		{name: "with an empty prefix, a 64-character slug is refused naming it", prefix: "", slug: strings.Repeat("b", 64),
+			wantErr: "Namespace name '" + strings.Repeat("b", 64) + "' exceeds 63 characters (64)"},
+		{name: "a dot is refused, not rewritten", prefix: "", slug: "x.kube-system",
+			wantErr: "Namespace name 'x.kube-system' is not a valid RFC 1123 label: must be lowercase alphanumeric or '-', must start and end with an alphanumeric character"},
 		{name: "a path separator is refused", prefix: "waldur-", slug: "a/b",
 			wantErr: "Namespace name 'waldur-a/b' is not a valid RFC 1123 label: must be lowercase alphanumeric or '-', must start and end with an alphanumeric character"},
 	}
@@ -45,6 +54,9 @@ func TestNamespaceName(t *testing.T) {
 				}
 				if !errors.Is(err, backend.ErrInvalid) || !backend.IsTerminal(err) {
 					t.Fatalf("err %v is not a terminal ErrInvalid", err)
+				}
+				if tt.slug != "" && !strings.Contains(err.Error(), tt.slug) {
+					t.Fatalf("err %q does not name the slug %q", err, tt.slug)
 				}
 				return
 			}

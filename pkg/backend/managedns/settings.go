@@ -59,62 +59,67 @@ type Settings struct {
 	SyncUsersToCR           bool
 	CRUserIdentityField     string
 	CRUserIdentityLowercase bool
+
+	// Warnings are the keys ParseSettings did not know and ignored, as the
+	// Python plugin ignores them (each a *config.SettingError).
+	Warnings []error
 }
 
-// ParseSettings decodes backend_settings (as config.Offering holds them),
-// fills the defaults and validates the result. Keys it does not know are
-// ignored, as the Python plugin ignores them. Every problem is reported,
-// each naming its key.
+// DefaultSettings are the settings of an empty backend_settings, as in the
+// Python plugin. ParseSettings decodes onto them; build settings in code
+// from them too, since New does not fill in zero values.
+func DefaultSettings() Settings {
+	return Settings{
+		CRNamespace:         DefaultCRNamespace,
+		NamespacePrefix:     DefaultNamespacePrefix,
+		DefaultRole:         DefaultRole,
+		CRUserIdentityField: DefaultIdentityField,
+		KeycloakUseUserID:   true,
+		QuotaMapping:        DefaultQuotaMapping(),
+		RoleMapping:         DefaultRoleMapping(),
+	}
+}
+
+// ParseSettings decodes backend_settings (as config.Offering holds them)
+// onto DefaultSettings and validates the result. As the Python plugin's
+// settings.get(key, default), only a missing (or null) key takes the
+// default: namespace_prefix: "" names namespaces by the slug alone, and
+// default_role: "" gives unmapped roles no access. Keys it does not know are
+// ignored, as the Python plugin ignores them, and listed in
+// Settings.Warnings. Every problem is reported, each a *config.SettingError
+// naming its key.
 func ParseSettings(raw map[string]any) (Settings, error) {
-	s := Settings{KeycloakUseUserID: true}
+	s := DefaultSettings()
+	var quota, roles map[string]string
 	d := config.SettingsDecoder{Raw: raw, Prefix: "backend_settings."}
 	d.Str("kubeconfig_path", &s.KubeconfigPath)
 	d.Str("cr_namespace", &s.CRNamespace)
 	d.Str("namespace_prefix", &s.NamespacePrefix)
-	d.StrMap("component_quota_mapping", &s.QuotaMapping, true)
+	d.StrMap("component_quota_mapping", &quota, true)
 	d.StrMap("namespace_labels", &s.NamespaceLabels, false)
 	d.StrMap("namespace_annotations", &s.NamespaceAnnotations, false)
 	d.Str("default_role", &s.DefaultRole)
-	d.StrMap("role_mapping", &s.RoleMapping, false)
+	d.StrMap("role_mapping", &roles, false)
 	d.Bool("keycloak_enabled", &s.KeycloakEnabled)
 	d.Map("keycloak", &s.Keycloak)
 	d.Bool("keycloak_use_user_id", &s.KeycloakUseUserID)
 	d.Bool("sync_users_to_cr", &s.SyncUsersToCR)
 	d.Str("cr_user_identity_field", &s.CRUserIdentityField)
 	d.Bool("cr_user_identity_lowercase", &s.CRUserIdentityLowercase)
+	// Read by the agent itself for every backend (config.Offering).
+	d.Known("periodic_limits")
 	if err := d.Err(); err != nil {
 		return Settings{}, err
 	}
-	s = s.withDefaults()
+	// The mappings are merged over the defaults, as in the plugin.
+	maps.Copy(s.QuotaMapping, quota)
+	maps.Copy(s.RoleMapping, roles)
+	s.KubeconfigPath = expandHome(s.KubeconfigPath)
+	s.Warnings = d.Warnings()
 	if err := s.Validate(); err != nil {
 		return Settings{}, err
 	}
 	return s, nil
-}
-
-// withDefaults returns s with unset values defaulted and the mappings
-// merged over their defaults (the caller's maps are not changed).
-func (s Settings) withDefaults() Settings {
-	if s.CRNamespace == "" {
-		s.CRNamespace = DefaultCRNamespace
-	}
-	if s.NamespacePrefix == "" {
-		s.NamespacePrefix = DefaultNamespacePrefix
-	}
-	if s.DefaultRole == "" {
-		s.DefaultRole = DefaultRole
-	}
-	if s.CRUserIdentityField == "" {
-		s.CRUserIdentityField = DefaultIdentityField
-	}
-	qm := DefaultQuotaMapping()
-	maps.Copy(qm, s.QuotaMapping)
-	s.QuotaMapping = qm
-	rm := DefaultRoleMapping()
-	maps.Copy(rm, s.RoleMapping)
-	s.RoleMapping = rm
-	s.KubeconfigPath = expandHome(s.KubeconfigPath)
-	return s
 }
 
 var (
@@ -122,17 +127,18 @@ var (
 	prefixRe     = regexp.MustCompile(`^([a-z0-9][a-z0-9-]*)?$`)
 )
 
-// Validate checks settings with their defaults filled in (as ParseSettings
-// returns them) for values that would make every call fail: a namespace
+// Validate checks settings (as ParseSettings returns them) for values that would make every call fail: a namespace
 // prefix no namespace name can start with, or a CR namespace that is not
 // a namespace name.
 func (s Settings) Validate() error {
 	var errs []error
 	if len(s.CRNamespace) > maxNameLen || !rfc1123Label.MatchString(s.CRNamespace) {
-		errs = append(errs, fmt.Errorf("backend_settings.cr_namespace: %q is not a valid namespace name (RFC 1123 label)", s.CRNamespace))
+		errs = append(errs, &config.SettingError{Key: "backend_settings.cr_namespace",
+			Msg: fmt.Sprintf("%q is not a valid namespace name (RFC 1123 label)", s.CRNamespace)})
 	}
 	if len(s.NamespacePrefix) >= maxNameLen || !prefixRe.MatchString(s.NamespacePrefix) {
-		errs = append(errs, fmt.Errorf("backend_settings.namespace_prefix: %q cannot start a namespace name (lowercase alphanumeric or '-', starting with an alphanumeric, under %d characters)", s.NamespacePrefix, maxNameLen))
+		errs = append(errs, &config.SettingError{Key: "backend_settings.namespace_prefix",
+			Msg: fmt.Sprintf("%q cannot start a namespace name (lowercase alphanumeric or '-', starting with an alphanumeric, under %d characters)", s.NamespacePrefix, maxNameLen)})
 	}
 	return errors.Join(errs...)
 }

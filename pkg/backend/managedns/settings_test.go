@@ -1,12 +1,14 @@
 package managedns
 
 import (
+	"errors"
 	"maps"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/sitebus/sitebus/pkg/backend"
 	"github.com/sitebus/sitebus/pkg/config"
 )
 
@@ -168,5 +170,101 @@ func TestParseSettingsOfExampleConfig(t *testing.T) {
 	if s.KubeconfigPath != "/etc/waldur-site-agent/kubeconfig" || !s.KeycloakEnabled ||
 		s.QuotaMapping["gpu"] != "requests.nvidia.com/gpu" || s.NamespaceLabels["hpc.ut.ee/managed-by"] != "waldur" {
 		t.Fatalf("%+v", s)
+	}
+}
+
+// As the plugin's settings.get(key, default), only a missing (or null) key
+// takes the default; a key set to "", false or {} keeps that value, and
+// one that cannot work is refused, never replaced by the default.
+func TestParseSettingsMissingOrExplicit(t *testing.T) {
+	tests := map[string]struct {
+		raw     map[string]any
+		check   func(t *testing.T, s Settings)
+		wantErr string // the whole error
+	}{
+		"missing keys take the plugin's defaults": {
+			raw: map[string]any{},
+			check: func(t *testing.T, s Settings) {
+				d := DefaultSettings()
+				if s.NamespacePrefix != d.NamespacePrefix || s.CRNamespace != d.CRNamespace || s.DefaultRole != "readwrite" ||
+					s.CRUserIdentityField != "email" || !s.KeycloakUseUserID || len(s.Warnings) != 0 {
+					t.Errorf("got %+v", s)
+				}
+			},
+		},
+		"explicit empty namespace_prefix is kept: names are the slug alone": {
+			raw: map[string]any{"namespace_prefix": ""},
+			check: func(t *testing.T, s Settings) {
+				if s.NamespacePrefix != "" {
+					t.Errorf("prefix %q", s.NamespacePrefix)
+				}
+				if name, err := namespaceName(s.NamespacePrefix, backend.Resource{Slug: "proj1"}); err != nil || name != "proj1" {
+					t.Errorf("name %q, %v", name, err)
+				}
+			},
+		},
+		"explicit empty default_role and identity field are kept": {
+			raw: map[string]any{"default_role": "", "cr_user_identity_field": "", "kubeconfig_path": ""},
+			check: func(t *testing.T, s Settings) {
+				if s.DefaultRole != "" || s.CRUserIdentityField != "" || s.KubeconfigPath != "" {
+					t.Errorf("got %+v", s)
+				}
+			},
+		},
+		"explicit false is kept for a key that defaults to true": {
+			raw: map[string]any{"keycloak_use_user_id": false, "keycloak_enabled": false, "sync_users_to_cr": false},
+			check: func(t *testing.T, s Settings) {
+				if s.KeycloakUseUserID || s.KeycloakEnabled || s.SyncUsersToCR {
+					t.Errorf("got %+v", s)
+				}
+			},
+		},
+		"explicit empty mappings keep the defaults they are merged over": {
+			raw: map[string]any{"component_quota_mapping": map[string]any{}, "role_mapping": map[string]any{}, "namespace_labels": map[string]any{}},
+			check: func(t *testing.T, s Settings) {
+				if !maps.Equal(s.QuotaMapping, DefaultQuotaMapping()) || !maps.Equal(s.RoleMapping, DefaultRoleMapping()) ||
+					s.NamespaceLabels == nil || len(s.NamespaceLabels) != 0 {
+					t.Errorf("got %+v", s)
+				}
+			},
+		},
+		"explicit empty cr_namespace is refused, not defaulted": {
+			raw:     map[string]any{"cr_namespace": ""},
+			wantErr: `backend_settings.cr_namespace: "" is not a valid namespace name (RFC 1123 label)`,
+		},
+		"a wrong type names the key": {
+			raw:     map[string]any{"namespace_prefix": 7, "sync_users_to_cr": "no"},
+			wantErr: "backend_settings.namespace_prefix: must be a string, not a number\nbackend_settings.sync_users_to_cr: must be a boolean, not a string",
+		},
+		"unknown keys are warnings naming the key, not errors": {
+			raw: map[string]any{"namespace_prefx": "x-", "periodic_limits": map[string]any{"enabled": true}, "keycloak": map[string]any{}},
+			check: func(t *testing.T, s Settings) {
+				if len(s.Warnings) != 1 || s.Warnings[0].Error() != `warning: backend_settings.namespace_prefx: unknown key "namespace_prefx" is ignored (did you mean "namespace_prefix"?)` {
+					t.Errorf("warnings %v", s.Warnings)
+				}
+				if s.NamespacePrefix != DefaultNamespacePrefix {
+					t.Errorf("prefix %q", s.NamespacePrefix)
+				}
+			},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			s, err := ParseSettings(tc.raw)
+			if tc.wantErr != "" {
+				if err == nil || err.Error() != tc.wantErr {
+					t.Fatalf("err = %v\nwant %s", err, tc.wantErr)
+				}
+				var se *config.SettingError
+				if !errors.As(err, &se) {
+					t.Errorf("%T is no *config.SettingError", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.check(t, s)
+		})
 	}
 }
