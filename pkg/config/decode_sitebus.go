@@ -40,6 +40,7 @@ func (d *decoder) sitebus(n *yaml.Node, s scope, sb *Sitebus) {
 				"events_max_age":   d.duration(&st.EventsMaxAge),
 				"duplicate_window": d.duration(&st.DuplicateWindow),
 				"dlq_max_age":      d.duration(&st.DLQMaxAge),
+				"replicas":         d.integer(&st.Replicas),
 			})
 		},
 	})

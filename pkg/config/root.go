@@ -34,6 +34,8 @@ const (
 	defaultDuplicateWindow   = 15 * time.Minute
 	minDuplicateWindow       = 10 * time.Minute
 	defaultDLQMaxAge         = 720 * time.Hour
+	defaultStreamReplicas    = 1
+	maxStreamReplicas        = 5 // JetStream's limit
 	defaultOrderProcessMins  = 5
 	defaultReportMins        = 30
 	defaultMembershipMins    = 5

@@ -49,6 +49,11 @@ type Streams struct {
 	// redelivered after a reconnect are still recognised as duplicates.
 	DuplicateWindow time.Duration `json:"duplicate_window"`
 	DLQMaxAge       time.Duration `json:"dlq_max_age"`
+	// Replicas is how many JetStream servers keep a copy of every stream
+	// and key-value bucket, 1 to 5. Default 1, with an external nats_url
+	// too: more copies than the cluster has servers cannot be placed, so a
+	// cluster's count is set explicitly, never guessed.
+	Replicas int `json:"replicas"`
 }
 
 // newSitebus returns the section's defaults; decoding starts from them, so
@@ -70,6 +75,7 @@ func newSitebus() Sitebus {
 			EventsMaxAge:    defaultEventsMaxAge,
 			DuplicateWindow: defaultDuplicateWindow,
 			DLQMaxAge:       defaultDLQMaxAge,
+			Replicas:        defaultStreamReplicas,
 		},
 	}
 }

@@ -207,6 +207,9 @@ func (sb *Sitebus) validate(p *problems, s scope) {
 	if sm.DuplicateWindow < minDuplicateWindow {
 		p.at(ms.key("duplicate_window"), "%s is shorter than the minimum of %s", sm.DuplicateWindow, minDuplicateWindow)
 	}
+	if sm.Replicas < 1 || sm.Replicas > maxStreamReplicas {
+		p.at(ms.key("replicas"), "%d is not a replica count: 1 to %d (copies of each stream on as many JetStream servers)", sm.Replicas, maxStreamReplicas)
+	}
 }
 
 // validatePeriods reports a negative override at its sitebus.periods key
