@@ -161,6 +161,10 @@ func (s *Service) Run(ctx context.Context) error {
 		Name: Name, Stream: bus.EventsStream, FilterSubjects: filters,
 		MaxDeliver: s.cfg.MaxDeliver, Backoff: s.cfg.Backoff,
 		OrderingKey: bus.WaldurEventKey,
+		// Order handlers mostly wait on Waldur and the platform, and
+		// ordering keys keep each order and resource to one handler, so a
+		// burst of orders for many resources runs this wide.
+		Concurrency: orderConcurrency,
 	}, s.handle)
 	if err != nil {
 		return err
@@ -177,6 +181,9 @@ func (s *Service) Ready(ctx context.Context) error {
 	}
 	return s.subs.Check(ctx)
 }
+
+// orderConcurrency is how many order events one process handles at once.
+const orderConcurrency = 32
 
 // QuotaCommandService is the command stream the order service sends Update
 // orders to.

@@ -43,11 +43,18 @@ func (p *processor) process(ctx context.Context) (typ, outcome string, err error
 	typ = order.Type
 	if order.State == waldur.OrderStatePendingProvider {
 		// The Python agent's default decision is to accept; so is ours.
-		if err := w.ApproveOrderByProvider(ctx, p.orderUUID); err != nil && !waldur.IsConflict(err) {
+		err := w.ApproveOrderByProvider(ctx, p.orderUUID)
+		switch {
+		case err == nil:
+			// Approval moves the order to executing: no need to ask.
+			order.State = waldur.OrderStateExecuting
+		case waldur.IsConflict(err):
+			// Someone else decided first: see what they decided.
+			if order, err = w.GetOrder(ctx, p.orderUUID); err != nil {
+				return typ, "", fmt.Errorf("get order after approval: %w", err)
+			}
+		default:
 			return typ, "", fmt.Errorf("approve order: %w", err)
-		}
-		if order, err = w.GetOrder(ctx, p.orderUUID); err != nil {
-			return typ, "", fmt.Errorf("get order after approval: %w", err)
 		}
 	}
 	if order.State != waldur.OrderStateExecuting {
@@ -77,6 +84,17 @@ func (p *processor) process(ctx context.Context) (typ, outcome string, err error
 		return typ, "", err
 	}
 	return typ, outcomeDone, p.markDone(ctx)
+}
+
+// markDone sets the order done. This run read it executing while holding
+// the order's ordering key, so no other handler here settled it since; a
+// run after a crash reads it again first and skips it once it is done.
+// Anyone else settling it meanwhile gets us a 409, which is fine.
+func (p *processor) markDone(ctx context.Context) error {
+	if err := p.o.Waldur.SetOrderStateDone(ctx, p.orderUUID); err != nil && !waldur.IsConflict(err) {
+		return fmt.Errorf("set_state_done: %w", err)
+	}
+	return nil
 }
 
 // holdingResource runs fn while this process handles nothing else about
@@ -183,11 +201,6 @@ func (p *processor) delegateUpdate(ctx context.Context, order *waldur.Order) err
 // QuotaCommandSubject is where limit commands for an offering go.
 func QuotaCommandSubject(offeringHex string) string {
 	return "cmd." + QuotaCommandService + "." + offeringHex
-}
-
-// markDone sets the order done if Waldur still has it executing.
-func (p *processor) markDone(ctx context.Context) error {
-	return MarkDone(ctx, p.o.Waldur, p.orderUUID)
 }
 
 // MarkDone sets an order done if it is still executing, as the Python agent
