@@ -72,10 +72,11 @@ type Options struct {
 
 // Run starts sitebus and blocks until ctx ends, then shuts down gracefully.
 func Run(ctx context.Context, opts Options) error {
-	cfg, err := config.Load(opts.ConfigPath)
+	plan, err := LoadPlan(opts.ConfigPath)
 	if err != nil {
 		return err
 	}
+	cfg := plan.Config
 	applyOverrides(cfg, &opts)
 	services, err := selectServices(opts.Only)
 	if err != nil {
@@ -89,6 +90,9 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 	slog.SetDefault(log)
+	for _, w := range plan.Warnings {
+		log.Warn("configuration: "+w.Msg, "file", w.Source, "line", w.Line, "offering", w.Offering, "key", w.Path)
+	}
 	tp, stopTracing, err := telemetry.SetupTracing(ctx, "sitebus", opts.Version)
 	if err != nil {
 		return fmt.Errorf("tracing: %w", err)
@@ -124,7 +128,7 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
-	offerings, err := waldurClients(cfg, opts.Version, log, reg, tp)
+	offerings, err := waldurClients(plan, opts.Version, log, reg, tp)
 	if err != nil {
 		return err
 	}
@@ -150,7 +154,7 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	h.streamsReady()
 
-	deps := &deps{cfg: cfg, bus: b, offerings: offerings, log: log, reg: reg, tp: tp, version: opts.Version, identity: id.Name}
+	deps := &deps{cfg: cfg, plan: plan, bus: b, offerings: offerings, log: log, reg: reg, tp: tp, version: opts.Version, identity: id.Name}
 	deps.backends.d = deps
 	var running []Service
 	for _, name := range services {
@@ -286,29 +290,21 @@ func ensureStreams(ctx context.Context, b *bus.Bus, log *slog.Logger) error {
 	}
 }
 
-// waldurClients builds one REST client per offering.
-func waldurClients(cfg *config.Root, version string, log *slog.Logger, reg prometheus.Registerer, tp trace.TracerProvider) ([]stompbridge.Offering, error) {
+// waldurClients builds one REST client per offering, in the plan's order.
+func waldurClients(plan *Plan, version string, log *slog.Logger, reg prometheus.Registerer, tp trace.TracerProvider) ([]stompbridge.Offering, error) {
 	var out []stompbridge.Offering
-	for i := range cfg.Offerings {
-		o := &cfg.Offerings[i]
-		c, err := waldur.New(waldur.Config{
-			APIURL: o.WaldurAPIURL,
-			Token:  o.WaldurAPIToken.Reveal(),
-			OIDC: waldur.OIDCConfig{
-				TokenURL: o.OIDCTokenURL, ClientID: o.OIDCClientID, ClientSecret: o.OIDCClientSecret.Reveal(),
-			},
-			InsecureSkipVerify: !o.VerifySSL,
-			UserAgent:          "sitebus/" + version,
-			Logger:             log.With("offering", o.Name),
-			Proxy:              cfg.GlobalProxy,
-			WrapTransport: func(rt http.RoundTripper) http.RoundTripper {
-				return telemetry.InstrumentTransport(rt, "waldur", reg, tp)
-			},
-		})
-		if err != nil {
-			return nil, fmt.Errorf("offering %q: %w", o.Name, err)
+	for _, op := range plan.Offerings {
+		wc := op.Waldur
+		wc.UserAgent = "sitebus/" + version
+		wc.Logger = log.With("offering", op.Config.Name)
+		wc.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+			return telemetry.InstrumentTransport(rt, "waldur", reg, tp)
 		}
-		out = append(out, stompbridge.Offering{Config: o, Waldur: c})
+		c, err := waldur.New(wc)
+		if err != nil {
+			return nil, fmt.Errorf("offering %q: %w", op.Config.Name, err)
+		}
+		out = append(out, stompbridge.Offering{Config: op.Config, Waldur: c})
 	}
 	return out, nil
 }
@@ -316,6 +312,7 @@ func waldurClients(cfg *config.Root, version string, log *slog.Logger, reg prome
 // deps are what services are built from.
 type deps struct {
 	cfg       *config.Root
+	plan      *Plan // offerings[i] is plan.Offerings[i]
 	bus       *bus.Bus
 	offerings []stompbridge.Offering
 	log       *slog.Logger

@@ -6,17 +6,12 @@ import (
 
 	"github.com/sitebus/sitebus/pkg/backend"
 	"github.com/sitebus/sitebus/pkg/backend/managedns"
-	"github.com/sitebus/sitebus/pkg/config"
 	"github.com/sitebus/sitebus/pkg/telemetry"
 	"github.com/sitebus/sitebus/services/keycloaksync"
 	"github.com/sitebus/sitebus/services/membership"
 	"github.com/sitebus/sitebus/services/order"
 	"github.com/sitebus/sitebus/services/sagas"
 )
-
-// supportedBackends are the backend names (the Python plugins' entry
-// points) sitebus implements so far.
-var supportedBackends = []string{"k8s-ut-namespace"}
 
 // backends builds each offering's platform backend once, on first use, so
 // a process that runs only the STOMP bridge needs no platform credentials.
@@ -25,7 +20,11 @@ type backends struct {
 	built map[string]backend.Backend
 }
 
-func (bs *backends) get(o *config.Offering, name string) (backend.Backend, error) {
+// get builds offering i's backend name from the settings the plan parsed
+// (NewPlan has refused names sitebus does not implement).
+func (bs *backends) get(i int, name string) (backend.Backend, error) {
+	op := &bs.d.plan.Offerings[i]
+	o := op.Config
 	key := o.WaldurOfferingUUID + "/" + name
 	if b, ok := bs.built[key]; ok {
 		return b, nil
@@ -35,16 +34,13 @@ func (bs *backends) get(o *config.Offering, name string) (backend.Backend, error
 		err error
 	)
 	switch name {
-	case "k8s-ut-namespace":
-		var s managedns.Settings
-		if s, err = managedns.ParseSettings(o.BackendSettings); err == nil {
-			b, err = managedns.New(s, o.BackendComponents, managedns.Options{
-				Logger: bs.d.log.With("offering", o.Name, "backend", name),
-				WrapTransport: func(rt http.RoundTripper) http.RoundTripper {
-					return telemetry.InstrumentTransport(rt, "kubernetes", bs.d.reg, bs.d.tp)
-				},
-			})
-		}
+	case managedns.Type:
+		b, err = managedns.New(op.ManagedNS, o.BackendComponents, managedns.Options{
+			Logger: bs.d.log.With("offering", o.Name, "backend", name),
+			WrapTransport: func(rt http.RoundTripper) http.RoundTripper {
+				return telemetry.InstrumentTransport(rt, "kubernetes", bs.d.reg, bs.d.tp)
+			},
+		})
 	default:
 		err = fmt.Errorf("backend %q is not supported (supported: %v)", name, supportedBackends)
 	}
@@ -61,11 +57,11 @@ func (bs *backends) get(o *config.Offering, name string) (backend.Backend, error
 // orderOfferings are the offerings with an order_processing_backend.
 func (d *deps) orderOfferings() ([]order.Offering, error) {
 	var out []order.Offering
-	for _, o := range d.offerings {
+	for i, o := range d.offerings {
 		if o.Config.OrderProcessingBackend == "" {
 			continue
 		}
-		b, err := d.backends.get(o.Config, o.Config.OrderProcessingBackend)
+		b, err := d.backends.get(i, o.Config.OrderProcessingBackend)
 		if err != nil {
 			return nil, err
 		}
@@ -93,12 +89,12 @@ func accessGroups(b backend.Backend) func(slug string) []sagas.GroupSpec {
 // membershipOfferings are the offerings with a membership_sync_backend.
 func (d *deps) membershipOfferings() ([]membership.Offering, error) {
 	var out []membership.Offering
-	for _, o := range d.offerings {
+	for i, o := range d.offerings {
 		name := o.Config.MembershipSyncBackend
 		if name == "" {
 			continue
 		}
-		b, err := d.backends.get(o.Config, name)
+		b, err := d.backends.get(i, name)
 		if err != nil {
 			return nil, err
 		}
@@ -118,7 +114,7 @@ func (d *deps) membershipOfferings() ([]membership.Offering, error) {
 // flags in membership sync, limits in order processing).
 func (d *deps) quotaOfferings() ([]order.Offering, error) {
 	var out []order.Offering
-	for _, o := range d.offerings {
+	for i, o := range d.offerings {
 		name := o.Config.OrderProcessingBackend
 		if name == "" {
 			name = o.Config.MembershipSyncBackend
@@ -126,7 +122,7 @@ func (d *deps) quotaOfferings() ([]order.Offering, error) {
 		if name == "" {
 			continue
 		}
-		b, err := d.backends.get(o.Config, name)
+		b, err := d.backends.get(i, name)
 		if err != nil {
 			return nil, err
 		}
@@ -139,14 +135,12 @@ func (d *deps) quotaOfferings() ([]order.Offering, error) {
 // with none, the keycloak-sync service idles.
 func (d *deps) keycloakOfferings() ([]keycloaksync.Offering, error) {
 	var out []keycloaksync.Offering
-	for _, o := range d.offerings {
-		kc, enabled, err := keycloaksync.Settings(o.Config)
-		if err != nil {
-			return nil, fmt.Errorf("offering %q: %w", o.Config.Name, err)
-		}
-		if !enabled {
+	for i, o := range d.offerings {
+		op := d.plan.Offerings[i]
+		if op.Keycloak == nil {
 			continue
 		}
+		kc := *op.Keycloak
 		kc.Logger = d.log.With("offering", o.Config.Name)
 		kc.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
 			return telemetry.InstrumentTransport(rt, "keycloak", d.reg, d.tp)

@@ -5,6 +5,8 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -12,8 +14,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
+	"github.com/sitebus/sitebus/pkg/backend/managedns"
 	"github.com/sitebus/sitebus/pkg/bus"
-	"github.com/sitebus/sitebus/pkg/config"
 	"github.com/sitebus/sitebus/services/app"
 )
 
@@ -82,22 +84,58 @@ func configCmd() *cobra.Command {
 	var path string
 	check := &cobra.Command{
 		Use:   "check",
-		Short: "Load and validate a configuration file; print what sitebus would do with it",
+		Short: "Load and validate a configuration file as `sitebus run` does; print what sitebus would do with it",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := config.Load(path)
+			// The same parsing and checks as Run: what passes here starts.
+			plan, err := app.LoadPlan(path)
 			if err != nil {
 				return err
 			}
-			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "%s: %d offering(s)\n", path, len(cfg.Offerings))
-			for _, o := range cfg.Offerings {
-				fmt.Fprintf(out, "- %s (%s) backend=%s stomp=%v object types: %s\n", o.Name, o.OfferingUUIDHex(), o.BackendType, o.StompEnabled, strings.Join(o.ObservableObjectTypes(), ","))
-			}
-			fmt.Fprintf(out, "periods: order %s, membership %s, report %s\n", cfg.Periods.OrderProcess, cfg.Periods.MembershipSync, cfg.Periods.Report)
+			printPlan(cmd.OutOrStdout(), path, plan)
 			return nil
 		},
 	}
 	check.Flags().StringVarP(&path, "config", "c", "waldur-site-agent-config.yaml", "configuration file")
 	c.AddCommand(check)
 	return c
+}
+
+// printPlan says what sitebus would do with a configuration. It shows no
+// secret: credentials are named by their key at most.
+func printPlan(out io.Writer, path string, plan *app.Plan) {
+	cfg := plan.Config
+	for _, w := range plan.Warnings {
+		fmt.Fprintln(out, w.Error())
+	}
+	fmt.Fprintf(out, "%s: %d offering(s)\n", path, len(cfg.Offerings))
+	for _, op := range plan.Offerings {
+		o := op.Config
+		auth := "token"
+		if o.WaldurAPIToken == "" {
+			auth = "oidc"
+		}
+		fmt.Fprintf(out, "- %s (%s) backend=%s auth=%s stomp=%v object types: %s\n", o.Name, o.OfferingUUIDHex(), o.BackendType, auth, o.StompEnabled, strings.Join(o.ObservableObjectTypes(), ","))
+		fmt.Fprintf(out, "  modes: order=%q membership=%q reporting=%q\n", o.OrderProcessingBackend, o.MembershipSyncBackend, o.ReportingBackend)
+		if o.BackendType == managedns.Type {
+			s := op.ManagedNS
+			kube := s.KubeconfigPath
+			if kube == "" {
+				kube = "in-cluster"
+			}
+			fmt.Fprintf(out, "  ManagedNamespaces in %q named %q + slug (kubeconfig %s)\n", s.CRNamespace, s.NamespacePrefix, kube)
+		}
+		if kc := op.Keycloak; kc != nil {
+			fmt.Fprintf(out, "  keycloak: %s realm %q as %q (realm %q)\n", redactURL(kc.URL), kc.Realm, kc.Username, kc.UserRealm)
+		}
+	}
+	fmt.Fprintf(out, "periods: order %s, membership %s, report %s\n", cfg.Periods.OrderProcess, cfg.Periods.MembershipSync, cfg.Periods.Report)
+}
+
+// redactURL hides a password written into a URL.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return u.Redacted()
 }

@@ -1,0 +1,90 @@
+package app
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/sitebus/sitebus/pkg/config"
+)
+
+const planBase = `offerings:
+  - name: k8s
+    waldur_api_url: https://waldur.example.com/api/
+    waldur_api_token: t
+    waldur_offering_uuid: 7f3a1c2e9b4d4e8fa1b2c3d4e5f6a7b8
+    backend_type: k8s-ut-namespace
+    order_processing_backend: k8s-ut-namespace
+`
+
+func parsePlan(t *testing.T, extra string) (*Plan, error) {
+	t.Helper()
+	cfg, err := config.Parse([]byte(planBase+extra), "config.yaml", nil)
+	if err != nil {
+		t.Fatalf("config.Parse: %v", err)
+	}
+	return NewPlan(cfg)
+}
+
+func TestNewPlan(t *testing.T) {
+	tests := map[string]struct {
+		extra   string
+		check   func(t *testing.T, p *Plan)
+		wantErr string // the whole error
+	}{
+		"settings are parsed once, as run uses them": {
+			extra: "    backend_settings: {namespace_prefix: \"\", cr_namespace: sys}\n",
+			check: func(t *testing.T, p *Plan) {
+				s := p.Offerings[0].ManagedNS
+				if s.NamespacePrefix != "" || s.CRNamespace != "sys" || p.Offerings[0].Keycloak != nil {
+					t.Errorf("got %+v", p.Offerings[0])
+				}
+				if p.Offerings[0].Waldur.Token != "t" {
+					t.Error("the Waldur client settings lack the token")
+				}
+			},
+		},
+		"keycloak is parsed when enabled": {
+			extra: "    backend_settings:\n      keycloak_enabled: true\n      keycloak: {keycloak_username: u, keycloak_password: p, keycloak_realm: hpc}\n",
+			check: func(t *testing.T, p *Plan) {
+				if kc := p.Offerings[0].Keycloak; kc == nil || kc.Realm != "hpc" {
+					t.Errorf("keycloak %+v", kc)
+				}
+			},
+		},
+		"a key both parsers read is reported once": {
+			extra:   "    backend_settings: {keycloak_enabled: maybe}\n",
+			wantErr: `config.yaml:8: offerings[0] ("k8s").backend_settings.keycloak_enabled: must be a boolean, not a string`,
+		},
+		"an unsupported username backend is refused": {
+			extra:   "    username_management_backend: custom\n",
+			wantErr: `config.yaml:8: offerings[0] ("k8s").username_management_backend: "custom" is not supported (supported: base)`,
+		},
+		"an explicit empty username backend is base's no-op": {
+			extra: "    username_management_backend: \"\"\n",
+			check: func(t *testing.T, p *Plan) {},
+		},
+		"warnings come along": {
+			extra: "    backend_settings: {colour: red}\n",
+			check: func(t *testing.T, p *Plan) {
+				if len(p.Warnings) != 1 || !strings.Contains(p.Warnings[0].Error(), `config.yaml:8: warning: offerings[0] ("k8s").backend_settings.colour: unknown key "colour" is ignored`) {
+					t.Errorf("warnings %v", p.Warnings)
+				}
+			},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			p, err := parsePlan(t, tc.extra)
+			if tc.wantErr != "" {
+				if err == nil || err.Error() != tc.wantErr {
+					t.Fatalf("err = %v\nwant %s", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.check(t, p)
+		})
+	}
+}
