@@ -91,6 +91,10 @@ func (s *Sitebus) Start(env ...string) {
 		s.t.Fatal(err)
 	}
 	s.Process = p
+	// Registered before the kill so that it runs after it (cleanups run
+	// last first), on the whole output of this run.
+	secrets := configuredSecrets(s.opts.Config, append(append([]string(nil), s.opts.Env...), env...))
+	s.t.Cleanup(func() { checkNoSecrets(s.t, p, secrets) })
 	p.cleanup(s.t)
 }
 
