@@ -28,7 +28,10 @@ type Config struct {
 	DuplicateWindow time.Duration
 	// DLQMaxAge bounds how long dead letters are kept. Default 30 days.
 	DLQMaxAge time.Duration
-	// Replicas of each stream: 1 for a single server, 3 on a JetStream cluster.
+	// Replicas of each stream and key-value bucket the bus creates, and of
+	// those the services create through it (Bus.Replicas): 1 for a single
+	// server, 3 on a three-node JetStream cluster. Applied on creation and
+	// to existing streams, so changing it rescales them at the next start.
 	Replicas int
 
 	// Locker serialises handlers by ordering key across every consumer of
@@ -123,6 +126,10 @@ func (b *Bus) JetStream() jetstream.JetStream { return b.js }
 // Locker is the ordering-key lock shared by this Bus's consumers, for
 // handlers that learn a further key while running (an order's resource).
 func (b *Bus) Locker() keylock.Locker { return b.locks }
+
+// Replicas is the replica count for every stream and key-value bucket
+// created on this bus, so that services creating their own apply the same.
+func (b *Bus) Replicas() int { return b.cfg.Replicas }
 
 // Conn is the underlying NATS connection.
 func (b *Bus) Conn() *nats.Conn { return b.nc }

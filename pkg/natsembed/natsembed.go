@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -25,6 +26,22 @@ type Options struct {
 	ServerName string
 	// Logger receives the server's own log lines at debug level (nil: silent).
 	Logger *slog.Logger
+
+	// Cluster, when set, makes the server one node of a JetStream cluster
+	// (replicated streams in tests; a production cluster runs nats-server).
+	// ServerName must then differ between the nodes.
+	Cluster *ClusterOptions
+}
+
+// ClusterOptions join the embedded server to a cluster.
+type ClusterOptions struct {
+	// Name of the cluster, the same on every node.
+	Name string
+	// Listen is this node's route address, host:port.
+	Listen string
+	// Routes are the route URLs of the nodes (nats-route://host:port); a
+	// node's own is ignored, so every node can be given the same list.
+	Routes []string
 }
 
 // Start starts the server and waits until it accepts connections.
@@ -67,6 +84,11 @@ func Start(o Options) (*server.Server, error) {
 		// large dead letters without inviting abuse.
 		MaxPayload: 8 << 20,
 	}
+	if c := o.Cluster; c != nil {
+		if err := clusterOptions(opts, c); err != nil {
+			return nil, err
+		}
+	}
 	s, err := server.NewServer(opts)
 	if err != nil {
 		return nil, fmt.Errorf("natsembed: %w", err)
@@ -80,6 +102,26 @@ func Start(o Options) (*server.Server, error) {
 		return nil, errors.New("natsembed: server not ready within 15s")
 	}
 	return s, nil
+}
+
+func clusterOptions(opts *server.Options, c *ClusterOptions) error {
+	host, portStr, err := net.SplitHostPort(c.Listen)
+	if err != nil {
+		return fmt.Errorf("natsembed: cluster listen address %q: %w", c.Listen, err)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil {
+		return fmt.Errorf("natsembed: cluster listen port %q: %w", portStr, err)
+	}
+	opts.Cluster = server.ClusterOpts{Name: c.Name, Host: host, Port: port}
+	for _, r := range c.Routes {
+		u, err := url.Parse(r)
+		if err != nil {
+			return fmt.Errorf("natsembed: route %q: %w", r, err)
+		}
+		opts.Routes = append(opts.Routes, u)
+	}
+	return nil
 }
 
 type slogAdapter struct{ l *slog.Logger }

@@ -49,10 +49,17 @@ func New(t testing.TB, cfg bus.Config) *bus.Bus {
 // On returns a bus with sitebus's streams on server s.
 func On(t testing.TB, s *server.Server, cfg bus.Config) *bus.Bus {
 	t.Helper()
+	return OnConn(t, Connect(t, s), cfg)
+}
+
+// OnConn returns a bus with sitebus's streams on connection nc (e.g. one
+// to a Cluster).
+func OnConn(t testing.TB, nc *nats.Conn, cfg bus.Config) *bus.Bus {
+	t.Helper()
 	if cfg.Logger == nil && !testing.Verbose() {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	b, err := bus.New(Connect(t, s), cfg)
+	b, err := bus.New(nc, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
