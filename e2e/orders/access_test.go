@@ -22,8 +22,12 @@ var kcUsers = []keycloaksim.User{
 	{ID: "33333333-3333-4333-8333-333333333333", Username: "carol01", Email: "carol@acme.example"},
 }
 
+// kcAdminPassword is distinctive so that the harness's grep of sitebus's
+// logs for configured secrets would find it.
+const kcAdminPassword = "kc-admin-4f1d8e2b9c"
+
 func newKeycloak(t *testing.T) *keycloaksim.Server {
-	return keycloaksim.NewTestServer(t, keycloaksim.Config{Realms: []keycloaksim.Realm{{Name: "waldur", Users: kcUsers}}})
+	return keycloaksim.NewTestServer(t, keycloaksim.Config{AdminPassword: kcAdminPassword, Realms: []keycloaksim.Realm{{Name: "waldur", Users: kcUsers}}})
 }
 
 func member(user, role string) waldursim.TeamMember {

@@ -150,8 +150,8 @@ func keycloakSettings(kc *keycloaksim.Server) string {
         keycloak_realm: waldur
         keycloak_user_realm: master
         keycloak_username: admin
-        keycloak_password: admin
-`, kc.URL())
+        keycloak_password: %s
+`, kc.URL(), kcAdminPassword)
 }
 
 func (s *site) start(extraEnv ...string) {

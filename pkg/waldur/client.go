@@ -233,7 +233,8 @@ func New(cfg Config) (*Client, error) {
 		if cfg.Proxy != "" {
 			pu, err := url.Parse(cfg.Proxy)
 			if err != nil {
-				return nil, fmt.Errorf("waldur: proxy %q: %w", cfg.Proxy, err)
+				// Not the URL itself: it may carry the proxy's password.
+				return nil, errors.New("waldur: global_proxy is not a valid URL")
 			}
 			tr.Proxy = http.ProxyURL(pu)
 		}
