@@ -164,7 +164,7 @@ func (b *Bus) EnsureStreams(ctx context.Context) error {
 		},
 	}
 	for _, sc := range streams {
-		if _, err := b.js.CreateOrUpdateStream(ctx, sc); err != nil {
+		if _, err := EnsureStream(ctx, b.js, sc); err != nil {
 			return fmt.Errorf("bus: ensure stream %s: %w", sc.Name, err)
 		}
 	}
@@ -178,7 +178,7 @@ func (b *Bus) EnsureCommandStream(ctx context.Context, service string) error {
 	if !ValidToken(service) {
 		return fmt.Errorf("bus: invalid service name %q", service)
 	}
-	_, err := b.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+	_, err := EnsureStream(ctx, b.js, jetstream.StreamConfig{
 		Name:        CommandStream(service),
 		Description: "Commands for the " + service + " service",
 		Subjects:    []string{CommandSubjects(service)},

@@ -1,7 +1,10 @@
 package bus
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -24,4 +27,62 @@ func IsInsufficientReplicas(err error) bool {
 		return true
 	}
 	return false
+}
+
+// EnsureStream creates the stream or updates it to cfg (the replica count
+// included) and returns once it can take writes: when its replica count
+// changed, the server moves it onto a new group of servers, and a write
+// sent before that group has a leader and a quorum is lost without an
+// answer.
+func EnsureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
+	s, err := js.CreateOrUpdateStream(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return s, waitWritable(ctx, s, cfg.Replicas)
+}
+
+// EnsureKeyValue is EnsureStream for a key-value bucket.
+func EnsureKeyValue(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+	kv, err := js.CreateOrUpdateKeyValue(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	s, err := js.Stream(ctx, "KV_"+cfg.Bucket)
+	if err != nil {
+		return nil, err
+	}
+	return kv, waitWritable(ctx, s, cfg.Replicas)
+}
+
+// waitWritable waits until the stream has a leader, its peers number the
+// replica count and a quorum of them is current. A server that is not
+// clustered reports no peers, and its streams are writable at once.
+func waitWritable(ctx context.Context, s jetstream.Stream, replicas int) error {
+	replicas = max(replicas, 1)
+	for {
+		info, err := s.Info(ctx)
+		if err != nil {
+			return err
+		}
+		c := info.Cluster
+		if c == nil || (c.Leader == "" && len(c.Replicas) == 0 && replicas == 1) {
+			return nil
+		}
+		current := 0
+		for _, p := range c.Replicas {
+			if p.Current {
+				current++
+			}
+		}
+		if c.Leader != "" && 1+len(c.Replicas) == replicas && current >= replicas/2 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("stream %s not writable on %d servers yet (leader %q, %d of %d followers current): %w",
+				info.Config.Name, replicas, c.Leader, current, len(c.Replicas), ctx.Err())
+		case <-time.After(25 * time.Millisecond):
+		}
+	}
 }

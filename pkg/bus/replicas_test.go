@@ -97,6 +97,13 @@ func TestExistingOneReplicaStreamsAreRescaledToThree(t *testing.T) {
 	// Ensure* calls do at every start) rescales what exists.
 	r3 := bustest.OnConn(t, nc, bus.Config{Replicas: 3})
 	sitebusStreams(ctx, t, r3)
+	// Writable as soon as the Ensure calls return: a write sent while the
+	// stream moves to its new servers would get no answer.
+	pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	if _, err := r3.Publish(pctx, "waldur.0123456789abcdef0123456789abcdef.order", event("after"), bus.WithMsgID("after")); err != nil {
+		t.Fatalf("publish right after rescaling: %v", err)
+	}
 	for _, name := range names {
 		eventually(t, 30*time.Second, name+" rescaled to 3 servers", func() (bool, string) { return placed(ctx, r3.JetStream(), name, 3) })
 	}
@@ -123,8 +130,8 @@ func TestExistingOneReplicaStreamsAreRescaledToThree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.State.Msgs != 1 {
-		t.Fatalf("events after rescaling: %d messages, want the 1 published before", info.State.Msgs)
+	if info.State.Msgs != 2 {
+		t.Fatalf("events after rescaling: %d messages, want the one published before and the one after", info.State.Msgs)
 	}
 }
 

@@ -42,7 +42,7 @@ func (b *Bus) EnsureResultsBucket(ctx context.Context) (jetstream.KeyValue, erro
 	if b.calls.results != nil {
 		return b.calls.results, nil
 	}
-	kv, err := b.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	kv, err := EnsureKeyValue(ctx, b.js, jetstream.KeyValueConfig{
 		Bucket:      ResultsBucket,
 		Description: "Results of commands sent with bus.Call, by idempotency key",
 		History:     1,

@@ -42,8 +42,9 @@ func OutcomeSubject(outcome Status, definition string) string {
 type Config struct {
 	// Bucket is the key-value bucket of saga state. Default "sitebus_sagas".
 	Bucket string
-	// Replicas of the bucket and the outcome stream when they are created.
-	// Default 1.
+	// Replicas of the bucket and the outcome stream, on creation and (by
+	// Start and Run) on an existing bucket or stream whose count differs.
+	// Every process that starts sagas must use the same. Default 1.
 	Replicas int
 	// Owner identifies this coordinator in leases. It must be unique among
 	// the processes that run at the same time. A process that keeps it
@@ -133,6 +134,7 @@ type Coordinator struct {
 	defs       map[string]Definition
 	activities map[string]Activity
 	kv         jetstream.KeyValue
+	kvEnsured  bool // kv's config (replicas) was applied, not only opened
 	streamOK   bool
 	active     map[string]bool
 }
@@ -213,35 +215,36 @@ func (c *Coordinator) checkActivities() error {
 	return errors.Join(errs...)
 }
 
-// bucket opens the saga bucket. Start and Run create it if it is missing;
-// the read-only calls (and Retry) do not, so a CLI pointed at the wrong
-// server creates nothing there.
+// bucket opens the saga bucket. Start and Run create it if it is missing
+// and apply the configuration (the replica count) to an existing one; the
+// read-only calls (and Retry) only open it, so a CLI pointed at the wrong
+// server creates or rescales nothing there.
 func (c *Coordinator) bucket(ctx context.Context, create bool) (jetstream.KeyValue, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.kv != nil {
+	if c.kv != nil && (c.kvEnsured || !create) {
 		return c.kv, nil
 	}
-	kv, err := c.js.KeyValue(ctx, c.cfg.Bucket)
-	if errors.Is(err, jetstream.ErrBucketNotFound) && !create {
-		return nil, fmt.Errorf("%w: bucket %s does not exist (no saga was ever started)", ErrNotFound, c.cfg.Bucket)
-	}
-	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		kv, err = c.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
+	var kv jetstream.KeyValue
+	var err error
+	if create {
+		kv, err = bus.EnsureKeyValue(ctx, c.js, jetstream.KeyValueConfig{
 			Bucket:      c.cfg.Bucket,
 			Description: "sitebus saga state, one key per saga",
 			History:     8,
 			Storage:     jetstream.FileStorage,
 			Replicas:    c.cfg.Replicas,
 		})
-		if errors.Is(err, jetstream.ErrBucketExists) {
-			kv, err = c.js.KeyValue(ctx, c.cfg.Bucket)
+	} else {
+		kv, err = c.js.KeyValue(ctx, c.cfg.Bucket)
+		if errors.Is(err, jetstream.ErrBucketNotFound) {
+			return nil, fmt.Errorf("%w: bucket %s does not exist (no saga was ever started)", ErrNotFound, c.cfg.Bucket)
 		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("saga: open bucket %s: %w", c.cfg.Bucket, err)
 	}
-	c.kv = kv
+	c.kv, c.kvEnsured = kv, create
 	return kv, nil
 }
 
@@ -257,7 +260,7 @@ func (c *Coordinator) ensureStream(ctx context.Context) error {
 	if ok {
 		return nil
 	}
-	_, err := c.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+	_, err := bus.EnsureStream(ctx, c.js, jetstream.StreamConfig{
 		Name:        Stream,
 		Description: "Saga outcomes: saga.<succeeded|compensated|failed|parked>.<definition>",
 		Subjects:    []string{Subjects},

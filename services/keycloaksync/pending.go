@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/sitebus/sitebus/pkg/bus"
 	sitebusv1 "github.com/sitebus/sitebus/pkg/gen/sitebus/v1"
 	"github.com/sitebus/sitebus/pkg/keycloak"
 )
@@ -31,11 +32,12 @@ type pendingEntry struct {
 }
 
 func (s *Service) ensurePendingBucket(ctx context.Context) (jetstream.KeyValue, error) {
-	kv, err := s.bus.JetStream().CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	kv, err := bus.EnsureKeyValue(ctx, s.bus.JetStream(), jetstream.KeyValueConfig{
 		Bucket:      PendingBucket,
 		Description: "Keycloak memberships waiting for their user to appear",
 		History:     1,
 		Storage:     jetstream.FileStorage,
+		Replicas:    s.bus.Replicas(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("keycloak-sync: ensure bucket %s: %w", PendingBucket, err)

@@ -113,8 +113,10 @@ func New(b *bus.Bus, cfg Config) (*Service, error) {
 	for _, o := range cfg.Offerings {
 		s.offerings[o.Config.OfferingUUIDHex()] = o
 	}
-	// A coordinator client: it starts sagas; the saga-coordinator service runs them.
-	coord, err := saga.New(b.JetStream(), saga.Config{Logger: s.log})
+	// A coordinator client: it starts sagas; the saga-coordinator service
+	// runs them. Starting one may create the saga bucket: with the bus's
+	// replica count, or the two would rescale it back and forth.
+	coord, err := saga.New(b.JetStream(), saga.Config{Logger: s.log, Replicas: b.Replicas()})
 	if err != nil {
 		return nil, err
 	}

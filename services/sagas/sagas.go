@@ -50,7 +50,7 @@ func New(b *bus.Bus, cfg Config) (*Service, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	coord, err := saga.New(b.JetStream(), saga.Config{Logger: cfg.Logger.With("service", Name), Registerer: cfg.Registerer, TracerProvider: cfg.TracerProvider, LeaseTTL: cfg.LeaseTTL, Owner: cfg.Owner})
+	coord, err := saga.New(b.JetStream(), saga.Config{Logger: cfg.Logger.With("service", Name), Registerer: cfg.Registerer, TracerProvider: cfg.TracerProvider, LeaseTTL: cfg.LeaseTTL, Owner: cfg.Owner, Replicas: b.Replicas()})
 	if err != nil {
 		return nil, err
 	}

@@ -119,7 +119,7 @@ func (br *Bridge) Name() string { return Name }
 // reconciler until ctx ends. An offering that cannot register yet (Waldur
 // down) is retried with backoff; the others go on.
 func (br *Bridge) Run(ctx context.Context) error {
-	store, err := newSubscriptionStore(ctx, br.bus.JetStream())
+	store, err := newSubscriptionStore(ctx, br.bus.JetStream(), br.bus.Replicas())
 	if err != nil {
 		return err
 	}

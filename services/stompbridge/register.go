@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/sitebus/sitebus/pkg/bus"
 	"github.com/sitebus/sitebus/pkg/events"
 	"github.com/sitebus/sitebus/pkg/waldur"
 )
@@ -49,12 +50,13 @@ type storedSubscription struct {
 
 type subscriptionStore struct{ kv jetstream.KeyValue }
 
-func newSubscriptionStore(ctx context.Context, js jetstream.JetStream) (*subscriptionStore, error) {
-	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+func newSubscriptionStore(ctx context.Context, js jetstream.JetStream, replicas int) (*subscriptionStore, error) {
+	kv, err := bus.EnsureKeyValue(ctx, js, jetstream.KeyValueConfig{
 		Bucket:      subscriptionBucket,
 		Description: "Waldur event subscriptions of the STOMP bridge, reused across restarts",
 		Storage:     jetstream.FileStorage,
 		History:     5,
+		Replicas:    replicas,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("stompbridge: subscription store: %w", err)
