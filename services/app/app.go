@@ -78,6 +78,9 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	cfg := plan.Config
 	applyOverrides(cfg, &opts)
+	if err := checkEmbeddedReplicas(cfg); err != nil {
+		return err
+	}
 	services, err := selectServices(opts.Only)
 	if err != nil {
 		return err
@@ -123,7 +126,8 @@ func Run(ctx context.Context, opts Options) error {
 
 	b, err := bus.New(nc, bus.Config{
 		EventsMaxAge: cfg.Sitebus.Streams.EventsMaxAge, DuplicateWindow: cfg.Sitebus.Streams.DuplicateWindow,
-		DLQMaxAge: cfg.Sitebus.Streams.DLQMaxAge, Logger: log, Registerer: reg, TracerProvider: tp,
+		DLQMaxAge: cfg.Sitebus.Streams.DLQMaxAge, Replicas: cfg.Sitebus.Streams.Replicas,
+		Logger: log, Registerer: reg, TracerProvider: tp,
 	})
 	if err != nil {
 		return err
@@ -148,9 +152,13 @@ func Run(ctx context.Context, opts Options) error {
 	}
 
 	// Streams first: with an external NATS that is still starting, wait for
-	// it rather than fail, so a cluster can come up in any order.
+	// it rather than fail, so a cluster can come up in any order. A replica
+	// count the cluster cannot place is not waited for: it is a setting.
 	if err := ensureStreams(ctx, b, log); err != nil {
-		return nil // ctx ended while waiting
+		if ctx.Err() != nil {
+			return nil // ctx ended while waiting
+		}
+		return replicasError(cfg, err)
 	}
 	h.streamsReady()
 
@@ -179,6 +187,8 @@ func Run(ctx context.Context, opts Options) error {
 	select {
 	case <-ctx.Done():
 	case err = <-errs:
+		// A service's own stream or bucket refused for its replicas.
+		err = replicasError(cfg, err)
 		log.Error("service failed; shutting down", "err", err)
 	}
 	log.Info("shutting down")
@@ -277,8 +287,8 @@ func ensureStreams(ctx context.Context, b *bus.Bus, log *slog.Logger) error {
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		err := b.EnsureStreams(cctx)
 		cancel()
-		if err == nil {
-			return nil
+		if err == nil || bus.IsInsufficientReplicas(err) {
+			return err
 		}
 		log.Warn("JetStream not available yet; retrying", "err", err, "retry_in", delay)
 		select {

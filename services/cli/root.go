@@ -81,7 +81,7 @@ func (n *natsFlags) connect(ctx context.Context) (*bus.Bus, func(), error) {
 
 func configCmd() *cobra.Command {
 	c := &cobra.Command{Use: "config", Short: "Configuration tools"}
-	var path string
+	var path, natsURL string
 	check := &cobra.Command{
 		Use:   "check",
 		Short: "Load and validate a configuration file as `sitebus run` does; print what sitebus would do with it",
@@ -91,11 +91,23 @@ func configCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if natsURL != "" {
+				plan.Config.Sitebus.NATSURL = natsURL
+			}
+			// The replica count against the cluster, when it answers soon.
+			ctx, cancel := context.WithTimeout(cmd.Context(), 3*time.Second)
+			defer cancel()
+			streams, err := app.CheckReplicas(ctx, plan.Config)
+			if err != nil {
+				return err
+			}
 			printPlan(cmd.OutOrStdout(), path, plan)
+			fmt.Fprintln(cmd.OutOrStdout(), streams)
 			return nil
 		},
 	}
 	check.Flags().StringVarP(&path, "config", "c", "waldur-site-agent-config.yaml", "configuration file")
+	check.Flags().StringVar(&natsURL, "nats-url", "", "external NATS server or cluster, as for run (default: the file's nats_url)")
 	c.AddCommand(check)
 	return c
 }
