@@ -81,11 +81,11 @@ func (b *Bus) Call(ctx context.Context, service, command string, req, resp proto
 
 	// The watcher first delivers what is stored, then every later write,
 	// so a result written between the look-up and the wait is not missed.
-	w, err := kv.Watch(ctx, key)
+	w, stopWatch, err := watchKey(ctx, kv, key)
 	if err != nil {
 		return fmt.Errorf("bus: watch result %s: %w", key, err)
 	}
-	defer func() { _ = w.Stop() }()
+	defer stopWatch()
 	var stale uint64
 	for initial := true; initial; {
 		select {

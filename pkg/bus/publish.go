@@ -85,7 +85,21 @@ func (b *Bus) PublishMsg(ctx context.Context, msg *nats.Msg, opts ...PublishOpti
 		jsOpts = append(jsOpts, jetstream.WithMsgID(o.msgID))
 	}
 	root := subjectRoot(msg.Subject)
-	ack, err := b.js.PublishMsg(ctx, msg, jsOpts...)
+	var ack *jetstream.PubAck
+	var err error
+	if o.msgID == "" {
+		ack, err = b.js.PublishMsg(ctx, msg, jsOpts...)
+	} else {
+		// With a message id the stream stores the message once however
+		// often it is sent, so a publish that goes unanswered (its server
+		// died, a leader is being elected) is sent again, not waited on
+		// until ctx ends.
+		err = retryUnanswered(ctx, func(ctx context.Context) error {
+			var perr error
+			ack, perr = b.js.PublishMsg(ctx, msg, jsOpts...)
+			return perr
+		})
+	}
 	if err != nil {
 		b.metrics.publishErrs.WithLabelValues(root).Inc()
 		span.RecordError(err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -83,6 +84,97 @@ func waitWritable(ctx context.Context, s jetstream.Stream, replicas int) error {
 			return fmt.Errorf("stream %s not writable on %d servers yet (leader %q, %d of %d followers current): %w",
 				info.Config.Name, replicas, c.Leader, current, len(c.Replicas), ctx.Err())
 		case <-time.After(25 * time.Millisecond):
+		}
+	}
+}
+
+// requestTimeout bounds one attempt of a JetStream request that can be
+// repeated. A request in flight when its server dies, or sent while a
+// stream or the cluster elects a leader, gets no answer at all, and the
+// caller's deadline may be minutes away.
+const requestTimeout = 5 * time.Second
+
+// unansweredBudget bounds the attempts when the caller's ctx has no
+// deadline: long enough to ride out a leader election.
+const unansweredBudget = 30 * time.Second
+
+// retryUnanswered calls f, each time with a ctx bounded by requestTimeout,
+// until it succeeds, fails with an answer, or ctx ends. Only for requests
+// that are idempotent (a publish with a message id, a read).
+func retryUnanswered(ctx context.Context, f func(context.Context) error) error {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, unansweredBudget)
+		defer cancel()
+	}
+	delay := 50 * time.Millisecond
+	for {
+		actx, cancel := context.WithTimeout(ctx, requestTimeout)
+		err := f(actx)
+		cancel()
+		if err == nil || !unanswered(err) || ctx.Err() != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, time.Second)
+	}
+}
+
+// unanswered reports an error that says nothing about the request's
+// outcome: no server answered (yet).
+func unanswered(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
+		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse) ||
+		// JSClusterNotAvailErr: "JetStream system temporarily unavailable"
+		(errors.As(err, &apiErr) && apiErr.ErrorCode == 10008)
+}
+
+// watchKey starts a watch of key in kv. Making it is a JetStream request
+// that may go unanswered like any other, but the watch lives as long as
+// the ctx it is made with, so an attempt is not bounded by a timeout: it
+// is abandoned (its ctx cancelled) after requestTimeout and made anew.
+// stop ends the watch.
+func watchKey(ctx context.Context, kv jetstream.KeyValue, key string) (w jetstream.KeyWatcher, stop func(), err error) {
+	type made struct {
+		w   jetstream.KeyWatcher
+		err error
+	}
+	for delay := 50 * time.Millisecond; ; delay = min(2*delay, time.Second) {
+		actx, cancel := context.WithCancel(ctx)
+		done := make(chan made, 1)
+		go func() {
+			w, err := kv.Watch(actx, key)
+			done <- made{w, err}
+		}()
+		select {
+		case m := <-done:
+			if m.err == nil {
+				return m.w, func() { _ = m.w.Stop(); cancel() }, nil
+			}
+			cancel()
+			if !unanswered(m.err) || ctx.Err() != nil {
+				return nil, nil, m.err
+			}
+		case <-time.After(requestTimeout):
+			cancel()
+			go func() {
+				if m := <-done; m.w != nil {
+					_ = m.w.Stop()
+				}
+			}()
+		case <-ctx.Done():
+			cancel()
+			return nil, nil, ctx.Err()
+		}
+		select {
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		case <-time.After(delay):
 		}
 	}
 }

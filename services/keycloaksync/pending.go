@@ -149,13 +149,21 @@ func (s *Service) forgetGroup(ctx context.Context, offering, groupID string) err
 }
 
 func (s *Service) keys(ctx context.Context, filter string) ([]string, error) {
-	l, err := s.kv().ListKeysFiltered(ctx, filter)
+	// Bounded: listing starts with a JetStream request that gets no answer
+	// if its server dies meanwhile, and a handler's ctx lasts minutes. A
+	// listing cut short is an error, so the caller retries it.
+	lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	l, err := s.kv().ListKeysFiltered(lctx, filter)
 	if err != nil {
 		return nil, fmt.Errorf("keycloak-sync: list pending memberships: %w", err)
 	}
 	var out []string
 	for k := range l.Keys() {
 		out = append(out, k)
+	}
+	if err := lctx.Err(); err != nil {
+		return nil, fmt.Errorf("keycloak-sync: list pending memberships: %w", err)
 	}
 	return out, nil
 }
