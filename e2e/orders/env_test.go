@@ -58,6 +58,11 @@ type siteOptions struct {
 	keycloak *keycloaksim.Server
 	// settings are more backend_settings lines (6-space indented).
 	settings string
+	// natsURL points sitebus at an external NATS (e.g. a cluster); empty:
+	// the embedded server.
+	natsURL string
+	// sitebus are more lines of the sitebus section (2-space indented).
+	sitebus string
 }
 
 func newSite(t testing.TB, o siteOptions) *site {
@@ -127,10 +132,10 @@ func newSite(t testing.TB, o siteOptions) *site {
 sitebus:
   log_format: text
   periods: {keycloak_pending_period: 2s, saga_lease: 3s}
-`, sim.URL(), token, offeringUUID, wsHost, wsPort, rabbitmq.WebSTOMPPath, cluster.Kubeconfig, crNS, keycloakSettings(o.keycloak)+o.settings)
+%s`, sim.URL(), token, offeringUUID, wsHost, wsPort, rabbitmq.WebSTOMPPath, cluster.Kubeconfig, crNS, keycloakSettings(o.keycloak)+o.settings, o.sitebus)
 	s := &site{t: t, cluster: cluster, dyn: cluster.Dynamic(), crNS: crNS, sim: sim, admin: sim.Admin(),
 		env: append([]string{"WALDUR_SITE_AGENT_ORDER_PROCESS_PERIOD_MINUTES=60", "WALDUR_SITE_AGENT_MEMBERSHIP_SYNC_PERIOD_MINUTES=60"}, o.env...)}
-	s.sb = harness.PrepareSitebus(t, harness.SitebusOptions{Config: cfg})
+	s.sb = harness.PrepareSitebus(t, harness.SitebusOptions{Config: cfg, NATSURL: o.natsURL})
 	if !o.noStart {
 		s.start()
 	}
