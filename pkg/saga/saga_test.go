@@ -62,7 +62,10 @@ func newCoordinator(t *testing.T, js jetstream.JetStream, cfg saga.Config, defs 
 		cfg.Logger = logger()
 	}
 	if cfg.LeaseTTL == 0 {
-		cfg.LeaseTTL = 5 * time.Second
+		// Far longer than any test: a lease only expires where a test kills
+		// a coordinator (and sets its own TTL), never because a loaded
+		// machine delayed a renewal and the same step ran twice.
+		cfg.LeaseTTL = time.Minute
 	}
 	if cfg.ShutdownGrace == 0 {
 		cfg.ShutdownGrace = 200 * time.Millisecond
@@ -339,7 +342,12 @@ func TestSagaOutcomes(t *testing.T) {
 			},
 		},
 		"step timeout counts as a failed attempt": {
-			mod: func(s *saga.Step) { s.Timeout = 300 * time.Millisecond },
+			// Only b has the short timeout: a, c must not trip it on a loaded machine.
+			mod: func(s *saga.Step) {
+				if s.Name == "b" {
+					s.Timeout = 300 * time.Millisecond
+				}
+			},
 			behave: map[string]behaviour{
 				"b.do": func(ctx context.Context, try int, _ saga.ActivityInput) (json.RawMessage, error) {
 					if try == 1 {
@@ -478,12 +486,15 @@ func TestParkedCompensationIsPublishedAndRetried(t *testing.T) {
 	if msg.Header.Get(saga.HeaderSagaID) != "order-7" {
 		t.Errorf("parked message headers %v", msg.Header)
 	}
+	// Both metrics change after the record Wait saw is written, each on its
+	// own goroutine (the gauge in Run's watcher, the counter in the driver
+	// after its write): wait for each one, not for one and then read the other.
 	waitFor(t, "parked gauge = 1", func() bool {
 		return metricValue(t, reg, "sitebus_sagas_parked", map[string]string{"definition": "ns-create"}) == 1
 	})
-	if v := metricValue(t, reg, "sitebus_sagas_total", map[string]string{"definition": "ns-create", "outcome": "parked"}); v != 1 {
-		t.Errorf("sitebus_sagas_total{outcome=parked} = %v", v)
-	}
+	waitFor(t, "sitebus_sagas_total{outcome=parked} = 1", func() bool {
+		return metricValue(t, reg, "sitebus_sagas_total", map[string]string{"definition": "ns-create", "outcome": "parked"}) == 1
+	})
 	if _, err := c.Retry(ctx, "order-1"); !errors.Is(err, saga.ErrNotFound) {
 		t.Errorf("Retry of an unknown saga: %v", err)
 	}
@@ -506,6 +517,12 @@ func TestParkedCompensationIsPublishedAndRetried(t *testing.T) {
 	waitFor(t, "parked gauge = 0", func() bool {
 		return metricValue(t, reg, "sitebus_sagas_parked", map[string]string{"definition": "ns-create"}) == 0
 	})
+	waitFor(t, "sitebus_sagas_total{outcome=compensated} = 1", func() bool {
+		return metricValue(t, reg, "sitebus_sagas_total", map[string]string{"definition": "ns-create", "outcome": "compensated"}) == 1
+	})
+	if v := metricValue(t, reg, "sitebus_sagas_total", map[string]string{"definition": "ns-create", "outcome": "parked"}); v != 1 {
+		t.Errorf("sitebus_sagas_total{outcome=parked} = %v after the retry, want still 1", v)
+	}
 	if _, err := c.Retry(ctx, "order-7"); !errors.Is(err, saga.ErrNotParked) {
 		t.Errorf("Retry of a compensated saga: %v", err)
 	}
@@ -643,7 +660,11 @@ func TestCrashResumesExactlyOnce(t *testing.T) {
 			nc1.Close() // crash: nothing more reaches the bucket
 			crash()
 
-			cfg.Owner = "coordinator-b"
+			// a's lease (1 s, in the record) is what b waits out. b's own
+			// lease is longer, so that a slow renewal on a loaded machine
+			// does not make b abandon and re-run its own step (b notices
+			// a's expiry within TTL/3).
+			cfg.Owner, cfg.LeaseTTL = "coordinator-b", 3*time.Second
 			b := newCoordinator(t, js2, cfg, []saga.Definition{def}, acts)
 			mid, err := b.Get(ctx, "order-9")
 			if err != nil {
@@ -708,8 +729,10 @@ func TestGracefulShutdownHandsSagaOver(t *testing.T) {
 		},
 	})
 	def := threeSteps("ns-create", nil)
-	// A lease far longer than the test: only a release lets b take over.
-	cfg := saga.Config{LeaseTTL: 10 * time.Minute, Owner: "coordinator-a"}
+	// A lease far longer than the test: only a release lets b take over. The
+	// activity returns as soon as it is cancelled, so the grace is never
+	// used up; a short one would make the release depend on scheduling.
+	cfg := saga.Config{LeaseTTL: 10 * time.Minute, ShutdownGrace: 20 * time.Second, Owner: "coordinator-a"}
 	a := newCoordinator(t, js1, cfg, []saga.Definition{def}, acts)
 	stopA := run(t, a)
 	if _, err := a.Start(ctx, "ns-create", "order-4", nil); err != nil {
