@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -106,12 +107,26 @@ func TestCallWithTheSameKeyRunsOnce(t *testing.T) {
 
 func TestCallerThatGaveUpGetsTheStoredResultWithoutRerun(t *testing.T) {
 	b := newBus(t, bus.Config{})
-	release := make(chan struct{})
-	calls := serveEcho(t, b, func(int32, *sitebusv1.ProvisionCommand) error { <-release; return nil })
+	entered, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	calls := serveEcho(t, b, func(int32, *sitebusv1.ProvisionCommand) error {
+		once.Do(func() { close(entered) })
+		<-release
+		return nil
+	})
 
-	// The caller "crashes": its ctx ends while the command runs.
-	short, cancel := context.WithTimeout(testCtx(t), 300*time.Millisecond)
-	defer cancel()
+	// The caller "crashes": its deadline passes while the command runs. It
+	// passes once the command is known to run, not after a fixed time that
+	// a loaded machine might spend before the command was even sent.
+	short, cancel := context.WithCancelCause(testCtx(t))
+	defer cancel(nil)
+	go func() {
+		select {
+		case <-entered:
+			cancel(context.DeadlineExceeded)
+		case <-short.Done():
+		}
+	}()
 	if _, err := call(short, b, "saga-1.step-a", "o1"); !errors.Is(err, context.DeadlineExceeded) || bus.IsTerminal(err) {
 		t.Fatalf("error %v, want a retryable deadline error", err)
 	}
