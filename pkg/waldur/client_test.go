@@ -262,8 +262,9 @@ func TestRetries(t *testing.T) {
 				writeJSON(w, st, `{"detail":"x"}`)
 			})
 			c := newTestClient(t, srv.URL)
-			// The deadline only guards against a retry loop that never ends.
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			// The deadline only guards against a retry loop that never ends;
+			// it must never cut a correct run short on a loaded machine.
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			err := c.ApproveOrderByProvider(ctx, "o1")
 			if (err != nil) != tc.wantErr {
@@ -293,20 +294,33 @@ func TestRetries(t *testing.T) {
 func TestRetryAfter(t *testing.T) {
 	tests := map[string]struct {
 		header string
+		// dateIn, when set, makes the header an HTTP date that far ahead
+		// of the moment the server answers.
+		dateIn time.Duration
 		want   time.Duration
 	}{
 		"seconds honoured":             {header: "7", want: 7 * time.Second},
 		"capped at MaxRetryAfter":      {header: "3600", want: time.Minute},
 		"zero retries immediately":     {header: "0", want: 0},
-		"http date honoured":           {header: time.Now().Add(20 * time.Second).UTC().Format(http.TimeFormat), want: 20 * time.Second},
+		"http date honoured":           {dateIn: 20 * time.Second, want: 20 * time.Second},
 		"garbage falls back to jitter": {header: "soon", want: -1},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			var n atomic.Int32
+			var mu sync.Mutex              // the handler runs on the server's goroutine
+			var date, answeredAt time.Time // the HTTP date sent, when dateIn is set
 			srv := newRecorder(t, func(w http.ResponseWriter, r *http.Request) {
 				if n.Add(1) == 1 {
-					w.Header().Set("Retry-After", tc.header)
+					h := tc.header
+					if tc.dateIn > 0 {
+						mu.Lock()
+						answeredAt = time.Now()
+						date = answeredAt.Add(tc.dateIn).UTC().Truncate(time.Second)
+						h = date.Format(http.TimeFormat)
+						mu.Unlock()
+					}
+					w.Header().Set("Retry-After", h)
 					writeJSON(w, 429, `{"detail":"slow down"}`)
 					return
 				}
@@ -317,6 +331,7 @@ func TestRetryAfter(t *testing.T) {
 			c.sleep = func(_ context.Context, d time.Duration) error { waits = append(waits, d); return nil }
 
 			v, err := c.Version(context.Background())
+			returnedAt := time.Now()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -327,6 +342,16 @@ func TestRetryAfter(t *testing.T) {
 				t.Fatalf("waits = %v, want one", waits)
 			}
 			switch {
+			case tc.dateIn > 0:
+				// The client reads its clock between the answer and the
+				// return, so the wait lies between the date minus those two
+				// instants: exact bounds, whatever the machine's speed.
+				mu.Lock()
+				lo, hi := date.Sub(returnedAt), date.Sub(answeredAt)
+				mu.Unlock()
+				if waits[0] < lo || waits[0] > hi {
+					t.Errorf("wait = %v, want within [%v, %v] (date %v)", waits[0], lo, hi, date)
+				}
 			case tc.want < 0:
 				if waits[0] >= 2*time.Millisecond {
 					t.Errorf("wait = %v, want jittered backoff below MaxBackoff", waits[0])
@@ -360,7 +385,9 @@ func TestRealRetryAfterSleepIsCapped(t *testing.T) {
 	if err := c.RefreshLastSync(context.Background(), "r1"); err != nil {
 		t.Fatal(err)
 	}
-	if d := time.Since(start); d < 20*time.Millisecond || d > 10*time.Second {
+	// At least the capped 20ms (a monotonic lower bound), and nowhere near
+	// the 120s asked for: the upper bound is far from both.
+	if d := time.Since(start); d < 20*time.Millisecond || d > 60*time.Second {
 		t.Errorf("call took %v, want about 20ms (capped Retry-After)", d)
 	}
 	if srv.count() != 2 {
@@ -434,11 +461,22 @@ func TestTransportErrorExhaustsAttempts(t *testing.T) {
 }
 
 func TestContextDeadlineStopsRetries(t *testing.T) {
-	srv := newRecorder(t, func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 503, `{}`) })
+	// Two answers of 503, then a request that hangs until the caller's
+	// deadline ends it: where the deadline falls does not depend on how
+	// fast the machine is.
+	var n atomic.Int32
+	srv := newRecorder(t, func(w http.ResponseWriter, r *http.Request) {
+		if n.Add(1) > 2 {
+			<-r.Context().Done()
+			return
+		}
+		writeJSON(w, 503, `{}`)
+	})
 	c := newTestClient(t, srv.URL, func(c *Config) {
 		c.Retry = RetryPolicy{MaxAttempts: 1000, InitialBackoff: 10 * time.Millisecond, MaxBackoff: 10 * time.Millisecond}
+		c.Timeout = 30 * time.Second // longer than the deadline: the deadline ends the hang
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	_, err := c.Version(ctx)
 	if !errors.Is(err, context.DeadlineExceeded) {
@@ -450,8 +488,8 @@ func TestContextDeadlineStopsRetries(t *testing.T) {
 	if !strings.Contains(err.Error(), "503") {
 		t.Errorf("err %q does not quote the last failure", err)
 	}
-	if n := srv.count(); n < 2 || n > 100 {
-		t.Errorf("requests = %d", n)
+	if n := srv.count(); n != 3 {
+		t.Errorf("requests = %d, want 3 (the third cut short by the deadline)", n)
 	}
 }
 
@@ -462,7 +500,13 @@ func TestCancelDuringBackoffReturnsPromptly(t *testing.T) {
 	})
 	c := newTestClient(t, srv.URL, func(c *Config) { c.Retry.MaxRetryAfter = time.Minute })
 	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(20*time.Millisecond, cancel)
+	defer cancel()
+	// Cancel once the client has started its 30s wait, not after a fixed
+	// time that might fall before the first request on a loaded machine.
+	sleeping := make(chan struct{})
+	realSleep := c.sleep
+	c.sleep = func(ctx context.Context, d time.Duration) error { close(sleeping); return realSleep(ctx, d) }
+	go func() { <-sleeping; cancel() }()
 	start := time.Now()
 	_, err := c.Version(ctx)
 	// Far below the 30 s Retry-After it must not wait out, even on a loaded machine.
@@ -481,15 +525,14 @@ func TestPerAttemptTimeout(t *testing.T) {
 	var n atomic.Int32
 	srv := newRecorder(t, func(w http.ResponseWriter, r *http.Request) {
 		if n.Add(1) == 1 {
-			select { // hang until the client gives up on this attempt
-			case <-r.Context().Done():
-			case <-time.After(time.Second):
-			}
+			<-r.Context().Done() // hang until the client gives up on this attempt
 			return
 		}
 		writeJSON(w, 200, `{"version":"1"}`)
 	})
-	c := newTestClient(t, srv.URL, func(c *Config) { c.Timeout = 20 * time.Millisecond })
+	// Long enough that the second, answered attempt never times out on a
+	// loaded machine; the first hangs until the timeout whatever it is.
+	c := newTestClient(t, srv.URL, func(c *Config) { c.Timeout = time.Second })
 	v, err := c.Version(context.Background())
 	if err != nil {
 		t.Fatalf("Version: %v", err)
@@ -672,16 +715,17 @@ func TestParseRetryAfter(t *testing.T) {
 
 func TestWaitPastDeadlineFailsFast(t *testing.T) {
 	srv := newRecorder(t, func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Retry-After", "30")
+		w.Header().Set("Retry-After", "600")
 		writeJSON(w, 503, `{"detail":"maintenance"}`)
 	})
-	c := newTestClient(t, srv.URL, func(c *Config) { c.Retry.MaxRetryAfter = time.Minute })
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	c := newTestClient(t, srv.URL, func(c *Config) { c.Retry.MaxRetryAfter = time.Hour })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	start := time.Now()
 	_, err := c.Version(ctx)
-	if elapsed := time.Since(start); elapsed > 4*time.Second {
-		t.Errorf("took %v; a 30s wait cannot fit a 5s deadline, so it should fail at once", elapsed)
+	// Failing at once takes one request; waiting would take the whole 30s.
+	if elapsed := time.Since(start); elapsed > 20*time.Second {
+		t.Errorf("took %v; a 600s wait cannot fit a 30s deadline, so it should fail at once", elapsed)
 	}
 	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "maintenance") {
 		t.Errorf("err = %v", err)
