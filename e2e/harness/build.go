@@ -5,7 +5,6 @@ package harness
 import (
 	"bytes"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +12,8 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+
+	"github.com/sitebus/sitebus/e2e/testenv"
 )
 
 // NATSServerVersion is the nats-server module version the tests run; it is
@@ -112,13 +113,13 @@ func goBuild(dir, out string, args ...string) error {
 	return nil
 }
 
-// FreePort returns a loopback port that was free a moment ago.
+// FreePort returns a loopback port that was free a moment ago and that no
+// other caller in this process was given (testenv.FreePorts).
 func FreePort(t testing.TB) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ports, err := testenv.FreePorts(1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return ports[0]
 }

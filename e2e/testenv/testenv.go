@@ -5,8 +5,10 @@
 package testenv
 
 import (
+	"fmt"
 	"net"
 	"os"
+	"sync"
 	"testing"
 )
 
@@ -27,8 +29,16 @@ func Require(t testing.TB, what string, err error) {
 }
 
 // FreePorts reserves n distinct loopback ports by listening on :0 and
-// releasing them together; the window for a clash is tiny on a test machine.
+// releasing them together. A port is never handed out twice in one test
+// process: the kernel may give a port just released to the next bind(0),
+// so two harnesses (or two ports of one harness) asking one after the
+// other could otherwise get the same one, and a process restarted on its
+// ports (a crash test) could find them taken by a harness started since.
+// Against other processes on the machine the window is the time between
+// this release and the harness's own listen.
 func FreePorts(n int) ([]int, error) {
+	issued.Lock()
+	defer issued.Unlock()
 	ports := make([]int, 0, n)
 	var ls []net.Listener
 	defer func() {
@@ -36,13 +46,27 @@ func FreePorts(n int) ([]int, error) {
 			l.Close()
 		}
 	}()
-	for range n {
+	for tries := 0; len(ports) < n; tries++ {
+		if tries > 100*n {
+			return nil, fmt.Errorf("testenv: no fresh loopback port after %d tries", tries)
+		}
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			return nil, err
 		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+		ls = append(ls, l) // held until all are chosen: no duplicates among them
+		port := l.Addr().(*net.TCPAddr).Port
+		if issued.ports[port] {
+			continue
+		}
+		issued.ports[port] = true
+		ports = append(ports, port)
 	}
 	return ports, nil
 }
+
+// issued are the ports FreePorts handed out in this process.
+var issued = struct {
+	sync.Mutex
+	ports map[int]bool
+}{ports: map[int]bool{}}
