@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -197,3 +198,30 @@ func (e *env) stompEventsForOrder(orderUUID string) []harness.StoredEvent {
 func boolPtr(b bool) *bool { return &b }
 
 func protoUnmarshal(b []byte, m *sitebusv1.WaldurEvent) error { return proto.Unmarshal(b, m) }
+
+// metric returns the value of the /metrics sample named by series (name
+// and labels as Prometheus prints them, labels sorted), or -1 if absent.
+func (e *env) metric(series string) float64 {
+	_, m := e.sb.Get("/metrics")
+	for _, l := range strings.Split(m, "\n") {
+		if v, ok := strings.CutPrefix(l, series+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				return -1
+			}
+			return f
+		}
+	}
+	return -1
+}
+
+// waitMetric waits until the sample series satisfies cond. Counters are
+// updated by sitebus after the effect a test can see from outside (a frame
+// is counted after its ack, an event after its publish), so a test that
+// asserts on one polls it rather than reading it once after another signal.
+func (e *env) waitMetric(series string, cond func(float64) bool) float64 {
+	e.t.Helper()
+	var v float64
+	harness.Eventually(e.t, 30*time.Second, series, func() bool { v = e.metric(series); return cond(v) })
+	return v
+}
