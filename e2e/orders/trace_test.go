@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -122,18 +123,10 @@ func TestOneOrderIsOneTrace(t *testing.T) {
 
 	// The order's own span names its trace: the frame that created it must
 	// be the root of that trace (the later "done" frame has one of its own).
-	spans := rec.Ended()
+	// Spans are recorded when they end, and set_state_done is answered
+	// before its client span, the order span and the consume span end: poll
+	// until the trace is complete (or the deadline), then say what is missing.
 	orderHex := strings.ReplaceAll(orderUUID, "-", "")
-	var orderSpan sdktrace.ReadOnlySpan
-	for _, sp := range spans {
-		if sp.Name() == "order "+orderHex {
-			orderSpan = sp
-		}
-	}
-	if orderSpan == nil {
-		t.Fatal("no span for the order")
-	}
-	trace := orderSpan.SpanContext().TraceID()
 	want := []string{
 		"stomp frame order",
 		"publish waldur.d1a2b3c4e5f64a7b8c9d0e1f2a3b4c5d.order",
@@ -143,25 +136,46 @@ func TestOneOrderIsOneTrace(t *testing.T) {
 		"kubernetes POST /apis/provisioning.hpc.ut.ee/v1/namespaces/" + s.crNS + "/managednamespaces",
 		"waldur POST /api/marketplace-provider-resources/",
 	}
-	inTrace := map[string]bool{}
-	for _, sp := range spans {
-		if sp.SpanContext().TraceID() == trace {
-			inTrace[sp.Name()] = true
-		}
-	}
-	for _, w := range want {
-		found := false
-		for name := range inTrace {
-			if strings.HasPrefix(name, w) {
-				found = true
+	var (
+		orderSpan sdktrace.ReadOnlySpan
+		inTrace   map[string]bool
+		missing   []string
+	)
+	look := func() bool {
+		orderSpan, inTrace, missing = nil, map[string]bool{}, nil
+		spans := rec.Ended()
+		for _, sp := range spans {
+			if sp.Name() == "order "+orderHex {
+				orderSpan = sp
 			}
 		}
-		if !found {
-			t.Errorf("no span %q in the order's trace %s; the trace has %v", w, trace, keys(inTrace))
+		if orderSpan == nil {
+			return false
 		}
+		trace := orderSpan.SpanContext().TraceID()
+		for _, sp := range spans {
+			if sp.SpanContext().TraceID() == trace {
+				inTrace[sp.Name()] = true
+			}
+		}
+		for _, w := range want {
+			if !slices.ContainsFunc(keys(inTrace), func(name string) bool { return strings.HasPrefix(name, w) }) {
+				missing = append(missing, w)
+			}
+		}
+		if done := "waldur POST /api/marketplace-orders/" + orderHex + "/set_state_done/"; !inTrace[done] {
+			missing = append(missing, done)
+		}
+		return len(missing) == 0
 	}
-	if !inTrace["waldur POST /api/marketplace-orders/"+orderHex+"/set_state_done/"] {
-		t.Errorf("set_state_done is not in the order's trace: %v", keys(inTrace))
+	for deadline := time.Now().Add(30 * time.Second); !look() && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if orderSpan == nil {
+		t.Fatal("no span for the order")
+	}
+	for _, w := range missing {
+		t.Errorf("no span %q in the order's trace %s; the trace has %v", w, orderSpan.SpanContext().TraceID(), keys(inTrace))
 	}
 }
 
