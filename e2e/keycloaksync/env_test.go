@@ -35,6 +35,7 @@ const (
 type env struct {
 	t   *testing.T
 	kc  *keycloaksim.Server
+	ws  *waldursim.Server
 	bus *bus.Bus
 	svc *keycloaksync.Service
 }
@@ -113,7 +114,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 	go func() { _ = svc.Run(runCtx); close(done) }()
 	t.Cleanup(func() { stop(); <-done })
 	harness.Eventually(t, 30*time.Second, "the keycloak-sync consumers", func() bool { return svc.Ready(ctx(t)) == nil })
-	return &env{t: t, kc: kc, bus: b, svc: svc}
+	return &env{t: t, kc: kc, ws: ws, bus: b, svc: svc}
 }
 
 func ctx(t *testing.T) context.Context {

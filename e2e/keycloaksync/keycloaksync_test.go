@@ -2,6 +2,7 @@ package keycloaksync_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -90,17 +91,30 @@ func TestSetGroupMembersConverges(t *testing.T) {
 	if _, err := e.kc.AddUser("waldur", keycloaksim.User{Username: "erin"}); err != nil {
 		t.Fatal(err)
 	}
-	harness.Eventually(t, 20*time.Second, "erin to be added", func() bool {
-		return slices.Contains(e.kc.MemberNames("waldur", gid), "erin")
-	})
+	// The retry adds erin to the group and only then drops her pending
+	// entry: poll the listing (both at once), not the group and then the
+	// listing. Each listing is a command of its own (a new key).
 	var list sitebusv1.ListMembersResponse
-	if err := e.call(ctx(t), "list", keycloaksync.CmdListMembers, &sitebusv1.ListMembersRequest{
-		OfferingUuid: offeringUUID, Group: &sitebusv1.GroupRef{Id: gid},
-	}, &list); err != nil {
-		t.Fatal(err)
+	tries := 0
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		tries++
+		list.Reset()
+		if err := e.call(ctx(t), fmt.Sprintf("list-%d", tries), keycloaksync.CmdListMembers, &sitebusv1.ListMembersRequest{
+			OfferingUuid: offeringUUID, Group: &sitebusv1.GroupRef{Id: gid},
+		}, &list); err != nil {
+			t.Fatal(err)
+		}
+		if len(list.Members) == 3 && len(list.Pending) == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 	if len(list.Members) != 3 || len(list.Pending) != 0 {
 		t.Errorf("after the retry: %v, want three members and nothing pending", &list)
+	}
+	if got := e.kc.MemberNames("waldur", gid); !slices.Contains(got, "erin") {
+		t.Errorf("members %v, want erin among them", got)
 	}
 }
 
@@ -117,13 +131,19 @@ func TestPendingMemberNoLongerWantedIsNotAdded(t *testing.T) {
 		}
 	}
 	set("with-frank", "alice", "frank")
-	set("without-frank", "alice")
-	if _, err := e.kc.AddUser("waldur", keycloaksim.User{Username: "frank"}); err != nil {
-		t.Fatal(err)
+	// gina is wanted and pending too: she is the control that shows a
+	// retry pass ran after both users appeared.
+	set("without-frank", "alice", "gina")
+	for _, u := range []string{"frank", "gina"} {
+		if _, err := e.kc.AddUser("waldur", keycloaksim.User{Username: u}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	time.Sleep(2500 * time.Millisecond) // two retry periods
-	if got := e.kc.MemberNames("waldur", gid); !slices.Equal(got, []string{"alice"}) {
-		t.Errorf("members %v, want only alice", got)
+	harness.Eventually(t, 20*time.Second, "gina to be added by a retry pass", func() bool {
+		return slices.Contains(e.kc.MemberNames("waldur", gid), "gina")
+	})
+	if got := e.kc.MemberNames("waldur", gid); !slices.Equal(got, []string{"alice", "gina"}) {
+		t.Errorf("members %v, want alice and gina (frank is no longer wanted)", got)
 	}
 }
 
@@ -185,11 +205,17 @@ func TestKeycloakOutageIsWaitedOut(t *testing.T) {
 	harness.Eventually(t, 20*time.Second, "the service to meet the outage", func() bool {
 		return e.kc.CallCount("", "/", 503) >= 4
 	})
-	select {
-	case err := <-result:
-		t.Fatalf("the command ended during the outage: %v", err)
-	case <-time.After(2 * time.Second):
-	}
+	// Several more deliveries meet the outage (two client attempts each,
+	// 300ms apart; 20 deliveries are allowed): the command is still being
+	// retried, not given up. Counting them is the wait, not a fixed time.
+	harness.Eventually(t, 20*time.Second, "more attempts during the outage", func() bool {
+		select {
+		case err := <-result:
+			t.Fatalf("the command ended during the outage: %v", err)
+		default:
+		}
+		return e.kc.CallCount("", "/", 503) >= 12
+	})
 	e.kc.Down(false)
 	select {
 	case err := <-result:
@@ -219,7 +245,20 @@ func TestLeftoverGroupsAreRemovedOnlyWhenTheirResourceIsGone(t *testing.T) {
 		_, b := e.group("ns_gone_readonly")
 		return !a && !b
 	})
-	time.Sleep(1500 * time.Millisecond) // another pass
+	// Let the pass that removed them finish and one more run whole: each
+	// pass starts by listing Waldur's resources, so two more listings mean
+	// the next pass has ended (passes run one after another).
+	passes := func() int {
+		n := 0
+		for _, c := range e.ws.Calls() {
+			if c.Method == "GET" && c.Path == "/api/marketplace-provider-resources/" && !strings.Contains("&"+c.Query, "&page=") {
+				n++
+			}
+		}
+		return n
+	}
+	seen := passes()
+	harness.Eventually(t, 20*time.Second, "another whole cleanup pass", func() bool { return passes() >= seen+2 })
 	for _, keep := range []string{"ns_" + aliveSlug + "_admin", "team-gone", "ns_foreign_admin", "ns_legacy_admin"} {
 		if _, ok := e.group(keep); !ok {
 			t.Errorf("group %s was removed", keep)
