@@ -11,7 +11,7 @@ GOLANGCI := $(SITEBUS_CACHE)/tools/golangci-lint-$(GOLANGCI_VERSION)/golangci-li
 MODULES := pkg services e2e
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: all build run test unit e2e lint generate check-generated deps bench bench-orders k8s-binaries fmt
+.PHONY: all build run test test-repeat unit e2e lint generate check-generated deps bench bench-orders k8s-binaries fmt
 
 all: build
 
@@ -51,6 +51,13 @@ lint: deps
 ## API server processes and the Waldur and Keycloak simulators.
 test: deps k8s-binaries check-generated lint
 	go test -count=1 ./pkg/... ./services/...
+	go test -count=1 -timeout 20m ./e2e/...
+
+## test-repeat: the unit tests five times over with the race detector (a
+## test that passes once by luck rarely passes five times), then the
+## end-to-end tests once, as make test runs them.
+test-repeat: deps k8s-binaries
+	go test -race -count=5 -timeout 30m ./pkg/... ./services/...
 	go test -count=1 -timeout 20m ./e2e/...
 
 unit:
