@@ -27,10 +27,9 @@ func StartCluster(t testing.TB, n int) *Cluster {
 	t.Helper()
 	// Routes must be known before the nodes start, so the route ports are
 	// taken from the OS up front (client ports are picked by the servers).
-	routePorts := make([]int, n)
+	routePorts := freePorts(t, n)
 	routes := make([]string, n)
 	for i := range n {
-		routePorts[i] = freePort(t)
 		routes[i] = "nats-route://127.0.0.1:" + strconv.Itoa(routePorts[i])
 	}
 	c := &Cluster{t: t}
@@ -130,13 +129,19 @@ func (c *Cluster) Stop(i int) {
 	c.Servers[i].WaitForShutdown()
 }
 
-// freePort is a loopback port that was free a moment ago.
-func freePort(t testing.TB) int {
+// freePorts are n distinct loopback ports that were free a moment ago.
+func freePorts(t testing.TB, n int) []int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	// All listeners are held until every port is chosen: released one by
+	// one, the kernel may hand the same port out again.
+	var ports []int
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return ports
 }
