@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"fmt"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -31,17 +30,10 @@ sitebus:
 	return cfg
 }
 
-// closedURL is a loopback URL nothing listens on.
-func closedURL(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return "nats://" + addr
-}
+// closedURL is a loopback URL nothing listens on: port 1 is privileged and
+// unused, whereas a port just released could be taken meanwhile by a
+// server of a test package running in parallel.
+func closedURL(*testing.T) string { return "nats://127.0.0.1:1" }
 
 func TestCheckReplicas(t *testing.T) {
 	single := bustest.Server(t)
@@ -81,7 +73,8 @@ func TestCheckReplicas(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			// Only a guard: every case answers (or is refused) at once.
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			note, err := CheckReplicas(ctx, replicasConfig(t, tc.natsURL, tc.replicas))
 			if tc.wantErr != "" {
