@@ -34,9 +34,15 @@ func IsInsufficientReplicas(err error) bool {
 // included) and returns once it can take writes: when its replica count
 // changed, the server moves it onto a new group of servers, and a write
 // sent before that group has a leader and a quorum is lost without an
-// answer.
+// answer. The request is repeated while it goes unanswered: a cluster
+// that is starting, or busy electing leaders, may leave it without an
+// answer for longer than one request's timeout.
 func EnsureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
-	s, err := js.CreateOrUpdateStream(ctx, cfg)
+	var s jetstream.Stream
+	err := retryUnanswered(ctx, func(actx context.Context) (err error) {
+		s, err = js.CreateOrUpdateStream(actx, cfg)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -45,11 +51,19 @@ func EnsureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.Str
 
 // EnsureKeyValue is EnsureStream for a key-value bucket.
 func EnsureKeyValue(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
-	kv, err := js.CreateOrUpdateKeyValue(ctx, cfg)
+	var kv jetstream.KeyValue
+	err := retryUnanswered(ctx, func(actx context.Context) (err error) {
+		kv, err = js.CreateOrUpdateKeyValue(actx, cfg)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
-	s, err := js.Stream(ctx, "KV_"+cfg.Bucket)
+	var s jetstream.Stream
+	err = retryUnanswered(ctx, func(actx context.Context) (err error) {
+		s, err = js.Stream(actx, "KV_"+cfg.Bucket)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -62,7 +76,11 @@ func EnsureKeyValue(ctx context.Context, js jetstream.JetStream, cfg jetstream.K
 func waitWritable(ctx context.Context, s jetstream.Stream, replicas int) error {
 	replicas = max(replicas, 1)
 	for {
-		info, err := s.Info(ctx)
+		var info *jetstream.StreamInfo
+		err := retryUnanswered(ctx, func(actx context.Context) (err error) {
+			info, err = s.Info(actx)
+			return err
+		})
 		if err != nil {
 			return err
 		}

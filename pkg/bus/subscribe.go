@@ -167,18 +167,24 @@ func subscribe(ctx context.Context, b *Bus, cfg ConsumerConfig, decodeAndHandle 
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	cons, err := b.js.CreateOrUpdateConsumer(ctx, cfg.Stream, jetstream.ConsumerConfig{
-		Durable:        cfg.Name,
-		Description:    "sitebus consumer " + cfg.Name,
-		FilterSubjects: cfg.FilterSubjects,
-		AckPolicy:      jetstream.AckExplicitPolicy,
-		AckWait:        cfg.AckWait,
-		// One more than the handler's budget: if the process dies during the
-		// last attempt, the server still redelivers once so the handler can
-		// reach a verdict. Past that, the max-deliveries advisory parks it.
-		MaxDeliver:    cfg.MaxDeliver + 1,
-		MaxAckPending: max(cfg.Concurrency*8, 256),
-		DeliverPolicy: cfg.DeliverPolicy,
+	// Creating a consumer is idempotent: repeated while unanswered, as a
+	// clustered server may not answer while it elects the consumer's leader.
+	var cons jetstream.Consumer
+	err := retryUnanswered(ctx, func(actx context.Context) (err error) {
+		cons, err = b.js.CreateOrUpdateConsumer(actx, cfg.Stream, jetstream.ConsumerConfig{
+			Durable:        cfg.Name,
+			Description:    "sitebus consumer " + cfg.Name,
+			FilterSubjects: cfg.FilterSubjects,
+			AckPolicy:      jetstream.AckExplicitPolicy,
+			AckWait:        cfg.AckWait,
+			// One more than the handler's budget: if the process dies during the
+			// last attempt, the server still redelivers once so the handler can
+			// reach a verdict. Past that, the max-deliveries advisory parks it.
+			MaxDeliver:    cfg.MaxDeliver + 1,
+			MaxAckPending: max(cfg.Concurrency*8, 256),
+			DeliverPolicy: cfg.DeliverPolicy,
+		})
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("bus: create consumer %s on %s: %w", cfg.Name, cfg.Stream, err)
