@@ -151,3 +151,16 @@ func Invalidf(format string, args ...any) error {
 func NotManagedf(format string, args ...any) error {
 	return &classified{kind: ErrNotManaged, msg: fmt.Sprintf(format, args...)}
 }
+
+// UsageLister is implemented by backends that read the usage of many
+// objects at once: the usage reporter asks for every resource of an
+// offering in one call, and a backend answers with a few list calls to the
+// platform instead of one per object (1,000 resources must not cost
+// thousands of API calls every period).
+type UsageLister interface {
+	// UsageAll returns the current usage of each object, keyed by backend
+	// ID and then by component (the offering's component keys), in the
+	// units the limits use (cores, GiB, counts: Waldur units at a
+	// unit_factor of 1). Objects that do not exist are left out.
+	UsageAll(ctx context.Context, backendIDs []string) (map[string]map[string]float64, error)
+}

@@ -351,6 +351,18 @@ func TestEndpoints(t *testing.T) {
 				}
 			},
 		},
+		"list an offering's component usages in one paged call": {
+			call:     func(c *Client) (any, error) { return c.ListOfferingComponentUsages(ctx, "o1hex", period) },
+			response: `[{"uuid":"cu1","resource_uuid":"r1","type":"cpu","usage":"12.50"},{"uuid":"cu2","resource_uuid":"r2","type":"ram","usage":3}]`,
+			method:   "GET", path: "/api/marketplace-component-usages/", paginated: true,
+			query: url.Values{"offering_uuid": {"o1hex"}, "billing_period": {"2025-03-01"}, "field": {"uuid", "resource_uuid", "type", "usage"}},
+			check: func(t *testing.T, got any) {
+				us := got.([]ComponentUsageRecord)
+				if len(us) != 2 || us[0].ResourceUUID != "r1" || us[1].ResourceUUID != "r2" || us[0].Usage.String() != "12.50" {
+					t.Errorf("got %+v", us)
+				}
+			},
+		},
 		"set usage formats amounts": {
 			call: func(c *Client) (any, error) {
 				return nil, c.SetUsage(ctx, SetUsageRequest{

@@ -53,6 +53,7 @@ func (u UserUsage) MarshalJSON() ([]byte, error) {
 // Usage is a decimal; Waldur sends it as a string, json.Number accepts both.
 type ComponentUsageRecord struct {
 	UUID          string      `json:"uuid"`
+	ResourceUUID  string      `json:"resource_uuid,omitempty"`
 	Type          string      `json:"type"`
 	Usage         json.Number `json:"usage"`
 	BillingPeriod string      `json:"billing_period,omitempty"` // YYYY-MM-DD
@@ -66,6 +67,18 @@ func (c *Client) ListComponentUsages(ctx context.Context, resourceUUID string, b
 	q.Set("resource_uuid", resourceUUID)
 	q.Set("billing_period", billingPeriod.Format("2006-01")+"-01")
 	q = fieldsQuery(q, []string{"uuid", "type", "usage"})
+	return list[ComponentUsageRecord](ctx, c, "/api/marketplace-component-usages/", q)
+}
+
+// ListOfferingComponentUsages lists the usages of every resource of an
+// offering in the month of billingPeriod (fields uuid, resource_uuid, type,
+// usage): one paged list instead of one call per resource, which is what
+// the Python agent's report loop costs.
+func (c *Client) ListOfferingComponentUsages(ctx context.Context, offeringUUID string, billingPeriod time.Time) ([]ComponentUsageRecord, error) {
+	q := url.Values{}
+	q.Set("offering_uuid", offeringUUID)
+	q.Set("billing_period", billingPeriod.Format("2006-01")+"-01")
+	q = fieldsQuery(q, []string{"uuid", "resource_uuid", "type", "usage"})
 	return list[ComponentUsageRecord](ctx, c, "/api/marketplace-component-usages/", q)
 }
 

@@ -72,12 +72,16 @@ type Backend struct {
 	settings     Settings
 	quota        quotaCodec
 	crs          dynamic.ResourceInterface
+	dyn          dynamic.Interface // pods and PVCs, for usage
 	disco        discovery.DiscoveryInterface
 	log          *slog.Logger
 	fieldManager string
 }
 
-var _ backend.Backend = (*Backend)(nil)
+var (
+	_ backend.Backend     = (*Backend)(nil)
+	_ backend.UsageLister = (*Backend)(nil)
+)
 
 // New returns a backend for an offering's settings, as ParseSettings
 // returns them (or built from DefaultSettings), and backend_components.
@@ -106,6 +110,7 @@ func New(s Settings, components map[string]config.BackendComponent, opts Options
 		settings:     s,
 		quota:        quotaCodec{mapping: s.QuotaMapping, components: components},
 		crs:          dyn.Resource(GVR).Namespace(s.CRNamespace),
+		dyn:          dyn,
 		disco:        disco,
 		log:          opts.Logger,
 		fieldManager: opts.FieldManager,

@@ -32,17 +32,6 @@ func metadata(cr *unstructured.Unstructured) map[string]any {
 	}
 }
 
-// Usage is always empty. The Python plugin stopped reporting usage in
-// 1.0.1: the agent's service account has no access to the tenant
-// namespaces' ResourceQuota status, and spec.quota is an allocation, not
-// usage (Waldur has it as the limits already).
-func (b *Backend) Usage(_ context.Context, backendID string) (map[string]float64, error) {
-	if err := validateName(backendID); err != nil {
-		return nil, err
-	}
-	return map[string]float64{}, nil
-}
-
 // listPage bounds one list response; the CR namespace may hold thousands.
 const listPage = 500
 
