@@ -36,6 +36,7 @@ import (
 	"github.com/sitebus/sitebus/services/quota"
 	"github.com/sitebus/sitebus/services/sagas"
 	"github.com/sitebus/sitebus/services/stompbridge"
+	"github.com/sitebus/sitebus/services/usage"
 )
 
 // Service is one concern of sitebus. Run blocks until ctx ends; Ready tells
@@ -47,7 +48,7 @@ type Service interface {
 }
 
 // ServiceNames lists the services `--only` accepts, in start order.
-var ServiceNames = []string{stompbridge.Name, order.Name, quota.Name, membership.Name, keycloaksync.Name, sagas.Name}
+var ServiceNames = []string{stompbridge.Name, order.Name, quota.Name, membership.Name, keycloaksync.Name, sagas.Name, usage.Name}
 
 // Options are the command-line settings of `sitebus run`; each non-empty
 // field overrides the config file's sitebus section.
@@ -365,6 +366,18 @@ func (d *deps) build(name string) (Service, error) {
 			return nil, err
 		}
 		return membership.New(d.bus, membership.Config{Offerings: offerings, Period: d.cfg.Periods.MembershipSync, Logger: d.log, Registerer: d.reg})
+	case usage.Name:
+		offerings, err := d.usageOfferings()
+		if err != nil {
+			return nil, err
+		}
+		// config.Validate has checked the zone.
+		loc, err := time.LoadLocation(d.cfg.Timezone)
+		if err != nil {
+			return nil, err
+		}
+		return usage.New(usage.Config{Offerings: offerings, Period: d.cfg.Periods.Report, ReportingPeriods: d.cfg.ReportingPeriods,
+			Location: loc, Logger: d.log, Registerer: d.reg, TracerProvider: d.tp})
 	case sagas.Name:
 		return sagas.New(d.bus, sagas.Config{Logger: d.log, Registerer: d.reg, TracerProvider: d.tp, LeaseTTL: d.cfg.Sitebus.SagaLease, Owner: d.identity})
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/sitebus/sitebus/services/membership"
 	"github.com/sitebus/sitebus/services/order"
 	"github.com/sitebus/sitebus/services/sagas"
+	"github.com/sitebus/sitebus/services/usage"
 )
 
 // backends builds each offering's platform backend once, on first use, so
@@ -146,6 +147,24 @@ func (d *deps) keycloakOfferings() ([]keycloaksync.Offering, error) {
 			return telemetry.InstrumentTransport(rt, "keycloak", d.reg, d.tp)
 		}
 		out = append(out, keycloaksync.Offering{Config: o.Config, Waldur: o.Waldur, Keycloak: kc})
+	}
+	return out, nil
+}
+
+// usageOfferings are the offerings with a reporting_backend (the Python
+// agent's report mode reports every offering that has one).
+func (d *deps) usageOfferings() ([]usage.Offering, error) {
+	var out []usage.Offering
+	for i, o := range d.offerings {
+		name := o.Config.ReportingBackend
+		if name == "" {
+			continue
+		}
+		b, err := d.backends.get(i, name)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, usage.Offering{Config: o.Config, Waldur: o.Waldur, Backend: b})
 	}
 	return out, nil
 }
