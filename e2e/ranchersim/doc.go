@@ -1,0 +1,36 @@
+// Package ranchersim is a stateful stand-in for the parts of Rancher's v3
+// (norman) API that sitebus's Rancher backend uses, backed by a real
+// Kubernetes API server for everything Rancher itself keeps in the
+// downstream cluster.
+//
+// Projects and project role template bindings (PRTBs) live in memory, as
+// Rancher keeps them in its management cluster. Namespaces are real
+// Namespace objects created in the kube-apiserver given in Options.Kube,
+// annotated the way Rancher does (field.cattle.io/projectId); importYaml
+// applies its manifest to that API server, so a ResourceQuota is real and
+// its status comes from the real controller manager; /k8s/clusters/<id>/…
+// is reverse-proxied to it with the Options.Kube credentials.
+//
+// Wire format follows Rancher: collections with type, resourceType, data,
+// pagination, links; objects with id, type, baseType, links, state,
+// created; errors as {"baseType":"error","type":"error","status":409,
+// "code":"AlreadyExists","message":…}, except the 401, whose body is
+// Rancher's odd {"type":"error","status":"401","message":"must
+// authenticate"} (status a string, no code: rancher/rancher#14235).
+//
+// Behaviour that matters to a client and differs between Rancher releases
+// is switchable: Rancher allows two projects with one name in a cluster
+// (rancher/rancher#54084; Options.UniqueProjectNames turns on a 409), and
+// since rancher/webhook#1340 (2.14) a PRTB's name is derived from its
+// subject, role and project, so a duplicate binding is a 409
+// (Options.AllowDuplicateBindings restores the older behaviour).
+//
+// Collection filters are parsed from the raw query: the Python agent joins
+// parameters unencoded (groupPrincipalId=keycloakoidc_group://…), so the
+// simulator splits on '&' and the first '=' and decodes only valid %XX
+// escapes, leaving '+' alone.
+//
+// Tests drive it with Go methods on Server: inspect projects, bindings,
+// imported YAML and the call log, seed objects created behind sitebus's
+// back, and inject faults (AddFault, Down).
+package ranchersim

@@ -1,0 +1,203 @@
+package ranchersim
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/dynamic"
+	"sigs.k8s.io/yaml"
+)
+
+// Import is one importYaml call as received: YAML is the exact string of
+// the body's "yaml" field, for byte-for-byte comparisons.
+type Import struct {
+	Time             time.Time
+	ClusterID        string
+	YAML             string
+	Namespace        string
+	DefaultNamespace string
+	ProjectID        string
+	Status           int    // what the simulator answered
+	Message          string // the importYamlOutput message (kubectl's output)
+}
+
+// importBody is Rancher's ImportClusterYamlInput.
+type importBody struct {
+	YAML             string `json:"yaml"`
+	Namespace        string `json:"namespace"`
+	DefaultNamespace string `json:"defaultNamespace"`
+	ProjectID        string `json:"projectId"`
+}
+
+// FieldManager is the server-side-apply manager importYaml applies with.
+const FieldManager = "ranchersim-importyaml"
+
+// importYAML applies the manifest to the cluster as Rancher's handler does
+// with kubectl apply: "namespace" forces the namespace of every namespaced
+// object (a different one is an error), "defaultNamespace" only fills it
+// in. The answer is {"type":"importYamlOutput","message":<kubectl output>},
+// 200 on success and 400 when any object failed (the others are applied,
+// as kubectl goes on).
+func (s *Server) importYAML(w http.ResponseWriter, r *http.Request) *apiError {
+	if s.kube == nil {
+		return errNoKube
+	}
+	var in importBody
+	if err := decodeBody(r, &in); err != nil {
+		return err
+	}
+	imp := Import{
+		Time: s.now(), ClusterID: s.opts.ClusterID, YAML: in.YAML, Namespace: in.Namespace,
+		DefaultNamespace: in.DefaultNamespace, ProjectID: in.ProjectID,
+	}
+	lines, failed := s.kube.applyManifest(r.Context(), in)
+	imp.Message = strings.Join(lines, "\n")
+	if imp.Message != "" {
+		imp.Message += "\n"
+	}
+	imp.Status = http.StatusOK
+	if failed {
+		imp.Status = http.StatusBadRequest
+	}
+	s.mu.Lock()
+	s.imports = append(s.imports, imp)
+	s.mu.Unlock()
+	writeJSON(w, imp.Status, map[string]any{"type": "importYamlOutput", "message": imp.Message})
+	return nil
+}
+
+// applyManifest applies every object and returns kubectl-style output lines
+// and whether anything failed.
+func (k *kubeClient) applyManifest(ctx context.Context, in importBody) ([]string, bool) {
+	objs, err := decodeManifest([]byte(in.YAML))
+	if err != nil {
+		return []string{"error: error parsing STDIN: " + err.Error()}, true
+	}
+	if len(objs) == 0 {
+		return []string{"error: no objects passed to apply"}, true
+	}
+	var lines []string
+	failed := false
+	for _, obj := range objs {
+		line, err := k.applyOne(ctx, obj, in)
+		if err != nil {
+			failed = true
+			line = err.Error()
+		}
+		lines = append(lines, line)
+	}
+	return lines, failed
+}
+
+func (k *kubeClient) applyOne(ctx context.Context, obj *unstructured.Unstructured, in importBody) (string, error) {
+	gvk := obj.GroupVersionKind()
+	mapping, err := k.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if meta.IsNoMatchError(err) {
+		k.mapper.Reset() // a CRD may have been added since discovery was cached
+		mapping, err = k.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	}
+	if err != nil {
+		return "", fmt.Errorf(`error: resource mapping not found for name: %q namespace: %q from "STDIN": %v`,
+			obj.GetName(), obj.GetNamespace(), err)
+	}
+	var ri dynamic.ResourceInterface = k.dyn.Resource(mapping.Resource)
+	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
+		switch ns := obj.GetNamespace(); {
+		case in.Namespace != "" && ns != "" && ns != in.Namespace:
+			return "", fmt.Errorf("error: the namespace from the provided object %q does not match the namespace %q. You must pass '--namespace=%s' to perform this operation.", ns, in.Namespace, ns)
+		case ns != "":
+		case in.DefaultNamespace != "":
+			obj.SetNamespace(in.DefaultNamespace)
+		case in.Namespace != "":
+			obj.SetNamespace(in.Namespace)
+		default:
+			obj.SetNamespace(metav1.NamespaceDefault)
+		}
+		ri = k.dyn.Resource(mapping.Resource).Namespace(obj.GetNamespace())
+	} else if gvk.Kind == "Namespace" && gvk.Group == "" && in.ProjectID != "" {
+		// Rancher puts namespaces the manifest creates into the project.
+		ann, labels := cloneMap(obj.GetAnnotations()), cloneMap(obj.GetLabels())
+		ann[ProjectIDAnnotation] = in.ProjectID
+		labels[ProjectIDLabel] = projectShortID(in.ProjectID)
+		obj.SetAnnotations(ann)
+		obj.SetLabels(labels)
+	}
+	ref := strings.ToLower(gvk.Kind)
+	if gvk.Group != "" {
+		ref += "." + gvk.Group
+	}
+	ref += "/" + obj.GetName()
+
+	before, err := ri.Get(ctx, obj.GetName(), metav1.GetOptions{})
+	existed := err == nil
+	if err != nil && !isNotFound(err) {
+		return "", fromServer(err, "retrieving current configuration of", ref)
+	}
+	after, err := ri.Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
+	switch {
+	case err != nil && existed:
+		return "", fromServer(err, "patching", ref)
+	case err != nil:
+		return "", fromServer(err, "creating", ref)
+	case !existed:
+		return ref + " created", nil
+	case before.GetResourceVersion() != after.GetResourceVersion():
+		return ref + " configured", nil
+	default:
+		return ref + " unchanged", nil
+	}
+}
+
+// fromServer formats an API error as kubectl prints it.
+func fromServer(err error, verb, ref string) error {
+	e := kubeErr(err)
+	return fmt.Errorf(`Error from server (%s): error when %s %q: %s`, e.code, verb, ref, e.message)
+}
+
+// decodeManifest splits a multi-document manifest into objects, skipping
+// empty documents and expanding `kind: List`.
+func decodeManifest(data []byte) ([]*unstructured.Unstructured, error) {
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	var objs []*unstructured.Unstructured
+	for n := 1; ; n++ {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return objs, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("document %d: %w", n, err)
+		}
+		js, err := yaml.YAMLToJSON(doc)
+		if err != nil {
+			return nil, fmt.Errorf("document %d: %w", n, err)
+		}
+		if js = bytes.TrimSpace(js); len(js) == 0 || string(js) == "null" {
+			continue
+		}
+		obj, _, err := unstructured.UnstructuredJSONScheme.Decode(js, nil, nil)
+		if err != nil {
+			return nil, fmt.Errorf("document %d: %w", n, err)
+		}
+		switch o := obj.(type) {
+		case *unstructured.Unstructured:
+			objs = append(objs, o)
+		case *unstructured.UnstructuredList:
+			for i := range o.Items {
+				objs = append(objs, &o.Items[i])
+			}
+		default:
+			return nil, fmt.Errorf("document %d: unexpected %T", n, obj)
+		}
+	}
+}

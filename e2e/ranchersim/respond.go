@@ -1,0 +1,216 @@
+package ranchersim
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+)
+
+// apiError is a norman error: {"baseType":"error","type":"error",
+// "status":<int>,"code":…,"message":…[,"fieldName":…]}.
+type apiError struct {
+	status    int
+	code      string
+	message   string
+	fieldName string
+}
+
+func (e *apiError) Error() string { return fmt.Sprintf("%d %s: %s", e.status, e.code, e.message) }
+
+func newErr(status int, code, msg string) *apiError {
+	return &apiError{status: status, code: code, message: msg}
+}
+
+func notFound(msg string) *apiError { return newErr(http.StatusNotFound, "NotFound", msg) }
+
+func alreadyExists(msg string) *apiError {
+	return newErr(http.StatusConflict, "AlreadyExists", msg)
+}
+
+func missingRequired(field string) *apiError {
+	return &apiError{status: http.StatusUnprocessableEntity, code: "MissingRequired", fieldName: field}
+}
+
+func invalidReference(field, msg string) *apiError {
+	return &apiError{status: http.StatusUnprocessableEntity, code: "InvalidReference", fieldName: field, message: msg}
+}
+
+func invalidBody(msg string) *apiError {
+	return newErr(http.StatusUnprocessableEntity, "InvalidBodyContent", msg)
+}
+
+var (
+	errNoKube = newErr(http.StatusServiceUnavailable, "ClusterUnavailable",
+		"cluster not available: the simulator has no Kubernetes API server")
+	errNoRoute = notFound("not found")
+)
+
+// unauthorizedBody is Rancher's 401 body verbatim: status is a string and
+// there is no code (rancher/rancher#14235), unlike every other error.
+const unauthorizedBody = `{"type":"error","status":"401","message":"must authenticate"}`
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeErr(w http.ResponseWriter, e *apiError) {
+	body := map[string]any{
+		"baseType": "error", "type": "error",
+		"status": e.status, "code": e.code, "message": e.message,
+	}
+	if e.fieldName != "" {
+		body["fieldName"] = e.fieldName
+	}
+	writeJSON(w, e.status, body)
+}
+
+// base is the scheme and host links are built on, taken from the request as
+// Rancher does.
+func base(r *http.Request) string {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
+}
+
+// param is one query parameter as sent.
+type param struct{ key, value string }
+
+// rawParams splits a raw query on '&' and each pair at its first '='. The
+// Python agent sends some values unencoded (groupPrincipalId=keycloakoidc_
+// group://…), so only a valid %XX escape is decoded and '+' stays '+'.
+func rawParams(raw string) []param {
+	var out []param
+	for pair := range strings.SplitSeq(raw, "&") {
+		if pair == "" {
+			continue
+		}
+		k, v, _ := strings.Cut(pair, "=")
+		out = append(out, param{unescape(k), unescape(v)})
+	}
+	return out
+}
+
+func unescape(s string) string {
+	if !strings.Contains(s, "%") {
+		return s
+	}
+	if u, err := url.PathUnescape(s); err == nil {
+		return u
+	}
+	return s
+}
+
+// paramValue returns the first value of key in the raw query.
+func paramValue(r *http.Request, key string) string {
+	for _, p := range rawParams(r.URL.RawQuery) {
+		if p.key == key {
+			return p.value
+		}
+	}
+	return ""
+}
+
+// condition is one norman filter: field, modifier (eq, ne, prefix) and
+// value.
+type condition struct{ field, modifier, value string }
+
+// nonFilters are the query parameters norman uses for paging and sorting.
+var nonFilters = map[string]bool{"limit": true, "marker": true, "sort": true, "order": true, "reverse": true, "action": true}
+
+func conditions(r *http.Request) []condition {
+	var out []condition
+	for _, p := range rawParams(r.URL.RawQuery) {
+		if nonFilters[p.key] {
+			continue
+		}
+		c := condition{field: p.key, modifier: "eq", value: p.value}
+		for _, m := range []string{"ne", "prefix"} {
+			if f, ok := strings.CutSuffix(p.key, "_"+m); ok {
+				c.field, c.modifier = f, m
+			}
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// matches applies the conditions as norman does: a condition on a field the
+// resource does not have is ignored; a null field equals nothing.
+func matches(obj map[string]any, conds []condition) bool {
+	for _, c := range conds {
+		v, ok := obj[c.field]
+		if !ok {
+			continue
+		}
+		s := ""
+		if v != nil {
+			s = fmt.Sprint(v)
+		}
+		switch c.modifier {
+		case "eq":
+			if v == nil || s != c.value {
+				return false
+			}
+		case "ne":
+			if v != nil && s == c.value {
+				return false
+			}
+		case "prefix":
+			if v == nil || !strings.HasPrefix(s, c.value) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// writeCollection filters objs by the request's conditions, sorts them by
+// id and writes a norman collection of resourceType.
+func writeCollection(w http.ResponseWriter, r *http.Request, resourceType, createURL string, objs []map[string]any) {
+	conds := conditions(r)
+	data := []map[string]any{}
+	filters := map[string]any{}
+	for _, c := range conds {
+		filters[c.field] = []map[string]string{{"modifier": c.modifier, "value": c.value}}
+	}
+	for _, o := range objs {
+		if matches(o, conds) {
+			data = append(data, o)
+		}
+	}
+	sort.Slice(data, func(i, j int) bool { return fmt.Sprint(data[i]["id"]) < fmt.Sprint(data[j]["id"]) })
+	self := base(r) + r.URL.Path
+	if r.URL.RawQuery != "" {
+		self += "?" + r.URL.RawQuery
+	}
+	coll := map[string]any{
+		"type":         "collection",
+		"resourceType": resourceType,
+		"links":        map[string]string{"self": self},
+		"actions":      map[string]string{},
+		"pagination":   map[string]any{"limit": 1000, "total": len(data)},
+		"sort":         map[string]any{"order": "asc", "reverse": self},
+		"filters":      filters,
+		"data":         data,
+	}
+	if createURL != "" {
+		coll["createTypes"] = map[string]string{resourceType: createURL}
+	}
+	writeJSON(w, http.StatusOK, coll)
+}
+
+// decodeBody reads a JSON object body; norman answers a malformed one with
+// 422 InvalidBodyContent.
+func decodeBody(r *http.Request, v any) *apiError {
+	if err := json.NewDecoder(r.Body).Decode(v); err != nil {
+		return invalidBody("Failed to parse body: " + err.Error())
+	}
+	return nil
+}

@@ -1,0 +1,211 @@
+package ranchersim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/rest"
+)
+
+// Defaults of Options.
+const (
+	DefaultAccessKey   = "token-sim01"
+	DefaultSecretKey   = "sim-secret-key"
+	DefaultClusterID   = "c-m-sim00001"
+	DefaultClusterName = "sim"
+	DefaultUserID      = "user-sim01"
+)
+
+// DefaultRoleTemplates are the built-in project role templates of Rancher
+// 2.x that the simulator knows when Options.RoleTemplates is empty.
+var DefaultRoleTemplates = []string{
+	"project-owner", "project-member", "read-only",
+	"create-ns", "projectroletemplatebindings-manage", "projectcatalogs-manage",
+	"workloads-manage", "workloads-view", "ingress-manage", "ingress-view",
+	"services-manage", "services-view", "secrets-manage", "secrets-view",
+	"configmaps-manage", "configmaps-view", "persistentvolumeclaims-manage",
+	"persistentvolumeclaims-view", "serviceaccounts-manage", "serviceaccounts-view",
+	"edit", "view", "admin",
+}
+
+// Options configure a simulator. The zero value serves one cluster with the
+// default keys and no Kubernetes behind it.
+type Options struct {
+	// AccessKey and SecretKey are the API key pair (the agent's username and
+	// password), accepted as HTTP basic auth or as "Bearer access:secret".
+	AccessKey, SecretKey string
+	// ClusterID (c-m-…) and ClusterName describe the one downstream cluster.
+	ClusterID, ClusterName string
+	// UserID is the user the key belongs to: creatorId of new objects and
+	// the subject of the creator-project-owner binding Rancher adds to
+	// every project it creates.
+	UserID string
+	// Kube is the cluster's API server. Nil means none: namespace routes,
+	// importYaml and /k8s/clusters answer 503 ClusterUnavailable, the rest
+	// works (handy for tests of the management API alone).
+	Kube *rest.Config
+	// UniqueProjectNames makes a second project with an existing name in
+	// the cluster a 409, as some sites enforce; Rancher itself allows it.
+	UniqueProjectNames bool
+	// AllowDuplicateBindings gives PRTBs random names, so an identical
+	// binding can be created twice (Rancher before 2.14).
+	AllowDuplicateBindings bool
+	// NoDefaultProjects leaves out the "Default" and "System" projects
+	// Rancher has in every cluster.
+	NoDefaultProjects bool
+	// NoCreatorBinding leaves out the creator-project-owner binding.
+	NoCreatorBinding bool
+	// RoleTemplates are the known role template ids; default
+	// DefaultRoleTemplates. A binding to another one is a 422.
+	RoleTemplates []string
+	// Now defaults to time.Now.
+	Now func() time.Time
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+}
+
+// Server is the simulator. Management state sits behind one mutex, which is
+// never held during a Kubernetes call.
+type Server struct {
+	opts    Options
+	log     *slog.Logger
+	kube    *kubeClient // nil without Options.Kube
+	roles   map[string]bool
+	created time.Time // of the cluster object
+
+	mu       sync.Mutex
+	projects map[string]*project // by id "c-…:p-…"
+	bindings map[string]*binding // by id "p-…:prtb-…"
+	imports  []Import
+	calls    []Call
+	faults   []*activeFault
+	down     bool
+
+	handler http.Handler
+	httpSrv *http.Server
+	ts      *httptest.Server
+	url     string
+}
+
+// New builds a simulator; it does not listen (see Start, NewTestServer,
+// Handler).
+func New(opts Options) (*Server, error) {
+	if opts.AccessKey == "" {
+		opts.AccessKey = DefaultAccessKey
+	}
+	if opts.SecretKey == "" {
+		opts.SecretKey = DefaultSecretKey
+	}
+	if opts.ClusterID == "" {
+		opts.ClusterID = DefaultClusterID
+	}
+	if opts.ClusterName == "" {
+		opts.ClusterName = DefaultClusterName
+	}
+	if opts.UserID == "" {
+		opts.UserID = DefaultUserID
+	}
+	if len(opts.RoleTemplates) == 0 {
+		opts.RoleTemplates = DefaultRoleTemplates
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	s := &Server{
+		opts:     opts,
+		log:      opts.Logger.With("component", "ranchersim"),
+		roles:    map[string]bool{},
+		created:  opts.Now().UTC(),
+		projects: map[string]*project{},
+		bindings: map[string]*binding{},
+	}
+	for _, r := range opts.RoleTemplates {
+		s.roles[r] = true
+	}
+	if opts.Kube != nil {
+		k, err := newKubeClient(opts.Kube)
+		if err != nil {
+			return nil, fmt.Errorf("ranchersim: %w", err)
+		}
+		s.kube = k
+	}
+	if !opts.NoDefaultProjects {
+		for _, name := range []string{"Default", "System"} {
+			s.addProject(&project{name: name, description: name + " project created for the cluster",
+				labels: map[string]string{"authz.management.cattle.io/" + lower(name) + "-project": "true"}}, false)
+		}
+	}
+	s.handler = s.routes()
+	return s, nil
+}
+
+// Handler serves the API at the root: /v3/…, /k8s/clusters/….
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Start listens on addr (e.g. 127.0.0.1:8443, or 127.0.0.1:0) and serves in
+// the background until Close.
+func (s *Server) Start(addr string) error {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	s.httpSrv = &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second}
+	s.url = "http://" + l.Addr().String()
+	go func() {
+		if err := s.httpSrv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error("serve", "err", err)
+		}
+	}()
+	return nil
+}
+
+// URL is the base URL (no trailing slash, no /v3) once Start or
+// NewTestServer ran: what backend_url points at.
+func (s *Server) URL() string { return s.url }
+
+// Options returns the effective options (defaults filled in).
+func (s *Server) Options() Options { return s.opts }
+
+// Close stops serving. Requests held by a hanging fault are cut.
+func (s *Server) Close() error {
+	var err error
+	if s.httpSrv != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		if err = s.httpSrv.Shutdown(ctx); err != nil {
+			err = s.httpSrv.Close()
+		}
+		cancel()
+	}
+	if s.ts != nil {
+		s.ts.CloseClientConnections()
+		s.ts.Close()
+	}
+	return err
+}
+
+// NewTestServer starts a simulator on 127.0.0.1 (an httptest server) closed
+// by t.Cleanup.
+func NewTestServer(t testing.TB, opts Options) *Server {
+	t.Helper()
+	s, err := New(opts)
+	if err != nil {
+		t.Fatalf("ranchersim: %v", err)
+	}
+	s.ts = httptest.NewServer(s.handler)
+	s.url = s.ts.URL
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func (s *Server) now() time.Time { return s.opts.Now().UTC() }
