@@ -239,3 +239,17 @@ func (s *Server) listUserUsages(w http.ResponseWriter, r *http.Request, _ *User)
 	writeList(w, r, items)
 	return nil
 }
+
+// Usages returns a copy of the component usages Waldur holds, in the order
+// they were first set (tests compare them with what the agent measured).
+func (s *Server) Usages() []ComponentUsage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]ComponentUsage, 0, len(s.st.usages))
+	for _, u := range s.st.usages {
+		c := *u
+		c.UserUsages = nil
+		out = append(out, c)
+	}
+	return out
+}

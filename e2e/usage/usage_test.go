@@ -1,0 +1,177 @@
+package usage_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sitebus/sitebus/e2e/harness"
+	"github.com/sitebus/sitebus/e2e/waldursim"
+)
+
+// TestUsageReporterSubmitsTheSumsOnceAndRefusesDecreases runs `sitebus run
+// --only usage-reporter` against the simulator and a real API server.
+func TestUsageReporterSubmitsTheSumsOnceAndRefusesDecreases(t *testing.T) {
+	c := cluster(t)
+	dyn := c.Dynamic()
+	crNS := uniqueName(t, "crs")
+	createNamespace(t, dyn, crNS)
+
+	// Resource a's CR names a namespace other than its own name: usage is
+	// read where the CR says, not guessed from the backend_id.
+	nsA, nsB, noise := uniqueName(t, "tenant-a"), uniqueName(t, "tenant-b"), uniqueName(t, "unrelated")
+	for _, ns := range []string{nsA, nsB, noise} {
+		createNamespace(t, dyn, ns)
+	}
+	createCR(t, dyn, crNS, "waldur-usage-a", nsA)
+	createCR(t, dyn, crNS, "waldur-usage-b", nsB)
+	createPod(t, dyn, nsA, "web", container{"cpu": "500m", "memory": "1Gi"}, container{"cpu": "250m", "memory": "512Mi"})
+	createPod(t, dyn, nsA, "train", container{"cpu": "1", "memory": "2Gi", "nvidia.com/gpu": "1"})
+	createPVC(t, dyn, nsA, "data", "10Gi")
+	createPVC(t, dyn, nsA, "scratch", "5Gi")
+	createPod(t, dyn, nsB, "tiny", container{"cpu": "100m", "memory": "128Mi"})
+	createPod(t, dyn, noise, "other", container{"cpu": "64", "memory": "256Gi"})
+	createPVC(t, dyn, noise, "other", "1Ti")
+
+	fx := fixture(t, []waldursim.Resource{resource(1, "waldur-usage-a"), resource(2, "waldur-usage-b")})
+	sim := waldursim.NewTestServer(t, waldursim.Config{Fixture: fx})
+	cfg := fmt.Sprintf(`offerings:
+  - name: e2e-usage
+    waldur_api_url: %s/api/
+    waldur_api_token: %s
+    waldur_offering_uuid: %s
+    backend_type: k8s-ut-namespace
+    reporting_backend: k8s-ut-namespace
+    backend_settings:
+      kubeconfig_path: %s
+      cr_namespace: %s
+    backend_components:
+      cpu: {type: cpu, measured_unit: cores, accounting_type: usage, label: CPU}
+      ram: {type: ram, measured_unit: GiB, accounting_type: usage, label: RAM}
+      storage: {type: storage, measured_unit: GiB, accounting_type: usage, label: Storage}
+      gpu: {type: gpu, measured_unit: units, accounting_type: usage, label: GPU}
+sitebus:
+  log_format: text
+`, sim.URL(), fx.Users[0].Token, offeringUUID, c.Kubeconfig, crNS)
+	sb := harness.StartSitebus(t, harness.SitebusOptions{
+		Config: cfg, Args: []string{"--only", "usage-reporter"},
+		// 0.01 minutes: a cycle every 600 ms, so the test waits for cycles, not minutes.
+		Env: []string{"WALDUR_SITE_AGENT_REPORT_PERIOD_MINUTES=0.01"},
+	})
+
+	month := time.Now().UTC().Format("2006-01") + "-01"
+	want := map[string]map[string]string{
+		// 0.5+0.25+1 cores; 1+0.5+2 GiB; 10+5 GiB of claims; the GPU is not an offering component.
+		resource(1, "").UUID: {"cpu": "1.75", "ram": "3.50", "storage": "15.00"},
+		// 128 MiB is 0.125 GiB: two decimals.
+		resource(2, "").UUID: {"cpu": "0.10", "ram": "0.13", "storage": "0.00"},
+	}
+	harness.Eventually(t, 60*time.Second, "the first usage report", func() bool {
+		return maps.EqualFunc(usages(sim, month), want, maps.Equal)
+	})
+	sets := setUsageCalls(t, sim)
+	if len(sets) != 2 {
+		t.Errorf("%d set_usage calls for the first report, want one per resource: %v", len(sets), sets)
+	}
+	for _, body := range sets {
+		if !strings.Contains(body, `"date":"`+month+`T00:00:00Z"`) {
+			t.Errorf("set_usage body %s: want the first of the month as date", body)
+		}
+	}
+
+	// Two more whole cycles with nothing changed: nothing is sent.
+	waitCycles(t, sb, cycles(t, sb)+2)
+	if n := len(setUsageCalls(t, sim)); n != 2 {
+		t.Errorf("%d set_usage calls after unchanged cycles, want still 2", n)
+	}
+
+	// Less is allocated now; Waldur keeps the month's higher value.
+	if err := dyn.Resource(podGVR).Namespace(nsA).Delete(context.Background(), "train", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+		t.Fatal(err)
+	}
+	harness.Eventually(t, 60*time.Second, "the decrease counted as an anomaly", func() bool {
+		return metric(t, sb, `sitebus_usage_anomalies_total{component="cpu",offering="e2e-usage"}`) >= 1 &&
+			metric(t, sb, `sitebus_usage_anomalies_total{component="ram",offering="e2e-usage"}`) >= 1
+	})
+	waitCycles(t, sb, cycles(t, sb)+1)
+	if n := len(setUsageCalls(t, sim)); n != 2 {
+		t.Errorf("%d set_usage calls after the decrease, want still 2", n)
+	}
+	if got := usages(sim, month); !maps.EqualFunc(got, want, maps.Equal) {
+		t.Errorf("Waldur's usage after the decrease = %v, want unchanged %v", got, want)
+	}
+	if !strings.Contains(sb.Output(), "usage anomaly") {
+		t.Errorf("no usage anomaly logged:\n%s", sb.Tail(20))
+	}
+
+	// More again: reported.
+	createPod(t, dyn, nsB, "grown", container{"cpu": "2", "memory": "1Gi"})
+	want[resource(2, "").UUID] = map[string]string{"cpu": "2.10", "ram": "1.13", "storage": "0.00"}
+	harness.Eventually(t, 60*time.Second, "the grown usage reported", func() bool {
+		return maps.EqualFunc(usages(sim, month), want, maps.Equal)
+	})
+}
+
+// usages are Waldur's usages of the month, by resource and component.
+func usages(sim *waldursim.Server, month string) map[string]map[string]string {
+	out := map[string]map[string]string{}
+	for _, u := range sim.Usages() {
+		if u.BillingPeriod != month {
+			continue
+		}
+		if out[u.ResourceUUID] == nil {
+			out[u.ResourceUUID] = map[string]string{}
+		}
+		out[u.ResourceUUID][u.Type] = u.Usage
+	}
+	return out
+}
+
+// setUsageCalls are the bodies of the set_usage calls the simulator got.
+func setUsageCalls(t testing.TB, sim *waldursim.Server) []string {
+	t.Helper()
+	var out []string
+	for _, c := range sim.Calls() {
+		if c.Method == "POST" && strings.HasSuffix(c.Path, "/set_usage/") {
+			var v map[string]any
+			if err := json.Unmarshal([]byte(c.Body), &v); err != nil {
+				t.Errorf("set_usage body %q: %v", c.Body, err)
+			}
+			out = append(out, c.Body)
+		}
+	}
+	return out
+}
+
+// metric reads one sample from /metrics (0 when absent).
+func metric(t testing.TB, sb *harness.Sitebus, series string) float64 {
+	t.Helper()
+	_, body := sb.Get("/metrics")
+	for line := range strings.SplitSeq(body, "\n") {
+		if v, ok := strings.CutPrefix(line, series+" "); ok {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil {
+				t.Fatalf("%s: %v", line, err)
+			}
+			return f
+		}
+	}
+	return 0
+}
+
+func cycles(t testing.TB, sb *harness.Sitebus) float64 {
+	return metric(t, sb, `sitebus_usage_cycles_total{offering="e2e-usage",outcome="ok"}`)
+}
+
+// waitCycles waits until n cycles have completed.
+func waitCycles(t testing.TB, sb *harness.Sitebus, n float64) {
+	t.Helper()
+	harness.Eventually(t, 60*time.Second, fmt.Sprintf("%v usage cycles", n), func() bool { return cycles(t, sb) >= n })
+}
