@@ -1,0 +1,337 @@
+package rancher
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/sitebus/sitebus/pkg/backend"
+)
+
+// requestTimeout bounds one Rancher call, as the Python client's 30 s.
+const requestTimeout = 30 * time.Second
+
+// maxBody bounds what is read of an answer: a cluster's project list is
+// far smaller, and a runaway answer must not exhaust memory.
+const maxBody = 64 << 20
+
+// client speaks Rancher's v3 (norman) API and its /k8s/clusters proxy.
+type client struct {
+	base      string // backend_url without the trailing slash
+	cluster   string
+	accessKey string
+	secretKey string
+	http      *http.Client
+	log       *slog.Logger
+}
+
+func newClient(s Settings, wrap func(http.RoundTripper) http.RoundTripper, log *slog.Logger) *client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: !s.VerifyCert} //nolint:gosec // verify_cert: false is the operator's explicit choice
+	var rt http.RoundTripper = tr
+	if wrap != nil {
+		rt = wrap(rt)
+	}
+	return &client{
+		base: s.apiBase(), cluster: s.ClusterID, accessKey: s.Username, secretKey: s.Password.Reveal(),
+		http: &http.Client{Transport: rt, Timeout: requestTimeout}, log: log,
+	}
+}
+
+// do sends method to path (already escaped) with the raw query as given:
+// Rancher's filters are sent unencoded, as the Python agent joins them
+// (groupPrincipalId=keycloakoidc_group://...), which url.Values would
+// encode. A 2xx answer is decoded into out (unless nil or empty).
+func (c *client) do(ctx context.Context, method, path, rawQuery string, in, out any) error {
+	u, err := url.Parse(c.base + path)
+	if err != nil {
+		return fmt.Errorf("rancher: bad request path %q: %w", path, err)
+	}
+	u.RawQuery = rawQuery
+	var body io.Reader
+	if in != nil {
+		data, err := json.Marshal(in)
+		if err != nil {
+			return fmt.Errorf("rancher: encode %s %s: %w", method, path, err)
+		}
+		body = bytes.NewReader(data)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
+	if err != nil {
+		return fmt.Errorf("rancher: %s %s: %w", method, path, err)
+	}
+	req.URL.RawQuery = rawQuery // as sent, whatever url.Parse made of it
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	if c.accessKey != "" || c.secretKey != "" {
+		req.SetBasicAuth(c.accessKey, c.secretKey)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return transportError(method, path, c.redactErr(err))
+	}
+	defer func() { _ = resp.Body.Close() }()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	if err != nil {
+		return transportError(method, path, c.redactErr(err))
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		code, msg := errorBody(data)
+		e := statusError(method, path, c.accessKey, resp.StatusCode, code, c.redact(msg))
+		c.log.Debug("rancher call failed", "method", method, "path", path, "status", resp.StatusCode, "code", code)
+		return e
+	}
+	if out == nil || len(bytes.TrimSpace(data)) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return fmt.Errorf("Rancher API request failed: %s %s: unreadable answer: %w", method, path, err) //nolint:staticcheck // Python's message
+	}
+	return nil
+}
+
+// errorBody reads Rancher's error body; status may be a number or, in
+// the 401 body, a string, so it is not decoded. Anything else is quoted
+// (shortened) as the message.
+func errorBody(data []byte) (code, message string) {
+	var e struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	}
+	if json.Unmarshal(data, &e) == nil && (e.Code != "" || e.Message != "") {
+		return e.Code, e.Message
+	}
+	s := strings.TrimSpace(string(data))
+	if len(s) > 512 {
+		s = s[:512] + "..."
+	}
+	return "", s
+}
+
+// redact removes the secret key, and the basic credentials made of it,
+// from text a server or transport sent back: an error body or a proxy's
+// message may echo the request.
+func (c *client) redact(s string) string {
+	if c.secretKey == "" {
+		return s
+	}
+	basic := base64.StdEncoding.EncodeToString([]byte(c.accessKey + ":" + c.secretKey))
+	return strings.NewReplacer(basic, "[redacted]", c.secretKey, "[redacted]").Replace(s)
+}
+
+func (c *client) redactErr(err error) error {
+	if s := err.Error(); c.redact(s) != s {
+		return redactedError{msg: c.redact(s), err: err}
+	}
+	return err
+}
+
+// redactedError keeps the cause for errors.As while printing without the
+// secret.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e redactedError) Error() string { return e.msg }
+func (e redactedError) Unwrap() error { return e.err }
+
+// collection is a norman list answer.
+type collection[T any] struct {
+	Data       []T `json:"data"`
+	Pagination *struct {
+		Next string `json:"next"`
+	} `json:"pagination"`
+}
+
+// list reads every page of a collection. A next link off Rancher's base
+// URL is not followed (the credentials go only to the configured server).
+func list[T any](ctx context.Context, c *client, path, rawQuery string) ([]T, error) {
+	var out []T
+	for page := 0; ; page++ {
+		var col collection[T]
+		if err := c.do(ctx, http.MethodGet, path, rawQuery, nil, &col); err != nil {
+			return nil, err
+		}
+		out = append(out, col.Data...)
+		if col.Pagination == nil || col.Pagination.Next == "" {
+			return out, nil
+		}
+		next, ok := strings.CutPrefix(col.Pagination.Next, c.base)
+		if !ok || page > 10000 {
+			return nil, fmt.Errorf("Rancher API request failed: GET %s: next page %q is not on %s", path, col.Pagination.Next, c.base) //nolint:staticcheck // Python's message
+		}
+		path, rawQuery, _ = strings.Cut(next, "?")
+	}
+}
+
+// Rancher objects, with the fields sitebus reads.
+type (
+	project struct {
+		ID            string            `json:"id"`
+		Name          string            `json:"name"`
+		ClusterID     string            `json:"clusterId"`
+		Description   string            `json:"description"`
+		State         string            `json:"state"`
+		Annotations   map[string]string `json:"annotations"`
+		ResourceQuota *struct {
+			Limit map[string]any `json:"limit"`
+		} `json:"resourceQuota"`
+	}
+	namespace struct {
+		ID          string            `json:"id"`
+		Name        string            `json:"name"`
+		ProjectID   string            `json:"projectId"`
+		State       string            `json:"state"`
+		Annotations map[string]string `json:"annotations"`
+	}
+	binding struct {
+		ID               string `json:"id"`
+		RoleTemplateID   string `json:"roleTemplateId"`
+		ProjectID        string `json:"projectId"`
+		GroupPrincipalID string `json:"groupPrincipalId"`
+		UserID           string `json:"userId"`
+	}
+	resourceQuota struct {
+		Metadata struct {
+			Name      string `json:"name"`
+			Namespace string `json:"namespace"`
+		} `json:"metadata"`
+		Spec struct {
+			Hard map[string]string `json:"hard"`
+		} `json:"spec"`
+		Status struct {
+			Used map[string]string `json:"used"`
+		} `json:"status"`
+	}
+)
+
+func (c *client) getCluster(ctx context.Context) (map[string]any, error) {
+	var out map[string]any
+	err := c.do(ctx, http.MethodGet, "/v3/clusters/"+url.PathEscape(c.cluster), "", nil, &out)
+	return out, err
+}
+
+func (c *client) listProjects(ctx context.Context) ([]project, error) {
+	return list[project](ctx, c, "/v3/projects", "clusterId="+c.cluster)
+}
+
+func (c *client) getProject(ctx context.Context, id string) (project, error) {
+	var p project
+	err := c.do(ctx, http.MethodGet, "/v3/projects/"+url.PathEscape(id), "", nil, &p)
+	return p, err
+}
+
+func (c *client) createProject(ctx context.Context, name, description string, annotations map[string]string) (project, error) {
+	var p project
+	err := c.do(ctx, http.MethodPost, "/v3/projects", "", map[string]any{
+		"type": "project", "clusterId": c.cluster, "name": name, "description": description, "annotations": annotations,
+	}, &p)
+	return p, err
+}
+
+// setProjectAnnotations replaces the project's annotations: norman's PUT
+// replaces a map field it is given, so removing one is leaving it out.
+func (c *client) setProjectAnnotations(ctx context.Context, id string, annotations map[string]string) error {
+	return c.do(ctx, http.MethodPut, "/v3/projects/"+url.PathEscape(id), "", map[string]any{"annotations": annotations}, nil)
+}
+
+func (c *client) deleteProject(ctx context.Context, id string) error {
+	return c.do(ctx, http.MethodDelete, "/v3/projects/"+url.PathEscape(id), "", nil, nil)
+}
+
+func (c *client) namespacesPath() string {
+	return "/v3/clusters/" + url.PathEscape(c.cluster) + "/namespaces"
+}
+
+func (c *client) getNamespace(ctx context.Context, name string) (namespace, error) {
+	var ns namespace
+	err := c.do(ctx, http.MethodGet, c.namespacesPath()+"/"+url.PathEscape(name), "", nil, &ns)
+	return ns, err
+}
+
+// createNamespace makes a namespace in the project with Python's labels
+// (restricted pod security, then namespace_labels) and annotation.
+func (c *client) createNamespace(ctx context.Context, projectID, name string, extraLabels map[string]string) (namespace, error) {
+	labels := map[string]string{
+		"pod-security.kubernetes.io/enforce":         "restricted",
+		"pod-security.kubernetes.io/enforce-version": "latest",
+	}
+	for k, v := range extraLabels {
+		labels[k] = v
+	}
+	var ns namespace
+	err := c.do(ctx, http.MethodPost, c.namespacesPath(), "", map[string]any{
+		"type": "namespace", "name": name, "projectId": projectID, "labels": labels,
+		"annotations": map[string]string{AnnotationManaged: "true"},
+	}, &ns)
+	return ns, err
+}
+
+func (c *client) listNamespaces(ctx context.Context, projectID string) ([]namespace, error) {
+	return list[namespace](ctx, c, c.namespacesPath(), "projectId="+projectID)
+}
+
+// importYAML applies a manifest in namespace ns, as kubectl apply does.
+func (c *client) importYAML(ctx context.Context, ns, manifest string) error {
+	return c.do(ctx, http.MethodPost, "/v3/clusters/"+url.PathEscape(c.cluster), "action=importYaml",
+		map[string]string{"yaml": manifest, "namespace": ns}, nil)
+}
+
+// quotas lists a namespace's ResourceQuotas through Rancher's proxy to the
+// cluster's API server.
+func (c *client) quotas(ctx context.Context, ns string) ([]resourceQuota, error) {
+	var out struct {
+		Items []resourceQuota `json:"items"`
+	}
+	err := c.do(ctx, http.MethodGet, "/k8s/clusters/"+url.PathEscape(c.cluster)+"/api/v1/namespaces/"+url.PathEscape(ns)+"/resourcequotas", "", nil, &out)
+	return out.Items, err
+}
+
+// findBindings looks a group's bindings up with Python's unencoded filter
+// query. The answer is filtered again here: a server that ignores a
+// filter must not make another group's binding look like this one.
+func (c *client) findBindings(ctx context.Context, role, projectID, principal string) ([]binding, error) {
+	all, err := list[binding](ctx, c, "/v3/projectroletemplatebindings",
+		"roleTemplateId="+role+"&projectId="+projectID+"&groupPrincipalId="+principal)
+	if err != nil {
+		return nil, err
+	}
+	var out []binding
+	for _, b := range all {
+		if b.RoleTemplateID == role && b.ProjectID == projectID && b.GroupPrincipalID == principal {
+			out = append(out, b)
+		}
+	}
+	return out, nil
+}
+
+func (c *client) createBinding(ctx context.Context, role, projectID, principal string) (binding, error) {
+	var b binding
+	err := c.do(ctx, http.MethodPost, "/v3/projectroletemplatebindings", "", map[string]string{
+		"type": "projectRoleTemplateBinding", "roleTemplateId": role, "projectId": projectID, "groupPrincipalId": principal,
+	}, &b)
+	return b, err
+}
+
+func (c *client) deleteBinding(ctx context.Context, id string) error {
+	err := c.do(ctx, http.MethodDelete, "/v3/projectroletemplatebindings/"+url.PathEscape(id), "", nil, nil)
+	if errors.Is(err, backend.ErrNotFound) {
+		return nil
+	}
+	return err
+}
+
+func (c *client) projectBindings(ctx context.Context, projectID string) ([]binding, error) {
+	return list[binding](ctx, c, "/v3/projects/"+url.PathEscape(projectID)+"/projectroletemplatebindings", "")
+}

@@ -1,0 +1,102 @@
+package rancher
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/sitebus/sitebus/pkg/backend"
+)
+
+// ErrConflict matches a 409 from Rancher (an object of that name exists,
+// or changed meanwhile); it is retryable.
+var ErrConflict = errors.New("conflict")
+
+// APIError is a failed Rancher call. It matches (errors.Is) the backend
+// sentinel that classifies it:
+//   - 401 and 403: backend.ErrInvalid, terminal. The API key is wrong,
+//     expired or lacks rights, and no retry fixes that; the message names
+//     the access key (never the secret key).
+//   - 404: backend.ErrNotFound (the caller decides whether absence is fine).
+//   - 409: ErrConflict, retryable.
+//   - 400 and 422: the request itself is wrong, so backend.ErrInvalid;
+//     an importYaml whose apply failed on the server side (Error from
+//     server (InternalError) ...) is retryable though.
+//   - 5xx, 429, other statuses, timeouts and refused connections:
+//     retryable. A certificate that does not verify is terminal: it needs
+//     verify_cert or the server's certificate fixed.
+type APIError struct {
+	Method, Path string
+	// Status is the HTTP status (0 when there was no answer).
+	Status int
+	// Code and Message are from Rancher's error body
+	// {"type":"error","code":...,"message":...}.
+	Code, Message string
+
+	kind error
+	msg  string
+	err  error
+}
+
+func (e *APIError) Error() string        { return e.msg }
+func (e *APIError) Unwrap() error        { return e.err }
+func (e *APIError) Is(target error) bool { return e.kind != nil && target == e.kind }
+
+// statusError classifies an answered call.
+func statusError(method, path, accessKey string, status int, code, message string) *APIError {
+	e := &APIError{Method: method, Path: path, Status: status, Code: code, Message: message}
+	detail := fmt.Sprintf("%d %s", status, http.StatusText(status))
+	if code != "" {
+		detail += " " + code
+	}
+	if message != "" {
+		detail += ": " + message
+	}
+	switch {
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		e.kind = backend.ErrInvalid
+		e.msg = fmt.Sprintf("Rancher refused access key %q (%s on %s %s): check backend_settings.username and "+
+			"password, the key's expiry and its access to the cluster", accessKey, detail, method, path)
+		return e
+	case status == http.StatusNotFound:
+		e.kind = backend.ErrNotFound
+	case status == http.StatusConflict:
+		e.kind = ErrConflict
+	case status == http.StatusBadRequest || status == http.StatusUnprocessableEntity:
+		if !serverSideApplyFailure(message) {
+			e.kind = backend.ErrInvalid
+		}
+	}
+	e.msg = fmt.Sprintf("Rancher API request failed: %s %s: %s", method, path, detail)
+	return e
+}
+
+// serverSideApplyFailure tells an importYaml answer (400 with kubectl's
+// output) that failed in the API server, not on the manifest.
+func serverSideApplyFailure(msg string) bool {
+	for _, reason := range []string{"(InternalError)", "(ServiceUnavailable)", "(Timeout)", "(ServerTimeout)",
+		"(TooManyRequests)", "(Conflict)", "(NotFound)"} {
+		if strings.Contains(msg, "Error from server "+reason) {
+			return true
+		}
+	}
+	return false
+}
+
+// transportError classifies a call that got no answer.
+func transportError(method, path string, err error) *APIError {
+	e := &APIError{Method: method, Path: path, err: err,
+		msg: fmt.Sprintf("Rancher API request failed: %s %s: %v", method, path, err)}
+	var unknownCA x509.UnknownAuthorityError
+	var hostname x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	var verify *tls.CertificateVerificationError
+	if errors.As(err, &unknownCA) || errors.As(err, &hostname) || errors.As(err, &invalid) || errors.As(err, &verify) {
+		e.kind = backend.ErrInvalid
+		e.msg += " (the certificate does not verify: fix it, or set backend_settings.verify_cert: false)"
+	}
+	return e
+}

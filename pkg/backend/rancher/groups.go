@@ -1,0 +1,80 @@
+package rancher
+
+import (
+	"context"
+	"errors"
+	"regexp"
+
+	"github.com/sitebus/sitebus/pkg/backend"
+)
+
+// groupNameRe: a group name goes into the binding lookup's query string
+// unencoded (as Python sends it), so only characters that need no
+// encoding; ChildGroupName of a Waldur slug and a role id is one.
+var groupNameRe = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
+
+// BindGroup binds the Keycloak group to the managed project with
+// default_role (principal keycloakoidc_group://<name>), unless a binding
+// is there already; created says whether this call made it. A binding
+// made meanwhile (Rancher ≥ 2.14 answers 409 to a duplicate) counts as
+// there. A project sitebus does not manage is refused: binding a group to
+// it would grant access to someone else's workloads.
+func (b *Backend) BindGroup(ctx context.Context, projectID, group string) (created bool, err error) {
+	if !groupNameRe.MatchString(group) {
+		return false, backend.Invalidf("Keycloak group name %q cannot name a Rancher group principal", group)
+	}
+	p, err := b.managed(ctx, projectID)
+	if err != nil {
+		return false, err
+	}
+	role, principal := b.settings.DefaultRole, GroupPrincipalID(group)
+	found, err := b.api.findBindings(ctx, role, p.ID, principal)
+	if err != nil || len(found) > 0 {
+		return false, err
+	}
+	pb, err := b.api.createBinding(ctx, role, p.ID, principal)
+	if errors.Is(err, ErrConflict) {
+		found, err := b.api.findBindings(ctx, role, p.ID, principal)
+		if err == nil && len(found) == 0 {
+			return false, errConflictGone(p.ID, group)
+		}
+		return false, err
+	}
+	if err != nil {
+		return false, err
+	}
+	b.log.Info("bound Keycloak group to Rancher project", "project", p.ID, "group", group, "role", role, "binding", pb.ID)
+	return true, nil
+}
+
+func errConflictGone(projectID, group string) error {
+	return &APIError{kind: ErrConflict, msg: "Rancher refused the binding of " + group + " to " + projectID +
+		" as a duplicate but lists none; retry"}
+}
+
+// UnbindGroup deletes the group's bindings with default_role on the
+// project; none, or no project, is not an error. A project sitebus does
+// not manage is refused.
+func (b *Backend) UnbindGroup(ctx context.Context, projectID, group string) error {
+	if !groupNameRe.MatchString(group) {
+		return backend.Invalidf("Keycloak group name %q cannot name a Rancher group principal", group)
+	}
+	p, err := b.managed(ctx, projectID)
+	if errors.Is(err, backend.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	found, err := b.api.findBindings(ctx, b.settings.DefaultRole, p.ID, GroupPrincipalID(group))
+	if err != nil {
+		return err
+	}
+	for _, pb := range found {
+		if err := b.api.deleteBinding(ctx, pb.ID); err != nil {
+			return err
+		}
+		b.log.Info("unbound Keycloak group from Rancher project", "project", p.ID, "group", group, "binding", pb.ID)
+	}
+	return nil
+}
