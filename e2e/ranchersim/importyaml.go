@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -152,11 +153,22 @@ func (k *kubeClient) applyOne(ctx context.Context, obj *unstructured.Unstructure
 		return "", fromServer(err, "creating", ref)
 	case !existed:
 		return ref + " created", nil
-	case before.GetResourceVersion() != after.GetResourceVersion():
+	case !equality.Semantic.DeepEqual(applied(before), applied(after)):
 		return ref + " configured", nil
 	default:
 		return ref + " unchanged", nil
 	}
+}
+
+// applied is obj without what changes on its own (status, written by
+// controllers at any time) or on every write (resourceVersion,
+// managedFields timestamps): what is left changes only if the apply did.
+func applied(obj *unstructured.Unstructured) map[string]any {
+	c := obj.DeepCopy()
+	unstructured.RemoveNestedField(c.Object, "status")
+	unstructured.RemoveNestedField(c.Object, "metadata", "resourceVersion")
+	unstructured.RemoveNestedField(c.Object, "metadata", "managedFields")
+	return c.Object
 }
 
 // fromServer formats an API error as kubectl prints it.
