@@ -25,6 +25,13 @@ type Harness struct {
 	// InvalidSlugs are slugs the backend must refuse; nil means
 	// DefaultInvalidSlugs.
 	InvalidSlugs []string
+	// PlatformIDs says Create returns the platform's own id for the
+	// object (a Rancher project id, c-xxx:p-yyy), not the name BackendID
+	// computes, and that every method accepts either as backend id. The
+	// suite then checks that Create's id is stable across repeats and
+	// names the same object as BackendID's, instead of that they are
+	// equal.
+	PlatformIDs bool
 }
 
 // Target is one backend under test and its space.

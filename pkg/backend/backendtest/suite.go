@@ -74,6 +74,16 @@ func (s suite) createIsIdempotent(t *testing.T) {
 	if err != nil {
 		t.Fatalf("first Create: %v", err)
 	}
+	if s.h.PlatformIDs {
+		// The name and the platform's id name one object.
+		if ok, err := b.Exists(ctx(t), want); err != nil || !ok {
+			t.Errorf("Exists(%s) after Create = %v, %v; want true", want, ok, err)
+		}
+		if first.BackendID == "" {
+			t.Fatalf("first Create = %+v, want a platform id", first)
+		}
+		want = first.BackendID
+	}
 	if first.BackendID != want || first.Existed {
 		t.Fatalf("first Create = %+v, want BackendID %q and not Existed", first, want)
 	}

@@ -1,0 +1,321 @@
+package backends_test
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"maps"
+	"net/http"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sitebus/sitebus/e2e/ranchersim"
+	"github.com/sitebus/sitebus/pkg/backend"
+	"github.com/sitebus/sitebus/pkg/backend/backendtest"
+	"github.com/sitebus/sitebus/pkg/backend/rancher"
+	"github.com/sitebus/sitebus/pkg/config"
+)
+
+// rancherComponents are the components of the reference configuration,
+// keyed as the suite's limits are (cpu, ram, storage).
+func rancherComponents() map[string]config.BackendComponent {
+	return map[string]config.BackendComponent{
+		"cpu":     {Extra: map[string]any{"type": "cpu"}},
+		"ram":     {Extra: map[string]any{"type": "ram"}},
+		"storage": {Extra: map[string]any{"type": "storage"}},
+	}
+}
+
+// newRancher returns a Rancher backend on a simulator of its own, backed by
+// the shared kube-apiserver. Each gets a project prefix of its own, since
+// namespaces (named after projects) are real and shared by every simulator.
+func newRancher(t *testing.T, raw map[string]any, opts ranchersim.Options) (*rancher.Backend, *ranchersim.Server) {
+	t.Helper()
+	opts.Kube = cluster(t).RESTConfig()
+	sim := ranchersim.NewTestServer(t, opts)
+	o := sim.Options()
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	settings := map[string]any{
+		"backend_url": sim.URL(), "username": o.AccessKey, "password": o.SecretKey,
+		"cluster_id": o.ClusterID, "project_prefix": "r" + hex.EncodeToString(b[:]) + "-",
+	}
+	maps.Copy(settings, raw)
+	s, err := rancher.DecodeSettings(settings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	be, err := rancher.New(s, rancherComponents(), rancher.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return be, sim
+}
+
+func TestRancherConformance(t *testing.T) {
+	backendtest.Run(t, backendtest.Harness{
+		New: func(t *testing.T) backendtest.Target {
+			b, sim := newRancher(t, nil, ranchersim.Options{})
+			return backendtest.Target{
+				Backend: b,
+				Foreign: func(t *testing.T, name string) func(*testing.T) { return foreignProject(t, sim, name) },
+			}
+		},
+		// An empty slug names the project by the UUID, as in Python.
+		InvalidSlugs: slicesWithout(backendtest.DefaultInvalidSlugs, ""),
+		PlatformIDs:  true,
+	})
+}
+
+func slicesWithout(in []string, drop string) []string {
+	var out []string
+	for _, s := range in {
+		if s != drop {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// foreignProject creates a project as someone clicking in Rancher would
+// (no waldur/managed annotation) and returns a check that nothing changed
+// it or made anything in it.
+func foreignProject(t *testing.T, sim *ranchersim.Server, name string) func(*testing.T) {
+	t.Helper()
+	before, err := sim.AddProject(ranchersim.Project{Name: name, Description: "someone else's",
+		Annotations: map[string]string{"team": "someone-else"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	imports := len(sim.Imports())
+	return func(t *testing.T) {
+		t.Helper()
+		after, ok := sim.Project(before.ID)
+		if !ok {
+			t.Fatalf("foreign project %s is gone", before.ID)
+		}
+		if after.Name != before.Name || after.Description != before.Description || !maps.Equal(after.Annotations, before.Annotations) {
+			t.Errorf("foreign project changed:\nbefore %+v\nafter  %+v", before, after)
+		}
+		if n := len(sim.ProjectsNamed(name)); n != 1 {
+			t.Errorf("%d projects named %s, want the foreign one alone", n, name)
+		}
+		if bs := sim.Bindings(before.ID); len(bs) != 0 {
+			t.Errorf("bindings made on the foreign project: %+v", bs)
+		}
+		if len(sim.Imports()) != imports {
+			t.Errorf("quota imported: %+v", sim.Imports()[imports:])
+		}
+		if _, err := cluster(t).Dynamic().Resource(namespaceGVR).Get(testCtx(t), name, metav1.GetOptions{}); err == nil {
+			t.Errorf("namespace %s was made for the foreign project", name)
+		}
+	}
+}
+
+// The project, namespace and quota are what the Python plugin makes: its
+// annotations and description, the pod-security labels plus
+// namespace_labels, and the quota manifest byte for byte.
+func TestRancherLayout(t *testing.T) {
+	b, sim := newRancher(t, map[string]any{"namespace_labels": map[string]any{"gpu-pool": "h100-2x"}}, ranchersim.Options{})
+	r := backendtest.DefaultResource("layout")
+	r.CustomerName = ""
+	c, err := b.Create(testCtx(t), r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := b.Settings().ProjectPrefix + "layout"
+	p, ok := sim.Project(c.BackendID)
+	if !ok || !strings.HasPrefix(c.BackendID, sim.Options().ClusterID+":p-") {
+		t.Fatalf("Create returned %q, want the project id (found %v)", c.BackendID, ok)
+	}
+	if p.Name != name || p.Description != "Resource layout (Customer: customer, Project: Project)" {
+		t.Errorf("project %+v", p)
+	}
+	wantAnn := map[string]string{"waldur/organization": "customer", "waldur/managed": "true",
+		"waldur/project_slug": "project", rancher.AnnotationResourceUUID: r.UUID}
+	for k, v := range wantAnn {
+		if p.Annotations[k] != v {
+			t.Errorf("annotation %s = %q, want %q (annotations %v)", k, p.Annotations[k], v, p.Annotations)
+		}
+	}
+	ns, err := cluster(t).Dynamic().Resource(namespaceGVR).Get(testCtx(t), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range map[string]string{"pod-security.kubernetes.io/enforce": "restricted",
+		"pod-security.kubernetes.io/enforce-version": "latest", "gpu-pool": "h100-2x"} {
+		if ns.GetLabels()[k] != v {
+			t.Errorf("namespace label %s = %q, want %q", k, ns.GetLabels()[k], v)
+		}
+	}
+	if ns.GetAnnotations()["waldur/managed"] != "true" || ns.GetAnnotations()[ranchersim.ProjectIDAnnotation] != c.BackendID {
+		t.Errorf("namespace annotations %v", ns.GetAnnotations())
+	}
+	imports := sim.Imports()
+	want := "apiVersion: v1\nkind: ResourceQuota\nmetadata:\n  name: custom-resource-quota\n  namespace: " + name + "\n" +
+		"spec:\n  hard:\n    limits.cpu: 2000m\n    limits.memory: 4096Mi\n    requests.storage: 10240Mi\n"
+	if len(imports) != 1 || imports[0].YAML != want || imports[0].Namespace != name || imports[0].Status != http.StatusOK {
+		t.Fatalf("imports %+v\nwant one of\n%s", imports, want)
+	}
+	md, err := b.Metadata(testCtx(t), c.BackendID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if md["name"] != name || md["organization"] != "customer" || md["description"] != p.Description {
+		t.Errorf("metadata %v", md)
+	}
+
+	// Pause keeps its marks on the project; Restore takes them away.
+	if err := b.Pause(testCtx(t), c.BackendID); err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := sim.Project(c.BackendID); p.Annotations[rancher.AnnotationStatus] != "paused" ||
+		p.Annotations[rancher.AnnotationSavedLimits] == "" {
+		t.Errorf("paused project annotations %v", p.Annotations)
+	}
+	if err := b.Restore(testCtx(t), c.BackendID); err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := sim.Project(c.BackendID); !maps.Equal(after.Annotations, p.Annotations) {
+		t.Errorf("restored project annotations %v, want those before the pause %v", after.Annotations, p.Annotations)
+	}
+}
+
+// The group binding is Python's: the raw filter query for the lookup, the
+// keycloakoidc_group principal, default_role; repeating changes nothing.
+func TestRancherGroupBinding(t *testing.T) {
+	b, sim := newRancher(t, map[string]any{"default_role": "project-member"}, ranchersim.Options{})
+	c, err := b.Create(testCtx(t), backendtest.DefaultResource("bound"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	group := rancher.ChildGroupName("project", "project-member")
+	for i, wantCreated := range []bool{true, false} {
+		created, err := b.BindGroup(testCtx(t), c.BackendID, group)
+		if err != nil || created != wantCreated {
+			t.Fatalf("BindGroup #%d = %v, %v; want %v", i+1, created, err, wantCreated)
+		}
+	}
+	var groups []ranchersim.Binding
+	for _, pb := range sim.Bindings(c.BackendID) {
+		if pb.GroupPrincipalID != "" {
+			groups = append(groups, pb)
+		}
+	}
+	if len(groups) != 1 || groups[0].GroupPrincipalID != "keycloakoidc_group://project_project_project-member" ||
+		groups[0].RoleTemplateID != "project-member" {
+		t.Fatalf("group bindings %+v", groups)
+	}
+	lookup := false
+	for _, call := range sim.Calls() {
+		if call.Method == http.MethodGet && call.Path == "/v3/projectroletemplatebindings" {
+			lookup = true
+			if want := "roleTemplateId=project-member&projectId=" + c.BackendID +
+				"&groupPrincipalId=keycloakoidc_group://project_project_project-member"; call.Query != want {
+				t.Errorf("lookup query %q, want %q", call.Query, want)
+			}
+		}
+	}
+	if !lookup {
+		t.Error("no binding lookup was made")
+	}
+	for i := range 2 {
+		if err := b.UnbindGroup(testCtx(t), c.BackendID, group); err != nil {
+			t.Fatalf("UnbindGroup #%d: %v", i+1, err)
+		}
+	}
+	for _, pb := range sim.Bindings(c.BackendID) {
+		if pb.GroupPrincipalID != "" {
+			t.Errorf("binding left: %+v", pb)
+		}
+	}
+	// A project sitebus does not manage gets no binding.
+	foreign, err := sim.AddProject(ranchersim.Project{Name: "someone-elses"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.BindGroup(testCtx(t), foreign.ID, group); !errors.Is(err, backend.ErrNotManaged) {
+		t.Errorf("BindGroup on a foreign project: err = %v, want ErrNotManaged", err)
+	}
+}
+
+// A wrong secret key is a terminal error that names the access key and
+// never the secret.
+func TestRancherWrongKeyIsTerminal(t *testing.T) {
+	b, sim := newRancher(t, map[string]any{"password": "not-the-secret-at-all"}, ranchersim.Options{})
+	_, err := b.Create(testCtx(t), backendtest.DefaultResource("denied"))
+	if !backend.IsTerminal(err) || !strings.Contains(err.Error(), sim.Options().AccessKey) ||
+		strings.Contains(err.Error(), "not-the-secret-at-all") {
+		t.Fatalf("err = %v, want a terminal error naming the access key", err)
+	}
+	if err := b.Ping(testCtx(t)); !backend.IsTerminal(err) {
+		t.Errorf("Ping: err = %v, want terminal", err)
+	}
+}
+
+// Rancher down (503) or hanging is retryable.
+func TestRancherOutageIsRetryable(t *testing.T) {
+	b, sim := newRancher(t, nil, ranchersim.Options{})
+	sim.Down(true)
+	_, err := b.Create(testCtx(t), backendtest.DefaultResource("outage"))
+	if err == nil || backend.IsTerminal(err) || errors.Is(err, backend.ErrNotFound) {
+		t.Fatalf("Create while Rancher is down: err = %v, want retryable", err)
+	}
+	sim.Down(false)
+	if _, err := b.Create(testCtx(t), backendtest.DefaultResource("outage")); err != nil {
+		t.Fatalf("Create once Rancher is back: %v", err)
+	}
+}
+
+// A crash between the project and the quota is finished by the next
+// Create, which is then not a repeat.
+func TestRancherCreateFinishesAHalfDoneCreate(t *testing.T) {
+	b, sim := newRancher(t, nil, ranchersim.Options{})
+	r := backendtest.DefaultResource("half")
+	sim.AddFault(ranchersim.Fault{Method: http.MethodPost, QueryContains: "action=importYaml", Status: http.StatusServiceUnavailable, Count: 1})
+	if _, err := b.Create(testCtx(t), r); err == nil || backend.IsTerminal(err) {
+		t.Fatalf("Create with importYaml failing: err = %v, want retryable", err)
+	}
+	c, err := b.Create(testCtx(t), r)
+	if err != nil || c.Existed {
+		t.Fatalf("second Create = %+v, %v; want the quota added, not Existed", c, err)
+	}
+	if n := len(sim.ProjectsNamed(b.Settings().ProjectPrefix + "half")); n != 1 {
+		t.Errorf("%d projects, want 1", n)
+	}
+	if got, err := b.Limits(testCtx(t), c.BackendID); err != nil || !maps.Equal(got, r.Limits) {
+		t.Errorf("Limits = %v, %v; want %v", got, err, r.Limits)
+	}
+}
+
+// Usage of many projects is read in a few calls.
+func TestRancherUsageAll(t *testing.T) {
+	b, sim := newRancher(t, nil, ranchersim.Options{})
+	var ids []string
+	for _, slug := range []string{"u1", "u2", "u3"} {
+		c, err := b.Create(testCtx(t), backendtest.DefaultResource(slug))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, c.BackendID)
+	}
+	before := len(sim.Calls())
+	got, err := b.UsageAll(testCtx(t), append(ids, sim.Options().ClusterID+":p-absent"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(sim.Calls()) - before; n != 3 {
+		t.Errorf("UsageAll made %d calls, want 3", n)
+	}
+	for _, id := range ids {
+		u, ok := got[id]
+		if !ok || len(u) != 3 {
+			t.Errorf("usage of %s = %v, want cpu, ram and storage", id, u)
+		}
+	}
+	if _, ok := got[sim.Options().ClusterID+":p-absent"]; ok {
+		t.Error("usage of an absent project")
+	}
+}
