@@ -2,6 +2,7 @@ package ranchersim_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"testing"
 	"time"
@@ -82,4 +83,40 @@ func TestFaults(t *testing.T) {
 			tc.run(t, sim, newClient(t, sim))
 		})
 	}
+}
+
+func TestAdminHTTP(t *testing.T) {
+	sim := ranchersim.NewTestServer(t, ranchersim.Options{})
+	c := newClient(t, sim)
+	admin := newClient(t, sim)
+	admin.user = "" // the admin API needs no key
+
+	admin.do("POST", "/sim/faults", map[string]any{"path_prefix": "/v3/projects", "status": 502, "count": 1}).want(t, http.StatusNoContent)
+	admin.do("POST", "/sim/down", map[string]any{"down": true}).want(t, http.StatusNoContent)
+	c.do("GET", "/v3/projects", nil).want(t, 503)
+	// Down and faults do not apply to the admin API.
+	admin.do("GET", "/sim/calls", nil).want(t, http.StatusOK)
+	admin.do("POST", "/sim/down", map[string]any{"down": false}).want(t, http.StatusNoContent)
+	c.do("GET", "/v3/projects", nil).want(t, 502)
+	id := c.createProject("waldur-admin")
+
+	var projects []ranchersim.Project
+	r := admin.do("GET", "/sim/projects", nil).want(t, http.StatusOK)
+	if err := json.Unmarshal([]byte(r.raw), &projects); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, p := range projects {
+		found = found || p.ID == id
+	}
+	if !found {
+		t.Fatalf("project %s not in %s", id, r.raw)
+	}
+	var calls []ranchersim.Call
+	if err := json.Unmarshal([]byte(admin.do("GET", "/sim/calls", nil).raw), &calls); err != nil {
+		t.Fatal(err)
+	}
+	eq(t, "logged API calls (admin calls are not)", len(calls), 3)
+	admin.do("DELETE", "/sim/calls", nil).want(t, http.StatusNoContent)
+	eq(t, "calls after reset", len(sim.Calls()), 0)
 }

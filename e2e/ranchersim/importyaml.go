@@ -116,7 +116,7 @@ func (k *kubeClient) applyOne(ctx context.Context, obj *unstructured.Unstructure
 	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
 		switch ns := obj.GetNamespace(); {
 		case in.Namespace != "" && ns != "" && ns != in.Namespace:
-			return "", fmt.Errorf("error: the namespace from the provided object %q does not match the namespace %q. You must pass '--namespace=%s' to perform this operation.", ns, in.Namespace, ns)
+			return "", kubectlOutput(fmt.Sprintf("error: the namespace from the provided object %q does not match the namespace %q. You must pass '--namespace=%s' to perform this operation.", ns, in.Namespace, ns))
 		case ns != "":
 		case in.DefaultNamespace != "":
 			obj.SetNamespace(in.DefaultNamespace)
@@ -170,6 +170,12 @@ func applied(obj *unstructured.Unstructured) map[string]any {
 	unstructured.RemoveNestedField(c.Object, "metadata", "managedFields")
 	return c.Object
 }
+
+// kubectlOutput is an error line exactly as kubectl prints it (its
+// sentences end with a full stop, which Go error strings should not).
+type kubectlOutput string
+
+func (o kubectlOutput) Error() string { return string(o) }
 
 // fromServer formats an API error as kubectl prints it.
 func fromServer(err error, verb, ref string) error {

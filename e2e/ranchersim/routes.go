@@ -55,7 +55,13 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("/k8s/clusters/{cluster}/{rest...}", s.authed(s.proxyKube))
 
 	mux.Handle("/", s.authed(func(http.ResponseWriter, *http.Request) *apiError { return errNoRoute }))
-	return s.middleware(mux)
+
+	// The admin API sits outside the middleware: faults and Down must not
+	// lock a test out of inspecting the simulator.
+	top := http.NewServeMux()
+	s.adminRoutes(top)
+	top.Handle("/", s.middleware(mux))
+	return top
 }
 
 // authed checks the API key before anything else, as Rancher's auth filter
