@@ -55,17 +55,17 @@ func statusError(method, path, accessKey string, status int, code, message strin
 	if message != "" {
 		detail += ": " + message
 	}
-	switch {
-	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+	switch status {
+	case http.StatusUnauthorized, http.StatusForbidden:
 		e.kind = backend.ErrInvalid
 		e.msg = fmt.Sprintf("Rancher refused access key %q (%s on %s %s): check backend_settings.username and "+
 			"password, the key's expiry and its access to the cluster", accessKey, detail, method, path)
 		return e
-	case status == http.StatusNotFound:
+	case http.StatusNotFound:
 		e.kind = backend.ErrNotFound
-	case status == http.StatusConflict:
+	case http.StatusConflict:
 		e.kind = ErrConflict
-	case status == http.StatusBadRequest || status == http.StatusUnprocessableEntity:
+	case http.StatusBadRequest, http.StatusUnprocessableEntity:
 		if !serverSideApplyFailure(message) {
 			e.kind = backend.ErrInvalid
 		}

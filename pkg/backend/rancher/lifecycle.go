@@ -142,7 +142,7 @@ func (b *Backend) ensureProject(ctx context.Context, name string, r backend.Reso
 		if p.State == "removing" {
 			// Reporting it would hand Waldur a project about to vanish;
 			// once it is gone, a retry creates it anew.
-			return project{}, false, fmt.Errorf("Rancher project %s (%s) is being removed; retry when it is gone", name, p.ID)
+			return project{}, false, fmt.Errorf("rancher: project %s (%s) is being removed; retry when it is gone", name, p.ID)
 		}
 		return p, true, nil
 	case !errors.Is(err, backend.ErrNotFound):
@@ -161,7 +161,7 @@ func (b *Backend) ensureProject(ctx context.Context, name string, r backend.Reso
 	if errors.Is(err, ErrConflict) {
 		// Made meanwhile (a site that keeps project names unique): adopt
 		// it on the next attempt, after the checks above.
-		return project{}, false, fmt.Errorf("Rancher project %s appeared while being created; retry: %w", name, err)
+		return project{}, false, fmt.Errorf("rancher: project %s appeared while being created; retry: %w", name, err)
 	}
 	if err != nil {
 		return project{}, false, err
