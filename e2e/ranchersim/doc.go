@@ -32,5 +32,13 @@
 //
 // Tests drive it with Go methods on Server: inspect projects, bindings,
 // imported YAML and the call log, seed objects created behind sitebus's
-// back, and inject faults (AddFault, Down).
+// back, and inject faults (AddFault, Down). Run as a process (cmd/
+// ranchersim), the same is served without a key under /sim/.
+//
+// In front of the shared test cluster of package kube:
+//
+//	func TestMain(m *testing.M) { os.Exit(kube.RunShared(m)) }
+//
+//	sim := ranchersim.NewTestServer(t, ranchersim.Options{Kube: kube.Shared(t).RESTConfig()})
+//	o := sim.Options() // backend_url: sim.URL(), username/password: o.AccessKey/o.SecretKey, cluster_id: o.ClusterID
 package ranchersim
