@@ -6,6 +6,7 @@ import (
 
 	"github.com/sitebus/sitebus/pkg/backend"
 	"github.com/sitebus/sitebus/pkg/backend/managedns"
+	"github.com/sitebus/sitebus/pkg/backend/rancher"
 	"github.com/sitebus/sitebus/pkg/telemetry"
 	"github.com/sitebus/sitebus/services/keycloaksync"
 	"github.com/sitebus/sitebus/services/membership"
@@ -40,6 +41,13 @@ func (bs *backends) get(i int, name string) (backend.Backend, error) {
 			Logger: bs.d.log.With("offering", o.Name, "backend", name),
 			WrapTransport: func(rt http.RoundTripper) http.RoundTripper {
 				return telemetry.InstrumentTransport(rt, "kubernetes", bs.d.reg, bs.d.tp)
+			},
+		})
+	case rancher.Type:
+		b, err = rancher.New(op.Rancher, o.BackendComponents, rancher.Options{
+			Logger: bs.d.log.With("offering", o.Name, "backend", name),
+			WrapTransport: func(rt http.RoundTripper) http.RoundTripper {
+				return telemetry.InstrumentTransport(rt, "rancher", bs.d.reg, bs.d.tp)
 			},
 		})
 	default:

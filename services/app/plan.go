@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/sitebus/sitebus/pkg/backend/managedns"
+	"github.com/sitebus/sitebus/pkg/backend/rancher"
 	"github.com/sitebus/sitebus/pkg/config"
 	"github.com/sitebus/sitebus/pkg/keycloak"
 	"github.com/sitebus/sitebus/pkg/waldur"
@@ -15,7 +16,7 @@ import (
 
 // supportedBackends are the backend names (the Python plugins' entry
 // points) sitebus implements so far.
-var supportedBackends = []string{managedns.Type}
+var supportedBackends = []string{managedns.Type, rancher.Type}
 
 // usernameBackends are the username_management_backend names sitebus
 // accepts: "base" generates no usernames, which is all sitebus does.
@@ -43,6 +44,8 @@ type OfferingPlan struct {
 	Waldur waldur.Config
 	// ManagedNS are the backend_settings of a k8s-ut-namespace offering.
 	ManagedNS managedns.Settings
+	// Rancher are the backend_settings of a rancher offering.
+	Rancher rancher.Settings
 	// Keycloak is backend_settings.keycloak when keycloak_enabled is true;
 	// nil otherwise.
 	Keycloak *keycloak.Config
@@ -116,19 +119,38 @@ func planOffering(o *config.Offering, proxy string) (OfferingPlan, error) {
 		bad("username_management_backend", "%q is not supported (supported: %s)", n, strings.Join(usernameBackends, ", "))
 	}
 
-	if supported {
+	// Every backend the offering names reads the same backend_settings,
+	// as the Python agent hands each plugin the one block.
+	names := map[string]bool{}
+	for _, n := range []string{o.BackendType, o.OrderProcessingBackend, o.MembershipSyncBackend, o.ReportingBackend} {
+		if supported && slices.Contains(supportedBackends, n) {
+			names[n] = true
+		}
+	}
+	if names[managedns.Type] {
 		s, err := managedns.ParseSettings(o.BackendSettings)
 		errs = append(errs, err)
 		errs = append(errs, s.Warnings...)
 		op.ManagedNS = s
 	}
+	if names[rancher.Type] {
+		s, err := rancher.DecodeSettings(o.BackendSettings)
+		errs = append(errs, err)
+		errs = append(errs, s.Warnings...)
+		op.Rancher = s
+	}
 	// keycloak_enabled and the keycloak block belong to backend_settings
-	// whatever the backend (the Python Rancher and OKD plugins read them too).
+	// whatever the backend (the Python Rancher and OKD plugins read them
+	// too); keycloaksync.Settings is the one parser of the block, and the
+	// Rancher backend is handed its result so both use the same values.
 	kc, enabled, err := keycloaksync.Settings(o)
 	errs = append(errs, err)
 	if enabled {
 		errs = append(errs, kc.Warnings...)
 		op.Keycloak = &kc
+		if names[rancher.Type] && op.Rancher.KeycloakEnabled {
+			op.Rancher.Keycloak = &kc
+		}
 	}
 
 	op.Waldur = waldur.Config{

@@ -88,3 +88,59 @@ func TestNewPlan(t *testing.T) {
 		})
 	}
 }
+
+// The repository's Rancher sample is what a Python Rancher site runs: run
+// and config check (both LoadPlan) accept it and hand the backend the one
+// parsed keycloak block.
+func TestPlanAcceptsTheRancherSample(t *testing.T) {
+	p, err := LoadPlan("../../pkg/config/testdata/rancher.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	op := p.Offerings[0]
+	rs := op.Rancher
+	if rs.ClusterID != "c-m-1234abcd" || rs.ProjectPrefix != "waldur-" || rs.KeycloakUseUserID || rs.NamespaceLabels["team"] != "platform" {
+		t.Errorf("rancher settings %+v", rs)
+	}
+	if op.Keycloak == nil || rs.Keycloak != op.Keycloak || op.Keycloak.Realm != "waldur" {
+		t.Errorf("keycloak block: plan %p, backend %p", op.Keycloak, rs.Keycloak)
+	}
+}
+
+func TestNewPlanRancher(t *testing.T) {
+	base := strings.NewReplacer("backend_type: k8s-ut-namespace", "backend_type: rancher",
+		"order_processing_backend: k8s-ut-namespace", "order_processing_backend: rancher")
+	tests := map[string]struct {
+		settings string
+		wantErr  string
+	}{
+		"rancher settings are decoded for a rancher offering": {
+			settings: "    backend_settings: {backend_url: https://r.example.com, cluster_id: c-m-1, project_prefix: \"\"}\n",
+		},
+		"a missing cluster_id is refused as run would refuse it": {
+			settings: "    backend_settings: {backend_url: https://r.example.com}\n",
+			wantErr:  `config.yaml:8: offerings[0] ("k8s").backend_settings.cluster_id: required (the Rancher cluster id, e.g. c-m-1234abcd)`,
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			cfg, err := config.Parse([]byte(base.Replace(planBase)+tc.settings), "config.yaml", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := NewPlan(cfg)
+			if tc.wantErr != "" {
+				if err == nil || err.Error() != tc.wantErr {
+					t.Fatalf("err = %v\nwant %s", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s := p.Offerings[0].Rancher; s.ClusterID != "c-m-1" || s.ProjectPrefix != "" || s.DefaultRole != "workloads-manage" {
+				t.Errorf("settings %+v", s)
+			}
+		})
+	}
+}
