@@ -265,3 +265,73 @@ func TestLeftoverGroupsAreRemovedOnlyWhenTheirResourceIsGone(t *testing.T) {
 		}
 	}
 }
+
+// A Rancher project's child group names its parent (the cluster's group)
+// by name: the parent ensured earlier in the same request, or an existing
+// top-level one; deleting the parent with if_no_subgroups keeps it while
+// another project's group is still under it.
+func TestGroupsUnderAParentNamedByName(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	ensure := func(key, child string) *sitebusv1.EnsureGroupsResponse {
+		t.Helper()
+		req := &sitebusv1.EnsureGroupsRequest{OfferingUuid: offeringUUID, Groups: []*sitebusv1.GroupSpec{
+			{Name: "c_cmtest", Description: "Cluster access group for c-m-test"},
+			{Name: child, ParentName: "c_cmtest", Description: "Project " + child},
+		}}
+		var resp sitebusv1.EnsureGroupsResponse
+		if err := e.call(ctx(t), key, keycloaksync.CmdEnsureGroups, req, &resp); err != nil {
+			t.Fatal(err)
+		}
+		return &resp
+	}
+	first := ensure("first", "project_alpha_workloads-manage")
+	if !first.Groups[0].Created || !first.Groups[1].Created || first.Groups[1].ParentId != first.Groups[0].Id {
+		t.Fatalf("first ensure: %v", first.Groups)
+	}
+	second := ensure("second", "project_beta_workloads-manage")
+	if second.Groups[0].Created || !second.Groups[1].Created || second.Groups[1].ParentId != first.Groups[0].Id {
+		t.Fatalf("second ensure: %v", second.Groups)
+	}
+	if _, ok := e.kc.GroupByPath("waldur", "/c_cmtest/project_beta_workloads-manage"); !ok {
+		t.Fatal("the child group is not under the parent")
+	}
+
+	del := func(key, child string) *sitebusv1.DeleteGroupsResponse {
+		t.Helper()
+		var resp sitebusv1.DeleteGroupsResponse
+		err := e.call(ctx(t), key, keycloaksync.CmdDeleteGroups, &sitebusv1.DeleteGroupsRequest{OfferingUuid: offeringUUID, Groups: []*sitebusv1.GroupRef{
+			{Name: child, ParentName: "c_cmtest"}, {Name: "c_cmtest", IfNoSubgroups: true},
+		}}, &resp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &resp
+	}
+	resp := del("del-alpha", "project_alpha_workloads-manage")
+	if len(resp.DeletedIds) != 1 || len(resp.Kept) != 1 || resp.Kept[0].Name != "c_cmtest" {
+		t.Fatalf("delete alpha: %v", resp)
+	}
+	if _, ok := e.group("c_cmtest"); !ok {
+		t.Fatal("the parent went while beta's group is under it")
+	}
+	resp = del("del-beta", "project_beta_workloads-manage")
+	if len(resp.DeletedIds) != 2 || len(resp.Kept) != 0 {
+		t.Fatalf("delete beta: %v", resp)
+	}
+	if n := len(e.kc.Groups("waldur")); n != 0 {
+		t.Errorf("%d groups left, want none", n)
+	}
+}
+
+func TestAChildNamingAnUnknownParentIsRefused(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	var resp sitebusv1.EnsureGroupsResponse
+	err := e.call(ctx(t), "orphan", keycloaksync.CmdEnsureGroups, &sitebusv1.EnsureGroupsRequest{OfferingUuid: offeringUUID,
+		Groups: []*sitebusv1.GroupSpec{{Name: "project_x_role", ParentName: "c_nothere"}}}, &resp)
+	if err == nil || !strings.Contains(err.Error(), "parent group c_nothere") {
+		t.Fatalf("err = %v, want the missing parent named", err)
+	}
+	if n := len(e.kc.Groups("waldur")); n != 0 {
+		t.Errorf("%d groups made, want none", n)
+	}
+}

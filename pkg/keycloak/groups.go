@@ -316,3 +316,11 @@ func (c *Client) ManagedGroups(ctx context.Context) ([]Group, error) {
 	slices.SortFunc(out, func(a, b Group) int { return strings.Compare(a.Path, b.Path) })
 	return out, nil
 }
+
+// HasSubGroups reports whether the group has any subgroup (one page of
+// one child is enough to tell).
+func (c *Client) HasSubGroups(ctx context.Context, id string) (bool, error) {
+	found := false
+	err := c.eachChild(ctx, id, "", func(groupJSON) bool { found = true; return false })
+	return found, err
+}

@@ -22,16 +22,45 @@ func (s *Service) ensureGroups(ctx context.Context, req *sitebusv1.EnsureGroupsR
 		}
 	}
 	resp := &sitebusv1.EnsureGroupsResponse{}
+	// A parent named by name is one ensured earlier in this request, else
+	// an existing top-level group: a Rancher project's group goes under
+	// its cluster's group, which the same request may have just made.
+	ensured := map[string]string{}
 	for _, spec := range req.GetGroups() {
-		g, created, err := r.client.EnsureGroup(ctx, spec.GetName(), spec.GetParentId(), spec.GetDescription())
+		parent := spec.GetParentId()
+		if parent == "" && spec.GetParentName() != "" {
+			id, err := resolveParent(ctx, r.client, ensured, spec.GetParentName())
+			if err != nil {
+				return nil, err
+			}
+			parent = id
+		}
+		g, created, err := r.client.EnsureGroup(ctx, spec.GetName(), parent, spec.GetDescription())
 		if err != nil {
 			return nil, err
+		}
+		if parent == "" {
+			ensured[g.Name] = g.ID
 		}
 		resp.Groups = append(resp.Groups, &sitebusv1.EnsuredGroup{
 			Id: g.ID, Name: g.Name, ParentId: g.ParentID, Created: created, Managed: g.Managed,
 		})
 	}
 	return resp, nil
+}
+
+func resolveParent(ctx context.Context, c *keycloak.Client, ensured map[string]string, name string) (string, error) {
+	if id, ok := ensured[name]; ok {
+		return id, nil
+	}
+	p, err := c.FindGroup(ctx, name, "")
+	if err != nil {
+		return "", err
+	}
+	if p == nil {
+		return "", bus.Terminal(fmt.Errorf("%w: parent group %s (neither ensured before it in the request nor a top-level group)", keycloak.ErrNotFound, name))
+	}
+	return p.ID, nil
 }
 
 // deleteGroups checks every group before deleting any, so a request that
@@ -42,7 +71,10 @@ func (s *Service) deleteGroups(ctx context.Context, req *sitebusv1.DeleteGroupsR
 		return nil, err
 	}
 	resp := &sitebusv1.DeleteGroupsResponse{}
-	var found []*keycloak.Group
+	var (
+		found []*keycloak.Group
+		keep  []bool // delete only without subgroups
+	)
 	for _, ref := range req.GetGroups() {
 		g, err := findGroup(ctx, r.client, ref)
 		if err != nil {
@@ -57,8 +89,19 @@ func (s *Service) deleteGroups(ctx context.Context, req *sitebusv1.DeleteGroupsR
 				keycloak.ErrNotManaged, g.Path, g.ID))
 		}
 		found = append(found, g)
+		keep = append(keep, ref.GetIfNoSubgroups())
 	}
-	for _, g := range found {
+	for i, g := range found {
+		if keep[i] {
+			has, err := r.client.HasSubGroups(ctx, g.ID)
+			if err != nil {
+				return nil, err
+			}
+			if has {
+				resp.Kept = append(resp.Kept, &sitebusv1.GroupRef{Id: g.ID, Name: g.Name, ParentId: g.ParentID})
+				continue
+			}
+		}
 		if err := r.client.DeleteGroup(ctx, g.ID); err != nil {
 			return nil, err
 		}
@@ -274,6 +317,12 @@ func findGroup(ctx context.Context, c *keycloak.Client, ref *sitebusv1.GroupRef)
 	switch {
 	case ref.GetId() != "":
 		return c.GetGroup(ctx, ref.GetId())
+	case ref.GetName() != "" && ref.GetParentId() == "" && ref.GetParentName() != "":
+		parent, err := c.FindGroup(ctx, ref.GetParentName(), "")
+		if err != nil || parent == nil {
+			return nil, err // no parent: no such group
+		}
+		return c.FindGroup(ctx, ref.GetName(), parent.ID)
 	case ref.GetName() != "":
 		return c.FindGroup(ctx, ref.GetName(), ref.GetParentId())
 	}
@@ -286,6 +335,9 @@ func describe(ref *sitebusv1.GroupRef) string {
 	}
 	if ref.GetParentId() != "" {
 		return strings.Join([]string{ref.GetName(), "under", ref.GetParentId()}, " ")
+	}
+	if ref.GetParentName() != "" {
+		return ref.GetParentName() + "/" + ref.GetName()
 	}
 	return ref.GetName()
 }

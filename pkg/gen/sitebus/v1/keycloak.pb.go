@@ -29,7 +29,11 @@ type GroupSpec struct {
 	// Keycloak id of the parent group; empty for a top-level group.
 	ParentId string `protobuf:"bytes,2,opt,name=parent_id,json=parentId,proto3" json:"parent_id,omitempty"`
 	// Stored in the group's description attribute when the group is created.
-	Description   string `protobuf:"bytes,3,opt,name=description,proto3" json:"description,omitempty"`
+	Description string `protobuf:"bytes,3,opt,name=description,proto3" json:"description,omitempty"`
+	// Name of the parent when parent_id is empty: a group ensured earlier in
+	// the same request, else an existing top-level group (a Rancher project's
+	// child group under its cluster's group).
+	ParentName    string `protobuf:"bytes,4,opt,name=parent_name,json=parentName,proto3" json:"parent_name,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -85,13 +89,25 @@ func (x *GroupSpec) GetDescription() string {
 	return ""
 }
 
+func (x *GroupSpec) GetParentName() string {
+	if x != nil {
+		return x.ParentName
+	}
+	return ""
+}
+
 // GroupRef names an existing group: by id, or by name under parent_id (empty
 // parent_id: top level).
 type GroupRef struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
-	ParentId      string                 `protobuf:"bytes,3,opt,name=parent_id,json=parentId,proto3" json:"parent_id,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Id       string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Name     string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	ParentId string                 `protobuf:"bytes,3,opt,name=parent_id,json=parentId,proto3" json:"parent_id,omitempty"`
+	// The parent as a top-level group's name, when parent_id is empty.
+	ParentName string `protobuf:"bytes,4,opt,name=parent_name,json=parentName,proto3" json:"parent_name,omitempty"`
+	// For delete-groups: delete the group only when it has no subgroups
+	// (a cluster's group that other projects' groups still use is kept).
+	IfNoSubgroups bool `protobuf:"varint,5,opt,name=if_no_subgroups,json=ifNoSubgroups,proto3" json:"if_no_subgroups,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -145,6 +161,20 @@ func (x *GroupRef) GetParentId() string {
 		return x.ParentId
 	}
 	return ""
+}
+
+func (x *GroupRef) GetParentName() string {
+	if x != nil {
+		return x.ParentName
+	}
+	return ""
+}
+
+func (x *GroupRef) GetIfNoSubgroups() bool {
+	if x != nil {
+		return x.IfNoSubgroups
+	}
+	return false
 }
 
 // UserRef names a Keycloak user by id (by_id, the offering's
@@ -493,7 +523,9 @@ type DeleteGroupsResponse struct {
 	// Ids of the groups deleted.
 	DeletedIds []string `protobuf:"bytes,1,rep,name=deleted_ids,json=deletedIds,proto3" json:"deleted_ids,omitempty"`
 	// Groups that did not exist.
-	Missing       []*GroupRef `protobuf:"bytes,2,rep,name=missing,proto3" json:"missing,omitempty"`
+	Missing []*GroupRef `protobuf:"bytes,2,rep,name=missing,proto3" json:"missing,omitempty"`
+	// Groups kept because if_no_subgroups was set and they have subgroups.
+	Kept          []*GroupRef `protobuf:"bytes,3,rep,name=kept,proto3" json:"kept,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -538,6 +570,13 @@ func (x *DeleteGroupsResponse) GetDeletedIds() []string {
 func (x *DeleteGroupsResponse) GetMissing() []*GroupRef {
 	if x != nil {
 		return x.Missing
+	}
+	return nil
+}
+
+func (x *DeleteGroupsResponse) GetKept() []*GroupRef {
+	if x != nil {
+		return x.Kept
 	}
 	return nil
 }
@@ -1035,15 +1074,20 @@ var File_sitebus_v1_keycloak_proto protoreflect.FileDescriptor
 const file_sitebus_v1_keycloak_proto_rawDesc = "" +
 	"\n" +
 	"\x19sitebus/v1/keycloak.proto\x12\n" +
-	"sitebus.v1\"^\n" +
+	"sitebus.v1\"\x7f\n" +
 	"\tGroupSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1b\n" +
 	"\tparent_id\x18\x02 \x01(\tR\bparentId\x12 \n" +
-	"\vdescription\x18\x03 \x01(\tR\vdescription\"K\n" +
+	"\vdescription\x18\x03 \x01(\tR\vdescription\x12\x1f\n" +
+	"\vparent_name\x18\x04 \x01(\tR\n" +
+	"parentName\"\x94\x01\n" +
 	"\bGroupRef\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1b\n" +
-	"\tparent_id\x18\x03 \x01(\tR\bparentId\"0\n" +
+	"\tparent_id\x18\x03 \x01(\tR\bparentId\x12\x1f\n" +
+	"\vparent_name\x18\x04 \x01(\tR\n" +
+	"parentName\x12&\n" +
+	"\x0fif_no_subgroups\x18\x05 \x01(\bR\rifNoSubgroups\"0\n" +
 	"\aUserRef\x12\x10\n" +
 	"\x03ref\x18\x01 \x01(\tR\x03ref\x12\x13\n" +
 	"\x05by_id\x18\x02 \x01(\bR\x04byId\"4\n" +
@@ -1063,11 +1107,12 @@ const file_sitebus_v1_keycloak_proto_rawDesc = "" +
 	"\x06groups\x18\x01 \x03(\v2\x18.sitebus.v1.EnsuredGroupR\x06groups\"h\n" +
 	"\x13DeleteGroupsRequest\x12#\n" +
 	"\roffering_uuid\x18\x01 \x01(\tR\fofferingUuid\x12,\n" +
-	"\x06groups\x18\x02 \x03(\v2\x14.sitebus.v1.GroupRefR\x06groups\"g\n" +
+	"\x06groups\x18\x02 \x03(\v2\x14.sitebus.v1.GroupRefR\x06groups\"\x91\x01\n" +
 	"\x14DeleteGroupsResponse\x12\x1f\n" +
 	"\vdeleted_ids\x18\x01 \x03(\tR\n" +
 	"deletedIds\x12.\n" +
-	"\amissing\x18\x02 \x03(\v2\x14.sitebus.v1.GroupRefR\amissing\"\x98\x01\n" +
+	"\amissing\x18\x02 \x03(\v2\x14.sitebus.v1.GroupRefR\amissing\x12(\n" +
+	"\x04kept\x18\x03 \x03(\v2\x14.sitebus.v1.GroupRefR\x04kept\"\x98\x01\n" +
 	"\x16SetGroupMembersRequest\x12#\n" +
 	"\roffering_uuid\x18\x01 \x01(\tR\fofferingUuid\x12*\n" +
 	"\x05group\x18\x02 \x01(\v2\x14.sitebus.v1.GroupRefR\x05group\x12-\n" +
@@ -1140,23 +1185,24 @@ var file_sitebus_v1_keycloak_proto_depIdxs = []int32{
 	5,  // 1: sitebus.v1.EnsureGroupsResponse.groups:type_name -> sitebus.v1.EnsuredGroup
 	1,  // 2: sitebus.v1.DeleteGroupsRequest.groups:type_name -> sitebus.v1.GroupRef
 	1,  // 3: sitebus.v1.DeleteGroupsResponse.missing:type_name -> sitebus.v1.GroupRef
-	1,  // 4: sitebus.v1.SetGroupMembersRequest.group:type_name -> sitebus.v1.GroupRef
-	2,  // 5: sitebus.v1.SetGroupMembersRequest.members:type_name -> sitebus.v1.UserRef
-	3,  // 6: sitebus.v1.SetGroupMembersResponse.added:type_name -> sitebus.v1.Member
-	3,  // 7: sitebus.v1.SetGroupMembersResponse.removed:type_name -> sitebus.v1.Member
-	2,  // 8: sitebus.v1.SetGroupMembersResponse.pending:type_name -> sitebus.v1.UserRef
-	1,  // 9: sitebus.v1.AddMemberRequest.group:type_name -> sitebus.v1.GroupRef
-	2,  // 10: sitebus.v1.AddMemberRequest.user:type_name -> sitebus.v1.UserRef
-	1,  // 11: sitebus.v1.RemoveMemberRequest.group:type_name -> sitebus.v1.GroupRef
-	2,  // 12: sitebus.v1.RemoveMemberRequest.user:type_name -> sitebus.v1.UserRef
-	1,  // 13: sitebus.v1.ListMembersRequest.group:type_name -> sitebus.v1.GroupRef
-	3,  // 14: sitebus.v1.ListMembersResponse.members:type_name -> sitebus.v1.Member
-	2,  // 15: sitebus.v1.ListMembersResponse.pending:type_name -> sitebus.v1.UserRef
-	16, // [16:16] is the sub-list for method output_type
-	16, // [16:16] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	1,  // 4: sitebus.v1.DeleteGroupsResponse.kept:type_name -> sitebus.v1.GroupRef
+	1,  // 5: sitebus.v1.SetGroupMembersRequest.group:type_name -> sitebus.v1.GroupRef
+	2,  // 6: sitebus.v1.SetGroupMembersRequest.members:type_name -> sitebus.v1.UserRef
+	3,  // 7: sitebus.v1.SetGroupMembersResponse.added:type_name -> sitebus.v1.Member
+	3,  // 8: sitebus.v1.SetGroupMembersResponse.removed:type_name -> sitebus.v1.Member
+	2,  // 9: sitebus.v1.SetGroupMembersResponse.pending:type_name -> sitebus.v1.UserRef
+	1,  // 10: sitebus.v1.AddMemberRequest.group:type_name -> sitebus.v1.GroupRef
+	2,  // 11: sitebus.v1.AddMemberRequest.user:type_name -> sitebus.v1.UserRef
+	1,  // 12: sitebus.v1.RemoveMemberRequest.group:type_name -> sitebus.v1.GroupRef
+	2,  // 13: sitebus.v1.RemoveMemberRequest.user:type_name -> sitebus.v1.UserRef
+	1,  // 14: sitebus.v1.ListMembersRequest.group:type_name -> sitebus.v1.GroupRef
+	3,  // 15: sitebus.v1.ListMembersResponse.members:type_name -> sitebus.v1.Member
+	2,  // 16: sitebus.v1.ListMembersResponse.pending:type_name -> sitebus.v1.UserRef
+	17, // [17:17] is the sub-list for method output_type
+	17, // [17:17] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_sitebus_v1_keycloak_proto_init() }

@@ -521,6 +521,225 @@ func (x *SyncResourceResponse) GetPending() int32 {
 	return 0
 }
 
+// BindGroupRequest (command bind-group of the order service) binds an
+// identity-provider group to a platform object with the offering's role
+// (a Rancher projectRoleTemplateBinding of keycloakoidc_group://<group>).
+type BindGroupRequest struct {
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	OfferingUuid string                 `protobuf:"bytes,1,opt,name=offering_uuid,json=offeringUuid,proto3" json:"offering_uuid,omitempty"`
+	// The object: its id (c-xxx:p-yyy) or its name.
+	BackendId     string `protobuf:"bytes,2,opt,name=backend_id,json=backendId,proto3" json:"backend_id,omitempty"`
+	Group         string `protobuf:"bytes,3,opt,name=group,proto3" json:"group,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BindGroupRequest) Reset() {
+	*x = BindGroupRequest{}
+	mi := &file_sitebus_v1_platform_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BindGroupRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BindGroupRequest) ProtoMessage() {}
+
+func (x *BindGroupRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_sitebus_v1_platform_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BindGroupRequest.ProtoReflect.Descriptor instead.
+func (*BindGroupRequest) Descriptor() ([]byte, []int) {
+	return file_sitebus_v1_platform_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *BindGroupRequest) GetOfferingUuid() string {
+	if x != nil {
+		return x.OfferingUuid
+	}
+	return ""
+}
+
+func (x *BindGroupRequest) GetBackendId() string {
+	if x != nil {
+		return x.BackendId
+	}
+	return ""
+}
+
+func (x *BindGroupRequest) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+// BindGroupResponse says whether this command made the binding, so a
+// compensation removes only a binding it made.
+type BindGroupResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Created       bool                   `protobuf:"varint,1,opt,name=created,proto3" json:"created,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BindGroupResponse) Reset() {
+	*x = BindGroupResponse{}
+	mi := &file_sitebus_v1_platform_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BindGroupResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BindGroupResponse) ProtoMessage() {}
+
+func (x *BindGroupResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_sitebus_v1_platform_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BindGroupResponse.ProtoReflect.Descriptor instead.
+func (*BindGroupResponse) Descriptor() ([]byte, []int) {
+	return file_sitebus_v1_platform_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *BindGroupResponse) GetCreated() bool {
+	if x != nil {
+		return x.Created
+	}
+	return false
+}
+
+// UnbindGroupRequest (command unbind-group of the order service) removes a
+// group's binding from a platform object; none is fine.
+type UnbindGroupRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	OfferingUuid  string                 `protobuf:"bytes,1,opt,name=offering_uuid,json=offeringUuid,proto3" json:"offering_uuid,omitempty"`
+	BackendId     string                 `protobuf:"bytes,2,opt,name=backend_id,json=backendId,proto3" json:"backend_id,omitempty"`
+	Group         string                 `protobuf:"bytes,3,opt,name=group,proto3" json:"group,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UnbindGroupRequest) Reset() {
+	*x = UnbindGroupRequest{}
+	mi := &file_sitebus_v1_platform_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UnbindGroupRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UnbindGroupRequest) ProtoMessage() {}
+
+func (x *UnbindGroupRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_sitebus_v1_platform_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UnbindGroupRequest.ProtoReflect.Descriptor instead.
+func (*UnbindGroupRequest) Descriptor() ([]byte, []int) {
+	return file_sitebus_v1_platform_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *UnbindGroupRequest) GetOfferingUuid() string {
+	if x != nil {
+		return x.OfferingUuid
+	}
+	return ""
+}
+
+func (x *UnbindGroupRequest) GetBackendId() string {
+	if x != nil {
+		return x.BackendId
+	}
+	return ""
+}
+
+func (x *UnbindGroupRequest) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+// UnbindGroupResponse says whether the group is still bound elsewhere.
+type UnbindGroupResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Other objects of the platform the group is still bound to (the child
+	// group of a Waldur project serves every resource of that project).
+	StillBound    int32 `protobuf:"varint,1,opt,name=still_bound,json=stillBound,proto3" json:"still_bound,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UnbindGroupResponse) Reset() {
+	*x = UnbindGroupResponse{}
+	mi := &file_sitebus_v1_platform_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UnbindGroupResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UnbindGroupResponse) ProtoMessage() {}
+
+func (x *UnbindGroupResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_sitebus_v1_platform_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UnbindGroupResponse.ProtoReflect.Descriptor instead.
+func (*UnbindGroupResponse) Descriptor() ([]byte, []int) {
+	return file_sitebus_v1_platform_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *UnbindGroupResponse) GetStillBound() int32 {
+	if x != nil {
+		return x.StillBound
+	}
+	return 0
+}
+
 var File_sitebus_v1_platform_proto protoreflect.FileDescriptor
 
 const file_sitebus_v1_platform_proto_rawDesc = "" +
@@ -576,7 +795,22 @@ const file_sitebus_v1_platform_proto_rawDesc = "" +
 	"\x14SyncResourceResponse\x12\x14\n" +
 	"\x05added\x18\x01 \x01(\x05R\x05added\x12\x18\n" +
 	"\aremoved\x18\x02 \x01(\x05R\aremoved\x12\x18\n" +
-	"\apending\x18\x03 \x01(\x05R\apendingB\xa1\x01\n" +
+	"\apending\x18\x03 \x01(\x05R\apending\"l\n" +
+	"\x10BindGroupRequest\x12#\n" +
+	"\roffering_uuid\x18\x01 \x01(\tR\fofferingUuid\x12\x1d\n" +
+	"\n" +
+	"backend_id\x18\x02 \x01(\tR\tbackendId\x12\x14\n" +
+	"\x05group\x18\x03 \x01(\tR\x05group\"-\n" +
+	"\x11BindGroupResponse\x12\x18\n" +
+	"\acreated\x18\x01 \x01(\bR\acreated\"n\n" +
+	"\x12UnbindGroupRequest\x12#\n" +
+	"\roffering_uuid\x18\x01 \x01(\tR\fofferingUuid\x12\x1d\n" +
+	"\n" +
+	"backend_id\x18\x02 \x01(\tR\tbackendId\x12\x14\n" +
+	"\x05group\x18\x03 \x01(\tR\x05group\"6\n" +
+	"\x13UnbindGroupResponse\x12\x1f\n" +
+	"\vstill_bound\x18\x01 \x01(\x05R\n" +
+	"stillBoundB\xa1\x01\n" +
 	"\x0ecom.sitebus.v1B\rPlatformProtoP\x01Z7github.com/sitebus/sitebus/pkg/gen/sitebus/v1;sitebusv1\xa2\x02\x03SXX\xaa\x02\n" +
 	"Sitebus.V1\xca\x02\n" +
 	"Sitebus\\V1\xe2\x02\x16Sitebus\\V1\\GPBMetadata\xea\x02\vSitebus::V1b\x06proto3"
@@ -593,7 +827,7 @@ func file_sitebus_v1_platform_proto_rawDescGZIP() []byte {
 	return file_sitebus_v1_platform_proto_rawDescData
 }
 
-var file_sitebus_v1_platform_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_sitebus_v1_platform_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_sitebus_v1_platform_proto_goTypes = []any{
 	(*CreateObjectRequest)(nil),  // 0: sitebus.v1.CreateObjectRequest
 	(*CreateObjectResponse)(nil), // 1: sitebus.v1.CreateObjectResponse
@@ -603,21 +837,25 @@ var file_sitebus_v1_platform_proto_goTypes = []any{
 	(*SettleOrderResponse)(nil),  // 5: sitebus.v1.SettleOrderResponse
 	(*SyncResourceRequest)(nil),  // 6: sitebus.v1.SyncResourceRequest
 	(*SyncResourceResponse)(nil), // 7: sitebus.v1.SyncResourceResponse
-	nil,                          // 8: sitebus.v1.CreateObjectRequest.LimitsEntry
-	nil,                          // 9: sitebus.v1.CreateObjectRequest.AccessGroupsEntry
-	nil,                          // 10: sitebus.v1.CreateObjectResponse.LimitsEntry
-	nil,                          // 11: sitebus.v1.SettleOrderRequest.LimitsEntry
-	(*ResourceRef)(nil),          // 12: sitebus.v1.ResourceRef
-	(*structpb.Struct)(nil),      // 13: google.protobuf.Struct
+	(*BindGroupRequest)(nil),     // 8: sitebus.v1.BindGroupRequest
+	(*BindGroupResponse)(nil),    // 9: sitebus.v1.BindGroupResponse
+	(*UnbindGroupRequest)(nil),   // 10: sitebus.v1.UnbindGroupRequest
+	(*UnbindGroupResponse)(nil),  // 11: sitebus.v1.UnbindGroupResponse
+	nil,                          // 12: sitebus.v1.CreateObjectRequest.LimitsEntry
+	nil,                          // 13: sitebus.v1.CreateObjectRequest.AccessGroupsEntry
+	nil,                          // 14: sitebus.v1.CreateObjectResponse.LimitsEntry
+	nil,                          // 15: sitebus.v1.SettleOrderRequest.LimitsEntry
+	(*ResourceRef)(nil),          // 16: sitebus.v1.ResourceRef
+	(*structpb.Struct)(nil),      // 17: google.protobuf.Struct
 }
 var file_sitebus_v1_platform_proto_depIdxs = []int32{
-	12, // 0: sitebus.v1.CreateObjectRequest.resource:type_name -> sitebus.v1.ResourceRef
-	8,  // 1: sitebus.v1.CreateObjectRequest.limits:type_name -> sitebus.v1.CreateObjectRequest.LimitsEntry
-	9,  // 2: sitebus.v1.CreateObjectRequest.access_groups:type_name -> sitebus.v1.CreateObjectRequest.AccessGroupsEntry
-	10, // 3: sitebus.v1.CreateObjectResponse.limits:type_name -> sitebus.v1.CreateObjectResponse.LimitsEntry
-	13, // 4: sitebus.v1.CreateObjectResponse.metadata:type_name -> google.protobuf.Struct
-	11, // 5: sitebus.v1.SettleOrderRequest.limits:type_name -> sitebus.v1.SettleOrderRequest.LimitsEntry
-	13, // 6: sitebus.v1.SettleOrderRequest.metadata:type_name -> google.protobuf.Struct
+	16, // 0: sitebus.v1.CreateObjectRequest.resource:type_name -> sitebus.v1.ResourceRef
+	12, // 1: sitebus.v1.CreateObjectRequest.limits:type_name -> sitebus.v1.CreateObjectRequest.LimitsEntry
+	13, // 2: sitebus.v1.CreateObjectRequest.access_groups:type_name -> sitebus.v1.CreateObjectRequest.AccessGroupsEntry
+	14, // 3: sitebus.v1.CreateObjectResponse.limits:type_name -> sitebus.v1.CreateObjectResponse.LimitsEntry
+	17, // 4: sitebus.v1.CreateObjectResponse.metadata:type_name -> google.protobuf.Struct
+	15, // 5: sitebus.v1.SettleOrderRequest.limits:type_name -> sitebus.v1.SettleOrderRequest.LimitsEntry
+	17, // 6: sitebus.v1.SettleOrderRequest.metadata:type_name -> google.protobuf.Struct
 	7,  // [7:7] is the sub-list for method output_type
 	7,  // [7:7] is the sub-list for method input_type
 	7,  // [7:7] is the sub-list for extension type_name
@@ -637,7 +875,7 @@ func file_sitebus_v1_platform_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_sitebus_v1_platform_proto_rawDesc), len(file_sitebus_v1_platform_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   12,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
