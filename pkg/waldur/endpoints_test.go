@@ -128,6 +128,40 @@ func TestEndpoints(t *testing.T) {
 				}
 			},
 		},
+		"list offering components keeps every field": {
+			call:     func(c *Client) (any, error) { return c.OfferingComponents(ctx, "off1") },
+			response: `{"components":[{"uuid":"k1","type":"cpu","name":"CPU","billing_type":"limit","limit_amount":8,"min_prepaid_duration":null}]}`,
+			method:   "GET", path: "/api/marketplace-provider-offerings/off1/",
+			query: url.Values{"field": {"components"}},
+			check: func(t *testing.T, got any) {
+				cs := got.([]OfferingComponent)
+				if len(cs) != 1 || cs[0].UUID != "k1" || cs[0].Fields["limit_amount"] != float64(8) {
+					t.Errorf("got %+v", cs)
+				}
+				if _, ok := cs[0].Fields["min_prepaid_duration"]; !ok {
+					t.Errorf("a null field is not kept: %v", cs[0].Fields)
+				}
+			},
+		},
+		"create offering component as the Python agent": {
+			call: func(c *Client) (any, error) {
+				return nil, c.CreateOfferingComponent(ctx, "off1", ComponentRequest{BillingType: "one", Type: "gpu", Name: "GPU",
+					MeasuredUnit: "units", Optional: map[string]any{"is_prepaid": true, "limit_period": "month"}})
+			},
+			status: 201, response: ``,
+			method: "POST", path: "/api/marketplace-provider-offerings/off1/create_offering_component/",
+			body: `{"billing_type":"one","type":"gpu","name":"GPU","measured_unit":"units","limit_amount":null,"is_prepaid":true,"limit_period":"month"}`,
+		},
+		"update offering component names it by uuid": {
+			call: func(c *Client) (any, error) {
+				limit := 64.0
+				return nil, c.UpdateOfferingComponent(ctx, "off1", ComponentRequest{UUID: "k1", BillingType: "limit", Type: "cpu",
+					Name: "CPU", MeasuredUnit: "cores", LimitAmount: &limit})
+			},
+			response: ``,
+			method:   "POST", path: "/api/marketplace-provider-offerings/off1/update_offering_component/",
+			body: `{"uuid":"k1","billing_type":"limit","type":"cpu","name":"CPU","measured_unit":"cores","limit_amount":64}`,
+		},
 		"get offering with repeated fields": {
 			call: func(c *Client) (any, error) {
 				return c.GetOffering(ctx, "off1", "components", "customer_uuid", "partitions", "plugin_options")

@@ -41,6 +41,9 @@ type OfferingComponent struct {
 	DefaultLimit      *float64 `json:"default_limit,omitempty"`
 	IsBoolean         bool     `json:"is_boolean,omitempty"`
 	IsPrepaid         bool     `json:"is_prepaid,omitempty"`
+	// Fields are all fields as Waldur sent them (set when decoded), for
+	// comparing fields not typed here.
+	Fields map[string]any `json:"-"`
 }
 
 // ServiceProvider is a marketplace-service-providers object.
