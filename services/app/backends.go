@@ -74,7 +74,7 @@ func (d *deps) orderOfferings() ([]order.Offering, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, order.Offering{Config: o.Config, Waldur: o.Waldur, Backend: b, Groups: accessGroups(b)})
+		out = append(out, order.Offering{Config: o.Config, Waldur: o.Waldur, Backend: b, Groups: accessGroups(b), ProjectGroups: projectGroups(b)})
 	}
 	return out, nil
 }
@@ -107,7 +107,10 @@ func (d *deps) membershipOfferings() ([]membership.Offering, error) {
 		if err != nil {
 			return nil, err
 		}
-		mo := membership.Offering{Config: o.Config, Waldur: o.Waldur, Backend: b, Groups: accessGroups(b)}
+		mo := membership.Offering{Config: o.Config, Waldur: o.Waldur, Backend: b, Groups: accessGroups(b), ProjectGroups: projectGroups(b)}
+		if byID, ok := usersByID(b); ok {
+			mo.UsersByID = byID
+		}
 		if mns, ok := b.(*managedns.Backend); ok {
 			st := mns.Settings()
 			mo.RoleMapping, mo.DefaultRole, mo.UsersByID = st.RoleMapping, st.DefaultRole, st.KeycloakUseUserID

@@ -116,6 +116,19 @@ func (s *Service) deleteGroups(ctx context.Context, req *sitebusv1.DeleteGroupsR
 // setGroupMembers applies the wanted members as desired state, so a
 // command delivered twice or late converges all the same.
 func (s *Service) setGroupMembers(ctx context.Context, req *sitebusv1.SetGroupMembersRequest) (*sitebusv1.SetGroupMembersResponse, error) {
+	if req.GetIfExists() {
+		r, err := s.realmOf(req.GetOfferingUuid())
+		if err != nil {
+			return nil, err
+		}
+		g, err := findGroup(ctx, r.client, req.GetGroup())
+		if err != nil {
+			return nil, err
+		}
+		if g == nil {
+			return &sitebusv1.SetGroupMembersResponse{Missing: true}, nil
+		}
+	}
 	r, g, err := s.managedGroup(ctx, req.GetOfferingUuid(), req.GetGroup(), "set members of")
 	if err != nil {
 		return nil, err

@@ -40,6 +40,10 @@ type Offering struct {
 	// Groups names the access groups of a slug; nil when the offering has
 	// no identity provider (then only users in the object are synced).
 	Groups func(slug string) []sagas.GroupSpec
+	// ProjectGroups names a Rancher project's groups by the Waldur
+	// project's slug (the cluster's group, then the child bound to the
+	// project, last); every member of the team goes into the child.
+	ProjectGroups func(projectSlug string) []sagas.GroupSpec
 	// RoleMapping is merged over DefaultRoleMapping; DefaultRole is for
 	// roles it does not name.
 	RoleMapping map[string]string
@@ -276,6 +280,11 @@ func (s *Service) syncResource(ctx context.Context, o Offering, resourceUUID, ke
 			out.Added += int32(len(resp.Added))
 			out.Removed += int32(len(resp.Removed))
 			out.Pending += int32(len(resp.Pending))
+		}
+	}
+	if o.ProjectGroups != nil {
+		if err := s.syncProjectGroups(ctx, o, res, team, key, out); err != nil {
+			return nil, err
 		}
 	}
 	if syncer, ok := o.Backend.(backend.UserSyncer); ok && o.SyncUsersToCR {

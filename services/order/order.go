@@ -43,6 +43,11 @@ type Offering struct {
 	// grant access to the offering's objects: creates and terminations
 	// then run as sagas that also make and remove those groups.
 	Groups func(slug string) []sagas.GroupSpec
+	// ProjectGroups, when set, names a Rancher project's Keycloak groups
+	// by the Waldur project's slug: the cluster's group, then the child
+	// under it that is bound to the project (last). Creates and
+	// terminations then run as the rancher-project sagas.
+	ProjectGroups func(projectSlug string) []sagas.GroupSpec
 }
 
 // Config configures the service.

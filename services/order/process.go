@@ -66,6 +66,10 @@ func (p *processor) process(ctx context.Context) (typ, outcome string, err error
 		return typ, outcomeDelegated, p.startCreateSaga(ctx, order)
 	case p.o.Groups != nil && order.Type == waldur.OrderTypeTerminate:
 		return typ, outcomeDelegated, p.startTerminateSaga(ctx, order)
+	case p.o.ProjectGroups != nil && (order.Type == waldur.OrderTypeCreate || order.Type == waldur.OrderTypeRestore):
+		return typ, outcomeDelegated, p.startRancherCreateSaga(ctx, order)
+	case p.o.ProjectGroups != nil && order.Type == waldur.OrderTypeTerminate:
+		return typ, outcomeDelegated, p.startRancherTerminateSaga(ctx, order)
 	}
 	switch order.Type {
 	case waldur.OrderTypeCreate, waldur.OrderTypeRestore:

@@ -62,6 +62,47 @@ func (p *processor) startTerminateSaga(ctx context.Context, order *waldur.Order)
 	return err
 }
 
+// startRancherCreateSaga hands a Create order of a Rancher offering with
+// Keycloak to the saga coordinator.
+func (p *processor) startRancherCreateSaga(ctx context.Context, order *waldur.Order) error {
+	res, err := p.o.Waldur.GetResource(ctx, resourceUUID(order))
+	if err != nil {
+		return fmt.Errorf("get resource %s: %w", resourceUUID(order), err)
+	}
+	if _, err := p.o.Backend.BackendID(BackendResource(res)); err != nil {
+		return err // invalid name or slugs: err the order before anything is made
+	}
+	groups := p.o.ProjectGroups(res.ProjectSlug)
+	limits := res.Limits
+	if len(order.Limits) > 0 {
+		limits = order.Limits
+	}
+	in, err := sagas.NewCreateInput(&sitebusv1.CreateObjectRequest{
+		OfferingUuid: p.o.Config.OfferingUUIDHex(), OrderUuid: events.HexUUID(p.orderUUID), Limits: limits,
+		Resource: resourceRef(res, p.o.Config.OfferingUUIDHex()),
+	}, groups)
+	if err != nil {
+		return err
+	}
+	in.Bind = groups[len(groups)-1].Name
+	_, err = p.svc.coord.Start(ctx, sagas.RancherProjectCreate, sagas.SagaID(events.HexUUID(p.orderUUID)), in)
+	return err
+}
+
+func (p *processor) startRancherTerminateSaga(ctx context.Context, order *waldur.Order) error {
+	res, err := p.o.Waldur.GetResource(ctx, resourceUUID(order))
+	if err != nil {
+		return fmt.Errorf("get resource %s: %w", resourceUUID(order), err)
+	}
+	groups := p.o.ProjectGroups(res.ProjectSlug)
+	in := sagas.NamespaceInput{
+		OfferingUUID: p.o.Config.OfferingUUIDHex(), OrderUUID: events.HexUUID(p.orderUUID), ResourceUUID: res.UUID,
+		BackendID: res.BackendID, Groups: groups, Bind: groups[len(groups)-1].Name,
+	}
+	_, err = p.svc.coord.Start(ctx, sagas.RancherProjectTerminate, sagas.SagaID(events.HexUUID(p.orderUUID)), in)
+	return err
+}
+
 func resourceRef(r *waldur.Resource, offeringHex string) *sitebusv1.ResourceRef {
 	return &sitebusv1.ResourceRef{
 		ResourceUuid: r.UUID, OfferingUuid: offeringHex, Slug: r.Slug, Name: r.Name, BackendId: r.BackendID,
@@ -91,7 +132,17 @@ func (s *Service) serveCommands(ctx context.Context) ([]*bus.Subscription, error
 	if err != nil {
 		return subs, err
 	}
-	return append(subs, st), nil
+	subs = append(subs, st)
+	bg, err := bus.Serve(ctx, s.bus, cfg(sagas.CmdBindGroup), s.bindGroup)
+	if err != nil {
+		return subs, err
+	}
+	subs = append(subs, bg)
+	ug, err := bus.Serve(ctx, s.bus, cfg(sagas.CmdUnbindGroup), s.unbindGroup)
+	if err != nil {
+		return subs, err
+	}
+	return append(subs, ug), nil
 }
 
 func (s *Service) offering(hex string) (Offering, error) {
@@ -145,6 +196,57 @@ func (s *Service) deleteObject(ctx context.Context, req *sitebusv1.DeleteObjectR
 	return &sitebusv1.DeleteObjectResponse{Deleted: true}, nil
 }
 
+// GroupBinder is a backend that grants access by binding an
+// identity-provider group to its objects (Rancher's
+// projectRoleTemplateBindings).
+type GroupBinder interface {
+	BindGroup(ctx context.Context, backendID, group string) (created bool, err error)
+	UnbindGroup(ctx context.Context, backendID, group string) error
+	// GroupBindings lists the objects the group is bound to.
+	GroupBindings(ctx context.Context, group string) ([]string, error)
+}
+
+func (s *Service) binder(hex string) (GroupBinder, Offering, error) {
+	o, err := s.offering(hex)
+	if err != nil {
+		return nil, o, err
+	}
+	b, ok := o.Backend.(GroupBinder)
+	if !ok {
+		return nil, o, bus.Terminal(fmt.Errorf("backend %s of offering %s binds no groups", o.Backend.Type(), o.Config.Name))
+	}
+	return b, o, nil
+}
+
+func (s *Service) bindGroup(ctx context.Context, req *sitebusv1.BindGroupRequest) (*sitebusv1.BindGroupResponse, error) {
+	b, o, err := s.binder(req.OfferingUuid)
+	if err != nil {
+		return nil, err
+	}
+	created, err := b.BindGroup(ctx, req.BackendId, req.Group)
+	if err != nil {
+		return nil, terminal(fmt.Errorf("bind group %s to %s %s: %w", req.Group, o.Backend.Type(), req.BackendId, err))
+	}
+	return &sitebusv1.BindGroupResponse{Created: created}, nil
+}
+
+// unbindGroup removes the group's binding from one object and says how
+// many others still have one, so the group is deleted only when unused.
+func (s *Service) unbindGroup(ctx context.Context, req *sitebusv1.UnbindGroupRequest) (*sitebusv1.UnbindGroupResponse, error) {
+	b, o, err := s.binder(req.OfferingUuid)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.UnbindGroup(ctx, req.BackendId, req.Group); err != nil {
+		return nil, terminal(fmt.Errorf("unbind group %s from %s %s: %w", req.Group, o.Backend.Type(), req.BackendId, err))
+	}
+	left, err := b.GroupBindings(ctx, req.Group)
+	if err != nil {
+		return nil, terminal(fmt.Errorf("list bindings of group %s: %w", req.Group, err))
+	}
+	return &sitebusv1.UnbindGroupResponse{StillBound: int32(len(left))}, nil
+}
+
 // settleOrder reports a finished saga to Waldur and marks the order done.
 func (s *Service) settleOrder(ctx context.Context, req *sitebusv1.SettleOrderRequest) (*sitebusv1.SettleOrderResponse, error) {
 	o, err := s.offering(req.OfferingUuid)
@@ -178,7 +280,7 @@ func (s *Service) settleOrder(ctx context.Context, req *sitebusv1.SettleOrderReq
 // saga's error says which step failed and what the platform said.
 func (s *Service) watchOutcomes(ctx context.Context) (*bus.Subscription, error) {
 	var filters []string
-	for _, def := range []string{sagas.NamespaceCreate, sagas.NamespaceTerminate} {
+	for _, def := range sagas.All {
 		for _, st := range []saga.Status{saga.StatusCompensated, saga.StatusFailed, saga.StatusParked} {
 			filters = append(filters, saga.OutcomeSubject(st, def))
 		}

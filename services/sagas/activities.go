@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
@@ -27,6 +28,8 @@ const (
 	CmdDeleteObject = "delete-object"
 	CmdSettleOrder  = "settle-order"
 	CmdSyncResource = "sync-resource"
+	CmdBindGroup    = "bind-group"
+	CmdUnbindGroup  = "unbind-group"
 )
 
 // activities turn saga steps into commands.
@@ -42,6 +45,10 @@ func (a activities) all() map[string]saga.Activity {
 		actDeleteObject:        a.deleteObject,
 		actSyncTeam:            a.syncTeam,
 		actSettle:              a.settle,
+		actBindGroup:           a.bindGroup,
+		actUnbindCreated:       a.unbindCreated,
+		actUnbindGroup:         a.unbindGroup,
+		actDeleteProjectGroups: a.deleteProjectGroups,
 	}
 }
 
@@ -102,7 +109,7 @@ func (a activities) ensureGroups(ctx context.Context, in saga.ActivityInput) (js
 	}
 	req := &sitebusv1.EnsureGroupsRequest{OfferingUuid: v.OfferingUUID}
 	for _, g := range v.Groups {
-		req.Groups = append(req.Groups, &sitebusv1.GroupSpec{Name: g.Name, Description: g.Description})
+		req.Groups = append(req.Groups, &sitebusv1.GroupSpec{Name: g.Name, Description: g.Description, ParentName: g.Parent})
 	}
 	return a.call(ctx, in, svcKeycloak, CmdEnsureGroups, req, &sitebusv1.EnsureGroupsResponse{})
 }
@@ -119,9 +126,11 @@ func (a activities) deleteCreatedGroups(ctx context.Context, in saga.ActivityInp
 		return nil, err
 	}
 	req := &sitebusv1.DeleteGroupsRequest{OfferingUuid: v.OfferingUUID}
-	for _, g := range ensured.Groups {
+	// Children before parents, and a group that meanwhile got a subgroup
+	// (another project's, under a cluster group this saga made) stays.
+	for _, g := range slices.Backward(ensured.Groups) {
 		if g.Created {
-			req.Groups = append(req.Groups, &sitebusv1.GroupRef{Id: g.Id, Name: g.Name})
+			req.Groups = append(req.Groups, &sitebusv1.GroupRef{Id: g.Id, Name: g.Name, IfNoSubgroups: true})
 		}
 	}
 	if len(req.Groups) == 0 {
@@ -193,7 +202,7 @@ func (a activities) settle(ctx context.Context, in saga.ActivityInput) (json.Raw
 		return nil, err
 	}
 	req := &sitebusv1.SettleOrderRequest{OfferingUuid: v.OfferingUUID, OrderUuid: v.OrderUUID, ResourceUuid: v.ResourceUUID}
-	if in.Definition == NamespaceCreate {
+	if in.Definition == NamespaceCreate || in.Definition == RancherProjectCreate {
 		// What was created goes to Waldur with the done order.
 		var created sitebusv1.CreateObjectResponse
 		if ok, err := output(in, "object", &created); err != nil {
@@ -203,4 +212,76 @@ func (a activities) settle(ctx context.Context, in saga.ActivityInput) (json.Raw
 		}
 	}
 	return a.call(ctx, in, svcOrder, CmdSettleOrder, req, &sitebusv1.SettleOrderResponse{})
+}
+
+// bindGroup binds the child group to the project the object step made.
+func (a activities) bindGroup(ctx context.Context, in saga.ActivityInput) (json.RawMessage, error) {
+	v, err := input(in)
+	if err != nil {
+		return nil, err
+	}
+	var created sitebusv1.CreateObjectResponse
+	if ok, err := output(in, "object", &created); err != nil {
+		return nil, err
+	} else if !ok || created.BackendId == "" {
+		return nil, bus.Terminal(fmt.Errorf("saga %s: no project to bind %s to", in.SagaID, v.Bind))
+	}
+	return a.call(ctx, in, svcOrder, CmdBindGroup, &sitebusv1.BindGroupRequest{OfferingUuid: v.OfferingUUID, BackendId: created.BackendId, Group: v.Bind}, &sitebusv1.BindGroupResponse{})
+}
+
+// unbindCreated undoes bindGroup only when it made the binding.
+func (a activities) unbindCreated(ctx context.Context, in saga.ActivityInput) (json.RawMessage, error) {
+	v, err := input(in)
+	if err != nil {
+		return nil, err
+	}
+	var bound sitebusv1.BindGroupResponse
+	if ok, err := output(in, "binding", &bound); err != nil || !ok || !bound.Created {
+		return nil, err
+	}
+	var created sitebusv1.CreateObjectResponse
+	if _, err := output(in, "object", &created); err != nil {
+		return nil, err
+	}
+	return a.call(ctx, in, svcOrder, CmdUnbindGroup, &sitebusv1.UnbindGroupRequest{OfferingUuid: v.OfferingUUID, BackendId: created.BackendId, Group: v.Bind}, &sitebusv1.UnbindGroupResponse{})
+}
+
+// unbindGroup removes the child group's binding from the project being
+// terminated; its answer says whether other projects still use the group.
+func (a activities) unbindGroup(ctx context.Context, in saga.ActivityInput) (json.RawMessage, error) {
+	v, err := input(in)
+	if err != nil {
+		return nil, err
+	}
+	if v.BackendID == "" {
+		return nil, nil
+	}
+	return a.call(ctx, in, svcOrder, CmdUnbindGroup, &sitebusv1.UnbindGroupRequest{OfferingUuid: v.OfferingUUID, BackendId: v.BackendID, Group: v.Bind}, &sitebusv1.UnbindGroupResponse{})
+}
+
+// deleteProjectGroups deletes the child group when no project is bound to
+// it any more, and the parent when no subgroup is left under it. Without
+// an unbind answer (the resource never got a project) nothing is known to
+// be unused, so nothing goes.
+func (a activities) deleteProjectGroups(ctx context.Context, in saga.ActivityInput) (json.RawMessage, error) {
+	v, err := input(in)
+	if err != nil {
+		return nil, err
+	}
+	var unbound sitebusv1.UnbindGroupResponse
+	if ok, err := output(in, "binding", &unbound); err != nil || !ok || unbound.StillBound > 0 {
+		return nil, err
+	}
+	return a.call(ctx, in, svcKeycloak, CmdDeleteGroups, ProjectGroupsCleanup(v.OfferingUUID, v.Groups), &sitebusv1.DeleteGroupsResponse{})
+}
+
+// ProjectGroupsCleanup is the delete-groups request for a Rancher
+// project's groups: children (named under their parent) first, parents
+// only when no subgroup is left.
+func ProjectGroupsCleanup(offeringUUID string, groups []GroupSpec) *sitebusv1.DeleteGroupsRequest {
+	req := &sitebusv1.DeleteGroupsRequest{OfferingUuid: offeringUUID}
+	for _, g := range slices.Backward(groups) {
+		req.Groups = append(req.Groups, &sitebusv1.GroupRef{Name: g.Name, ParentName: g.Parent, IfNoSubgroups: g.Parent == ""})
+	}
+	return req
 }

@@ -14,6 +14,9 @@ type GroupSpec struct {
 	Role        string `json:"role"`
 	Name        string `json:"name"`
 	Description string `json:"description"`
+	// Parent is the name of the group this one goes under (a Rancher
+	// project's group under its cluster's), ensured before it.
+	Parent string `json:"parent,omitempty"`
 }
 
 // NamespaceInput is the input of both namespace sagas.
@@ -24,8 +27,12 @@ type NamespaceInput struct {
 	Groups       []GroupSpec `json:"groups"`
 	// Object is the create request (protojson), for NamespaceCreate.
 	Object json.RawMessage `json:"object,omitempty"`
-	// BackendID is the object to delete, for NamespaceTerminate.
+	// BackendID is the object to delete, for NamespaceTerminate and
+	// RancherProjectTerminate.
 	BackendID string `json:"backend_id,omitempty"`
+	// Bind is the group bound to the object (Rancher: the child group),
+	// for the rancher-project sagas.
+	Bind string `json:"bind,omitempty"`
 }
 
 // NewCreateInput builds NamespaceCreate's input.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"regexp"
+	"strings"
 
 	"github.com/sitebus/sitebus/pkg/backend"
 )
@@ -77,4 +78,27 @@ func (b *Backend) UnbindGroup(ctx context.Context, projectID, group string) erro
 		b.log.Info("unbound Keycloak group from Rancher project", "project", p.ID, "group", group, "binding", pb.ID)
 	}
 	return nil
+}
+
+// GroupBindings lists the projects of this cluster the group is bound to
+// with default_role. A Waldur project's child group serves every resource
+// of that project, so it may go only when no project uses it any more.
+func (b *Backend) GroupBindings(ctx context.Context, group string) ([]string, error) {
+	if !groupNameRe.MatchString(group) {
+		return nil, backend.Invalidf("Keycloak group name %q cannot name a Rancher group principal", group)
+	}
+	role, principal := b.settings.DefaultRole, GroupPrincipalID(group)
+	all, err := list[binding](ctx, b.api, "/v3/projectroletemplatebindings", "roleTemplateId="+role+"&groupPrincipalId="+principal)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, pb := range all {
+		// Filtered again: a server that ignores a filter must not make
+		// another group's binding, or another cluster's, count.
+		if pb.RoleTemplateID == role && pb.GroupPrincipalID == principal && strings.HasPrefix(pb.ProjectID, b.settings.ClusterID+":") {
+			out = append(out, pb.ProjectID)
+		}
+	}
+	return out, nil
 }

@@ -586,10 +586,14 @@ func (x *DeleteGroupsResponse) GetKept() []*GroupRef {
 // others removed. Users not in Keycloak yet are kept pending and added by the
 // service when they appear.
 type SetGroupMembersRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	OfferingUuid  string                 `protobuf:"bytes,1,opt,name=offering_uuid,json=offeringUuid,proto3" json:"offering_uuid,omitempty"`
-	Group         *GroupRef              `protobuf:"bytes,2,opt,name=group,proto3" json:"group,omitempty"`
-	Members       []*UserRef             `protobuf:"bytes,3,rep,name=members,proto3" json:"members,omitempty"`
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	OfferingUuid string                 `protobuf:"bytes,1,opt,name=offering_uuid,json=offeringUuid,proto3" json:"offering_uuid,omitempty"`
+	Group        *GroupRef              `protobuf:"bytes,2,opt,name=group,proto3" json:"group,omitempty"`
+	Members      []*UserRef             `protobuf:"bytes,3,rep,name=members,proto3" json:"members,omitempty"`
+	// A missing group is no error: there is nothing to set (a Rancher
+	// project's group, removed when its last member left, for a team that
+	// is still empty).
+	IfExists      bool `protobuf:"varint,4,opt,name=if_exists,json=ifExists,proto3" json:"if_exists,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -645,6 +649,13 @@ func (x *SetGroupMembersRequest) GetMembers() []*UserRef {
 	return nil
 }
 
+func (x *SetGroupMembersRequest) GetIfExists() bool {
+	if x != nil {
+		return x.IfExists
+	}
+	return false
+}
+
 // SetGroupMembersResponse answers a SetGroupMembersRequest.
 type SetGroupMembersResponse struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
@@ -652,7 +663,9 @@ type SetGroupMembersResponse struct {
 	Added   []*Member              `protobuf:"bytes,2,rep,name=added,proto3" json:"added,omitempty"`
 	Removed []*Member              `protobuf:"bytes,3,rep,name=removed,proto3" json:"removed,omitempty"`
 	// Wanted users Keycloak does not know yet.
-	Pending       []*UserRef `protobuf:"bytes,4,rep,name=pending,proto3" json:"pending,omitempty"`
+	Pending []*UserRef `protobuf:"bytes,4,rep,name=pending,proto3" json:"pending,omitempty"`
+	// The group does not exist (only with if_exists).
+	Missing       bool `protobuf:"varint,5,opt,name=missing,proto3" json:"missing,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -713,6 +726,13 @@ func (x *SetGroupMembersResponse) GetPending() []*UserRef {
 		return x.Pending
 	}
 	return nil
+}
+
+func (x *SetGroupMembersResponse) GetMissing() bool {
+	if x != nil {
+		return x.Missing
+	}
+	return false
 }
 
 // AddMemberRequest (command add-member) puts one user into a group; a user
@@ -1112,16 +1132,18 @@ const file_sitebus_v1_keycloak_proto_rawDesc = "" +
 	"\vdeleted_ids\x18\x01 \x03(\tR\n" +
 	"deletedIds\x12.\n" +
 	"\amissing\x18\x02 \x03(\v2\x14.sitebus.v1.GroupRefR\amissing\x12(\n" +
-	"\x04kept\x18\x03 \x03(\v2\x14.sitebus.v1.GroupRefR\x04kept\"\x98\x01\n" +
+	"\x04kept\x18\x03 \x03(\v2\x14.sitebus.v1.GroupRefR\x04kept\"\xb5\x01\n" +
 	"\x16SetGroupMembersRequest\x12#\n" +
 	"\roffering_uuid\x18\x01 \x01(\tR\fofferingUuid\x12*\n" +
 	"\x05group\x18\x02 \x01(\v2\x14.sitebus.v1.GroupRefR\x05group\x12-\n" +
-	"\amembers\x18\x03 \x03(\v2\x13.sitebus.v1.UserRefR\amembers\"\xbb\x01\n" +
+	"\amembers\x18\x03 \x03(\v2\x13.sitebus.v1.UserRefR\amembers\x12\x1b\n" +
+	"\tif_exists\x18\x04 \x01(\bR\bifExists\"\xd5\x01\n" +
 	"\x17SetGroupMembersResponse\x12\x19\n" +
 	"\bgroup_id\x18\x01 \x01(\tR\agroupId\x12(\n" +
 	"\x05added\x18\x02 \x03(\v2\x12.sitebus.v1.MemberR\x05added\x12,\n" +
 	"\aremoved\x18\x03 \x03(\v2\x12.sitebus.v1.MemberR\aremoved\x12-\n" +
-	"\apending\x18\x04 \x03(\v2\x13.sitebus.v1.UserRefR\apending\"\x8c\x01\n" +
+	"\apending\x18\x04 \x03(\v2\x13.sitebus.v1.UserRefR\apending\x12\x18\n" +
+	"\amissing\x18\x05 \x01(\bR\amissing\"\x8c\x01\n" +
 	"\x10AddMemberRequest\x12#\n" +
 	"\roffering_uuid\x18\x01 \x01(\tR\fofferingUuid\x12*\n" +
 	"\x05group\x18\x02 \x01(\v2\x14.sitebus.v1.GroupRefR\x05group\x12'\n" +
