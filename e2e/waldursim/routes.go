@@ -34,6 +34,8 @@ func (s *Server) routes() http.Handler {
 	handle("POST /api/event-subscriptions/{uuid}/create_queue/{$}", s.createQueue)
 
 	handle("GET /api/marketplace-provider-offerings/{uuid}/{$}", s.getOffering)
+	handle("POST /api/marketplace-provider-offerings/{uuid}/create_offering_component/{$}", s.createComponent)
+	handle("POST /api/marketplace-provider-offerings/{uuid}/update_offering_component/{$}", s.updateComponent)
 	handle("GET /api/marketplace-service-providers/{$}", s.listServiceProviders)
 	handle("GET /api/marketplace-plans/{uuid}/{$}", s.getPlan)
 

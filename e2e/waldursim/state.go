@@ -1,6 +1,7 @@
 package waldursim
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 )
@@ -160,6 +161,16 @@ func newState(f *Fixture, now func() string) (*state, error) {
 		if o.State == "" {
 			o.State = "Active"
 		}
+		// Components are the simulator's own (create and update change
+		// them); each has a uuid, as Waldur's have.
+		comps := make([]map[string]any, len(o.Components))
+		for j, c := range o.Components {
+			comps[j] = maps.Clone(c)
+			if id, ok := comps[j]["uuid"].(string); !ok || id == "" {
+				comps[j]["uuid"] = derivedUUID("component", o.UUID+"/"+fmt.Sprint(c["type"]))
+			}
+		}
+		o.Components = comps
 		st.offerings[o.UUID] = &o
 	}
 	for i := range cp.Plans {

@@ -1,0 +1,225 @@
+package waldursim
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+)
+
+// componentDefaults are the fields of an offering component as Waldur's
+// OfferingComponentSerializer renders a new one.
+func componentDefaults() map[string]any {
+	return map[string]any{
+		"description": "", "measured_unit": "", "unit_factor": int64(1), "limit_period": nil, "limit_amount": nil,
+		"article_code": "", "max_value": nil, "min_value": nil, "max_available_limit": nil, "is_boolean": false,
+		"default_limit": nil, "factor": nil, "is_builtin": false, "is_prepaid": false, "overage_component": nil,
+		"min_prepaid_duration": nil, "max_prepaid_duration": nil, "prepaid_duration_step": nil,
+		"min_renewal_duration": nil, "max_renewal_duration": nil, "renewal_duration_step": nil,
+	}
+}
+
+var (
+	billingTypes = []string{"fixed", "usage", "limit", "one", "few"}
+	limitPeriods = []string{"annual", "month", "quarterly", "total"}
+	// intComponentFields are the serializer's IntegerFields (null allowed).
+	intComponentFields = []string{"limit_amount", "max_value", "min_value", "max_available_limit", "default_limit", "unit_factor",
+		"min_prepaid_duration", "max_prepaid_duration", "prepaid_duration_step", "min_renewal_duration",
+		"max_renewal_duration", "renewal_duration_step"}
+	prepaidOnlyFields = []string{"min_prepaid_duration", "max_prepaid_duration", "prepaid_duration_step",
+		"min_renewal_duration", "max_renewal_duration", "renewal_duration_step"}
+)
+
+// validateComponent checks body as OfferingComponentSerializer does and
+// returns the attributes to store. partial is update_offering_component's
+// partial=True: absent fields are neither required nor touched. Unknown
+// fields are ignored, as DRF ignores them.
+func validateComponent(body map[string]any, existing map[string]any, partial bool) (map[string]any, *apiError) {
+	fe := fieldErrors{}
+	attrs := map[string]any{}
+	if s, ok := strField(body, fe, "billing_type", !partial, false); ok {
+		if slices.Contains(billingTypes, s) {
+			attrs["billing_type"] = s
+		} else {
+			fe.add("billing_type", fmt.Sprintf("%q is not a valid choice.", s))
+		}
+	}
+	for _, k := range []string{"type", "name"} {
+		if s, ok := strField(body, fe, k, !partial, false); ok {
+			attrs[k] = s
+		}
+	}
+	for _, k := range []string{"measured_unit", "description", "article_code"} {
+		if s, ok := strField(body, fe, k, false, true); ok {
+			attrs[k] = s
+		}
+	}
+	if v, present := body["limit_period"]; present {
+		switch s, _ := v.(string); {
+		case v == nil || s == "":
+			attrs["limit_period"] = nil
+		case slices.Contains(limitPeriods, s):
+			attrs["limit_period"] = s
+		default:
+			fe.add("limit_period", fmt.Sprintf("%q is not a valid choice.", fmt.Sprint(v)))
+		}
+	}
+	for _, k := range intComponentFields {
+		v, present := body[k]
+		if !present {
+			continue
+		}
+		if v == nil {
+			attrs[k] = nil
+			continue
+		}
+		if n, ok := drfInteger(v); ok {
+			attrs[k] = n
+		} else {
+			fe.add(k, "A valid integer is required.")
+		}
+	}
+	for _, k := range []string{"is_boolean", "is_prepaid"} {
+		v, present := body[k]
+		if !present {
+			continue
+		}
+		if b, ok := v.(bool); ok {
+			attrs[k] = b
+		} else {
+			fe.add(k, "Must be a valid boolean.")
+		}
+	}
+	if err := fe.err(); err != nil {
+		return nil, err
+	}
+	// The serializer's validate(): a boolean component is 0..1 a month,
+	// without a limit; duration constraints belong to prepaid components.
+	if attrs["is_boolean"] == true {
+		attrs["min_value"], attrs["max_value"], attrs["limit_period"], attrs["limit_amount"] = int64(0), int64(1), "month", nil
+	}
+	prepaid := existing["is_prepaid"] == true
+	if v, ok := attrs["is_prepaid"]; ok {
+		prepaid = v == true
+	}
+	if !prepaid {
+		for _, k := range prepaidOnlyFields {
+			if v, ok := attrs[k]; ok && v != nil {
+				return nil, &apiError{http.StatusBadRequest, map[string][]string{k: {"This field can only be set on prepaid components."}}}
+			}
+		}
+	}
+	return attrs, nil
+}
+
+// drfInteger accepts what IntegerField accepts: an integral number, also
+// written with a zero fraction (8.0), or a string of one.
+func drfInteger(v any) (int64, bool) {
+	var s string
+	switch x := v.(type) {
+	case json.Number:
+		s = x.String()
+	case string:
+		s = strings.TrimSpace(x)
+	default:
+		return 0, false
+	}
+	if i := strings.IndexByte(s, '.'); i >= 0 && strings.Trim(s[i+1:], "0") == "" {
+		s = s[:i]
+	}
+	n, err := json.Number(s).Int64()
+	return n, err == nil
+}
+
+// createComponent is POST .../create_offering_component/: 201 without a
+// body; a type the offering has is a 400 whose body is a bare list (the
+// serializer's create raises it, outside field validation).
+func (s *Server) createComponent(w http.ResponseWriter, r *http.Request, _ *User) error {
+	id, err := pathUUID(r)
+	if err != nil {
+		return err
+	}
+	body, aerr := decodeBody(r)
+	if aerr != nil {
+		return aerr
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	off := s.st.offerings[id]
+	if off == nil {
+		return errNotFound
+	}
+	attrs, aerr := validateComponent(body, nil, false)
+	if aerr != nil {
+		return aerr
+	}
+	typ := attrs["type"].(string)
+	if slices.ContainsFunc(off.Components, func(c map[string]any) bool { return c["type"] == typ }) {
+		return &apiError{http.StatusBadRequest, []string{fmt.Sprintf("Component %s already exists.", typ)}}
+	}
+	c := componentDefaults()
+	maps.Copy(c, attrs)
+	c["uuid"] = newUUID()
+	off.Components = append(off.Components, c)
+	w.WriteHeader(http.StatusCreated)
+	return nil
+}
+
+// updateComponent is POST .../update_offering_component/: the component
+// named by the body's uuid, partially updated; 200 without a body, 404
+// without one for a uuid the offering does not have.
+func (s *Server) updateComponent(w http.ResponseWriter, r *http.Request, _ *User) error {
+	id, err := pathUUID(r)
+	if err != nil {
+		return err
+	}
+	body, aerr := decodeBody(r)
+	if aerr != nil {
+		return aerr
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	off := s.st.offerings[id]
+	if off == nil {
+		return errNotFound
+	}
+	raw, _ := body["uuid"].(string)
+	if raw == "" {
+		return &apiError{http.StatusBadRequest, map[string]string{"details": "UUID for offering component was not provided."}}
+	}
+	cid, _ := normUUID(raw)
+	i := slices.IndexFunc(off.Components, func(c map[string]any) bool { return cid != "" && c["uuid"] == cid })
+	if i < 0 {
+		w.WriteHeader(http.StatusNotFound)
+		return nil
+	}
+	attrs, aerr := validateComponent(body, off.Components[i], true)
+	if aerr != nil {
+		return aerr
+	}
+	maps.Copy(off.Components[i], attrs)
+	w.WriteHeader(http.StatusOK)
+	return nil
+}
+
+// Components returns a copy of an offering's components as Waldur renders
+// them (nil for an unknown offering).
+func (s *Server) Components(offeringUUID string) []map[string]any {
+	id, ok := normUUID(offeringUUID)
+	if !ok {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	off := s.st.offerings[id]
+	if off == nil {
+		return nil
+	}
+	out := make([]map[string]any, len(off.Components))
+	for i, c := range off.Components {
+		out[i] = maps.Clone(c)
+	}
+	return out
+}
