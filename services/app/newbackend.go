@@ -1,0 +1,50 @@
+package app
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+
+	"github.com/sitebus/sitebus/pkg/backend"
+	"github.com/sitebus/sitebus/pkg/backend/managedns"
+	"github.com/sitebus/sitebus/pkg/backend/rancher"
+)
+
+// BackendOptions are how a backend built by NewBackend logs and
+// instruments its platform calls; both may be zero.
+type BackendOptions struct {
+	Logger *slog.Logger
+	// WrapTransport wraps the transport to the platform; target is what
+	// it reaches ("kubernetes", "rancher"), for metrics.
+	WrapTransport func(rt http.RoundTripper, target string) http.RoundTripper
+}
+
+// NewBackend builds the offering's backend name (an entry-point name as
+// order_processing_backend gives it) from the settings the plan parsed,
+// without a call to the platform. run and the operator tools (diagnostics)
+// both build backends with it, so they reach a platform the same way.
+func (op *OfferingPlan) NewBackend(name string, opts BackendOptions) (backend.Backend, error) {
+	o := op.Config
+	wrap := func(target string) func(http.RoundTripper) http.RoundTripper {
+		if opts.WrapTransport == nil {
+			return nil
+		}
+		return func(rt http.RoundTripper) http.RoundTripper { return opts.WrapTransport(rt, target) }
+	}
+	var (
+		b   backend.Backend
+		err error
+	)
+	switch name {
+	case managedns.Type:
+		b, err = managedns.New(op.ManagedNS, o.BackendComponents, managedns.Options{Logger: opts.Logger, WrapTransport: wrap("kubernetes")})
+	case rancher.Type:
+		b, err = rancher.New(op.Rancher, o.BackendComponents, rancher.Options{Logger: opts.Logger, WrapTransport: wrap("rancher")})
+	default:
+		err = fmt.Errorf("backend %q is not supported (supported: %v)", name, supportedBackends)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("offering %q: %w", o.Name, err)
+	}
+	return b, nil
+}
