@@ -143,6 +143,16 @@ func TestEndpoints(t *testing.T) {
 				}
 			},
 		},
+		"list event subscriptions": {
+			call:     func(c *Client) (any, error) { return c.ListEventSubscriptions(ctx) },
+			response: `[{"uuid":"e1","user_uuid":"u1"}]`,
+			method:   "GET", path: "/api/event-subscriptions/", paginated: true,
+			check: func(t *testing.T, got any) {
+				if es := got.([]EventSubscription); len(es) != 1 || es[0].UUID != "e1" || es[0].UserUUID != "u1" {
+					t.Errorf("got %+v", es)
+				}
+			},
+		},
 		"create offering component as the Python agent": {
 			call: func(c *Client) (any, error) {
 				return nil, c.CreateOfferingComponent(ctx, "off1", ComponentRequest{BillingType: "one", Type: "gpu", Name: "GPU",

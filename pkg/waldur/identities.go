@@ -216,6 +216,12 @@ func (c *Client) CreateQueue(ctx context.Context, subscriptionUUID, offeringUUID
 	return &out, nil
 }
 
+// ListEventSubscriptions lists the event subscriptions of the token's
+// user (Waldur shows a user only their own).
+func (c *Client) ListEventSubscriptions(ctx context.Context) ([]EventSubscription, error) {
+	return list[EventSubscription](ctx, c, "/api/event-subscriptions/", nil)
+}
+
 // DeleteEventSubscription deletes a subscription.
 func (c *Client) DeleteEventSubscription(ctx context.Context, uuid string) error {
 	p, err := objectPath("event-subscriptions", uuid, "")

@@ -59,8 +59,28 @@ type Credentials struct {
 func dial(ctx context.Context, ep Endpoint, cred Credentials, heartbeat time.Duration) (*stomp.Conn, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
+	raw, err := dialRaw(ctx, ep)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := stomp.ConnectWithContext(ctx, raw,
+		stomp.ConnOpt.Login(cred.Login, cred.Passcode),
+		stomp.ConnOpt.Host(cred.Vhost),
+		stomp.ConnOpt.AcceptVersion(stomp.V12),
+		stomp.ConnOpt.HeartBeat(heartbeat, heartbeat),
+		stomp.ConnOpt.HeartBeatError(heartbeat),
+	)
+	if err != nil {
+		raw.Close()
+		return nil, err
+	}
+	return conn, nil
+}
+
+// dialRaw opens the connection STOMP frames travel on: TCP (with TLS) or a
+// WebSocket with the v12.stomp subprotocol.
+func dialRaw(ctx context.Context, ep Endpoint) (net.Conn, error) {
 	tlsCfg := &tls.Config{ServerName: ep.Host, InsecureSkipVerify: ep.InsecureSkipVerify, MinVersion: tls.VersionTLS12} //nolint:gosec // operator's verify_ssl choice
-	var raw net.Conn
 	switch ep.Transport {
 	case "tcp":
 		d := &net.Dialer{}
@@ -76,7 +96,7 @@ func dial(ctx context.Context, ep Endpoint, cred Credentials, heartbeat time.Dur
 			}
 			c = tc
 		}
-		raw = c
+		return c, nil
 	case "websocket":
 		hc := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsCfg, Proxy: http.ProxyFromEnvironment}}
 		ws, resp, err := websocket.Dial(ctx, ep.wsURL(), &websocket.DialOptions{HTTPClient: hc, Subprotocols: []string{"v12.stomp"}})
@@ -88,20 +108,46 @@ func dial(ctx context.Context, ep Endpoint, cred Credentials, heartbeat time.Dur
 		}
 		ws.SetReadLimit(16 << 20)
 		// The net.Conn must outlive the dial context.
-		raw = websocket.NetConn(context.WithoutCancel(ctx), ws, websocket.MessageText)
+		return websocket.NetConn(context.WithoutCancel(ctx), ws, websocket.MessageText), nil
 	default:
 		return nil, fmt.Errorf("unknown STOMP transport %q", ep.Transport)
 	}
-	conn, err := stomp.ConnectWithContext(ctx, raw,
-		stomp.ConnOpt.Login(cred.Login, cred.Passcode),
-		stomp.ConnOpt.Host(cred.Vhost),
-		stomp.ConnOpt.AcceptVersion(stomp.V12),
-		stomp.ConnOpt.HeartBeat(heartbeat, heartbeat),
-		stomp.ConnOpt.HeartBeatError(heartbeat),
-	)
+}
+
+// ProbeError says which step of Probe failed.
+type ProbeError struct {
+	// Login is true when the broker was reached and refused the session
+	// (CONNECT answered with an ERROR frame, or the connection dropped).
+	Login bool
+	Err   error
+}
+
+func (e *ProbeError) Error() string { return e.Err.Error() }
+func (e *ProbeError) Unwrap() error { return e.Err }
+
+// Reach opens and closes the connection the bridge would send STOMP frames
+// on, without logging in.
+func Reach(ctx context.Context, ep Endpoint) error {
+	raw, err := dialRaw(ctx, ep)
+	if err != nil {
+		return &ProbeError{Err: err}
+	}
+	return raw.Close()
+}
+
+// Probe opens a STOMP session at ep with cred, as the bridge does for each
+// subscription, and closes it: it tells an unreachable broker from a
+// refused login.
+func Probe(ctx context.Context, ep Endpoint, cred Credentials) error {
+	raw, err := dialRaw(ctx, ep)
+	if err != nil {
+		return &ProbeError{Err: err}
+	}
+	conn, err := stomp.ConnectWithContext(ctx, raw, stomp.ConnOpt.Login(cred.Login, cred.Passcode),
+		stomp.ConnOpt.Host(cred.Vhost), stomp.ConnOpt.AcceptVersion(stomp.V12))
 	if err != nil {
 		raw.Close()
-		return nil, err
+		return &ProbeError{Login: true, Err: err}
 	}
-	return conn, nil
+	return conn.Disconnect()
 }

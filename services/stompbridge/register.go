@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/sitebus/sitebus/pkg/bus"
+	"github.com/sitebus/sitebus/pkg/config"
 	"github.com/sitebus/sitebus/pkg/events"
 	"github.com/sitebus/sitebus/pkg/waldur"
 )
@@ -154,11 +155,16 @@ func (br *Bridge) register(ctx context.Context, o Offering, store *subscriptionS
 	return subs, nil
 }
 
-func (br *Bridge) endpoint(o Offering) Endpoint {
-	host, port, path, useTLS := o.Config.STOMPEndpoint()
-	ep := Endpoint{Transport: br.cfg.Stomp.Transport, Host: host, Port: port, Path: path, TLS: useTLS, InsecureSkipVerify: !o.Config.VerifySSL}
+func (br *Bridge) endpoint(o Offering) Endpoint { return EndpointFor(br.cfg.Stomp, o.Config) }
+
+// EndpointFor is the broker endpoint the bridge uses for an offering: its
+// STOMP websocket settings, or sitebus.stomp's TCP listener when the
+// transport is tcp.
+func EndpointFor(s config.StompSettings, o *config.Offering) Endpoint {
+	host, port, path, useTLS := o.STOMPEndpoint()
+	ep := Endpoint{Transport: s.Transport, Host: host, Port: port, Path: path, TLS: useTLS, InsecureSkipVerify: !o.VerifySSL}
 	if ep.Transport == "tcp" {
-		ep.Host, ep.Port = br.cfg.Stomp.TCPEndpoint(o.Config)
+		ep.Host, ep.Port = s.TCPEndpoint(o)
 		ep.Path = ""
 	}
 	return ep
