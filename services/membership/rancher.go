@@ -49,6 +49,16 @@ func (s *Service) syncProjectGroups(ctx context.Context, o Offering, res *waldur
 		}
 		projectID = id
 	}
+	// A resource without a project (another offering's id, a project gone)
+	// has nothing to grant access to; the child group, shared by every
+	// resource of the Waldur project, must not be changed on its account.
+	exists, err := o.Backend.Exists(ctx, projectID)
+	if err != nil {
+		return fmt.Errorf("look up %s %s: %w", o.Backend.Type(), projectID, err)
+	}
+	if !exists {
+		return nil
+	}
 	if len(refs) > 0 {
 		ensure := &sitebusv1.EnsureGroupsRequest{OfferingUuid: offering}
 		for _, g := range groups {
