@@ -106,7 +106,7 @@ func (s *site) registerSubscription(t *testing.T) {
 // changes.
 type config struct {
 	token, backend, rancherKey, keycloakURL, transport string
-	components                                        []string
+	components                                         []string
 }
 
 func (s *site) defaults() config {
