@@ -38,36 +38,57 @@ func IsInsufficientReplicas(err error) bool {
 // that is starting, or busy electing leaders, may leave it without an
 // answer for longer than one request's timeout.
 func EnsureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
-	var s jetstream.Stream
-	err := retryUnanswered(ctx, func(actx context.Context) (err error) {
-		s, err = js.CreateOrUpdateStream(actx, cfg)
-		return err
+	return ensure(ctx, cfg.Replicas, func(actx context.Context) (jetstream.Stream, error) {
+		return js.CreateOrUpdateStream(actx, cfg)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return s, waitWritable(ctx, s, cfg.Replicas)
 }
 
 // EnsureKeyValue is EnsureStream for a key-value bucket.
 func EnsureKeyValue(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
 	var kv jetstream.KeyValue
-	err := retryUnanswered(ctx, func(actx context.Context) (err error) {
-		kv, err = js.CreateOrUpdateKeyValue(actx, cfg)
-		return err
+	_, err := ensure(ctx, cfg.Replicas, func(actx context.Context) (jetstream.Stream, error) {
+		var err error
+		if kv, err = js.CreateOrUpdateKeyValue(actx, cfg); err != nil {
+			return nil, err
+		}
+		return js.Stream(actx, "KV_"+cfg.Bucket)
 	})
-	if err != nil {
-		return nil, err
+	return kv, err
+}
+
+// ensure runs create (repeated while unanswered) and waits for the stream
+// it made to be writable. In a cluster, two processes that make the same
+// stream at once, or a read that reaches a server before the stream's
+// assignment does, can be told the stream does not exist just after it was
+// made; then it is all done again, for at most the unanswered budget when
+// ctx has no deadline. (The wait for a writable stream is not bounded by
+// it: moving a stream onto new servers takes as long as it takes.)
+func ensure(ctx context.Context, replicas int, create func(context.Context) (jetstream.Stream, error)) (jetstream.Stream, error) {
+	_, bounded := ctx.Deadline()
+	start := time.Now()
+	delay := 50 * time.Millisecond
+	for {
+		var s jetstream.Stream
+		err := retryUnanswered(ctx, func(actx context.Context) (err error) {
+			s, err = create(actx)
+			return err
+		})
+		if err == nil {
+			err = waitWritable(ctx, s, replicas)
+		}
+		if err == nil {
+			return s, nil
+		}
+		if !errors.Is(err, jetstream.ErrStreamNotFound) || ctx.Err() != nil || (!bounded && time.Since(start) > unansweredBudget) {
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, time.Second)
 	}
-	var s jetstream.Stream
-	err = retryUnanswered(ctx, func(actx context.Context) (err error) {
-		s, err = js.Stream(actx, "KV_"+cfg.Bucket)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return kv, waitWritable(ctx, s, cfg.Replicas)
 }
 
 // waitWritable waits until the stream has a leader, its peers number the
