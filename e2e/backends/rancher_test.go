@@ -290,6 +290,26 @@ func TestRancherCreateFinishesAHalfDoneCreate(t *testing.T) {
 	}
 }
 
+// A project the Python agent made (managed, naming no resource) is adopted,
+// its namespace and quota added, and reported as existing, so that a saga
+// failing later does not delete it; one this resource's earlier attempt
+// made is not.
+func TestRancherProjectOfThePythonAgentIsAdoptedAsExisting(t *testing.T) {
+	b, sim := newRancher(t, nil, ranchersim.Options{})
+	r := backendtest.DefaultResource("legacy")
+	if _, err := sim.AddProject(ranchersim.Project{Name: b.Settings().ProjectPrefix + "legacy",
+		Annotations: map[string]string{"waldur/managed": "true", "waldur/organization": "org"}}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := b.Create(testCtx(t), r)
+	if err != nil || !c.Existed {
+		t.Fatalf("Create over the Python agent's project = %+v, %v; want Existed", c, err)
+	}
+	if got, err := b.Limits(testCtx(t), c.BackendID); err != nil || !maps.Equal(got, r.Limits) {
+		t.Errorf("Limits = %v, %v; want the quota added: %v", got, err, r.Limits)
+	}
+}
+
 // Usage of many projects is read in a few calls.
 func TestRancherUsageAll(t *testing.T) {
 	b, sim := newRancher(t, nil, ranchersim.Options{})

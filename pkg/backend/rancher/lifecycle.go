@@ -78,7 +78,8 @@ func (b *Backend) managed(ctx context.Context, id string) (project, error) {
 // the name is reused (Python does the same), a missing namespace or quota
 // is added. A project of that name without the waldur/managed annotation
 // is refused and left untouched. Existed is set when all of it was there
-// already; nothing is changed then.
+// already (nothing is changed then), and for a project adopted from the
+// Python agent.
 func (b *Backend) Create(ctx context.Context, r backend.Resource) (backend.Created, error) {
 	name, err := b.BackendID(r)
 	if err != nil {
@@ -113,6 +114,12 @@ func (b *Backend) Create(ctx context.Context, r backend.Resource) (backend.Creat
 		b.log.Info("set Rancher namespace quota", "project", p.ID, "namespace", name, "hard", hard)
 	}
 	existed := projectExisted && nsExisted && (quotaExisted || manifest == "")
+	// A project adopted from before sitebus (the Python agent's, which
+	// names no resource) counts as existing even when its namespace or
+	// quota was added now: a saga that fails later must not delete it.
+	// One that names this resource was made by an earlier attempt of this
+	// very create, and is undone with it.
+	existed = existed || (projectExisted && p.Annotations[AnnotationResourceUUID] == "")
 	limits := maps.Clone(r.Limits)
 	if existed {
 		// What is in force, which a later update may have changed.
