@@ -75,7 +75,7 @@ bench: deps
 ## bench-orders: create-order latency (STOMP frame → set_state_done) over
 ## 200 orders on a real kube-apiserver, and external calls per order.
 bench-orders: deps k8s-binaries
-	go test -run '^$$' -bench 'CreateOrder(Latency|Burst)' -benchtime 1x -timeout 20m ./e2e/orders/
+	go test -run '^$$' -bench 'CreateOrder(Latency|Burst)' -benchtime 1x -timeout 20m ./e2e/orders/ ./e2e/rancher/
 
 ## k8s-binaries: kube-apiserver and kube-controller-manager v1.36.3, built
 ## once into $(SITEBUS_CACHE).

@@ -64,7 +64,17 @@ type site struct {
 	prefix string
 }
 
-func newSite(t *testing.T) *site {
+func newSite(t testing.TB) *site { return newSiteWith(t, siteOptions{Keycloak: true}) }
+
+// siteOptions choose how the site is configured.
+type siteOptions struct {
+	// Keycloak turns keycloak_enabled on: creates run the
+	// rancher-project-create saga and teams go into Keycloak groups.
+	// Without it, creates take the direct path.
+	Keycloak bool
+}
+
+func newSiteWith(t testing.TB, opts siteOptions) *site {
 	t.Helper()
 	rabbitmq.Require(t)
 	kube.Require(t)
@@ -113,7 +123,7 @@ func newSite(t *testing.T) *site {
       project_prefix: %s
       default_role: workloads-manage
       namespace_labels: {gpu-pool: h100-2x}
-      keycloak_enabled: true
+      keycloak_enabled: %t
       keycloak_use_user_id: false
       keycloak:
         keycloak_url: %s/
@@ -130,7 +140,7 @@ sitebus:
   log_format: text
   periods: {keycloak_pending_period: 2s, saga_lease: 3s}
 `, ws.URL(), token, offeringUUID, wsHost, wsPort, rabbitmq.WebSTOMPPath,
-		rs.URL(), o.AccessKey, o.SecretKey, o.ClusterID, prefix, kc.URL(), kcAdminPassword)
+		rs.URL(), o.AccessKey, o.SecretKey, o.ClusterID, prefix, opts.Keycloak, kc.URL(), kcAdminPassword)
 	s := &site{t: t, kube: cluster, rs: rs, kc: kc, ws: ws, admin: ws.Admin(), prefix: prefix}
 	s.sb = harness.PrepareSitebus(t, harness.SitebusOptions{Config: cfg})
 	s.sb.Start("WALDUR_SITE_AGENT_ORDER_PROCESS_PERIOD_MINUTES=60", "WALDUR_SITE_AGENT_MEMBERSHIP_SYNC_PERIOD_MINUTES=60")
