@@ -1,16 +1,26 @@
 package backends_test
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"maps"
 	"net/http"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/sitebus/sitebus/e2e/harness"
+	"github.com/sitebus/sitebus/e2e/kube"
 	"github.com/sitebus/sitebus/e2e/ranchersim"
 	"github.com/sitebus/sitebus/pkg/backend"
 	"github.com/sitebus/sitebus/pkg/backend/backendtest"
@@ -310,32 +320,231 @@ func TestRancherProjectOfThePythonAgentIsAdoptedAsExisting(t *testing.T) {
 	}
 }
 
-// Usage of many projects is read in a few calls.
+// Usage is what the pods request and the PVCs claim in all the project's
+// namespaces (not the quota's status.used, whose limits.cpu is a sum of
+// limits: the pods here have limits above their requests), read for many
+// projects with the same few lists whatever their number; the one-project
+// Usage agrees.
 func TestRancherUsageAll(t *testing.T) {
 	b, sim := newRancher(t, nil, ranchersim.Options{})
-	var ids []string
+	c := cluster(t)
+	ids := map[string]string{}
 	for _, slug := range []string{"u1", "u2", "u3"} {
-		c, err := b.Create(testCtx(t), backendtest.DefaultResource(slug))
+		cr, err := b.Create(testCtx(t), backendtest.DefaultResource(slug))
 		if err != nil {
 			t.Fatal(err)
 		}
-		ids = append(ids, c.BackendID)
+		ids[slug] = cr.BackendID
 	}
-	before := len(sim.Calls())
-	got, err := b.UsageAll(testCtx(t), append(ids, sim.Options().ClusterID+":p-absent"))
+	prefix := b.Settings().ProjectPrefix
+	ns1 := prefix + "u1"
+	// Requests 1 core and 2 GiB; limits 2 cores, 3 GiB (the quota admits them).
+	createUsagePod(t, c, ns1, "web", podContainer{"250m", "512Mi", "500m", "1Gi"}, podContainer{"250m", "512Mi", "500m", "1Gi"})
+	createUsagePod(t, c, ns1, "job", podContainer{"500m", "1Gi", "1", "1Gi"})
+	createUsagePVC(t, c, ns1, "data", "3Gi")
+	// A second namespace of u1, as Rancher marks one moved into a project,
+	// without the quota: counted too. Its finished pod holds nothing.
+	ns1b := prefix + "u1-extra"
+	createProjectNamespace(t, c, ns1b, ids["u1"])
+	createUsagePod(t, c, ns1b, "batch", podContainer{cpu: "1", mem: "2Gi"})
+	createUsagePod(t, c, ns1b, "finished", podContainer{cpu: "16", mem: "64Gi"})
+	finishPod(t, c, ns1b, "finished")
+	createUsagePVC(t, c, ns1b, "scratch", "1Gi")
+	createUsagePVC(t, c, prefix+"u3", "only-a-claim", "2560Mi")
+	// Not in any project: not counted anywhere.
+	stray := prefix + "stray"
+	createProjectNamespace(t, c, stray, "")
+	createUsagePod(t, c, stray, "big", podContainer{cpu: "32", mem: "128Gi"})
+
+	want := map[string]map[string]float64{
+		ids["u1"]: {"cpu": 2, "ram": 4, "storage": 4},
+		ids["u2"]: {"cpu": 0, "ram": 0, "storage": 0},
+		ids["u3"]: {"cpu": 0, "ram": 0, "storage": 2.5},
+	}
+	absent := sim.Options().ClusterID + ":p-absent"
+	// Calls are counted as the client sends them: the simulator logs a
+	// call after answering it, so its log may lag the client.
+	rec := &callRecorder{}
+	counted, err := rancher.New(b.Settings(), rancherComponents(), rancher.Options{WrapTransport: rec.wrap})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := len(sim.Calls()) - before; n != 3 {
-		t.Errorf("UsageAll made %d calls, want 3", n)
+	usageAll := func(backendIDs ...string) (map[string]map[string]float64, []*http.Request) {
+		t.Helper()
+		before := len(rec.all())
+		got, err := counted.UsageAll(testCtx(t), backendIDs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got, rec.all()[before:]
 	}
-	for _, id := range ids {
-		u, ok := got[id]
-		if !ok || len(u) != 3 {
-			t.Errorf("usage of %s = %v, want cpu, ram and storage", id, u)
+	got, calls := usageAll(ids["u1"], ids["u2"], ids["u3"], absent)
+	if !maps.EqualFunc(got, want, maps.Equal) {
+		t.Errorf("UsageAll = %v, want %v", got, want)
+	}
+	// Projects once, then namespaces, pods and PVCs through the cluster
+	// proxy (pages of them on a crowded cluster), nothing per project.
+	proxy := "/k8s/clusters/" + sim.Options().ClusterID + "/api/v1/"
+	allowed := map[string]bool{"/v3/projects": true, proxy + "namespaces": true, proxy + "pods": true, proxy + "persistentvolumeclaims": true}
+	seen := map[string]int{}
+	for _, call := range calls {
+		if call.Method != http.MethodGet || !allowed[call.URL.Path] {
+			t.Errorf("UsageAll called %s %s", call.Method, call.URL)
+		}
+		seen[call.URL.Path]++
+		if call.URL.Path == proxy+"pods" && call.URL.Query().Get("fieldSelector") != "status.phase!=Succeeded,status.phase!=Failed" {
+			t.Errorf("pods listed without leaving out finished ones: %s", call.URL)
 		}
 	}
-	if _, ok := got[sim.Options().ClusterID+":p-absent"]; ok {
-		t.Error("usage of an absent project")
+	if seen["/v3/projects"] != 1 || len(seen) != len(allowed) {
+		t.Errorf("UsageAll calls by path %v, want projects once and each list", seen)
+	}
+	// One project costs what three do.
+	if _, one := usageAll(ids["u2"]); len(one) != len(calls) {
+		t.Errorf("UsageAll of one project made %d calls, of three %d", len(one), len(calls))
+	}
+	for id, w := range want {
+		if u, err := b.Usage(testCtx(t), id); err != nil || !maps.Equal(u, w) {
+			t.Errorf("Usage(%s) = %v, %v; want %v", id, u, err, w)
+		}
+	}
+	if u, err := b.Usage(testCtx(t), prefix+"u1"); err != nil || !maps.Equal(u, want[ids["u1"]]) {
+		t.Errorf("Usage by project name = %v, %v; want %v", u, err, want[ids["u1"]])
 	}
 }
+
+// A key that may not list pods cluster-wide gets a terminal error naming
+// the permission, not the generic "check the key".
+func TestRancherUsageAllForbiddenNamesThePermission(t *testing.T) {
+	b, sim := newRancher(t, nil, ranchersim.Options{})
+	cr, err := b.Create(testCtx(t), backendtest.DefaultResource("denied"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sim.AddFault(ranchersim.Fault{Method: http.MethodGet, PathPrefix: "/k8s/clusters/" + sim.Options().ClusterID + "/api/v1/pods",
+		Status: http.StatusForbidden, Body: `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"pods is forbidden: ` +
+			`User \"u-abc\" cannot list resource \"pods\" in API group \"\" at the cluster scope","reason":"Forbidden","code":403}`})
+	_, err = b.UsageAll(testCtx(t), []string{cr.BackendID})
+	if err == nil || !backend.IsTerminal(err) {
+		t.Fatalf("UsageAll without pod access: err = %v, want terminal", err)
+	}
+	for _, s := range []string{"may not list pods", sim.Options().AccessKey, "cannot list resource", "persistentvolumeclaims"} {
+		if !strings.Contains(err.Error(), s) {
+			t.Errorf("error %q does not say %q", err, s)
+		}
+	}
+	if strings.Contains(err.Error(), sim.Options().SecretKey) {
+		t.Errorf("error shows the secret key: %v", err)
+	}
+}
+
+// callRecorder keeps the requests a backend sends.
+type callRecorder struct {
+	mu   sync.Mutex
+	reqs []*http.Request
+}
+
+func (r *callRecorder) wrap(next http.RoundTripper) http.RoundTripper {
+	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		r.mu.Lock()
+		r.reqs = append(r.reqs, req)
+		r.mu.Unlock()
+		return next.RoundTrip(req)
+	})
+}
+
+func (r *callRecorder) all() []*http.Request {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.reqs)
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// podContainer is one container's requests and limits (limits empty: none).
+type podContainer struct{ cpu, mem, cpuLimit, memLimit string }
+
+// createUsagePod makes a pod the namespace's restricted pod security and
+// quota admit. Quota admission refuses pods until the controller manager
+// has computed the quota's status, so creation is retried until then.
+func createUsagePod(t *testing.T, c *kube.Cluster, ns, name string, cs ...podContainer) {
+	t.Helper()
+	if err := c.WaitForDefaultServiceAccount(testCtx(t), ns); err != nil {
+		t.Fatal(err)
+	}
+	var list []any
+	for i, pc := range cs {
+		res := map[string]any{"requests": map[string]any{"cpu": pc.cpu, "memory": pc.mem}}
+		if pc.cpuLimit != "" {
+			res["limits"] = map[string]any{"cpu": pc.cpuLimit, "memory": pc.memLimit}
+		}
+		list = append(list, map[string]any{"name": fmt.Sprintf("c%d", i), "image": "registry.invalid/none", "resources": res,
+			"securityContext": map[string]any{"allowPrivilegeEscalation": false, "runAsNonRoot": true, "runAsUser": int64(1000),
+				"capabilities": map[string]any{"drop": []any{"ALL"}}, "seccompProfile": map[string]any{"type": "RuntimeDefault"}}})
+	}
+	pod := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": name},
+		"spec": map[string]any{"containers": list, "automountServiceAccountToken": false},
+	}}
+	var last error
+	harness.Eventually(t, time.Minute, "pod "+ns+"/"+name+" admitted", func() bool {
+		_, last = c.Dynamic().Resource(podGVR).Namespace(ns).Create(testCtx(t), pod, metav1.CreateOptions{})
+		if last != nil && !apierrors.IsForbidden(last) {
+			t.Fatalf("pod %s/%s: %v", ns, name, last)
+		}
+		return last == nil
+	})
+}
+
+// finishPod marks a pod Succeeded, as the kubelet would.
+func finishPod(t *testing.T, c *kube.Cluster, ns, name string) {
+	t.Helper()
+	pods := c.Dynamic().Resource(podGVR).Namespace(ns)
+	pod, err := pods.Get(testCtx(t), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unstructured.SetNestedField(pod.Object, "Succeeded", "status", "phase"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pods.UpdateStatus(testCtx(t), pod, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("pod %s/%s Succeeded: %v", ns, name, err)
+	}
+}
+
+func createUsagePVC(t *testing.T, c *kube.Cluster, ns, name, size string) {
+	t.Helper()
+	pvc := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": map[string]any{"name": name},
+		"spec": map[string]any{"accessModes": []any{"ReadWriteOnce"}, "resources": map[string]any{"requests": map[string]any{"storage": size}}},
+	}}
+	var last error
+	harness.Eventually(t, time.Minute, "PVC "+ns+"/"+name+" admitted", func() bool {
+		_, last = c.Dynamic().Resource(pvcGVR).Namespace(ns).Create(testCtx(t), pvc, metav1.CreateOptions{})
+		if last != nil && !apierrors.IsForbidden(last) {
+			t.Fatalf("PVC %s/%s: %v", ns, name, last)
+		}
+		return last == nil
+	})
+}
+
+// createProjectNamespace makes a namespace (removed at cleanup) in Rancher
+// project projectID as Rancher marks it (none when empty).
+func createProjectNamespace(t *testing.T, c *kube.Cluster, name, projectID string) {
+	t.Helper()
+	ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": name}}}
+	if projectID != "" {
+		ns.SetAnnotations(map[string]string{ranchersim.ProjectIDAnnotation: projectID})
+	}
+	if _, err := c.Dynamic().Resource(namespaceGVR).Create(testCtx(t), ns, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Dynamic().Resource(namespaceGVR).Delete(context.Background(), name, metav1.DeleteOptions{}) })
+}
+
+var (
+	podGVR = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+	pvcGVR = schema.GroupVersionResource{Version: "v1", Resource: "persistentvolumeclaims"}
+)

@@ -3,13 +3,13 @@ package managedns
 import (
 	"context"
 	"fmt"
-	"math"
 	"slices"
 
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/sitebus/sitebus/pkg/backend/kubeusage"
 )
 
 // Usage is what the tenant has allocated in the namespace the CR names
@@ -79,14 +79,16 @@ var (
 	pvcsGVR = schema.GroupVersionResource{Version: "v1", Resource: "persistentvolumeclaims"}
 )
 
-// Quantities measured, by the quota field a component maps to.
+// Quantities measured, by the quota field a component maps to, and the
+// pod resource each sums.
 const (
-	gpuResource = "nvidia.com/gpu"
 	fieldCPU    = "cpu"
 	fieldMemory = "memory"
 	fieldGPU    = "gpu"
 	fieldStore  = "storage"
 )
+
+var measured = map[string]string{fieldCPU: "cpu", fieldMemory: "memory", fieldGPU: kubeusage.GPU, fieldStore: kubeusage.Storage}
 
 // usageOf sums pods and PVCs per namespace (in scope only, or the whole
 // cluster when scope is empty) and maps the sums to components for each
@@ -96,56 +98,17 @@ func (b *Backend) usageOf(ctx context.Context, namespaces map[string]string, sco
 	for _, ns := range namespaces {
 		wanted[ns] = true
 	}
-	sums := map[string]map[string]*resource.Quantity{} // namespace → field → sum
-	add := func(ns, field string, q resource.Quantity) {
-		if sums[ns] == nil {
-			sums[ns] = map[string]*resource.Quantity{}
-		}
-		if s := sums[ns][field]; s != nil {
-			s.Add(q)
-		} else {
-			sums[ns][field] = &q
-		}
-	}
-	// Finished pods are filtered by the API server, not here: fewer bytes.
-	podOpts := metav1.ListOptions{Limit: listPage, FieldSelector: "status.phase!=Succeeded,status.phase!=Failed"}
-	err := b.eachObject(ctx, podsGVR, scope, podOpts, func(pod *unstructured.Unstructured) error {
-		if !wanted[pod.GetNamespace()] {
-			return nil
-		}
-		req, err := podRequests(pod)
-		if err != nil {
-			return err
-		}
-		for field, q := range req {
-			add(pod.GetNamespace(), field, q)
-		}
-		return nil
-	})
-	if err != nil {
+	sums := kubeusage.New([]string{"cpu", "memory", kubeusage.GPU}, func(ns string) bool { return wanted[ns] })
+	podOpts := metav1.ListOptions{Limit: listPage, FieldSelector: kubeusage.PodFieldSelector}
+	if err := b.eachObject(ctx, podsGVR, scope, podOpts, sums.AddPod); err != nil {
 		return nil, err
 	}
-	err = b.eachObject(ctx, pvcsGVR, scope, metav1.ListOptions{Limit: listPage}, func(pvc *unstructured.Unstructured) error {
-		if !wanted[pvc.GetNamespace()] {
-			return nil
-		}
-		s, found, _ := unstructured.NestedString(pvc.Object, "spec", "resources", "requests", "storage")
-		if !found {
-			return nil
-		}
-		q, err := resource.ParseQuantity(s)
-		if err != nil {
-			return fmt.Errorf("PVC %s/%s: storage request %q: %w", pvc.GetNamespace(), pvc.GetName(), s, err)
-		}
-		add(pvc.GetNamespace(), fieldStore, q)
-		return nil
-	})
-	if err != nil {
+	if err := b.eachObject(ctx, pvcsGVR, scope, metav1.ListOptions{Limit: listPage}, sums.AddPVC); err != nil {
 		return nil, err
 	}
 	out := make(map[string]map[string]float64, len(namespaces))
 	for id, ns := range namespaces {
-		out[id] = b.components(sums[ns])
+		out[id] = b.components(sums, ns)
 	}
 	return out, nil
 }
@@ -173,55 +136,11 @@ func (b *Backend) eachObject(ctx context.Context, gvr schema.GroupVersionResourc
 	}
 }
 
-// podRequests are a pod's requests by quota field: pod-level resources
-// where the pod sets them, else the sum over its containers.
-func podRequests(pod *unstructured.Unstructured) (map[string]resource.Quantity, error) {
-	fields := map[string]string{"cpu": fieldCPU, "memory": fieldMemory, gpuResource: fieldGPU}
-	out := map[string]resource.Quantity{}
-	parse := func(req map[string]any, where string, only map[string]bool) error {
-		for name, field := range fields {
-			v, ok := req[name].(string)
-			if !ok || (only != nil && !only[name]) {
-				continue
-			}
-			q, err := resource.ParseQuantity(v)
-			if err != nil {
-				return fmt.Errorf("pod %s/%s: %s request %s %q: %w", pod.GetNamespace(), pod.GetName(), where, name, v, err)
-			}
-			sum := out[field]
-			sum.Add(q)
-			out[field] = sum
-		}
-		return nil
-	}
-	podLevel, _, _ := unstructured.NestedMap(pod.Object, "spec", "resources", "requests")
-	if err := parse(podLevel, "pod", nil); err != nil {
-		return nil, err
-	}
-	// Resources the pod level does not set come from the containers.
-	rest := map[string]bool{}
-	for name := range fields {
-		if _, set := podLevel[name]; !set {
-			rest[name] = true
-		}
-	}
-	containers, _, _ := unstructured.NestedSlice(pod.Object, "spec", "containers")
-	for _, c := range containers {
-		cm, _ := c.(map[string]any)
-		req, _, _ := unstructured.NestedMap(cm, "resources", "requests")
-		name, _ := cm["name"].(string)
-		if err := parse(req, "container "+name, rest); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
-}
-
 // components maps a namespace's sums to components as limits map to quota
 // fields (component_quota_mapping): each component whose type maps to a
 // measured field gets that field's sum, 0 when nothing requests it. Memory
 // and storage are in GiB, cpu in cores, gpu in devices.
-func (b *Backend) components(sums map[string]*resource.Quantity) map[string]float64 {
+func (b *Backend) components(sums *kubeusage.Sums, ns string) map[string]float64 {
 	type target struct{ key, field string }
 	var targets []target
 	if len(b.quota.components) == 0 {
@@ -238,17 +157,7 @@ func (b *Backend) components(sums map[string]*resource.Quantity) map[string]floa
 		if !slices.Contains([]string{fieldCPU, fieldMemory, fieldGPU, fieldStore}, tg.field) {
 			continue // mapped to a field nothing here measures
 		}
-		var v float64
-		if q := sums[tg.field]; q != nil {
-			v = q.AsApproximateFloat64()
-		}
-		if tg.field == fieldMemory || tg.field == fieldStore {
-			v /= 1 << 30
-		}
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			v = 0
-		}
-		out[tg.key] = v
+		out[tg.key] = kubeusage.Value(sums.Get(measured[tg.field], ns), tg.field == fieldMemory || tg.field == fieldStore)
 	}
 	return out
 }

@@ -104,12 +104,21 @@ func (c *client) do(ctx context.Context, method, path, rawQuery string, in, out 
 // the 401 body, a string, so it is not decoded. Anything else is quoted
 // (shortened) as the message.
 func errorBody(data []byte) (code, message string) {
+	// code is a string in norman's bodies and a number in the Kubernetes
+	// Status the cluster proxy passes on (then reason is the word).
 	var e struct {
-		Code    string `json:"code"`
+		Code    any    `json:"code"`
+		Reason  string `json:"reason"`
 		Message string `json:"message"`
 	}
-	if json.Unmarshal(data, &e) == nil && (e.Code != "" || e.Message != "") {
-		return e.Code, e.Message
+	if json.Unmarshal(data, &e) == nil {
+		code, _ = e.Code.(string)
+		if code == "" {
+			code = e.Reason
+		}
+		if code != "" || e.Message != "" {
+			return code, e.Message
+		}
 	}
 	s := strings.TrimSpace(string(data))
 	if len(s) > 512 {
@@ -210,9 +219,6 @@ type (
 		Spec struct {
 			Hard map[string]string `json:"hard"`
 		} `json:"spec"`
-		Status struct {
-			Used map[string]string `json:"used"`
-		} `json:"status"`
 	}
 )
 

@@ -38,7 +38,10 @@
 //     namespace recreated by hand. The mark is written before the reduced
 //     quota, so a retry after a crash in between finishes with the right
 //     saved quota.
-//   - usage is the quota usage (status.used) of the project's namespaces,
-//     as the current plugin reads it; UsageAll reads many projects' in
-//     three calls.
+//   - usage is what the tenant allocated, as seed 000 defines it (the
+//     README's "actual allocated resources"): the container requests of the
+//     pods and the PVC storage requests in the project's namespaces, not
+//     the quota's status.used (a sum of limits for limits.cpu, and nothing
+//     at all for a namespace without the quota). UsageAll reads many
+//     projects' with four lists whatever their number (see usage.go).
 package rancher

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -80,102 +78,6 @@ func projectQuotas(p project) map[string]any {
 		}
 	}
 	return out
-}
-
-// Usage is the quota usage (status.used) of the project's namespaces in
-// Waldur units: each namespace's quotas merged (a later quota's figure
-// for a resource replaces an earlier one: used is the namespace's, not
-// the quota's), summed over the namespaces. Every configured component is
-// present, 0 when no quota tracks it, as in Python.
-func (b *Backend) Usage(ctx context.Context, backendID string) (map[string]float64, error) {
-	p, err := b.resolve(ctx, backendID)
-	if err != nil {
-		return nil, err
-	}
-	nss, err := b.api.listNamespaces(ctx, p.ID)
-	if err != nil {
-		return nil, err
-	}
-	byNS := map[string][]resourceQuota{}
-	for _, ns := range nss {
-		if ns.ProjectID != p.ID {
-			continue
-		}
-		items, err := b.api.quotas(ctx, ns.Name)
-		if err != nil && !errors.Is(err, backend.ErrNotFound) {
-			return nil, err
-		}
-		byNS[ns.Name] = items
-	}
-	return b.usageOf(byNS)
-}
-
-func (b *Backend) usageOf(byNS map[string][]resourceQuota) (map[string]float64, error) {
-	out := map[string]float64{}
-	for _, k := range b.quota.keys {
-		out[k] = 0
-	}
-	for _, ns := range sortedKeys(byNS) {
-		used := map[string]string{}
-		for _, q := range byNS[ns] {
-			for k, v := range q.Status.Used {
-				used[k] = v
-			}
-		}
-		u, err := b.quota.fromHard(used)
-		if err != nil {
-			return nil, fmt.Errorf("Rancher namespace %s: %w", ns, err) //nolint:staticcheck // names the platform
-		}
-		for k, v := range u {
-			out[k] += v
-		}
-	}
-	return out, nil
-}
-
-// UsageAll implements backend.UsageLister with three calls whatever the
-// number of projects: the cluster's projects, its namespaces and its
-// ResourceQuotas (through the cluster proxy).
-func (b *Backend) UsageAll(ctx context.Context, backendIDs []string) (map[string]map[string]float64, error) {
-	projects, err := b.api.listProjects(ctx)
-	if err != nil {
-		return nil, err
-	}
-	nss, err := list[namespace](ctx, b.api, b.api.namespacesPath(), "")
-	if err != nil {
-		return nil, err
-	}
-	var quotas struct {
-		Items []resourceQuota `json:"items"`
-	}
-	if err := b.api.do(ctx, http.MethodGet, "/k8s/clusters/"+url.PathEscape(b.settings.ClusterID)+"/api/v1/resourcequotas", "", nil, &quotas); err != nil {
-		return nil, err
-	}
-	quotasByNS := map[string][]resourceQuota{}
-	for _, q := range quotas.Items {
-		quotasByNS[q.Metadata.Namespace] = append(quotasByNS[q.Metadata.Namespace], q)
-	}
-	nsByProject := map[string][]string{}
-	for _, ns := range nss {
-		nsByProject[ns.ProjectID] = append(nsByProject[ns.ProjectID], ns.Name)
-	}
-	out := map[string]map[string]float64{}
-	for _, id := range backendIDs {
-		p, ok := pick(projects, id)
-		if !ok {
-			continue
-		}
-		byNS := map[string][]resourceQuota{}
-		for _, ns := range nsByProject[p.ID] {
-			byNS[ns] = quotasByNS[ns]
-		}
-		u, err := b.usageOf(byNS)
-		if err != nil {
-			return nil, err
-		}
-		out[id] = u
-	}
-	return out, nil
 }
 
 // pick finds a backend id in a project list as resolve does (by id, or by
