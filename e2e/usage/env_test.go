@@ -67,8 +67,16 @@ func cluster(t testing.TB) *kube.Cluster {
 // service account, which pod admission wants before any pod.
 func createNamespace(t testing.TB, dyn dynamic.Interface, name string) {
 	t.Helper()
+	createAnnotatedNamespace(t, dyn, name, nil)
+}
+
+// createAnnotatedNamespace is createNamespace with annotations (Rancher's
+// field.cattle.io/projectId puts a namespace in a project).
+func createAnnotatedNamespace(t testing.TB, dyn dynamic.Interface, name string, annotations map[string]string) {
+	t.Helper()
 	ctx := context.Background()
 	ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": name}}}
+	ns.SetAnnotations(annotations)
 	if _, err := dyn.Resource(nsGVR).Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatalf("namespace %s: %v", name, err)
 	}
