@@ -118,6 +118,12 @@ func (s *Service) Run(ctx context.Context) error {
 	}
 	defer s.subs.Stop(30 * time.Second)
 	s.subs.Add(serve)
+	serveCreated, err := bus.Serve(ctx, s.bus, bus.ServeConfig{Service: Name, Command: sagas.CmdSyncCreated,
+		Consumer: bus.ConsumerConfig{MaxDeliver: s.cfg.MaxDeliver, Backoff: s.cfg.Backoff}}, s.serveSyncCreated)
+	if err != nil {
+		return err
+	}
+	s.subs.Add(serveCreated)
 	evs, err := bus.Subscribe(ctx, s.bus, bus.ConsumerConfig{Name: Name, Stream: bus.EventsStream, FilterSubjects: filters,
 		MaxDeliver: s.cfg.MaxDeliver, Backoff: s.cfg.Backoff, OrderingKey: bus.WaldurEventKey}, s.handleEvent)
 	if err != nil {
@@ -154,7 +160,21 @@ func (s *Service) serveSync(ctx context.Context, req *sitebusv1.SyncResourceRequ
 		return nil, err
 	}
 	d, _ := bus.DeliveryFromContext(ctx)
-	return s.syncResource(ctx, o, req.ResourceUuid, "sync:"+d.Header.Get(bus.HeaderMsgID))
+	return s.syncResource(ctx, o, req.ResourceUuid, "sync:"+d.Header.Get(bus.HeaderMsgID), false)
+}
+
+// serveSyncCreated is sync-resource for the team step of a create saga
+// whose earlier steps made the object and bound the project group to it
+// (sagas.CmdSyncCreated): it does not look the object up again nor bind
+// again. A redelivery or a resumed saga is the same: the team step runs
+// only after those steps' results are recorded.
+func (s *Service) serveSyncCreated(ctx context.Context, req *sitebusv1.SyncResourceRequest) (*sitebusv1.SyncResourceResponse, error) {
+	o, err := s.offering(req.OfferingUuid)
+	if err != nil {
+		return nil, err
+	}
+	d, _ := bus.DeliveryFromContext(ctx)
+	return s.syncResource(ctx, o, req.ResourceUuid, "sync:"+d.Header.Get(bus.HeaderMsgID), true)
 }
 
 // handleEvent syncs the resources a user_role or resource event concerns.
@@ -202,7 +222,7 @@ func (s *Service) handleEvent(ctx context.Context, ev *sitebusv1.WaldurEvent) er
 	// event come again.
 	var errs []error
 	for _, uuid := range targets {
-		_, err := s.syncResource(ctx, o, uuid, key+":"+uuid)
+		_, err := s.syncResource(ctx, o, uuid, key+":"+uuid, false)
 		switch {
 		case err == nil:
 		case bus.IsTerminal(err):
@@ -241,7 +261,7 @@ func (s *Service) syncOffering(ctx context.Context, o Offering, now time.Time) {
 	}
 	key := fmt.Sprintf("periodic:%d", now.Unix())
 	for _, r := range resources {
-		if _, err := s.syncResource(ctx, o, r.UUID, key+":"+r.UUID); err != nil && ctx.Err() == nil {
+		if _, err := s.syncResource(ctx, o, r.UUID, key+":"+r.UUID, false); err != nil && ctx.Err() == nil {
 			s.log.Warn("membership reconcile of a resource failed", "offering", o.Config.Name, "resource", r.UUID, "err", err)
 		}
 	}
@@ -249,8 +269,9 @@ func (s *Service) syncOffering(ctx context.Context, o Offering, now time.Time) {
 
 // syncResource applies Waldur's team of one resource to its access groups
 // and, where configured, to the users listed in the object. key makes the
-// commands it sends idempotent for this one sync.
-func (s *Service) syncResource(ctx context.Context, o Offering, resourceUUID, key string) (*sitebusv1.SyncResourceResponse, error) {
+// commands it sends idempotent for this one sync. created says the caller
+// is a create saga that made the object and bound its project group.
+func (s *Service) syncResource(ctx context.Context, o Offering, resourceUUID, key string, created bool) (*sitebusv1.SyncResourceResponse, error) {
 	res, err := o.Waldur.GetResource(ctx, resourceUUID)
 	if waldur.IsNotFound(err) {
 		return &sitebusv1.SyncResourceResponse{}, nil
@@ -283,7 +304,7 @@ func (s *Service) syncResource(ctx context.Context, o Offering, resourceUUID, ke
 		}
 	}
 	if o.ProjectGroups != nil {
-		if err := s.syncProjectGroups(ctx, o, res, team, key, out); err != nil {
+		if err := s.syncProjectGroups(ctx, o, res, team, key, created, out); err != nil {
 			return nil, err
 		}
 	}

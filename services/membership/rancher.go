@@ -30,7 +30,16 @@ const (
 // the child group, the child and then an empty parent deleted (the Python
 // agent's cleanup of empty groups). Each step is a command to the service
 // that owns it: bindings to order, groups to keycloak-sync.
-func (s *Service) syncProjectGroups(ctx context.Context, o Offering, res *waldur.Resource, team []waldur.ProjectUser, key string, out *sitebusv1.SyncResourceResponse) error {
+//
+// created (the team step of rancher-project-create) skips what that saga's
+// earlier steps did in this run: the project lookup and the binding. The
+// groups are ensured all the same: between the saga's groups and binding
+// steps another resource of the same Waldur project may have lost its last
+// member and, finding no project bound to the child group yet, deleted the
+// groups. The binding cannot go that way (it is this project's, and
+// unbinding is per project), and an event-driven sync of this resource in
+// between binds again whenever the team it applies has members.
+func (s *Service) syncProjectGroups(ctx context.Context, o Offering, res *waldur.Resource, team []waldur.ProjectUser, key string, created bool, out *sitebusv1.SyncResourceResponse) error {
 	groups := o.ProjectGroups(res.ProjectSlug)
 	child := groups[len(groups)-1]
 	offering := o.Config.OfferingUUIDHex()
@@ -52,12 +61,14 @@ func (s *Service) syncProjectGroups(ctx context.Context, o Offering, res *waldur
 	// A resource without a project (another offering's id, a project gone)
 	// has nothing to grant access to; the child group, shared by every
 	// resource of the Waldur project, must not be changed on its account.
-	exists, err := o.Backend.Exists(ctx, projectID)
-	if err != nil {
-		return fmt.Errorf("look up %s %s: %w", o.Backend.Type(), projectID, err)
-	}
-	if !exists {
-		return nil
+	if !created {
+		exists, err := o.Backend.Exists(ctx, projectID)
+		if err != nil {
+			return fmt.Errorf("look up %s %s: %w", o.Backend.Type(), projectID, err)
+		}
+		if !exists {
+			return nil
+		}
 	}
 	if len(refs) > 0 {
 		ensure := &sitebusv1.EnsureGroupsRequest{OfferingUuid: offering}
@@ -67,9 +78,11 @@ func (s *Service) syncProjectGroups(ctx context.Context, o Offering, res *waldur
 		if err := s.bus.Call(ctx, svcKeycloak, cmdEnsureGroups, ensure, &sitebusv1.EnsureGroupsResponse{}, bus.WithKey(key+":groups")); err != nil {
 			return fmt.Errorf("ensure groups of %s: %w", child.Name, err)
 		}
-		bind := &sitebusv1.BindGroupRequest{OfferingUuid: offering, BackendId: projectID, Group: child.Name}
-		if err := s.bus.Call(ctx, svcOrder, sagas.CmdBindGroup, bind, &sitebusv1.BindGroupResponse{}, bus.WithKey(key+":bind")); err != nil {
-			return fmt.Errorf("bind group %s to %s: %w", child.Name, projectID, err)
+		if !created {
+			bind := &sitebusv1.BindGroupRequest{OfferingUuid: offering, BackendId: projectID, Group: child.Name}
+			if err := s.bus.Call(ctx, svcOrder, sagas.CmdBindGroup, bind, &sitebusv1.BindGroupResponse{}, bus.WithKey(key+":bind")); err != nil {
+				return fmt.Errorf("bind group %s to %s: %w", child.Name, projectID, err)
+			}
 		}
 	}
 	set := &sitebusv1.SetGroupMembersRequest{OfferingUuid: offering, Group: &sitebusv1.GroupRef{Name: child.Name, ParentName: child.Parent},

@@ -28,8 +28,13 @@ const (
 	CmdDeleteObject = "delete-object"
 	CmdSettleOrder  = "settle-order"
 	CmdSyncResource = "sync-resource"
-	CmdBindGroup    = "bind-group"
-	CmdUnbindGroup  = "unbind-group"
+	// CmdSyncCreated is sync-resource sent by the team step of
+	// rancher-project-create: the project and its group binding were made
+	// by the saga's earlier steps, so membership does not look them up or
+	// bind again.
+	CmdSyncCreated = "sync-created-resource"
+	CmdBindGroup   = "bind-group"
+	CmdUnbindGroup = "unbind-group"
 )
 
 // activities turn saga steps into commands.
@@ -193,7 +198,11 @@ func (a activities) syncTeam(ctx context.Context, in saga.ActivityInput) (json.R
 	if err != nil {
 		return nil, err
 	}
-	return a.call(ctx, in, svcMembership, CmdSyncResource, &sitebusv1.SyncResourceRequest{OfferingUuid: v.OfferingUUID, ResourceUuid: v.ResourceUUID}, &sitebusv1.SyncResourceResponse{})
+	cmd := CmdSyncResource
+	if in.Definition == RancherProjectCreate {
+		cmd = CmdSyncCreated
+	}
+	return a.call(ctx, in, svcMembership, cmd, &sitebusv1.SyncResourceRequest{OfferingUuid: v.OfferingUUID, ResourceUuid: v.ResourceUUID}, &sitebusv1.SyncResourceResponse{})
 }
 
 func (a activities) settle(ctx context.Context, in saga.ActivityInput) (json.RawMessage, error) {
