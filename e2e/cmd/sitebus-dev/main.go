@@ -1,7 +1,9 @@
 // Command sitebus-dev runs a local site for development (`make run`, Tilt):
 // a scratch RabbitMQ node, the Waldur simulator creating demo orders and
-// resource changes, sitebus with its embedded NATS, and `sitebus events
-// tail` so the events show as they are stored.
+// resource changes, a local Kubernetes control plane, the Keycloak and
+// Rancher simulators, sitebus with its embedded NATS serving a
+// ManagedNamespace and a Rancher offering, and `sitebus events tail` so the
+// events show as they are stored.
 //
 //	go run ./e2e/cmd/sitebus-dev -sitebus bin/sitebus
 //
@@ -30,6 +32,8 @@ type options struct {
 	natsListen     string
 	simListen      string
 	keycloakListen string
+	rancher        bool
+	rancherListen  string
 	demoInterval   time.Duration
 	dataDir        string
 	keepData       bool
@@ -44,6 +48,8 @@ func parseFlags() options {
 	flag.StringVar(&o.natsListen, "nats-listen", "127.0.0.1:4222", "client address of sitebus's embedded NATS server")
 	flag.StringVar(&o.simListen, "sim-listen", "127.0.0.1:8080", "address of the Waldur simulator")
 	flag.StringVar(&o.keycloakListen, "keycloak-listen", "127.0.0.1:8180", "address of the Keycloak simulator")
+	flag.BoolVar(&o.rancher, "rancher", true, "also serve a Rancher offering against the Rancher simulator")
+	flag.StringVar(&o.rancherListen, "rancher-listen", "127.0.0.1:8443", "address of the Rancher simulator (plain HTTP)")
 	flag.DurationVar(&o.demoInterval, "demo-interval", 5*time.Second, "create a demo order this often (0: never)")
 	flag.StringVar(&o.dataDir, "data-dir", "", "directory for the config and the JetStream store (default: a temporary one, removed on exit)")
 	flag.BoolVar(&o.keepData, "keep-data", false, "keep the temporary data directory on exit")

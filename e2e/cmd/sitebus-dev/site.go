@@ -13,11 +13,13 @@ import (
 	"github.com/sitebus/sitebus/e2e/keycloaksim"
 	"github.com/sitebus/sitebus/e2e/kube"
 	"github.com/sitebus/sitebus/e2e/rabbitmq"
+	"github.com/sitebus/sitebus/e2e/ranchersim"
 	"github.com/sitebus/sitebus/e2e/waldursim"
 )
 
-// site is the simulated Waldur side: a scratch RabbitMQ node and the
-// simulator publishing to it.
+// site is the simulated Waldur side (a scratch RabbitMQ node and the
+// simulator publishing to it) and the platforms: a local Kubernetes
+// control plane, the Keycloak simulator and the Rancher simulator.
 type site struct {
 	broker *rabbitmq.Broker
 	sim    *waldursim.Server
@@ -29,6 +31,9 @@ type site struct {
 	demoResource string
 	// keycloakURL of the Keycloak simulator ("" when not started).
 	keycloakURL string
+	cluster     *kube.Cluster
+	// rancher is nil when not started (-rancher=false, -only stomp-bridge).
+	rancher *ranchersim.Server
 }
 
 func startSite(ctx context.Context, o options, log *slog.Logger, cleanup *stack) (*site, error) {
@@ -40,6 +45,13 @@ func startSite(ctx context.Context, o options, log *slog.Logger, cleanup *stack)
 	fx, err := loadFixture()
 	if err != nil {
 		return nil, err
+	}
+	platforms := o.only != "stomp-bridge"
+	withRancher := o.rancher && platforms
+	if withRancher {
+		if err := addRancherOffering(fx); err != nil {
+			return nil, err
+		}
 	}
 	log.Info("starting RabbitMQ (takes a few seconds)")
 	broker, err := rabbitmq.Start(ctx, rabbitmq.Options{Logger: log})
@@ -68,11 +80,16 @@ func startSite(ctx context.Context, o options, log *slog.Logger, cleanup *stack)
 	// so the demo's resource changes show up too.
 	cfg.MembershipBackend = "k8s-ut-namespace"
 	s := &site{broker: broker, sim: sim, fx: fx, cfg: cfg}
-	if o.only == "" || o.only != "stomp-bridge" {
+	if platforms {
 		if err := s.startKubernetes(ctx, log, cleanup); err != nil {
 			return nil, err
 		}
 		if err := s.startKeycloak(o, log, cleanup); err != nil {
+			return nil, err
+		}
+	}
+	if withRancher {
+		if err := s.startRancher(o, s.cluster, log, cleanup); err != nil {
 			return nil, err
 		}
 	}
@@ -137,6 +154,7 @@ func (s *site) startKubernetes(ctx context.Context, log *slog.Logger, cleanup *s
 	}
 	s.cfg.Kubeconfig, s.cfg.CRNamespace = cluster.Kubeconfig, "waldur-system"
 	s.kubeconfig = cluster.Kubeconfig
+	s.cluster = cluster
 	return nil
 }
 
@@ -155,7 +173,11 @@ func loadFixture() (*waldursim.Fixture, error) {
 // writeConfig writes the sitebus config into dir.
 func (s *site) writeConfig(dir string) (string, error) {
 	path := filepath.Join(dir, "config.yaml")
-	if err := os.WriteFile(path, []byte(s.cfg.YAML()), 0o600); err != nil {
+	cfg, err := s.configYAML()
+	if err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		return "", fmt.Errorf("write sitebus config: %w", err)
 	}
 	return path, nil
@@ -164,7 +186,8 @@ func (s *site) writeConfig(dir string) (string, error) {
 // flagEvery is how many demo orders come per resource flag change.
 const flagEvery = 3
 
-// demo keeps events flowing: an order every interval and, every
+// demo keeps events flowing: an order every interval (alternating between
+// the namespaces and the Rancher offering when Rancher runs) and, every
 // flagEvery-th time, a paused or downscaled toggle on a fixture resource.
 func (s *site) demo(ctx context.Context, every time.Duration, log *slog.Logger) {
 	admin := s.sim.Admin()
@@ -194,17 +217,24 @@ func (s *site) demo(ctx context.Context, every time.Duration, log *slog.Logger) 
 }
 
 func (s *site) demoOrder(ctx context.Context, admin *waldursim.AdminClient, n int, log *slog.Logger) {
-	res, err := admin.CreateOrder(ctx, waldursim.CreateOrderRequest{
+	req := waldursim.CreateOrderRequest{
+		OfferingUUID: s.fx.Offerings[0].UUID,
 		ResourceName: fmt.Sprintf("demo-%d", n),
 		Limits:       map[string]int{"cpu": 1, "ram": 2},
-	})
+	}
+	if s.rancher != nil && n%2 == 0 {
+		req.OfferingUUID = rancherOfferingUUID
+		req.Limits = map[string]int{"cpu": 2, "ram": 4, "storage": 10, "gpu": 1}
+	}
+	res, err := admin.CreateOrder(ctx, req)
 	if err != nil {
 		if ctx.Err() == nil {
 			log.Warn("demo order", "err", err)
 		}
 		return
 	}
-	log.Info("demo order created", "order", res.Order.UUID, "resource", res.Resource.Name, "frames", len(res.Published))
+	log.Info("demo order created", "order", res.Order.UUID, "resource", res.Resource.Name,
+		"offering", res.Order.OfferingName, "frames", len(res.Published))
 	// Give it the fixture's first team, so its access groups get members.
 	if len(s.fx.Resources) > 0 {
 		for _, m := range s.fx.Resources[0].Team {
@@ -213,7 +243,8 @@ func (s *site) demoOrder(ctx context.Context, admin *waldursim.AdminClient, n in
 			}
 		}
 	}
-	if s.demoResource == "" {
+	// The flag flips target a ManagedNamespace resource (kubectl shows them).
+	if s.demoResource == "" && req.OfferingUUID == s.fx.Offerings[0].UUID {
 		s.demoResource = res.Resource.UUID
 	}
 }
@@ -255,6 +286,11 @@ func printBanner(o options, s *site, bin, cfgPath, dataDir string) {
 		if s.kubeconfig != "" {
 			line("  Kubernetes        kubectl --kubeconfig %s get managednamespaces -n waldur-system", s.kubeconfig)
 		}
+		if s.rancher != nil {
+			line("  Rancher sim       %s/v3   (cluster %s; offering %s)", s.rancher.URL(), s.rancher.Options().ClusterID, rancherOfferingUUID)
+			line("                    curl -s %s/sim/projects   (and /sim/bindings, /sim/imports)", s.rancher.URL())
+			line("                    kubectl --kubeconfig %s get ns -l gpu-pool -L gpu-pool; ... get resourcequota -A", s.kubeconfig)
+		}
 	}
 	line("  sitebus           http://%s/metrics  /readyz  /healthz", o.httpAddr)
 	line("  NATS (embedded)   %s", nats)
@@ -263,7 +299,10 @@ func printBanner(o options, s *site, bin, cfgPath, dataDir string) {
 	line("")
 	line("  try:")
 	if s != nil {
-		line("    curl -XPOST %s/sim/orders -d '{}'", s.sim.URL())
+		line("    curl -XPOST %s/sim/orders -d '{\"offering_uuid\": \"%s\"}'", s.sim.URL(), s.fx.Offerings[0].UUID)
+		if s.rancher != nil {
+			line("    curl -XPOST %s/sim/orders -d '{\"offering_uuid\": \"%s\", \"limits\": {\"cpu\": 2, \"gpu\": 1}}'", s.sim.URL(), rancherOfferingUUID)
+		}
 	}
 	line("    %s dlq list --nats-url %s", cli, nats)
 	line("    %s replay --subject 'waldur.*.order' --since 10m --dry-run --nats-url %s", cli, nats)

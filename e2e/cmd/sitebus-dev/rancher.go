@@ -1,0 +1,122 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/sitebus/sitebus/e2e/kube"
+	"github.com/sitebus/sitebus/e2e/ranchersim"
+	"github.com/sitebus/sitebus/e2e/waldursim"
+)
+
+// The Rancher offering is added to the fixture here, not in fixture.yaml:
+// the simulator picks "the only offering" for orders that name none, and
+// the end-to-end tests rely on that.
+const (
+	rancherOfferingUUID = "e7a1b2c3d4e54f6a8b7c6d5e4f3a2b1c"
+	rancherOfferingName = "Rancher projects"
+	// rancherProjectPrefix keeps Rancher's namespaces apart from the
+	// ManagedNamespace ones in the shared cluster.
+	rancherProjectPrefix = "rancher-"
+	rancherDefaultRole   = "workloads-manage"
+)
+
+// addRancherOffering adds the Rancher offering to fx, sold by the customer
+// of the fixture's first offering.
+func addRancherOffering(fx *waldursim.Fixture) error {
+	if len(fx.Offerings) == 0 {
+		return fmt.Errorf("fixture has no offering to take the customer from")
+	}
+	limit := func(typ, name, unit string) map[string]any {
+		return map[string]any{"type": typ, "name": name, "measured_unit": unit, "billing_type": "limit", "limit_period": "month"}
+	}
+	fx.Offerings = append(fx.Offerings, waldursim.Offering{
+		UUID:         rancherOfferingUUID,
+		Name:         rancherOfferingName,
+		CustomerUUID: fx.Offerings[0].CustomerUUID,
+		Type:         "Marketplace.Slurm",
+		Components: []map[string]any{
+			limit("cpu", "CPU", "cores"), limit("ram", "RAM", "GB"),
+			limit("storage", "Storage", "GB"), limit("gpu", "GPU", "units"),
+		},
+		PluginOptions: map[string]any{"enable_membership_sync_status": true},
+	})
+	return nil
+}
+
+// startRancher serves the Rancher simulator in front of the local cluster,
+// so Rancher namespaces and quotas are real objects there.
+func (s *site) startRancher(o options, cluster *kube.Cluster, log *slog.Logger, cleanup *stack) error {
+	rs, err := ranchersim.New(ranchersim.Options{Kube: cluster.RESTConfig(), Logger: log})
+	if err != nil {
+		return err
+	}
+	if err := rs.Start(o.rancherListen); err != nil {
+		return fmt.Errorf("start the Rancher simulator on %s: %w", o.rancherListen, err)
+	}
+	cleanup.push(func() {
+		log.Info("stopping the Rancher simulator")
+		_ = rs.Close()
+	})
+	s.rancher = rs
+	return nil
+}
+
+// rancherOfferingYAML is the Rancher offering's entry in the sitebus
+// config: every backend role is rancher, Keycloak is the same simulator
+// as the namespaces offering's.
+func (s *site) rancherOfferingYAML() string {
+	ro := s.rancher.Options()
+	host, port, _ := strings.Cut(s.cfg.WebSTOMPAddr, ":")
+	var kc string
+	if s.keycloakURL != "" {
+		kc = fmt.Sprintf("      keycloak_enabled: true\n      keycloak_use_user_id: false\n"+
+			"      keycloak: {keycloak_url: %q, keycloak_realm: waldur, keycloak_user_realm: master, keycloak_username: admin, keycloak_password: admin}\n",
+			strings.TrimRight(s.keycloakURL, "/")+"/")
+	}
+	return fmt.Sprintf(`  - name: local-rancher
+    waldur_api_url: %s/api/
+    waldur_api_token: %s
+    waldur_offering_uuid: %s
+    backend_type: rancher
+    order_processing_backend: rancher
+    membership_sync_backend: rancher
+    reporting_backend: rancher
+    stomp_enabled: true
+    websocket_use_tls: false
+    stomp_ws_host: %s
+    stomp_ws_port: %s
+    stomp_ws_path: %s
+    backend_settings:
+      backend_url: %s
+      username: %s
+      password: %s
+      cluster_id: %s
+      project_prefix: %s
+      default_role: %s
+      namespace_labels: {gpu-pool: h100-2x}
+%s    backend_components:
+      cpu: {type: cpu, measured_unit: cores, accounting_type: limit, label: CPU}
+      ram: {type: ram, measured_unit: GB, accounting_type: limit, label: RAM}
+      storage: {type: storage, measured_unit: GB, accounting_type: limit, label: Storage}
+      gpu: {type: gpu, measured_unit: units, accounting_type: limit, label: GPU}
+`, strings.TrimRight(s.cfg.WaldurURL, "/"), s.cfg.Token, rancherOfferingUUID, host, port, s.cfg.WebSTOMPPath,
+		s.rancher.URL(), ro.AccessKey, ro.SecretKey, ro.ClusterID, rancherProjectPrefix, rancherDefaultRole, kc)
+}
+
+// configYAML is the harness's one-offering config with the Rancher
+// offering appended to its offerings list (which ends where the sitebus
+// block starts).
+func (s *site) configYAML() (string, error) {
+	base := s.cfg.YAML()
+	if s.rancher == nil {
+		return base, nil
+	}
+	const tail = "\nsitebus:\n"
+	i := strings.Index(base, tail)
+	if i < 0 {
+		return "", fmt.Errorf("sitebus-dev: the generated config has no %q block to put the Rancher offering before", "sitebus:")
+	}
+	return base[:i+1] + s.rancherOfferingYAML() + base[i+1:], nil
+}
