@@ -1,12 +1,8 @@
 package kube
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"time"
 
@@ -15,9 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
-	"sigs.k8s.io/yaml"
+
+	"github.com/sitebus/sitebus/e2e/kube/manifest"
 )
 
 // FieldManager is the server-side-apply manager name ApplyYAML uses.
@@ -44,7 +40,7 @@ func (c *Cluster) ApplyFile(ctx context.Context, path string) error {
 // waits until the CRD is Established, so later documents (and the caller)
 // can use the new kind at once.
 func (c *Cluster) ApplyYAML(ctx context.Context, data []byte) error {
-	objs, err := decodeManifest(data)
+	objs, err := manifest.Decode(data)
 	if err != nil {
 		return err
 	}
@@ -136,41 +132,4 @@ func (c *Cluster) waitEstablished(ctx context.Context, name string) error {
 		return fmt.Errorf("CRD %s not established (%s): %w", name, last, err)
 	}
 	return nil
-}
-
-// decodeManifest splits a multi-document manifest into objects, skipping
-// empty documents and expanding `kind: List`.
-func decodeManifest(data []byte) ([]*unstructured.Unstructured, error) {
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	var objs []*unstructured.Unstructured
-	for n := 1; ; n++ {
-		doc, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			return objs, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("read document %d: %w", n, err)
-		}
-		js, err := yaml.YAMLToJSON(doc)
-		if err != nil {
-			return nil, fmt.Errorf("document %d: %w", n, err)
-		}
-		if js = bytes.TrimSpace(js); len(js) == 0 || string(js) == "null" {
-			continue
-		}
-		obj, _, err := unstructured.UnstructuredJSONScheme.Decode(js, nil, nil)
-		if err != nil {
-			return nil, fmt.Errorf("document %d: %w", n, err)
-		}
-		switch o := obj.(type) {
-		case *unstructured.Unstructured:
-			objs = append(objs, o)
-		case *unstructured.UnstructuredList:
-			for i := range o.Items {
-				objs = append(objs, &o.Items[i])
-			}
-		default:
-			return nil, fmt.Errorf("document %d: unexpected %T", n, obj)
-		}
-	}
 }

@@ -1,12 +1,8 @@
 package ranchersim
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -15,9 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
-	"sigs.k8s.io/yaml"
+
+	"github.com/sitebus/sitebus/e2e/kube/manifest"
 )
 
 // Import is one importYaml call as received: YAML is the exact string of
@@ -81,7 +77,7 @@ func (s *Server) importYAML(w http.ResponseWriter, r *http.Request) *apiError {
 // applyManifest applies every object and returns kubectl-style output lines
 // and whether anything failed.
 func (k *kubeClient) applyManifest(ctx context.Context, in importBody) ([]string, bool) {
-	objs, err := decodeManifest([]byte(in.YAML))
+	objs, err := manifest.Decode([]byte(in.YAML))
 	if err != nil {
 		return []string{"error: error parsing STDIN: " + err.Error()}, true
 	}
@@ -181,41 +177,4 @@ func (o kubectlOutput) Error() string { return string(o) }
 func fromServer(err error, verb, ref string) error {
 	e := kubeErr(err)
 	return fmt.Errorf(`Error from server (%s): error when %s %q: %s`, e.code, verb, ref, e.message)
-}
-
-// decodeManifest splits a multi-document manifest into objects, skipping
-// empty documents and expanding `kind: List`.
-func decodeManifest(data []byte) ([]*unstructured.Unstructured, error) {
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	var objs []*unstructured.Unstructured
-	for n := 1; ; n++ {
-		doc, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			return objs, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("document %d: %w", n, err)
-		}
-		js, err := yaml.YAMLToJSON(doc)
-		if err != nil {
-			return nil, fmt.Errorf("document %d: %w", n, err)
-		}
-		if js = bytes.TrimSpace(js); len(js) == 0 || string(js) == "null" {
-			continue
-		}
-		obj, _, err := unstructured.UnstructuredJSONScheme.Decode(js, nil, nil)
-		if err != nil {
-			return nil, fmt.Errorf("document %d: %w", n, err)
-		}
-		switch o := obj.(type) {
-		case *unstructured.Unstructured:
-			objs = append(objs, o)
-		case *unstructured.UnstructuredList:
-			for i := range o.Items {
-				objs = append(objs, &o.Items[i])
-			}
-		default:
-			return nil, fmt.Errorf("document %d: unexpected %T", n, obj)
-		}
-	}
 }
