@@ -1,10 +1,9 @@
 package keycloaksim
 
 import (
-	"io"
-	"net/http"
-	"strings"
 	"time"
+
+	"github.com/sitebus/sitebus/e2e/simhttp"
 )
 
 // Call is one logged request. Bodies are not kept: token requests carry
@@ -36,165 +35,44 @@ type Fault struct {
 	Count      int
 }
 
-type activeFault struct {
-	Fault
-	left int // < 0: unlimited
+// newFaults is the call log and fault registry with Keycloak's bodies; it
+// keeps no request bodies.
+func newFaults() *simhttp.Faults {
+	return simhttp.NewFaults(simhttp.FaultOptions{
+		DownBody:  "Service Unavailable",
+		ErrorBody: func(int) string { return `{"error":"unknown_error"}` },
+	})
 }
 
 // AddFault injects f; faults are matched in the order they were added.
 func (s *Server) AddFault(f Fault) {
-	left := f.Count
-	if left <= 0 {
-		left = -1
-	}
-	s.mu.Lock()
-	s.faults = append(s.faults, &activeFault{f, left})
-	s.mu.Unlock()
+	s.faults.Add(simhttp.Fault{Method: f.Method, PathPrefix: f.PathPrefix, Status: f.Status, Body: f.Body,
+		Delay: f.Delay, Drop: f.Drop, Count: f.Count})
 }
 
 // ClearFaults removes every fault (not Down).
-func (s *Server) ClearFaults() {
-	s.mu.Lock()
-	s.faults = nil
-	s.mu.Unlock()
-}
+func (s *Server) ClearFaults() { s.faults.Clear() }
 
 // Down makes every request (token endpoint included) answer 503, as
 // Keycloak behind a proxy does while it restarts, until Down(false). For a
 // connection-level failure use AddFault(Fault{Drop: true}).
-func (s *Server) Down(down bool) {
-	s.mu.Lock()
-	s.down = down
-	s.mu.Unlock()
-}
+func (s *Server) Down(down bool) { s.faults.Down(down) }
 
 // Calls returns a copy of the call log.
 func (s *Server) Calls() []Call {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Call(nil), s.calls...)
+	var out []Call
+	for _, c := range s.faults.Calls() {
+		out = append(out, Call{Time: c.Time, Method: c.Method, Path: c.Path, Query: c.Query, Status: c.Status,
+			Duration: c.Duration, Faulted: c.Faulted})
+	}
+	return out
 }
 
 // CallCount counts logged requests matching method (empty: any) and path
 // prefix; with status > 0 only those answered with that status.
 func (s *Server) CallCount(method, pathPrefix string, status int) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := 0
-	for _, c := range s.calls {
-		if (method == "" || strings.EqualFold(method, c.Method)) && strings.HasPrefix(c.Path, pathPrefix) &&
-			(status == 0 || c.Status == status) {
-			n++
-		}
-	}
-	return n
+	return s.faults.CallCount(method, pathPrefix, status)
 }
 
 // ResetCalls empties the call log.
-func (s *Server) ResetCalls() {
-	s.mu.Lock()
-	s.calls = nil
-	s.mu.Unlock()
-}
-
-// takeFault returns the fault for r, if any, counting it down.
-func (s *Server) takeFault(r *http.Request) *Fault {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.down {
-		return &Fault{Status: http.StatusServiceUnavailable, Body: "Service Unavailable"}
-	}
-	for i, f := range s.faults {
-		if (f.Method == "" || strings.EqualFold(f.Method, r.Method)) && strings.HasPrefix(r.URL.Path, f.PathPrefix) {
-			if f.left > 0 {
-				f.left--
-				if f.left == 0 {
-					s.faults = append(s.faults[:i], s.faults[i+1:]...)
-				}
-			}
-			cp := f.Fault
-			return &cp
-		}
-	}
-	return nil
-}
-
-type statusRecorder struct {
-	http.ResponseWriter
-	status int
-}
-
-func (r *statusRecorder) WriteHeader(code int) {
-	if r.status == 0 {
-		r.status = code
-	}
-	r.ResponseWriter.WriteHeader(code)
-}
-
-func (r *statusRecorder) Write(b []byte) (int, error) {
-	if r.status == 0 {
-		r.status = http.StatusOK
-	}
-	return r.ResponseWriter.Write(b)
-}
-
-// middleware logs every request and applies Down and faults before
-// routing.
-func (s *Server) middleware(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
-		rec := &statusRecorder{ResponseWriter: w}
-		f := s.takeFault(r)
-		defer func() {
-			s.mu.Lock()
-			s.calls = append(s.calls, Call{
-				Time: start, Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery,
-				Status: rec.status, Duration: time.Since(start), Faulted: f != nil,
-			})
-			s.mu.Unlock()
-		}()
-		if f != nil {
-			if f.Delay > 0 {
-				t := time.NewTimer(f.Delay)
-				select {
-				case <-t.C:
-				case <-r.Context().Done():
-					t.Stop()
-					return
-				}
-			}
-			switch {
-			case f.Drop:
-				dropConn(w)
-				return
-			case f.Status != 0:
-				body := f.Body
-				if body == "" {
-					body = `{"error":"unknown_error"}`
-				}
-				ct := "application/json"
-				if !strings.HasPrefix(body, "{") {
-					ct = "text/plain; charset=utf-8"
-				}
-				rec.Header().Set("Content-Type", ct)
-				rec.WriteHeader(f.Status)
-				_, _ = io.WriteString(rec, body)
-				return
-			}
-		}
-		next.ServeHTTP(rec, r)
-	})
-}
-
-// dropConn closes the connection without a response.
-func dropConn(w http.ResponseWriter) {
-	hj, ok := w.(http.Hijacker)
-	if !ok {
-		panic(http.ErrAbortHandler)
-	}
-	conn, _, err := hj.Hijack()
-	if err != nil {
-		panic(http.ErrAbortHandler)
-	}
-	_ = conn.Close()
-}
+func (s *Server) ResetCalls() { s.faults.ResetCalls() }

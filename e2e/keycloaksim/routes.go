@@ -36,7 +36,7 @@ func (s *Server) routes() http.Handler {
 	admin("DELETE "+realmPath+"/users/{id}/groups/{groupId}", s.leaveGroup)
 
 	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) { writeErr(w, errNoRoute) })
-	return s.middleware(mux)
+	return s.faults.Middleware(mux)
 }
 
 // admin authenticates the bearer token, then resolves the realm (Keycloak

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sitebus/sitebus/e2e/simhttp"
 )
 
 // Config seeds and tunes a simulator. The zero value is usable: realms
@@ -81,9 +83,8 @@ type Server struct {
 	realms  map[string]*realm
 	tokens  map[string]session
 	refresh map[string]session
-	calls   []Call
-	faults  []*activeFault
-	down    bool
+
+	faults *simhttp.Faults // call log and injected faults
 
 	handler http.Handler
 	httpSrv *http.Server
@@ -124,6 +125,7 @@ func New(cfg Config) (*Server, error) {
 		realms:  map[string]*realm{},
 		tokens:  map[string]session{},
 		refresh: map[string]session{},
+		faults:  newFaults(),
 	}
 	if err := s.seed(); err != nil {
 		return nil, err

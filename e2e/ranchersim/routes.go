@@ -60,7 +60,7 @@ func (s *Server) routes() http.Handler {
 	// lock a test out of inspecting the simulator.
 	top := http.NewServeMux()
 	s.adminRoutes(top)
-	top.Handle("/", s.middleware(mux))
+	top.Handle("/", s.faults.Middleware(mux))
 	return top
 }
 

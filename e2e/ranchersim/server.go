@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
+
+	"github.com/sitebus/sitebus/e2e/simhttp"
 )
 
 // Defaults of Options.
@@ -85,9 +87,8 @@ type Server struct {
 	projects map[string]*project // by id "c-…:p-…"
 	bindings map[string]*binding // by id "p-…:prtb-…"
 	imports  []Import
-	calls    []Call
-	faults   []*activeFault
-	down     bool
+
+	faults *simhttp.Faults // call log and injected faults
 
 	handler http.Handler
 	httpSrv *http.Server
@@ -129,6 +130,7 @@ func New(opts Options) (*Server, error) {
 		created:  opts.Now().UTC(),
 		projects: map[string]*project{},
 		bindings: map[string]*binding{},
+		faults:   newFaults(),
 	}
 	for _, r := range opts.RoleTemplates {
 		s.roles[r] = true

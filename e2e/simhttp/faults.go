@@ -1,0 +1,218 @@
+package simhttp
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Call is one logged request.
+type Call struct {
+	Time     time.Time
+	Method   string
+	Path     string
+	Query    string // raw, as sent
+	Body     string // empty unless FaultOptions.KeepBody keeps it
+	Status   int    // 0 when the connection was dropped or the client left
+	Duration time.Duration
+	Faulted  bool // answered (or delayed) by a fault or Down
+}
+
+// Fault makes requests matching Method (empty: any), PathPrefix (empty:
+// any) and QueryContains (empty: any) misbehave: wait Delay (a hang; the
+// request ends early only if the client gives up), then answer Status with
+// Body (default: FaultOptions.ErrorBody), or drop the connection (Drop), or
+// pass through (Status 0, no Drop). Count limits it to the next Count
+// matching requests; 0 means until Clear. Go's transport silently resends
+// an idempotent request once when a reused connection is dropped before
+// any response, so a Drop with Count 1 may go unnoticed.
+type Fault struct {
+	Method        string
+	PathPrefix    string
+	QueryContains string
+	Status        int
+	Body          string
+	Delay         time.Duration
+	Drop          bool
+	Count         int
+}
+
+// FaultOptions are what the simulators' fault injection differs in.
+type FaultOptions struct {
+	// DownBody is the body of the 503 every request gets while down.
+	DownBody string
+	// ErrorBody is the body of a fault with a Status and no Body, in the
+	// simulated service's error format.
+	ErrorBody func(status int) string
+	// KeepBody says whether the call log keeps a request's body (its first
+	// MaxLoggedBody bytes, which is then all the handler reads); nil keeps
+	// none (e.g. token requests carry passwords).
+	KeepBody func(r *http.Request) bool
+}
+
+// MaxLoggedBody bounds what the call log keeps of a request body.
+const MaxLoggedBody = 1 << 20
+
+type activeFault struct {
+	Fault
+	left int // < 0: unlimited
+}
+
+// Faults holds the injected faults, the down switch and the call log of
+// one simulator, and applies them in Middleware.
+type Faults struct {
+	opts FaultOptions
+
+	mu     sync.Mutex
+	faults []*activeFault
+	calls  []Call
+	down   bool
+}
+
+// NewFaults returns an empty registry.
+func NewFaults(opts FaultOptions) *Faults { return &Faults{opts: opts} }
+
+// Add injects f; faults are matched in the order they were added.
+func (fs *Faults) Add(f Fault) {
+	left := f.Count
+	if left <= 0 {
+		left = -1
+	}
+	fs.mu.Lock()
+	fs.faults = append(fs.faults, &activeFault{f, left})
+	fs.mu.Unlock()
+}
+
+// Clear removes every fault (not Down).
+func (fs *Faults) Clear() {
+	fs.mu.Lock()
+	fs.faults = nil
+	fs.mu.Unlock()
+}
+
+// Down makes every request answer 503 with DownBody until Down(false).
+func (fs *Faults) Down(down bool) {
+	fs.mu.Lock()
+	fs.down = down
+	fs.mu.Unlock()
+}
+
+// Calls returns a copy of the call log, oldest first.
+func (fs *Faults) Calls() []Call {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	return append([]Call(nil), fs.calls...)
+}
+
+// CallCount counts logged requests matching method (empty: any) and path
+// prefix; with status > 0 only those answered with that status.
+func (fs *Faults) CallCount(method, pathPrefix string, status int) int {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	n := 0
+	for _, c := range fs.calls {
+		if (method == "" || strings.EqualFold(method, c.Method)) && strings.HasPrefix(c.Path, pathPrefix) &&
+			(status == 0 || c.Status == status) {
+			n++
+		}
+	}
+	return n
+}
+
+// ResetCalls empties the call log.
+func (fs *Faults) ResetCalls() {
+	fs.mu.Lock()
+	fs.calls = nil
+	fs.mu.Unlock()
+}
+
+// take returns the fault for r, if any, counting it down.
+func (fs *Faults) take(r *http.Request) *Fault {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if fs.down {
+		return &Fault{Status: http.StatusServiceUnavailable, Body: fs.opts.DownBody}
+	}
+	for i, f := range fs.faults {
+		if (f.Method == "" || strings.EqualFold(f.Method, r.Method)) && strings.HasPrefix(r.URL.Path, f.PathPrefix) &&
+			strings.Contains(r.URL.RawQuery, f.QueryContains) {
+			if f.left > 0 {
+				f.left--
+				if f.left == 0 {
+					fs.faults = append(fs.faults[:i], fs.faults[i+1:]...)
+				}
+			}
+			cp := f.Fault
+			return &cp
+		}
+	}
+	return nil
+}
+
+// Middleware logs every request and applies Down and faults before next.
+func (fs *Faults) Middleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		var body []byte
+		if fs.opts.KeepBody != nil && fs.opts.KeepBody(r) {
+			body, _ = io.ReadAll(io.LimitReader(r.Body, MaxLoggedBody))
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
+		rec := NewRecorder(w)
+		f := fs.take(r)
+		defer func() {
+			fs.mu.Lock()
+			fs.calls = append(fs.calls, Call{
+				Time: start, Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Body: string(body),
+				Status: rec.Status(), Duration: time.Since(start), Faulted: f != nil,
+			})
+			fs.mu.Unlock()
+		}()
+		if f != nil {
+			if f.Delay > 0 {
+				t := time.NewTimer(f.Delay)
+				select {
+				case <-t.C:
+				case <-r.Context().Done():
+					t.Stop()
+					return
+				}
+			}
+			switch {
+			case f.Drop:
+				DropConn(w)
+				return
+			case f.Status != 0:
+				b := f.Body
+				if b == "" && fs.opts.ErrorBody != nil {
+					b = fs.opts.ErrorBody(f.Status)
+				}
+				ct := "application/json"
+				if !strings.HasPrefix(b, "{") {
+					ct = "text/plain; charset=utf-8"
+				}
+				rec.Header().Set("Content-Type", ct)
+				rec.WriteHeader(f.Status)
+				_, _ = io.WriteString(rec, b)
+				return
+			}
+		}
+		next.ServeHTTP(rec, r)
+	})
+}
+
+// DropConn closes the connection without a response.
+func DropConn(w http.ResponseWriter) {
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		panic(http.ErrAbortHandler)
+	}
+	conn, _, err := hj.Hijack()
+	if err != nil {
+		panic(http.ErrAbortHandler)
+	}
+	_ = conn.Close()
+}
