@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/sitebus/sitebus/e2e/simhttp"
 )
 
 // Call is one logged /api/ request.
@@ -36,37 +38,18 @@ type activeFault struct {
 	left int
 }
 
-type statusRecorder struct {
-	http.ResponseWriter
-	status int
-}
-
-func (r *statusRecorder) WriteHeader(code int) {
-	if r.status == 0 {
-		r.status = code
-	}
-	r.ResponseWriter.WriteHeader(code)
-}
-
-func (r *statusRecorder) Write(b []byte) (int, error) {
-	if r.status == 0 {
-		r.status = http.StatusOK
-	}
-	return r.ResponseWriter.Write(b)
-}
-
 // apiMiddleware logs every /api/ call, applies injected faults and then
 // authenticates.
 func (s *Server) apiMiddleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(io.LimitReader(r.Body, 10<<20))
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		rec := &statusRecorder{ResponseWriter: w}
+		rec := simhttp.NewRecorder(w)
 		defer func() {
 			s.mu.Lock()
 			s.calls = append(s.calls, Call{
 				Time: time.Now(), Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery,
-				Body: string(body), Status: rec.status, UserAgent: r.UserAgent(),
+				Body: string(body), Status: rec.Status(), UserAgent: r.UserAgent(),
 			})
 			s.mu.Unlock()
 		}()
