@@ -1,13 +1,10 @@
 package keycloaksim
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
@@ -87,9 +84,7 @@ type Server struct {
 	faults *simhttp.Faults // call log and injected faults
 
 	handler http.Handler
-	httpSrv *http.Server
-	ts      *httptest.Server
-	url     string
+	srv     *simhttp.Server // serves handler (Start, NewTestServer)
 }
 
 // New builds a simulator; it does not listen (see Start, NewTestServer,
@@ -131,6 +126,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.handler = s.routes()
+	s.srv = &simhttp.Server{Handler: s.handler, Log: s.log, ShutdownTimeout: 2 * time.Second, Cut: true}
 	return s, nil
 }
 
@@ -182,41 +178,14 @@ func (s *Server) Handler() http.Handler { return s.handler }
 
 // Start listens on addr (e.g. 127.0.0.1:8180, or 127.0.0.1:0) and serves in
 // the background until Close.
-func (s *Server) Start(addr string) error {
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		return err
-	}
-	s.httpSrv = &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second}
-	s.url = "http://" + l.Addr().String()
-	go func() {
-		if err := s.httpSrv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			s.log.Error("serve", "err", err)
-		}
-	}()
-	return nil
-}
+func (s *Server) Start(addr string) error { return s.srv.Start(addr) }
 
 // URL is the base URL (no trailing slash) once Start or NewTestServer ran;
 // it is what keycloak_url points at.
-func (s *Server) URL() string { return s.url }
+func (s *Server) URL() string { return s.srv.URL() }
 
 // Close stops serving. Requests held by a hanging fault are cut.
-func (s *Server) Close() error {
-	var err error
-	if s.httpSrv != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		if err = s.httpSrv.Shutdown(ctx); err != nil {
-			err = s.httpSrv.Close()
-		}
-		cancel()
-	}
-	if s.ts != nil {
-		s.ts.CloseClientConnections()
-		s.ts.Close()
-	}
-	return err
-}
+func (s *Server) Close() error { return s.srv.Close() }
 
 // NewTestServer starts a simulator on an httptest server closed by
 // t.Cleanup.
@@ -226,8 +195,6 @@ func NewTestServer(t testing.TB, cfg Config) *Server {
 	if err != nil {
 		t.Fatalf("keycloaksim: %v", err)
 	}
-	s.ts = httptest.NewServer(s.handler)
-	s.url = s.ts.URL
-	t.Cleanup(func() { _ = s.Close() })
+	s.srv.ServeTest(t, s.Close)
 	return s
 }

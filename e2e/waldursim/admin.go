@@ -287,8 +287,8 @@ func (s *Server) CreateOrder(ctx context.Context, req CreateOrderRequest) (*Crea
 		return nil, err
 	}
 	out := &CreateOrderResult{
-		Order:    s.st.orderView(s.url, order),
-		Resource: s.st.resourceView(s.url, res),
+		Order:    s.st.orderView(s.srv.URL(), order),
+		Resource: s.st.resourceView(s.srv.URL(), res),
 	}
 	s.mu.Unlock()
 	return out, s.finishPublish(ctx, ev, &out.EventResult)
@@ -353,7 +353,7 @@ func (s *Server) SetResourceFlags(ctx context.Context, resourceUUID string, req 
 			ev = s.resourceEvent(res)
 		}
 	}
-	out := &FlagsResult{Resource: s.st.resourceView(s.url, res)}
+	out := &FlagsResult{Resource: s.st.resourceView(s.srv.URL(), res)}
 	s.mu.Unlock()
 	return out, s.finishPublish(ctx, ev, &out.EventResult)
 }

@@ -1,15 +1,13 @@
 package waldursim
 
 import (
-	"context"
-	"errors"
 	"log/slog"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sitebus/sitebus/e2e/simhttp"
 )
 
 // Config configures a simulator.
@@ -48,9 +46,7 @@ type Server struct {
 	fault []*activeFault
 
 	handler http.Handler
-	httpSrv *http.Server
-	ts      *httptest.Server
-	url     string
+	srv     *simhttp.Server // serves handler (Start, NewTestServer)
 }
 
 // New builds a simulator from cfg; it does not listen (see Start, Handler).
@@ -77,6 +73,7 @@ func New(cfg Config) (*Server, error) {
 		s.pub = newPublisher(*cfg.Rabbit, s.log)
 	}
 	s.handler = s.routes()
+	s.srv = &simhttp.Server{Handler: s.handler, Log: s.log, ShutdownTimeout: 5 * time.Second} // Close waits for requests in flight
 	return s, nil
 }
 
@@ -87,35 +84,14 @@ func (s *Server) Handler() http.Handler { return s.handler }
 
 // Start listens on addr (e.g. 127.0.0.1:8080, or :0) and serves in the
 // background. URL returns the base URL.
-func (s *Server) Start(addr string) error {
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		return err
-	}
-	s.httpSrv = &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second}
-	s.url = "http://" + l.Addr().String()
-	go func() {
-		if err := s.httpSrv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			s.log.Error("serve", "err", err)
-		}
-	}()
-	return nil
-}
+func (s *Server) Start(addr string) error { return s.srv.Start(addr) }
 
 // URL is the base URL (no trailing slash) once Start or NewTestServer ran.
-func (s *Server) URL() string { return s.url }
+func (s *Server) URL() string { return s.srv.URL() }
 
 // Close stops serving and drops the broker connections.
 func (s *Server) Close() error {
-	var err error
-	if s.httpSrv != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		err = s.httpSrv.Shutdown(ctx)
-		cancel()
-	}
-	if s.ts != nil {
-		s.ts.Close()
-	}
+	err := s.srv.Close()
 	if s.pub != nil {
 		s.pub.close()
 	}
@@ -130,11 +106,9 @@ func NewTestServer(t testing.TB, cfg Config) *Server {
 	if err != nil {
 		t.Fatalf("waldursim: %v", err)
 	}
-	s.ts = httptest.NewServer(s.handler)
-	s.url = s.ts.URL
-	t.Cleanup(func() { _ = s.Close() })
+	s.srv.ServeTest(t, s.Close)
 	return s
 }
 
 // Admin returns an AdminClient for this server (after Start/NewTestServer).
-func (s *Server) Admin() *AdminClient { return NewAdminClient(s.url) }
+func (s *Server) Admin() *AdminClient { return NewAdminClient(s.srv.URL()) }
