@@ -1,0 +1,154 @@
+package okdsim
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// unauthorizedBody is what OpenShift answers a missing, unknown or expired
+// token with.
+const unauthorizedBody = `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Unauthorized","reason":"Unauthorized","code":401}`
+
+// TokenID names a token in the call log without revealing it: the first
+// 12 hex digits of its SHA-256. Empty for no token.
+func TokenID(token string) string {
+	if token == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(token))
+	return "sha256:" + hex.EncodeToString(sum[:])[:12]
+}
+
+func bearer(r *http.Request) string {
+	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok {
+		return ""
+	}
+	return strings.TrimSpace(tok)
+}
+
+// TokenFile is the path of the token file.
+func (s *Server) TokenFile() string { return s.opts.TokenFile }
+
+// Token is the first token in the token file (empty if none).
+func (s *Server) Token() string {
+	toks, err := readTokenFile(s.opts.TokenFile, s.opts.User)
+	if err != nil || len(toks) == 0 {
+		return ""
+	}
+	return toks[0].token
+}
+
+// RotateToken replaces every token in the token file with tok, atomically
+// (a reader never sees a half-written file): from the next request on, the
+// old tokens get 401.
+func (s *Server) RotateToken(tok string) error {
+	return writeTokenFile(s.opts.TokenFile, tok)
+}
+
+func writeTokenFile(path, tok string) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".token-*")
+	if err != nil {
+		return fmt.Errorf("write token file: %w", err)
+	}
+	_, werr := tmp.WriteString(tok + "\n")
+	cerr := tmp.Close()
+	if werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Chmod(tmp.Name(), 0o600)
+	}
+	if werr == nil {
+		werr = os.Rename(tmp.Name(), path)
+	}
+	if werr != nil {
+		_ = os.Remove(tmp.Name())
+		return fmt.Errorf("write token file: %w", werr)
+	}
+	return nil
+}
+
+type fileToken struct{ token, user string }
+
+// readTokenFile is read on every request rather than watched: the file is
+// a few bytes, and a watcher's delay would let an old token through once.
+func readTokenFile(path, defaultUser string) ([]fileToken, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var out []fileToken
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		f := strings.Fields(line)
+		t := fileToken{token: f[0], user: defaultUser}
+		if len(f) > 1 {
+			t.user = f[1]
+		}
+		out = append(out, t)
+	}
+	return out, sc.Err()
+}
+
+// user returns the user tok authenticates, if it is valid.
+func (s *Server) user(tok string) (string, bool) {
+	if tok == "" {
+		return "", false
+	}
+	toks, err := readTokenFile(s.opts.TokenFile, s.opts.User)
+	if err != nil {
+		s.log.Error("read token file", "path", s.opts.TokenFile, "err", err)
+	}
+	for _, t := range toks {
+		if subtle.ConstantTimeCompare([]byte(t.token), []byte(tok)) == 1 {
+			return t.user, true
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ot, ok := s.oauthTokens[tok]; ok {
+		if s.now().Before(ot.expires) {
+			return ot.user, true
+		}
+		delete(s.oauthTokens, tok)
+	}
+	return "", false
+}
+
+type userKey struct{}
+
+func userFrom(ctx context.Context) string {
+	u, _ := ctx.Value(userKey{}).(string)
+	return u
+}
+
+// authed rejects requests without a valid token before routing, as the
+// API server's authentication filter does: an unknown path with a bad
+// token is a 401, not a 404.
+func (s *Server) authed(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		markReached(r.Context())
+		u, ok := s.user(bearer(r))
+		if !ok {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusUnauthorized)
+			_, _ = w.Write([]byte(unauthorizedBody))
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), userKey{}, u)))
+	})
+}

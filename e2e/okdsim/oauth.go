@@ -1,0 +1,91 @@
+package okdsim
+
+import (
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/base64"
+	"net/http"
+	"time"
+)
+
+// The OAuth side follows RFC 6749 as OpenShift's OAuth server speaks it:
+// a form-encoded POST to /oauth/token, client credentials as basic auth or
+// form fields, errors as {"error":…,"error_description":…}. Only the
+// refresh_token grant is served: it is what the seed's oauth token_config
+// (client_id, client_secret, refresh_token, token_endpoint) can use.
+
+type oauthToken struct {
+	user    string
+	expires time.Time
+}
+
+func (s *Server) oauthMetadata(w http.ResponseWriter, r *http.Request) {
+	markReached(r.Context())
+	b := base(r)
+	writeJSON(w, http.StatusOK, map[string]any{
+		"issuer":                           b,
+		"authorization_endpoint":           b + "/oauth/authorize",
+		"token_endpoint":                   b + "/oauth/token",
+		"grant_types_supported":            []string{"authorization_code", "implicit", "refresh_token"},
+		"response_types_supported":         []string{"code", "token"},
+		"code_challenge_methods_supported": []string{"plain", "S256"},
+		"scopes_supported":                 []string{"user:check-access", "user:full", "user:info", "user:list-projects", "user:list-scoped-projects"},
+	})
+}
+
+func oauthErr(w http.ResponseWriter, status int, code, desc string) {
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, status, map[string]string{"error": code, "error_description": desc})
+}
+
+func (s *Server) oauthToken(w http.ResponseWriter, r *http.Request) {
+	markReached(r.Context())
+	if err := r.ParseForm(); err != nil {
+		oauthErr(w, http.StatusBadRequest, "invalid_request", "malformed form body")
+		return
+	}
+	id, secret, ok := r.BasicAuth()
+	if !ok {
+		id, secret = r.PostForm.Get("client_id"), r.PostForm.Get("client_secret")
+	}
+	if subtle.ConstantTimeCompare([]byte(id), []byte(s.opts.OAuthClientID)) != 1 ||
+		subtle.ConstantTimeCompare([]byte(secret), []byte(s.opts.OAuthClientSecret)) != 1 {
+		oauthErr(w, http.StatusUnauthorized, "unauthorized_client", "The client is not authorized to request a token using this method.")
+		return
+	}
+	switch gt := r.PostForm.Get("grant_type"); gt {
+	case "refresh_token":
+	case "":
+		oauthErr(w, http.StatusBadRequest, "invalid_request", "The request is missing a required parameter: grant_type.")
+		return
+	default:
+		oauthErr(w, http.StatusBadRequest, "unsupported_grant_type", "The authorization grant type "+gt+" is not supported.")
+		return
+	}
+	if subtle.ConstantTimeCompare([]byte(r.PostForm.Get("refresh_token")), []byte(s.opts.RefreshToken)) != 1 {
+		oauthErr(w, http.StatusBadRequest, "invalid_grant", "The provided authorization grant is invalid, expired, revoked, or was issued to another client.")
+		return
+	}
+	raw := make([]byte, 32)
+	_, _ = rand.Read(raw)
+	tok := "sha256~" + base64.RawURLEncoding.EncodeToString(raw)
+	s.mu.Lock()
+	s.oauthTokens[tok] = oauthToken{user: s.opts.User, expires: s.now().Add(s.opts.OAuthTokenTTL)}
+	s.mu.Unlock()
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, map[string]any{
+		"access_token":  tok,
+		"token_type":    "Bearer",
+		"expires_in":    int(s.opts.OAuthTokenTTL / time.Second),
+		"refresh_token": s.opts.RefreshToken,
+		"scope":         "user:full",
+	})
+}
+
+// ExpireOAuthTokens invalidates every access token /oauth/token issued, so
+// the next request with one gets 401 and a client must refresh.
+func (s *Server) ExpireOAuthTokens() {
+	s.mu.Lock()
+	clear(s.oauthTokens)
+	s.mu.Unlock()
+}

@@ -1,0 +1,208 @@
+package okdsim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/rest"
+
+	"github.com/sitebus/sitebus/e2e/simhttp"
+)
+
+// Defaults of Options.
+const (
+	DefaultToken             = "sha256~okdsim-token-0001"
+	DefaultUser              = "system:serviceaccount:waldur:site-agent"
+	DefaultOAuthClientID     = "sitebus"
+	DefaultOAuthClientSecret = "okdsim-oauth-secret"
+	DefaultRefreshToken      = "okdsim-refresh-token"
+	DefaultOAuthTokenTTL     = 24 * time.Hour
+)
+
+// Options configure a simulator.
+type Options struct {
+	// Kube is the API server behind the simulator (required).
+	Kube *rest.Config
+	// TokenFile holds the valid bearer tokens, one per line ("token" or
+	// "token user"; blank lines and # comments skipped). Empty: a file in
+	// a temporary directory, removed by Close.
+	TokenFile string
+	// Token is written to TokenFile by New unless the file already exists.
+	// Default DefaultToken.
+	Token string
+	// User is the user of a token line without one and of OAuth tokens:
+	// the openshift.io/requester of requested projects. Default
+	// DefaultUser.
+	User string
+	// ListAllNamespaces makes GET projects list every namespace, as
+	// OpenShift does for a cluster-admin.
+	ListAllNamespaces bool
+	// NoAdminBinding leaves out the "admin" RoleBinding the default
+	// project template creates for the requester.
+	NoAdminBinding bool
+	// OAuthClientID, OAuthClientSecret and RefreshToken are what
+	// /oauth/token accepts for the refresh_token grant.
+	OAuthClientID, OAuthClientSecret, RefreshToken string
+	// OAuthTokenTTL is the lifetime of issued access tokens.
+	OAuthTokenTTL time.Duration
+	// Now defaults to time.Now.
+	Now func() time.Time
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+}
+
+// Server is the simulator.
+type Server struct {
+	opts    Options
+	log     *slog.Logger
+	kube    *kubeClient
+	tempDir string // holds the default token file
+
+	mu          sync.Mutex
+	oauthTokens map[string]oauthToken // issued access tokens
+	calls       []Call
+
+	faults *simhttp.Faults
+
+	handler http.Handler
+	httpSrv *http.Server
+	ts      *httptest.Server
+	url     string
+}
+
+// New builds a simulator; it does not listen (see Start, NewTestServer,
+// Handler).
+func New(opts Options) (*Server, error) {
+	if opts.Kube == nil {
+		return nil, errors.New("okdsim: Options.Kube is required")
+	}
+	if opts.Token == "" {
+		opts.Token = DefaultToken
+	}
+	if opts.User == "" {
+		opts.User = DefaultUser
+	}
+	if opts.OAuthClientID == "" {
+		opts.OAuthClientID = DefaultOAuthClientID
+	}
+	if opts.OAuthClientSecret == "" {
+		opts.OAuthClientSecret = DefaultOAuthClientSecret
+	}
+	if opts.RefreshToken == "" {
+		opts.RefreshToken = DefaultRefreshToken
+	}
+	if opts.OAuthTokenTTL <= 0 {
+		opts.OAuthTokenTTL = DefaultOAuthTokenTTL
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	s := &Server{
+		opts:        opts,
+		log:         opts.Logger.With("component", "okdsim"),
+		oauthTokens: map[string]oauthToken{},
+		faults:      newFaults(),
+	}
+	if s.opts.TokenFile == "" {
+		dir, err := os.MkdirTemp("", "okdsim-")
+		if err != nil {
+			return nil, fmt.Errorf("okdsim: token dir: %w", err)
+		}
+		s.tempDir = dir
+		s.opts.TokenFile = filepath.Join(dir, "token")
+	}
+	if _, err := os.Stat(s.opts.TokenFile); errors.Is(err, os.ErrNotExist) {
+		if err := writeTokenFile(s.opts.TokenFile, s.opts.Token); err != nil {
+			s.removeTemp()
+			return nil, fmt.Errorf("okdsim: %w", err)
+		}
+	}
+	k, err := newKubeClient(opts.Kube)
+	if err != nil {
+		s.removeTemp()
+		return nil, fmt.Errorf("okdsim: %w", err)
+	}
+	s.kube = k
+	s.handler = s.routes()
+	return s, nil
+}
+
+// Handler serves the API at the root.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Start listens on addr (e.g. 127.0.0.1:8443, or 127.0.0.1:0) and serves in
+// the background until Close.
+func (s *Server) Start(addr string) error {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	s.httpSrv = &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second}
+	s.url = "http://" + l.Addr().String()
+	go func() {
+		if err := s.httpSrv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error("serve", "err", err)
+		}
+	}()
+	return nil
+}
+
+// URL is the base URL (no trailing slash) once Start or NewTestServer ran:
+// what api_url points at.
+func (s *Server) URL() string { return s.url }
+
+// Options returns the effective options (defaults filled in).
+func (s *Server) Options() Options { return s.opts }
+
+// Close stops serving and removes the default token file.
+func (s *Server) Close() error {
+	var err error
+	if s.httpSrv != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		if err = s.httpSrv.Shutdown(ctx); err != nil {
+			err = s.httpSrv.Close()
+		}
+		cancel()
+	}
+	if s.ts != nil {
+		s.ts.CloseClientConnections()
+		s.ts.Close()
+	}
+	s.removeTemp()
+	return err
+}
+
+func (s *Server) removeTemp() {
+	if s.tempDir != "" {
+		_ = os.RemoveAll(s.tempDir)
+	}
+}
+
+// NewTestServer starts a simulator on 127.0.0.1 (an httptest server) closed
+// by t.Cleanup.
+func NewTestServer(t testing.TB, opts Options) *Server {
+	t.Helper()
+	s, err := New(opts)
+	if err != nil {
+		t.Fatalf("okdsim: %v", err)
+	}
+	s.ts = httptest.NewServer(s.handler)
+	s.url = s.ts.URL
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func (s *Server) now() time.Time { return s.opts.Now().UTC() }
