@@ -1,0 +1,21 @@
+// Package okd is the OKD/OpenShift backend (backend_type okd): a Waldur
+// resource is an OpenShift project, made through a ProjectRequest
+// (project.openshift.io/v1), with a ResourceQuota waldur-quota holding its
+// limits (requests, and limits at twice the requests for CPU and memory to
+// allow bursting) and one RoleBinding per member of the Waldur team.
+//
+// It reads the Python plugin's backend_settings (reference §4.3) and does
+// what that plugin's README promises where its production path does not:
+// limits are set at creation, users are bound with the mapped role (not
+// "root"), and Restore puts back the limits in force before a pause or
+// downscale rather than fixed defaults.
+//
+// Authentication is an http.RoundTripper under client-go: a static token,
+// a token file (the service account's, or one an external system
+// rotates) re-read when it changes, or an OAuth refresh-token grant. A 401
+// refreshes the token and retries the request once.
+//
+// Only projects carrying sitebus's mark (the label
+// app.kubernetes.io/managed-by=sitebus on the namespace) are changed or
+// deleted; any other project of the same name is refused, untouched.
+package okd
