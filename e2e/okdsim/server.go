@@ -1,13 +1,10 @@
 package okdsim
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"sync"
@@ -75,9 +72,7 @@ type Server struct {
 	faults *simhttp.Faults
 
 	handler http.Handler
-	httpSrv *http.Server
-	ts      *httptest.Server
-	url     string
+	srv     *simhttp.Server // serves handler (Start, NewTestServer)
 }
 
 // New builds a simulator; it does not listen (see Start, NewTestServer,
@@ -137,6 +132,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s.kube = k
 	s.handler = s.routes()
+	s.srv = &simhttp.Server{Handler: s.handler, Log: s.log, ShutdownTimeout: 2 * time.Second, Cut: true}
 	return s, nil
 }
 
@@ -145,42 +141,19 @@ func (s *Server) Handler() http.Handler { return s.handler }
 
 // Start listens on addr (e.g. 127.0.0.1:8443, or 127.0.0.1:0) and serves in
 // the background until Close.
-func (s *Server) Start(addr string) error {
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		return err
-	}
-	s.httpSrv = &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second}
-	s.url = "http://" + l.Addr().String()
-	go func() {
-		if err := s.httpSrv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			s.log.Error("serve", "err", err)
-		}
-	}()
-	return nil
-}
+func (s *Server) Start(addr string) error { return s.srv.Start(addr) }
 
 // URL is the base URL (no trailing slash) once Start or NewTestServer ran:
 // what api_url points at.
-func (s *Server) URL() string { return s.url }
+func (s *Server) URL() string { return s.srv.URL() }
 
 // Options returns the effective options (defaults filled in).
 func (s *Server) Options() Options { return s.opts }
 
-// Close stops serving and removes the default token file.
+// Close stops serving, cutting requests held by a hanging fault, and
+// removes the default token file.
 func (s *Server) Close() error {
-	var err error
-	if s.httpSrv != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		if err = s.httpSrv.Shutdown(ctx); err != nil {
-			err = s.httpSrv.Close()
-		}
-		cancel()
-	}
-	if s.ts != nil {
-		s.ts.CloseClientConnections()
-		s.ts.Close()
-	}
+	err := s.srv.Close()
 	s.removeTemp()
 	return err
 }
@@ -199,9 +172,7 @@ func NewTestServer(t testing.TB, opts Options) *Server {
 	if err != nil {
 		t.Fatalf("okdsim: %v", err)
 	}
-	s.ts = httptest.NewServer(s.handler)
-	s.url = s.ts.URL
-	t.Cleanup(func() { _ = s.Close() })
+	s.srv.ServeTest(t, s.Close)
 	return s
 }
 

@@ -1,0 +1,170 @@
+package okdsim_test
+
+import (
+	"net/http"
+	"slices"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+
+	"github.com/sitebus/sitebus/e2e/okdsim"
+)
+
+var (
+	projectGVR        = schema.GroupVersionResource{Group: "project.openshift.io", Version: "v1", Resource: "projects"}
+	projectRequestGVR = schema.GroupVersionResource{Group: "project.openshift.io", Version: "v1", Resource: "projectrequests"}
+)
+
+// TestClientGo uses client-go against the simulator as a Go OKD backend
+// would: a rest.Config with the simulator's URL and token.
+func TestClientGo(t *testing.T) {
+	e := newEnv(t, okdsim.Options{})
+	cfg := &rest.Config{Host: e.sim.URL(), BearerToken: e.sim.Token(), Timeout: 30 * time.Second}
+
+	t.Run("discovery finds the project group next to the real server's groups", func(t *testing.T) {
+		dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		groups, err := dc.ServerGroups()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, g := range groups.Groups {
+			names = append(names, g.Name)
+		}
+		for _, want := range []string{"project.openshift.io", "rbac.authorization.k8s.io", ""} {
+			if !slices.Contains(names, want) {
+				t.Errorf("groups %v lack %q", names, want)
+			}
+		}
+		res, err := dc.ServerResourcesForGroupVersion("project.openshift.io/v1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var kinds []string
+		for _, r := range res.APIResources {
+			kinds = append(kinds, r.Name+"/"+r.Kind)
+		}
+		slices.Sort(kinds)
+		if !slices.Equal(kinds, []string{"projectrequests/ProjectRequest", "projects/Project"}) {
+			t.Errorf("resources %v", kinds)
+		}
+	})
+
+	t.Run("a dynamic client requests, gets, lists, patches and deletes a project", func(t *testing.T) {
+		dyn, err := dynamic.NewForConfig(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := e.uniqueName(t, "dyn")
+		req := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "project.openshift.io/v1", "kind": "ProjectRequest",
+			"metadata": map[string]any{"name": name}, "displayName": "Dyn", "description": "via client-go",
+		}}
+		created, err := dyn.Resource(projectRequestGVR).Create(e.ctx, req, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("project request: %v", err)
+		}
+		eq(t, "kind", created.GetKind(), "Project")
+		_, err = dyn.Resource(projectRequestGVR).Create(e.ctx, req, metav1.CreateOptions{})
+		if !apierrors.IsAlreadyExists(err) {
+			t.Errorf("second request: %v, want AlreadyExists", err)
+		}
+		got, err := dyn.Resource(projectGVR).Get(e.ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		eq(t, "description", got.GetAnnotations()[okdsim.DescriptionAnnotation], "via client-go")
+		list, err := dyn.Resource(projectGVR).List(e.ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, p := range list.Items {
+			found = found || p.GetName() == name
+		}
+		if !found {
+			t.Errorf("list lacks %s", name)
+		}
+		patched, err := dyn.Resource(projectGVR).Patch(e.ctx, name, "application/merge-patch+json",
+			[]byte(`{"metadata":{"annotations":{"waldur/managed":"true"}}}`), metav1.PatchOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		eq(t, "patched annotation", patched.GetAnnotations()["waldur/managed"], "true")
+		if err := dyn.Resource(projectGVR).Delete(e.ctx, name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := dyn.Resource(projectGVR).Get(e.ctx, "no-such-"+name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("get missing: %v, want NotFound", err)
+		}
+	})
+
+	t.Run("a rotated token is an Unauthorized error for client-go", func(t *testing.T) {
+		old := e.sim.Token()
+		if err := e.sim.RotateToken("sha256~client-go-rotated"); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = e.sim.RotateToken(old) })
+		dyn, err := dynamic.NewForConfig(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := dyn.Resource(projectGVR).List(e.ctx, metav1.ListOptions{}); !apierrors.IsUnauthorized(err) {
+			t.Errorf("old token: %v, want Unauthorized", err)
+		}
+		fresh := rest.CopyConfig(cfg)
+		fresh.BearerToken = "sha256~client-go-rotated"
+		dyn, err = dynamic.NewForConfig(fresh)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := dyn.Resource(projectGVR).List(e.ctx, metav1.ListOptions{}); err != nil {
+			t.Errorf("new token: %v", err)
+		}
+	})
+}
+
+func TestFaults(t *testing.T) {
+	e := newEnv(t, okdsim.Options{})
+
+	t.Run("a fault answers the next N matching calls, then the API does", func(t *testing.T) {
+		e.sim.AddFault(okdsim.Fault{Method: "GET", PathPrefix: api + "/projects", Status: http.StatusServiceUnavailable, Count: 2})
+		for range 2 {
+			e.c.do("GET", api+"/projects", nil).wantStatus(t, http.StatusServiceUnavailable, "InternalError")
+		}
+		e.c.do("GET", api+"/projects", nil).want(t, http.StatusOK)
+		calls := e.sim.Calls()
+		var faulted []bool
+		for _, c := range calls {
+			faulted = append(faulted, c.Faulted)
+		}
+		if !slices.Equal(faulted, []bool{true, true, false}) {
+			t.Errorf("faulted flags %v, want [true true false]", faulted)
+		}
+		eq(t, "503s counted", e.sim.CallCount("GET", api+"/projects", http.StatusServiceUnavailable), 2)
+	})
+
+	t.Run("a fault on a proxied path answers before the API server", func(t *testing.T) {
+		e.sim.AddFault(okdsim.Fault{Method: "POST", PathPrefix: "/api/v1/namespaces/", Status: http.StatusInternalServerError, Count: 1})
+		e.c.do("POST", "/api/v1/namespaces/default/resourcequotas", map[string]any{}).
+			wantStatus(t, http.StatusInternalServerError, "InternalError")
+	})
+
+	t.Run("down answers 503 to everything, OAuth included, until lifted", func(t *testing.T) {
+		e.sim.Down(true)
+		e.c.do("GET", "/api/v1", nil).want(t, http.StatusServiceUnavailable)
+		e.c.do("GET", "/.well-known/oauth-authorization-server", nil).want(t, http.StatusServiceUnavailable)
+		e.sim.Down(false)
+		e.c.do("GET", "/api/v1", nil).want(t, http.StatusOK)
+	})
+}
