@@ -61,7 +61,8 @@ func (b *Backend) metadata(ctx context.Context, ns, q *unstructured.Unstructured
 	}, nil
 }
 
-// List returns the projects sitebus manages, with their quota status.
+// List returns the projects sitebus manages under this offering's prefix
+// (as the Python plugin filters by namespace_prefix), with their status.
 func (b *Backend) List(ctx context.Context) ([]backend.Object, error) {
 	status := map[string]backend.Status{}
 	err := b.listAll(ctx, b.dyn.Resource(quotaGVR), quotaListOptions(), func(q *unstructured.Unstructured) {
@@ -71,9 +72,10 @@ func (b *Backend) List(ctx context.Context) ([]backend.Object, error) {
 		return nil, wrapAPI("list", "ResourceQuotas "+QuotaName, err)
 	}
 	var out []backend.Object
+	prefix := b.settings.NamespacePrefix + b.settings.AllocationPrefix
 	err = b.listAll(ctx, b.dyn.Resource(namespaceGVR), metav1.ListOptions{LabelSelector: managedSelector, Limit: listPage},
 		func(ns *unstructured.Unstructured) {
-			if isManaged(ns) && ns.GetDeletionTimestamp() == nil {
+			if isManaged(ns) && ns.GetDeletionTimestamp() == nil && strings.HasPrefix(ns.GetName(), prefix) {
 				st, ok := status[ns.GetName()]
 				if !ok {
 					st = backend.StatusActive
