@@ -541,7 +541,9 @@ func createProjectNamespace(t *testing.T, c *kube.Cluster, name, projectID strin
 	if _, err := c.Dynamic().Resource(namespaceGVR).Create(testCtx(t), ns, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = c.Dynamic().Resource(namespaceGVR).Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = c.Dynamic().Resource(namespaceGVR).Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
 }
 
 var (
