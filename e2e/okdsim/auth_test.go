@@ -131,7 +131,7 @@ func TestOAuth(t *testing.T) {
 		status int
 		code   string
 	}{
-		"a wrong refresh token is invalid_grant": {func(v url.Values) { v.Set("refresh_token", "nope") }, http.StatusBadRequest, "invalid_grant"},
+		"a wrong refresh token is invalid_grant":       {func(v url.Values) { v.Set("refresh_token", "nope") }, http.StatusBadRequest, "invalid_grant"},
 		"a wrong client secret is unauthorized_client": {func(v url.Values) { v.Set("client_secret", "nope") }, http.StatusUnauthorized, "unauthorized_client"},
 		"another grant type is unsupported_grant_type": {func(v url.Values) { v.Set("grant_type", "password") }, http.StatusBadRequest, "unsupported_grant_type"},
 	}
