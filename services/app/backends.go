@@ -6,6 +6,7 @@ import (
 
 	"github.com/sitebus/sitebus/pkg/backend"
 	"github.com/sitebus/sitebus/pkg/backend/managedns"
+	"github.com/sitebus/sitebus/pkg/backend/okd"
 	"github.com/sitebus/sitebus/pkg/backend/rancher"
 	"github.com/sitebus/sitebus/pkg/telemetry"
 	"github.com/sitebus/sitebus/services/keycloaksync"
@@ -14,6 +15,9 @@ import (
 	"github.com/sitebus/sitebus/services/sagas"
 	"github.com/sitebus/sitebus/services/usage"
 )
+
+// The OKD backend binds users itself; membership reaches it through this.
+var _ membership.RoleBinder = (*okd.Backend)(nil)
 
 // backends builds each offering's platform backend once, on first use, so
 // a process that runs only the STOMP bridge needs no platform credentials.
@@ -50,6 +54,13 @@ func (bs *backends) get(i int, name string) (backend.Backend, error) {
 				return telemetry.InstrumentTransport(rt, "rancher", bs.d.reg, bs.d.tp)
 			},
 		})
+	case okd.Type:
+		b, err = okd.New(op.OKD, o.BackendComponents, okd.Options{
+			Logger: bs.d.log.With("offering", o.Name, "backend", name),
+			WrapTransport: func(rt http.RoundTripper) http.RoundTripper {
+				return telemetry.InstrumentTransport(rt, "openshift", bs.d.reg, bs.d.tp)
+			},
+		})
 	default:
 		err = fmt.Errorf("backend %q is not supported (supported: %v)", name, supportedBackends)
 	}
@@ -74,7 +85,11 @@ func (d *deps) orderOfferings() ([]order.Offering, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, order.Offering{Config: o.Config, Waldur: o.Waldur, Backend: b, Groups: accessGroups(b), ProjectGroups: projectGroups(b)})
+		// The membership service binds a RoleBinder's users; with it
+		// configured, a direct create asks it to bind the team at once.
+		_, binds := b.(membership.RoleBinder)
+		out = append(out, order.Offering{Config: o.Config, Waldur: o.Waldur, Backend: b, Groups: accessGroups(b), ProjectGroups: projectGroups(b),
+			SyncTeam: binds && o.Config.MembershipSyncBackend != ""})
 	}
 	return out, nil
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/sitebus/sitebus/pkg/backend"
 	"github.com/sitebus/sitebus/pkg/backend/managedns"
+	"github.com/sitebus/sitebus/pkg/backend/okd"
 	"github.com/sitebus/sitebus/pkg/backend/rancher"
 )
 
@@ -15,7 +16,7 @@ import (
 type BackendOptions struct {
 	Logger *slog.Logger
 	// WrapTransport wraps the transport to the platform; target is what
-	// it reaches ("kubernetes", "rancher"), for metrics.
+	// it reaches ("kubernetes", "rancher", "openshift"), for metrics.
 	WrapTransport func(rt http.RoundTripper, target string) http.RoundTripper
 }
 
@@ -40,6 +41,8 @@ func (op *OfferingPlan) NewBackend(name string, opts BackendOptions) (backend.Ba
 		b, err = managedns.New(op.ManagedNS, o.BackendComponents, managedns.Options{Logger: opts.Logger, WrapTransport: wrap("kubernetes")})
 	case rancher.Type:
 		b, err = rancher.New(op.Rancher, o.BackendComponents, rancher.Options{Logger: opts.Logger, WrapTransport: wrap("rancher")})
+	case okd.Type:
+		b, err = okd.New(op.OKD, o.BackendComponents, okd.Options{Logger: opts.Logger, WrapTransport: wrap("openshift")})
 	default:
 		err = fmt.Errorf("backend %q is not supported (supported: %v)", name, supportedBackends)
 	}

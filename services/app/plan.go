@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/sitebus/sitebus/pkg/backend/managedns"
+	"github.com/sitebus/sitebus/pkg/backend/okd"
 	"github.com/sitebus/sitebus/pkg/backend/rancher"
 	"github.com/sitebus/sitebus/pkg/config"
 	"github.com/sitebus/sitebus/pkg/keycloak"
@@ -16,7 +17,7 @@ import (
 
 // supportedBackends are the backend names (the Python plugins' entry
 // points) sitebus implements so far.
-var supportedBackends = []string{managedns.Type, rancher.Type}
+var supportedBackends = []string{managedns.Type, rancher.Type, okd.Type}
 
 // usernameBackends are the username_management_backend names sitebus
 // accepts: "base" generates no usernames, which is all sitebus does.
@@ -46,6 +47,8 @@ type OfferingPlan struct {
 	ManagedNS managedns.Settings
 	// Rancher are the backend_settings of a rancher offering.
 	Rancher rancher.Settings
+	// OKD are the backend_settings of an okd offering.
+	OKD okd.Settings
 	// Keycloak is backend_settings.keycloak when keycloak_enabled is true;
 	// nil otherwise.
 	Keycloak *keycloak.Config
@@ -138,6 +141,12 @@ func planOffering(o *config.Offering, proxy string) (OfferingPlan, error) {
 		errs = append(errs, err)
 		errs = append(errs, s.Warnings...)
 		op.Rancher = s
+	}
+	if names[okd.Type] {
+		s, err := okd.DecodeSettings(o.BackendSettings)
+		errs = append(errs, err)
+		errs = append(errs, s.Warnings...)
+		op.OKD = s
 	}
 	// keycloak_enabled and the keycloak block belong to backend_settings
 	// whatever the backend (the Python Rancher and OKD plugins read them

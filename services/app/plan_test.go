@@ -144,3 +144,24 @@ func TestNewPlanRancher(t *testing.T) {
 		})
 	}
 }
+
+// The repository's OKD sample passes the plan (so config check and run
+// accept it) with its settings decoded for the backend.
+func TestPlanAcceptsTheOKDSample(t *testing.T) {
+	p, err := LoadPlan("../../pkg/config/testdata/okd.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	op := p.Offerings[0]
+	s := op.OKD
+	if s.APIURL != "https://api.okd.example.com:6443" || s.NamespacePrefix != "waldur-" || s.DefaultRole != "edit" || s.ClusterRole("PROJECT.MEMBER") != "view" {
+		t.Errorf("okd settings %+v", s)
+	}
+	b, err := op.NewBackend("okd", BackendOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Type() != "okd" {
+		t.Errorf("backend type %q", b.Type())
+	}
+}

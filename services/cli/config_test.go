@@ -91,11 +91,11 @@ func TestConfigCheckRefusesWhatRunRefuses(t *testing.T) {
 	}{
 		"unsupported backend_type names the supported ones": {
 			lines: replace(withOffering(), "backend_type:", "    backend_type: slurm"),
-			want:  `config.yaml:6: offerings[0] ("k8s").backend_type: "slurm" is not supported (supported: k8s-ut-namespace, rancher)`,
+			want:  `config.yaml:6: offerings[0] ("k8s").backend_type: "slurm" is not supported (supported: k8s-ut-namespace, rancher, okd)`,
 		},
 		"unsupported order_processing_backend": {
-			lines: replace(withOffering(), "order_processing_backend:", "    order_processing_backend: okd"),
-			want:  `config.yaml:7: offerings[0] ("k8s").order_processing_backend: "okd" is not supported (supported: k8s-ut-namespace, rancher; "" disables it)`,
+			lines: replace(withOffering(), "order_processing_backend:", "    order_processing_backend: slurm"),
+			want:  `config.yaml:7: offerings[0] ("k8s").order_processing_backend: "slurm" is not supported (supported: k8s-ut-namespace, rancher, okd; "" disables it)`,
 		},
 		"bad backend_settings value": {
 			lines: withOffering("      cr_namespace: 12"),
@@ -184,7 +184,7 @@ func TestConfigCheckNeverShowsSecrets(t *testing.T) {
 		"sentry_dsn: https://"+secretSentry+"@sentry.example.com/1")
 	tests := map[string][]string{
 		"valid":                         valid,
-		"secrets from env and file":     append(replace(valid, "waldur_api_token:", "    waldur_api_token: ${SITEBUS_TEST_TOKEN}"), "  - name: f", "    waldur_api_url: https://w.example.com/", "    waldur_api_token_file: "+tokenFile, "    waldur_offering_uuid: 1a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d", "    backend_type: okd"),
+		"secrets from env and file":     append(replace(valid, "waldur_api_token:", "    waldur_api_token: ${SITEBUS_TEST_TOKEN}"), "  - name: f", "    waldur_api_url: https://w.example.com/", "    waldur_api_token_file: "+tokenFile, "    waldur_offering_uuid: 1a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d", "    backend_type: slurm"),
 		"token of the wrong type":       replace(valid, "waldur_api_token:", "    waldur_api_token: ["+secretToken+"]"),
 		"token and token file together": append(valid, "    waldur_api_token_file: "+tokenFile),
 		"secret under a misspelt key":   append(valid, "    waldur_api_tokn: "+secretToken, "    oidc_client_secert: "+secretOIDC),

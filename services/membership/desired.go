@@ -30,6 +30,9 @@ type Member struct {
 	// Email is the identity sync_users_to_cr writes by default.
 	Email    string
 	Username string
+	// WaldurRole is the project role as Waldur sends it (PROJECT.MANAGER):
+	// backends with a role map of their own (OKD) map it themselves.
+	WaldurRole string
 }
 
 // Desired computes who should have which access to one resource: every
@@ -57,7 +60,7 @@ func Desired(team []waldur.ProjectUser, roleMapping map[string]string, defaultRo
 		if prev, dup := out[ref]; dup && rank(prev.Role) <= rank(role) {
 			continue
 		}
-		out[ref] = Member{Ref: ref, Role: role, Email: u.Email, Username: u.Username}
+		out[ref] = Member{Ref: ref, Role: role, Email: u.Email, Username: u.Username, WaldurRole: u.Role}
 	}
 	return out
 }

@@ -42,6 +42,10 @@ func TestDesired(t *testing.T) {
 			}
 		})
 	}
+	// Backends with their own role map (OKD) get the role as Waldur sent it.
+	if m := Desired(team, nil, "readonly", false); m["alice01"].WaldurRole != "PROJECT.ADMIN" || m["erin01"].WaldurRole != "PROJECT.MANAGER" {
+		t.Errorf("Waldur roles not kept: %+v", m)
+	}
 	if byRole := ByRole(Desired(team, nil, "readonly", false)); len(byRole["admin"]) != 2 || len(byRole["readonly"]) != 1 {
 		t.Errorf("ByRole = %v", byRole)
 	}

@@ -308,6 +308,11 @@ func (s *Service) syncResource(ctx context.Context, o Offering, resourceUUID, ke
 			return nil, err
 		}
 	}
+	if binder, ok := o.Backend.(RoleBinder); ok {
+		if err := s.syncRoleBindings(ctx, o, binder, res, team); err != nil {
+			return nil, err
+		}
+	}
 	if syncer, ok := o.Backend.(backend.UserSyncer); ok && o.SyncUsersToCR {
 		if err := s.syncUsersToObject(ctx, o, syncer, res, byRole); err != nil {
 			return nil, err
@@ -351,6 +356,48 @@ func (s *Service) syncUsersToObject(ctx context.Context, o Offering, syncer back
 	}
 	if _, err := syncer.SetUsers(ctx, backendID, users); err != nil && !errors.Is(err, backend.ErrNotFound) {
 		return fmt.Errorf("set users of %s %s: %w", o.Backend.Type(), backendID, err)
+	}
+	return nil
+}
+
+// RoleBinder is a backend that grants each user access in the object by
+// the user's Waldur role, mapped through the backend's own role map (OKD:
+// a RoleBinding per user to the mapped ClusterRole). It has no identity
+// provider in between, so the membership service applies the team to it
+// directly.
+type RoleBinder interface {
+	// SetRoleBindings makes the object's bindings exactly users
+	// (username → Waldur role); changed is false when they were already.
+	SetRoleBindings(ctx context.Context, backendID string, users map[string]string) (changed bool, err error)
+}
+
+// syncRoleBindings applies the whole team to the resource's object: the
+// desired users (offering usernames, restrict_member_access honoured) with
+// the roles Waldur sends. A resource without a backend id yet has no
+// object; the sync after its create or the next period binds it.
+func (s *Service) syncRoleBindings(ctx context.Context, o Offering, binder RoleBinder, res *waldur.Resource, team []waldur.ProjectUser) error {
+	if res.BackendID == "" {
+		return nil
+	}
+	users := map[string]string{}
+	for ref, m := range Desired(team, nil, "", res.RestrictMemberAccess) {
+		users[ref] = m.WaldurRole
+	}
+	changed, err := binder.SetRoleBindings(ctx, res.BackendID, users)
+	if errors.Is(err, backend.ErrNotFound) {
+		return nil // the object is gone: nothing to grant access to
+	}
+	if err != nil {
+		err = fmt.Errorf("set role bindings of %s %s: %w", o.Backend.Type(), res.BackendID, err)
+		if backend.IsTerminal(err) {
+			// A foreign project or a username that cannot name a binding
+			// does not heal by redelivery; the period tries again.
+			return bus.Terminal(err)
+		}
+		return err
+	}
+	if changed {
+		s.log.Info("role bindings synced", "offering", o.Config.Name, "resource", res.UUID, "backend_id", res.BackendID, "users", len(users))
 	}
 	return nil
 }

@@ -48,6 +48,10 @@ type Offering struct {
 	// under it that is bound to the project (last). Creates and
 	// terminations then run as the rancher-project sagas.
 	ProjectGroups func(projectSlug string) []sagas.GroupSpec
+	// SyncTeam: after a direct create, ask the membership service to apply
+	// the resource's team before the order is done (backends that bind
+	// users themselves, as OKD's role bindings; no saga, no Keycloak).
+	SyncTeam bool
 }
 
 // Config configures the service.

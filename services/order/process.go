@@ -14,6 +14,8 @@ import (
 	sitebusv1 "github.com/sitebus/sitebus/pkg/gen/sitebus/v1"
 	"github.com/sitebus/sitebus/pkg/keylock"
 	"github.com/sitebus/sitebus/pkg/waldur"
+	"github.com/sitebus/sitebus/services/membership"
+	"github.com/sitebus/sitebus/services/sagas"
 )
 
 // processor handles one order event.
@@ -74,6 +76,9 @@ func (p *processor) process(ctx context.Context) (typ, outcome string, err error
 	switch order.Type {
 	case waldur.OrderTypeCreate, waldur.OrderTypeRestore:
 		err = p.holdingResource(ctx, order, p.create)
+		if err == nil && p.o.SyncTeam {
+			err = p.syncTeam(ctx, order)
+		}
 	case waldur.OrderTypeTerminate:
 		err = p.holdingResource(ctx, order, p.terminate)
 	case waldur.OrderTypeUpdate:
@@ -164,6 +169,24 @@ func (p *processor) create(ctx context.Context, order *waldur.Order) error {
 		}
 	}
 	p.log.Info("backend object ready", "backend_id", created.BackendID, "existed", created.Existed)
+	return nil
+}
+
+// syncTeam has the membership service apply the team to what create made,
+// outside the resource's lock (membership takes what it needs). The key is
+// the order's, so a redelivered order does not sync twice. A team that
+// cannot be applied (a foreign binding in the way) does not fail the
+// order: the object is there, and membership events and the period retry.
+func (p *processor) syncTeam(ctx context.Context, order *waldur.Order) error {
+	req := &sitebusv1.SyncResourceRequest{OfferingUuid: p.o.Config.OfferingUUIDHex(), ResourceUuid: resourceUUID(order)}
+	err := p.svc.bus.Call(ctx, membership.Name, sagas.CmdSyncResource, req, &sitebusv1.SyncResourceResponse{}, bus.WithKey("created:"+p.orderUUID))
+	if bus.IsTerminal(err) {
+		p.log.Warn("team of the created resource not applied; membership retries", "err", err)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("sync team of resource %s: %w", resourceUUID(order), err)
+	}
 	return nil
 }
 
