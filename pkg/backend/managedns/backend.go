@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
@@ -13,6 +12,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/sitebus/sitebus/pkg/backend"
+	"github.com/sitebus/sitebus/pkg/backend/kubeapi"
 	"github.com/sitebus/sitebus/pkg/config"
 )
 
@@ -48,10 +48,6 @@ const (
 
 // DefaultFieldManager names sitebus in managedFields.
 const DefaultFieldManager = "sitebus"
-
-// defaultTimeout bounds one API request when the rest.Config sets none,
-// so a hung connection cannot stall an order forever.
-const defaultTimeout = 30 * time.Second
 
 // Options are the dependencies of a Backend.
 type Options struct {
@@ -98,13 +94,9 @@ func New(s Settings, components map[string]config.BackendComponent, opts Options
 	if err != nil {
 		return nil, err
 	}
-	dyn, err := dynamic.NewForConfig(cfg)
+	dyn, disco, err := kubeapi.Clients(Type, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("k8s-ut-namespace: dynamic client: %w", err)
-	}
-	disco, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("k8s-ut-namespace: discovery client: %w", err)
+		return nil, err
 	}
 	b := &Backend{
 		settings:     s,
@@ -140,19 +132,7 @@ func restConfig(s Settings, given *rest.Config) (*rest.Config, error) {
 			return nil, fmt.Errorf("k8s-ut-namespace: no kubeconfig_path and not in a cluster: %w", err)
 		}
 	}
-	if cfg.UserAgent == "" {
-		cfg.UserAgent = "sitebus"
-	}
-	if cfg.Timeout == 0 {
-		cfg.Timeout = defaultTimeout
-	}
-	// client-go's default limiter (5 QPS, burst 10) turns a burst of orders
-	// into a 200 ms wait per call, and 50 QPS made 200 orders at once take
-	// 2 s; the API server's priority and fairness is the right place to
-	// protect the cluster, so the client only guards against a runaway loop.
-	if cfg.QPS == 0 {
-		cfg.QPS, cfg.Burst = 1000, 2000
-	}
+	kubeapi.SetDefaults(cfg)
 	return cfg, nil
 }
 

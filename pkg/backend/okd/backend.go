@@ -3,10 +3,8 @@ package okd
 import (
 	"crypto/tls"
 	"crypto/x509"
-	"fmt"
 	"log/slog"
 	"net/http"
-	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
@@ -14,6 +12,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/sitebus/sitebus/pkg/backend"
+	"github.com/sitebus/sitebus/pkg/backend/kubeapi"
 	"github.com/sitebus/sitebus/pkg/config"
 )
 
@@ -55,9 +54,9 @@ const (
 // DefaultFieldManager names sitebus in managedFields.
 const DefaultFieldManager = "sitebus"
 
-// defaultTimeout bounds one API request, so a hung connection cannot
-// stall an order forever.
-const defaultTimeout = 30 * time.Second
+// defaultTimeout bounds one request to the OAuth server as the API
+// requests are bounded.
+const defaultTimeout = kubeapi.DefaultTimeout
 
 // Options are the dependencies of a Backend.
 type Options struct {
@@ -105,14 +104,10 @@ func New(s Settings, components map[string]config.BackendComponent, opts Options
 	oauthClient := &http.Client{Timeout: defaultTimeout, Transport: oauthTransport(s, opts)}
 	tokens := newTokenSource(s, oauthClient)
 	cfg := &rest.Config{
-		Host:      s.apiBase(),
-		UserAgent: "sitebus",
-		Timeout:   defaultTimeout,
-		// As managedns: the API server's priority and fairness protects
-		// the cluster; the client only guards against a runaway loop.
-		QPS: 1000, Burst: 2000,
+		Host:            s.apiBase(),
 		TLSClientConfig: rest.TLSClientConfig{Insecure: !s.VerifyCert},
 	}
+	kubeapi.SetDefaults(cfg) // user agent, timeout and rate limit as managedns
 	if s.VerifyCert {
 		cfg.CAData = opts.RootCAs
 	}
@@ -122,13 +117,9 @@ func New(s Settings, components map[string]config.BackendComponent, opts Options
 		cfg.Wrap(opts.WrapTransport)
 	}
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &authTransport{next: rt, src: tokens, log: log} })
-	dyn, err := dynamic.NewForConfig(cfg)
+	dyn, disco, err := kubeapi.Clients(Type, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("okd: dynamic client: %w", err)
-	}
-	disco, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("okd: discovery client: %w", err)
+		return nil, err
 	}
 	return &Backend{settings: s, quota: codec, dyn: dyn, disco: disco, tokens: tokens, log: log}, nil
 }
