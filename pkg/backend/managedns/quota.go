@@ -40,20 +40,11 @@ func (c quotaCodec) componentType(key string) string {
 // toQuota converts Waldur limits to quota quantities. Components without
 // a quota field are dropped; no unit_factor is applied (as in Python).
 func (c quotaCodec) toQuota(limits map[string]float64) (map[string]string, error) {
+	// Negative numbers are written as Python writes them.
+	if err := backend.CheckLimits(limits, pyNumber); err != nil {
+		return nil, err
+	}
 	keys := sortedKeys(limits)
-	var negative []string
-	for _, k := range keys {
-		v := limits[k]
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return nil, backend.Invalidf("Resource limit %s is not a number: %v", k, v)
-		}
-		if v < 0 {
-			negative = append(negative, fmt.Sprintf("'%s': %s", k, pyNumber(v)))
-		}
-	}
-	if len(negative) > 0 {
-		return nil, backend.Invalidf("Negative resource limits are not allowed: {%s}", strings.Join(negative, ", "))
-	}
 	quota := map[string]string{}
 	for _, k := range keys {
 		t := c.componentType(k)

@@ -2,7 +2,6 @@ package okd
 
 import (
 	"fmt"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -109,23 +108,9 @@ func (c quotaCodec) kind(key string) (string, bool) {
 	return kind, true
 }
 
-// checkLimits refuses limits no quota can hold, with the other backends'
-// message.
+// checkLimits refuses limits no quota can hold, as every backend does.
 func checkLimits(limits map[string]float64) error {
-	var negative []string
-	for _, k := range sortedKeys(limits) {
-		v := limits[k]
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return backend.Invalidf("Resource limit %s is not a number: %v", k, v)
-		}
-		if v < 0 {
-			negative = append(negative, fmt.Sprintf("'%s': %s", k, strconv.FormatFloat(v, 'f', -1, 64)))
-		}
-	}
-	if len(negative) > 0 {
-		return backend.Invalidf("Negative resource limits are not allowed: {%s}", strings.Join(negative, ", "))
-	}
-	return nil
+	return backend.CheckLimits(limits, func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) })
 }
 
 // toHard converts Waldur limits to hard entries; limits without a quota

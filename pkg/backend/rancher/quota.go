@@ -121,23 +121,9 @@ func (c quotaCodec) hardKey(k string) (hard, typ string, ok bool) {
 	return f.hard, f.typ, ok
 }
 
-// checkLimits refuses limits no quota can hold, with the managedns
-// backend's message.
+// checkLimits refuses limits no quota can hold, as every backend does.
 func checkLimits(limits map[string]float64) error {
-	var negative []string
-	for _, k := range sortedKeys(limits) {
-		v := limits[k]
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return backend.Invalidf("Resource limit %s is not a number: %v", k, v)
-		}
-		if v < 0 {
-			negative = append(negative, fmt.Sprintf("'%s': %s", k, strconv.FormatFloat(v, 'f', -1, 64)))
-		}
-	}
-	if len(negative) > 0 {
-		return backend.Invalidf("Negative resource limits are not allowed: {%s}", strings.Join(negative, ", "))
-	}
-	return nil
+	return backend.CheckLimits(limits, func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) })
 }
 
 // toHard converts limits to the quota's hard map in Python's formats;

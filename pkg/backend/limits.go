@@ -1,0 +1,34 @@
+package backend
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+)
+
+// CheckLimits refuses limits no quota can hold, with the message every
+// backend gives (the k8s-ut-namespace plugin's): a limit that is not a
+// number, or the negative ones, each written by number (the backends
+// differ in how they print a float, so each passes its own).
+func CheckLimits(limits map[string]float64, number func(float64) string) error {
+	keys := make([]string, 0, len(limits))
+	for k := range limits {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var negative []string
+	for _, k := range keys {
+		v := limits[k]
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return Invalidf("Resource limit %s is not a number: %v", k, v)
+		}
+		if v < 0 {
+			negative = append(negative, fmt.Sprintf("'%s': %s", k, number(v)))
+		}
+	}
+	if len(negative) > 0 {
+		return Invalidf("Negative resource limits are not allowed: {%s}", strings.Join(negative, ", "))
+	}
+	return nil
+}
