@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/sitebus/sitebus/pkg/backend"
+	"github.com/sitebus/sitebus/pkg/backend/kubeapi"
 )
 
 // Create makes the project through a ProjectRequest, marks its namespace
@@ -223,7 +224,7 @@ func (b *Backend) SetLimits(ctx context.Context, backendID string, limits map[st
 				return false, err
 			}
 			want := merged(saved, hard)
-			if saved != nil && sameHard(saved, want) {
+			if saved != nil && kubeapi.SameHard(saved, want) {
 				return false, nil
 			}
 			changed = true
@@ -231,7 +232,7 @@ func (b *Backend) SetLimits(ctx context.Context, backendID string, limits map[st
 		}
 		current := hardOf(q)
 		want := merged(current, hard)
-		if sameHard(current, want) {
+		if kubeapi.SameHard(current, want) {
 			return false, nil
 		}
 		changed = true
@@ -286,7 +287,7 @@ func (b *Backend) Downscale(ctx context.Context, backendID string) error {
 func (b *Backend) reduce(ctx context.Context, backendID string, status backend.Status, byKind map[string]float64) error {
 	want := HardFor(byKind)
 	return b.updateQuota(ctx, backendID, func(q *unstructured.Unstructured) (bool, error) {
-		if statusOf(q) == status && sameHard(hardOf(q), want) {
+		if statusOf(q) == status && kubeapi.SameHard(hardOf(q), want) {
 			return false, nil
 		}
 		if statusOf(q) == backend.StatusActive {
@@ -315,7 +316,7 @@ func (b *Backend) Restore(ctx context.Context, backendID string) error {
 		}
 		if statusOf(q) == backend.StatusActive {
 			current := hardOf(q)
-			pythonReduced := sameHard(current, HardFor(pausedLimits)) || sameHard(current, HardFor(downscaledLimits))
+			pythonReduced := kubeapi.SameHard(current, HardFor(pausedLimits)) || kubeapi.SameHard(current, HardFor(downscaledLimits))
 			if saved != nil || !pythonReduced {
 				return false, nil
 			}

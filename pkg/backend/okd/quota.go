@@ -209,31 +209,6 @@ func ParseQuantity(kind, s string) (float64, error) {
 	return v, nil
 }
 
-// sameHard reports whether two hard maps hold the same quantities.
-func sameHard(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, av := range a {
-		bv, ok := b[k]
-		if !ok {
-			return false
-		}
-		qa, errA := resource.ParseQuantity(av)
-		qb, errB := resource.ParseQuantity(bv)
-		if errA != nil || errB != nil {
-			if av != bv {
-				return false
-			}
-			continue
-		}
-		if qa.Cmp(qb) != 0 {
-			return false
-		}
-	}
-	return true
-}
-
 func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/sitebus/sitebus/pkg/backend"
+	"github.com/sitebus/sitebus/pkg/backend/kubeapi"
 	"github.com/sitebus/sitebus/pkg/config"
 )
 
@@ -97,12 +98,12 @@ func TestParseQuantityCanonicalForms(t *testing.T) {
 }
 
 func TestSameHardComparesQuantities(t *testing.T) {
-	if !sameHard(map[string]string{"requests.memory": "1.5Gi", "requests.cpu": "0.5"},
+	if !kubeapi.SameHard(map[string]string{"requests.memory": "1.5Gi", "requests.cpu": "0.5"},
 		map[string]string{"requests.memory": "1536Mi", "requests.cpu": "500m"}) {
 		t.Error("equal quantities in other forms differ")
 	}
-	if sameHard(map[string]string{"pods": "1"}, map[string]string{"pods": "2"}) ||
-		sameHard(map[string]string{"pods": "1"}, map[string]string{"pods": "1", "requests.cpu": "1"}) {
+	if kubeapi.SameHard(map[string]string{"pods": "1"}, map[string]string{"pods": "2"}) ||
+		kubeapi.SameHard(map[string]string{"pods": "1"}, map[string]string{"pods": "1", "requests.cpu": "1"}) {
 		t.Error("different hard maps are the same")
 	}
 }

@@ -7,9 +7,8 @@ import (
 	"fmt"
 	"maps"
 
-	"k8s.io/apimachinery/pkg/api/resource"
-
 	"github.com/sitebus/sitebus/pkg/backend"
+	"github.com/sitebus/sitebus/pkg/backend/kubeapi"
 )
 
 // AnnotationResourceUUID records the Waldur resource a project was made
@@ -306,7 +305,7 @@ func (b *Backend) SetLimits(ctx context.Context, backendID string, limits map[st
 		if err != nil {
 			return false, err
 		}
-		if sameQuota(saved, hard) {
+		if kubeapi.SameHard(saved, hard) {
 			return false, nil
 		}
 		ann := maps.Clone(p.Annotations)
@@ -321,7 +320,7 @@ func (b *Backend) SetLimits(ctx context.Context, backendID string, limits map[st
 	if err != nil {
 		return false, err
 	}
-	if sameQuota(current, hard) {
+	if kubeapi.SameHard(current, hard) {
 		return false, nil
 	}
 	if err := b.apply(ctx, p, ns, hard); err != nil {
@@ -417,7 +416,7 @@ func (b *Backend) reduce(ctx context.Context, backendID string, status backend.S
 			}
 		}
 	}
-	if sameQuota(current, reduced) {
+	if kubeapi.SameHard(current, reduced) {
 		return nil
 	}
 	b.log.Info("reducing Rancher quota", "project", p.ID, "status", status)
@@ -442,7 +441,7 @@ func (b *Backend) Restore(ctx context.Context, backendID string) error {
 	if err != nil {
 		return err
 	}
-	if !sameQuota(current, saved) {
+	if !kubeapi.SameHard(current, saved) {
 		if err := b.apply(ctx, p, ns, saved); err != nil {
 			return err
 		}
@@ -478,27 +477,4 @@ func savedLimits(p project) (map[string]string, error) {
 		return nil, backend.Invalidf("Rancher project %s: annotation %s is not a quota: %v", p.ID, AnnotationSavedLimits, err)
 	}
 	return hard, nil
-}
-
-// sameQuota compares two hard maps by quantity: the API server rewrites
-// "4000m" as "4".
-func sameQuota(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, av := range a {
-		bv, ok := b[k]
-		if !ok {
-			return false
-		}
-		if av == bv {
-			continue
-		}
-		aq, errA := resource.ParseQuantity(av)
-		bq, errB := resource.ParseQuantity(bv)
-		if errA != nil || errB != nil || aq.Cmp(bq) != 0 {
-			return false
-		}
-	}
-	return true
 }
