@@ -164,3 +164,15 @@ type UsageLister interface {
 	// unit_factor of 1). Objects that do not exist are left out.
 	UsageAll(ctx context.Context, backendIDs []string) (map[string]map[string]float64, error)
 }
+
+// Found is Exists's answer from the error of reading the object: nil is
+// there, ErrNotFound is absent, and any other error is passed on.
+func Found(err error) (bool, error) {
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, ErrNotFound):
+		return false, nil
+	}
+	return false, err
+}

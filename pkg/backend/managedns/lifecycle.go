@@ -68,13 +68,7 @@ func (b *Backend) created(cr *unstructured.Unstructured, existed bool) (backend.
 // Exists reports whether a CR of that name is there, managed or not.
 func (b *Backend) Exists(ctx context.Context, backendID string) (bool, error) {
 	_, err := b.get(ctx, "get", backendID)
-	switch {
-	case err == nil:
-		return true, nil
-	case errors.Is(err, backend.ErrNotFound):
-		return false, nil
-	}
-	return false, err
+	return backend.Found(err)
 }
 
 // Delete removes the CR (the operator then removes the namespace). The

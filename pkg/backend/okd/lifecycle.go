@@ -168,13 +168,7 @@ func newQuota(ns string, hard map[string]string) *unstructured.Unstructured {
 // Exists reports whether a project of that name is there, managed or not.
 func (b *Backend) Exists(ctx context.Context, backendID string) (bool, error) {
 	_, err := b.getNamespace(ctx, backendID)
-	switch {
-	case err == nil:
-		return true, nil
-	case errors.Is(err, backend.ErrNotFound):
-		return false, nil
-	}
-	return false, err
+	return backend.Found(err)
 }
 
 // Delete deletes the project (OpenShift then removes its namespace); a

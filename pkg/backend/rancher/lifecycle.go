@@ -242,13 +242,7 @@ func (b *Backend) namespaceOf(ctx context.Context, p project) (string, error) {
 // Exists reports whether the project is there, managed or not.
 func (b *Backend) Exists(ctx context.Context, backendID string) (bool, error) {
 	_, err := b.resolve(ctx, backendID)
-	switch {
-	case err == nil:
-		return true, nil
-	case errors.Is(err, backend.ErrNotFound):
-		return false, nil
-	}
-	return false, err
+	return backend.Found(err)
 }
 
 // Delete removes a managed project; Rancher then removes its namespaces.
