@@ -79,6 +79,17 @@ const (
 	StatusDownscaled Status = "downscaled"
 )
 
+// ParseStatus reads a status as a backend wrote it on its object: paused
+// or downscaled, and active for anything else (no mark, or one that is
+// not a status).
+func ParseStatus(s string) Status {
+	switch st := Status(s); st {
+	case StatusPaused, StatusDownscaled:
+		return st
+	}
+	return StatusActive
+}
+
 // Backend drives one platform. Every method is idempotent: calling it again
 // after a crash or a duplicate event is safe. Methods that change an object
 // refuse (ErrNotManaged) one sitebus did not create.

@@ -77,11 +77,7 @@ func specQuota(cr *unstructured.Unstructured) map[string]string {
 }
 
 func statusOf(cr *unstructured.Unstructured) backend.Status {
-	switch s := backend.Status(cr.GetAnnotations()[AnnotationStatus]); s {
-	case backend.StatusPaused, backend.StatusDownscaled:
-		return s
-	}
-	return backend.StatusActive
+	return backend.ParseStatus(cr.GetAnnotations()[AnnotationStatus])
 }
 
 // savedQuota reads the quota Pause or Downscale saved; ok is false when

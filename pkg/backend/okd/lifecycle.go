@@ -441,11 +441,7 @@ func setHard(q *unstructured.Unstructured, hard map[string]string) {
 }
 
 func statusOf(q *unstructured.Unstructured) backend.Status {
-	switch s := backend.Status(q.GetAnnotations()[AnnotationStatus]); s {
-	case backend.StatusPaused, backend.StatusDownscaled:
-		return s
-	}
-	return backend.StatusActive
+	return backend.ParseStatus(q.GetAnnotations()[AnnotationStatus])
 }
 
 func savedHard(q *unstructured.Unstructured) (map[string]string, error) {

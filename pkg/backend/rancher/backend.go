@@ -124,9 +124,5 @@ func (b *Backend) notManaged(p project) error {
 }
 
 func statusOf(p project) backend.Status {
-	switch s := backend.Status(p.Annotations[AnnotationStatus]); s {
-	case backend.StatusPaused, backend.StatusDownscaled:
-		return s
-	}
-	return backend.StatusActive
+	return backend.ParseStatus(p.Annotations[AnnotationStatus])
 }
