@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 )
 
 // Resource is what a backend needs to know about a Waldur resource to
@@ -186,4 +187,14 @@ func Found(err error) (bool, error) {
 		return false, nil
 	}
 	return false, err
+}
+
+// Logger is a backend's logger: l, or slog.Default() when nil, naming the
+// backend type and then args (the object the backend serves) on every
+// record.
+func Logger(l *slog.Logger, backendType string, args ...any) *slog.Logger {
+	if l == nil {
+		l = slog.Default()
+	}
+	return l.With(append([]any{"backend", backendType}, args...)...)
 }

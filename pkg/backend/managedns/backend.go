@@ -104,13 +104,9 @@ func New(s Settings, components map[string]config.BackendComponent, opts Options
 		crs:          dyn.Resource(GVR).Namespace(s.CRNamespace),
 		dyn:          dyn,
 		disco:        disco,
-		log:          opts.Logger,
+		log:          backend.Logger(opts.Logger, Type, "cr_namespace", s.CRNamespace),
 		fieldManager: opts.FieldManager,
 	}
-	if b.log == nil {
-		b.log = slog.Default()
-	}
-	b.log = b.log.With("backend", Type, "cr_namespace", s.CRNamespace)
 	if b.fieldManager == "" {
 		b.fieldManager = DefaultFieldManager
 	}

@@ -96,11 +96,7 @@ func New(s Settings, components map[string]config.BackendComponent, opts Options
 	if err != nil {
 		return nil, err
 	}
-	log := opts.Logger
-	if log == nil {
-		log = slog.Default()
-	}
-	log = log.With("backend", Type, "api_url", s.APIURL)
+	log := backend.Logger(opts.Logger, Type, "api_url", s.APIURL)
 	oauthClient := &http.Client{Timeout: defaultTimeout, Transport: oauthTransport(s, opts)}
 	tokens := newTokenSource(s, oauthClient)
 	cfg := &rest.Config{

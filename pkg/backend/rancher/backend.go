@@ -59,11 +59,7 @@ func New(s Settings, components map[string]config.BackendComponent, opts Options
 	if err != nil {
 		return nil, err
 	}
-	log := opts.Logger
-	if log == nil {
-		log = slog.Default()
-	}
-	log = log.With("backend", Type, "cluster", s.ClusterID)
+	log := backend.Logger(opts.Logger, Type, "cluster", s.ClusterID)
 	return &Backend{settings: s, quota: codec, api: newClient(s, opts.WrapTransport, log), log: log}, nil
 }
 
