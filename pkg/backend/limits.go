@@ -4,14 +4,19 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 )
 
 // CheckLimits refuses limits no quota can hold, with the message every
 // backend gives (the k8s-ut-namespace plugin's): a limit that is not a
-// number, or the negative ones, each written by number (the backends
-// differ in how they print a float, so each passes its own).
+// number, or the negative ones, each written by number, or as the
+// shortest decimal when number is nil (the backends differ in how they
+// print a float).
 func CheckLimits(limits map[string]float64, number func(float64) string) error {
+	if number == nil {
+		number = func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+	}
 	keys := make([]string, 0, len(limits))
 	for k := range limits {
 		keys = append(keys, k)

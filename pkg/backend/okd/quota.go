@@ -108,15 +108,10 @@ func (c quotaCodec) kind(key string) (string, bool) {
 	return kind, true
 }
 
-// checkLimits refuses limits no quota can hold, as every backend does.
-func checkLimits(limits map[string]float64) error {
-	return backend.CheckLimits(limits, func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) })
-}
-
 // toHard converts Waldur limits to hard entries; limits without a quota
 // are left out.
 func (c quotaCodec) toHard(limits map[string]float64) (map[string]string, error) {
-	if err := checkLimits(limits); err != nil {
+	if err := backend.CheckLimits(limits, nil); err != nil {
 		return nil, err
 	}
 	byKind := map[string]float64{}

@@ -121,15 +121,10 @@ func (c quotaCodec) hardKey(k string) (hard, typ string, ok bool) {
 	return f.hard, f.typ, ok
 }
 
-// checkLimits refuses limits no quota can hold, as every backend does.
-func checkLimits(limits map[string]float64) error {
-	return backend.CheckLimits(limits, func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) })
-}
-
 // toHard converts limits to the quota's hard map in Python's formats;
 // limits without a quota are left out.
 func (c quotaCodec) toHard(limits map[string]float64) (map[string]string, error) {
-	if err := checkLimits(limits); err != nil {
+	if err := backend.CheckLimits(limits, nil); err != nil {
 		return nil, err
 	}
 	hard := map[string]string{}
