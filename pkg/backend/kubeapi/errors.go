@@ -1,7 +1,8 @@
 // Package kubeapi holds what the backends do alike with the Kubernetes
 // API: classifying the API server's errors into the backend sentinels and
-// building the rest.Config (managedns and okd, which use client-go), and
-// comparing ResourceQuota quantities (okd and rancher). It does no I/O of
+// building the rest.Config and validating namespace names (managedns and
+// okd, which use client-go), and comparing ResourceQuota quantities (okd
+// and rancher). It does no I/O of
 // its own.
 package kubeapi
 

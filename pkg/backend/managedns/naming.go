@@ -2,10 +2,11 @@ package managedns
 
 import (
 	"github.com/sitebus/sitebus/pkg/backend"
+	"github.com/sitebus/sitebus/pkg/backend/kubeapi"
 )
 
 // maxNameLen is the longest RFC 1123 label, hence the longest namespace.
-const maxNameLen = 63
+const maxNameLen = kubeapi.MaxNameLen
 
 // namespaceName computes a resource's namespace (and CR) name. The slug is
 // used as it is: lower-casing or rewriting it could map two resources, of
@@ -24,15 +25,5 @@ func namespaceName(prefix string, r backend.Resource) (string, error) {
 // validateName checks that name can be a namespace, with the Python
 // plugin's messages (they reach Waldur as the order's error).
 func validateName(name string) error {
-	if name == "" {
-		return backend.Invalidf("Namespace name must not be empty")
-	}
-	if len(name) > maxNameLen {
-		return backend.Invalidf("Namespace name '%s' exceeds %d characters (%d)", name, maxNameLen, len(name))
-	}
-	if !rfc1123Label.MatchString(name) {
-		return backend.Invalidf("Namespace name '%s' is not a valid RFC 1123 label: "+
-			"must be lowercase alphanumeric or '-', must start and end with an alphanumeric character", name)
-	}
-	return nil
+	return kubeapi.ValidateName("Namespace name", name)
 }

@@ -1,16 +1,13 @@
 package okd
 
 import (
-	"regexp"
-
 	"github.com/sitebus/sitebus/pkg/backend"
+	"github.com/sitebus/sitebus/pkg/backend/kubeapi"
 )
 
 // maxNameLen is the longest RFC 1123 label, hence the longest project
 // (namespace) name.
-const maxNameLen = 63
-
-var rfc1123Label = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`)
+const maxNameLen = kubeapi.MaxNameLen
 
 // Names computes the names of the seed's table for a resource:
 // namespace_prefix + allocation_prefix + the resource's slug for its
@@ -56,15 +53,5 @@ func (s Settings) Names(r backend.Resource) (Names, error) {
 // validateName checks that name can be a project (namespace) name; the
 // message reaches Waldur as the order's error.
 func validateName(name string) error {
-	if name == "" {
-		return backend.Invalidf("OpenShift project name must not be empty")
-	}
-	if len(name) > maxNameLen {
-		return backend.Invalidf("OpenShift project name '%s' exceeds %d characters (%d)", name, maxNameLen, len(name))
-	}
-	if !rfc1123Label.MatchString(name) {
-		return backend.Invalidf("OpenShift project name '%s' is not a valid RFC 1123 label: "+
-			"must be lowercase alphanumeric or '-', must start and end with an alphanumeric character", name)
-	}
-	return nil
+	return kubeapi.ValidateName("OpenShift project name", name)
 }
