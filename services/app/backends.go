@@ -1,13 +1,11 @@
 package app
 
 import (
-	"fmt"
 	"net/http"
 
 	"github.com/sitebus/sitebus/pkg/backend"
 	"github.com/sitebus/sitebus/pkg/backend/managedns"
 	"github.com/sitebus/sitebus/pkg/backend/okd"
-	"github.com/sitebus/sitebus/pkg/backend/rancher"
 	"github.com/sitebus/sitebus/pkg/telemetry"
 	"github.com/sitebus/sitebus/services/keycloaksync"
 	"github.com/sitebus/sitebus/services/membership"
@@ -35,37 +33,14 @@ func (bs *backends) get(i int, name string) (backend.Backend, error) {
 	if b, ok := bs.built[key]; ok {
 		return b, nil
 	}
-	var (
-		b   backend.Backend
-		err error
-	)
-	switch name {
-	case managedns.Type:
-		b, err = managedns.New(op.ManagedNS, o.BackendComponents, managedns.Options{
-			Logger: bs.d.log.With("offering", o.Name, "backend", name),
-			WrapTransport: func(rt http.RoundTripper) http.RoundTripper {
-				return telemetry.InstrumentTransport(rt, "kubernetes", bs.d.reg, bs.d.tp)
-			},
-		})
-	case rancher.Type:
-		b, err = rancher.New(op.Rancher, o.BackendComponents, rancher.Options{
-			Logger: bs.d.log.With("offering", o.Name, "backend", name),
-			WrapTransport: func(rt http.RoundTripper) http.RoundTripper {
-				return telemetry.InstrumentTransport(rt, "rancher", bs.d.reg, bs.d.tp)
-			},
-		})
-	case okd.Type:
-		b, err = okd.New(op.OKD, o.BackendComponents, okd.Options{
-			Logger: bs.d.log.With("offering", o.Name, "backend", name),
-			WrapTransport: func(rt http.RoundTripper) http.RoundTripper {
-				return telemetry.InstrumentTransport(rt, "openshift", bs.d.reg, bs.d.tp)
-			},
-		})
-	default:
-		err = fmt.Errorf("backend %q is not supported (supported: %v)", name, supportedBackends)
-	}
+	b, err := op.NewBackend(name, BackendOptions{
+		Logger: bs.d.log.With("offering", o.Name, "backend", name),
+		WrapTransport: func(rt http.RoundTripper, target string) http.RoundTripper {
+			return telemetry.InstrumentTransport(rt, target, bs.d.reg, bs.d.tp)
+		},
+	})
 	if err != nil {
-		return nil, fmt.Errorf("offering %q: %w", o.Name, err)
+		return nil, err
 	}
 	if bs.built == nil {
 		bs.built = map[string]backend.Backend{}
