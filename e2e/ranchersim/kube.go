@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/http/httputil"
-	"net/url"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -15,6 +13,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
+
+	"github.com/sitebus/sitebus/e2e/kubeproxy"
 )
 
 // Rancher's namespace-to-project link: the annotation holds the full
@@ -27,11 +27,14 @@ const (
 
 var namespaceGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
 
-// kubeClient is the simulator's way into the downstream cluster.
+// kubeClient is the simulator's way into the downstream cluster. Its
+// proxy speaks to the API server as the simulator (Rancher proxies as
+// itself too, impersonating the user; the test cluster has no Rancher
+// users to impersonate).
 type kubeClient struct {
 	dyn    dynamic.Interface
 	mapper *restmapper.DeferredDiscoveryRESTMapper
-	proxy  *httputil.ReverseProxy
+	proxy  *kubeproxy.Proxy
 }
 
 func newKubeClient(cfg *rest.Config) (*kubeClient, error) {
@@ -44,33 +47,11 @@ func newKubeClient(cfg *rest.Config) (*kubeClient, error) {
 	if err != nil {
 		return nil, fmt.Errorf("discovery client: %w", err)
 	}
-	target, err := url.Parse(cfg.Host)
+	proxy, err := kubeproxy.New(cfg, func(w http.ResponseWriter, err error) {
+		writeErr(w, newErr(http.StatusServiceUnavailable, "ClusterUnavailable", "cluster not available: "+err.Error()))
+	})
 	if err != nil {
-		return nil, fmt.Errorf("kube host %q: %w", cfg.Host, err)
-	}
-	if target.Scheme == "" { // rest.Config allows a bare host:port
-		target, _ = url.Parse("https://" + cfg.Host)
-	}
-	// TransportFor adds the config's TLS settings and credentials, so the
-	// proxy speaks to the API server as the simulator (Rancher proxies as
-	// itself too, impersonating the user; the test cluster has no Rancher
-	// users to impersonate).
-	tr, err := rest.TransportFor(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("kube transport: %w", err)
-	}
-	proxy := &httputil.ReverseProxy{
-		Rewrite: func(pr *httputil.ProxyRequest) {
-			pr.SetURL(target)
-			// The Rancher key must not reach the API server; the transport
-			// sets the cluster's own credentials only when none are set.
-			pr.Out.Header.Del("Authorization")
-		},
-		Transport:     tr,
-		FlushInterval: -1, // watches stream
-		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
-			writeErr(w, newErr(http.StatusServiceUnavailable, "ClusterUnavailable", "cluster not available: "+err.Error()))
-		},
+		return nil, err
 	}
 	return &kubeClient{
 		dyn:    dyn,
