@@ -5,11 +5,12 @@ import (
 	"encoding/json"
 	"net/http"
 	"sort"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/sitebus/sitebus/e2e/simhttp"
 )
 
 // Project is a project as tests see (and seed) it: its namespace's
@@ -81,18 +82,6 @@ func (s *Server) SeedProject(ctx context.Context, p Project) error {
 	return err
 }
 
-// adminFault is Fault as the HTTP admin API takes it.
-type adminFault struct {
-	Method        string `json:"method"`
-	PathPrefix    string `json:"path_prefix"`
-	QueryContains string `json:"query_contains"`
-	Status        int    `json:"status"`
-	Body          string `json:"body"`
-	DelayMS       int    `json:"delay_ms"`
-	Drop          bool   `json:"drop"`
-	Count         int    `json:"count"`
-}
-
 // adminRoutes serve the inspection API under /sim/ for a simulator run as
 // a process, where tests cannot call Server's methods. It needs no token
 // and bypasses faults and the call log. Listen on loopback only.
@@ -111,10 +100,6 @@ func (s *Server) adminRoutes(mux *http.ServeMux) {
 		writeJSON(w, http.StatusOK, ps)
 	})
 	mux.HandleFunc("GET /sim/calls", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, s.Calls()) })
-	mux.HandleFunc("DELETE /sim/calls", func(w http.ResponseWriter, _ *http.Request) {
-		s.ResetCalls()
-		w.WriteHeader(http.StatusNoContent)
-	})
 	mux.HandleFunc("POST /sim/token", func(w http.ResponseWriter, r *http.Request) {
 		var in struct {
 			Token string `json:"token"`
@@ -133,29 +118,6 @@ func (s *Server) adminRoutes(mux *http.ServeMux) {
 		s.ExpireOAuthTokens()
 		w.WriteHeader(http.StatusNoContent)
 	})
-	mux.HandleFunc("POST /sim/faults", func(w http.ResponseWriter, r *http.Request) {
-		var f adminFault
-		if err := json.NewDecoder(r.Body).Decode(&f); err != nil {
-			writeErr(w, apierrors.NewBadRequest(err.Error()))
-			return
-		}
-		s.AddFault(Fault{Method: f.Method, PathPrefix: f.PathPrefix, QueryContains: f.QueryContains, Status: f.Status,
-			Body: f.Body, Delay: time.Duration(f.DelayMS) * time.Millisecond, Drop: f.Drop, Count: f.Count})
-		w.WriteHeader(http.StatusNoContent)
-	})
-	mux.HandleFunc("DELETE /sim/faults", func(w http.ResponseWriter, _ *http.Request) {
-		s.ClearFaults()
-		w.WriteHeader(http.StatusNoContent)
-	})
-	mux.HandleFunc("POST /sim/down", func(w http.ResponseWriter, r *http.Request) {
-		var in struct {
-			Down bool `json:"down"`
-		}
-		if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
-			writeErr(w, apierrors.NewBadRequest(err.Error()))
-			return
-		}
-		s.Down(in.Down)
-		w.WriteHeader(http.StatusNoContent)
-	})
+	simhttp.Admin{ResetCalls: s.ResetCalls, AddFault: s.AddFault, ClearFaults: s.ClearFaults, Down: s.Down,
+		BadRequest: func(w http.ResponseWriter, msg string) { writeErr(w, apierrors.NewBadRequest(msg)) }}.Routes(mux)
 }

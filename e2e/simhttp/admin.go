@@ -1,0 +1,75 @@
+package simhttp
+
+import (
+	"encoding/json"
+	"net/http"
+	"time"
+)
+
+// AdminFault is Fault as a simulator's HTTP admin API takes it.
+type AdminFault struct {
+	Method        string `json:"method"`
+	PathPrefix    string `json:"path_prefix"`
+	QueryContains string `json:"query_contains"`
+	Status        int    `json:"status"`
+	Body          string `json:"body"`
+	DelayMS       int    `json:"delay_ms"`
+	Drop          bool   `json:"drop"`
+	Count         int    `json:"count"`
+}
+
+// Fault is f as a Fault.
+func (f AdminFault) Fault() Fault {
+	return Fault{Method: f.Method, PathPrefix: f.PathPrefix, QueryContains: f.QueryContains, Status: f.Status,
+		Body: f.Body, Delay: time.Duration(f.DelayMS) * time.Millisecond, Drop: f.Drop, Count: f.Count}
+}
+
+// Admin is the part of a simulator's /sim/ admin API that every simulator
+// serves alike: the call log reset and fault injection. Each simulator
+// adds its own inspection routes (and GET /sim/calls, in its own format).
+type Admin struct {
+	ResetCalls  func()
+	AddFault    func(Fault)
+	ClearFaults func()
+	Down        func(bool)
+	// BadRequest answers an unreadable request body in the simulated
+	// service's error format.
+	BadRequest func(w http.ResponseWriter, msg string)
+}
+
+// Routes adds to mux:
+//
+//	DELETE /sim/calls   reset the call log
+//	POST   /sim/faults  add a fault (AdminFault)
+//	DELETE /sim/faults  clear faults
+//	POST   /sim/down    {"down":bool}
+func (a Admin) Routes(mux *http.ServeMux) {
+	mux.HandleFunc("DELETE /sim/calls", func(w http.ResponseWriter, _ *http.Request) {
+		a.ResetCalls()
+		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("POST /sim/faults", func(w http.ResponseWriter, r *http.Request) {
+		var f AdminFault
+		if err := json.NewDecoder(r.Body).Decode(&f); err != nil {
+			a.BadRequest(w, err.Error())
+			return
+		}
+		a.AddFault(f.Fault())
+		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("DELETE /sim/faults", func(w http.ResponseWriter, _ *http.Request) {
+		a.ClearFaults()
+		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("POST /sim/down", func(w http.ResponseWriter, r *http.Request) {
+		var in struct {
+			Down bool `json:"down"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
+			a.BadRequest(w, err.Error())
+			return
+		}
+		a.Down(in.Down)
+		w.WriteHeader(http.StatusNoContent)
+	})
+}
