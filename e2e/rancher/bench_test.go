@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sitebus/sitebus/e2e/harness"
 	"github.com/sitebus/sitebus/e2e/waldursim"
 )
 
@@ -47,24 +48,12 @@ func benchRancherCreate(b *testing.B, opts siteOptions) {
 	for i := range orders {
 		// The order and team are made silently; the clock starts when
 		// the order's frame is published.
-		res, err := s.admin.CreateOrder(ctx(b), waldursim.CreateOrderRequest{ResourceName: fmt.Sprintf("lat-%03d", i),
-			Limits: map[string]int{"cpu": 1, "ram": 2, "storage": 5, "gpu": 1}, Silent: true})
-		if err != nil {
-			b.Fatal(err)
-		}
-		for _, m := range team {
-			if _, err := s.admin.SetTeam(ctx(b), waldursim.TeamRequest{ResourceUUID: res.Resource.UUID, Member: m, Granted: true, Silent: true}); err != nil {
-				b.Fatal(err)
-			}
-		}
+		res := harness.CreateOrderSilent(b, s.admin, fmt.Sprintf("lat-%03d", i), map[string]int{"cpu": 1, "ram": 2, "storage": 5, "gpu": 1}, team...)
 		start := time.Now()
 		if i == 0 {
 			first = start
 		}
-		body := fmt.Sprintf(`{"order_uuid": "%s", "order_state": "pending-provider", "offering_uuid": "%s"}`, strings.ReplaceAll(res.Order.UUID, "-", ""), offeringHex)
-		if _, err := s.admin.PublishRaw(ctx(b), waldursim.RawEventRequest{OfferingUUID: offeringHex, ObjectType: "order", Body: body, MessageID: "deliver-" + res.Order.UUID}); err != nil {
-			b.Fatal(err)
-		}
+		harness.DeliverOrder(b, s.admin, offeringHex, res.Order.UUID)
 		samples = append(samples, sample{res.Order.UUID, start})
 		if o := s.waitOrder(res.Order.UUID, "done", "erred"); o.State != "done" {
 			b.Fatalf("order %d: %s (%s)\n%s", i, o.State, o.ErrorMessage, s.sb.Tail(40))

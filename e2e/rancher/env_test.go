@@ -145,40 +145,20 @@ sitebus:
 	s.sb = harness.PrepareSitebus(t, harness.SitebusOptions{Config: cfg})
 	s.sb.Start("WALDUR_SITE_AGENT_ORDER_PROCESS_PERIOD_MINUTES=60", "WALDUR_SITE_AGENT_MEMBERSHIP_SYNC_PERIOD_MINUTES=60")
 	s.sb.WaitReady(60 * time.Second)
-	harness.Eventually(t, 30*time.Second, "the order subscription", func() bool {
-		_, m := s.sb.Get("/metrics")
-		return strings.Contains(m, `object_type="order",offering="`+offeringHex+`"} 1`)
-	})
+	s.sb.WaitOrderSubscription(offeringHex)
 	return s
 }
 
-func ctx(t testing.TB) context.Context {
-	c, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	t.Cleanup(cancel)
-	return c
-}
+func ctx(t testing.TB) context.Context { return harness.Context(t, 2*time.Minute) }
 
-func member(user, role string) waldursim.TeamMember {
-	return waldursim.TeamMember{Username: strings.TrimSuffix(user, "01"), OfferingUserUsername: user, Role: role, Email: user + "@acme.example", OfferingUserState: "OK"}
-}
+func member(user, role string) waldursim.TeamMember { return harness.Member(user, role) }
 
 // create makes a resource whose team is set before its order is delivered,
 // then delivers the order.
 func (s *site) create(name string, limits map[string]int, team ...waldursim.TeamMember) (orderUUID, resourceUUID string) {
 	s.t.Helper()
-	res, err := s.admin.CreateOrder(ctx(s.t), waldursim.CreateOrderRequest{ResourceName: name, Limits: limits, Silent: true})
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	for _, m := range team {
-		if _, err := s.admin.SetTeam(ctx(s.t), waldursim.TeamRequest{ResourceUUID: res.Resource.UUID, Member: m, Granted: true, Silent: true}); err != nil {
-			s.t.Fatal(err)
-		}
-	}
-	body := fmt.Sprintf(`{"order_uuid": "%s", "order_state": "pending-provider", "offering_uuid": "%s"}`, strings.ReplaceAll(res.Order.UUID, "-", ""), offeringHex)
-	if _, err := s.admin.PublishRaw(ctx(s.t), waldursim.RawEventRequest{OfferingUUID: offeringHex, ObjectType: "order", Body: body, MessageID: "deliver-" + res.Order.UUID}); err != nil {
-		s.t.Fatal(err)
-	}
+	res := harness.CreateOrderSilent(s.t, s.admin, name, limits, team...)
+	harness.DeliverOrder(s.t, s.admin, offeringHex, res.Order.UUID)
 	return res.Order.UUID, res.Resource.UUID
 }
 
@@ -194,14 +174,7 @@ func (s *site) order(req waldursim.CreateOrderRequest) string {
 // waitOrder waits for the order to reach one of states.
 func (s *site) waitOrder(uuid string, states ...string) *waldursim.APIOrder {
 	s.t.Helper()
-	c, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	o, err := s.admin.WaitOrder(c, uuid, states...)
-	if err != nil {
-		last, _ := s.admin.Order(context.Background(), uuid)
-		s.t.Fatalf("order %s did not reach %v: %v (last: %+v)\n%s", uuid, states, err, last, s.sb.Tail(40))
-	}
-	return o
+	return harness.WaitOrder(s.t, s.admin, s.sb, 40, uuid, states...)
 }
 
 // members returns the usernames in the group at path, sorted (nil if
