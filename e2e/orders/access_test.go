@@ -30,9 +30,7 @@ func newKeycloak(t *testing.T) *keycloaksim.Server {
 	return keycloaksim.NewTestServer(t, keycloaksim.Config{AdminPassword: kcAdminPassword, Realms: []keycloaksim.Realm{{Name: "waldur", Users: kcUsers}}})
 }
 
-func member(user, role string) waldursim.TeamMember {
-	return waldursim.TeamMember{Username: strings.TrimSuffix(user, "01"), OfferingUserUsername: user, Role: role, Email: user + "@acme.example", OfferingUserState: "OK"}
-}
+func member(user, role string) waldursim.TeamMember { return harness.Member(user, role) }
 
 // members returns the usernames in group name, sorted (nil if no group).
 func members(kc *keycloaksim.Server, name string) []string {
@@ -62,15 +60,7 @@ func waitMembers(t *testing.T, kc *keycloaksim.Server, group string, want ...str
 // delivered, then delivers the order and waits for the outcome.
 func (s *site) createWithTeam(name string, team ...waldursim.TeamMember) (orderUUID, resourceUUID string) {
 	s.t.Helper()
-	res, err := s.admin.CreateOrder(ctx(s.t), waldursim.CreateOrderRequest{ResourceName: name, Limits: map[string]int{"cpu": 2}, Silent: true})
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	for _, m := range team {
-		if _, err := s.admin.SetTeam(ctx(s.t), waldursim.TeamRequest{ResourceUUID: res.Resource.UUID, Member: m, Granted: true, Silent: true}); err != nil {
-			s.t.Fatal(err)
-		}
-	}
+	res := harness.CreateOrderSilent(s.t, s.admin, name, map[string]int{"cpu": 2}, team...)
 	s.deliverOrder(res.Order.UUID)
 	return res.Order.UUID, res.Resource.UUID
 }
@@ -81,10 +71,7 @@ func (s *site) deliverOrder(orderUUID string) { s.t.Helper(); s.deliverOrderAs(o
 // (prefix + order UUID): the same order delivered by another path.
 func (s *site) deliverOrderAs(orderUUID, prefix string) {
 	s.t.Helper()
-	body := fmt.Sprintf(`{"order_uuid": "%s", "order_state": "pending-provider", "offering_uuid": "d1a2b3c4e5f64a7b8c9d0e1f2a3b4c5d"}`, strings.ReplaceAll(orderUUID, "-", ""))
-	if _, err := s.admin.PublishRaw(ctx(s.t), waldursim.RawEventRequest{OfferingUUID: "d1a2b3c4e5f64a7b8c9d0e1f2a3b4c5d", ObjectType: "order", Body: body, MessageID: prefix + orderUUID}); err != nil {
-		s.t.Fatal(err)
-	}
+	harness.PublishOrder(s.t, s.admin, "d1a2b3c4e5f64a7b8c9d0e1f2a3b4c5d", orderUUID, prefix+orderUUID)
 }
 
 func TestCreateMakesGroupsAndPutsTheTeamInThem(t *testing.T) {

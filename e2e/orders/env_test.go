@@ -170,11 +170,7 @@ func (s *site) start(extraEnv ...string) {
 	})
 }
 
-func ctx(t testing.TB) context.Context {
-	c, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	t.Cleanup(cancel)
-	return c
-}
+func ctx(t testing.TB) context.Context { return harness.Context(t, 2*time.Minute) }
 
 // order creates an order in the simulator (which publishes its event) and
 // returns its UUID and the resource's.
@@ -190,14 +186,7 @@ func (s *site) order(req waldursim.CreateOrderRequest) (orderUUID, resourceUUID 
 // waitOrder waits for the order to reach one of states and returns it.
 func (s *site) waitOrder(uuid string, states ...string) *waldursim.APIOrder {
 	s.t.Helper()
-	c, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	o, err := s.admin.WaitOrder(c, uuid, states...)
-	if err != nil {
-		last, _ := s.admin.Order(context.Background(), uuid)
-		s.t.Fatalf("order %s did not reach %v: %v (last: %+v)\n%s", uuid, states, err, last, s.sb.Tail(30))
-	}
-	return o
+	return harness.WaitOrder(s.t, s.admin, s.sb, 30, uuid, states...)
 }
 
 func (s *site) cr(name string) (*unstructured.Unstructured, error) {
