@@ -1,12 +1,10 @@
 package okdsim_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"io"
 	"net/http"
 	"os"
 	"testing"
@@ -17,6 +15,7 @@ import (
 
 	"github.com/sitebus/sitebus/e2e/kube"
 	"github.com/sitebus/sitebus/e2e/okdsim"
+	"github.com/sitebus/sitebus/e2e/simhttp"
 )
 
 func TestMain(m *testing.M) { os.Exit(kube.RunShared(m)) }
@@ -75,33 +74,12 @@ func (c *client) do(method, path string, body any) response {
 
 func (c *client) doType(method, path, contentType string, body any) response {
 	c.t.Helper()
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			c.t.Fatal(err)
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, c.base+path, rd)
-	if err != nil {
-		c.t.Fatal(err)
-	}
+	var auth func(*http.Request)
 	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
+		auth = func(req *http.Request) { req.Header.Set("Authorization", "Bearer "+c.token) }
 	}
-	req.Header.Set("Content-Type", contentType)
-	req.Header.Set("Accept", "application/json")
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		c.t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	r := response{status: resp.StatusCode, raw: string(raw)}
+	status, raw := simhttp.TestCall(context.Background(), c.t, c.hc, method, c.base, path, contentType, body, auth)
+	r := response{status: status, raw: string(raw)}
 	_ = json.Unmarshal(raw, &r.obj)
 	return r
 }

@@ -1,10 +1,8 @@
 package ranchersim_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"os"
 	"strings"
@@ -13,6 +11,7 @@ import (
 
 	"github.com/sitebus/sitebus/e2e/kube"
 	"github.com/sitebus/sitebus/e2e/ranchersim"
+	"github.com/sitebus/sitebus/e2e/simhttp"
 )
 
 func TestMain(m *testing.M) { os.Exit(kube.RunShared(m)) }
@@ -46,33 +45,12 @@ func (c *client) do(method, pathAndQuery string, body any) response {
 
 func (c *client) doCtx(ctx context.Context, method, pathAndQuery string, body any) response {
 	c.t.Helper()
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			c.t.Fatal(err)
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+pathAndQuery, rd)
-	if err != nil {
-		c.t.Fatal(err)
-	}
+	var auth func(*http.Request)
 	if c.user != "" {
-		req.SetBasicAuth(c.user, c.pass)
+		auth = func(req *http.Request) { req.SetBasicAuth(c.user, c.pass) }
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json")
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		c.t.Fatalf("%s %s: %v", method, pathAndQuery, err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	r := response{status: resp.StatusCode, raw: string(raw)}
+	status, raw := simhttp.TestCall(ctx, c.t, c.hc, method, c.base, pathAndQuery, "application/json", body, auth)
+	r := response{status: status, raw: string(raw)}
 	_ = json.Unmarshal(raw, &r.obj)
 	return r
 }
