@@ -11,7 +11,7 @@ GOLANGCI := $(SITEBUS_CACHE)/tools/golangci-lint-$(GOLANGCI_VERSION)/golangci-li
 MODULES := pkg services e2e
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: all build run test test-repeat unit e2e lint generate check-generated deps bench bench-orders k8s-binaries fmt
+.PHONY: all build run test test-repeat unit e2e lint generate check-generated deps bench bench-orders k8s-binaries fmt image
 
 all: build
 
@@ -21,6 +21,11 @@ deps:
 build:
 	go build -ldflags "-X main.version=$(VERSION)" -o bin/sitebus ./services/cmd/sitebus
 	go build -o bin/waldursim ./e2e/cmd/waldursim
+
+## image: the container image (linux/amd64, non-root, distroless/static-like
+## base) as an OCI layout tarball, without a container engine.
+image:
+	go run ./e2e/cmd/imagebuild -version $(VERSION) -o bin/sitebus-image.tar
 
 ## run: a local site: RabbitMQ, the Waldur simulator (new demo orders every
 ## few seconds), sitebus with an embedded NATS, and the event stream on screen.
