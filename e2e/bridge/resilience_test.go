@@ -13,10 +13,15 @@ import (
 func TestBrokerDroppingTheConnectionIsSurvived(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	q := e.waitConsumer("order")
-	n, err := e.broker.Mgmt().CloseConnections(ctx(t), userHex)
-	if err != nil || n == 0 {
-		t.Fatalf("closed %d connections: %v", n, err)
-	}
+	// The broker lists a connection in its statistics a moment after its
+	// consumer shows on the queue: close until one was there to close.
+	harness.Eventually(t, 30*time.Second, "sitebus's broker connection to be closed", func() bool {
+		n, err := e.broker.Mgmt().CloseConnections(ctx(t), userHex)
+		if err != nil {
+			t.Fatalf("closing connections: %v", err)
+		}
+		return n > 0
+	})
 	// sitebus counts the session's end before it waits to reconnect. (The
 	// broker's consumer count going to 0 is no signal to wait for: it lasts
 	// about a second, and the statistics behind it refresh every 500 ms.)
