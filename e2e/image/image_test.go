@@ -111,6 +111,9 @@ func TestImage(t *testing.T) {
 	// The entrypoint as the config names it, from the unpacked tree: the
 	// binary is static, so it needs nothing from the host.
 	bin := filepath.Join(root, c.Entrypoint[0])
+	if out := runBin(ctx, t, bin, "version"); !strings.Contains(out, "sitebus "+o.Version+" (") {
+		t.Errorf("sitebus version printed %q, want the build's version %s", out, o.Version)
+	}
 	if out := runBin(ctx, t, bin, "--version"); !strings.Contains(out, "sitebus version "+o.Version) {
 		t.Errorf("sitebus --version printed %q, want the build's version %s", out, o.Version)
 	}
