@@ -11,7 +11,7 @@ GOLANGCI := $(SITEBUS_CACHE)/tools/golangci-lint-$(GOLANGCI_VERSION)/golangci-li
 MODULES := pkg services e2e
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: all build run test test-repeat unit e2e lint generate check-generated deps bench bench-orders k8s-binaries fmt image
+.PHONY: all build run test test-repeat unit e2e lint generate check-generated deps bench bench-orders k8s-binaries fmt image manifests
 
 all: build
 
@@ -26,6 +26,11 @@ build:
 ## base) as an OCI layout tarball, without a container engine.
 image:
 	go run ./e2e/cmd/imagebuild -version $(VERSION) -o bin/sitebus-image.tar
+
+## manifests: regenerate the kustomize base deploy/kubernetes from the Helm
+## chart deploy/helm/sitebus (default values); e2e/deploy fails when stale.
+manifests:
+	go test -count=1 ./e2e/deploy/ -run TestKustomizeBaseIsTheChart -update
 
 ## run: a local site: RabbitMQ, the Waldur simulator (new demo orders every
 ## few seconds), sitebus with an embedded NATS, and the event stream on screen.
