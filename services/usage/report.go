@@ -3,7 +3,6 @@ package usage
 import (
 	"math"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/sitebus/sitebus/pkg/config"
@@ -144,6 +143,3 @@ func sameMonth(a, b time.Time, loc *time.Location) bool {
 	a, b = a.In(loc), b.In(loc)
 	return a.Year() == b.Year() && a.Month() == b.Month()
 }
-
-// normUUID compares UUIDs sent dashed or as hex.
-func normUUID(s string) string { return strings.ToLower(strings.ReplaceAll(s, "-", "")) }

@@ -27,6 +27,7 @@ import (
 
 	"github.com/sitebus/sitebus/pkg/backend"
 	"github.com/sitebus/sitebus/pkg/config"
+	"github.com/sitebus/sitebus/pkg/events"
 	"github.com/sitebus/sitebus/pkg/telemetry"
 	"github.com/sitebus/sitebus/pkg/waldur"
 )
@@ -304,7 +305,8 @@ func (s *Service) reportPeriod(ctx context.Context, o Offering, period time.Time
 	}
 	byResource := map[string][]waldur.ComponentUsageRecord{}
 	for _, r := range existing {
-		byResource[normUUID(r.ResourceUUID)] = append(byResource[normUUID(r.ResourceUUID)], r)
+		id := events.HexUUID(r.ResourceUUID)
+		byResource[id] = append(byResource[id], r)
 	}
 	month := period.Format("2006-01")
 	sem := make(chan struct{}, s.cfg.Concurrency)
@@ -317,7 +319,7 @@ func (s *Service) reportPeriod(ctx context.Context, o Offering, period time.Time
 			log.Warn("no platform object for the resource; nothing to report", "resource", r.UUID, "backend_id", r.BackendID)
 			continue
 		}
-		d := Decide(Convert(raw, o.Config.BackendComponents), byResource[normUUID(r.UUID)], offered)
+		d := Decide(Convert(raw, o.Config.BackendComponents), byResource[events.HexUUID(r.UUID)], offered)
 		for _, a := range d.Anomalies {
 			s.anomalies.WithLabelValues(o.Config.Name, a.Component).Inc()
 			log.Warn("usage anomaly: not reported", "resource", r.UUID, "backend_id", r.BackendID, "month", month,
