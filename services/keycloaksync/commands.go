@@ -116,22 +116,12 @@ func (s *Service) deleteGroups(ctx context.Context, req *sitebusv1.DeleteGroupsR
 // setGroupMembers applies the wanted members as desired state, so a
 // command delivered twice or late converges all the same.
 func (s *Service) setGroupMembers(ctx context.Context, req *sitebusv1.SetGroupMembersRequest) (*sitebusv1.SetGroupMembersResponse, error) {
-	if req.GetIfExists() {
-		r, err := s.realmOf(req.GetOfferingUuid())
-		if err != nil {
-			return nil, err
-		}
-		g, err := findGroup(ctx, r.client, req.GetGroup())
-		if err != nil {
-			return nil, err
-		}
-		if g == nil {
-			return &sitebusv1.SetGroupMembersResponse{Missing: true}, nil
-		}
-	}
-	r, g, err := s.managedGroup(ctx, req.GetOfferingUuid(), req.GetGroup(), "set members of")
+	r, g, err := s.managedGroup(ctx, req.GetOfferingUuid(), req.GetGroup(), "set members of", req.GetIfExists())
 	if err != nil {
 		return nil, err
+	}
+	if g == nil {
+		return &sitebusv1.SetGroupMembersResponse{Missing: true}, nil
 	}
 	resp := &sitebusv1.SetGroupMembersResponse{GroupId: g.ID}
 	type found struct {
@@ -304,8 +294,9 @@ func (s *Service) listMembers(ctx context.Context, req *sitebusv1.ListMembersReq
 	return resp, nil
 }
 
-// managedGroup resolves a group whose members sitebus owns.
-func (s *Service) managedGroup(ctx context.Context, offering string, ref *sitebusv1.GroupRef, what string) (*realm, *keycloak.Group, error) {
+// managedGroup resolves a group whose members sitebus owns; a missing
+// group is (nil, nil) when missingOK, else a terminal error.
+func (s *Service) managedGroup(ctx context.Context, offering string, ref *sitebusv1.GroupRef, what string, missingOK bool) (*realm, *keycloak.Group, error) {
 	r, err := s.realmOf(offering)
 	if err != nil {
 		return nil, nil, err
@@ -313,6 +304,9 @@ func (s *Service) managedGroup(ctx context.Context, offering string, ref *sitebu
 	g, err := findGroup(ctx, r.client, ref)
 	if err != nil {
 		return nil, nil, err
+	}
+	if g == nil && missingOK {
+		return r, nil, nil
 	}
 	if g == nil {
 		return nil, nil, bus.Terminal(fmt.Errorf("%s group %s: %w", what, describe(ref), keycloak.ErrNotFound))
