@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/sitebus/sitebus/pkg/backend"
+	"github.com/sitebus/sitebus/pkg/backend/kubeapi"
 	"github.com/sitebus/sitebus/pkg/config"
 )
 
@@ -106,7 +107,7 @@ func (b *Backend) checkID(id string) error {
 		}
 		return nil
 	}
-	if len(id) > maxNameLen || !rfc1123Label.MatchString(id) {
+	if kubeapi.ValidateName("Rancher project name", id) != nil {
 		return backend.Invalidf("%q is neither a Rancher project id (c-xxx:p-yyy) nor a project name", id)
 	}
 	return nil

@@ -2,17 +2,11 @@ package rancher
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 
 	"github.com/sitebus/sitebus/pkg/backend"
+	"github.com/sitebus/sitebus/pkg/backend/kubeapi"
 )
-
-// maxNameLen is the longest RFC 1123 label, hence the longest namespace
-// (the project's namespace has the project's name).
-const maxNameLen = 63
-
-var rfc1123Label = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`)
 
 // ProjectName computes the name of a resource's Rancher project, which is
 // also its namespace's: prefix + slug, or prefix + "resource-" + the
@@ -31,14 +25,8 @@ func ProjectName(prefix string, r backend.Resource) (string, error) {
 		part = "resource-" + u[:8]
 	}
 	name := prefix + part
-	if len(name) > maxNameLen {
-		return "", backend.Invalidf("Rancher project name '%s' (from slug %q) exceeds %d characters (%d): "+
-			"it names the project's namespace too", name, r.Slug, maxNameLen, len(name))
-	}
-	if !rfc1123Label.MatchString(name) {
-		return "", backend.Invalidf("Rancher project name '%s' (from slug %q) is not a valid RFC 1123 label: "+
-			"must be lowercase alphanumeric or '-', must start and end with an alphanumeric character; "+
-			"it names the project's namespace too", name, r.Slug)
+	if err := kubeapi.ValidateName("Rancher project name", name); err != nil {
+		return "", backend.Invalidf("%v (from slug %q); it names the project's namespace too", err, r.Slug)
 	}
 	return name, nil
 }

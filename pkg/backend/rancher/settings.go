@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/sitebus/sitebus/pkg/backend/kubeapi"
 	"github.com/sitebus/sitebus/pkg/config"
 	"github.com/sitebus/sitebus/pkg/keycloak"
 )
@@ -138,8 +139,8 @@ func (s Settings) Validate() error {
 	} else if !clusterIDRe.MatchString(s.ClusterID) {
 		bad("cluster_id", "%q is not a Rancher cluster id (e.g. c-m-1234abcd; a project id c-xxx:p-yyy is not one)", s.ClusterID)
 	}
-	if len(s.ProjectPrefix) >= maxNameLen || !prefixRe.MatchString(s.ProjectPrefix) {
-		bad("project_prefix", "%q cannot start a namespace name (lowercase alphanumeric or '-', starting with an alphanumeric, under %d characters)", s.ProjectPrefix, maxNameLen)
+	if len(s.ProjectPrefix) >= kubeapi.MaxNameLen || !prefixRe.MatchString(s.ProjectPrefix) {
+		bad("project_prefix", "%q cannot start a namespace name (lowercase alphanumeric or '-', starting with an alphanumeric, under %d characters)", s.ProjectPrefix, kubeapi.MaxNameLen)
 	}
 	if !roleRe.MatchString(s.DefaultRole) {
 		bad("default_role", "%q is not a Rancher role template id", s.DefaultRole)
