@@ -22,6 +22,7 @@ import (
 	"github.com/sitebus/sitebus/pkg/backend"
 	"github.com/sitebus/sitebus/pkg/backend/managedns"
 	"github.com/sitebus/sitebus/pkg/backend/rancher"
+	"github.com/sitebus/sitebus/pkg/config"
 	"github.com/sitebus/sitebus/pkg/events"
 	"github.com/sitebus/sitebus/pkg/keycloak"
 	"github.com/sitebus/sitebus/pkg/waldur"
@@ -388,10 +389,8 @@ func backendReport(check string, op *app.OfferingPlan, name string, d map[string
 
 // keycloakChecks logs in with the configured client and reads the realm.
 func keycloakChecks(ctx context.Context, op *app.OfferingPlan, timeout time.Duration) []checkResult {
+	// op.Rancher.Keycloak is set only as op.Keycloak (app.Plan).
 	kcp := op.Keycloak
-	if kcp == nil && op.Rancher.Keycloak != nil {
-		kcp = op.Rancher.Keycloak
-	}
 	if kcp == nil {
 		return nil
 	}
@@ -521,13 +520,13 @@ func newRedactor(plan *app.Plan) redactor {
 	set := map[string]bool{}
 	for _, op := range plan.Offerings {
 		o := op.Config
-		for _, s := range []string{o.WaldurAPIToken.Reveal(), o.OIDCClientSecret.Reveal(), op.Rancher.Password.Reveal()} {
-			set[s] = true
+		for _, s := range []config.Secret{o.WaldurAPIToken, o.OIDCClientSecret, op.Rancher.Password,
+			op.OKD.Token, op.OKD.OAuth.ClientSecret, op.OKD.OAuth.RefreshToken} {
+			set[s.Reveal()] = true
 		}
-		for _, kc := range []any{op.Keycloak, op.Rancher.Keycloak} {
-			if c, ok := kc.(*keycloak.Config); ok && c != nil {
-				set[c.Password.Reveal()] = true
-			}
+		// op.Rancher.Keycloak is op.Keycloak when set (app.Plan).
+		if op.Keycloak != nil {
+			set[op.Keycloak.Password.Reveal()] = true
 		}
 	}
 	delete(set, "")
