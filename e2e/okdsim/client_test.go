@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
@@ -101,7 +102,13 @@ func TestClientGo(t *testing.T) {
 			t.Fatal(err)
 		}
 		eq(t, "patched annotation", patched.GetAnnotations()["waldur/managed"], "true")
-		if err := dyn.Resource(projectGVR).Delete(e.ctx, name, metav1.DeleteOptions{}); err != nil {
+		stale := types.UID("not-" + string(patched.GetUID()))
+		err = dyn.Resource(projectGVR).Delete(e.ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &stale}})
+		if !apierrors.IsConflict(err) {
+			t.Errorf("delete with a stale UID: %v, want Conflict", err)
+		}
+		uid := patched.GetUID()
+		if err := dyn.Resource(projectGVR).Delete(e.ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := dyn.Resource(projectGVR).Get(e.ctx, "no-such-"+name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {

@@ -198,10 +198,23 @@ func (s *Server) getProject(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, toProject(ns))
 }
 
+// deleteProject passes the body's DeleteOptions (preconditions,
+// propagation) on to the namespace delete, as OpenShift's project storage
+// does: a UID or resourceVersion precondition that no longer holds is a
+// 409, not a deleted project.
 func (s *Server) deleteProject(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
-	if err := s.kube.namespaces().Delete(r.Context(), name, metav1.DeleteOptions{}); err != nil {
-		writeErr(w, nsErr(err, name))
+	var opts metav1.DeleteOptions
+	b, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	if err == nil && len(strings.TrimSpace(string(b))) > 0 {
+		err = json.Unmarshal(b, &opts)
+	}
+	if err != nil {
+		writeErr(w, apierrors.NewBadRequest("the body of the request was in an unknown format: "+err.Error()))
+		return
+	}
+	if err := s.kube.namespaces().Delete(r.Context(), name, opts); err != nil {
+		writeErr(w, projectConflict(err, name))
 		return
 	}
 	s.log.Info("project deleted", "name", name)
