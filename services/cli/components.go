@@ -26,26 +26,19 @@ var optionalComponentFields = []string{
 }
 
 // componentRequest is what the Python agent sends for one configured
-// component: billing_type from accounting_type, name from label,
+// component (Optional never nil, so callers may add to it): billing_type from accounting_type, name from label,
 // limit_amount from limit (null when unset), the optional fields that are
 // set, and is_prepaid true for a one-time component unless configured.
 func componentRequest(typ string, c config.BackendComponent) waldur.ComponentRequest {
-	r := waldur.ComponentRequest{BillingType: c.AccountingType, Type: typ, Name: c.Label, MeasuredUnit: c.MeasuredUnit, LimitAmount: c.Limit}
+	r := waldur.ComponentRequest{BillingType: c.AccountingType, Type: typ, Name: c.Label, MeasuredUnit: c.MeasuredUnit,
+		LimitAmount: c.Limit, Optional: map[string]any{}}
 	for _, k := range optionalComponentFields {
 		if v, ok := c.Extra[k]; ok && v != nil {
-			if r.Optional == nil {
-				r.Optional = map[string]any{}
-			}
 			r.Optional[k] = v
 		}
 	}
-	if c.AccountingType == "one" {
-		if _, set := r.Optional["is_prepaid"]; !set {
-			if r.Optional == nil {
-				r.Optional = map[string]any{}
-			}
-			r.Optional["is_prepaid"] = true
-		}
+	if _, set := r.Optional["is_prepaid"]; !set && c.AccountingType == "one" {
+		r.Optional["is_prepaid"] = true
 	}
 	return r
 }
@@ -81,9 +74,6 @@ func loadComponents(ctx context.Context, c *waldur.Client, o *config.Offering) (
 		}
 		// As Python: an unconfigured limit_period keeps Waldur's.
 		if _, set := req.Optional["limit_period"]; !set && e.LimitPeriod != "" {
-			if req.Optional == nil {
-				req.Optional = map[string]any{}
-			}
 			req.Optional["limit_period"] = e.LimitPeriod
 		}
 		changed := req.Differs(e)
