@@ -304,18 +304,22 @@ func (c *client) quotas(ctx context.Context, ns string) ([]resourceQuota, error)
 	return out.Items, err
 }
 
-// findBindings looks a group's bindings up with Python's unencoded filter
-// query. The answer is filtered again here: a server that ignores a
-// filter must not make another group's binding look like this one.
+// findBindings looks a group's bindings with role up, on projectID or,
+// when it is empty, on any project, with Python's unencoded filter query.
+// The answer is filtered again here: a server that ignores a filter must
+// not make another group's binding look like this one.
 func (c *client) findBindings(ctx context.Context, role, projectID, principal string) ([]binding, error) {
-	all, err := list[binding](ctx, c, "/v3/projectroletemplatebindings",
-		"roleTemplateId="+role+"&projectId="+projectID+"&groupPrincipalId="+principal)
+	query := "roleTemplateId=" + role + "&groupPrincipalId=" + principal
+	if projectID != "" {
+		query = "roleTemplateId=" + role + "&projectId=" + projectID + "&groupPrincipalId=" + principal
+	}
+	all, err := list[binding](ctx, c, "/v3/projectroletemplatebindings", query)
 	if err != nil {
 		return nil, err
 	}
 	var out []binding
 	for _, b := range all {
-		if b.RoleTemplateID == role && b.ProjectID == projectID && b.GroupPrincipalID == principal {
+		if b.RoleTemplateID == role && (projectID == "" || b.ProjectID == projectID) && b.GroupPrincipalID == principal {
 			out = append(out, b)
 		}
 	}

@@ -14,6 +14,13 @@ import (
 // encoding; ChildGroupName of a Waldur slug and a role id is one.
 var groupNameRe = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
 
+func checkGroup(group string) error {
+	if !groupNameRe.MatchString(group) {
+		return backend.Invalidf("Keycloak group name %q cannot name a Rancher group principal", group)
+	}
+	return nil
+}
+
 // BindGroup binds the Keycloak group to the managed project with
 // default_role (principal keycloakoidc_group://<name>), unless a binding
 // is there already; created says whether this call made it. A binding
@@ -21,8 +28,8 @@ var groupNameRe = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
 // there. A project sitebus does not manage is refused: binding a group to
 // it would grant access to someone else's workloads.
 func (b *Backend) BindGroup(ctx context.Context, projectID, group string) (created bool, err error) {
-	if !groupNameRe.MatchString(group) {
-		return false, backend.Invalidf("Keycloak group name %q cannot name a Rancher group principal", group)
+	if err := checkGroup(group); err != nil {
+		return false, err
 	}
 	p, err := b.managed(ctx, projectID)
 	if err != nil {
@@ -57,8 +64,8 @@ func errConflictGone(projectID, group string) error {
 // project; none, or no project, is not an error. A project sitebus does
 // not manage is refused.
 func (b *Backend) UnbindGroup(ctx context.Context, projectID, group string) error {
-	if !groupNameRe.MatchString(group) {
-		return backend.Invalidf("Keycloak group name %q cannot name a Rancher group principal", group)
+	if err := checkGroup(group); err != nil {
+		return err
 	}
 	p, err := b.managed(ctx, projectID)
 	if errors.Is(err, backend.ErrNotFound) {
@@ -84,19 +91,18 @@ func (b *Backend) UnbindGroup(ctx context.Context, projectID, group string) erro
 // with default_role. A Waldur project's child group serves every resource
 // of that project, so it may go only when no project uses it any more.
 func (b *Backend) GroupBindings(ctx context.Context, group string) ([]string, error) {
-	if !groupNameRe.MatchString(group) {
-		return nil, backend.Invalidf("Keycloak group name %q cannot name a Rancher group principal", group)
+	if err := checkGroup(group); err != nil {
+		return nil, err
 	}
 	role, principal := b.settings.DefaultRole, GroupPrincipalID(group)
-	all, err := list[binding](ctx, b.api, "/v3/projectroletemplatebindings", "roleTemplateId="+role+"&groupPrincipalId="+principal)
+	all, err := b.api.findBindings(ctx, role, "", principal)
 	if err != nil {
 		return nil, err
 	}
 	var out []string
 	for _, pb := range all {
-		// Filtered again: a server that ignores a filter must not make
-		// another group's binding, or another cluster's, count.
-		if pb.RoleTemplateID == role && pb.GroupPrincipalID == principal && strings.HasPrefix(pb.ProjectID, b.settings.ClusterID+":") {
+		// Another cluster's binding does not count.
+		if strings.HasPrefix(pb.ProjectID, b.settings.ClusterID+":") {
 			out = append(out, pb.ProjectID)
 		}
 	}
