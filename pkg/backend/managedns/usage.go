@@ -3,7 +3,6 @@ package managedns
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -154,10 +153,11 @@ func (b *Backend) components(sums *kubeusage.Sums, ns string) map[string]float64
 	}
 	out := map[string]float64{}
 	for _, tg := range targets {
-		if !slices.Contains([]string{fieldCPU, fieldMemory, fieldGPU, fieldStore}, tg.field) {
+		key, ok := measured[tg.field]
+		if !ok {
 			continue // mapped to a field nothing here measures
 		}
-		out[tg.key] = kubeusage.Value(sums.Get(measured[tg.field], ns), tg.field == fieldMemory || tg.field == fieldStore)
+		out[tg.key] = kubeusage.Value(sums.Get(key, ns), tg.field == fieldMemory || tg.field == fieldStore)
 	}
 	return out
 }
