@@ -80,31 +80,16 @@ func projectQuotas(p project) map[string]any {
 	return out
 }
 
-// pick finds a backend id in a project list as resolve does (by id, or by
-// name preferring the one sitebus manages).
-func pick(projects []project, id string) (project, bool) {
-	var named []project
+// pick finds a backend id in a project list as resolve does (by id, or
+// by name with byName's choice); an ambiguous name is not found.
+func (b *Backend) pick(projects []project, id string) (project, bool) {
 	for _, p := range projects {
 		if p.ID == id {
 			return p, true
 		}
-		if p.Name == id {
-			named = append(named, p)
-		}
 	}
-	slices.SortStableFunc(named, func(a, b project) int {
-		switch {
-		case isManaged(a) && !isManaged(b):
-			return -1
-		case !isManaged(a) && isManaged(b):
-			return 1
-		}
-		return 0
-	})
-	if len(named) > 0 {
-		return named[0], true
-	}
-	return project{}, false
+	p, err := b.byName(projects, id)
+	return p, err == nil
 }
 
 // List returns the managed projects of the cluster whose names have the

@@ -39,9 +39,14 @@ func (b *Backend) resolve(ctx context.Context, id string) (project, error) {
 	if err != nil {
 		return project{}, err
 	}
+	return b.byName(projects, id)
+}
+
+// byName chooses among projects the one named name, as resolve does.
+func (b *Backend) byName(projects []project, name string) (project, error) {
 	var named, managed []project
 	for _, p := range projects {
-		if p.Name == id {
+		if p.Name == name {
 			named = append(named, p)
 			if isManaged(p) {
 				managed = append(managed, p)
@@ -53,11 +58,11 @@ func (b *Backend) resolve(ctx context.Context, id string) (project, error) {
 		return managed[0], nil
 	case len(managed) > 1:
 		return project{}, backend.Invalidf("%d Rancher projects named %s in cluster %s are marked %s; refusing to guess which is the resource's",
-			len(managed), id, b.settings.ClusterID, AnnotationManaged)
+			len(managed), name, b.settings.ClusterID, AnnotationManaged)
 	case len(named) > 0:
 		return named[0], nil
 	}
-	return project{}, notFoundf("Rancher project %s not found in cluster %s", id, b.settings.ClusterID)
+	return project{}, notFoundf("Rancher project %s not found in cluster %s", name, b.settings.ClusterID)
 }
 
 // managed resolves id to a project sitebus may change.

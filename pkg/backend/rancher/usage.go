@@ -126,7 +126,7 @@ func (b *Backend) UsageAll(ctx context.Context, backendIDs []string) (map[string
 	byID := map[string]string{} // backend id → project id
 	wantedProject := map[string]bool{}
 	for _, id := range backendIDs {
-		if p, ok := pick(projects, id); ok && p.ClusterID == b.settings.ClusterID {
+		if p, ok := b.pick(projects, id); ok && p.ClusterID == b.settings.ClusterID {
 			byID[id] = p.ID
 			wantedProject[p.ID] = true
 		}
