@@ -111,10 +111,7 @@ func (c quotaCodec) hardKey(k string) (hard, typ string, ok bool) {
 	if h, ok := c.forward[k]; ok {
 		return h, c.types[k], true
 	}
-	if c.off[k] {
-		return "", "", false
-	}
-	if slices.Contains(c.keys, k) {
+	if c.off[k] { // configured, but with no quota (every configured key is in forward or off)
 		return "", "", false
 	}
 	f, ok := byKey[k]
