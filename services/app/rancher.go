@@ -12,15 +12,18 @@ import (
 // project's child group under it, which is the one bound to the project.
 func projectGroups(b backend.Backend) func(projectSlug string) []sagas.GroupSpec {
 	rb, ok := b.(*rancher.Backend)
-	if !ok || !rb.Settings().KeycloakEnabled {
+	if !ok {
 		return nil
 	}
 	st := rb.Settings()
+	if !st.KeycloakEnabled {
+		return nil
+	}
+	parent := sagas.GroupSpec{Name: rancher.ParentGroupName(st.ClusterID), Description: rancher.ParentGroupDescription(st.ClusterID)}
 	return func(projectSlug string) []sagas.GroupSpec {
-		parent := rancher.ParentGroupName(st.ClusterID)
 		return []sagas.GroupSpec{
-			{Name: parent, Description: rancher.ParentGroupDescription(st.ClusterID)},
-			{Name: rancher.ChildGroupName(projectSlug, st.DefaultRole), Description: rancher.ChildGroupDescription(projectSlug, st.DefaultRole), Parent: parent},
+			parent,
+			{Name: rancher.ChildGroupName(projectSlug, st.DefaultRole), Description: rancher.ChildGroupDescription(projectSlug, st.DefaultRole), Parent: parent.Name},
 		}
 	}
 }
