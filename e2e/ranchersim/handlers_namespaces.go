@@ -19,8 +19,6 @@ type namespaceBody struct {
 	Annotations map[string]string `json:"annotations"`
 }
 
-func isNotFound(err error) bool { return apierrors.IsNotFound(err) }
-
 // kubeErr turns a Kubernetes API error into the norman error Rancher makes
 // of it: the status code, the reason as code ("AlreadyExists") and the
 // message.

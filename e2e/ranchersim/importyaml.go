@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -138,7 +139,7 @@ func (k *kubeClient) applyOne(ctx context.Context, obj *unstructured.Unstructure
 
 	before, err := ri.Get(ctx, obj.GetName(), metav1.GetOptions{})
 	existed := err == nil
-	if err != nil && !isNotFound(err) {
+	if err != nil && !apierrors.IsNotFound(err) {
 		return "", fromServer(err, "retrieving current configuration of", ref)
 	}
 	after, err := ri.Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: FieldManager, Force: true})

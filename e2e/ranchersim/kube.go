@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -87,7 +88,7 @@ func (k *kubeClient) deleteProjectNamespaces(ctx context.Context, projectID stri
 		return fmt.Errorf("list namespaces of %s: %w", projectID, err)
 	}
 	for _, ns := range nss {
-		if err := k.namespaces().Delete(ctx, ns.GetName(), metav1.DeleteOptions{}); err != nil && !isNotFound(err) {
+		if err := k.namespaces().Delete(ctx, ns.GetName(), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("delete namespace %s: %w", ns.GetName(), err)
 		}
 	}

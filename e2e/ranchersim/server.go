@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -139,7 +140,7 @@ func New(opts Options) (*Server, error) {
 	if !opts.NoDefaultProjects {
 		for _, name := range []string{"Default", "System"} {
 			s.addProject(&project{name: name, description: name + " project created for the cluster",
-				labels: map[string]string{"authz.management.cattle.io/" + lower(name) + "-project": "true"}}, false)
+				labels: map[string]string{"authz.management.cattle.io/" + strings.ToLower(name) + "-project": "true"}}, false)
 		}
 	}
 	s.handler = s.routes()

@@ -145,8 +145,6 @@ func newUUID() string {
 	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }
 
-func lower(s string) string { return strings.ToLower(s) }
-
 func cloneMap(m map[string]string) map[string]string {
 	if m == nil {
 		return map[string]string{}
