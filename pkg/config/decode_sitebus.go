@@ -43,5 +43,12 @@ func (d *decoder) sitebus(n *yaml.Node, s scope, sb *Sitebus) {
 				"replicas":         d.integer(&st.Replicas),
 			})
 		},
+		"ordering": func(n *yaml.Node, s scope) {
+			o := &sb.Ordering
+			d.fields(n, s, map[string]setter{
+				"mode":  d.str(&o.Mode),
+				"slots": d.integer(&o.Slots),
+			})
+		},
 	})
 }

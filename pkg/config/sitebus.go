@@ -23,6 +23,9 @@ type Sitebus struct {
 	SagaLease time.Duration `json:"saga_lease,omitempty"`
 
 	Streams Streams `json:"streams"`
+	// Ordering says how replicas of one service keep the events of one
+	// Waldur resource in order.
+	Ordering Ordering `json:"ordering"`
 
 	// Services lists the services to run in this process; empty = all.
 	Services []string `json:"services,omitempty"`
@@ -56,6 +59,36 @@ type Streams struct {
 	Replicas int `json:"replicas"`
 }
 
+// Ordering modes: process keeps events of one resource in order inside one
+// process (one process per service); cluster keeps them in order across
+// every replica of a service, at the cost of a bounded number of messages
+// in flight (one per slot).
+const (
+	OrderingProcess = "process"
+	OrderingCluster = "cluster"
+)
+
+// OrderingPartitions is how many partitions the events of each subject are
+// hashed into by their ordering key (pkg/bus.Partitions, which a test there
+// compares with this). Slots must divide it.
+const OrderingPartitions = 64
+
+// Ordering configures per-resource ordering (sitebus.ordering).
+type Ordering struct {
+	// Mode is OrderingProcess (default: one consumer per subscription, as
+	// many messages in flight as the service's concurrency, in order per
+	// resource within the process) or OrderingCluster (every replica of a
+	// service may run: Slots consumers per subscription, each with one
+	// message in flight across all replicas).
+	Mode string `json:"mode"`
+	// Slots is how many consumers a subscription has in cluster mode: the
+	// most messages of one subscription handled at once across all
+	// replicas. It divides OrderingPartitions. A message waiting for a
+	// retry holds its slot, so more slots isolate a failing resource
+	// better; each slot is one more JetStream consumer.
+	Slots int `json:"slots"`
+}
+
 // newSitebus returns the section's defaults; decoding starts from them, so
 // a key the file sets keeps its value, even "" or 0, and Validate refuses
 // what cannot work instead of quietly putting the default back.
@@ -77,6 +110,7 @@ func newSitebus() Sitebus {
 			DLQMaxAge:       defaultDLQMaxAge,
 			Replicas:        defaultStreamReplicas,
 		},
+		Ordering: Ordering{Mode: OrderingProcess, Slots: defaultOrderingSlots},
 	}
 }
 

@@ -28,12 +28,14 @@ func TestSitebusSection(t *testing.T) {
 		"    duplicate_window: 10m",
 		"    dlq_max_age: 48h",
 		"    replicas: 3",
+		"  ordering: {mode: cluster, slots: 32}",
 	), noEnv)
 	eq(t, "sitebus", r.Sitebus, Sitebus{
 		NATSURL: "nats://nats.sitebus.svc:4222", DataDir: "/var/lib/sitebus", HTTPAddr: "0.0.0.0:8080", LogFormat: "text",
 		Stomp:    StompSettings{Transport: "tcp", TCPHost: "rabbit.example.com", TCPPort: 61614, PrefetchCount: 8, ReconnectMax: time.Minute, Heartbeat: 5 * time.Second},
 		Periods:  Periods{MembershipSync: 90 * time.Second, Report: time.Hour},
 		Streams:  Streams{EventsMaxAge: 24 * time.Hour, DuplicateWindow: 10 * time.Minute, DLQMaxAge: 48 * time.Hour, Replicas: 3},
+		Ordering: Ordering{Mode: OrderingCluster, Slots: 32},
 		Services: []string{"stomp-bridge", "orders"},
 	})
 	eq(t, "effective membership period", r.Periods.MembershipSync, 90*time.Second)

@@ -164,6 +164,7 @@ func (c *BackendComponent) validate(p *problems, s scope) {
 
 var (
 	logFormats      = []string{"json", "text"}
+	orderingModes   = []string{OrderingProcess, OrderingCluster}
 	stompTransports = []string{"websocket", "tcp"}
 )
 
@@ -209,6 +210,14 @@ func (sb *Sitebus) validate(p *problems, s scope) {
 	}
 	if sm.Replicas < 1 || sm.Replicas > maxStreamReplicas {
 		p.at(ms.key("replicas"), "%d is not a replica count: 1 to %d (copies of each stream on as many JetStream servers)", sm.Replicas, maxStreamReplicas)
+	}
+
+	o, osc := &sb.Ordering, s.key("ordering")
+	if !slices.Contains(orderingModes, o.Mode) {
+		p.at(osc.key("mode"), "%q is not one of %s", o.Mode, strings.Join(orderingModes, ", "))
+	}
+	if o.Slots < 1 || o.Slots > OrderingPartitions || OrderingPartitions%o.Slots != 0 {
+		p.at(osc.key("slots"), "%d does not divide the %d partitions: use 1, 2, 4, 8, 16, 32 or 64", o.Slots, OrderingPartitions)
 	}
 }
 
