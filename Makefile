@@ -11,7 +11,7 @@ GOLANGCI := $(SITEBUS_CACHE)/tools/golangci-lint-$(GOLANGCI_VERSION)/golangci-li
 MODULES := pkg services e2e
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: all build run test test-repeat unit e2e lint generate check-generated deps bench bench-orders k8s-binaries fmt image manifests
+.PHONY: all build run test test-repeat unit e2e lint generate check-generated deps bench bench-orders k8s-binaries vault fmt image manifests
 
 all: build
 
@@ -59,21 +59,21 @@ lint: deps
 ## test: generated code current, lint (buf, gofmt, vet, golangci-lint), unit
 ## tests, then the end-to-end tests against real RabbitMQ, NATS, Kubernetes
 ## API server processes and the Waldur and Keycloak simulators.
-test: deps k8s-binaries check-generated lint
+test: deps k8s-binaries vault check-generated lint
 	go test -count=1 ./pkg/... ./services/...
 	go test -count=1 -timeout 20m ./e2e/...
 
 ## test-repeat: the unit tests five times over with the race detector (a
 ## test that passes once by luck rarely passes five times), then the
 ## end-to-end tests once, as make test runs them.
-test-repeat: deps k8s-binaries
+test-repeat: deps k8s-binaries vault
 	go test -race -count=5 -timeout 30m ./pkg/... ./services/...
 	go test -count=1 -timeout 20m ./e2e/...
 
 unit:
 	go test ./pkg/... ./services/...
 
-e2e: deps k8s-binaries
+e2e: deps k8s-binaries vault
 	go test -count=1 -timeout 20m -v ./e2e/...
 
 ## bench: bus throughput against raw JetStream (ratio), and sitebus's memory
@@ -91,3 +91,8 @@ bench-orders: deps k8s-binaries
 ## once into $(SITEBUS_CACHE).
 k8s-binaries:
 	@.ci/k8s-binaries.sh
+
+## vault: the Vault server v1.21.0 (real AppRole, KV v2 and policies for the
+## cluster-provisioner tests), built once into $(SITEBUS_CACHE).
+vault:
+	@.ci/vault.sh
