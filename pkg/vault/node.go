@@ -1,0 +1,76 @@
+package vault
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	vaultapi "github.com/hashicorp/vault/api"
+
+	"github.com/sitebus/sitebus/pkg/backend"
+)
+
+// Node is what a booting node does with its cloud-init's role-id and
+// secret-id, as rke-install.sh does with the Vault CLI: log in once, then
+// read the registration token. The simulators and tests use it to prove a
+// node's user_data works against a real Vault.
+type Node struct {
+	c *Client
+}
+
+// NodeLogin logs in at addr with an AppRole role-id and secret-id. A used,
+// expired or foreign secret-id is Vault's 400, backend.ErrInvalid.
+// tlsVerify false is the template's -tls-skip-verify.
+func NodeLogin(ctx context.Context, addr string, tlsVerify bool, caFile, roleID, secretID string) (*Node, error) {
+	s := Settings{Host: addr, Port: DefaultPort, TLSVerify: tlsVerify, CAFile: caFile}
+	a, err := s.Address()
+	if err != nil {
+		return nil, backend.Invalidf("vault: node login: VAULT_ADDR %v", err)
+	}
+	api, err := newAPI(a, tlsConfig(s))
+	if err != nil {
+		return nil, err
+	}
+	const path = "auth/approle/login"
+	sec, err := api.Logical().WriteWithContext(ctx, path, map[string]any{"role_id": roleID, "secret_id": secretID})
+	if err != nil {
+		return nil, classify("approle login", path, err)
+	}
+	if sec == nil || sec.Auth == nil || sec.Auth.ClientToken == "" {
+		return nil, fmt.Errorf("vault: approle login (%s): answer without a client token", path)
+	}
+	api.SetToken(sec.Auth.ClientToken)
+	return &Node{c: &Client{api: api, addr: a}}, nil
+}
+
+// ReadToken reads the "token" field of the KV v2 secret at cliPath, given
+// as `vault kv get` takes it: <mount>/<path> (secret/rancher/cluster-<uuid>).
+// Without the policy for it Vault answers 403 (PermissionDenied).
+func (n *Node) ReadToken(ctx context.Context, cliPath string) (string, error) {
+	mount, path, ok := strings.Cut(strings.Trim(cliPath, "/"), "/")
+	if !ok || mount == "" || path == "" {
+		return "", backend.Invalidf("vault: %q is not a KV path <mount>/<path>", cliPath)
+	}
+	s, err := n.c.api.KVv2(mount).Get(ctx, path)
+	if errors.Is(err, vaultapi.ErrSecretNotFound) {
+		return "", &Error{Op: "read secret", Path: mount + "/data/" + path, Status: 404, kind: backend.ErrNotFound,
+			Errors: []string{"no secret at " + cliPath}}
+	}
+	if err != nil {
+		return "", n.c.kvError("read secret", mount+"/data/"+path, err)
+	}
+	t, _ := s.Data["token"].(string)
+	if t == "" {
+		return "", backend.Invalidf("vault: secret %s has no token field", cliPath)
+	}
+	return t, nil
+}
+
+func tlsConfig(s Settings) vaultapi.TLSConfig {
+	return vaultapi.TLSConfig{CACert: s.CAFile, Insecure: !s.TLSVerify}
+}
+
+func containsFold(s, sub string) bool {
+	return strings.Contains(strings.ToLower(s), strings.ToLower(sub))
+}
