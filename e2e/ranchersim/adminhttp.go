@@ -1,6 +1,7 @@
 package ranchersim
 
 import (
+	"encoding/json"
 	"net/http"
 
 	"github.com/sitebus/sitebus/e2e/simhttp"
@@ -14,6 +15,12 @@ import (
 //	GET    /sim/bindings   bindings        DELETE /sim/calls    reset it
 //	GET    /sim/imports    importYaml      POST   /sim/faults   add a fault
 //	POST   /sim/down       {"down":bool}   DELETE /sim/faults   clear faults
+//	GET    /sim/inventory  provisioned clusters, nodes, tokens, cluster bindings, secrets
+//	GET    /sim/drains     drain actions   POST   /sim/node-faults  add a NodeFault
+//	DELETE /sim/node-faults  clear them
+//
+// POST /sim/system-agent/register (RegisterPath) is not part of it: it
+// stands in for a node's agent and goes through faults and the call log.
 func (s *Server) adminRoutes(mux *http.ServeMux) {
 	get := func(path string, f func() any) {
 		mux.HandleFunc("GET "+path, func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, f()) })
@@ -22,6 +29,21 @@ func (s *Server) adminRoutes(mux *http.ServeMux) {
 	get("/sim/bindings", func() any { return s.Bindings("") })
 	get("/sim/imports", func() any { return s.Imports() })
 	get("/sim/calls", func() any { return s.Calls() })
+	get("/sim/inventory", func() any { return s.Inventory() })
+	get("/sim/drains", func() any { return s.Drains() })
+	mux.HandleFunc("POST /sim/node-faults", func(w http.ResponseWriter, r *http.Request) {
+		var f NodeFault
+		if err := json.NewDecoder(r.Body).Decode(&f); err != nil {
+			writeErr(w, invalidBody(err.Error()))
+			return
+		}
+		s.AddNodeFault(f)
+		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("DELETE /sim/node-faults", func(w http.ResponseWriter, _ *http.Request) {
+		s.ClearNodeFaults()
+		w.WriteHeader(http.StatusNoContent)
+	})
 	simhttp.Admin{ResetCalls: s.ResetCalls, AddFault: s.AddFault, ClearFaults: s.ClearFaults, Down: s.Down,
 		BadRequest: func(w http.ResponseWriter, msg string) { writeErr(w, invalidBody(msg)) }}.Routes(mux)
 }

@@ -30,6 +30,13 @@
 // simulator splits on '&' and the first '=' and decodes only valid %XX
 // escapes, leaving '+' alone.
 //
+// It also provisions RKE2 custom clusters as Rancher 2.6+ does (issue 13):
+// v1 provisioning.cattle.io clusters and secrets, their v3 clusters, nodes
+// (with the drain action), registration tokens and cluster role template
+// bindings; nodes join through the sim-only POST /sim/system-agent/register
+// (RegisterPath), which stands in for a VM running system-agent-install.sh.
+// Progress is counted in reads, not time (provisioning.go, nodes.go).
+//
 // Tests drive it with Go methods on Server: inspect projects, bindings,
 // imported YAML and the call log, seed objects created behind sitebus's
 // back, and inject faults (AddFault, Down). Run as a process (cmd/

@@ -25,9 +25,11 @@ func (s *Server) routes() http.Handler {
 	api("POST /v3", s.root)
 	api("GET /v3/{$}", s.root)
 
-	api("GET /v3/clusters", s.listClusters)
-	api("GET /v3/clusters/{cluster}", s.getCluster)
-	api("POST /v3/clusters/{cluster}", s.clusterAction)
+	// The simulator's own cluster and the provisioned ones (provisioning.go).
+	api("GET /v3/clusters", s.listAllClusters)
+	api("GET /v3/clusters/{cluster}", s.getAnyCluster)
+	api("POST /v3/clusters/{cluster}", s.anyClusterAction)
+	s.provisioningRoutes(mux, api)
 
 	api("GET /v3/projects", s.listProjects)
 	api("POST /v3/projects", s.createProject)
@@ -121,11 +123,6 @@ func (s *Server) cluster(r *http.Request) *apiError {
 	if id := r.PathValue("cluster"); id != s.opts.ClusterID {
 		return notFound(`clusters.management.cattle.io "` + id + `" not found`)
 	}
-	return nil
-}
-
-func (s *Server) listClusters(w http.ResponseWriter, r *http.Request) *apiError {
-	writeCollection(w, r, "cluster", base(r)+"/v3/clusters", []map[string]any{s.clusterRep(base(r))})
 	return nil
 }
 

@@ -65,6 +65,12 @@ type Options struct {
 	// RoleTemplates are the known role template ids; default
 	// DefaultRoleTemplates. A binding to another one is a 422.
 	RoleTemplates []string
+	// ClusterRoleTemplates are the known cluster role template ids; default
+	// DefaultClusterRoleTemplates. A cluster binding to another one is a 422.
+	ClusterRoleTemplates []string
+	// Provisioning paces the provisioned clusters' simulated controllers
+	// (see ProvisioningOptions); the zero value takes the defaults.
+	Provisioning ProvisioningOptions
 	// Now defaults to time.Now.
 	Now func() time.Time
 	// Logger defaults to slog.Default().
@@ -84,6 +90,7 @@ type Server struct {
 	projects map[string]*project // by id "c-…:p-…"
 	bindings map[string]*binding // by id "p-…:prtb-…"
 	imports  []Import
+	prov     provState // provisioned clusters, their nodes, tokens, bindings; v1 secrets
 
 	faults *simhttp.Faults // call log and injected faults
 
@@ -112,6 +119,10 @@ func New(opts Options) (*Server, error) {
 	if len(opts.RoleTemplates) == 0 {
 		opts.RoleTemplates = DefaultRoleTemplates
 	}
+	if len(opts.ClusterRoleTemplates) == 0 {
+		opts.ClusterRoleTemplates = DefaultClusterRoleTemplates
+	}
+	opts.Provisioning = opts.Provisioning.withDefaults()
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -126,6 +137,7 @@ func New(opts Options) (*Server, error) {
 		projects: map[string]*project{},
 		bindings: map[string]*binding{},
 		faults:   newFaults(),
+		prov:     newProvState(opts.ClusterRoleTemplates),
 	}
 	for _, r := range opts.RoleTemplates {
 		s.roles[r] = true
