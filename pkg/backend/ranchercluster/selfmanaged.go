@@ -1,0 +1,175 @@
+package ranchercluster
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/sitebus/sitebus/pkg/backend"
+)
+
+// ValidateSelfManaged checks a self-managed create order: read-only mode,
+// the node roles, the tenant (the order's or each node's, one of the
+// offering's zones), and each node's flavor, volumes and volume types in
+// its zone. Problems of the order are *AttributeErrors (terminal); a failed
+// catalog lookup is returned as it is (retryable).
+func ValidateSelfManaged(ctx context.Context, s *Settings, a SelfManagedAttributes, cat Catalog) error {
+	_, err := planSelfManaged(ctx, s, a, backend.Resource{}, cat, false)
+	return err
+}
+
+// PlanSelfManaged validates a self-managed create order (as
+// ValidateSelfManaged) and lays out its nodes: only VMs, in the order's
+// subnets and security groups, named <name>-rancher-node-<n> as Mastermind
+// names them; no tenant, network, group or load balancer is made.
+func PlanSelfManaged(ctx context.Context, s *Settings, a SelfManagedAttributes, r backend.Resource, cat Catalog) (*Plan, error) {
+	return planSelfManaged(ctx, s, a, r, cat, true)
+}
+
+func planSelfManaged(ctx context.Context, s *Settings, a SelfManagedAttributes, r backend.Resource, cat Catalog, plan bool) (*Plan, error) {
+	if err := readOnly(s); err != nil {
+		return nil, err
+	}
+	if s.Managed() {
+		return nil, &AttributeError{Msg: "this offering's deployment_mode is managed, not self_managed"}
+	}
+	if plan {
+		if err := checkResource(r, false); err != nil {
+			return nil, err
+		}
+	}
+	var errs []error
+	bad := func(attr, format string, args ...any) {
+		errs = append(errs, &AttributeError{Attribute: attr, Msg: fmt.Sprintf(format, args...)})
+	}
+	servers, agents := 0, 0
+	for _, n := range a.Nodes {
+		switch n.Role {
+		case RoleServer:
+			servers++
+		case RoleAgent:
+			agents++
+		}
+	}
+	if servers != 1 && servers != 3 && servers != 5 {
+		// Waldur prints the number of all nodes here; the servers' is meant.
+		bad("nodes", msgServerCount, servers)
+	}
+	if agents == 0 {
+		bad("nodes", msgAgentCount)
+	}
+	// The zone of each node: the order's tenant or the node's, never both.
+	azOf := make([]AZ, len(a.Nodes))
+	for i, n := range a.Nodes {
+		t := a.Tenant
+		if (a.Tenant == "") == (n.Tenant == "") {
+			bad(fmt.Sprintf("nodes[%d].tenant", i), msgTenantEither)
+			continue
+		}
+		if n.Tenant != "" {
+			t = n.Tenant
+		}
+		az, ok := s.Offering(t)
+		if !ok {
+			attr := "tenant"
+			if n.Tenant != "" {
+				attr = fmt.Sprintf("nodes[%d].tenant", i)
+			}
+			bad(attr, msgUnavailable, t)
+			continue
+		}
+		azOf[i] = az
+	}
+	if err := joinAttr(dedupe(errs)); err != nil {
+		return nil, err
+	}
+
+	zones := map[string]zone{}
+	for i, n := range a.Nodes {
+		az := azOf[i]
+		if _, done := zones[az.UUID]; done {
+			continue
+		}
+		types := az.StorageMode == StorageDynamic || n.SystemVolumeType != ""
+		for _, m := range a.Nodes {
+			for _, d := range m.DataVolumes {
+				types = types || d.VolumeType != ""
+			}
+		}
+		z, err := lookup(ctx, cat, az, types)
+		if err != nil {
+			return nil, err
+		}
+		zones[az.UUID] = z
+	}
+
+	p := common(s, r, ModeSelfManaged)
+	p.Cluster = clusterSpec(s, a.Name, a.Name, a.Description)
+	p.InstallLonghorn = a.InstallLonghorn
+	groups := a.SecurityGroups
+	if len(groups) == 0 {
+		groups = []string{SecurityGroupDefault} // as Mastermind's expand_added_nodes
+	}
+	for i, n := range a.Nodes {
+		at := fmt.Sprintf("nodes[%d].", i)
+		z := zones[azOf[i].UUID]
+		var f Flavor
+		var ok bool
+		switch {
+		case n.Flavor != "" && (n.CPU != 0 || n.MemoryMB != 0), n.Flavor == "" && (n.CPU == 0 || n.MemoryMB == 0):
+			bad(at+"flavor", msgFlavorEither)
+			continue
+		case n.Flavor != "":
+			f, ok = z.flavor(n.Flavor)
+		default:
+			f, ok = z.smallestFlavor(n.CPU, n.MemoryMB)
+		}
+		if !ok {
+			bad(at+"flavor", msgNoFlavor)
+			continue
+		}
+		if s.FlavorsRegex != nil && !s.FlavorsRegex.MatchString(f.Name) {
+			bad(at+"flavor", "Flavor %s is not offered here (it does not match the offering's flavors_regex).", f.Name)
+		}
+		if msg := meetsRole(f, n.Role); msg != "" {
+			bad(at+"flavor", "%s", msg)
+		}
+		typ := func(attr, nameOrID string) string {
+			if nameOrID == "" {
+				return ""
+			}
+			t, ok := z.volumeType(nameOrID)
+			if !ok {
+				bad(attr, msgTypeMissing, nameOrID, z.az.Label())
+			}
+			return t.Name
+		}
+		sys := VolumePlan{SizeGB: gbOf(n.SystemVolumeSizeMB), Type: typ(at+"system_volume_type", n.SystemVolumeType)}
+		if n.SystemVolumeSizeMB == 0 {
+			sys.SizeGB = f.DiskGB
+			if sys.SizeGB == 0 {
+				bad(at+"system_volume_size", "This field is required: flavor %s has no root disk to size the system volume by.", f.Name)
+			}
+		}
+		spec := vmSpec{flavor: f, system: sys}
+		for k, d := range n.DataVolumes {
+			spec.data = append(spec.data, VolumePlan{
+				SizeGB: gbOf(d.SizeMB), Type: typ(fmt.Sprintf("%sdata_volumes[%d].volume_type", at, k), d.VolumeType),
+				Device: DataDevice(s.NodeDiskDriver, k+1), MountPoint: d.MountPoint, Filesystem: d.Filesystem,
+			})
+		}
+		number := i + 1
+		node := spec.node(NodeName(a.Name, number), number, n.Role, z.az)
+		node.SubnetID, node.Image = n.Subnet, s.BaseImageName
+		node.SecurityGroups = groups
+		node.FloatingIP = s.AllocateFloatingIPToAllNodes
+		node.SSHPublicKey = n.SSHPublicKey
+		if node.SSHPublicKey == "" {
+			node.SSHPublicKey = a.SSHPublicKey
+		}
+		p.Nodes = append(p.Nodes, node)
+	}
+	if err := joinAttr(dedupe(errs)); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
