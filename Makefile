@@ -59,7 +59,7 @@ lint: deps
 ## test: generated code current, lint (buf, gofmt, vet, golangci-lint), unit
 ## tests, then the end-to-end tests against real RabbitMQ, NATS, Kubernetes
 ## API server processes and the Waldur and Keycloak simulators.
-test: deps k8s-binaries vault check-generated lint
+test: deps k8s-binaries vault tilt check-generated lint
 	go test -count=1 ./pkg/... ./services/...
 	go test -count=1 -timeout 20m ./e2e/...
 
@@ -91,6 +91,12 @@ bench-orders: deps k8s-binaries
 ## once into $(SITEBUS_CACHE).
 k8s-binaries:
 	@.ci/k8s-binaries.sh
+
+## tilt: tilt v0.34.0 (`tilt up`, see README; the e2e/tilt tests run it),
+## built once into $(SITEBUS_CACHE).
+.PHONY: tilt
+tilt:
+	@.ci/tilt.sh
 
 ## vault: the Vault server v1.21.0 (real AppRole, KV v2 and policies for the
 ## cluster-provisioner tests), built once into $(SITEBUS_CACHE).
