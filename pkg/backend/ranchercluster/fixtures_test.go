@@ -47,12 +47,12 @@ func zoneRaw(name string) map[string]any {
 // managedRaw is a working managed offering's backend_settings, zones a, b, c.
 func managedRaw(kv ...any) map[string]any {
 	m := map[string]any{
-		"backend_url":     "https://rancher.example.com",
-		"username":        "token-abc",
-		"password":        "s3cret-key",
-		"base_image_name": "SLE Micro 6.1",
-		"deployment_mode": "managed",
-		"managed_rancher_server_flavor_name":                  "m1.large",
+		"backend_url":                        "https://rancher.example.com",
+		"username":                           "token-abc",
+		"password":                           "s3cret-key",
+		"base_image_name":                    "SLE Micro 6.1",
+		"deployment_mode":                    "managed",
+		"managed_rancher_server_flavor_name": "m1.large",
 		"managed_rancher_server_system_volume_size_gb":        80,
 		"managed_rancher_server_data_volume_size_gb":          100,
 		"managed_rancher_worker_system_volume_size_gb":        40,

@@ -202,17 +202,18 @@ func meetsRole(f Flavor, role string) string {
 func checkMax(m TenantMax, total Quota) error {
 	var errs []error
 	for _, c := range []struct {
-		kind      string
-		got, max  int
-		unit      string
-		configKey string
+		kind     string
+		got, max int
+		unit     string
 	}{
-		{"cores", total.Cores, m.CPU, "cores", "managed_rancher_tenant_max_cpu"},
-		{"ram", total.RAMMB, m.RAMGB * 1024, "MB", "managed_rancher_tenant_max_ram"},
-		{"storage", total.Gigabytes * 1024, m.DiskGB * 1024, "MB", "managed_rancher_tenant_max_disk"},
+		{"cores", total.Cores, m.CPU, "cores"},
+		{"ram", total.RAMMB, m.RAMGB * 1024, "MB"},
+		{"storage", total.Gigabytes * 1024, m.DiskGB * 1024, "MB"},
 	} {
 		if c.max > 0 && c.got > c.max {
-			errs = append(errs, &AttributeError{Attribute: settingKey(c.configKey), Msg: fmt.Sprintf(msgLimit, c.kind, c.got, c.unit, c.max)})
+			// Named by the attribute the customer can lower (the maximum
+			// is the offering's managed_rancher_tenant_max_*).
+			errs = append(errs, &AttributeError{Attribute: "worker_nodes_count", Msg: fmt.Sprintf(msgLimit, c.kind, c.got, c.unit, c.max)})
 		}
 	}
 	return joinAttr(errs)
