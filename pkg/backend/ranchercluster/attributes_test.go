@@ -101,7 +101,7 @@ func selfManagedOrder(mutate func(m map[string]any)) json.RawMessage {
 		return map[string]any{
 			"role": role, "flavor": "m1.large", "subnet": "5f0c1a2b-3c4d-4e5f-8a9b-0c1d2e3f4a5b",
 			"system_volume_size": 81920,
-			"data_volumes": []any{map[string]any{"size": 51200, "mount_point": "/opt/rke2_storage", "filesystem": "btrfs"}},
+			"data_volumes":       []any{map[string]any{"size": 51200, "mount_point": "/opt/rke2_storage", "filesystem": "btrfs"}},
 		}
 	}
 	m := map[string]any{

@@ -59,7 +59,9 @@ func TestValidateManagedRules(t *testing.T) {
 			want:    "worker_nodes_flavor_name: Flavor is not available in OpenStack offering 'Zone b': m1.xlarge",
 		},
 		"every missing flavor of every zone at once": {
-			catalog: func(c *fakeCatalog) { c.without = map[string][]string{"az-b": {"m1.xlarge"}, "az-c": {"m1.large", "m1.medium"}} },
+			catalog: func(c *fakeCatalog) {
+				c.without = map[string][]string{"az-b": {"m1.xlarge"}, "az-c": {"m1.large", "m1.medium"}}
+			},
 			want: "worker_nodes_flavor_name: Flavor is not available in OpenStack offering 'Zone b': m1.xlarge\n" +
 				"backend_settings.managed_rancher_server_flavor_name: Flavor is not available in OpenStack offering 'Zone c': m1.large\n" +
 				"backend_settings.managed_rancher_load_balancer_flavor_name: Flavor is not available in OpenStack offering 'Zone c': m1.medium",
@@ -218,8 +220,11 @@ func TestValidateSelfManagedRules(t *testing.T) {
 			want:   "nodes[0].flavor: Either flavor or cpu and memory should be specified.",
 		},
 		"cpu and memory no flavor has": {
-			mutate: func(m map[string]any) { delete(nodeOf(m, 0), "flavor"); nodeOf(m, 0)["cpu"], nodeOf(m, 0)["memory"] = 64, 1024 },
-			want:   "nodes[0].flavor: No matching flavor found.",
+			mutate: func(m map[string]any) {
+				delete(nodeOf(m, 0), "flavor")
+				nodeOf(m, 0)["cpu"], nodeOf(m, 0)["memory"] = 64, 1024
+			},
+			want: "nodes[0].flavor: No matching flavor found.",
 		},
 		"a flavor the zone does not have": {
 			mutate: func(m map[string]any) { nodeOf(m, 1)["flavor"] = "m9.huge" },
@@ -234,7 +239,10 @@ func TestValidateSelfManagedRules(t *testing.T) {
 			want:   "nodes[1].system_volume_type: Volume type nvme is not available in OpenStack offering Zone a",
 		},
 		"no system volume size and a flavor without root disk": {
-			mutate:  func(m map[string]any) { delete(nodeOf(m, 0), "system_volume_size"); nodeOf(m, 0)["flavor"] = "m1.diskless" },
+			mutate: func(m map[string]any) {
+				delete(nodeOf(m, 0), "system_volume_size")
+				nodeOf(m, 0)["flavor"] = "m1.diskless"
+			},
 			catalog: withFlavor,
 			want:    "nodes[0].system_volume_size: This field is required: flavor m1.diskless has no root disk to size the system volume by.",
 		},
