@@ -36,14 +36,22 @@ type client struct {
 }
 
 func newClient(s Settings, wrap func(http.RoundTripper) http.RoundTripper, log *slog.Logger) *client {
+	c := newAPIClient(s.apiBase(), s.Username, s.Password.Reveal(), s.VerifyCert, wrap, log)
+	c.cluster = s.ClusterID
+	return c
+}
+
+// newAPIClient is a client of the Rancher at base (no trailing slash) for
+// calls that name their cluster themselves.
+func newAPIClient(base, accessKey, secretKey string, verify bool, wrap func(http.RoundTripper) http.RoundTripper, log *slog.Logger) *client {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: !s.VerifyCert} //nolint:gosec // verify_cert: false is the operator's explicit choice
+	tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: !verify} //nolint:gosec // verify_cert: false is the operator's explicit choice
 	var rt http.RoundTripper = tr
 	if wrap != nil {
 		rt = wrap(rt)
 	}
 	return &client{
-		base: s.apiBase(), cluster: s.ClusterID, accessKey: s.Username, secretKey: s.Password.Reveal(),
+		base: base, accessKey: accessKey, secretKey: secretKey,
 		http: &http.Client{Transport: rt, Timeout: requestTimeout}, log: log,
 	}
 }

@@ -130,8 +130,7 @@ func (s Settings) Validate() error {
 	bad := func(key, format string, args ...any) {
 		errs = append(errs, &config.SettingError{Key: "backend_settings." + key, Msg: fmt.Sprintf(format, args...)})
 	}
-	if u, err := url.Parse(s.BackendURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
-		u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+	if !validBackendURL(s.BackendURL) {
 		bad("backend_url", "%q is not an http(s) URL without credentials, query or fragment", s.BackendURL)
 	}
 	if s.ClusterID == "" {
@@ -152,6 +151,14 @@ func (s Settings) Validate() error {
 		bad("keycloak", "keycloak_enabled needs the keycloak settings")
 	}
 	return errors.Join(errs...)
+}
+
+// validBackendURL: Rancher's base URL, http(s), without credentials (they
+// go in the API key), query or fragment.
+func validBackendURL(raw string) bool {
+	u, err := url.Parse(raw)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" &&
+		u.RawQuery == "" && u.Fragment == "" && u.User == nil
 }
 
 // apiBase is BackendURL without a trailing slash: Python's f"{url}/v3"
