@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/sitebus/sitebus/pkg/backend"
@@ -361,7 +362,7 @@ func decodeNode(parent *attrs, prefix string, v any) NodeAttributes {
 				dv.MountPoint == "/" || strings.ContainsAny(dv.MountPoint, " \t\n\"'\\")) {
 				vd.bad("mount_point", "%q is not an absolute, clean path other than /", dv.MountPoint)
 			}
-			if !contains(filesystems, dv.Filesystem) {
+			if !slices.Contains(filesystems, dv.Filesystem) {
 				vd.bad("filesystem", "%q is not one of %s", dv.Filesystem, strings.Join(filesystems, ", "))
 			}
 			if dv.VolumeType != "" {
@@ -390,8 +391,8 @@ func checkSSHKey(d *attrs, key, v string) {
 		return
 	}
 	f := strings.Fields(v)
-	if len(f) < 2 || strings.ContainsAny(v, "\n\r") ||
-		!(strings.HasPrefix(f[0], "ssh-") || strings.HasPrefix(f[0], "ecdsa-") || strings.HasPrefix(f[0], "sk-")) {
+	keyType := func(prefix string) bool { return len(f) > 0 && strings.HasPrefix(f[0], prefix) }
+	if len(f) < 2 || strings.ContainsAny(v, "\n\r") || !slices.ContainsFunc([]string{"ssh-", "ecdsa-", "sk-"}, keyType) {
 		d.bad(key, "is not an OpenSSH public key (ssh-ed25519 AAAA... comment)")
 	}
 }
@@ -426,13 +427,4 @@ func DecodeUpdateAttributes(raw json.RawMessage) (UpdateAttributes, error) {
 		}
 	}
 	return u, d.err()
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/sitebus/sitebus/pkg/backend"
@@ -119,7 +120,7 @@ func (c *fakeCatalog) Flavors(_ context.Context, az AZ) ([]Flavor, error) {
 	}
 	var out []Flavor
 	for _, f := range c.flavors {
-		if !contains(c.without[az.Slug], f.Name) {
+		if !slices.Contains(c.without[az.Slug], f.Name) {
 			out = append(out, f)
 		}
 	}
@@ -133,7 +134,7 @@ func (c *fakeCatalog) VolumeTypes(_ context.Context, az AZ) ([]VolumeType, error
 	}
 	var out []VolumeType
 	for _, t := range c.types {
-		if !contains(c.without[az.Slug], t.Name) {
+		if !slices.Contains(c.without[az.Slug], t.Name) {
 			out = append(out, t)
 		}
 	}

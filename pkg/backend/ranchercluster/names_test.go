@@ -9,10 +9,10 @@ import (
 func TestNames(t *testing.T) {
 	long := strings.Repeat("x", 70)
 	tests := map[string]struct{ got, want string }{
-		"tenant: os-tenant-<vm project slug>-<offering slug>": {TenantName("physics-prod", "az-a"), "os-tenant-physics-prod-az-a"},
+		"tenant: os-tenant-<vm project slug>-<offering slug>":  {TenantName("physics-prod", "az-a"), "os-tenant-physics-prod-az-a"},
 		"vm project slug: the project's and the resource's":    {VMProjectSlug(resource), "physics-production-cluster"},
 		"a too long tenant keeps 64 bytes and a hash":          {TenantName(long, "az-a"), "os-tenant-" + strings.Repeat("x", 45) + "-bdc66cf2"},
-		"network: the tenant's first 25 characters":           {NetworkName("os-tenant-physics-production-cluster-az-a"), "os-tenant-physics-product-int-net"},
+		"network: the tenant's first 25 characters":            {NetworkName("os-tenant-physics-production-cluster-az-a"), "os-tenant-physics-product-int-net"},
 		"subnet: <tenant>-sub-net":                             {SubnetName("os-tenant-p-az-a"), "os-tenant-p-az-a-sub-net"},
 		"router: <tenant>-router":                              {RouterName("os-tenant-p-az-a"), "os-tenant-p-az-a-router"},
 		"user: <tenant>-user":                                  {TenantUserName("os-tenant-p-az-a"), "os-tenant-p-az-a-user"},

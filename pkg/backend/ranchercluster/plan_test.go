@@ -229,7 +229,7 @@ func TestPlanResize(t *testing.T) {
 			workers: 1, gone: []string{"k8s-production-cluster-rancher-node-5", "k8s-production-cluster-rancher-node-10",
 				"k8s-production-cluster-rancher-node-15"}, perZone: 1, quotaCores: 22,
 		},
-		"the same count changes nothing": {workers: 2, perZone: 2, quotaCores: 30},
+		"the same count changes nothing":  {workers: 2, perZone: 2, quotaCores: 30},
 		"the last agent is never removed": {workers: 0, wantErr: "worker_nodes_count: Count of agent nodes must be min 1."},
 		"more than the tenant maxima allow": {
 			workers: 3, settings: []any{"managed_rancher_tenant_max_cpu", 100},

@@ -351,8 +351,13 @@ func (s *Settings) Validate() error {
 	if !diskDriverRe.MatchString(s.NodeDiskDriver) {
 		bad("node_disk_driver", "%q is not a disk device prefix (sd, vd, xvd)", s.NodeDiskDriver)
 	}
-	reg := []bool{s.PrivateRegistryURL != "", s.PrivateRegistryUser != "", s.PrivateRegistryPassword != ""}
-	if (reg[0] || reg[1] || reg[2]) && !(reg[0] && reg[1] && reg[2]) {
+	set := 0
+	for _, v := range []string{s.PrivateRegistryURL, s.PrivateRegistryUser, string(s.PrivateRegistryPassword)} {
+		if v != "" {
+			set++
+		}
+	}
+	if set != 0 && set != 3 {
 		// Mastermind silently leaves the registry out unless all three are
 		// set; a half-configured registry is a mistake to show.
 		bad("private_registry_url", "private_registry_url, private_registry_user and private_registry_password go together: set all three or none")
