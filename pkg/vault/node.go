@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 
 	vaultapi "github.com/hashicorp/vault/api"
@@ -23,12 +24,14 @@ type Node struct {
 // expired or foreign secret-id is Vault's 400, backend.ErrInvalid.
 // tlsVerify false is the template's -tls-skip-verify.
 func NodeLogin(ctx context.Context, addr string, tlsVerify bool, caFile, roleID, secretID string) (*Node, error) {
-	s := Settings{Host: addr, Port: DefaultPort, TLSVerify: tlsVerify, CAFile: caFile}
-	a, err := s.Address()
-	if err != nil {
-		return nil, backend.Invalidf("vault: node login: VAULT_ADDR %v", err)
+	// VAULT_ADDR as the CLI takes it: a URL whose port defaults to the
+	// scheme's, not Vault's 8200.
+	u, err := url.Parse(addr)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, backend.Invalidf("vault: node login: VAULT_ADDR %q is not an http(s) URL", addr)
 	}
-	api, err := newAPI(a, tlsConfig(s))
+	a := u.Scheme + "://" + u.Host
+	api, err := newAPI(a, tlsConfig(Settings{TLSVerify: tlsVerify, CAFile: caFile}))
 	if err != nil {
 		return nil, err
 	}

@@ -40,7 +40,7 @@ type Settings struct {
 }
 
 // Keys are the backend_settings keys Decode reads.
-var Keys = []string{"vault_host", "vault_port", "vault_token", "vault_tls_verify", "vault_ca_file"}
+var Keys = []string{"vault_host", "vault_port", "vault_token", "vault_tls_verify", "vault_verify", "vault_ca_file"}
 
 // DefaultSettings is Vault off, with Mastermind's defaults for the rest.
 func DefaultSettings() Settings { return Settings{Port: DefaultPort, TLSVerify: true} }
@@ -53,6 +53,16 @@ func Decode(d *config.SettingsDecoder) Settings {
 	d.Str("vault_host", &s.Host)
 	d.Str("vault_token", &token)
 	d.Bool("vault_tls_verify", &s.TLSVerify)
+	// vault_verify is the name in Mastermind's code (the documentation
+	// says vault_tls_verify); both are read, and they must agree.
+	if d.Value("vault_verify") != nil {
+		alias := s.TLSVerify
+		d.Bool("vault_verify", &alias)
+		if d.Value("vault_tls_verify") != nil && alias != s.TLSVerify {
+			d.Errorf("vault_verify", "contradicts vault_tls_verify (set one of them)")
+		}
+		s.TLSVerify = alias
+	}
 	d.Str("vault_ca_file", &s.CAFile)
 	s.Token = config.Secret(token)
 	// Mastermind keeps the port as a string ("8200"); YAML gives a number.
@@ -114,6 +124,9 @@ func (s Settings) Address() (string, error) {
 	if !strings.Contains(s.Host, "://") {
 		if strings.ContainsAny(s.Host, "/?#@ ") {
 			return "", fmt.Errorf("%q is neither a host name nor an http(s) URL", s.Host)
+		}
+		if _, _, err := net.SplitHostPort(s.Host); err == nil {
+			return "", fmt.Errorf("%q holds a port: give it in vault_port", s.Host)
 		}
 		return "https://" + net.JoinHostPort(strings.Trim(s.Host, "[]"), strconv.Itoa(s.Port)), nil
 	}
