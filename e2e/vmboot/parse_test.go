@@ -117,3 +117,35 @@ func TestBootWithoutVaultRegistersWithTheEmbeddedToken(t *testing.T) {
 		t.Fatalf("registrations %+v", got)
 	}
 }
+
+// mastermindInstall is the install block of Mastermind's template as it
+// is (both branches, chosen by $RKE_ROLE), with the Rancher URL a
+// placeholder: a site may keep its Mastermind template this way.
+const mastermindInstall = `      if [ "$RKE_ROLE" == "server" ]; then
+        CATTLE_AGENT_VAR_DIR="/opt/rke2_storage/agent" curl -fL {rancher_url}/system-agent-install.sh | sudo CATTLE_AGENT_VAR_DIR="/opt/rke2_storage/agent" sh -s - --server {rancher_url} --label 'cattle.io/os=linux' --token $RKE_TOKEN --etcd --controlplane
+      else
+        CATTLE_AGENT_VAR_DIR="/opt/rke2_storage/agent" curl -fL {rancher_url}/system-agent-install.sh | sudo CATTLE_AGENT_VAR_DIR="/opt/rke2_storage/agent" sh -s - --server {rancher_url} --label 'cattle.io/os=linux' --token $RKE_TOKEN --worker
+      fi
+`
+
+func TestMastermindsRoleBranchesAreFollowed(t *testing.T) {
+	def := cloudinit.DefaultTemplate(true)
+	start := strings.Index(def, "      # --- Install RKE2")
+	end := strings.Index(def, "\n\n  - path: /tmp/system-config.sh")
+	if start < 0 || end < start {
+		t.Fatal("default template changed: install block not found")
+	}
+	tmpl, err := cloudinit.ParseTemplate(def[:start]+mastermindInstall+def[end:], "mastermind")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for role, want := range map[cloudinit.Role][]string{cloudinit.Server: {"etcd", "controlplane"}, cloudinit.Agent: {"worker"}} {
+		p, err := vmboot.Parse(renderFake(t, cloudinit.Settings{Template: tmpl}, cloudinit.Node{Role: role, Vault: fakeVault()}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(p.Roles, want) {
+			t.Errorf("%s: roles %v, want %v", role, p.Roles, want)
+		}
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -97,9 +98,28 @@ func Parse(userData []byte) (Plan, error) {
 	var p Plan
 	var tokenVar string
 	var installLines []string
+	// One level of `if [ "$VAR" == "value" ]; then ... else ... fi`, as
+	// Mastermind's template chooses the install line by $RKE_ROLE: only
+	// the lines of the branch taken count.
+	taken := true
 	for _, line := range strings.Split(script, "\n") {
 		trimmed := strings.TrimSpace(line)
 		if strings.HasPrefix(trimmed, "#") {
+			continue
+		}
+		if m := ifRe.FindStringSubmatch(trimmed); m != nil {
+			taken = vars[m[1]] == m[2]
+			continue
+		}
+		switch trimmed {
+		case "else":
+			taken = !taken
+			continue
+		case "fi":
+			taken = true
+			continue
+		}
+		if !taken {
 			continue
 		}
 		switch {
@@ -175,6 +195,8 @@ func Parse(userData []byte) (Plan, error) {
 	}
 	return p, nil
 }
+
+var ifRe = regexp.MustCompile(`^if \[\[? "\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?" ==? "([^"]*)" \]\]?; then$`)
 
 // fromVault stands for the token the script reads from Vault at run time.
 const fromVault = "\x00token-from-vault\x00"
