@@ -343,6 +343,32 @@ func TestRancherClusterProvisioning(t *testing.T) {
 				}
 				eqInt(t, "calls", len(sim.Calls()), 0)
 			}},
+		{"WaitNodesActive waits through registering with progress; a node never active or in error ends terminal, named", ranchersim.Options{},
+			func(t *testing.T, c *rancher.ClusterClient, sim *ranchersim.Server) {
+				ctx := clusterCtx(t)
+				p := provision(t, c, spec("k8s-w", clusterUUID))
+				sim.AddNodeFault(ranchersim.NodeFault{Hostname: "worker-9", NeverActive: true})
+				sim.AddNodeFault(ranchersim.NodeFault{Hostname: "worker-8", Error: "rke2 install failed"})
+				hosts := []string{"server-1", "worker-1"}
+				for _, h := range []string{"server-1", "worker-1", "worker-8", "worker-9"} {
+					registerNode(t, sim, p.token.Token.Reveal(), h, "etcd", "controlplane", "worker")
+				}
+				var seen []rancher.NodeProgress
+				noErr(t, "wait", c.WaitNodesActive(ctx, p.ref.ID, hosts, 10*time.Second, func(np rancher.NodeProgress) { seen = append(seen, np) }))
+				if len(seen) < 2 || seen[0].Active != 0 || seen[len(seen)-1].Active != 2 || seen[0].Waiting[0] != "server-1 (registering)" {
+					t.Errorf("progress %+v: want registering first, then both active", seen)
+				}
+				err := c.WaitNodesActive(ctx, p.ref.ID, []string{"server-1", "worker-9", "worker-7"}, 30*time.Millisecond, nil)
+				wantErr(t, "never active", err, rancher.ErrNodesInactive)
+				if !backend.IsTerminal(err) || !strings.Contains(err.Error(), "worker-9 (registering), worker-7 (missing)") {
+					t.Errorf("err %v: want terminal, naming the waiting nodes", err)
+				}
+				err = c.WaitNodesActive(ctx, p.ref.ID, []string{"server-1", "worker-8"}, 10*time.Second, nil)
+				wantErr(t, "error state", err, rancher.ErrNodeFailed)
+				if !backend.IsTerminal(err) || !strings.Contains(err.Error(), "rke2 install failed") {
+					t.Errorf("err %v", err)
+				}
+			}},
 		{"the v3 id: a bounded wait, retryable when Rancher never names it", ranchersim.Options{Provisioning: ranchersim.ProvisioningOptions{ClusterNamePolls: 1 << 30}},
 			func(t *testing.T, c *rancher.ClusterClient, sim *ranchersim.Server) {
 				ctx := clusterCtx(t)

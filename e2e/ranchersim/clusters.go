@@ -70,7 +70,7 @@ func (s *Server) clusterState(mc *mgmtCluster, read bool) (state, message string
 			s.observeNode(n)
 		}
 		all++
-		if s.nodeState(n) != "registering" {
+		if st := s.nodeState(n); st != "registering" && st != "error" {
 			activeNodes++
 		}
 		etcd += btoi(n.etcd)

@@ -70,6 +70,9 @@ type NodeFault struct {
 	// NeverActive keeps the node "registering" (an agent that cannot reach
 	// Rancher after registering).
 	NeverActive bool `json:"never_active"`
+	// Error puts the node in state "error" with this message (an agent
+	// whose RKE2 install failed).
+	Error string `json:"error"`
 	// DrainStuck keeps a drain "Unknown" (draining) for ever: a pod that
 	// never leaves, a PodDisruptionBudget.
 	DrainStuck bool `json:"drain_stuck"`
@@ -100,6 +103,9 @@ func (s *Server) nodeFault(n *node) NodeFault {
 		}
 		f.NeverActive = f.NeverActive || nf.NeverActive
 		f.DrainStuck = f.DrainStuck || nf.DrainStuck
+		if nf.Error != "" {
+			f.Error = nf.Error
+		}
 		if nf.DrainError != "" {
 			f.DrainError = nf.DrainError
 		}
@@ -119,6 +125,9 @@ func (s *Server) observeNode(n *node) {
 // nodeState is the node's v3 state. Caller holds s.mu.
 func (s *Server) nodeState(n *node) string {
 	f := s.nodeFault(n)
+	if f.Error != "" {
+		return "error"
+	}
 	if f.NeverActive || n.reads < s.opts.Provisioning.NodeActivePolls {
 		return "registering"
 	}
@@ -376,8 +385,11 @@ func (s *Server) nodeRep(b string, n *node, read bool) map[string]any {
 			transitioning, msg = "error", message
 		}
 	}
-	if state == "registering" || state == "draining" {
+	switch state {
+	case "registering", "draining":
 		transitioning = "yes"
+	case "error":
+		transitioning, msg = "error", f.Error
 	}
 	m := map[string]any{
 		"id": n.id, "name": n.name, "type": "node", "baseType": "node",

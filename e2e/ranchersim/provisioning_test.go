@@ -302,3 +302,35 @@ func TestProvisioning(t *testing.T) {
 		})
 	}
 }
+
+func TestProvisioningAdminHTTP(t *testing.T) {
+	sim := ranchersim.NewTestServer(t, ranchersim.Options{})
+	c := newClient(t, sim)
+	admin := newClient(t, sim)
+	admin.user = ""
+	_, token := c.provision("k8s-admin")
+	admin.do("POST", "/sim/node-faults", map[string]any{"hostname": "w", "never_active": true}).want(t, http.StatusNoContent)
+	id := c.register(token, "w", "worker").want(t, http.StatusCreated).str("id")
+	for range 3 {
+		c.do("GET", "/v3/nodes/"+id, nil).want(t, http.StatusOK)
+	}
+	eq(t, "with the fault", sim.Nodes("")[0].State, "registering")
+	admin.do("DELETE", "/sim/node-faults", nil).want(t, http.StatusNoContent)
+	eq(t, "without it", c.do("GET", "/v3/nodes/"+id, nil).str("state"), "active")
+	c.do("POST", "/v3/nodes/"+id+"?action=drain", map[string]any{"force": true}).want(t, http.StatusOK)
+
+	var inv ranchersim.Inventory
+	if err := json.Unmarshal([]byte(admin.do("GET", "/sim/inventory", nil).want(t, http.StatusOK).raw), &inv); err != nil {
+		t.Fatal(err)
+	}
+	eq(t, "clusters", len(inv.Clusters), 1)
+	eq(t, "nodes", len(inv.Nodes), 1)
+	eq(t, "tokens", len(inv.Tokens), 1)
+	var drains []ranchersim.DrainCall
+	if err := json.Unmarshal([]byte(admin.do("GET", "/sim/drains", nil).want(t, http.StatusOK).raw), &drains); err != nil {
+		t.Fatal(err)
+	}
+	if len(drains) != 1 || drains[0].Body != `{"force":true}` {
+		t.Errorf("drains %+v", drains)
+	}
+}

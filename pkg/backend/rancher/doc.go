@@ -44,4 +44,9 @@
 //     the quota's status.used (a sum of limits for limits.cpu, and nothing
 //     at all for a namespace without the quota). UsageAll reads many
 //     projects' with four lists whatever their number (see usage.go).
+//
+// ClusterClient (clusters.go, nodes.go) is the other half: whole RKE2
+// clusters provisioned through Rancher's v1 API for the cluster-provisioner,
+// with their nodes, drain and cluster role template bindings, refusing
+// any cluster sitebus did not make for the caller's resource.
 package rancher

@@ -196,6 +196,87 @@ func (c *ClusterClient) ownedNode(ctx context.Context, ref ClusterRef, nodeID st
 	return n, true, nil
 }
 
+// NodeProgress is how far a cluster's expected nodes are.
+type NodeProgress struct {
+	Active, Total int
+	// Waiting lists the hostnames not active yet, each with its state
+	// ("missing" when it has not registered).
+	Waiting []string
+}
+
+// Errors of WaitNodesActive; both are terminal (the create saga then
+// compensates instead of retrying a long wait blindly).
+var (
+	ErrNodeFailed    = errors.New("Rancher node failed")                 //nolint:staticcheck // a message for Waldur, Rancher is a name
+	ErrNodesInactive = errors.New("Rancher nodes did not become active") //nolint:staticcheck // a message for Waldur, Rancher is a name
+)
+
+// NodesActive reads the cluster's nodes once and reports which of the
+// hostnames (matched by requestedHostname, as Mastermind) are active. A
+// node in state "error" is ErrNodeFailed (terminal); registering,
+// unavailable, missing and the other transient states are waiting.
+func (c *ClusterClient) NodesActive(ctx context.Context, clusterID string, hostnames []string) (NodeProgress, error) {
+	nodes, err := c.ListClusterNodes(ctx, clusterID)
+	if err != nil {
+		return NodeProgress{}, err
+	}
+	byHost := map[string]Node{}
+	for _, n := range nodes {
+		byHost[n.RequestedHostname] = n
+	}
+	p := NodeProgress{Total: len(hostnames)}
+	for _, h := range hostnames {
+		n, ok := byHost[h]
+		switch {
+		case !ok:
+			p.Waiting = append(p.Waiting, h+" (missing)")
+		case n.State == "active":
+			p.Active++
+		case n.State == "error":
+			return p, fmt.Errorf("%w: %s (%s) in cluster %s: %s", ErrNodeFailed, h, n.ID, clusterID, n.TransitioningMessage)
+		default:
+			p.Waiting = append(p.Waiting, h+" ("+n.State+")")
+		}
+	}
+	return p, nil
+}
+
+// WaitNodesActive polls until every hostname is an active node of the
+// cluster, at most timeout; progress (optional) sees each read's result.
+func (c *ClusterClient) WaitNodesActive(ctx context.Context, clusterID string, hostnames []string, timeout time.Duration,
+	progress func(NodeProgress)) error {
+	var last NodeProgress
+	done, err := c.pollUntil(ctx, timeout, func(ctx context.Context) (bool, error) {
+		p, err := c.NodesActive(ctx, clusterID, hostnames)
+		if err != nil {
+			return false, err
+		}
+		last = p
+		if progress != nil {
+			progress(p)
+		}
+		return p.Active == p.Total, nil
+	})
+	if errors.Is(err, ErrNodeFailed) {
+		return &terminal{err}
+	}
+	if err != nil {
+		return err
+	}
+	if !done {
+		return &terminal{fmt.Errorf("%w within %s in cluster %s: %d of %d active; waiting for %s", ErrNodesInactive, timeout,
+			clusterID, last.Active, last.Total, strings.Join(last.Waiting, ", "))}
+	}
+	return nil
+}
+
+// terminal marks err as no retry can fix (backend.IsTerminal).
+type terminal struct{ err error }
+
+func (e *terminal) Error() string        { return e.err.Error() }
+func (e *terminal) Unwrap() error        { return e.err }
+func (e *terminal) Is(target error) bool { return target == backend.ErrInvalid }
+
 // DeleteNode deletes a node of the cluster sitebus made for ref; a node
 // already gone is done.
 func (c *ClusterClient) DeleteNode(ctx context.Context, ref ClusterRef, nodeID string) error {
