@@ -59,7 +59,9 @@ type SelfManagedAttributes struct {
 	SSHPublicKey    string           `json:"ssh_public_key,omitempty"`
 	InstallLonghorn bool             `json:"install_longhorn"`
 	SecurityGroups  []string         `json:"security_groups,omitempty"`
-	VMProject       string           `json:"vm_project,omitempty"`
+	// VMProject is Waldur's project for the VMs; sitebus makes no Waldur
+	// project and keeps it only to show.
+	VMProject string `json:"vm_project,omitempty"`
 }
 
 // NodeAttributes are one node of a self-managed order (RancherCreateNodeSerializer).

@@ -83,19 +83,23 @@ func planSelfManaged(ctx context.Context, s *Settings, a SelfManagedAttributes, 
 		return nil, err
 	}
 
-	zones := map[string]zone{}
+	// A zone's volume types are looked up when its storage is dynamic or
+	// one of its nodes names a type.
+	typed := map[string]bool{}
 	for i, n := range a.Nodes {
+		t := n.SystemVolumeType != "" || azOf[i].StorageMode == StorageDynamic
+		for _, d := range n.DataVolumes {
+			t = t || d.VolumeType != ""
+		}
+		typed[azOf[i].UUID] = typed[azOf[i].UUID] || t
+	}
+	zones := map[string]zone{}
+	for i := range a.Nodes {
 		az := azOf[i]
 		if _, done := zones[az.UUID]; done {
 			continue
 		}
-		types := az.StorageMode == StorageDynamic || n.SystemVolumeType != ""
-		for _, m := range a.Nodes {
-			for _, d := range m.DataVolumes {
-				types = types || d.VolumeType != ""
-			}
-		}
-		z, err := lookup(ctx, cat, az, types)
+		z, err := lookup(ctx, cat, az, typed[az.UUID])
 		if err != nil {
 			return nil, err
 		}

@@ -115,9 +115,10 @@ type Settings struct {
 	// ClusterRoles are the role templates that get a child group.
 	ClusterRoles []string
 
-	// ArgoCDKubeconfig (content) and ArgoCDNamespace say where the
-	// cluster's ArgoCD Secret goes; "" leaves ArgoCD out.
-	ArgoCDKubeconfig     string
+	// ArgoCDKubeconfig (content: it holds a credential) and
+	// ArgoCDNamespace say where the cluster's ArgoCD Secret goes; ""
+	// leaves ArgoCD out.
+	ArgoCDKubeconfig     config.Secret
 	ArgoCDKubeconfigPath string
 	ArgoCDNamespace      string
 
@@ -253,7 +254,8 @@ func DecodeSettings(raw map[string]any) (Settings, error) {
 	s.CloudInitTemplate, s.CloudInitTemplatePath = inlineOrFile(&d, "cloud_init_template", cloudInit)
 	s.LoadBalancerCloudInitTemplate, s.LoadBalancerCloudInitTemplatePath =
 		inlineOrFile(&d, "managed_rancher_load_balancer_cloud_init_template", lbCloudInit)
-	s.ArgoCDKubeconfig, s.ArgoCDKubeconfigPath = inlineOrFile(&d, "argocd_k8s_kubeconfig", argoKubeconfig)
+	kubeconfig, kubeconfigPath := inlineOrFile(&d, "argocd_k8s_kubeconfig", argoKubeconfig)
+	s.ArgoCDKubeconfig, s.ArgoCDKubeconfigPath = config.Secret(kubeconfig), kubeconfigPath
 	if flavorsRegex != "" {
 		re, err := regexp.Compile(flavorsRegex)
 		if err != nil {
