@@ -1,0 +1,248 @@
+package openstacksim
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// volumeType finds a type by name or id.
+func (s *Server) volumeType(ref string) *VolumeType {
+	for i, t := range s.opts.VolumeTypes {
+		if t.Name == ref || t.ID == ref {
+			return &s.opts.VolumeTypes[i]
+		}
+	}
+	return nil
+}
+
+func volumeTypeRep(t VolumeType) obj {
+	return obj{"id": t.ID, "name": t.Name, "description": nil, "is_public": true, "extra_specs": obj{},
+		"os-volume-type-access:is_public": true, "qos_specs_id": nil}
+}
+
+func (s *Server) listVolumeTypes(w http.ResponseWriter, r *http.Request, _ *caller) *apiErr {
+	var objs []obj
+	for _, t := range s.opts.VolumeTypes {
+		objs = append(objs, volumeTypeRep(t))
+	}
+	writeList(w, r, "volume_types", filterObjs(r, objs, nil), linksArray, novaErr)
+	return nil
+}
+
+func (s *Server) getVolumeType(w http.ResponseWriter, r *http.Request, _ *caller) *apiErr {
+	t := s.volumeType(r.PathValue("id"))
+	if t == nil {
+		return novaErr(http.StatusNotFound, "Volume type "+r.PathValue("id")+" could not be found.")
+	}
+	writeJSON(w, http.StatusOK, obj{"volume_type": volumeTypeRep(*t)})
+	return nil
+}
+
+type volumeSpec struct {
+	name, typ, az, image string
+	size                 int
+}
+
+// newVolume checks spec and the project's quota and stores a creating
+// volume. Nova uses it for the volumes of a boot.
+func (s *Server) newVolume(project string, spec volumeSpec) (*Volume, *apiErr) {
+	if spec.size <= 0 {
+		return nil, novaErr(http.StatusBadRequest, "Invalid input received: volume size must be an integer and greater than 0")
+	}
+	t := s.opts.VolumeTypes[0]
+	if spec.typ != "" {
+		vt := s.volumeType(spec.typ)
+		if vt == nil {
+			return nil, novaErr(http.StatusNotFound, "Volume type with name "+spec.typ+" could not be found.")
+		}
+		t = *vt
+	}
+	if spec.az == "" {
+		spec.az = s.opts.AvailabilityZones[0]
+	}
+	if !slices.Contains(s.opts.AvailabilityZones, spec.az) {
+		return nil, novaErr(http.StatusBadRequest, "Availability zone '"+spec.az+"' is invalid.")
+	}
+	if spec.image != "" {
+		img := s.imageByID(spec.image)
+		if img == nil {
+			return nil, novaErr(http.StatusBadRequest, "Invalid image identifier or unable to access requested image.")
+		}
+		if spec.size < img.MinDisk {
+			return nil, novaErr(http.StatusBadRequest, fmt.Sprintf(
+				"Volume size %dGB cannot be smaller than the image minDisk size %dGB.", spec.size, img.MinDisk))
+		}
+	}
+	if e := s.checkCinderQuota(project, t.Name, spec.size); e != nil {
+		return nil, e
+	}
+	v := &Volume{ID: newUUID(), Name: spec.name, ProjectID: project, Size: spec.size, VolumeType: t.Name,
+		AvailabilityZone: spec.az, ImageID: spec.image, Bootable: spec.image != "", Status: "creating",
+		Created: s.now(), seq: s.st.next()}
+	if s.opts.VolumePolls < 0 {
+		v.Status = "available"
+	}
+	s.st.volumes[v.ID] = v
+	return v, nil
+}
+
+func (s *Server) volumeRep(r *http.Request, v *Volume) obj {
+	atts := []obj{}
+	for _, a := range v.Attachments {
+		atts = append(atts, obj{"id": v.ID, "attachment_id": a.ID, "volume_id": v.ID, "server_id": a.ServerID,
+			"host_name": nil, "device": a.Device, "attached_at": fmtMicro(a.Attached)})
+	}
+	o := obj{"id": v.ID, "name": v.Name, "status": v.Status, "size": v.Size, "availability_zone": v.AvailabilityZone,
+		"created_at": fmtMicro(v.Created), "updated_at": fmtMicro(v.Created), "attachments": atts,
+		"description": nil, "volume_type": v.VolumeType, "snapshot_id": nil, "source_volid": nil, "backup_id": nil,
+		"metadata": obj{}, "user_id": "", "bootable": strconv.FormatBool(v.Bootable), "encrypted": false,
+		"replication_status": nil, "consistencygroup_id": nil, "multiattach": false,
+		"os-vol-tenant-attr:tenant_id": v.ProjectID, "os-vol-host-attr:host": "sim@lvm#lvm",
+		"links": []obj{{"rel": "self", "href": base(r) + "/volume/v3/" + v.ProjectID + "/volumes/" + v.ID}}}
+	if v.ImageID != "" {
+		o["volume_image_metadata"] = obj{"image_id": v.ImageID}
+	}
+	return o
+}
+
+func (s *Server) visibleVolume(c *caller, id string) *Volume {
+	v := s.st.volumes[id]
+	if v == nil || !c.owns(v.ProjectID) {
+		return nil
+	}
+	return v
+}
+
+// poll counts a GET of v; creating ends after Options.VolumePolls.
+func (s *Server) poll(v *Volume) {
+	if v.Status != "creating" {
+		return
+	}
+	v.polls++
+	if v.polls > s.opts.VolumePolls {
+		v.Status = "available"
+	}
+}
+
+func (s *Server) createVolume(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+	var in struct {
+		Volume struct {
+			Size             int    `json:"size"`
+			Name             string `json:"name"`
+			VolumeType       string `json:"volume_type"`
+			ImageRef         string `json:"imageRef"`
+			AvailabilityZone string `json:"availability_zone"`
+		} `json:"volume"`
+	}
+	if e := decode(r, &in, func(m string) *apiErr { return novaErr(400, m) }); e != nil {
+		return e
+	}
+	vin := in.Volume
+	v, e := s.newVolume(r.PathValue("project"), volumeSpec{name: vin.Name, typ: vin.VolumeType, az: vin.AvailabilityZone,
+		image: vin.ImageRef, size: vin.Size})
+	if e != nil {
+		return e
+	}
+	writeJSON(w, http.StatusAccepted, obj{"volume": s.volumeRep(r, v)})
+	return nil
+}
+
+func (s *Server) getVolume(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+	v := s.visibleVolume(c, r.PathValue("id"))
+	if v == nil {
+		return novaErr(http.StatusNotFound, "Volume "+r.PathValue("id")+" could not be found.")
+	}
+	s.poll(v)
+	writeJSON(w, http.StatusOK, obj{"volume": s.volumeRep(r, v)})
+	return nil
+}
+
+func (s *Server) listVolumes(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+	all := c.admin && r.URL.Query().Get("all_tenants") != "" && r.URL.Query().Get("all_tenants") != "0"
+	var objs []obj
+	for _, v := range sortedBySeq(s.st.volumes, func(x *Volume) uint64 { return x.seq }) {
+		if v.ProjectID == r.PathValue("project") || all {
+			s.poll(v)
+			objs = append(objs, s.volumeRep(r, v))
+		}
+	}
+	slices.Reverse(objs) // Cinder lists newest first
+	objs = filterObjs(r, objs, nil)
+	if !strings.HasSuffix(r.URL.Path, "/detail") {
+		for i, o := range objs {
+			objs[i] = obj{"id": o["id"], "name": o["name"], "links": o["links"]}
+		}
+	}
+	writeList(w, r, "volumes", objs, linksArray, novaErr)
+	return nil
+}
+
+func (s *Server) deleteVolume(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+	v := s.visibleVolume(c, r.PathValue("id"))
+	if v == nil {
+		return novaErr(http.StatusNotFound, "Volume "+r.PathValue("id")+" could not be found.")
+	}
+	if v.Status != "available" && v.Status != "error" {
+		return novaErr(http.StatusBadRequest, "Invalid volume: Volume status must be available or error or error_restoring or "+
+			"error_extending or error_managing and must not be migrating, attached, belong to a group, have snapshots, "+
+			"awaiting a transfer, or be disassociated from snapshots after volume transfer.")
+	}
+	delete(s.st.volumes, v.ID)
+	w.WriteHeader(http.StatusAccepted)
+	return nil
+}
+
+// ---- Glance
+
+func (s *Server) imageByID(id string) *Image {
+	for i := range s.opts.Images {
+		if s.opts.Images[i].ID == id {
+			return &s.opts.Images[i]
+		}
+	}
+	return nil
+}
+
+// image is the image id as c may see it: public, or owned by its project.
+func (s *Server) image(c *caller, id string) *Image {
+	img := s.imageByID(id)
+	if img == nil || img.Owner != "" && !c.owns(img.Owner) {
+		return nil
+	}
+	return img
+}
+
+func imageRep(img Image) obj {
+	vis, owner := "public", img.Owner
+	if owner != "" {
+		vis = "private"
+	}
+	return obj{"id": img.ID, "name": img.Name, "status": "active", "visibility": vis, "owner": owner,
+		"min_disk": img.MinDisk, "min_ram": img.MinRAM, "disk_format": "qcow2", "container_format": "bare",
+		"size": 1 << 30, "virtual_size": nil, "checksum": "", "os_hidden": false, "protected": false, "tags": []string{},
+		"created_at": "2024-01-01T00:00:00Z", "updated_at": "2024-01-01T00:00:00Z",
+		"self": "/v2/images/" + img.ID, "file": "/v2/images/" + img.ID + "/file", "schema": "/v2/schemas/image"}
+}
+
+func (s *Server) listImages(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+	var objs []obj
+	for _, img := range s.opts.Images {
+		if s.image(c, img.ID) != nil {
+			objs = append(objs, imageRep(img))
+		}
+	}
+	writeList(w, r, "images", filterObjs(r, objs, nil), glanceNext, glanceErr)
+	return nil
+}
+
+func (s *Server) getImage(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+	img := s.image(c, r.PathValue("id"))
+	if img == nil {
+		return glanceErr(http.StatusNotFound, "No image found with ID "+r.PathValue("id"))
+	}
+	writeJSON(w, http.StatusOK, imageRep(*img))
+	return nil
+}

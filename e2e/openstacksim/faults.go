@@ -1,0 +1,148 @@
+package openstacksim
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	"github.com/sitebus/sitebus/e2e/simhttp"
+)
+
+// Call is one logged request. Bodies are not kept: tokens requests carry
+// passwords and server creates carry cloud-init secrets.
+type Call = simhttp.Call
+
+// Fault makes matching requests misbehave (see simhttp.Fault); a Status
+// without Body answers a Keystone-style error body.
+type Fault = simhttp.Fault
+
+func newFaults() *simhttp.Faults {
+	return simhttp.NewFaults(simhttp.FaultOptions{
+		DownBody: "503 Service Unavailable", // the API load balancer with no backend
+		ErrorBody: func(status int) string {
+			b, _ := json.Marshal(keystoneErr(status, "injected fault").body)
+			return string(b)
+		},
+	})
+}
+
+// AddFault injects f; faults are matched in the order they were added.
+func (s *Server) AddFault(f Fault) { s.faults.Add(f) }
+
+// FailCall makes the next count requests (0: all until ClearFaults) with
+// method and path prefix (e.g. "POST", "/network/v2.0/ports") answer
+// status with an error body in the format of the service the path names.
+func (s *Server) FailCall(method, pathPrefix string, status, count int) {
+	msg := "injected fault"
+	var e *apiErr
+	switch {
+	case strings.HasPrefix(pathPrefix, "/network/"):
+		typ := map[int]string{409: "Conflict", 400: "BadRequest", 404: "NotFound"}[status]
+		if typ == "" {
+			typ = "HTTPInternalServerError"
+		}
+		e = neutronErr(status, typ, msg)
+	case strings.HasPrefix(pathPrefix, "/compute/"), strings.HasPrefix(pathPrefix, "/volume/"):
+		e = novaErr(status, msg)
+	case strings.HasPrefix(pathPrefix, "/image/"):
+		e = glanceErr(status, msg)
+	default:
+		e = keystoneErr(status, msg)
+	}
+	body := ""
+	if str, ok := e.body.(string); ok {
+		body = str
+	} else {
+		b, _ := json.Marshal(e.body)
+		body = string(b)
+	}
+	s.faults.Add(Fault{Method: method, PathPrefix: pathPrefix, Status: status, Body: body, Count: count})
+}
+
+// ClearFaults removes every fault (not Down, not server error rules).
+func (s *Server) ClearFaults() { s.faults.Clear() }
+
+// Down makes every request answer 503 until Down(false).
+func (s *Server) Down(down bool) { s.faults.Down(down) }
+
+// Calls returns a copy of the call log, oldest first.
+func (s *Server) Calls() []Call { return s.faults.Calls() }
+
+// CallCount counts logged requests matching method (empty: any) and path
+// prefix (e.g. "/compute/", "/network/v2.0/ports"); with status > 0 only
+// those answered with that status.
+func (s *Server) CallCount(method, pathPrefix string, status int) int {
+	return s.faults.CallCount(method, pathPrefix, status)
+}
+
+// ResetCalls empties the call log.
+func (s *Server) ResetCalls() { s.faults.ResetCalls() }
+
+// DefaultBootFault is the fault message of a server an error rule fails,
+// Nova's when the scheduler finds no host.
+const DefaultBootFault = "No valid host was found. There are not enough hosts available."
+
+// ServerErrorRule makes servers go ERROR instead of ACTIVE when they boot.
+// A server matches when its name (Name, "" any) and availability zone
+// (AvailabilityZone, "" any) do; Nth picks the Nth matching server
+// created after the rule was added (1-based), 0 every matching one.
+type ServerErrorRule struct {
+	Name             string `json:"name"`
+	AvailabilityZone string `json:"availability_zone"`
+	Nth              int    `json:"nth"`
+	// Message is the server's fault message (default DefaultBootFault).
+	Message string `json:"message"`
+
+	seen int
+}
+
+// FailServers adds an error rule.
+func (s *Server) FailServers(rule ServerErrorRule) {
+	if rule.Message == "" {
+		rule.Message = DefaultBootFault
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.st.serverRules = append(s.st.serverRules, &rule)
+}
+
+// ClearServerErrors removes every error rule; servers already picked still
+// fail.
+func (s *Server) ClearServerErrors() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.st.serverRules = nil
+}
+
+// matchErrorRule returns the fault message of the first rule picking sv.
+func (s *Server) matchErrorRule(sv *Instance) string {
+	msg := ""
+	for _, rl := range s.st.serverRules {
+		if rl.Name != "" && rl.Name != sv.Name || rl.AvailabilityZone != "" && rl.AvailabilityZone != sv.AvailabilityZone {
+			continue
+		}
+		rl.seen++
+		if msg == "" && (rl.Nth == 0 || rl.seen == rl.Nth) {
+			msg = rl.Message
+		}
+	}
+	return msg
+}
+
+// errorRulesAdmin serves POST /sim/server-errors (a ServerErrorRule) and
+// DELETE /sim/server-errors.
+func (s *Server) errorRulesAdmin(mux *http.ServeMux) {
+	mux.HandleFunc("POST /sim/server-errors", func(w http.ResponseWriter, r *http.Request) {
+		var rl ServerErrorRule
+		if err := json.NewDecoder(r.Body).Decode(&rl); err != nil {
+			writeErr(w, keystoneErr(400, err.Error()))
+			return
+		}
+		s.FailServers(rl)
+		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("DELETE /sim/server-errors", func(w http.ResponseWriter, _ *http.Request) {
+		s.ClearServerErrors()
+		w.WriteHeader(http.StatusNoContent)
+	})
+}

@@ -1,0 +1,192 @@
+package openstacksim
+
+import (
+	"maps"
+	"net/http"
+	"slices"
+
+	"github.com/sitebus/sitebus/e2e/simhttp"
+)
+
+// Inventory is everything that exists, in creation order, leaving out what
+// the simulator starts with (the admin project and user, the external
+// network and its subnet).
+type Inventory struct {
+	Projects       []Project
+	Users          []User
+	Servers        []Instance
+	Volumes        []Volume
+	Networks       []Network
+	Subnets        []Subnet
+	Ports          []Port
+	Routers        []Router
+	SecurityGroups []SecurityGroup
+	FloatingIPs    []FloatingIP
+}
+
+// Empty says whether nothing is left but the default security groups
+// Neutron made for projects (they outlive a project unless an admin deletes
+// them, as in Neutron).
+func (inv Inventory) Empty() bool {
+	for _, g := range inv.SecurityGroups {
+		if !g.Default {
+			return false
+		}
+	}
+	return len(inv.Projects)+len(inv.Users)+len(inv.Servers)+len(inv.Volumes)+len(inv.Networks)+
+		len(inv.Subnets)+len(inv.Ports)+len(inv.Routers)+len(inv.FloatingIPs) == 0
+}
+
+// Count is the number of objects, default security groups excluded.
+func (inv Inventory) Count() int {
+	n := len(inv.Projects) + len(inv.Users) + len(inv.Servers) + len(inv.Volumes) + len(inv.Networks) +
+		len(inv.Subnets) + len(inv.Ports) + len(inv.Routers) + len(inv.FloatingIPs)
+	for _, g := range inv.SecurityGroups {
+		if !g.Default {
+			n++
+		}
+	}
+	return n
+}
+
+// Inventory lists what exists in project (by id; "" for every project).
+// Users are listed when their default project is project (all with "").
+// A router's gateway port belongs to no project and shows only with "".
+func (s *Server) Inventory(project string) Inventory {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.st
+	in := func(p string) bool { return project == "" || p == project }
+	var inv Inventory
+	for _, p := range sortedBySeq(st.projects, func(x *Project) uint64 { return x.seq }) {
+		if !p.builtin && in(p.ID) {
+			inv.Projects = append(inv.Projects, *p)
+		}
+	}
+	for _, u := range sortedBySeq(st.users, func(x *User) uint64 { return x.seq }) {
+		if !u.builtin && in(u.DefaultProjectID) {
+			inv.Users = append(inv.Users, *u)
+		}
+	}
+	for _, sv := range sortedBySeq(st.servers, func(x *Instance) uint64 { return x.seq }) {
+		if in(sv.ProjectID) {
+			inv.Servers = append(inv.Servers, s.serverView(sv))
+		}
+	}
+	for _, v := range sortedBySeq(st.volumes, func(x *Volume) uint64 { return x.seq }) {
+		if in(v.ProjectID) {
+			c := *v
+			c.Attachments = slices.Clone(v.Attachments)
+			inv.Volumes = append(inv.Volumes, c)
+		}
+	}
+	for _, n := range sortedBySeq(st.networks, func(x *Network) uint64 { return x.seq }) {
+		if !n.builtin && in(n.ProjectID) {
+			inv.Networks = append(inv.Networks, *n)
+		}
+	}
+	for _, sub := range sortedBySeq(st.subnets, func(x *Subnet) uint64 { return x.seq }) {
+		if !sub.builtin && in(sub.ProjectID) {
+			c := *sub
+			c.Pools = slices.Clone(sub.Pools)
+			c.DNSNameservers = slices.Clone(sub.DNSNameservers)
+			c.Allocated = maps.Clone(sub.Allocated)
+			inv.Subnets = append(inv.Subnets, c)
+		}
+	}
+	for _, p := range sortedBySeq(st.ports, func(x *Port) uint64 { return x.seq }) {
+		if in(p.ProjectID) {
+			c := *p
+			c.FixedIPs = slices.Clone(p.FixedIPs)
+			c.SecurityGroups = slices.Clone(p.SecurityGroups)
+			inv.Ports = append(inv.Ports, c)
+		}
+	}
+	for _, rt := range sortedBySeq(st.routers, func(x *Router) uint64 { return x.seq }) {
+		if in(rt.ProjectID) {
+			c := *rt
+			c.Interfaces = slices.Clone(rt.Interfaces)
+			inv.Routers = append(inv.Routers, c)
+		}
+	}
+	for _, g := range sortedBySeq(st.secGroups, func(x *SecurityGroup) uint64 { return x.seq }) {
+		if in(g.ProjectID) {
+			c := *g
+			c.Rules = slices.Clone(g.Rules)
+			inv.SecurityGroups = append(inv.SecurityGroups, c)
+		}
+	}
+	for _, f := range sortedBySeq(st.fips, func(x *FloatingIP) uint64 { return x.seq }) {
+		if in(f.ProjectID) {
+			inv.FloatingIPs = append(inv.FloatingIPs, *f)
+		}
+	}
+	return inv
+}
+
+// ServersNamed returns the servers called name, in creation order.
+func (s *Server) ServersNamed(name string) []Instance {
+	var out []Instance
+	for _, sv := range s.Inventory("").Servers {
+		if sv.Name == name {
+			out = append(out, sv)
+		}
+	}
+	return out
+}
+
+// ProjectNamed returns the project called name in the default domain.
+func (s *Server) ProjectNamed(name string) (Project, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, p := range s.st.projects {
+		if p.Name == name && p.DomainID == DefaultDomainID {
+			return *p, true
+		}
+	}
+	return Project{}, false
+}
+
+// AdminProjectID is the id of the admin project.
+func (s *Server) AdminProjectID() string { return s.st.adminProjectID }
+
+// ExternalNetworkID is the id of the external network.
+func (s *Server) ExternalNetworkID() string { return s.st.extNetID }
+
+// AddApplicationCredential creates an application credential for the user
+// called userName (default domain) on project (by id), as the user would,
+// and returns it with its id.
+func (s *Server) AddApplicationCredential(userName, project, name, secret string) (AppCredential, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var u *User
+	for _, x := range s.st.users {
+		if x.Name == userName && x.DomainID == DefaultDomainID {
+			u = x
+		}
+	}
+	if u == nil || s.st.projects[project] == nil {
+		return AppCredential{}, errNotFound
+	}
+	a := &AppCredential{ID: newHexID(), Name: name, UserID: u.ID, ProjectID: project, Secret: secret}
+	s.st.appCreds[a.ID] = a
+	return *a, nil
+}
+
+// adminRoutes serve the inspection API under /sim/ for a simulator run as
+// a process, where tests cannot call Server's methods. It needs no token
+// and bypasses faults and the call log. Listen on loopback only.
+//
+//	GET    /sim/inventory[?project=]  Inventory      GET    /sim/calls          call log
+//	POST   /sim/server-errors         add a rule     DELETE /sim/calls          reset it
+//	DELETE /sim/server-errors         clear rules    POST   /sim/faults         add a fault
+//	POST   /sim/down                  {"down":bool}  DELETE /sim/faults         clear faults
+func (s *Server) adminRoutes(mux *http.ServeMux) {
+	mux.HandleFunc("GET /sim/inventory", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, s.Inventory(r.URL.Query().Get("project")))
+	})
+	mux.HandleFunc("GET /sim/calls", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, s.Calls()) })
+	s.errorRulesAdmin(mux)
+	simhttp.Admin{ResetCalls: s.ResetCalls, AddFault: s.AddFault, ClearFaults: s.ClearFaults, Down: s.Down,
+		BadRequest: func(w http.ResponseWriter, msg string) { writeErr(w, keystoneErr(400, msg)) }}.Routes(mux)
+}

@@ -1,0 +1,205 @@
+package openstacksim
+
+import (
+	"net/http"
+	"net/netip"
+	"time"
+)
+
+// subnetSpec is a subnet as asked for.
+type subnetSpec struct {
+	id, name, projectID, networkID, cidr string
+	// gateway nil: the first host; "": none.
+	gateway *string
+	pools   []Pool // nil: the whole CIDR less network, broadcast and gateway
+	dns     []string
+	dhcp    bool
+}
+
+func badInput(msg string) *apiErr {
+	return neutronErr(http.StatusBadRequest, "InvalidInput", "Invalid input for operation: "+msg)
+}
+
+// hostRange is the first and last usable address of p (IPv4: without the
+// network and broadcast addresses).
+func hostRange(p netip.Prefix) (netip.Addr, netip.Addr) {
+	first := p.Masked().Addr()
+	last := first
+	bits := first.BitLen() - p.Bits()
+	a := first.As16()
+	for i := 0; i < bits; i++ {
+		a[15-i/8] |= 1 << (i % 8)
+	}
+	last = netip.AddrFrom16(a)
+	if first.Is4() {
+		last = last.Unmap()
+		if p.Bits() < 31 {
+			return first.Next(), last.Prev()
+		}
+	}
+	return first, last
+}
+
+// parsePools checks pools against the subnet as Neutron does: inside the
+// CIDR, start ≤ end, no overlap, not holding the gateway.
+func parsePools(prefix netip.Prefix, gateway string, pools []Pool) ([][2]netip.Addr, *apiErr) {
+	var out [][2]netip.Addr
+	for _, p := range pools {
+		s, err1 := netip.ParseAddr(p.Start)
+		e, err2 := netip.ParseAddr(p.End)
+		if err1 != nil || err2 != nil {
+			return nil, badInput("Invalid allocation pool " + p.Start + "-" + p.End + ".")
+		}
+		if !prefix.Contains(s) || !prefix.Contains(e) {
+			return nil, neutronErr(http.StatusBadRequest, "OutOfBoundsAllocationPool",
+				"The allocation pool "+p.Start+"-"+p.End+" spans beyond the subnet cidr "+prefix.String()+".")
+		}
+		if e.Less(s) {
+			return nil, badInput("Invalid allocation pool " + p.Start + "-" + p.End + ".")
+		}
+		for _, o := range out {
+			if !e.Less(o[0]) && !o[1].Less(s) {
+				return nil, neutronErr(http.StatusBadRequest, "OverlappingAllocationPools",
+					"Found overlapping allocation pools: "+p.Start+"-"+p.End+" and "+o[0].String()+"-"+o[1].String()+" for subnet "+prefix.String()+".")
+			}
+		}
+		if g, err := netip.ParseAddr(gateway); err == nil && !g.Less(s) && !e.Less(g) {
+			return nil, neutronErr(http.StatusConflict, "GatewayConflictWithAllocationPools",
+				"Gateway ip "+gateway+" conflicts with allocation pool "+p.Start+"-"+p.End+".")
+		}
+		out = append(out, [2]netip.Addr{s, e})
+	}
+	return out, nil
+}
+
+// newSubnet validates spec and stores the subnet. Call with s.mu held.
+func (st *state) newSubnet(spec subnetSpec, now time.Time) (*Subnet, *apiErr) {
+	prefix, err := netip.ParsePrefix(spec.cidr)
+	if err != nil {
+		return nil, badInput("'" + spec.cidr + "' is not a valid IP subnet.")
+	}
+	if !prefix.Addr().Is4() {
+		return nil, badInput("the simulator serves IPv4 subnets only.")
+	}
+	prefix = prefix.Masked()
+	for _, o := range st.subnets {
+		if o.NetworkID == spec.networkID && o.prefix.Overlaps(prefix) {
+			return nil, badInput("Requested subnet with cidr: " + prefix.String() + " for network: " + spec.networkID +
+				" overlaps with another subnet.")
+		}
+	}
+	first, last := hostRange(prefix)
+	gw := first.String()
+	if spec.gateway != nil {
+		gw = *spec.gateway
+	}
+	if gw != "" {
+		g, err := netip.ParseAddr(gw)
+		if err != nil || !prefix.Contains(g) {
+			return nil, badInput("Gateway is not valid on subnet.")
+		}
+	}
+	pools := spec.pools
+	if pools == nil {
+		g, _ := netip.ParseAddr(gw)
+		switch {
+		case gw == "" || g.Less(first) || last.Less(g):
+			pools = []Pool{{first.String(), last.String()}}
+		default:
+			if first.Less(g) {
+				pools = append(pools, Pool{first.String(), g.Prev().String()})
+			}
+			if g.Less(last) {
+				pools = append(pools, Pool{g.Next().String(), last.String()})
+			}
+		}
+	}
+	if _, e := parsePools(prefix, gw, pools); e != nil {
+		return nil, e
+	}
+	id := spec.id
+	if id == "" {
+		id = newUUID()
+	}
+	dns := spec.dns
+	if dns == nil {
+		dns = []string{}
+	}
+	sub := &Subnet{ID: id, Name: spec.name, ProjectID: spec.projectID, NetworkID: spec.networkID, CIDR: prefix.String(),
+		GatewayIP: gw, Pools: pools, DNSNameservers: dns, EnableDHCP: spec.dhcp, Allocated: map[string]string{},
+		Created: now, seq: st.next(), prefix: prefix}
+	st.subnets[sub.ID] = sub
+	return sub, nil
+}
+
+// setPools replaces the pools of sub, refusing pools that leave out an
+// address in use inside the old pools, so a narrowed pool never strands
+// an allocation made from it.
+func (sub *Subnet) setPools(pools []Pool) *apiErr {
+	parsed, e := parsePools(sub.prefix, sub.GatewayIP, pools)
+	if e != nil {
+		return e
+	}
+	for ip := range sub.Allocated {
+		a := netip.MustParseAddr(ip)
+		if !sub.inPools(a) || ip == sub.GatewayIP {
+			continue
+		}
+		in := false
+		for _, p := range parsed {
+			if !a.Less(p[0]) && !p[1].Less(a) {
+				in = true
+			}
+		}
+		if !in {
+			return neutronErr(http.StatusConflict, "SubnetInUse", "Unable to complete operation on subnet "+sub.ID+
+				": IP address "+ip+" is allocated to port "+sub.Allocated[ip]+" and outside the new allocation pools.")
+		}
+	}
+	sub.Pools = pools
+	return nil
+}
+
+func (sub *Subnet) inPools(a netip.Addr) bool {
+	for _, p := range sub.Pools {
+		s, e := netip.MustParseAddr(p.Start), netip.MustParseAddr(p.End)
+		if !a.Less(s) && !e.Less(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// allocate takes want (any free pool address when empty) for portID.
+func (sub *Subnet) allocate(want, portID string) (string, *apiErr) {
+	if want != "" {
+		a, err := netip.ParseAddr(want)
+		if err != nil || !sub.prefix.Contains(a) {
+			return "", neutronErr(http.StatusBadRequest, "InvalidIpForSubnet",
+				"IP address "+want+" is not a valid IP for the specified subnet.")
+		}
+		if a == sub.prefix.Masked().Addr() {
+			return "", neutronErr(http.StatusBadRequest, "InvalidIpForSubnet",
+				"IP address "+want+" is not a valid IP for the specified subnet.")
+		}
+		if _, used := sub.Allocated[want]; used {
+			return "", neutronErr(http.StatusConflict, "IpAddressAlreadyAllocated",
+				"IP address "+want+" already allocated in subnet "+sub.ID)
+		}
+		sub.Allocated[want] = portID
+		return want, nil
+	}
+	for _, p := range sub.Pools {
+		for a := netip.MustParseAddr(p.Start); !netip.MustParseAddr(p.End).Less(a); a = a.Next() {
+			ip := a.String()
+			if _, used := sub.Allocated[ip]; !used && ip != sub.GatewayIP {
+				sub.Allocated[ip] = portID
+				return ip, nil
+			}
+		}
+	}
+	return "", neutronErr(http.StatusConflict, "IpAddressGenerationFailure",
+		"No more IP addresses available on network "+sub.NetworkID+".")
+}
+
+func (sub *Subnet) release(ip string) { delete(sub.Allocated, ip) }

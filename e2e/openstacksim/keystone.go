@@ -1,0 +1,639 @@
+package openstacksim
+
+import (
+	"crypto/subtle"
+	"net/http"
+	"slices"
+	"strings"
+)
+
+// caller is who a request authenticates as, from its X-Auth-Token.
+type caller struct {
+	tok       *token
+	userID    string
+	projectID string
+	roles     []string
+	admin     bool
+}
+
+// authenticate resolves the token of r; nil when it is missing, unknown or
+// expired. Call with s.mu held.
+func (s *Server) authenticate(r *http.Request) *caller {
+	t := s.st.tokens[r.Header.Get("X-Auth-Token")]
+	if t == nil {
+		return nil
+	}
+	if !s.now().Before(t.expires) {
+		delete(s.st.tokens, t.id)
+		return nil
+	}
+	c := &caller{tok: t, userID: t.userID, projectID: t.projectID}
+	if t.projectID != "" {
+		c.roles = s.st.roleNames(t.projectID, t.userID)
+		c.admin = slices.Contains(c.roles, "admin")
+	}
+	return c
+}
+
+// ExpireTokens makes every issued token expired, as if time had passed: the
+// next request with one is a 401 (gophercloud re-authenticates when
+// AllowReauth is set).
+func (s *Server) ExpireTokens() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	clear(s.st.tokens)
+}
+
+type authDomain struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+}
+
+type authUser struct {
+	ID       string      `json:"id"`
+	Name     string      `json:"name"`
+	Domain   *authDomain `json:"domain"`
+	Password string      `json:"password"`
+}
+
+type authRequest struct {
+	Auth struct {
+		Identity struct {
+			Methods  []string `json:"methods"`
+			Password *struct {
+				User authUser `json:"user"`
+			} `json:"password"`
+			Token *struct {
+				ID string `json:"id"`
+			} `json:"token"`
+			AppCred *struct {
+				ID     string    `json:"id"`
+				Name   string    `json:"name"`
+				Secret string    `json:"secret"`
+				User   *authUser `json:"user"`
+			} `json:"application_credential"`
+		} `json:"identity"`
+		Scope *struct {
+			Project *struct {
+				ID     string      `json:"id"`
+				Name   string      `json:"name"`
+				Domain *authDomain `json:"domain"`
+			} `json:"project"`
+			Domain *authDomain `json:"domain"`
+			System any         `json:"system"`
+		} `json:"scope"`
+	} `json:"auth"`
+}
+
+// domainID resolves a domain reference by id or name.
+func (st *state) domainID(d *authDomain) (string, bool) {
+	if d == nil {
+		return "", false
+	}
+	if d.ID != "" {
+		_, ok := st.domains[d.ID]
+		return d.ID, ok
+	}
+	for id, name := range st.domains {
+		if strings.EqualFold(name, d.Name) {
+			return id, true
+		}
+	}
+	return "", false
+}
+
+func (st *state) findUser(u authUser) *User {
+	if u.ID != "" {
+		return st.users[u.ID]
+	}
+	dom, ok := st.domainID(u.Domain)
+	if !ok {
+		return nil
+	}
+	for _, x := range st.users {
+		if x.Name == u.Name && x.DomainID == dom {
+			return x
+		}
+	}
+	return nil
+}
+
+func eq(a, b string) bool { return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1 }
+
+// issueToken serves POST /v3/auth/tokens: password, token and application
+// credential methods, scoped to a project by id or by name and domain.
+// Keystone answers every failure with the same 401, so does this.
+func (s *Server) issueToken(w http.ResponseWriter, r *http.Request) {
+	var req authRequest
+	if e := decode(r, &req, func(m string) *apiErr { return keystoneErr(400, m) }); e != nil {
+		writeErr(w, e)
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.st
+	id := req.Auth.Identity
+	var user *User
+	var appCred *AppCredential
+	var fromToken *token
+	switch {
+	case slices.Contains(id.Methods, "password") && id.Password != nil:
+		u := st.findUser(id.Password.User)
+		if u == nil || !u.Enabled || !eq(u.password, id.Password.User.Password) {
+			writeErr(w, keystoneErr(401, "The request you have made requires authentication."))
+			return
+		}
+		user = u
+	case slices.Contains(id.Methods, "token") && id.Token != nil:
+		t := st.tokens[id.Token.ID]
+		if t == nil || !s.now().Before(t.expires) {
+			writeErr(w, errUnauthorized)
+			return
+		}
+		user, fromToken = st.users[t.userID], t
+	case slices.Contains(id.Methods, "application_credential") && id.AppCred != nil:
+		ac := id.AppCred
+		for _, x := range st.appCreds {
+			if ac.ID != "" && x.ID == ac.ID || ac.ID == "" && ac.User != nil && x.Name == ac.Name &&
+				st.findUser(*ac.User) != nil && st.findUser(*ac.User).ID == x.UserID {
+				appCred = x
+				break
+			}
+		}
+		if appCred == nil || !eq(appCred.Secret, ac.Secret) {
+			writeErr(w, errUnauthorized)
+			return
+		}
+		user = st.users[appCred.UserID]
+	default:
+		writeErr(w, keystoneErr(400, "Expecting to find methods in identity - the server could not comply with the request since it is either malformed or otherwise incorrect."))
+		return
+	}
+	if user == nil || !user.Enabled {
+		writeErr(w, errUnauthorized)
+		return
+	}
+
+	projectID := ""
+	sc := req.Auth.Scope
+	switch {
+	case appCred != nil:
+		if sc != nil {
+			writeErr(w, keystoneErr(401, "Application credentials cannot request a scope."))
+			return
+		}
+		projectID = appCred.ProjectID
+	case sc != nil && sc.Project != nil:
+		var p *Project
+		if sc.Project.ID != "" {
+			p = st.projects[sc.Project.ID]
+		} else if dom, ok := st.domainID(sc.Project.Domain); ok {
+			for _, x := range st.projects {
+				if x.Name == sc.Project.Name && x.DomainID == dom {
+					p = x
+				}
+			}
+		}
+		if p == nil {
+			writeErr(w, keystoneErr(401, "The request you have made requires authentication."))
+			return
+		}
+		projectID = p.ID
+	case sc != nil:
+		writeErr(w, keystoneErr(401, "The simulator scopes tokens to projects only."))
+		return
+	case fromToken != nil:
+		projectID = fromToken.projectID
+	default:
+		if user.DefaultProjectID != "" && len(st.roleNames(user.DefaultProjectID, user.ID)) > 0 {
+			projectID = user.DefaultProjectID
+		}
+	}
+	if projectID != "" {
+		if p := st.projects[projectID]; p == nil || !p.Enabled || len(st.roleNames(projectID, user.ID)) == 0 {
+			// Keystone: no role on the project is the same 401.
+			writeErr(w, errUnauthorized)
+			return
+		}
+	}
+	now := s.now()
+	t := &token{id: "gAAAAA" + randomHex(40), userID: user.ID, projectID: projectID, issued: now,
+		expires: now.Add(s.opts.TokenTTL)}
+	switch {
+	case appCred != nil:
+		t.methods, t.appCredID = []string{"application_credential"}, appCred.ID
+	case fromToken != nil:
+		t.methods = []string{"token"}
+	default:
+		t.methods = []string{"password"}
+	}
+	st.tokens[t.id] = t
+	w.Header().Set("X-Subject-Token", t.id)
+	writeJSON(w, http.StatusCreated, obj{"token": s.tokenBody(r, t)})
+}
+
+// tokenBody renders a token; a project-scoped one carries the catalog.
+func (s *Server) tokenBody(r *http.Request, t *token) obj {
+	st := s.st
+	u := st.users[t.userID]
+	body := obj{
+		"methods":    t.methods,
+		"expires_at": t.expires.UTC().Format("2006-01-02T15:04:05.000000Z"),
+		"issued_at":  t.issued.UTC().Format("2006-01-02T15:04:05.000000Z"),
+		"audit_ids":  []string{randomHex(11)},
+		"user": obj{"id": u.ID, "name": u.Name, "password_expires_at": nil,
+			"domain": obj{"id": u.DomainID, "name": st.domains[u.DomainID]}},
+	}
+	if t.projectID == "" {
+		return body
+	}
+	p := st.projects[t.projectID]
+	body["project"] = obj{"id": p.ID, "name": p.Name, "domain": obj{"id": p.DomainID, "name": st.domains[p.DomainID]}}
+	body["is_domain"] = false
+	var roles []obj
+	for _, id := range st.assignments[p.ID][u.ID] {
+		if rl := st.roles[id]; rl != nil {
+			roles = append(roles, obj{"id": rl.ID, "name": rl.Name})
+		}
+	}
+	body["roles"] = roles
+	if t.appCredID != "" {
+		body["application_credential"] = obj{"id": t.appCredID, "name": st.appCreds[t.appCredID].Name, "restricted": true}
+	}
+	b := base(r)
+	entry := func(typ, name, url string) obj {
+		return obj{"id": randomHex(16), "type": typ, "name": name, "endpoints": []obj{{
+			"id": randomHex(16), "interface": "public", "region": s.opts.Region, "region_id": s.opts.Region, "url": url,
+		}}}
+	}
+	body["catalog"] = []obj{
+		entry("identity", "keystone", b+"/identity/v3"),
+		entry("compute", "nova", b+"/compute/v2.1"),
+		entry("network", "neutron", b+"/network"),
+		entry("volumev3", "cinderv3", b+"/volume/v3/"+p.ID),
+		entry("block-storage", "cinder", b+"/volume/v3/"+p.ID),
+		entry("image", "glance", b+"/image"),
+	}
+	return body
+}
+
+// validateToken serves GET /v3/auth/tokens (X-Subject-Token).
+func (s *Server) validateToken(w http.ResponseWriter, r *http.Request, _ *caller) *apiErr {
+	t := s.st.tokens[r.Header.Get("X-Subject-Token")]
+	if t == nil || !s.now().Before(t.expires) {
+		return keystoneErr(404, "Could not find token.")
+	}
+	w.Header().Set("X-Subject-Token", t.id)
+	writeJSON(w, http.StatusOK, obj{"token": s.tokenBody(r, t)})
+	return nil
+}
+
+func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request, _ *caller) *apiErr {
+	id := r.Header.Get("X-Subject-Token")
+	if s.st.tokens[id] == nil {
+		return keystoneErr(404, "Could not find token.")
+	}
+	delete(s.st.tokens, id)
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func keystoneVersion(b string) obj {
+	return obj{"id": "v3.14", "status": "stable", "updated": "2020-04-07T00:00:00Z",
+		"links":       []obj{{"rel": "self", "href": b + "/identity/v3/"}},
+		"media-types": []obj{{"base": "application/json", "type": "application/vnd.openstack.identity-v3+json"}}}
+}
+
+func (s *Server) identityVersions(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusMultipleChoices, obj{"versions": obj{"values": []obj{keystoneVersion(base(r))}}})
+}
+
+func (s *Server) identityVersion(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, obj{"version": keystoneVersion(base(r))})
+}
+
+func forbidden(action string) *apiErr {
+	return keystoneErr(403, "You are not authorized to perform the requested action: "+action+".")
+}
+
+func (s *Server) projectRep(r *http.Request, p *Project) obj {
+	return obj{"id": p.ID, "name": p.Name, "domain_id": p.DomainID, "description": p.Description,
+		"enabled": p.Enabled, "is_domain": false, "parent_id": p.DomainID, "tags": []string{}, "options": obj{},
+		"links": obj{"self": base(r) + "/identity/v3/projects/" + p.ID}}
+}
+
+func (s *Server) createProject(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+	if !c.admin {
+		return forbidden("identity:create_project")
+	}
+	var in struct {
+		Project struct {
+			Name        string `json:"name"`
+			DomainID    string `json:"domain_id"`
+			Description string `json:"description"`
+			Enabled     *bool  `json:"enabled"`
+		} `json:"project"`
+	}
+	if e := decode(r, &in, func(m string) *apiErr { return keystoneErr(400, m) }); e != nil {
+		return e
+	}
+	pin := in.Project
+	if pin.Name == "" {
+		return keystoneErr(400, "Invalid input for field 'name': None is not of type 'string'")
+	}
+	if pin.DomainID == "" {
+		pin.DomainID = DefaultDomainID
+	}
+	if _, ok := s.st.domains[pin.DomainID]; !ok {
+		return keystoneErr(404, "Could not find domain: "+pin.DomainID+".")
+	}
+	for _, p := range s.st.projects {
+		if p.DomainID == pin.DomainID && p.Name == pin.Name {
+			return keystoneErr(409, "Conflict occurred attempting to store project - it is not permitted to have two projects with the same name in the same domain : "+pin.Name+".")
+		}
+	}
+	p := &Project{ID: newHexID(), Name: pin.Name, DomainID: pin.DomainID, Description: pin.Description,
+		Enabled: pin.Enabled == nil || *pin.Enabled, Created: s.now(), seq: s.st.next()}
+	s.st.projects[p.ID] = p
+	writeJSON(w, http.StatusCreated, obj{"project": s.projectRep(r, p)})
+	return nil
+}
+
+func (s *Server) getProject(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+	p := s.st.projects[r.PathValue("id")]
+	if p == nil {
+		return keystoneErr(404, "Could not find project: "+r.PathValue("id")+".")
+	}
+	if !c.admin && c.projectID != p.ID {
+		return forbidden("identity:get_project")
+	}
+	writeJSON(w, http.StatusOK, obj{"project": s.projectRep(r, p)})
+	return nil
+}
+
+func (s *Server) listProjects(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+	if !c.admin {
+		return forbidden("identity:list_projects")
+	}
+	var objs []obj
+	for _, p := range sortedBySeq(s.st.projects, func(p *Project) uint64 { return p.seq }) {
+		objs = append(objs, s.projectRep(r, p))
+	}
+	writeList(w, r, "projects", filterObjs(r, objs, nil), keystoneLinks, keystoneErr)
+	return nil
+}
+
+// deleteProject removes the project, its role assignments and the tokens
+// scoped to it, as Keystone does; the other services keep what the project
+// owned (Keystone does not tell them), which the inventory then shows.
+func (s *Server) deleteProject(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+	if !c.admin {
+		return forbidden("identity:delete_project")
+	}
+	id := r.PathValue("id")
+	p := s.st.projects[id]
+	if p == nil {
+		return keystoneErr(404, "Could not find project: "+id+".")
+	}
+	if p.builtin {
+		return keystoneErr(403, "The simulator's admin project cannot be deleted.")
+	}
+	delete(s.st.projects, id)
+	delete(s.st.assignments, id)
+	for tid, t := range s.st.tokens {
+		if t.projectID == id {
+			delete(s.st.tokens, tid)
+		}
+	}
+	for aid, a := range s.st.appCreds {
+		if a.ProjectID == id {
+			delete(s.st.appCreds, aid)
+		}
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) userRep(r *http.Request, u *User) obj {
+	return obj{"id": u.ID, "name": u.Name, "domain_id": u.DomainID, "enabled": u.Enabled,
+		"default_project_id": orNil(u.DefaultProjectID), "password_expires_at": nil, "options": obj{},
+		"links": obj{"self": base(r) + "/identity/v3/users/" + u.ID}}
+}
+
+func (s *Server) createUser(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+	if !c.admin {
+		return forbidden("identity:create_user")
+	}
+	var in struct {
+		User struct {
+			Name             string `json:"name"`
+			DomainID         string `json:"domain_id"`
+			Password         string `json:"password"`
+			DefaultProjectID string `json:"default_project_id"`
+			Enabled          *bool  `json:"enabled"`
+		} `json:"user"`
+	}
+	if e := decode(r, &in, func(m string) *apiErr { return keystoneErr(400, m) }); e != nil {
+		return e
+	}
+	uin := in.User
+	if uin.Name == "" {
+		return keystoneErr(400, "Invalid input for field 'name': None is not of type 'string'")
+	}
+	if uin.DomainID == "" {
+		uin.DomainID = DefaultDomainID
+	}
+	if _, ok := s.st.domains[uin.DomainID]; !ok {
+		return keystoneErr(404, "Could not find domain: "+uin.DomainID+".")
+	}
+	for _, u := range s.st.users {
+		if u.DomainID == uin.DomainID && u.Name == uin.Name {
+			return keystoneErr(409, "Conflict occurred attempting to store user - Duplicate entry found with name "+uin.Name+" at domain ID "+uin.DomainID+".")
+		}
+	}
+	u := &User{ID: newHexID(), Name: uin.Name, DomainID: uin.DomainID, DefaultProjectID: uin.DefaultProjectID,
+		Enabled: uin.Enabled == nil || *uin.Enabled, password: uin.Password, seq: s.st.next()}
+	s.st.users[u.ID] = u
+	writeJSON(w, http.StatusCreated, obj{"user": s.userRep(r, u)})
+	return nil
+}
+
+func (s *Server) getUser(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+	u := s.st.users[r.PathValue("id")]
+	if u == nil {
+		return keystoneErr(404, "Could not find user: "+r.PathValue("id")+".")
+	}
+	if !c.admin && c.userID != u.ID {
+		return forbidden("identity:get_user")
+	}
+	writeJSON(w, http.StatusOK, obj{"user": s.userRep(r, u)})
+	return nil
+}
+
+func (s *Server) listUsers(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+	if !c.admin {
+		return forbidden("identity:list_users")
+	}
+	var objs []obj
+	for _, u := range sortedBySeq(s.st.users, func(u *User) uint64 { return u.seq }) {
+		objs = append(objs, s.userRep(r, u))
+	}
+	writeList(w, r, "users", filterObjs(r, objs, nil), keystoneLinks, keystoneErr)
+	return nil
+}
+
+func (s *Server) deleteUser(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+	if !c.admin {
+		return forbidden("identity:delete_user")
+	}
+	id := r.PathValue("id")
+	u := s.st.users[id]
+	if u == nil {
+		return keystoneErr(404, "Could not find user: "+id+".")
+	}
+	if u.builtin {
+		return keystoneErr(403, "The simulator's admin user cannot be deleted.")
+	}
+	delete(s.st.users, id)
+	for _, m := range s.st.assignments {
+		delete(m, id)
+	}
+	for tid, t := range s.st.tokens {
+		if t.userID == id {
+			delete(s.st.tokens, tid)
+		}
+	}
+	for aid, a := range s.st.appCreds {
+		if a.UserID == id {
+			delete(s.st.appCreds, aid)
+		}
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func roleRep(r *http.Request, rl *Role) obj {
+	return obj{"id": rl.ID, "name": rl.Name, "domain_id": nil, "description": nil, "options": obj{},
+		"links": obj{"self": base(r) + "/identity/v3/roles/" + rl.ID}}
+}
+
+func (s *Server) listRoles(w http.ResponseWriter, r *http.Request, _ *caller) *apiErr {
+	var objs []obj
+	for _, rl := range s.st.roles {
+		objs = append(objs, roleRep(r, rl))
+	}
+	slices.SortFunc(objs, func(a, b obj) int { return strings.Compare(a["name"].(string), b["name"].(string)) })
+	writeList(w, r, "roles", filterObjs(r, objs, nil), keystoneLinks, keystoneErr)
+	return nil
+}
+
+// assignment resolves {project}, {user} and {role}; Keystone answers an
+// unknown one with 404 naming it.
+func (s *Server) assignment(r *http.Request) (p, u, rl string, e *apiErr) {
+	p, u, rl = r.PathValue("project"), r.PathValue("user"), r.PathValue("role")
+	switch {
+	case s.st.projects[p] == nil:
+		return "", "", "", keystoneErr(404, "Could not find project: "+p+".")
+	case s.st.users[u] == nil:
+		return "", "", "", keystoneErr(404, "Could not find user: "+u+".")
+	case rl != "" && s.st.roles[rl] == nil:
+		return "", "", "", keystoneErr(404, "Could not find role: "+rl+".")
+	}
+	return p, u, rl, nil
+}
+
+func (s *Server) assignRole(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+	if !c.admin {
+		return forbidden("identity:create_grant")
+	}
+	p, u, rl, e := s.assignment(r)
+	if e != nil {
+		return e
+	}
+	s.st.assign(p, u, rl)
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) unassignRole(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+	if !c.admin {
+		return forbidden("identity:revoke_grant")
+	}
+	p, u, rl, e := s.assignment(r)
+	if e != nil {
+		return e
+	}
+	ids := s.st.assignments[p][u]
+	i := slices.Index(ids, rl)
+	if i < 0 {
+		return keystoneErr(404, "Could not find role assignment with role: "+rl+", user or group: "+u+", project, domain, or system: "+p+".")
+	}
+	s.st.assignments[p][u] = slices.Delete(ids, i, i+1)
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) listUserProjectRoles(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+	p, u, _, e := s.assignment(r)
+	if e != nil {
+		return e
+	}
+	if !c.admin && c.userID != u {
+		return forbidden("identity:list_grants")
+	}
+	objs := []obj{}
+	for _, id := range s.st.assignments[p][u] {
+		objs = append(objs, roleRep(r, s.st.roles[id]))
+	}
+	writeList(w, r, "roles", objs, keystoneLinks, keystoneErr)
+	return nil
+}
+
+// createAppCred serves POST /v3/users/{user}/application_credentials: a
+// user makes one for the project of its token.
+func (s *Server) createAppCred(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+	uid := r.PathValue("user")
+	if c.userID != uid {
+		return forbidden("identity:create_application_credential")
+	}
+	if c.projectID == "" {
+		return keystoneErr(401, "Unable to create an application credential with an unscoped token.")
+	}
+	var in struct {
+		AppCred struct {
+			Name   string `json:"name"`
+			Secret string `json:"secret"`
+		} `json:"application_credential"`
+	}
+	if e := decode(r, &in, func(m string) *apiErr { return keystoneErr(400, m) }); e != nil {
+		return e
+	}
+	for _, a := range s.st.appCreds {
+		if a.UserID == uid && a.Name == in.AppCred.Name {
+			return keystoneErr(409, "Conflict occurred attempting to store application_credential - Duplicate entry.")
+		}
+	}
+	a := &AppCredential{ID: newHexID(), Name: in.AppCred.Name, UserID: uid, ProjectID: c.projectID, Secret: in.AppCred.Secret}
+	if a.Secret == "" {
+		a.Secret = randomHex(32)
+	}
+	s.st.appCreds[a.ID] = a
+	writeJSON(w, http.StatusCreated, obj{"application_credential": obj{"id": a.ID, "name": a.Name,
+		"secret": a.Secret, "project_id": a.ProjectID, "user_id": a.UserID, "unrestricted": false,
+		"expires_at": nil, "roles": []obj{}, "description": nil}})
+	return nil
+}
+
+func (s *Server) deleteAppCred(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+	uid, id := r.PathValue("user"), r.PathValue("id")
+	a := s.st.appCreds[id]
+	if a == nil || a.UserID != uid {
+		return keystoneErr(404, "Could not find Application Credential: "+id+".")
+	}
+	if c.userID != uid && !c.admin {
+		return forbidden("identity:delete_application_credential")
+	}
+	delete(s.st.appCreds, id)
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}

@@ -1,0 +1,994 @@
+package openstacksim
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/netip"
+	"slices"
+	"strings"
+)
+
+// Neutron device owners the simulator gives meaning to.
+const (
+	ownerRouterInterface = "network:router_interface"
+	ownerRouterGateway   = "network:router_gateway"
+	ownerDHCP            = "network:dhcp"
+)
+
+// neutron makes sure the caller's project has its default security group
+// before h runs, as Neutron does on a project's first call.
+func (s *Server) neutron(h handler) handler {
+	return func(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+		s.ensureDefaultSG(c.projectID)
+		return h(w, r, c)
+	}
+}
+
+func nfound(kind, id string) *apiErr {
+	typ := map[string]string{
+		"network": "NetworkNotFound", "subnet": "SubnetNotFound", "port": "PortNotFound",
+		"security group": "SecurityGroupNotFound", "security group rule": "SecurityGroupRuleNotFound",
+		"router": "RouterNotFound", "floating IP": "FloatingIPNotFound",
+	}[kind]
+	msg := strings.ToUpper(kind[:1]) + kind[1:] + " " + id + " could not be found."
+	return neutronErr(http.StatusNotFound, typ, msg)
+}
+
+func policy(rule string) *apiErr {
+	return neutronErr(http.StatusForbidden, "PolicyNotAuthorized", "rule:"+rule+" is disallowed by policy")
+}
+
+// owns says whether c may see and change what project owns.
+func (c *caller) owns(project string) bool { return c.admin || project == c.projectID }
+
+// targetProject is the project a create acts for: the body's
+// project_id/tenant_id (admin only when not the caller's) or the caller's.
+func targetProject(c *caller, projectID, tenantID string) (string, *apiErr) {
+	p := projectID
+	if p == "" {
+		p = tenantID
+	}
+	if p == "" {
+		return c.projectID, nil
+	}
+	if p != c.projectID && !c.admin {
+		return "", neutronErr(http.StatusBadRequest, "HTTPBadRequest",
+			"Specifying 'project_id' or 'tenant_id' other than the authenticated project in request requires admin privileges")
+	}
+	return p, nil
+}
+
+func stamp(o obj, project string, created string) obj {
+	o["tenant_id"], o["project_id"] = project, project
+	o["created_at"], o["updated_at"] = created, created
+	o["revision_number"], o["tags"] = 1, []string{}
+	if _, ok := o["description"]; !ok {
+		o["description"] = ""
+	}
+	return o
+}
+
+// ---- networks
+
+func (s *Server) netRep(n *Network) obj {
+	subs := []string{}
+	for _, sub := range sortedBySeq(s.st.subnets, func(x *Subnet) uint64 { return x.seq }) {
+		if sub.NetworkID == n.ID {
+			subs = append(subs, sub.ID)
+		}
+	}
+	return stamp(obj{"id": n.ID, "name": n.Name, "admin_state_up": true, "status": "ACTIVE", "subnets": subs,
+		"shared": n.Shared, "router:external": n.External, "mtu": n.MTU, "port_security_enabled": true,
+		"availability_zones": []string{"nova"}, "availability_zone_hints": []string{}, "ipv4_address_scope": nil,
+		"ipv6_address_scope": nil, "is_default": false}, n.ProjectID, fmtTime(n.Created))
+}
+
+func (s *Server) visibleNetwork(c *caller, id string) *Network {
+	n := s.st.networks[id]
+	if n == nil || !c.owns(n.ProjectID) && !n.Shared && !n.External {
+		return nil
+	}
+	return n
+}
+
+func (s *Server) listNetworks(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+	var objs []obj
+	for _, n := range sortedBySeq(s.st.networks, func(x *Network) uint64 { return x.seq }) {
+		if c.owns(n.ProjectID) || n.Shared || n.External {
+			objs = append(objs, s.netRep(n))
+		}
+	}
+	writeList(w, r, "networks", filterObjs(r, objs, nil), linksArray, neutronBad)
+	return nil
+}
+
+func neutronBad(status int, msg string) *apiErr { return neutronErr(status, "HTTPBadRequest", msg) }
+
+func (s *Server) getNetwork(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+	n := s.visibleNetwork(c, r.PathValue("id"))
+	if n == nil {
+		return nfound("network", r.PathValue("id"))
+	}
+	writeJSON(w, http.StatusOK, obj{"network": s.netRep(n)})
+	return nil
+}
+
+type networkIn struct {
+	Name      *string `json:"name"`
+	ProjectID string  `json:"project_id"`
+	TenantID  string  `json:"tenant_id"`
+	Shared    *bool   `json:"shared"`
+	External  *bool   `json:"router:external"`
+	MTU       int     `json:"mtu"`
+}
+
+func (s *Server) createNetwork(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+	var in struct {
+		Network networkIn `json:"network"`
+	}
+	if e := decode(r, &in, badInput); e != nil {
+		return e
+	}
+	nin := in.Network
+	p, e := targetProject(c, nin.ProjectID, nin.TenantID)
+	if e != nil {
+		return e
+	}
+	if (nin.Shared != nil && *nin.Shared || nin.External != nil && *nin.External) && !c.admin {
+		return policy("create_network:shared")
+	}
+	if e := s.checkNeutronQuota(p, "network", 1); e != nil {
+		return e
+	}
+	s.ensureDefaultSG(p)
+	n := &Network{ID: newUUID(), ProjectID: p, MTU: 1450, Created: s.now(), seq: s.st.next()}
+	if nin.Name != nil {
+		n.Name = *nin.Name
+	}
+	if nin.MTU > 0 {
+		n.MTU = nin.MTU
+	}
+	n.Shared = nin.Shared != nil && *nin.Shared
+	n.External = nin.External != nil && *nin.External
+	s.st.networks[n.ID] = n
+	writeJSON(w, http.StatusCreated, obj{"network": s.netRep(n)})
+	return nil
+}
+
+func (s *Server) updateNetwork(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+	n := s.visibleNetwork(c, r.PathValue("id"))
+	if n == nil {
+		return nfound("network", r.PathValue("id"))
+	}
+	if !c.owns(n.ProjectID) {
+		return policy("update_network")
+	}
+	var in struct {
+		Network networkIn `json:"network"`
+	}
+	if e := decode(r, &in, badInput); e != nil {
+		return e
+	}
+	if in.Network.Name != nil {
+		n.Name = *in.Network.Name
+	}
+	if in.Network.Shared != nil {
+		if !c.admin {
+			return policy("update_network:shared")
+		}
+		n.Shared = *in.Network.Shared
+	}
+	writeJSON(w, http.StatusOK, obj{"network": s.netRep(n)})
+	return nil
+}
+
+// deleteNetwork refuses while a port other than DHCP's is on the network
+// (409 NetworkInUse) and takes the network's subnets with it, as Neutron.
+func (s *Server) deleteNetwork(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+	id := r.PathValue("id")
+	n := s.visibleNetwork(c, id)
+	if n == nil {
+		return nfound("network", id)
+	}
+	if !c.owns(n.ProjectID) || n.builtin {
+		return policy("delete_network")
+	}
+	for _, p := range s.st.ports {
+		if p.NetworkID == id && p.DeviceOwner != ownerDHCP {
+			return neutronErr(http.StatusConflict, "NetworkInUse", "Unable to complete operation on network "+id+
+				". There are one or more ports still in use on the network.")
+		}
+	}
+	for sid, sub := range s.st.subnets {
+		if sub.NetworkID == id {
+			delete(s.st.subnets, sid)
+		}
+	}
+	delete(s.st.networks, id)
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// ---- subnets
+
+func (s *Server) subnetRep(sub *Subnet) obj {
+	pools := []obj{}
+	for _, p := range sub.Pools {
+		pools = append(pools, obj{"start": p.Start, "end": p.End})
+	}
+	return stamp(obj{"id": sub.ID, "name": sub.Name, "network_id": sub.NetworkID, "cidr": sub.CIDR,
+		"gateway_ip": orNil(sub.GatewayIP), "ip_version": 4, "enable_dhcp": sub.EnableDHCP, "allocation_pools": pools,
+		"dns_nameservers": slices.Clone(sub.DNSNameservers), "host_routes": []obj{}, "ipv6_address_mode": nil,
+		"ipv6_ra_mode": nil, "subnetpool_id": nil, "service_types": []string{}, "dns_publish_fixed_ip": false},
+		sub.ProjectID, fmtTime(sub.Created))
+}
+
+func (s *Server) visibleSubnet(c *caller, id string) *Subnet {
+	sub := s.st.subnets[id]
+	if sub == nil || s.visibleNetwork(c, sub.NetworkID) == nil {
+		return nil
+	}
+	return sub
+}
+
+func (s *Server) listSubnets(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+	var objs []obj
+	for _, sub := range sortedBySeq(s.st.subnets, func(x *Subnet) uint64 { return x.seq }) {
+		if s.visibleSubnet(c, sub.ID) != nil {
+			objs = append(objs, s.subnetRep(sub))
+		}
+	}
+	writeList(w, r, "subnets", filterObjs(r, objs, nil), linksArray, neutronBad)
+	return nil
+}
+
+func (s *Server) getSubnet(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+	sub := s.visibleSubnet(c, r.PathValue("id"))
+	if sub == nil {
+		return nfound("subnet", r.PathValue("id"))
+	}
+	writeJSON(w, http.StatusOK, obj{"subnet": s.subnetRep(sub)})
+	return nil
+}
+
+type subnetIn struct {
+	NetworkID  string          `json:"network_id"`
+	Name       *string         `json:"name"`
+	CIDR       string          `json:"cidr"`
+	IPVersion  int             `json:"ip_version"`
+	GatewayIP  json.RawMessage `json:"gateway_ip"`
+	Pools      *[]Pool         `json:"allocation_pools"`
+	DNS        *[]string       `json:"dns_nameservers"`
+	EnableDHCP *bool           `json:"enable_dhcp"`
+	ProjectID  string          `json:"project_id"`
+	TenantID   string          `json:"tenant_id"`
+}
+
+// gateway reads gateway_ip: absent nil, null "", else the address.
+func (in subnetIn) gateway() *string {
+	if in.GatewayIP == nil {
+		return nil
+	}
+	var g *string
+	_ = json.Unmarshal(in.GatewayIP, &g)
+	if g == nil {
+		empty := ""
+		return &empty
+	}
+	return g
+}
+
+func (s *Server) createSubnet(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+	var in struct {
+		Subnet subnetIn `json:"subnet"`
+	}
+	if e := decode(r, &in, badInput); e != nil {
+		return e
+	}
+	sin := in.Subnet
+	n := s.visibleNetwork(c, sin.NetworkID)
+	if n == nil {
+		return nfound("network", sin.NetworkID)
+	}
+	p, e := targetProject(c, sin.ProjectID, sin.TenantID)
+	if e != nil {
+		return e
+	}
+	if !c.admin && n.ProjectID != p {
+		return policy("create_subnet:network")
+	}
+	if sin.IPVersion != 0 && sin.IPVersion != 4 {
+		return badInput("the simulator serves IPv4 subnets only.")
+	}
+	if e := s.checkNeutronQuota(p, "subnet", 1); e != nil {
+		return e
+	}
+	spec := subnetSpec{projectID: p, networkID: n.ID, cidr: sin.CIDR, gateway: sin.gateway(), dhcp: true}
+	if sin.Name != nil {
+		spec.name = *sin.Name
+	}
+	if sin.Pools != nil {
+		spec.pools = *sin.Pools
+	}
+	if sin.DNS != nil {
+		spec.dns = *sin.DNS
+	}
+	if sin.EnableDHCP != nil {
+		spec.dhcp = *sin.EnableDHCP
+	}
+	sub, e := s.st.newSubnet(spec, s.now())
+	if e != nil {
+		return e
+	}
+	writeJSON(w, http.StatusCreated, obj{"subnet": s.subnetRep(sub)})
+	return nil
+}
+
+func (s *Server) updateSubnet(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+	sub := s.visibleSubnet(c, r.PathValue("id"))
+	if sub == nil {
+		return nfound("subnet", r.PathValue("id"))
+	}
+	if !c.owns(sub.ProjectID) {
+		return policy("update_subnet")
+	}
+	var in struct {
+		Subnet subnetIn `json:"subnet"`
+	}
+	if e := decode(r, &in, badInput); e != nil {
+		return e
+	}
+	sin := in.Subnet
+	if sin.CIDR != "" && sin.CIDR != sub.CIDR {
+		return badInput("Cannot update read-only attribute cidr")
+	}
+	if g := sin.gateway(); g != nil && *g != sub.GatewayIP {
+		if *g != "" {
+			a, err := netip.ParseAddr(*g)
+			if err != nil || !sub.prefix.Contains(a) {
+				return badInput("Gateway is not valid on subnet.")
+			}
+			if sub.inPools(a) {
+				return neutronErr(http.StatusConflict, "GatewayConflictWithAllocationPools",
+					"Gateway ip "+*g+" conflicts with allocation pool.")
+			}
+		}
+		sub.GatewayIP = *g
+	}
+	if sin.Pools != nil {
+		if e := sub.setPools(*sin.Pools); e != nil {
+			return e
+		}
+	}
+	if sin.Name != nil {
+		sub.Name = *sin.Name
+	}
+	if sin.DNS != nil {
+		sub.DNSNameservers = slices.Clone(*sin.DNS)
+	}
+	if sin.EnableDHCP != nil {
+		sub.EnableDHCP = *sin.EnableDHCP
+	}
+	writeJSON(w, http.StatusOK, obj{"subnet": s.subnetRep(sub)})
+	return nil
+}
+
+func (s *Server) deleteSubnet(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+	id := r.PathValue("id")
+	sub := s.visibleSubnet(c, id)
+	if sub == nil {
+		return nfound("subnet", id)
+	}
+	if !c.owns(sub.ProjectID) || sub.builtin {
+		return policy("delete_subnet")
+	}
+	for _, pid := range sub.Allocated {
+		if p := s.st.ports[pid]; p != nil && p.DeviceOwner != ownerDHCP {
+			return neutronErr(http.StatusConflict, "SubnetInUse", "Unable to complete operation on subnet "+id+
+				": One or more ports have an IP allocation from this subnet.")
+		}
+	}
+	delete(s.st.subnets, id)
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// ---- ports
+
+func (s *Server) portRep(p *Port) obj {
+	ips := []obj{}
+	for _, f := range p.FixedIPs {
+		ips = append(ips, obj{"subnet_id": f.SubnetID, "ip_address": f.IPAddress})
+	}
+	status := "DOWN"
+	if p.DeviceID != "" {
+		status = "ACTIVE"
+	}
+	return stamp(obj{"id": p.ID, "name": p.Name, "network_id": p.NetworkID, "mac_address": p.MAC,
+		"admin_state_up": true, "status": status, "device_id": p.DeviceID, "device_owner": p.DeviceOwner,
+		"fixed_ips": ips, "security_groups": slices.Clone(p.SecurityGroups), "allowed_address_pairs": []obj{},
+		"extra_dhcp_opts": []obj{}, "port_security_enabled": p.PortSecurity, "binding:vnic_type": "normal",
+		"propagate_uplink_status": false}, p.ProjectID, fmtTime(p.Created))
+}
+
+func (s *Server) visiblePort(c *caller, id string) *Port {
+	p := s.st.ports[id]
+	if p == nil || !c.owns(p.ProjectID) {
+		return nil
+	}
+	return p
+}
+
+func (s *Server) listPorts(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+	var objs []obj
+	for _, p := range sortedBySeq(s.st.ports, func(x *Port) uint64 { return x.seq }) {
+		if c.owns(p.ProjectID) {
+			objs = append(objs, s.portRep(p))
+		}
+	}
+	writeList(w, r, "ports", filterObjs(r, objs, nil), linksArray, neutronBad)
+	return nil
+}
+
+func (s *Server) getPort(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+	p := s.visiblePort(c, r.PathValue("id"))
+	if p == nil {
+		return nfound("port", r.PathValue("id"))
+	}
+	writeJSON(w, http.StatusOK, obj{"port": s.portRep(p)})
+	return nil
+}
+
+type fixedIPIn struct {
+	SubnetID  string `json:"subnet_id"`
+	IPAddress string `json:"ip_address"`
+}
+
+type portIn struct {
+	NetworkID      string       `json:"network_id"`
+	Name           *string      `json:"name"`
+	FixedIPs       *[]fixedIPIn `json:"fixed_ips"`
+	SecurityGroups *[]string    `json:"security_groups"`
+	DeviceID       *string      `json:"device_id"`
+	DeviceOwner    *string      `json:"device_owner"`
+	PortSecurity   *bool        `json:"port_security_enabled"`
+	ProjectID      string       `json:"project_id"`
+	TenantID       string       `json:"tenant_id"`
+}
+
+// allocateIPs takes the addresses asked for on network n for port id:
+// none asked: one from the network's first subnet with a free address.
+// On error nothing stays allocated.
+func (s *Server) allocateIPs(n *Network, id string, want *[]fixedIPIn) ([]FixedIP, *apiErr) {
+	var subs []*Subnet
+	for _, sub := range sortedBySeq(s.st.subnets, func(x *Subnet) uint64 { return x.seq }) {
+		if sub.NetworkID == n.ID {
+			subs = append(subs, sub)
+		}
+	}
+	var out []FixedIP
+	undo := func() {
+		for _, f := range out {
+			s.st.subnets[f.SubnetID].release(f.IPAddress)
+		}
+	}
+	if want == nil {
+		if len(subs) == 0 {
+			return nil, nil
+		}
+		var last *apiErr
+		for _, sub := range subs {
+			ip, e := sub.allocate("", id)
+			if e == nil {
+				return []FixedIP{{sub.ID, ip}}, nil
+			}
+			last = e
+		}
+		return nil, last
+	}
+	for _, f := range *want {
+		var sub *Subnet
+		switch {
+		case f.SubnetID != "":
+			sub = s.st.subnets[f.SubnetID]
+			if sub == nil || sub.NetworkID != n.ID {
+				undo()
+				return nil, badInput("Failed to create port on network " + n.ID + ", because fixed_ips included invalid subnet " + f.SubnetID + ".")
+			}
+		case f.IPAddress != "":
+			a, err := netip.ParseAddr(f.IPAddress)
+			for _, x := range subs {
+				if err == nil && x.prefix.Contains(a) {
+					sub = x
+				}
+			}
+			if sub == nil {
+				undo()
+				return nil, neutronErr(http.StatusBadRequest, "InvalidIpForNetwork",
+					"IP address "+f.IPAddress+" is not a valid IP for any of the subnets on the specified network.")
+			}
+		default:
+			undo()
+			return nil, badInput("IP allocation requires subnet_id or ip_address")
+		}
+		ip, e := sub.allocate(f.IPAddress, id)
+		if e != nil {
+			undo()
+			return nil, e
+		}
+		out = append(out, FixedIP{sub.ID, ip})
+	}
+	return out, nil
+}
+
+func (s *Server) releaseIPs(p *Port) {
+	for _, f := range p.FixedIPs {
+		if sub := s.st.subnets[f.SubnetID]; sub != nil {
+			sub.release(f.IPAddress)
+		}
+	}
+}
+
+// resolveGroups checks group ids against what project may use.
+func (s *Server) resolveGroups(c *caller, project string, ids []string) ([]string, *apiErr) {
+	out := []string{}
+	for _, id := range ids {
+		g := s.st.secGroups[id]
+		if g == nil || !c.admin && g.ProjectID != project {
+			return nil, nfound("security group", id)
+		}
+		if !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	return out, nil
+}
+
+// newPort makes a port on n for project; Nova uses it too.
+func (s *Server) newPort(c *caller, n *Network, project string, in portIn) (*Port, *apiErr) {
+	if e := s.checkNeutronQuota(project, "port", 1); e != nil {
+		return nil, e
+	}
+	s.ensureDefaultSG(project)
+	p := &Port{ID: newUUID(), ProjectID: project, NetworkID: n.ID, MAC: newMAC(), PortSecurity: true,
+		Created: s.now(), seq: s.st.next()}
+	if in.Name != nil {
+		p.Name = *in.Name
+	}
+	if in.DeviceID != nil {
+		p.DeviceID = *in.DeviceID
+	}
+	if in.DeviceOwner != nil {
+		p.DeviceOwner = *in.DeviceOwner
+	}
+	if in.PortSecurity != nil {
+		p.PortSecurity = *in.PortSecurity
+	}
+	switch {
+	case in.SecurityGroups != nil:
+		ids, e := s.resolveGroups(c, project, *in.SecurityGroups)
+		if e != nil {
+			return nil, e
+		}
+		p.SecurityGroups = ids
+	case p.PortSecurity && !strings.HasPrefix(p.DeviceOwner, "network:"):
+		p.SecurityGroups = []string{s.defaultSG(project).ID}
+	default:
+		p.SecurityGroups = []string{}
+	}
+	ips, e := s.allocateIPs(n, p.ID, in.FixedIPs)
+	if e != nil {
+		return nil, e
+	}
+	p.FixedIPs = ips
+	s.st.ports[p.ID] = p
+	return p, nil
+}
+
+func (s *Server) createPort(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+	var in struct {
+		Port portIn `json:"port"`
+	}
+	if e := decode(r, &in, badInput); e != nil {
+		return e
+	}
+	n := s.visibleNetwork(c, in.Port.NetworkID)
+	if n == nil {
+		return nfound("network", in.Port.NetworkID)
+	}
+	project, e := targetProject(c, in.Port.ProjectID, in.Port.TenantID)
+	if e != nil {
+		return e
+	}
+	if !c.admin && n.ProjectID != project && !n.Shared {
+		return policy("create_port:network")
+	}
+	p, e := s.newPort(c, n, project, in.Port)
+	if e != nil {
+		return e
+	}
+	writeJSON(w, http.StatusCreated, obj{"port": s.portRep(p)})
+	return nil
+}
+
+func (s *Server) updatePort(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+	p := s.visiblePort(c, r.PathValue("id"))
+	if p == nil {
+		return nfound("port", r.PathValue("id"))
+	}
+	var in struct {
+		Port portIn `json:"port"`
+	}
+	if e := decode(r, &in, badInput); e != nil {
+		return e
+	}
+	pin := in.Port
+	if pin.SecurityGroups != nil {
+		ids, e := s.resolveGroups(c, p.ProjectID, *pin.SecurityGroups)
+		if e != nil {
+			return e
+		}
+		p.SecurityGroups = ids
+	}
+	if pin.FixedIPs != nil {
+		// Keep what stays, allocate what is new, release the rest.
+		old := p.FixedIPs
+		s.releaseIPs(p)
+		ips, e := s.allocateIPs(s.st.networks[p.NetworkID], p.ID, pin.FixedIPs)
+		if e != nil {
+			for _, f := range old {
+				s.st.subnets[f.SubnetID].Allocated[f.IPAddress] = p.ID
+			}
+			return e
+		}
+		p.FixedIPs = ips
+	}
+	if pin.Name != nil {
+		p.Name = *pin.Name
+	}
+	if pin.DeviceID != nil {
+		p.DeviceID = *pin.DeviceID
+	}
+	if pin.DeviceOwner != nil {
+		p.DeviceOwner = *pin.DeviceOwner
+	}
+	if pin.PortSecurity != nil {
+		p.PortSecurity = *pin.PortSecurity
+	}
+	writeJSON(w, http.StatusOK, obj{"port": s.portRep(p)})
+	return nil
+}
+
+func (s *Server) deletePort(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+	p := s.visiblePort(c, r.PathValue("id"))
+	if p == nil {
+		return nfound("port", r.PathValue("id"))
+	}
+	if p.DeviceOwner == ownerRouterInterface || p.DeviceOwner == ownerRouterGateway {
+		return neutronErr(http.StatusConflict, "L3PortInUse", "Port "+p.ID+" has owner "+p.DeviceOwner+
+			" and therefore cannot be deleted directly via the port API.")
+	}
+	s.removePort(p)
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// removePort deletes p, releasing its addresses and disassociating its
+// floating IPs.
+func (s *Server) removePort(p *Port) {
+	s.releaseIPs(p)
+	for _, f := range s.st.fips {
+		if f.PortID == p.ID {
+			f.PortID, f.FixedIPAddress, f.RouterID = "", "", ""
+		}
+	}
+	delete(s.st.ports, p.ID)
+}
+
+// ---- security groups and rules
+
+func ruleRep(rl Rule) obj {
+	o := obj{"id": rl.ID, "security_group_id": rl.SecurityGroupID, "direction": rl.Direction,
+		"ethertype": rl.EtherType, "protocol": orNil(rl.Protocol), "port_range_min": nil, "port_range_max": nil,
+		"remote_ip_prefix": orNil(rl.RemoteIPPrefix), "remote_group_id": orNil(rl.RemoteGroupID),
+		"remote_address_group_id": nil, "normalized_cidr": orNil(rl.RemoteIPPrefix), "description": rl.Description}
+	if rl.PortRangeMin != 0 || rl.PortRangeMax != 0 {
+		o["port_range_min"], o["port_range_max"] = rl.PortRangeMin, rl.PortRangeMax
+	}
+	return stamp(o, rl.ProjectID, "")
+}
+
+func (s *Server) sgRep(g *SecurityGroup) obj {
+	rules := []obj{}
+	for _, rl := range g.Rules {
+		o := ruleRep(rl)
+		o["created_at"], o["updated_at"] = fmtTime(g.Created), fmtTime(g.Created)
+		rules = append(rules, o)
+	}
+	return stamp(obj{"id": g.ID, "name": g.Name, "description": g.Description, "security_group_rules": rules,
+		"stateful": true, "shared": false}, g.ProjectID, fmtTime(g.Created))
+}
+
+func (s *Server) defaultSG(project string) *SecurityGroup {
+	for _, g := range s.st.secGroups {
+		if g.ProjectID == project && g.Default {
+			return g
+		}
+	}
+	return nil
+}
+
+// ensureDefaultSG makes project's "default" group as Neutron does: ingress
+// from its own members and egress anywhere, for IPv4 and IPv6.
+func (s *Server) ensureDefaultSG(project string) {
+	if project == "" || s.defaultSG(project) != nil {
+		return
+	}
+	g := &SecurityGroup{ID: newUUID(), Name: "default", ProjectID: project, Description: "Default security group",
+		Default: true, Created: s.now(), seq: s.st.next()}
+	for _, et := range []string{"IPv4", "IPv6"} {
+		g.Rules = append(g.Rules,
+			Rule{ID: newUUID(), SecurityGroupID: g.ID, ProjectID: project, Direction: "ingress", EtherType: et, RemoteGroupID: g.ID, seq: s.st.next()},
+			Rule{ID: newUUID(), SecurityGroupID: g.ID, ProjectID: project, Direction: "egress", EtherType: et, seq: s.st.next()})
+	}
+	s.st.secGroups[g.ID] = g
+}
+
+func (s *Server) visibleSG(c *caller, id string) *SecurityGroup {
+	g := s.st.secGroups[id]
+	if g == nil || !c.owns(g.ProjectID) {
+		return nil
+	}
+	return g
+}
+
+func (s *Server) listSecGroups(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+	var objs []obj
+	for _, g := range sortedBySeq(s.st.secGroups, func(x *SecurityGroup) uint64 { return x.seq }) {
+		if c.owns(g.ProjectID) {
+			objs = append(objs, s.sgRep(g))
+		}
+	}
+	writeList(w, r, "security_groups", filterObjs(r, objs, nil), linksArray, neutronBad)
+	return nil
+}
+
+func (s *Server) getSecGroup(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+	g := s.visibleSG(c, r.PathValue("id"))
+	if g == nil {
+		return nfound("security group", r.PathValue("id"))
+	}
+	writeJSON(w, http.StatusOK, obj{"security_group": s.sgRep(g)})
+	return nil
+}
+
+type sgIn struct {
+	Name        *string `json:"name"`
+	Description *string `json:"description"`
+	ProjectID   string  `json:"project_id"`
+	TenantID    string  `json:"tenant_id"`
+}
+
+// createSecGroup makes a group with Neutron's two egress rules.
+func (s *Server) createSecGroup(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+	var in struct {
+		SG sgIn `json:"security_group"`
+	}
+	if e := decode(r, &in, badInput); e != nil {
+		return e
+	}
+	p, e := targetProject(c, in.SG.ProjectID, in.SG.TenantID)
+	if e != nil {
+		return e
+	}
+	s.ensureDefaultSG(p)
+	name := ""
+	if in.SG.Name != nil {
+		name = *in.SG.Name
+	}
+	if name == "default" {
+		return neutronErr(http.StatusConflict, "SecurityGroupDefaultAlreadyExists", "Default security group already exists.")
+	}
+	if e := s.checkNeutronQuota(p, "security_group", 1); e != nil {
+		return e
+	}
+	if e := s.checkNeutronQuota(p, "security_group_rule", 2); e != nil {
+		return e
+	}
+	g := &SecurityGroup{ID: newUUID(), Name: name, ProjectID: p, Created: s.now(), seq: s.st.next()}
+	if in.SG.Description != nil {
+		g.Description = *in.SG.Description
+	}
+	for _, et := range []string{"IPv4", "IPv6"} {
+		g.Rules = append(g.Rules, Rule{ID: newUUID(), SecurityGroupID: g.ID, ProjectID: p, Direction: "egress",
+			EtherType: et, seq: s.st.next()})
+	}
+	s.st.secGroups[g.ID] = g
+	writeJSON(w, http.StatusCreated, obj{"security_group": s.sgRep(g)})
+	return nil
+}
+
+func (s *Server) updateSecGroup(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+	g := s.visibleSG(c, r.PathValue("id"))
+	if g == nil {
+		return nfound("security group", r.PathValue("id"))
+	}
+	var in struct {
+		SG sgIn `json:"security_group"`
+	}
+	if e := decode(r, &in, badInput); e != nil {
+		return e
+	}
+	if in.SG.Name != nil {
+		if g.Default && *in.SG.Name != "default" {
+			return neutronErr(http.StatusConflict, "SecurityGroupCannotUpdateDefault", "Updating default security group not allowed.")
+		}
+		g.Name = *in.SG.Name
+	}
+	if in.SG.Description != nil {
+		g.Description = *in.SG.Description
+	}
+	writeJSON(w, http.StatusOK, obj{"security_group": s.sgRep(g)})
+	return nil
+}
+
+func (s *Server) deleteSecGroup(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+	id := r.PathValue("id")
+	g := s.visibleSG(c, id)
+	if g == nil {
+		return nfound("security group", id)
+	}
+	if g.Default && !c.admin {
+		return neutronErr(http.StatusConflict, "SecurityGroupCannotRemoveDefault", "Insufficient rights for removing default security group.")
+	}
+	for _, p := range s.st.ports {
+		if slices.Contains(p.SecurityGroups, id) {
+			return neutronErr(http.StatusConflict, "SecurityGroupInUse", "Security Group "+id+" in use.")
+		}
+	}
+	delete(s.st.secGroups, id)
+	for _, o := range s.st.secGroups {
+		o.Rules = slices.DeleteFunc(o.Rules, func(rl Rule) bool { return rl.RemoteGroupID == id })
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) findRule(c *caller, id string) (*SecurityGroup, int) {
+	for _, g := range s.st.secGroups {
+		for i, rl := range g.Rules {
+			if rl.ID == id && c.owns(g.ProjectID) {
+				return g, i
+			}
+		}
+	}
+	return nil, -1
+}
+
+func (s *Server) listRules(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+	var all []Rule
+	for _, g := range s.st.secGroups {
+		if c.owns(g.ProjectID) {
+			all = append(all, g.Rules...)
+		}
+	}
+	slices.SortFunc(all, func(a, b Rule) int { return int(a.seq) - int(b.seq) })
+	var objs []obj
+	for _, rl := range all {
+		objs = append(objs, ruleRep(rl))
+	}
+	writeList(w, r, "security_group_rules", filterObjs(r, objs, nil), linksArray, neutronBad)
+	return nil
+}
+
+func (s *Server) getRule(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+	g, i := s.findRule(c, r.PathValue("id"))
+	if g == nil {
+		return nfound("security group rule", r.PathValue("id"))
+	}
+	writeJSON(w, http.StatusOK, obj{"security_group_rule": ruleRep(g.Rules[i])})
+	return nil
+}
+
+func (s *Server) createRule(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+	var in struct {
+		Rule struct {
+			SecurityGroupID string  `json:"security_group_id"`
+			Direction       string  `json:"direction"`
+			EtherType       string  `json:"ethertype"`
+			Protocol        *string `json:"protocol"`
+			PortRangeMin    *int    `json:"port_range_min"`
+			PortRangeMax    *int    `json:"port_range_max"`
+			RemoteIPPrefix  *string `json:"remote_ip_prefix"`
+			RemoteGroupID   *string `json:"remote_group_id"`
+			Description     string  `json:"description"`
+		} `json:"security_group_rule"`
+	}
+	if e := decode(r, &in, badInput); e != nil {
+		return e
+	}
+	rin := in.Rule
+	g := s.visibleSG(c, rin.SecurityGroupID)
+	if g == nil {
+		return nfound("security group", rin.SecurityGroupID)
+	}
+	rl := Rule{ID: newUUID(), SecurityGroupID: g.ID, ProjectID: g.ProjectID, Direction: rin.Direction,
+		EtherType: rin.EtherType, Description: rin.Description}
+	if rl.Direction != "ingress" && rl.Direction != "egress" {
+		return badInput("direction " + rin.Direction + " is not in [ingress, egress].")
+	}
+	if rl.EtherType == "" {
+		rl.EtherType = "IPv4"
+	}
+	if rl.EtherType != "IPv4" && rl.EtherType != "IPv6" {
+		return badInput("ethertype " + rin.EtherType + " is not in [IPv4, IPv6].")
+	}
+	if rin.Protocol != nil {
+		rl.Protocol = strings.ToLower(*rin.Protocol)
+	}
+	if rin.PortRangeMin != nil {
+		rl.PortRangeMin = *rin.PortRangeMin
+	}
+	if rin.PortRangeMax != nil {
+		rl.PortRangeMax = *rin.PortRangeMax
+	}
+	if (rin.PortRangeMin != nil || rin.PortRangeMax != nil) && rl.Protocol == "" {
+		return neutronErr(http.StatusBadRequest, "SecurityGroupProtocolRequiredWithPorts",
+			"Must also specify protocol if port range is given.")
+	}
+	if (rl.Protocol == "tcp" || rl.Protocol == "udp") && rl.PortRangeMin > rl.PortRangeMax && rin.PortRangeMax != nil {
+		return neutronErr(http.StatusBadRequest, "SecurityGroupInvalidPortRange",
+			"For TCP/UDP protocols, port_range_min must be <= port_range_max")
+	}
+	if rin.RemoteIPPrefix != nil && rin.RemoteGroupID != nil {
+		return neutronErr(http.StatusBadRequest, "SecurityGroupRemoteGroupAndRemoteIpPrefix",
+			"Only remote_ip_prefix or remote_group_id may be provided.")
+	}
+	if rin.RemoteIPPrefix != nil {
+		p, err := netip.ParsePrefix(*rin.RemoteIPPrefix)
+		if err != nil {
+			return badInput("'" + *rin.RemoteIPPrefix + "' is not a valid IP subnet.")
+		}
+		rl.RemoteIPPrefix = p.Masked().String()
+	}
+	if rin.RemoteGroupID != nil {
+		if s.st.secGroups[*rin.RemoteGroupID] == nil {
+			return nfound("security group", *rin.RemoteGroupID)
+		}
+		rl.RemoteGroupID = *rin.RemoteGroupID
+	}
+	for _, o := range g.Rules {
+		if o.Direction == rl.Direction && o.EtherType == rl.EtherType && o.Protocol == rl.Protocol &&
+			o.PortRangeMin == rl.PortRangeMin && o.PortRangeMax == rl.PortRangeMax &&
+			o.RemoteIPPrefix == rl.RemoteIPPrefix && o.RemoteGroupID == rl.RemoteGroupID {
+			return neutronErr(http.StatusConflict, "SecurityGroupRuleExists", "Security group rule already exists. Rule id is "+o.ID+".")
+		}
+	}
+	if e := s.checkNeutronQuota(g.ProjectID, "security_group_rule", 1); e != nil {
+		return e
+	}
+	rl.seq = s.st.next()
+	g.Rules = append(g.Rules, rl)
+	o := ruleRep(rl)
+	o["created_at"], o["updated_at"] = fmtTime(s.now()), fmtTime(s.now())
+	writeJSON(w, http.StatusCreated, obj{"security_group_rule": o})
+	return nil
+}
+
+// updateRule: Neutron's rules are immutable but for their description.
+func (s *Server) updateRule(_ http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+	if g, _ := s.findRule(c, r.PathValue("id")); g == nil {
+		return nfound("security group rule", r.PathValue("id"))
+	}
+	return badInput("Security group rules cannot be updated; delete and create the rule.")
+}
+
+func (s *Server) deleteRule(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+	g, i := s.findRule(c, r.PathValue("id"))
+	if g == nil {
+		return nfound("security group rule", r.PathValue("id"))
+	}
+	g.Rules = slices.Delete(g.Rules, i, i+1)
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}

@@ -1,0 +1,514 @@
+package openstacksim
+
+import (
+	"encoding/json"
+	"net/http"
+	"slices"
+)
+
+// ---- routers
+
+func (s *Server) routerRep(rt *Router) obj {
+	var gw any
+	if rt.GatewayNetworkID != "" {
+		ips := []obj{}
+		if p := s.st.ports[rt.GatewayPortID]; p != nil {
+			for _, f := range p.FixedIPs {
+				ips = append(ips, obj{"subnet_id": f.SubnetID, "ip_address": f.IPAddress})
+			}
+		}
+		gw = obj{"network_id": rt.GatewayNetworkID, "enable_snat": true, "external_fixed_ips": ips}
+	}
+	return stamp(obj{"id": rt.ID, "name": rt.Name, "status": "ACTIVE", "admin_state_up": true,
+		"external_gateway_info": gw, "routes": []obj{}, "distributed": false, "ha": rt.HA,
+		"availability_zone_hints": []string{}, "availability_zones": []string{"nova"}, "flavor_id": nil},
+		rt.ProjectID, fmtTime(rt.Created))
+}
+
+func (s *Server) visibleRouter(c *caller, id string) *Router {
+	rt := s.st.routers[id]
+	if rt == nil || !c.owns(rt.ProjectID) {
+		return nil
+	}
+	return rt
+}
+
+func (s *Server) listRouters(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+	var objs []obj
+	for _, rt := range sortedBySeq(s.st.routers, func(x *Router) uint64 { return x.seq }) {
+		if c.owns(rt.ProjectID) {
+			objs = append(objs, s.routerRep(rt))
+		}
+	}
+	writeList(w, r, "routers", filterObjs(r, objs, nil), linksArray, neutronBad)
+	return nil
+}
+
+func (s *Server) getRouter(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+	rt := s.visibleRouter(c, r.PathValue("id"))
+	if rt == nil {
+		return nfound("router", r.PathValue("id"))
+	}
+	writeJSON(w, http.StatusOK, obj{"router": s.routerRep(rt)})
+	return nil
+}
+
+type routerIn struct {
+	Name      *string         `json:"name"`
+	Gateway   json.RawMessage `json:"external_gateway_info"`
+	HA        *bool           `json:"ha"`
+	ProjectID string          `json:"project_id"`
+	TenantID  string          `json:"tenant_id"`
+}
+
+// gatewayNet reads external_gateway_info: absent ok=false; null or {}
+// clears (""), else the network id.
+func (in routerIn) gatewayNet() (id string, ok bool) {
+	if in.Gateway == nil {
+		return "", false
+	}
+	var g *struct {
+		NetworkID string `json:"network_id"`
+	}
+	_ = json.Unmarshal(in.Gateway, &g)
+	if g == nil {
+		return "", true
+	}
+	return g.NetworkID, true
+}
+
+// setGateway points rt's gateway at network id ("" removes it), taking an
+// address on the external network's first subnet with a gateway port.
+func (s *Server) setGateway(rt *Router, id string) *apiErr {
+	if id == rt.GatewayNetworkID {
+		return nil
+	}
+	if rt.GatewayNetworkID != "" {
+		for _, f := range s.st.fips {
+			if f.RouterID == rt.ID {
+				return neutronErr(http.StatusConflict, "RouterExternalGatewayInUseByFloatingIp",
+					"Gateway cannot be updated for router "+rt.ID+", since a gateway to external network "+
+						rt.GatewayNetworkID+" is required by one or more floating IPs.")
+			}
+		}
+		if p := s.st.ports[rt.GatewayPortID]; p != nil {
+			s.removePort(p)
+		}
+		rt.GatewayNetworkID, rt.GatewayPortID = "", ""
+	}
+	if id == "" {
+		return nil
+	}
+	n := s.st.networks[id]
+	if n == nil || !n.External {
+		return neutronErr(http.StatusBadRequest, "BadRequest", "Bad router request: Network "+id+" is not a valid external network.")
+	}
+	p := &Port{ID: newUUID(), NetworkID: id, MAC: newMAC(), DeviceID: rt.ID, DeviceOwner: ownerRouterGateway,
+		SecurityGroups: []string{}, Created: s.now(), seq: s.st.next()}
+	ips, e := s.allocateIPs(n, p.ID, nil)
+	if e != nil {
+		return e
+	}
+	p.FixedIPs = ips
+	s.st.ports[p.ID] = p
+	rt.GatewayNetworkID, rt.GatewayPortID = id, p.ID
+	return nil
+}
+
+func (s *Server) createRouter(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+	var in struct {
+		Router routerIn `json:"router"`
+	}
+	if e := decode(r, &in, badInput); e != nil {
+		return e
+	}
+	p, e := targetProject(c, in.Router.ProjectID, in.Router.TenantID)
+	if e != nil {
+		return e
+	}
+	if e := s.checkNeutronQuota(p, "router", 1); e != nil {
+		return e
+	}
+	rt := &Router{ID: newUUID(), ProjectID: p, Created: s.now(), seq: s.st.next()}
+	if in.Router.Name != nil {
+		rt.Name = *in.Router.Name
+	}
+	if in.Router.HA != nil {
+		rt.HA = *in.Router.HA
+	}
+	if gw, ok := in.Router.gatewayNet(); ok {
+		if e := s.setGateway(rt, gw); e != nil {
+			return e
+		}
+	}
+	s.st.routers[rt.ID] = rt
+	writeJSON(w, http.StatusCreated, obj{"router": s.routerRep(rt)})
+	return nil
+}
+
+func (s *Server) updateRouter(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+	rt := s.visibleRouter(c, r.PathValue("id"))
+	if rt == nil {
+		return nfound("router", r.PathValue("id"))
+	}
+	var in struct {
+		Router routerIn `json:"router"`
+	}
+	if e := decode(r, &in, badInput); e != nil {
+		return e
+	}
+	if gw, ok := in.Router.gatewayNet(); ok {
+		if e := s.setGateway(rt, gw); e != nil {
+			return e
+		}
+	}
+	if in.Router.Name != nil {
+		rt.Name = *in.Router.Name
+	}
+	writeJSON(w, http.StatusOK, obj{"router": s.routerRep(rt)})
+	return nil
+}
+
+func (s *Server) deleteRouter(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+	id := r.PathValue("id")
+	rt := s.visibleRouter(c, id)
+	if rt == nil {
+		return nfound("router", id)
+	}
+	if len(rt.Interfaces) > 0 {
+		return neutronErr(http.StatusConflict, "RouterInUse", "Router "+id+" still has ports")
+	}
+	if e := s.setGateway(rt, ""); e != nil {
+		return e
+	}
+	delete(s.st.routers, id)
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+type interfaceIn struct {
+	SubnetID string `json:"subnet_id"`
+	PortID   string `json:"port_id"`
+}
+
+func (s *Server) interfaceRep(rt *Router, p *Port) obj {
+	subs := []string{}
+	for _, f := range p.FixedIPs {
+		subs = append(subs, f.SubnetID)
+	}
+	first := ""
+	if len(subs) > 0 {
+		first = subs[0]
+	}
+	return obj{"id": rt.ID, "tenant_id": rt.ProjectID, "project_id": rt.ProjectID, "port_id": p.ID,
+		"network_id": p.NetworkID, "subnet_id": first, "subnet_ids": subs}
+}
+
+// addRouterInterface plugs the router into a subnet, on the subnet's
+// gateway address, or into an existing unbound port.
+func (s *Server) addRouterInterface(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+	rt := s.visibleRouter(c, r.PathValue("id"))
+	if rt == nil {
+		return nfound("router", r.PathValue("id"))
+	}
+	var in interfaceIn
+	if e := decode(r, &in, badInput); e != nil {
+		return e
+	}
+	var p *Port
+	switch {
+	case in.SubnetID != "" && in.PortID != "":
+		return neutronErr(http.StatusBadRequest, "BadRequest", "Bad router request: Cannot specify both subnet-id and port-id.")
+	case in.SubnetID != "":
+		sub := s.visibleSubnet(c, in.SubnetID)
+		if sub == nil {
+			return nfound("subnet", in.SubnetID)
+		}
+		if sub.GatewayIP == "" {
+			return neutronErr(http.StatusBadRequest, "BadRequest", "Bad router request: Subnet for router interface must have a gateway IP.")
+		}
+		for _, pid := range rt.Interfaces {
+			for _, f := range s.st.ports[pid].FixedIPs {
+				if f.SubnetID == sub.ID {
+					return neutronErr(http.StatusBadRequest, "BadRequest", "Bad router request: Router already has a port on subnet "+sub.ID+".")
+				}
+			}
+		}
+		if e := s.checkNeutronQuota(rt.ProjectID, "port", 1); e != nil {
+			return e
+		}
+		p = &Port{ID: newUUID(), ProjectID: rt.ProjectID, NetworkID: sub.NetworkID, MAC: newMAC(),
+			DeviceID: rt.ID, DeviceOwner: ownerRouterInterface, SecurityGroups: []string{}, Created: s.now(), seq: s.st.next()}
+		ip, e := sub.allocate(sub.GatewayIP, p.ID)
+		if e != nil {
+			return e
+		}
+		p.FixedIPs = []FixedIP{{sub.ID, ip}}
+		s.st.ports[p.ID] = p
+	case in.PortID != "":
+		p = s.visiblePort(c, in.PortID)
+		if p == nil {
+			return nfound("port", in.PortID)
+		}
+		if p.DeviceID != "" {
+			return neutronErr(http.StatusConflict, "PortInUse", "Unable to complete operation on port "+p.ID+
+				" for network "+p.NetworkID+". Port already has an attached device "+p.DeviceID+".")
+		}
+		if len(p.FixedIPs) == 0 {
+			return neutronErr(http.StatusBadRequest, "BadRequest", "Bad router request: Router port must have at least one fixed IP.")
+		}
+		p.DeviceID, p.DeviceOwner = rt.ID, ownerRouterInterface
+	default:
+		return neutronErr(http.StatusBadRequest, "BadRequest", "Bad router request: Either subnet_id or port_id must be specified.")
+	}
+	rt.Interfaces = append(rt.Interfaces, p.ID)
+	writeJSON(w, http.StatusOK, s.interfaceRep(rt, p))
+	return nil
+}
+
+// removeRouterInterface unplugs it and deletes its port, refusing while a
+// floating IP reaches a port on that subnet through the router.
+func (s *Server) removeRouterInterface(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+	rt := s.visibleRouter(c, r.PathValue("id"))
+	if rt == nil {
+		return nfound("router", r.PathValue("id"))
+	}
+	var in interfaceIn
+	if e := decode(r, &in, badInput); e != nil {
+		return e
+	}
+	var p *Port
+	for _, pid := range rt.Interfaces {
+		x := s.st.ports[pid]
+		if in.PortID != "" && pid == in.PortID {
+			p = x
+		}
+		for _, f := range x.FixedIPs {
+			if in.PortID == "" && f.SubnetID == in.SubnetID {
+				p = x
+			}
+		}
+	}
+	if p == nil {
+		if in.PortID != "" {
+			return neutronErr(http.StatusNotFound, "RouterInterfaceNotFound", "Router "+rt.ID+" does not have an interface with id "+in.PortID+".")
+		}
+		return neutronErr(http.StatusNotFound, "RouterInterfaceNotFoundForSubnet", "Router "+rt.ID+" has no interface on subnet "+in.SubnetID+".")
+	}
+	for _, f := range s.st.fips {
+		if f.RouterID != rt.ID {
+			continue
+		}
+		if fp := s.st.ports[f.PortID]; fp != nil {
+			for _, fi := range fp.FixedIPs {
+				for _, pi := range p.FixedIPs {
+					if fi.SubnetID == pi.SubnetID {
+						return neutronErr(http.StatusConflict, "RouterInterfaceInUseByFloatingIP", "Router interface for subnet "+
+							pi.SubnetID+" on router "+rt.ID+" cannot be deleted, as it is required by one or more floating IPs.")
+					}
+				}
+			}
+		}
+	}
+	body := s.interfaceRep(rt, p)
+	rt.Interfaces = slices.DeleteFunc(rt.Interfaces, func(id string) bool { return id == p.ID })
+	s.removePort(p)
+	writeJSON(w, http.StatusOK, body)
+	return nil
+}
+
+// ---- floating IPs
+
+func (s *Server) fipRep(f *FloatingIP) obj {
+	status := "DOWN"
+	if f.PortID != "" {
+		status = "ACTIVE"
+	}
+	return stamp(obj{"id": f.ID, "floating_ip_address": f.Address, "floating_network_id": f.NetworkID,
+		"router_id": orNil(f.RouterID), "port_id": orNil(f.PortID), "fixed_ip_address": orNil(f.FixedIPAddress),
+		"status": status, "description": f.Description, "port_details": nil, "port_forwardings": []obj{},
+		"dns_domain": "", "dns_name": "", "qos_policy_id": nil}, f.ProjectID, fmtTime(f.Created))
+}
+
+func (s *Server) visibleFIP(c *caller, id string) *FloatingIP {
+	f := s.st.fips[id]
+	if f == nil || !c.owns(f.ProjectID) {
+		return nil
+	}
+	return f
+}
+
+func (s *Server) listFloatingIPs(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+	var objs []obj
+	for _, f := range sortedBySeq(s.st.fips, func(x *FloatingIP) uint64 { return x.seq }) {
+		if c.owns(f.ProjectID) {
+			objs = append(objs, s.fipRep(f))
+		}
+	}
+	writeList(w, r, "floatingips", filterObjs(r, objs, nil), linksArray, neutronBad)
+	return nil
+}
+
+func (s *Server) getFloatingIP(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+	f := s.visibleFIP(c, r.PathValue("id"))
+	if f == nil {
+		return nfound("floating IP", r.PathValue("id"))
+	}
+	writeJSON(w, http.StatusOK, obj{"floatingip": s.fipRep(f)})
+	return nil
+}
+
+type fipIn struct {
+	NetworkID      string          `json:"floating_network_id"`
+	PortID         json.RawMessage `json:"port_id"`
+	FixedIPAddress string          `json:"fixed_ip_address"`
+	Address        string          `json:"floating_ip_address"`
+	Description    *string         `json:"description"`
+	ProjectID      string          `json:"project_id"`
+	TenantID       string          `json:"tenant_id"`
+}
+
+// portID reads port_id: absent ok=false, null "".
+func (in fipIn) portID() (string, bool) {
+	if in.PortID == nil {
+		return "", false
+	}
+	var p *string
+	_ = json.Unmarshal(in.PortID, &p)
+	if p == nil {
+		return "", true
+	}
+	return *p, true
+}
+
+// associate points f at port (""): the port's network must reach f's
+// external network through a router with an interface on its subnet.
+func (s *Server) associate(c *caller, f *FloatingIP, portID, fixed string) *apiErr {
+	if portID == "" {
+		f.PortID, f.FixedIPAddress, f.RouterID = "", "", ""
+		return nil
+	}
+	p := s.visiblePort(c, portID)
+	if p == nil {
+		return nfound("port", portID)
+	}
+	var ip *FixedIP
+	for i, x := range p.FixedIPs {
+		if fixed == "" || x.IPAddress == fixed {
+			ip = &p.FixedIPs[i]
+			break
+		}
+	}
+	if ip == nil {
+		return neutronErr(http.StatusBadRequest, "BadRequest", "Bad floatingip request: Port "+portID+" does not have fixed ip "+fixed+".")
+	}
+	for _, o := range s.st.fips {
+		if o.ID != f.ID && o.PortID == portID && o.FixedIPAddress == ip.IPAddress {
+			return neutronErr(http.StatusConflict, "FloatingIPPortAlreadyAssociated", "Cannot associate floating IP "+f.Address+
+				" ("+f.ID+") with port "+portID+" using fixed IP "+ip.IPAddress+", as that fixed IP already has a floating IP on external network "+o.NetworkID+".")
+		}
+	}
+	for _, rt := range sortedBySeq(s.st.routers, func(x *Router) uint64 { return x.seq }) {
+		if rt.GatewayNetworkID != f.NetworkID {
+			continue
+		}
+		for _, pid := range rt.Interfaces {
+			for _, x := range s.st.ports[pid].FixedIPs {
+				if x.SubnetID == ip.SubnetID {
+					f.PortID, f.FixedIPAddress, f.RouterID = portID, ip.IPAddress, rt.ID
+					return nil
+				}
+			}
+		}
+	}
+	return neutronErr(http.StatusNotFound, "ExternalGatewayForFloatingIPNotFound", "External network "+f.NetworkID+
+		" is not reachable from subnet "+ip.SubnetID+". Therefore, cannot associate Port "+portID+" with a Floating IP.")
+}
+
+func (s *Server) createFloatingIP(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+	var in struct {
+		FIP fipIn `json:"floatingip"`
+	}
+	if e := decode(r, &in, badInput); e != nil {
+		return e
+	}
+	fin := in.FIP
+	n := s.st.networks[fin.NetworkID]
+	if n == nil {
+		return nfound("network", fin.NetworkID)
+	}
+	if !n.External {
+		return neutronErr(http.StatusBadRequest, "BadRequest", "Bad floatingip request: Network "+n.ID+" is not a valid external network.")
+	}
+	p, e := targetProject(c, fin.ProjectID, fin.TenantID)
+	if e != nil {
+		return e
+	}
+	if e := s.checkNeutronQuota(p, "floatingip", 1); e != nil {
+		return e
+	}
+	f := &FloatingIP{ID: newUUID(), ProjectID: p, NetworkID: n.ID, Created: s.now(), seq: s.st.next()}
+	if fin.Description != nil {
+		f.Description = *fin.Description
+	}
+	var want *[]fixedIPIn
+	if fin.Address != "" {
+		if !c.admin {
+			return policy("create_floatingip:floating_ip_address")
+		}
+		want = &[]fixedIPIn{{IPAddress: fin.Address}}
+	}
+	ips, e := s.allocateIPs(n, "floatingip:"+f.ID, want)
+	if e != nil {
+		return e
+	}
+	if len(ips) == 0 {
+		return neutronErr(http.StatusConflict, "IpAddressGenerationFailure", "No more IP addresses available on network "+n.ID+".")
+	}
+	f.Address, f.allocSubnet = ips[0].IPAddress, ips[0].SubnetID
+	if pid, ok := fin.portID(); ok {
+		if e := s.associate(c, f, pid, fin.FixedIPAddress); e != nil {
+			s.st.subnets[f.allocSubnet].release(f.Address)
+			return e
+		}
+	}
+	s.st.fips[f.ID] = f
+	writeJSON(w, http.StatusCreated, obj{"floatingip": s.fipRep(f)})
+	return nil
+}
+
+func (s *Server) updateFloatingIP(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+	f := s.visibleFIP(c, r.PathValue("id"))
+	if f == nil {
+		return nfound("floating IP", r.PathValue("id"))
+	}
+	var in struct {
+		FIP fipIn `json:"floatingip"`
+	}
+	if e := decode(r, &in, badInput); e != nil {
+		return e
+	}
+	if pid, ok := in.FIP.portID(); ok {
+		if e := s.associate(c, f, pid, in.FIP.FixedIPAddress); e != nil {
+			return e
+		}
+	}
+	if in.FIP.Description != nil {
+		f.Description = *in.FIP.Description
+	}
+	writeJSON(w, http.StatusOK, obj{"floatingip": s.fipRep(f)})
+	return nil
+}
+
+func (s *Server) deleteFloatingIP(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+	f := s.visibleFIP(c, r.PathValue("id"))
+	if f == nil {
+		return nfound("floating IP", r.PathValue("id"))
+	}
+	if sub := s.st.subnets[f.allocSubnet]; sub != nil {
+		sub.release(f.Address)
+	}
+	delete(s.st.fips, f.ID)
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}

@@ -1,0 +1,795 @@
+package openstacksim
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// maxUserData is Nova's limit on the base64 user_data.
+const maxUserData = 65535
+
+func (s *Server) flavor(id string) *Flavor {
+	for i := range s.opts.Flavors {
+		if s.opts.Flavors[i].ID == id {
+			return &s.opts.Flavors[i]
+		}
+	}
+	return nil
+}
+
+func flavorRep(r *http.Request, f Flavor) obj {
+	return obj{"id": f.ID, "name": f.Name, "vcpus": f.VCPUs, "ram": f.RAM, "disk": f.Disk, "swap": 0,
+		"OS-FLV-EXT-DATA:ephemeral": 0, "OS-FLV-DISABLED:disabled": false, "os-flavor-access:is_public": true,
+		"rxtx_factor": 1.0, "description": nil, "extra_specs": obj{},
+		"links": []obj{{"rel": "self", "href": base(r) + "/compute/v2.1/flavors/" + f.ID}}}
+}
+
+func (s *Server) listFlavors(w http.ResponseWriter, r *http.Request, _ *caller) *apiErr {
+	var objs []obj
+	for _, f := range s.opts.Flavors {
+		objs = append(objs, flavorRep(r, f))
+	}
+	writeList(w, r, "flavors", filterObjs(r, objs, nil), linksArray, novaErr)
+	return nil
+}
+
+func (s *Server) getFlavor(w http.ResponseWriter, r *http.Request, _ *caller) *apiErr {
+	f := s.flavor(r.PathValue("id"))
+	if f == nil {
+		return novaErr(http.StatusNotFound, "Flavor "+r.PathValue("id")+" could not be found.")
+	}
+	writeJSON(w, http.StatusOK, obj{"flavor": flavorRep(r, *f)})
+	return nil
+}
+
+func (s *Server) listAZs(w http.ResponseWriter, _ *http.Request, _ *caller) *apiErr {
+	zones := []obj{}
+	for _, z := range s.opts.AvailabilityZones {
+		zones = append(zones, obj{"zoneName": z, "zoneState": obj{"available": true}, "hosts": nil})
+	}
+	writeJSON(w, http.StatusOK, obj{"availabilityZoneInfo": zones})
+	return nil
+}
+
+// serverView is sv with its ports, addresses and volumes filled in. Call
+// with s.mu held.
+func (s *Server) serverView(sv *Instance) Instance {
+	v := *sv
+	v.UserData = slices.Clone(sv.UserData)
+	v.Metadata = cloneMap(sv.Metadata)
+	v.SecurityGroups = slices.Clone(sv.SecurityGroups)
+	v.BlockDevices = slices.Clone(sv.BlockDevices)
+	v.Console = slices.Clone(sv.Console)
+	v.Ports, v.FixedIPs, v.FloatingIPs, v.Volumes = nil, nil, nil, nil
+	for _, p := range s.serverPorts(sv.ID) {
+		v.Ports = append(v.Ports, p.ID)
+		for _, f := range p.FixedIPs {
+			v.FixedIPs = append(v.FixedIPs, f.IPAddress)
+		}
+		for _, f := range sortedBySeq(s.st.fips, func(x *FloatingIP) uint64 { return x.seq }) {
+			if f.PortID == p.ID {
+				v.FloatingIPs = append(v.FloatingIPs, f.Address)
+			}
+		}
+	}
+	for _, a := range s.serverAttachments(sv.ID) {
+		v.Volumes = append(v.Volumes, a.VolumeID)
+	}
+	return v
+}
+
+func cloneMap(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+func (s *Server) serverPorts(id string) []*Port {
+	var out []*Port
+	for _, p := range sortedBySeq(s.st.ports, func(x *Port) uint64 { return x.seq }) {
+		if p.DeviceID == id && strings.HasPrefix(p.DeviceOwner, "compute:") {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// serverAttachments are the server's volume attachments by device name.
+func (s *Server) serverAttachments(id string) []Attachment {
+	var out []Attachment
+	for _, v := range s.st.volumes {
+		for _, a := range v.Attachments {
+			if a.ServerID == id {
+				out = append(out, a)
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b Attachment) int { return strings.Compare(a.Device, b.Device) })
+	return out
+}
+
+func (s *Server) serverRep(r *http.Request, sv *Instance) obj {
+	b := base(r) + "/compute/v2.1"
+	addresses := obj{}
+	sgNames := []string{}
+	for _, p := range s.serverPorts(sv.ID) {
+		net := p.NetworkID
+		if n := s.st.networks[p.NetworkID]; n != nil {
+			net = n.Name
+		}
+		list, _ := addresses[net].([]obj)
+		for _, f := range p.FixedIPs {
+			list = append(list, obj{"version": 4, "addr": f.IPAddress, "OS-EXT-IPS:type": "fixed", "OS-EXT-IPS-MAC:mac_addr": p.MAC})
+		}
+		for _, f := range s.st.fips {
+			if f.PortID == p.ID {
+				list = append(list, obj{"version": 4, "addr": f.Address, "OS-EXT-IPS:type": "floating", "OS-EXT-IPS-MAC:mac_addr": p.MAC})
+			}
+		}
+		addresses[net] = list
+		for _, gid := range p.SecurityGroups {
+			if g := s.st.secGroups[gid]; g != nil && !slices.Contains(sgNames, g.Name) {
+				sgNames = append(sgNames, g.Name)
+			}
+		}
+	}
+	sgs := []obj{}
+	for _, n := range sgNames {
+		sgs = append(sgs, obj{"name": n})
+	}
+	vols := []obj{}
+	for _, a := range s.serverAttachments(sv.ID) {
+		vols = append(vols, obj{"id": a.VolumeID, "delete_on_termination": a.DeleteOnTermination})
+	}
+	var image any = ""
+	if sv.ImageID != "" {
+		image = obj{"id": sv.ImageID, "links": []obj{{"rel": "bookmark", "href": base(r) + "/compute/images/" + sv.ImageID}}}
+	}
+	task, vm, power := "spawning", "building", 0
+	var launched any
+	switch sv.Status {
+	case "ACTIVE":
+		task, vm, power = "", "active", 1
+	case "SHUTOFF":
+		task, vm, power = "", "stopped", 4
+	case "ERROR":
+		task, vm, power = "", "error", 0
+	}
+	if !sv.Launched.IsZero() {
+		launched = fmtMicro(sv.Launched)
+	}
+	o := obj{
+		"id": sv.ID, "name": sv.Name, "status": sv.Status, "tenant_id": sv.ProjectID, "user_id": sv.UserID,
+		"metadata": cloneMapOrEmpty(sv.Metadata), "hostId": "", "image": image,
+		"flavor":  obj{"id": sv.FlavorID, "links": []obj{{"rel": "bookmark", "href": base(r) + "/compute/flavors/" + sv.FlavorID}}},
+		"created": fmtTime(sv.Created), "updated": fmtTime(sv.Created), "addresses": addresses,
+		"accessIPv4": "", "accessIPv6": "", "progress": 0, "OS-DCF:diskConfig": "MANUAL", "config_drive": "",
+		"key_name": orNil(sv.KeyName), "OS-EXT-AZ:availability_zone": sv.AvailabilityZone,
+		"OS-SRV-USG:launched_at": launched, "OS-SRV-USG:terminated_at": nil,
+		"OS-EXT-STS:task_state": orNil(task), "OS-EXT-STS:vm_state": vm, "OS-EXT-STS:power_state": power,
+		"os-extended-volumes:volumes_attached": vols, "security_groups": sgs, "locked": false,
+		"links": []obj{{"rel": "self", "href": b + "/servers/" + sv.ID}},
+	}
+	if sv.Status == "ERROR" {
+		o["fault"] = obj{"code": 500, "created": fmtTime(sv.Created), "message": sv.Fault, "details": ""}
+	}
+	return o
+}
+
+func cloneMapOrEmpty(m map[string]string) map[string]string {
+	if m == nil {
+		return map[string]string{}
+	}
+	return cloneMap(m)
+}
+
+func (s *Server) visibleServer(c *caller, id string) *Instance {
+	sv := s.st.servers[id]
+	if sv == nil || !c.owns(sv.ProjectID) {
+		return nil
+	}
+	return sv
+}
+
+func serverNotFound(id string) *apiErr {
+	return novaErr(http.StatusNotFound, "Instance "+id+" could not be found.")
+}
+
+// listed are the servers a list shows c: its project's, or every
+// project's for an admin asking all_tenants.
+func (s *Server) listed(r *http.Request, c *caller) []*Instance {
+	all := c.admin && r.URL.Query().Get("all_tenants") != "" && r.URL.Query().Get("all_tenants") != "0"
+	var out []*Instance
+	for _, sv := range sortedBySeq(s.st.servers, func(x *Instance) uint64 { return x.seq }) {
+		if sv.ProjectID == c.projectID || all {
+			out = append(out, sv)
+		}
+	}
+	// Nova lists newest first.
+	slices.Reverse(out)
+	return out
+}
+
+// nameFilter is Nova's name filter: a regular expression searched in the
+// name, so "node-1" also finds "node-10".
+var nameFilter = map[string]func(obj, []string) bool{
+	"name": func(o obj, vals []string) bool {
+		for _, v := range vals {
+			re, err := regexp.Compile(v)
+			if err != nil && strings.Contains(o["name"].(string), v) || err == nil && re.MatchString(o["name"].(string)) {
+				return true
+			}
+		}
+		return false
+	},
+}
+
+func (s *Server) listServers(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+	detail := strings.HasSuffix(r.URL.Path, "/detail")
+	var objs []obj
+	for _, sv := range s.listed(r, c) {
+		if sv.Status == "BUILD" {
+			sv.polls++
+		}
+		o := s.serverRep(r, sv)
+		objs = append(objs, o)
+	}
+	objs = filterObjs(r, objs, nameFilter)
+	if !detail {
+		for i, o := range objs {
+			objs[i] = obj{"id": o["id"], "name": o["name"], "links": o["links"]}
+		}
+	}
+	writeList(w, r, "servers", objs, linksArray, novaErr)
+	return nil
+}
+
+func (s *Server) getServer(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+	sv := s.visibleServer(c, r.PathValue("id"))
+	if sv == nil {
+		return serverNotFound(r.PathValue("id"))
+	}
+	if sv.Status == "BUILD" {
+		sv.polls++
+	}
+	writeJSON(w, http.StatusOK, obj{"server": s.serverRep(r, sv)})
+	return nil
+}
+
+// bootFirst boots the servers a GET is about to show whose BUILD polls
+// are used up, before the GET reads them, so the poll that crosses the
+// threshold sees the outcome. OnBoot runs without the lock.
+func (s *Server) bootFirst(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		var due []Instance
+		if c := s.authenticate(r); c != nil {
+			var cands []*Instance
+			if id := r.PathValue("id"); id != "" {
+				if sv := s.visibleServer(c, id); sv != nil {
+					cands = append(cands, sv)
+				}
+			} else {
+				cands = s.listed(r, c)
+			}
+			for _, sv := range cands {
+				if sv.Status == "BUILD" && !sv.booting && (s.opts.BuildPolls < 0 || sv.polls >= s.opts.BuildPolls) {
+					sv.booting = true
+					due = append(due, s.serverView(sv))
+				}
+			}
+		}
+		s.mu.Unlock()
+		for _, v := range due {
+			s.boot(context.WithoutCancel(r.Context()), v)
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// boot ends a server's BUILD: ERROR when an error rule picked it or OnBoot
+// failed, ACTIVE otherwise.
+func (s *Server) boot(ctx context.Context, v Instance) {
+	fault := v.failWith
+	if fault == "" && s.opts.OnBoot != nil {
+		if err := s.opts.OnBoot(ctx, v); err != nil {
+			fault = err.Error()
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sv := s.st.servers[v.ID]
+	if sv == nil { // deleted while booting
+		return
+	}
+	sv.booting = false
+	if fault != "" {
+		sv.Status, sv.Fault = "ERROR", fault
+		sv.Console = append(sv.Console, "boot failed: "+fault)
+		s.log.Info("server boot failed", "server", sv.Name, "id", sv.ID, "fault", fault)
+		return
+	}
+	sv.Status, sv.Launched = "ACTIVE", s.now()
+	sv.Console = append(sv.Console, "Cloud-init finished: "+sv.Name+" is up")
+}
+
+type serverIn struct {
+	Name             string                  `json:"name"`
+	FlavorRef        string                  `json:"flavorRef"`
+	ImageRef         string                  `json:"imageRef"`
+	AvailabilityZone string                  `json:"availability_zone"`
+	UserData         *string                 `json:"user_data"`
+	Networks         json.RawMessage         `json:"networks"`
+	SecurityGroups   []struct{ Name string } `json:"security_groups"`
+	Metadata         map[string]string       `json:"metadata"`
+	KeyName          string                  `json:"key_name"`
+	BDM              []bdmIn                 `json:"block_device_mapping_v2"`
+}
+
+type bdmIn struct {
+	BootIndex           *int   `json:"boot_index"`
+	SourceType          string `json:"source_type"`
+	DestinationType     string `json:"destination_type"`
+	UUID                string `json:"uuid"`
+	VolumeSize          int    `json:"volume_size"`
+	VolumeType          string `json:"volume_type"`
+	DeleteOnTermination bool   `json:"delete_on_termination"`
+	DeviceName          string `json:"device_name"`
+}
+
+type netReq struct {
+	UUID    string `json:"uuid"`
+	Port    string `json:"port"`
+	FixedIP string `json:"fixed_ip"`
+}
+
+// createServer validates everything first, then makes the ports and
+// volumes; a failure on the way undoes what was made.
+func (s *Server) createServer(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+	var in struct {
+		Server serverIn `json:"server"`
+	}
+	if e := decode(r, &in, func(m string) *apiErr { return novaErr(400, m) }); e != nil {
+		return e
+	}
+	sin := in.Server
+	if c.projectID == "" {
+		return novaErr(http.StatusForbidden, "A project-scoped token is required.")
+	}
+	if sin.Name == "" {
+		return novaErr(400, "Invalid input for field/attribute name. Value: . '' is too short")
+	}
+	f := s.flavor(sin.FlavorRef)
+	if f == nil {
+		return novaErr(400, "Flavor "+sin.FlavorRef+" could not be found.")
+	}
+	if sin.ImageRef != "" && s.image(c, sin.ImageRef) == nil {
+		return novaErr(400, "Image "+sin.ImageRef+" could not be found.")
+	}
+	az := sin.AvailabilityZone
+	if az == "" {
+		az = s.opts.AvailabilityZones[0]
+	}
+	if !slices.Contains(s.opts.AvailabilityZones, az) {
+		return novaErr(400, "The requested availability zone is not available")
+	}
+	var userData []byte
+	if sin.UserData != nil {
+		if len(*sin.UserData) > maxUserData {
+			return novaErr(400, "Invalid input for field/attribute user_data. Value: ... is too long")
+		}
+		b, err := base64.StdEncoding.DecodeString(*sin.UserData)
+		if err != nil {
+			return novaErr(400, "Invalid input for field/attribute user_data. Value: ... is not a base64 string")
+		}
+		userData = b
+	}
+	// Boot sequence: unique boot indexes, one of them 0 unless an image
+	// boots the server.
+	seen := map[int]bool{}
+	for _, b := range sin.BDM {
+		if b.BootIndex != nil && *b.BootIndex >= 0 {
+			if seen[*b.BootIndex] {
+				return novaErr(400, "Boot sequence for the instance and image/block device mapping combination is not valid.")
+			}
+			seen[*b.BootIndex] = true
+		}
+	}
+	if sin.ImageRef == "" && !seen[0] {
+		return novaErr(400, "Block Device Mapping is Invalid: Boot sequence for the instance and image/block device mapping combination is not valid.")
+	}
+	if e := s.checkNovaQuota(c.projectID, f); e != nil {
+		return e
+	}
+	// Security groups by name (or id), in the caller's project.
+	sgNames := []string{}
+	for _, g := range sin.SecurityGroups {
+		sgNames = append(sgNames, g.Name)
+	}
+	if len(sgNames) == 0 {
+		sgNames = []string{"default"}
+	}
+	s.ensureDefaultSG(c.projectID)
+	var sgIDs []string
+	for _, n := range sgNames {
+		var found []string
+		for _, g := range s.st.secGroups {
+			if g.ProjectID == c.projectID && (g.Name == n || g.ID == n) {
+				found = append(found, g.ID)
+			}
+		}
+		switch len(found) {
+		case 0:
+			return novaErr(400, "Security group "+n+" not found for project "+c.projectID+".")
+		case 1:
+			sgIDs = append(sgIDs, found[0])
+		default:
+			return novaErr(409, "Multiple security group matches found for name '"+n+"', use an ID to be more specific.")
+		}
+	}
+	nets, e := s.serverNetworks(c, sin.Networks)
+	if e != nil {
+		return e
+	}
+	// Volumes in BDMs: existing ones must be available.
+	for _, b := range sin.BDM {
+		if b.SourceType == "volume" {
+			v := s.visibleVolume(c, b.UUID)
+			if v == nil {
+				return novaErr(400, "Block Device Mapping is Invalid: failed to get volume "+b.UUID+".")
+			}
+			if v.Status != "available" {
+				return novaErr(400, "Invalid volume: volume "+b.UUID+" status must be available, but current status is: "+v.Status+".")
+			}
+		}
+		if b.SourceType == "image" && s.image(c, b.UUID) == nil {
+			return novaErr(400, "Block Device Mapping is Invalid: failed to get image "+b.UUID+".")
+		}
+		if (b.SourceType == "image" || b.SourceType == "blank") && b.DestinationType == "volume" {
+			if b.VolumeSize <= 0 {
+				return novaErr(400, "Block Device Mapping is Invalid: You specified more local devices than the limit allows")
+			}
+			if b.VolumeType != "" && s.volumeType(b.VolumeType) == nil {
+				return novaErr(400, "Block Device Mapping is Invalid: volume type "+b.VolumeType+" not found.")
+			}
+		}
+	}
+
+	sv := &Instance{ID: newUUID(), Name: sin.Name, ProjectID: c.projectID, UserID: c.userID, FlavorID: f.ID,
+		ImageID: sin.ImageRef, AvailabilityZone: az, KeyName: sin.KeyName, Status: "BUILD", UserData: userData,
+		Metadata: cloneMap(sin.Metadata), SecurityGroups: sgNames, Created: s.now(), seq: s.st.next()}
+	var madePorts []*Port
+	var madeVols []*Volume
+	var boundPorts []*Port
+	undo := func() {
+		for _, p := range madePorts {
+			s.removePort(p)
+		}
+		for _, p := range boundPorts {
+			p.DeviceID, p.DeviceOwner = "", ""
+		}
+		for _, v := range madeVols {
+			delete(s.st.volumes, v.ID)
+		}
+	}
+	for _, n := range nets {
+		if n.Port != "" {
+			p := s.st.ports[n.Port]
+			p.DeviceID, p.DeviceOwner = sv.ID, "compute:"+az
+			boundPorts = append(boundPorts, p)
+			continue
+		}
+		pin := portIn{SecurityGroups: &sgIDs}
+		if n.FixedIP != "" {
+			pin.FixedIPs = &[]fixedIPIn{{IPAddress: n.FixedIP}}
+		}
+		owner, dev := "compute:"+az, sv.ID
+		pin.DeviceOwner, pin.DeviceID = &owner, &dev
+		p, e := s.newPort(c, s.st.networks[n.UUID], c.projectID, pin)
+		if e != nil {
+			undo()
+			// Nova reports Neutron's refusals as its own.
+			return novaErr(e.status, neutronMessage(e))
+		}
+		p.novaCreated = true
+		madePorts = append(madePorts, p)
+	}
+	// Volumes: the boot volume first (vda), then the others in order.
+	bdms := slices.Clone(sin.BDM)
+	slices.SortStableFunc(bdms, func(a, b bdmIn) int { return bootOrder(a.BootIndex) - bootOrder(b.BootIndex) })
+	dev := 0
+	for _, b := range bdms {
+		if b.DestinationType != "volume" && b.SourceType != "volume" {
+			continue
+		}
+		bi := -1
+		if b.BootIndex != nil {
+			bi = *b.BootIndex
+		}
+		sv.BlockDevices = append(sv.BlockDevices, BlockDevice{BootIndex: bi, SourceType: b.SourceType,
+			DestinationType: b.DestinationType, UUID: b.UUID, VolumeSize: b.VolumeSize, VolumeType: b.VolumeType,
+			DeleteOnTermination: b.DeleteOnTermination, DeviceName: b.DeviceName})
+		var v *Volume
+		if b.SourceType == "volume" {
+			v = s.st.volumes[b.UUID]
+		} else {
+			var e *apiErr
+			image := ""
+			if b.SourceType == "image" {
+				image = b.UUID
+			}
+			v, e = s.newVolume(c.projectID, volumeSpec{size: b.VolumeSize, typ: b.VolumeType, az: az, image: image})
+			if e != nil {
+				undo()
+				return novaErr(e.status, cinderMessage(e))
+			}
+			v.Status = "available"
+			madeVols = append(madeVols, v)
+		}
+		v.Status = "in-use"
+		v.Attachments = []Attachment{{ID: newUUID(), VolumeID: v.ID, ServerID: sv.ID, Device: deviceName(dev),
+			DeleteOnTermination: b.DeleteOnTermination, Attached: s.now()}}
+		dev++
+	}
+	s.st.serversMade++
+	sv.createdNo = s.st.serversMade
+	sv.failWith = s.matchErrorRule(sv)
+	s.st.servers[sv.ID] = sv
+	sgs := []obj{}
+	for _, n := range sgNames {
+		sgs = append(sgs, obj{"name": n})
+	}
+	writeJSON(w, http.StatusAccepted, obj{"server": obj{"id": sv.ID, "OS-DCF:diskConfig": "MANUAL",
+		"security_groups": sgs, "adminPass": randomHex(6),
+		"links": []obj{{"rel": "self", "href": base(r) + "/compute/v2.1/servers/" + sv.ID}}}})
+	return nil
+}
+
+func bootOrder(i *int) int {
+	if i == nil || *i < 0 {
+		return 1 << 20
+	}
+	return *i
+}
+
+func deviceName(i int) string { return fmt.Sprintf("/dev/vd%c", 'a'+i) }
+
+// neutronMessage and cinderMessage take the message out of an error body.
+func neutronMessage(e *apiErr) string {
+	if m, ok := e.body.(map[string]any)["NeutronError"].(map[string]any); ok {
+		return fmt.Sprint(m["message"])
+	}
+	return fmt.Sprint(e.body)
+}
+
+func cinderMessage(e *apiErr) string {
+	for _, v := range e.body.(map[string]any) {
+		if m, ok := v.(map[string]any); ok {
+			return fmt.Sprint(m["message"])
+		}
+	}
+	return fmt.Sprint(e.body)
+}
+
+// serverNetworks resolves the networks of a create: a list of {uuid,
+// fixed_ip} or {port}, "auto", "none", or absent (the project's only
+// network, if it has exactly one).
+func (s *Server) serverNetworks(c *caller, raw json.RawMessage) ([]netReq, *apiErr) {
+	var word string
+	if raw == nil || json.Unmarshal(raw, &word) == nil {
+		if word == "none" {
+			return nil, nil
+		}
+		var own []*Network
+		for _, n := range sortedBySeq(s.st.networks, func(x *Network) uint64 { return x.seq }) {
+			if n.ProjectID == c.projectID && !n.External {
+				own = append(own, n)
+			}
+		}
+		switch len(own) {
+		case 0:
+			return nil, nil
+		case 1:
+			return []netReq{{UUID: own[0].ID}}, nil
+		default:
+			return nil, novaErr(409, "Multiple possible networks found, use a Network ID to be more specific.")
+		}
+	}
+	var nets []netReq
+	if err := json.Unmarshal(raw, &nets); err != nil {
+		return nil, novaErr(400, "Invalid input for field/attribute networks.")
+	}
+	for _, n := range nets {
+		switch {
+		case n.Port != "":
+			p := s.visiblePort(c, n.Port)
+			if p == nil {
+				return nil, novaErr(400, "Port id "+n.Port+" could not be found.")
+			}
+			if p.DeviceID != "" {
+				return nil, novaErr(409, "Port "+n.Port+" is still in use.")
+			}
+		case n.UUID != "":
+			if s.visibleNetwork(c, n.UUID) == nil {
+				return nil, novaErr(400, "Network "+n.UUID+" could not be found.")
+			}
+		default:
+			return nil, novaErr(400, "Bad networks format: network uuid is not in proper format ()")
+		}
+	}
+	return nets, nil
+}
+
+// removeServer deletes sv as Nova does: its own ports go, ports it was
+// given are unbound, volumes are detached and those marked
+// delete_on_termination deleted.
+func (s *Server) removeServer(sv *Instance) {
+	for _, p := range s.serverPorts(sv.ID) {
+		if p.novaCreated {
+			s.removePort(p)
+		} else {
+			p.DeviceID, p.DeviceOwner = "", ""
+		}
+	}
+	for _, v := range s.st.volumes {
+		for _, a := range v.Attachments {
+			if a.ServerID != sv.ID {
+				continue
+			}
+			if a.DeleteOnTermination {
+				delete(s.st.volumes, v.ID)
+			} else {
+				v.Attachments, v.Status = nil, "available"
+			}
+		}
+	}
+	delete(s.st.servers, sv.ID)
+}
+
+func (s *Server) deleteServer(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+	sv := s.visibleServer(c, r.PathValue("id"))
+	if sv == nil {
+		return serverNotFound(r.PathValue("id"))
+	}
+	s.removeServer(sv)
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) serverAction(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+	sv := s.visibleServer(c, r.PathValue("id"))
+	if sv == nil {
+		return serverNotFound(r.PathValue("id"))
+	}
+	var in map[string]json.RawMessage
+	if e := decode(r, &in, func(m string) *apiErr { return novaErr(400, m) }); e != nil {
+		return e
+	}
+	switch {
+	case in["forceDelete"] != nil:
+		s.removeServer(sv)
+		w.WriteHeader(http.StatusAccepted)
+	case in["os-getConsoleOutput"] != nil:
+		var opts struct {
+			Length *int `json:"length"`
+		}
+		_ = json.Unmarshal(in["os-getConsoleOutput"], &opts)
+		lines := sv.Console
+		if opts.Length != nil && *opts.Length >= 0 && *opts.Length < len(lines) {
+			lines = lines[len(lines)-*opts.Length:]
+		}
+		out := strings.Join(lines, "\n")
+		if out != "" {
+			out += "\n"
+		}
+		writeJSON(w, http.StatusOK, obj{"output": out})
+	case in["os-stop"] != nil:
+		if sv.Status != "ACTIVE" {
+			return novaErr(409, "Cannot 'stop' instance "+sv.ID+" while it is in vm_state "+strings.ToLower(sv.Status))
+		}
+		sv.Status = "SHUTOFF"
+		w.WriteHeader(http.StatusAccepted)
+	case in["os-start"] != nil:
+		if sv.Status != "SHUTOFF" {
+			return novaErr(409, "Cannot 'start' instance "+sv.ID+" while it is in vm_state "+strings.ToLower(sv.Status))
+		}
+		sv.Status = "ACTIVE"
+		w.WriteHeader(http.StatusAccepted)
+	case in["reboot"] != nil:
+		if sv.Status != "ACTIVE" {
+			return novaErr(409, "Cannot 'reboot' instance "+sv.ID+" while it is in vm_state "+strings.ToLower(sv.Status))
+		}
+		w.WriteHeader(http.StatusAccepted)
+	default:
+		return novaErr(400, "The simulator does not implement this server action.")
+	}
+	return nil
+}
+
+func attachmentRep(a Attachment) obj {
+	return obj{"id": a.VolumeID, "volumeId": a.VolumeID, "serverId": a.ServerID, "device": a.Device,
+		"tag": nil, "delete_on_termination": a.DeleteOnTermination}
+}
+
+func (s *Server) listAttachments(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+	sv := s.visibleServer(c, r.PathValue("id"))
+	if sv == nil {
+		return serverNotFound(r.PathValue("id"))
+	}
+	out := []obj{}
+	for _, a := range s.serverAttachments(sv.ID) {
+		out = append(out, attachmentRep(a))
+	}
+	writeJSON(w, http.StatusOK, obj{"volumeAttachments": out})
+	return nil
+}
+
+func (s *Server) getAttachment(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+	sv := s.visibleServer(c, r.PathValue("id"))
+	if sv == nil {
+		return serverNotFound(r.PathValue("id"))
+	}
+	for _, a := range s.serverAttachments(sv.ID) {
+		if a.VolumeID == r.PathValue("vol") {
+			writeJSON(w, http.StatusOK, obj{"volumeAttachment": attachmentRep(a)})
+			return nil
+		}
+	}
+	return novaErr(404, "Volume "+r.PathValue("vol")+" is not attached to instance "+sv.ID+".")
+}
+
+func (s *Server) attachVolume(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+	sv := s.visibleServer(c, r.PathValue("id"))
+	if sv == nil {
+		return serverNotFound(r.PathValue("id"))
+	}
+	var in struct {
+		VA struct {
+			VolumeID            string `json:"volumeId"`
+			DeleteOnTermination bool   `json:"delete_on_termination"`
+		} `json:"volumeAttachment"`
+	}
+	if e := decode(r, &in, func(m string) *apiErr { return novaErr(400, m) }); e != nil {
+		return e
+	}
+	v := s.visibleVolume(c, in.VA.VolumeID)
+	if v == nil {
+		return novaErr(404, "Volume "+in.VA.VolumeID+" could not be found.")
+	}
+	if v.Status != "available" {
+		return novaErr(400, "Invalid volume: volume "+v.ID+" status must be available, but current status is: "+v.Status+".")
+	}
+	a := Attachment{ID: newUUID(), VolumeID: v.ID, ServerID: sv.ID, Device: deviceName(len(s.serverAttachments(sv.ID))),
+		DeleteOnTermination: in.VA.DeleteOnTermination, Attached: s.now()}
+	v.Attachments, v.Status = []Attachment{a}, "in-use"
+	writeJSON(w, http.StatusOK, obj{"volumeAttachment": attachmentRep(a)})
+	return nil
+}
+
+func (s *Server) detachVolume(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+	sv := s.visibleServer(c, r.PathValue("id"))
+	if sv == nil {
+		return serverNotFound(r.PathValue("id"))
+	}
+	v := s.st.volumes[r.PathValue("vol")]
+	if v == nil || len(v.Attachments) == 0 || v.Attachments[0].ServerID != sv.ID {
+		return novaErr(404, "Volume "+r.PathValue("vol")+" is not attached to instance "+sv.ID+".")
+	}
+	if v.Attachments[0].Device == deviceName(0) && sv.ImageID == "" {
+		return novaErr(400, "Can't detach root device volume")
+	}
+	v.Attachments, v.Status = nil, "available"
+	w.WriteHeader(http.StatusAccepted)
+	return nil
+}

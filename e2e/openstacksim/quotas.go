@@ -1,0 +1,299 @@
+package openstacksim
+
+import (
+	"fmt"
+	"maps"
+	"net/http"
+	"strings"
+)
+
+// Quotas are per-project limits by the services' own resource names:
+// Neutron's network, subnet, port, router, floatingip, security_group,
+// security_group_rule; Nova's instances, cores, ram (MiB); Cinder's
+// volumes, gigabytes and gigabytes_<volume type>. -1 is unlimited; a name
+// not set takes the service's default (gigabytes_<type>: unlimited).
+type Quotas map[string]int
+
+// defaultQuotas are the services' shipped defaults.
+var defaultQuotas = Quotas{
+	"network": 100, "subnet": 100, "port": 500, "router": 10, "floatingip": 50,
+	"security_group": 10, "security_group_rule": 100,
+	"instances": 10, "cores": 20, "ram": 51200,
+	"volumes": 10, "gigabytes": 1000,
+}
+
+func (q Quotas) withDefaults() Quotas {
+	out := maps.Clone(defaultQuotas)
+	maps.Copy(out, q)
+	return out
+}
+
+// limit is project's limit on resource.
+func (s *Server) limit(project, resource string) int {
+	if v, ok := s.st.quotas[project][resource]; ok {
+		return v
+	}
+	if v, ok := s.opts.Quotas[resource]; ok {
+		return v
+	}
+	return -1
+}
+
+// SetQuota sets project's limit on resource (see Quotas), as an admin's
+// quota update would.
+func (s *Server) SetQuota(project, resource string, limit int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.setQuota(project, resource, limit)
+}
+
+func (s *Server) setQuota(project, resource string, limit int) {
+	q := s.st.quotas[project]
+	if q == nil {
+		q = Quotas{}
+		s.st.quotas[project] = q
+	}
+	q[resource] = limit
+}
+
+// Quota returns project's effective limit on resource.
+func (s *Server) Quota(project, resource string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.limit(project, resource)
+}
+
+// neutronUsage counts what project holds of a Neutron resource.
+func (s *Server) neutronUsage(project, resource string) int {
+	n := 0
+	switch resource {
+	case "network":
+		for _, x := range s.st.networks {
+			if x.ProjectID == project {
+				n++
+			}
+		}
+	case "subnet":
+		for _, x := range s.st.subnets {
+			if x.ProjectID == project {
+				n++
+			}
+		}
+	case "port":
+		for _, x := range s.st.ports {
+			if x.ProjectID == project {
+				n++
+			}
+		}
+	case "router":
+		for _, x := range s.st.routers {
+			if x.ProjectID == project {
+				n++
+			}
+		}
+	case "floatingip":
+		for _, x := range s.st.fips {
+			if x.ProjectID == project {
+				n++
+			}
+		}
+	case "security_group":
+		for _, x := range s.st.secGroups {
+			if x.ProjectID == project {
+				n++
+			}
+		}
+	case "security_group_rule":
+		for _, x := range s.st.secGroups {
+			if x.ProjectID == project {
+				n += len(x.Rules)
+			}
+		}
+	}
+	return n
+}
+
+// checkNeutronQuota answers Neutron's 409 OverQuota when project cannot
+// have add more of resource.
+func (s *Server) checkNeutronQuota(project, resource string, add int) *apiErr {
+	l := s.limit(project, resource)
+	if l >= 0 && s.neutronUsage(project, resource)+add > l {
+		return neutronErr(http.StatusConflict, "OverQuota", "Quota exceeded for resources: ['"+resource+"'].")
+	}
+	return nil
+}
+
+var neutronQuotaNames = []string{"network", "subnet", "port", "router", "floatingip", "security_group", "security_group_rule"}
+
+func (s *Server) quotaSet(project string, names []string) obj {
+	out := obj{}
+	for _, n := range names {
+		out[n] = s.limit(project, n)
+	}
+	return out
+}
+
+func (s *Server) getNeutronQuota(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+	p := r.PathValue("project")
+	if !c.admin && p != c.projectID {
+		return neutronErr(http.StatusForbidden, "PolicyNotAuthorized", "rule:get_quota is disallowed by policy")
+	}
+	writeJSON(w, http.StatusOK, obj{"quota": s.quotaSet(p, neutronQuotaNames)})
+	return nil
+}
+
+func (s *Server) putNeutronQuota(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+	if !c.admin {
+		return neutronErr(http.StatusForbidden, "PolicyNotAuthorized", "rule:update_quota is disallowed by policy")
+	}
+	var in struct {
+		Quota map[string]int `json:"quota"`
+	}
+	if e := decode(r, &in, func(m string) *apiErr { return badInput(m) }); e != nil {
+		return e
+	}
+	p := r.PathValue("project")
+	for k, v := range in.Quota {
+		if _, ok := defaultQuotas[k]; !ok || strings.Contains(k, "gigabytes") {
+			return badInput("Unrecognized attribute(s) '" + k + "'")
+		}
+		s.setQuota(p, k, v)
+	}
+	writeJSON(w, http.StatusOK, obj{"quota": s.quotaSet(p, neutronQuotaNames)})
+	return nil
+}
+
+// novaUsage is project's instances, cores and RAM.
+func (s *Server) novaUsage(project string) (instances, cores, ram int) {
+	for _, sv := range s.st.servers {
+		if sv.ProjectID != project {
+			continue
+		}
+		instances++
+		if f := s.flavor(sv.FlavorID); f != nil {
+			cores += f.VCPUs
+			ram += f.RAM
+		}
+	}
+	return
+}
+
+// checkNovaQuota is Nova's 403 "Quota exceeded" for one more server of f.
+func (s *Server) checkNovaQuota(project string, f *Flavor) *apiErr {
+	inst, cores, ram := s.novaUsage(project)
+	for _, c := range []struct {
+		name      string
+		used, req int
+	}{{"instances", inst, 1}, {"cores", cores, f.VCPUs}, {"ram", ram, f.RAM}} {
+		if l := s.limit(project, c.name); l >= 0 && c.used+c.req > l {
+			return novaErr(http.StatusForbidden, fmt.Sprintf("Quota exceeded for %s: Requested %d, but already used %d of %d %s",
+				c.name, c.req, c.used, l, c.name))
+		}
+	}
+	return nil
+}
+
+var novaQuotaNames = []string{"instances", "cores", "ram"}
+
+func (s *Server) getNovaQuota(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+	p := r.PathValue("project")
+	if !c.admin && p != c.projectID {
+		return novaErr(http.StatusForbidden, "Policy doesn't allow os_compute_api:os-quota-sets:show to be performed.")
+	}
+	qs := s.quotaSet(p, novaQuotaNames)
+	qs["id"] = p
+	writeJSON(w, http.StatusOK, obj{"quota_set": qs})
+	return nil
+}
+
+func (s *Server) putNovaQuota(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+	if !c.admin {
+		return novaErr(http.StatusForbidden, "Policy doesn't allow os_compute_api:os-quota-sets:update to be performed.")
+	}
+	var in struct {
+		QuotaSet map[string]any `json:"quota_set"`
+	}
+	if e := decode(r, &in, func(m string) *apiErr { return novaErr(400, m) }); e != nil {
+		return e
+	}
+	p := r.PathValue("project")
+	for _, n := range novaQuotaNames {
+		if v, ok := in.QuotaSet[n].(float64); ok {
+			s.setQuota(p, n, int(v))
+		}
+	}
+	writeJSON(w, http.StatusOK, obj{"quota_set": s.quotaSet(p, novaQuotaNames)})
+	return nil
+}
+
+// cinderQuotaNames are the project's Cinder quota names: volumes,
+// gigabytes and one gigabytes_<type> per volume type.
+func (s *Server) cinderQuotaNames() []string {
+	names := []string{"volumes", "gigabytes"}
+	for _, t := range s.opts.VolumeTypes {
+		names = append(names, "gigabytes_"+t.Name)
+	}
+	return names
+}
+
+// checkCinderQuota is Cinder's 413 overLimit for one more volume of size
+// GiB and type typeName in project.
+func (s *Server) checkCinderQuota(project, typeName string, size int) *apiErr {
+	count, total, ofType := 0, 0, 0
+	for _, v := range s.st.volumes {
+		if v.ProjectID != project {
+			continue
+		}
+		count++
+		total += v.Size
+		if v.VolumeType == typeName {
+			ofType += v.Size
+		}
+	}
+	if l := s.limit(project, "volumes"); l >= 0 && count+1 > l {
+		return novaErr(http.StatusRequestEntityTooLarge, fmt.Sprintf(
+			"VolumeLimitExceeded: Maximum number of volumes allowed (%d) exceeded for quota 'volumes'.", l))
+	}
+	for _, c := range []struct {
+		name       string
+		used, have int
+	}{{"gigabytes", total, 0}, {"gigabytes_" + typeName, ofType, 0}} {
+		if l := s.limit(project, c.name); l >= 0 && c.used+size > l {
+			return novaErr(http.StatusRequestEntityTooLarge, fmt.Sprintf(
+				"VolumeSizeExceedsAvailableQuota: Requested volume or snapshot exceeds allowed %s quota. Requested %dG, quota is %dG and %dG has been consumed.",
+				c.name, size, l, c.used))
+		}
+	}
+	return nil
+}
+
+func (s *Server) getCinderQuota(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+	p := r.PathValue("target")
+	if !c.admin && p != c.projectID {
+		return novaErr(http.StatusForbidden, "Policy doesn't allow volume_extension:quotas:show to be performed.")
+	}
+	qs := s.quotaSet(p, s.cinderQuotaNames())
+	qs["id"] = p
+	writeJSON(w, http.StatusOK, obj{"quota_set": qs})
+	return nil
+}
+
+func (s *Server) putCinderQuota(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+	if !c.admin {
+		return novaErr(http.StatusForbidden, "Policy doesn't allow volume_extension:quotas:update to be performed.")
+	}
+	var in struct {
+		QuotaSet map[string]any `json:"quota_set"`
+	}
+	if e := decode(r, &in, func(m string) *apiErr { return novaErr(400, m) }); e != nil {
+		return e
+	}
+	p := r.PathValue("target")
+	for _, n := range s.cinderQuotaNames() {
+		if v, ok := in.QuotaSet[n].(float64); ok {
+			s.setQuota(p, n, int(v))
+		}
+	}
+	writeJSON(w, http.StatusOK, obj{"quota_set": s.quotaSet(p, s.cinderQuotaNames())})
+	return nil
+}

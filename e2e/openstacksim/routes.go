@@ -1,0 +1,199 @@
+package openstacksim
+
+import (
+	"net/http"
+	"strings"
+)
+
+// handler serves one authenticated API request under s.mu; a returned error
+// is written as is.
+type handler func(w http.ResponseWriter, r *http.Request, c *caller) *apiErr
+
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	api := func(pattern string, h handler) { mux.Handle(pattern, s.authed(h)) }
+
+	// Keystone.
+	mux.HandleFunc("GET /identity", s.identityVersions)
+	mux.HandleFunc("GET /identity/{$}", s.identityVersions)
+	mux.HandleFunc("GET /identity/v3", s.identityVersion)
+	mux.HandleFunc("GET /identity/v3/{$}", s.identityVersion)
+	mux.HandleFunc("POST /identity/v3/auth/tokens", s.issueToken)
+	api("GET /identity/v3/auth/tokens", s.validateToken)
+	api("DELETE /identity/v3/auth/tokens", s.revokeToken)
+	api("POST /identity/v3/projects", s.createProject)
+	api("GET /identity/v3/projects", s.listProjects)
+	api("GET /identity/v3/projects/{id}", s.getProject)
+	api("DELETE /identity/v3/projects/{id}", s.deleteProject)
+	api("POST /identity/v3/users", s.createUser)
+	api("GET /identity/v3/users", s.listUsers)
+	api("GET /identity/v3/users/{id}", s.getUser)
+	api("DELETE /identity/v3/users/{id}", s.deleteUser)
+	api("GET /identity/v3/roles", s.listRoles)
+	api("GET /identity/v3/projects/{project}/users/{user}/roles", s.listUserProjectRoles)
+	api("PUT /identity/v3/projects/{project}/users/{user}/roles/{role}", s.assignRole)
+	api("DELETE /identity/v3/projects/{project}/users/{user}/roles/{role}", s.unassignRole)
+	api("POST /identity/v3/users/{user}/application_credentials", s.createAppCred)
+	api("DELETE /identity/v3/users/{user}/application_credentials/{id}", s.deleteAppCred)
+
+	// Nova.
+	mux.HandleFunc("GET /compute", s.computeVersions)
+	mux.HandleFunc("GET /compute/{$}", s.computeVersions)
+	mux.HandleFunc("GET /compute/v2.1", s.computeVersion)
+	mux.HandleFunc("GET /compute/v2.1/{$}", s.computeVersion)
+	api("GET /compute/v2.1/flavors", s.listFlavors)
+	api("GET /compute/v2.1/flavors/detail", s.listFlavors)
+	api("GET /compute/v2.1/flavors/{id}", s.getFlavor)
+	api("GET /compute/v2.1/os-availability-zone", s.listAZs)
+	api("GET /compute/v2.1/os-availability-zone/detail", s.listAZs)
+	api("POST /compute/v2.1/servers", s.createServer)
+	mux.Handle("GET /compute/v2.1/servers", s.bootFirst(s.authed(s.listServers)))
+	mux.Handle("GET /compute/v2.1/servers/detail", s.bootFirst(s.authed(s.listServers)))
+	mux.Handle("GET /compute/v2.1/servers/{id}", s.bootFirst(s.authed(s.getServer)))
+	api("DELETE /compute/v2.1/servers/{id}", s.deleteServer)
+	api("POST /compute/v2.1/servers/{id}/action", s.serverAction)
+	api("GET /compute/v2.1/servers/{id}/os-volume_attachments", s.listAttachments)
+	api("POST /compute/v2.1/servers/{id}/os-volume_attachments", s.attachVolume)
+	api("GET /compute/v2.1/servers/{id}/os-volume_attachments/{vol}", s.getAttachment)
+	api("DELETE /compute/v2.1/servers/{id}/os-volume_attachments/{vol}", s.detachVolume)
+	api("GET /compute/v2.1/os-quota-sets/{project}", s.getNovaQuota)
+	api("PUT /compute/v2.1/os-quota-sets/{project}", s.putNovaQuota)
+
+	// Neutron.
+	mux.HandleFunc("GET /network", s.networkVersions)
+	mux.HandleFunc("GET /network/{$}", s.networkVersions)
+	n := func(pattern string, h handler) { api(pattern, s.neutron(h)) }
+	crud := func(path string, list, create, get, update, del handler) {
+		n("GET /network/v2.0/"+path, list)
+		n("POST /network/v2.0/"+path, create)
+		n("GET /network/v2.0/"+path+"/{id}", get)
+		n("PUT /network/v2.0/"+path+"/{id}", update)
+		n("DELETE /network/v2.0/"+path+"/{id}", del)
+	}
+	crud("networks", s.listNetworks, s.createNetwork, s.getNetwork, s.updateNetwork, s.deleteNetwork)
+	crud("subnets", s.listSubnets, s.createSubnet, s.getSubnet, s.updateSubnet, s.deleteSubnet)
+	crud("ports", s.listPorts, s.createPort, s.getPort, s.updatePort, s.deletePort)
+	crud("security-groups", s.listSecGroups, s.createSecGroup, s.getSecGroup, s.updateSecGroup, s.deleteSecGroup)
+	crud("security-group-rules", s.listRules, s.createRule, s.getRule, s.updateRule, s.deleteRule)
+	crud("routers", s.listRouters, s.createRouter, s.getRouter, s.updateRouter, s.deleteRouter)
+	crud("floatingips", s.listFloatingIPs, s.createFloatingIP, s.getFloatingIP, s.updateFloatingIP, s.deleteFloatingIP)
+	n("PUT /network/v2.0/routers/{id}/add_router_interface", s.addRouterInterface)
+	n("PUT /network/v2.0/routers/{id}/remove_router_interface", s.removeRouterInterface)
+	n("GET /network/v2.0/quotas/{project}", s.getNeutronQuota)
+	n("PUT /network/v2.0/quotas/{project}", s.putNeutronQuota)
+
+	// Cinder.
+	mux.HandleFunc("GET /volume", s.volumeVersions)
+	mux.HandleFunc("GET /volume/{$}", s.volumeVersions)
+	mux.HandleFunc("GET /volume/v3/{$}", s.volumeVersion)
+	cinder := func(pattern string, h handler) {
+		api(strings.Replace(pattern, " ", " /volume/v3/{project}", 1), s.cinder(h))
+	}
+	cinder("GET /types", s.listVolumeTypes)
+	cinder("GET /types/{id}", s.getVolumeType)
+	cinder("POST /volumes", s.createVolume)
+	cinder("GET /volumes", s.listVolumes)
+	cinder("GET /volumes/detail", s.listVolumes)
+	cinder("GET /volumes/{id}", s.getVolume)
+	cinder("DELETE /volumes/{id}", s.deleteVolume)
+	cinder("GET /os-quota-sets/{target}", s.getCinderQuota)
+	cinder("PUT /os-quota-sets/{target}", s.putCinderQuota)
+
+	// Glance.
+	mux.HandleFunc("GET /image", s.imageVersions)
+	mux.HandleFunc("GET /image/{$}", s.imageVersions)
+	mux.HandleFunc("GET /image/versions", s.imageVersions)
+	api("GET /image/v2/images", s.listImages)
+	api("GET /image/v2/images/{id}", s.getImage)
+
+	mux.Handle("/", s.authed(func(_ http.ResponseWriter, r *http.Request, _ *caller) *apiErr {
+		return notFoundFor(r.URL.Path)
+	}))
+
+	// The admin API sits outside faults and the call log: a test is never
+	// locked out of inspecting the simulator.
+	top := http.NewServeMux()
+	s.adminRoutes(top)
+	top.Handle("/", s.faults.Middleware(mux))
+	return top
+}
+
+// notFoundFor is an unknown path's 404 in the format of the service its
+// prefix names.
+func notFoundFor(path string) *apiErr {
+	switch {
+	case strings.HasPrefix(path, "/network/"):
+		return neutronErr(http.StatusNotFound, "HTTPNotFound", "The resource could not be found.")
+	case strings.HasPrefix(path, "/compute/"), strings.HasPrefix(path, "/volume/"):
+		return novaErr(http.StatusNotFound, "The resource could not be found.")
+	case strings.HasPrefix(path, "/image/"):
+		return glanceErr(http.StatusNotFound, "The resource could not be found.")
+	default:
+		return keystoneErr(http.StatusNotFound, "The resource could not be found.")
+	}
+}
+
+// authed checks the X-Auth-Token, as keystonemiddleware does in front of
+// every service, then runs h under s.mu.
+func (s *Server) authed(h handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		c := s.authenticate(r)
+		if c == nil {
+			w.Header().Set("WWW-Authenticate", `Keystone uri="`+base(r)+`/identity"`)
+			writeErr(w, errUnauthorized)
+			return
+		}
+		if e := h(w, r, c); e != nil {
+			writeErr(w, e)
+		}
+	})
+}
+
+// cinder checks the {project} of Cinder's URLs against the token, as Cinder
+// does for everyone but an admin.
+func (s *Server) cinder(h handler) handler {
+	return func(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+		if p := r.PathValue("project"); p != c.projectID && !c.admin {
+			return novaErr(http.StatusForbidden, "Policy doesn't allow volume_extension:volume_tenant_attribute to be performed.")
+		}
+		return h(w, r, c)
+	}
+}
+
+func (s *Server) computeVersions(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, obj{"versions": []obj{computeVersionDoc(base(r))}})
+}
+
+func (s *Server) computeVersion(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, obj{"version": computeVersionDoc(base(r))})
+}
+
+func computeVersionDoc(b string) obj {
+	return obj{"id": "v2.1", "status": "CURRENT", "version": "2.96", "min_version": "2.1",
+		"updated": "2013-07-23T11:33:21Z", "links": []obj{{"rel": "self", "href": b + "/compute/v2.1/"}}}
+}
+
+func (s *Server) networkVersions(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, obj{"versions": []obj{{"id": "v2.0", "status": "CURRENT",
+		"links": []obj{{"rel": "self", "href": base(r) + "/network/v2.0/"}}}}})
+}
+
+func volumeVersionDoc(b string) obj {
+	return obj{"id": "v3.0", "status": "CURRENT", "version": "3.70", "min_version": "3.0",
+		"updated": "2023-08-31T00:00:00Z", "links": []obj{{"rel": "self", "href": b + "/volume/v3/"}}}
+}
+
+func (s *Server) volumeVersions(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusMultipleChoices, obj{"versions": []obj{volumeVersionDoc(base(r))}})
+}
+
+func (s *Server) volumeVersion(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, obj{"versions": []obj{volumeVersionDoc(base(r))}})
+}
+
+func (s *Server) imageVersions(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, obj{"versions": []obj{{"id": "v2.15", "status": "CURRENT",
+		"links": []obj{{"rel": "self", "href": base(r) + "/image/v2/"}}}}})
+}

@@ -1,0 +1,238 @@
+package openstacksim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/netip"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sitebus/sitebus/e2e/simhttp"
+)
+
+// Defaults of Options.
+const (
+	DefaultRegion        = "RegionOne"
+	DefaultAdminUser     = "admin"
+	DefaultAdminPassword = "sim-admin-password"
+	DefaultAdminProject  = "admin"
+	DefaultDomainID      = "default"
+	DefaultDomainName    = "Default"
+	DefaultBuildPolls    = 2
+	DefaultVolumePolls   = 1
+	DefaultTokenTTL      = time.Hour
+)
+
+// Flavor is a Nova flavor.
+type Flavor struct {
+	ID    string
+	Name  string
+	VCPUs int
+	RAM   int // MiB
+	Disk  int // GiB
+}
+
+// Image is a Glance image.
+type Image struct {
+	ID      string
+	Name    string
+	MinDisk int // GiB
+	MinRAM  int // MiB
+	// Private images (Owner set) are seen by their owner project only.
+	Owner string
+}
+
+// VolumeType is a Cinder volume type.
+type VolumeType struct {
+	ID   string
+	Name string
+}
+
+// ExternalNetwork is the provider network routers and floating IPs use,
+// owned by the admin project and visible to every project.
+type ExternalNetwork struct {
+	Name                string
+	CIDR                string // e.g. 172.24.4.0/24
+	PoolStart, PoolEnd  string // default: .2 to the last host
+	GatewayIP           string // default: the first host
+	NetworkID, SubnetID string // default: generated
+}
+
+// Options configure a simulator. The zero value serves one region with an
+// admin user, one availability zone "nova", three flavors, one image, the
+// __DEFAULT__ volume type and an external network "public".
+type Options struct {
+	Region string
+	// AdminUser/AdminPassword authenticate as the cloud admin (role admin
+	// on AdminProject), in the default domain.
+	AdminUser, AdminPassword, AdminProject string
+	// AvailabilityZones are Nova's and Cinder's zones; default ["nova"].
+	AvailabilityZones []string
+	Flavors           []Flavor
+	Images            []Image
+	// VolumeTypes; the first is the default type.
+	VolumeTypes []VolumeType
+	// ExternalNetwork; the zero value is "public" on 172.24.4.0/24.
+	ExternalNetwork ExternalNetwork
+	// BuildPolls is how many GETs of a server answer BUILD before it
+	// boots (0: DefaultBuildPolls; negative: it boots on the first GET).
+	BuildPolls int
+	// VolumePolls is how many GETs of a volume answer creating before it
+	// is available (0: DefaultVolumePolls; negative: available at once).
+	VolumePolls int
+	// TokenTTL is the lifetime of a token (0: DefaultTokenTTL).
+	TokenTTL time.Duration
+	// OnBoot runs once per server when it leaves BUILD, outside every
+	// lock, in the request that saw the server boot: the "VM running its
+	// cloud-init". An error puts the server in ERROR with the error as its
+	// fault message; nil makes it ACTIVE.
+	OnBoot func(ctx context.Context, srv Instance) error
+	// Quotas are the per-project defaults; zero fields take Neutron's,
+	// Nova's and Cinder's defaults.
+	Quotas Quotas
+	// Now defaults to time.Now.
+	Now func() time.Time
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+}
+
+// Server is the simulator: Keystone, Nova, Neutron, Cinder and Glance on one
+// port. All state sits behind one mutex, never held while OnBoot runs.
+type Server struct {
+	opts Options
+	log  *slog.Logger
+
+	mu sync.Mutex
+	st *state
+
+	faults *simhttp.Faults
+
+	handler http.Handler
+	srv     *simhttp.Server
+}
+
+// New builds a simulator; it does not listen (see Start, NewTestServer,
+// Handler).
+func New(opts Options) (*Server, error) {
+	if opts.Region == "" {
+		opts.Region = DefaultRegion
+	}
+	if opts.AdminUser == "" {
+		opts.AdminUser = DefaultAdminUser
+	}
+	if opts.AdminPassword == "" {
+		opts.AdminPassword = DefaultAdminPassword
+	}
+	if opts.AdminProject == "" {
+		opts.AdminProject = DefaultAdminProject
+	}
+	if len(opts.AvailabilityZones) == 0 {
+		opts.AvailabilityZones = []string{"nova"}
+	}
+	if len(opts.Flavors) == 0 {
+		opts.Flavors = []Flavor{
+			{ID: "1", Name: "m1.small", VCPUs: 1, RAM: 2048, Disk: 20},
+			{ID: "2", Name: "m1.medium", VCPUs: 2, RAM: 4096, Disk: 40},
+			{ID: "3", Name: "m1.large", VCPUs: 4, RAM: 8192, Disk: 80},
+		}
+	}
+	if len(opts.Images) == 0 {
+		opts.Images = []Image{{Name: "ubuntu-22.04", MinDisk: 10}}
+	}
+	for i := range opts.Images {
+		if opts.Images[i].ID == "" {
+			opts.Images[i].ID = newUUID()
+		}
+	}
+	if len(opts.VolumeTypes) == 0 {
+		opts.VolumeTypes = []VolumeType{{Name: "__DEFAULT__"}}
+	}
+	for i := range opts.VolumeTypes {
+		if opts.VolumeTypes[i].ID == "" {
+			opts.VolumeTypes[i].ID = newUUID()
+		}
+	}
+	ext := &opts.ExternalNetwork
+	if ext.Name == "" {
+		ext.Name = "public"
+	}
+	if ext.CIDR == "" {
+		ext.CIDR = "172.24.4.0/24"
+	}
+	if ext.NetworkID == "" {
+		ext.NetworkID = newUUID()
+	}
+	if ext.SubnetID == "" {
+		ext.SubnetID = newUUID()
+	}
+	if _, err := netip.ParsePrefix(ext.CIDR); err != nil {
+		return nil, fmt.Errorf("openstacksim: external network CIDR: %w", err)
+	}
+	if opts.BuildPolls == 0 {
+		opts.BuildPolls = DefaultBuildPolls
+	}
+	if opts.VolumePolls == 0 {
+		opts.VolumePolls = DefaultVolumePolls
+	}
+	if opts.TokenTTL == 0 {
+		opts.TokenTTL = DefaultTokenTTL
+	}
+	opts.Quotas = opts.Quotas.withDefaults()
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	s := &Server{opts: opts, log: opts.Logger.With("component", "openstacksim"), faults: newFaults()}
+	st, err := newState(&s.opts, s.now())
+	if err != nil {
+		return nil, fmt.Errorf("openstacksim: %w", err)
+	}
+	s.st = st
+	s.handler = s.routes()
+	s.srv = &simhttp.Server{Handler: s.handler, Log: s.log, ShutdownTimeout: 2 * time.Second, Cut: true}
+	return s, nil
+}
+
+// Handler serves every API at the root: /identity/v3/…, /compute/v2.1/…,
+// /network/v2.0/…, /volume/v3/…, /image/v2/…, and /sim/….
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Start listens on addr (e.g. 127.0.0.1:5000, or 127.0.0.1:0) and serves in
+// the background until Close.
+func (s *Server) Start(addr string) error { return s.srv.Start(addr) }
+
+// URL is the base URL (no trailing slash) once Start or NewTestServer ran.
+func (s *Server) URL() string { return s.srv.URL() }
+
+// AuthURL is Keystone's v3 endpoint: gophercloud's IdentityEndpoint, a
+// clouds.yaml auth_url.
+func (s *Server) AuthURL() string { return s.srv.URL() + "/identity/v3" }
+
+// Options returns the effective options (defaults filled in).
+func (s *Server) Options() Options { return s.opts }
+
+// Close stops serving. Requests held by a hanging fault are cut.
+func (s *Server) Close() error { return s.srv.Close() }
+
+// NewTestServer starts a simulator on 127.0.0.1 (an httptest server) closed
+// by t.Cleanup.
+func NewTestServer(t testing.TB, opts Options) *Server {
+	t.Helper()
+	s, err := New(opts)
+	if err != nil {
+		t.Fatalf("openstacksim: %v", err)
+	}
+	s.srv.ServeTest(t, s.Close)
+	return s
+}
+
+func (s *Server) now() time.Time { return s.opts.Now().UTC() }
+
+// errNotFound is what the Go API returns for an unknown object.
+var errNotFound = errors.New("openstacksim: not found")

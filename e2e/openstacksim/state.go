@@ -1,0 +1,397 @@
+package openstacksim
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/netip"
+	"time"
+)
+
+// Project is a Keystone project.
+type Project struct {
+	ID          string
+	Name        string
+	DomainID    string
+	Description string
+	Enabled     bool
+	Created     time.Time
+	builtin     bool
+	seq         uint64
+}
+
+// User is a Keystone user. The password is never shown.
+type User struct {
+	ID               string
+	Name             string
+	DomainID         string
+	DefaultProjectID string
+	Enabled          bool
+	password         string
+	builtin          bool
+	seq              uint64
+}
+
+// Role is a Keystone role.
+type Role struct {
+	ID   string
+	Name string
+}
+
+// AppCredential is a Keystone application credential: it authenticates as
+// its user, scoped to its project, with the user's roles there.
+type AppCredential struct {
+	ID        string
+	Name      string
+	UserID    string
+	ProjectID string
+	Secret    string `json:"-"`
+}
+
+type token struct {
+	id        string
+	userID    string
+	projectID string // "" unscoped
+	methods   []string
+	issued    time.Time
+	expires   time.Time
+	appCredID string
+}
+
+// Network is a Neutron network.
+type Network struct {
+	ID        string
+	Name      string
+	ProjectID string
+	External  bool
+	Shared    bool
+	MTU       int
+	Created   time.Time
+	builtin   bool
+	seq       uint64
+}
+
+// Pool is an allocation pool, inclusive.
+type Pool struct{ Start, End string }
+
+// Subnet is a Neutron subnet; Allocated maps each IP in use to its port.
+type Subnet struct {
+	ID             string
+	Name           string
+	ProjectID      string
+	NetworkID      string
+	CIDR           string
+	GatewayIP      string // "" none
+	Pools          []Pool
+	DNSNameservers []string
+	EnableDHCP     bool
+	Allocated      map[string]string // ip → port id
+	Created        time.Time
+	builtin        bool
+	seq            uint64
+	prefix         netip.Prefix
+}
+
+// FixedIP is one address of a port.
+type FixedIP struct{ SubnetID, IPAddress string }
+
+// Port is a Neutron port.
+type Port struct {
+	ID             string
+	Name           string
+	ProjectID      string
+	NetworkID      string
+	MAC            string
+	FixedIPs       []FixedIP
+	SecurityGroups []string // ids
+	DeviceID       string
+	DeviceOwner    string
+	PortSecurity   bool
+	Created        time.Time
+	// novaCreated: made by Nova for a networks[{uuid}] entry, deleted with
+	// its server.
+	novaCreated bool
+	seq         uint64
+}
+
+// Rule is a security group rule.
+type Rule struct {
+	ID              string
+	SecurityGroupID string
+	ProjectID       string
+	Direction       string // ingress, egress
+	EtherType       string // IPv4, IPv6
+	Protocol        string // "" any
+	PortRangeMin    int    // 0 none
+	PortRangeMax    int
+	RemoteIPPrefix  string
+	RemoteGroupID   string
+	Description     string
+	seq             uint64
+}
+
+// SecurityGroup is a Neutron security group with its rules.
+type SecurityGroup struct {
+	ID          string
+	Name        string
+	ProjectID   string
+	Description string
+	// Default is the group Neutron makes for every project; it outlives
+	// the project unless deleted by an admin.
+	Default bool
+	Rules   []Rule
+	Created time.Time
+	seq     uint64
+}
+
+// Router is a Neutron router. GatewayNetworkID is "" without a gateway;
+// Interfaces are its router_interface port ids.
+type Router struct {
+	ID               string
+	Name             string
+	ProjectID        string
+	GatewayNetworkID string
+	GatewayPortID    string
+	Interfaces       []string
+	HA               bool
+	Created          time.Time
+	seq              uint64
+}
+
+// FloatingIP is a Neutron floating IP.
+type FloatingIP struct {
+	ID             string
+	ProjectID      string
+	NetworkID      string
+	Address        string
+	PortID         string
+	FixedIPAddress string
+	RouterID       string
+	Description    string
+	Created        time.Time
+	allocSubnet    string // the port id holding Address in the external subnet
+	seq            uint64
+}
+
+// Attachment is a volume attached to a server.
+type Attachment struct {
+	ID                  string // attachment id
+	VolumeID            string
+	ServerID            string
+	Device              string
+	DeleteOnTermination bool
+	Attached            time.Time
+}
+
+// Volume is a Cinder volume.
+type Volume struct {
+	ID               string
+	Name             string
+	ProjectID        string
+	Size             int // GiB
+	VolumeType       string
+	AvailabilityZone string
+	ImageID          string
+	Status           string // creating, available, in-use, error
+	Attachments      []Attachment
+	Bootable         bool
+	Created          time.Time
+	polls            int
+	seq              uint64
+}
+
+// BlockDevice is a block_device_mapping_v2 entry as Nova received it.
+type BlockDevice struct {
+	BootIndex           int
+	SourceType          string
+	DestinationType     string
+	UUID                string
+	VolumeSize          int
+	VolumeType          string
+	DeleteOnTermination bool
+	DeviceName          string
+}
+
+// Instance is a Nova server (Nova calls them instances) as the simulator
+// keeps it and as OnBoot and the
+// inventory see it. Addresses and volumes are filled in when it is read.
+type Instance struct {
+	ID               string
+	Name             string
+	ProjectID        string
+	UserID           string
+	FlavorID         string
+	ImageID          string
+	AvailabilityZone string
+	KeyName          string
+	Status           string // BUILD, ACTIVE, ERROR
+	UserData         []byte // decoded
+	Metadata         map[string]string
+	SecurityGroups   []string // names
+	BlockDevices     []BlockDevice
+	Fault            string
+	Created          time.Time
+	Launched         time.Time
+	// Ports are the server's ports (device_id == ID), FixedIPs and
+	// FloatingIPs their addresses, Volumes the attached volume ids, in
+	// attachment order.
+	Ports       []string
+	FixedIPs    []string
+	FloatingIPs []string
+	Volumes     []string
+	Console     []string
+
+	polls     int
+	booting   bool
+	failWith  string // set by an error rule at creation: the boot fails
+	createdNo int
+	seq       uint64
+}
+
+// state is everything the simulator holds; guarded by Server.mu.
+type state struct {
+	seq uint64
+
+	domains  map[string]string // id → name
+	projects map[string]*Project
+	users    map[string]*User
+	roles    map[string]*Role
+	// assignments[projectID][userID] = role ids
+	assignments map[string]map[string][]string
+	appCreds    map[string]*AppCredential
+	tokens      map[string]*token
+
+	networks  map[string]*Network
+	subnets   map[string]*Subnet
+	ports     map[string]*Port
+	secGroups map[string]*SecurityGroup
+	routers   map[string]*Router
+	fips      map[string]*FloatingIP
+
+	volumes map[string]*Volume
+	servers map[string]*Instance
+
+	quotas map[string]Quotas // per project overrides
+
+	serverRules []*ServerErrorRule
+	serversMade int
+
+	adminUserID, adminProjectID string
+	extNetID, extSubnetID       string
+}
+
+func (st *state) next() uint64 {
+	st.seq++
+	return st.seq
+}
+
+func newState(o *Options, now time.Time) (*state, error) {
+	st := &state{
+		domains:     map[string]string{DefaultDomainID: DefaultDomainName},
+		projects:    map[string]*Project{},
+		users:       map[string]*User{},
+		roles:       map[string]*Role{},
+		assignments: map[string]map[string][]string{},
+		appCreds:    map[string]*AppCredential{},
+		tokens:      map[string]*token{},
+		networks:    map[string]*Network{},
+		subnets:     map[string]*Subnet{},
+		ports:       map[string]*Port{},
+		secGroups:   map[string]*SecurityGroup{},
+		routers:     map[string]*Router{},
+		fips:        map[string]*FloatingIP{},
+		volumes:     map[string]*Volume{},
+		servers:     map[string]*Instance{},
+		quotas:      map[string]Quotas{},
+	}
+	for _, name := range []string{"admin", "member", "reader", "service"} {
+		r := &Role{ID: newHexID(), Name: name}
+		st.roles[r.ID] = r
+	}
+	p := &Project{ID: newHexID(), Name: o.AdminProject, DomainID: DefaultDomainID, Enabled: true,
+		Description: "Bootstrap project for initializing the cloud.", Created: now, builtin: true, seq: st.next()}
+	st.projects[p.ID] = p
+	u := &User{ID: newHexID(), Name: o.AdminUser, DomainID: DefaultDomainID, DefaultProjectID: p.ID,
+		Enabled: true, password: o.AdminPassword, builtin: true, seq: st.next()}
+	st.users[u.ID] = u
+	st.adminUserID, st.adminProjectID = u.ID, p.ID
+	st.assign(p.ID, u.ID, st.roleByName("admin").ID)
+
+	ext := o.ExternalNetwork
+	n := &Network{ID: ext.NetworkID, Name: ext.Name, ProjectID: p.ID, External: true, MTU: 1500, Created: now,
+		builtin: true, seq: st.next()}
+	st.networks[n.ID] = n
+	pools := []Pool(nil)
+	if ext.PoolStart != "" || ext.PoolEnd != "" {
+		pools = []Pool{{ext.PoolStart, ext.PoolEnd}}
+	}
+	gw := ext.GatewayIP
+	sub, err := st.newSubnet(subnetSpec{id: ext.SubnetID, name: ext.Name + "-subnet", projectID: p.ID, networkID: n.ID,
+		cidr: ext.CIDR, gateway: &gw, pools: pools}, now)
+	if err != nil {
+		return nil, fmt.Errorf("external network: %v", err.body)
+	}
+	sub.builtin = true
+	st.extNetID, st.extSubnetID = n.ID, sub.ID
+	return st, nil
+}
+
+func (st *state) roleByName(name string) *Role {
+	for _, r := range st.roles {
+		if r.Name == name {
+			return r
+		}
+	}
+	return nil
+}
+
+func (st *state) assign(projectID, userID, roleID string) {
+	m := st.assignments[projectID]
+	if m == nil {
+		m = map[string][]string{}
+		st.assignments[projectID] = m
+	}
+	for _, id := range m[userID] {
+		if id == roleID {
+			return
+		}
+	}
+	m[userID] = append(m[userID], roleID)
+}
+
+// roleNames of user on project.
+func (st *state) roleNames(projectID, userID string) []string {
+	var out []string
+	for _, id := range st.assignments[projectID][userID] {
+		if r := st.roles[id]; r != nil {
+			out = append(out, r.Name)
+		}
+	}
+	return out
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// newHexID is a Keystone id: 32 hex digits.
+func newHexID() string { return randomHex(16) }
+
+// newUUID is a random (version 4) UUID, the ids of the other services.
+func newUUID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b)
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
+}
+
+// newMAC is a MAC in OpenStack's default fa:16:3e prefix.
+func newMAC() string {
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	return fmt.Sprintf("fa:16:3e:%02x:%02x:%02x", b[0], b[1], b[2])
+}
