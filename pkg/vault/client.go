@@ -101,12 +101,16 @@ func (c *Client) EnableAppRole(ctx context.Context) error {
 	return classify("enable approle", "sys/auth/approle", err)
 }
 
-// Ensure makes the cluster's policy, AppRole and KV secret (holding
-// registrationToken) exist as they should; repeating it changes nothing.
-// It does not enable approle: call EnableAppRole once before.
+// Ensure makes approle enabled and the cluster's policy, AppRole and KV
+// secret (holding registrationToken) exist as they should; repeating it
+// changes nothing. Calls: GET sys/auth, PUT the policy, POST the role, GET
+// the secret, and POST it only when it differs.
 func (c *Client) Ensure(ctx context.Context, cl Cluster, registrationToken string) error {
 	if registrationToken == "" {
 		return backend.Invalidf("vault: no registration token to store for cluster %s", cl.UUID())
+	}
+	if err := c.EnableAppRole(ctx); err != nil {
+		return err
 	}
 	if err := c.EnsurePolicy(ctx, cl); err != nil {
 		return err

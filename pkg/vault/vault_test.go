@@ -247,3 +247,37 @@ func TestAManagementTokenWithoutRightsIsTerminal(t *testing.T) {
 		t.Fatalf("Ensure with a bad token: %v; want 403, terminal", err)
 	}
 }
+
+func TestEnsureEnablesAppRoleWhenItIsOff(t *testing.T) {
+	srv := vaulttest.Start(t)
+	req, _ := http.NewRequest(http.MethodDelete, srv.URL+"/v1/sys/auth/approle", nil)
+	req.Header.Set("X-Vault-Token", srv.RootToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("disable approle: %s", resp.Status)
+	}
+	ctx := ctxFor(t)
+	c, err := vault.New(srv.Settings())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := mustCluster(t, clusterA)
+	if err := c.Ensure(ctx, cl, "tok"); err != nil {
+		t.Fatal(err)
+	}
+	rid, err := c.RoleID(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sid, err := c.NewSecretID(ctx, cl, "n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok, err := nodeBoot(ctx, srv, rid, sid, cl.CLISecretPath()); err != nil || tok != "tok" {
+		t.Fatalf("read %q, %v", tok, err)
+	}
+}
