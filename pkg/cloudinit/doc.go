@@ -1,7 +1,7 @@
 // Package cloudinit renders an RKE2 node's user_data for the
 // cluster-provisioner: the offering's cloud_init_template (Mastermind's
-// default for SUSE Linux Micro nodes unless the site gives its own, as a
-// file path or inline) filled in with Python str.format rules, so
+// default for SUSE Linux Micro nodes unless the site gives its own, as an
+// absolute file path or inline) filled in with Python str.format rules, so
 // templates written for Mastermind keep working: {name} placeholders,
 // {{ and }} for literal braces. An unknown or unavailable placeholder is an
 // error naming it and its line (Template.Check finds it when the settings

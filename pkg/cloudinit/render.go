@@ -80,21 +80,24 @@ func ParseTemplate(text, source string) (*Template, error) {
 }
 
 // LoadTemplate reads the cloud_init_template setting: empty means the
-// default template (nil); a value of one line is a file path; a value of
-// several lines is the template itself.
+// default template (nil); one line starting with / is a file path (as
+// ranchercluster's settings read it); anything else is the template
+// itself.
 func LoadTemplate(setting string) (*Template, error) {
-	switch {
-	case strings.TrimSpace(setting) == "":
+	if strings.TrimSpace(setting) == "" {
 		return nil, nil
-	case strings.Contains(setting, "\n"):
+	}
+	if !strings.HasPrefix(setting, "/") || strings.ContainsAny(setting, "\n\r") {
 		return ParseTemplate(setting, "inline")
 	}
-	path := strings.TrimSpace(setting)
-	b, err := os.ReadFile(path)
+	b, err := os.ReadFile(setting)
 	if err != nil {
-		return nil, backend.Invalidf("cloud_init_template: a one-line value is a file path: %v", err)
+		return nil, backend.Invalidf("cloud_init_template: cannot read the file: %v", err)
 	}
-	return ParseTemplate(string(b), path)
+	if strings.TrimSpace(string(b)) == "" {
+		return nil, backend.Invalidf("cloud_init_template: the file %s is empty", setting)
+	}
+	return ParseTemplate(string(b), setting)
 }
 
 // Check reports the first placeholder that could not be filled with Vault

@@ -314,6 +314,9 @@ func TestTemplateFromAFile(t *testing.T) {
 	if _, err := cloudinit.LoadTemplate(filepath.Join(t.TempDir(), "missing.yaml")); !errors.Is(err, backend.ErrInvalid) {
 		t.Fatalf("missing file: %v", err)
 	}
+	if tmpl, err := cloudinit.LoadTemplate("#cloud-config {rke_role}"); err != nil || tmpl.Source() != "inline" {
+		t.Fatalf("a one-line value not starting with /: %v, %v; want an inline template", tmpl, err)
+	}
 	if tmpl, err := cloudinit.LoadTemplate(""); tmpl != nil || err != nil {
 		t.Fatalf("empty setting: %v, %v; want the default (nil)", tmpl, err)
 	}
