@@ -3,6 +3,7 @@ package ranchersim_test
 import (
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -133,7 +134,9 @@ func TestProvisioning(t *testing.T) {
 				v1 := c.do("GET", "/v1/provisioning.cattle.io.clusters/fleet-default/k8s-b", nil).want(t, http.StatusOK)
 				eq(t, "v1 ready", v1.obj["status"].(map[string]any)["ready"], any(true))
 				items := c.do("GET", "/v3/clusters/"+id+"/nodes", nil).data(t, "node")
-				eqSlice(t, "hostnames", fieldOf(items, "requestedHostname"), []string{"server-1", "worker-1"})
+				hosts := fieldOf(items, "requestedHostname") // ordered by id, which is random
+				slices.Sort(hosts)
+				eqSlice(t, "hostnames", hosts, []string{"server-1", "worker-1"})
 				eq(t, "filtered by clusterId", len(c.do("GET", "/v3/nodes?clusterId="+id, nil).data(t, "node")), 2)
 				eq(t, "another cluster's", len(c.do("GET", "/v3/nodes?clusterId=c-m-none", nil).data(t, "node")), 0)
 			}},
