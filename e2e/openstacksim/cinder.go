@@ -28,7 +28,11 @@ func (s *Server) listVolumeTypes(w http.ResponseWriter, r *http.Request, _ *call
 	for _, t := range s.opts.VolumeTypes {
 		objs = append(objs, volumeTypeRep(t))
 	}
-	writeList(w, r, "volume_types", filterObjs(r, objs, nil), linksArray, novaErr)
+	// is_public=None (gophercloud's default) means public and private.
+	visibility := map[string]func(obj, []string) bool{"is_public": func(o obj, vals []string) bool {
+		return vals[0] == "None" || scalar(o["is_public"]) == strings.ToLower(vals[0])
+	}}
+	writeList(w, r, "volume_types", filterObjs(r, objs, visibility), linksArray, novaErr)
 	return nil
 }
 
