@@ -8,9 +8,11 @@ import (
 	"github.com/sitebus/sitebus/e2e/simhttp"
 )
 
-// Call is one logged request. Bodies are kept (Rancher requests carry no
-// secrets in their bodies; the key is in the Authorization header, which is
-// not logged), except of /k8s/ requests, whose bodies stream through.
+// Call is one logged request. Bodies are kept (the API key is in the
+// Authorization header, which is not logged; the only credentials in
+// bodies are the test registry secrets' and the registration tokens of
+// node registrations), except of /k8s/ requests, whose bodies stream
+// through.
 type Call = simhttp.Call
 
 // Fault makes matching requests misbehave (see simhttp.Fault).

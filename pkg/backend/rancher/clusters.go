@@ -378,8 +378,7 @@ func (c *ClusterClient) CreateProvisioningCluster(ctx context.Context, spec Clus
 	}
 	p := v.toProvisioningCluster()
 	p.Created = true
-	c.log.Info("created Rancher provisioning cluster", "cluster", p.ID, "resource", spec.ResourceUUID,
-		"kubernetes_version", spec.KubernetesVersion, "registry", secret != "")
+	c.log.Info("created Rancher provisioning cluster", "cluster", p.ID, "resource", spec.ResourceUUID, "registry", secret != "")
 	return p, nil
 }
 
