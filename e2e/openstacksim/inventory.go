@@ -135,6 +135,45 @@ func (s *Server) ServersNamed(name string) []Instance {
 	return out
 }
 
+// RemoveServer deletes a server behind the client's back (an operator, or
+// a host lost), with Nova's cleanup of ports and volumes.
+func (s *Server) RemoveServer(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sv := s.st.servers[id]
+	if sv == nil {
+		return false
+	}
+	s.removeServer(sv)
+	return true
+}
+
+// SetServerStatus changes a server's status behind the client's back
+// (e.g. SHUTOFF, or ERROR with fault as its message).
+func (s *Server) SetServerStatus(id, status, fault string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sv := s.st.servers[id]
+	if sv == nil {
+		return false
+	}
+	sv.Status, sv.Fault = status, fault
+	return true
+}
+
+// AppendConsole adds lines to a server's console log, e.g. what an OnBoot
+// hook's cloud-init did, for os-getConsoleOutput.
+func (s *Server) AppendConsole(id string, lines ...string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sv := s.st.servers[id]
+	if sv == nil {
+		return false
+	}
+	sv.Console = append(sv.Console, lines...)
+	return true
+}
+
 // ProjectNamed returns the project called name in the default domain.
 func (s *Server) ProjectNamed(name string) (Project, bool) {
 	s.mu.Lock()

@@ -426,8 +426,28 @@ func (s *Server) listPorts(w http.ResponseWriter, r *http.Request, c *caller) *a
 			objs = append(objs, s.portRep(p))
 		}
 	}
-	writeList(w, r, "ports", filterObjs(r, objs, nil), linksArray, neutronBad)
+	writeList(w, r, "ports", filterObjs(r, objs, fixedIPsFilter), linksArray, neutronBad)
 	return nil
+}
+
+// fixedIPsFilter is Neutron's ?fixed_ips=ip_address=…&fixed_ips=subnet_id=…:
+// a port matches when one of its addresses has every given key.
+var fixedIPsFilter = map[string]func(obj, []string) bool{
+	"fixed_ips": func(o obj, vals []string) bool {
+		for _, f := range o["fixed_ips"].([]obj) {
+			all := true
+			for _, v := range vals {
+				k, want, _ := strings.Cut(v, "=")
+				if scalar(f[k]) != want {
+					all = false
+				}
+			}
+			if all {
+				return true
+			}
+		}
+		return false
+	},
 }
 
 func (s *Server) getPort(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {

@@ -137,6 +137,13 @@ func TestIPAM(t *testing.T) {
 			t.Fatalf("type %s", got)
 		}
 	})
+	t.Run("ports are found by fixed IP", func(t *testing.T) {
+		page := must(ports.List(c.network, ports.ListOpts{FixedIPs: []ports.FixedIPOpts{{IPAddress: "192.168.42.10", SubnetID: sub.ID}}}).AllPages(ctx)).of(t)
+		got := must(ports.ExtractPorts(page)).of(t)
+		if len(got) != 1 || got[0].ID != lb.ID {
+			t.Fatalf("ports %+v", got)
+		}
+	})
 	t.Run("a deleted port frees its address", func(t *testing.T) {
 		if err := ports.Delete(ctx, c.network, lb.ID).ExtractErr(); err != nil {
 			t.Fatal(err)

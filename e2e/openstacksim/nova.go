@@ -80,6 +80,11 @@ func (s *Server) serverView(sv *Instance) Instance {
 	}
 	for _, a := range s.serverAttachments(sv.ID) {
 		v.Volumes = append(v.Volumes, a.VolumeID)
+		d := Disk{VolumeID: a.VolumeID, Device: a.Device, DeleteOnTermination: a.DeleteOnTermination}
+		if vol := s.st.volumes[a.VolumeID]; vol != nil {
+			d.Size, d.VolumeType = vol.Size, vol.VolumeType
+		}
+		v.Disks = append(v.Disks, d)
 	}
 	return v
 }
@@ -458,7 +463,7 @@ func (s *Server) createServer(w http.ResponseWriter, r *http.Request, c *caller)
 		}
 		if (b.SourceType == "image" || b.SourceType == "blank") && b.DestinationType == "volume" {
 			if b.VolumeSize <= 0 {
-				return novaErr(400, "Block Device Mapping is Invalid: You specified more local devices than the limit allows")
+				return novaErr(400, "Images with destination_type 'volume' need to have a non-zero size specified")
 			}
 			if b.VolumeType != "" && s.volumeType(b.VolumeType) == nil {
 				return novaErr(400, "Block Device Mapping is Invalid: volume type "+b.VolumeType+" not found.")
@@ -469,18 +474,16 @@ func (s *Server) createServer(w http.ResponseWriter, r *http.Request, c *caller)
 	sv := &Instance{ID: newUUID(), Name: sin.Name, ProjectID: c.projectID, UserID: c.userID, FlavorID: f.ID,
 		ImageID: sin.ImageRef, AvailabilityZone: az, KeyName: sin.KeyName, Status: "BUILD", UserData: userData,
 		Metadata: cloneMap(sin.Metadata), SecurityGroups: sgNames, Created: s.now(), seq: s.st.next()}
-	var madePorts []*Port
-	var madeVols []*Volume
-	var boundPorts []*Port
+	// Ports come first: Neutron may still refuse one (address in use,
+	// quota), and then the ones made or bound so far are undone. Nothing
+	// after them fails the request.
+	var madePorts, boundPorts []*Port
 	undo := func() {
 		for _, p := range madePorts {
 			s.removePort(p)
 		}
 		for _, p := range boundPorts {
 			p.DeviceID, p.DeviceOwner = "", ""
-		}
-		for _, v := range madeVols {
-			delete(s.st.volumes, v.ID)
 		}
 	}
 	for _, n := range nets {
@@ -509,6 +512,7 @@ func (s *Server) createServer(w http.ResponseWriter, r *http.Request, c *caller)
 	bdms := slices.Clone(sin.BDM)
 	slices.SortStableFunc(bdms, func(a, b bdmIn) int { return bootOrder(a.BootIndex) - bootOrder(b.BootIndex) })
 	dev := 0
+	bootFault := ""
 	for _, b := range bdms {
 		if b.DestinationType != "volume" && b.SourceType != "volume" {
 			continue
@@ -531,11 +535,14 @@ func (s *Server) createServer(w http.ResponseWriter, r *http.Request, c *caller)
 			}
 			v, e = s.newVolume(c.projectID, volumeSpec{size: b.VolumeSize, typ: b.VolumeType, az: az, image: image})
 			if e != nil {
-				undo()
-				return novaErr(e.status, cinderMessage(e))
+				// nova-compute makes these volumes while building, so
+				// Cinder's refusal (quota, size) fails the boot, not the
+				// request.
+				if bootFault == "" {
+					bootFault = "Build of instance " + sv.ID + " aborted: " + cinderMessage(e)
+				}
+				continue
 			}
-			v.Status = "available"
-			madeVols = append(madeVols, v)
 		}
 		v.Status = "in-use"
 		v.Attachments = []Attachment{{ID: newUUID(), VolumeID: v.ID, ServerID: sv.ID, Device: deviceName(dev),
@@ -545,6 +552,9 @@ func (s *Server) createServer(w http.ResponseWriter, r *http.Request, c *caller)
 	s.st.serversMade++
 	sv.createdNo = s.st.serversMade
 	sv.failWith = s.matchErrorRule(sv)
+	if bootFault != "" {
+		sv.failWith = bootFault
+	}
 	s.st.servers[sv.ID] = sv
 	sgs := []obj{}
 	for _, n := range sgNames {

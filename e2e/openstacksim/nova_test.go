@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -122,6 +123,13 @@ func TestServerLifecycle(t *testing.T) {
 		if string(seen.UserData) != userData || seen.Name != "k8s-node-1" || seen.AvailabilityZone != "az-b" ||
 			len(seen.FixedIPs) != 1 || seen.FixedIPs[0] != "192.168.42.10" || len(seen.Volumes) != 2 {
 			t.Fatalf("OnBoot saw %+v", seen)
+		}
+		want := []openstacksim.Disk{
+			{VolumeID: seen.Volumes[0], Device: "/dev/vda", Size: 30, VolumeType: "__DEFAULT__", DeleteOnTermination: true},
+			{VolumeID: data.ID, Device: "/dev/vdb", Size: 20, VolumeType: "ssd"},
+		}
+		if !slices.Equal(seen.Disks, want) {
+			t.Fatalf("disks %+v, want %+v", seen.Disks, want)
 		}
 	})
 	t.Run("both volumes are in use, the boot volume first", func(t *testing.T) {
@@ -284,5 +292,44 @@ func TestComputeAndVolumeQuotas(t *testing.T) {
 				t.Fatalf("error %v lacks %s", err, tc.body)
 			}
 		})
+	}
+	t.Run("a boot volume over the quota fails the boot, not the request", func(t *testing.T) {
+		sim.SetQuota(proj.ID, "cores", -1)
+		s := must(servers.Create(ctx, c.compute, servers.CreateOpts{Name: "s3", FlavorRef: "1", Networks: "none",
+			BlockDevice: []servers.BlockDevice{{BootIndex: 0, SourceType: servers.SourceImage,
+				DestinationType: servers.DestinationVolume, UUID: img, VolumeSize: 20, VolumeType: "ssd"}}}, nil).Extract()).of(t)
+		got := must(servers.Get(ctx, c.compute, s.ID).Extract()).of(t)
+		if got.Status != "ERROR" || !strings.Contains(got.Fault.Message, "VolumeSizeExceedsAvailableQuota") {
+			t.Fatalf("server %s %q", got.Status, got.Fault.Message)
+		}
+	})
+}
+
+func TestServersChangedBehindTheClientsBack(t *testing.T) {
+	sim := openstacksim.NewTestServer(t, openstacksim.Options{BuildPolls: -1})
+	_, c := tenant(t, sim, "drift")
+	ctx := ctxT(t)
+	img := imageID(t, c, "ubuntu-22.04")
+	mk := func(name string) string {
+		s := must(servers.Create(ctx, c.compute, servers.CreateOpts{Name: name, FlavorRef: "1", ImageRef: img, Networks: "none"}, nil).Extract()).of(t)
+		if err := servers.WaitForStatus(ctx, c.compute, s.ID, "ACTIVE"); err != nil {
+			t.Fatal(err)
+		}
+		return s.ID
+	}
+	gone, broken := mk("gone"), mk("broken")
+	if !sim.RemoveServer(gone) || !sim.SetServerStatus(broken, "ERROR", "host lost") ||
+		!sim.AppendConsole(broken, "kernel panic") {
+		t.Fatal("server not found")
+	}
+	_, err := servers.Get(ctx, c.compute, gone).Extract()
+	wantCode(t, err, http.StatusNotFound)
+	got := must(servers.Get(ctx, c.compute, broken).Extract()).of(t)
+	if got.Status != "ERROR" || got.Fault.Message != "host lost" {
+		t.Fatalf("server %s %q", got.Status, got.Fault.Message)
+	}
+	out := must(servers.ShowConsoleOutput(ctx, c.compute, broken, servers.ShowConsoleOutputOpts{Length: 1}).Extract()).of(t)
+	if out != "kernel panic\n" {
+		t.Fatalf("console %q", out)
 	}
 }

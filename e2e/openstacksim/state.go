@@ -200,6 +200,15 @@ type Volume struct {
 	seq              uint64
 }
 
+// Disk is a volume attached to a server as the guest sees it.
+type Disk struct {
+	VolumeID            string
+	Device              string // /dev/vda, /dev/vdb, …
+	Size                int    // GiB
+	VolumeType          string
+	DeleteOnTermination bool
+}
+
 // BlockDevice is a block_device_mapping_v2 entry as Nova received it.
 type BlockDevice struct {
 	BootIndex           int
@@ -233,13 +242,15 @@ type Instance struct {
 	Created          time.Time
 	Launched         time.Time
 	// Ports are the server's ports (device_id == ID), FixedIPs and
-	// FloatingIPs their addresses, Volumes the attached volume ids, in
-	// attachment order.
+	// FloatingIPs their addresses, Volumes the attached volume ids and
+	// Disks the same volumes with their devices, in device order.
 	Ports       []string
 	FixedIPs    []string
 	FloatingIPs []string
 	Volumes     []string
-	Console     []string
+	Disks       []Disk
+	// Console is the console log (os-getConsoleOutput), one line each.
+	Console []string
 
 	polls     int
 	booting   bool
