@@ -715,15 +715,13 @@ func ruleRep(rl Rule) obj {
 	if rl.PortRangeMin != 0 || rl.PortRangeMax != 0 {
 		o["port_range_min"], o["port_range_max"] = rl.PortRangeMin, rl.PortRangeMax
 	}
-	return stamp(o, rl.ProjectID, "")
+	return stamp(o, rl.ProjectID, fmtTime(rl.Created))
 }
 
 func (s *Server) sgRep(g *SecurityGroup) obj {
 	rules := []obj{}
 	for _, rl := range g.Rules {
-		o := ruleRep(rl)
-		o["created_at"], o["updated_at"] = fmtTime(g.Created), fmtTime(g.Created)
-		rules = append(rules, o)
+		rules = append(rules, ruleRep(rl))
 	}
 	return stamp(obj{"id": g.ID, "name": g.Name, "description": g.Description, "security_group_rules": rules,
 		"stateful": true, "shared": false}, g.ProjectID, fmtTime(g.Created))
@@ -748,8 +746,8 @@ func (s *Server) ensureDefaultSG(project string) {
 		Default: true, Created: s.now(), seq: s.st.next()}
 	for _, et := range []string{"IPv4", "IPv6"} {
 		g.Rules = append(g.Rules,
-			Rule{ID: newUUID(), SecurityGroupID: g.ID, ProjectID: project, Direction: "ingress", EtherType: et, RemoteGroupID: g.ID, seq: s.st.next()},
-			Rule{ID: newUUID(), SecurityGroupID: g.ID, ProjectID: project, Direction: "egress", EtherType: et, seq: s.st.next()})
+			Rule{ID: newUUID(), SecurityGroupID: g.ID, ProjectID: project, Direction: "ingress", EtherType: et, RemoteGroupID: g.ID, Created: g.Created, seq: s.st.next()},
+			Rule{ID: newUUID(), SecurityGroupID: g.ID, ProjectID: project, Direction: "egress", EtherType: et, Created: g.Created, seq: s.st.next()})
 	}
 	s.st.secGroups[g.ID] = g
 }
@@ -821,7 +819,7 @@ func (s *Server) createSecGroup(w http.ResponseWriter, r *http.Request, c *calle
 	}
 	for _, et := range []string{"IPv4", "IPv6"} {
 		g.Rules = append(g.Rules, Rule{ID: newUUID(), SecurityGroupID: g.ID, ProjectID: p, Direction: "egress",
-			EtherType: et, seq: s.st.next()})
+			EtherType: et, Created: g.Created, seq: s.st.next()})
 	}
 	s.st.secGroups[g.ID] = g
 	writeJSON(w, http.StatusCreated, obj{"security_group": s.sgRep(g)})
@@ -987,11 +985,9 @@ func (s *Server) createRule(w http.ResponseWriter, r *http.Request, c *caller) *
 	if e := s.checkNeutronQuota(g.ProjectID, "security_group_rule", 1); e != nil {
 		return e
 	}
-	rl.seq = s.st.next()
+	rl.seq, rl.Created = s.st.next(), s.now()
 	g.Rules = append(g.Rules, rl)
-	o := ruleRep(rl)
-	o["created_at"], o["updated_at"] = fmtTime(s.now()), fmtTime(s.now())
-	writeJSON(w, http.StatusCreated, obj{"security_group_rule": o})
+	writeJSON(w, http.StatusCreated, obj{"security_group_rule": ruleRep(rl)})
 	return nil
 }
 

@@ -227,6 +227,13 @@ func TestSecurityGroups(t *testing.T) {
 	if rl.PortRangeMin != 22 || rl.Protocol != "tcp" || rl.RemoteIPPrefix != "0.0.0.0/0" {
 		t.Fatalf("rule %+v", rl)
 	}
+	listed := must(rules.ExtractRules(must(rules.List(c.network, rules.ListOpts{SecGroupID: sg.ID}).AllPages(ctx)).of(t))).of(t)
+	if len(listed) != 3 || listed[2].ID != rl.ID || listed[2].CreatedAt.IsZero() {
+		t.Fatalf("rules of the group %+v", listed)
+	}
+	if got := must(rules.Get(ctx, c.network, rl.ID).Extract()).of(t); got.PortRangeMax != 22 || got.SecGroupID != sg.ID {
+		t.Fatalf("rule %+v", got)
+	}
 	_, err := rules.Create(ctx, c.network, ssh).Extract()
 	wantCode(t, err, http.StatusConflict)
 	if got := neutronType(t, err); got != "SecurityGroupRuleExists" {
@@ -293,4 +300,38 @@ func TestNeutronQuota(t *testing.T) {
 	sim.SetQuota(p.ID, "network", 1)
 	_, err = networks.Create(ctx, c.network, networks.CreateOpts{Name: "second"}).Extract()
 	wantCode(t, err, http.StatusConflict)
+}
+
+func TestConcurrentPortsGetDistinctAddresses(t *testing.T) {
+	sim := openstacksim.NewTestServer(t, openstacksim.Options{})
+	_, c := tenant(t, sim, "conc")
+	n, sub := tenantNet(t, c)
+	const workers = 16
+	ips := make(chan string, workers)
+	errs := make(chan error, workers)
+	for range workers {
+		go func() {
+			p, err := portAt(t, c, n, sub, "")
+			if err != nil {
+				errs <- err
+				return
+			}
+			ips <- p.FixedIPs[0].IPAddress
+		}()
+	}
+	seen := map[string]bool{}
+	for range workers {
+		select {
+		case err := <-errs:
+			t.Fatal(err)
+		case ip := <-ips:
+			if seen[ip] {
+				t.Fatalf("%s handed out twice", ip)
+			}
+			seen[ip] = true
+		}
+	}
+	if len(sim.Inventory("").Subnets[0].Allocated) != workers {
+		t.Fatalf("allocations %+v", sim.Inventory("").Subnets[0].Allocated)
+	}
 }

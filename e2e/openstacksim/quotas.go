@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
-	"strings"
+	"slices"
 )
 
 // Quotas are per-project limits by the services' own resource names:
@@ -153,10 +153,12 @@ func (s *Server) putNeutronQuota(w http.ResponseWriter, r *http.Request, c *call
 		return e
 	}
 	p := r.PathValue("project")
-	for k, v := range in.Quota {
-		if _, ok := defaultQuotas[k]; !ok || strings.Contains(k, "gigabytes") {
+	for k := range in.Quota {
+		if !slices.Contains(neutronQuotaNames, k) && !slices.Contains([]string{"rbac_policy", "subnetpool", "trunk"}, k) {
 			return badInput("Unrecognized attribute(s) '" + k + "'")
 		}
+	}
+	for k, v := range in.Quota {
 		s.setQuota(p, k, v)
 	}
 	writeJSON(w, http.StatusOK, obj{"quota": s.quotaSet(p, neutronQuotaNames)})

@@ -127,6 +127,7 @@ type Rule struct {
 	RemoteIPPrefix  string
 	RemoteGroupID   string
 	Description     string
+	Created         time.Time
 	seq             uint64
 }
 
