@@ -91,8 +91,8 @@ type Options struct {
 	// cloud-init". An error puts the server in ERROR with the error as its
 	// fault message; nil makes it ACTIVE.
 	OnBoot func(ctx context.Context, srv Instance) error
-	// Quotas are the per-project defaults; zero fields take Neutron's,
-	// Nova's and Cinder's defaults.
+	// Quotas are the per-project defaults by resource name (see Quotas);
+	// names not set take Neutron's, Nova's and Cinder's own defaults.
 	Quotas Quotas
 	// Now defaults to time.Now.
 	Now func() time.Time
