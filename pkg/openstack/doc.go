@@ -1,0 +1,59 @@
+// Package openstack is sitebus's OpenStack client for the
+// cluster-provisioner (issue 13), on gophercloud/v2: the Keystone
+// projects and users, Neutron networks, subnets, routers, security groups,
+// ports and floating IPs, Cinder volumes and Nova servers one rancher-cluster
+// order makes (ranchercluster.Plan), made and removed one object at a time
+// so a saga can record and compensate each.
+//
+// # Clients and scope
+//
+// Connect logs in with a zone's cloud (a clouds.yaml entry read by
+// gophercloud's openstack/config/clouds, or the same entry inline;
+// password or application credential; TLS verified unless the cloud says
+// verify: false, with its cacert). That Client acts in the credentials'
+// project and, when the user has the admin role, makes and removes
+// projects and users. Scoped returns a Client for another project: the
+// same credentials re-authenticated with the project as scope, after
+// EnsureProject gave the admin user a role there (Mastermind's
+// add_admin_user_to_tenant). Nova makes a server, and Cinder a volume, in
+// the project of the token, whatever project_id an admin passes, so a
+// token scoped to the tenant is what works on real OpenStack; it is also
+// what the simulator enforces. A token from an application credential
+// cannot be re-scoped (Keystone refuses), so managed mode needs a password
+// credential; Scoped says so with a terminal error.
+//
+// # Ensure and Delete
+//
+// Every Ensure first looks for the object by name in the client's project
+// and creates it only when absent, so a crash between a create and the
+// saga's record of it makes nothing twice. It returns the object, whether
+// this call created it, and an error. An object found by name is returned
+// only when it is the owner's (below); anything else of that name is a
+// terminal error naming it, never adopted. So whatever an Ensure returns
+// is the owner's, to record and compensate, whether created or found.
+//
+// Every Delete is idempotent (absent is done) and refuses, with a terminal
+// error naming the object, to delete what is not the owner's.
+//
+// # Ownership
+//
+// An object is the owner's (Owner, the Waldur resource UUID) when it
+// carries its mark: Mark ("managed by sitebus for <uuid>") in the
+// description (Keystone projects, Neutron objects, Cinder volumes) and the
+// metadata key MetadataOwner (Nova servers, Cinder volumes). An object
+// that cannot show a mark (a Keystone user has no description in every
+// deployment; some Neutron drivers drop descriptions) is the owner's when
+// its project is: a project sitebus made for the owner holds nothing else.
+//
+// # Errors
+//
+// Errors are *Error and match the backend sentinels, as the other
+// backends' do: backend.ErrInvalid (terminal: 400, 401, 403, a quota,
+// which also matches ErrQuota and names the quota, a certificate that does
+// not verify, a server in ERROR with its fault), backend.ErrNotManaged
+// (terminal: an object not the owner's), backend.ErrNotFound (404 where
+// the object must exist: misconfiguration, terminal through
+// IsTerminal) and ErrConflict (409 that clears, retryable). 5xx, 429,
+// timeouts and refused connections are retryable. IsTerminal tells the
+// two apart for a saga step.
+package openstack
