@@ -36,8 +36,9 @@
 //     floating network (404 ExternalGatewayForFloatingIPNotFound); quotas
 //     per project (409 OverQuota). Non-admins see their project's objects
 //     (plus shared and external networks); an admin sees all and may create
-//     for another project (project_id/tenant_id). DHCP ports are not
-//     simulated.
+//     for another project (project_id/tenant_id). Addresses are handed out
+//     in pool order (Neutron picks at random in the pool: a client must not
+//     count on the order). DHCP ports exist only with Options.DHCPPorts.
 //   - Nova: servers boot from an image or from block_device_mapping_v2
 //     (image or blank → new volume, or an existing available volume), on
 //     given ports (which must be unbound: 409) or on networks (Nova makes the

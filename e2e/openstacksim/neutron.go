@@ -199,6 +199,11 @@ func (s *Server) deleteNetwork(w http.ResponseWriter, r *http.Request, c *caller
 				". There are one or more ports still in use on the network.")
 		}
 	}
+	for _, p := range s.st.ports {
+		if p.NetworkID == id {
+			s.removePort(p) // DHCP's, which Neutron deletes with the network
+		}
+	}
 	for sid, sub := range s.st.subnets {
 		if sub.NetworkID == id {
 			delete(s.st.subnets, sid)
@@ -320,6 +325,9 @@ func (s *Server) createSubnet(w http.ResponseWriter, r *http.Request, c *caller)
 	if e != nil {
 		return e
 	}
+	if s.opts.DHCPPorts && sub.EnableDHCP {
+		s.dhcpPort(n, sub)
+	}
 	writeJSON(w, http.StatusCreated, obj{"subnet": s.subnetRep(sub)})
 	return nil
 }
@@ -356,7 +364,8 @@ func (s *Server) updateSubnet(w http.ResponseWriter, r *http.Request, c *caller)
 		sub.GatewayIP = *g
 	}
 	if sin.Pools != nil {
-		if e := sub.setPools(*sin.Pools); e != nil {
+		isDHCP := func(id string) bool { p := s.st.ports[id]; return p != nil && p.DeviceOwner == ownerDHCP }
+		if e := sub.setPools(*sin.Pools, isDHCP); e != nil {
 			return e
 		}
 	}
@@ -388,9 +397,35 @@ func (s *Server) deleteSubnet(w http.ResponseWriter, r *http.Request, c *caller)
 				": One or more ports have an IP allocation from this subnet.")
 		}
 	}
+	for ip, pid := range sub.Allocated {
+		if p := s.st.ports[pid]; p != nil {
+			p.FixedIPs = slices.DeleteFunc(p.FixedIPs, func(f FixedIP) bool { return f.SubnetID == id && f.IPAddress == ip })
+		}
+	}
 	delete(s.st.subnets, id)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+// dhcpPort gives sub an address on n's DHCP port, as the DHCP agent does
+// right after a subnet with DHCP appears: the first free pool address.
+func (s *Server) dhcpPort(n *Network, sub *Subnet) {
+	var p *Port
+	for _, x := range s.st.ports {
+		if x.NetworkID == n.ID && x.DeviceOwner == ownerDHCP {
+			p = x
+		}
+	}
+	if p == nil {
+		p = &Port{ID: newUUID(), ProjectID: n.ProjectID, NetworkID: n.ID, MAC: newMAC(), DeviceOwner: ownerDHCP,
+			DeviceID: "dhcp" + randomHex(16) + "-" + n.ID, SecurityGroups: []string{}, Created: s.now(), seq: s.st.next()}
+	}
+	ip, e := sub.allocate("", p.ID)
+	if e != nil {
+		return // no free address: the agent logs and retries; the simulator does without
+	}
+	p.FixedIPs = append(p.FixedIPs, FixedIP{sub.ID, ip})
+	s.st.ports[p.ID] = p
 }
 
 // ---- ports

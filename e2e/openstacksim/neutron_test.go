@@ -335,3 +335,47 @@ func TestConcurrentPortsGetDistinctAddresses(t *testing.T) {
 		t.Fatalf("allocations %+v", sim.Inventory("").Subnets[0].Allocated)
 	}
 }
+
+func TestDHCPPortTakesAPoolAddress(t *testing.T) {
+	sim := openstacksim.NewTestServer(t, openstacksim.Options{DHCPPorts: true})
+	_, c := tenant(t, sim, "dhcp")
+	ctx := ctxT(t)
+	mk := func(name, start string) (*networks.Network, *subnets.Subnet) {
+		n := must(networks.Create(ctx, c.network, networks.CreateOpts{Name: name}).Extract()).of(t)
+		sub := must(subnets.Create(ctx, c.network, subnets.CreateOpts{NetworkID: n.ID, CIDR: "192.168.42.0/24",
+			IPVersion: gophercloud.IPv4, AllocationPools: []subnets.AllocationPool{{Start: start, End: "192.168.42.200"}}}).Extract()).of(t)
+		return n, sub
+	}
+	t.Run("create then narrow loses .10 to DHCP", func(t *testing.T) {
+		n, sub := mk("late", "192.168.42.10")
+		must(subnets.Update(ctx, c.network, sub.ID, subnets.UpdateOpts{
+			AllocationPools: []subnets.AllocationPool{{Start: "192.168.42.11", End: "192.168.42.200"}}}).Extract()).of(t)
+		_, err := portAt(t, c, n, sub, "192.168.42.10")
+		wantCode(t, err, http.StatusConflict)
+		if got := neutronType(t, err); got != "IpAddressAlreadyAllocated" {
+			t.Fatalf("type %s", got)
+		}
+	})
+	t.Run("created narrow keeps .10 for the LB", func(t *testing.T) {
+		n, sub := mk("early", "192.168.42.11")
+		if _, err := portAt(t, c, n, sub, "192.168.42.10"); err != nil {
+			t.Fatal(err)
+		}
+		page := must(ports.List(c.network, ports.ListOpts{NetworkID: n.ID, DeviceOwner: "network:dhcp"}).AllPages(ctx)).of(t)
+		dhcp := must(ports.ExtractPorts(page)).of(t)
+		if len(dhcp) != 1 || dhcp[0].FixedIPs[0].IPAddress != "192.168.42.11" {
+			t.Fatalf("dhcp ports %+v", dhcp)
+		}
+	})
+	t.Run("the DHCP port goes with its network", func(t *testing.T) {
+		n, _ := mk("gone", "192.168.42.11")
+		if err := networks.Delete(ctx, c.network, n.ID).ExtractErr(); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range sim.Inventory("").Ports {
+			if p.NetworkID == n.ID {
+				t.Fatalf("left behind %+v", p)
+			}
+		}
+	})
+}

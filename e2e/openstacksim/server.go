@@ -84,6 +84,13 @@ type Options struct {
 	// VolumePolls is how many GETs of a volume answer creating before it
 	// is available (0: DefaultVolumePolls; negative: available at once).
 	VolumePolls int
+	// DHCPPorts gives every network a DHCP port, as the DHCP agent (or
+	// OVN's metadata port) does: it takes a free pool address (the first:
+	// the simulator allocates in order, where Neutron picks at random in
+	// the pool) of each subnet with DHCP when the subnet is made, and is
+	// deleted with the network. A client that creates a subnet with pool .10–.200 and only
+	// then narrows it to .11–.200 has lost .10 to it, as on a real cloud.
+	DHCPPorts bool
 	// TokenTTL is the lifetime of a token (0: DefaultTokenTTL).
 	TokenTTL time.Duration
 	// OnBoot runs once per server when it leaves BUILD, outside every
