@@ -94,8 +94,14 @@ func tenant(t *testing.T, sim *openstacksim.Server, name string) (*projects.Proj
 	if err := roles.Assign(ctx, ac.identity, rs[0].ID, roles.AssignOpts{UserID: u.ID, ProjectID: p.ID}).ExtractErr(); err != nil {
 		t.Fatal(err)
 	}
-	pc := must(openstack.AuthenticatedClient(ctx, gophercloud.AuthOptions{
-		IdentityEndpoint: sim.AuthURL(), Username: u.Name, Password: "pw-" + name, DomainName: "Default",
+	return tenantLogin(t, sim, p, name)
+}
+
+// tenantLogin authenticates as the user tenant made for p.
+func tenantLogin(t *testing.T, sim *openstacksim.Server, p *projects.Project, name string) (*projects.Project, clients) {
+	t.Helper()
+	pc := must(openstack.AuthenticatedClient(ctxT(t), gophercloud.AuthOptions{
+		IdentityEndpoint: sim.AuthURL(), Username: name + "-user", Password: "pw-" + name, DomainName: "Default",
 		Scope: &gophercloud.AuthScope{ProjectID: p.ID},
 	})).of(t)
 	return p, clientsOf(t, pc)

@@ -68,7 +68,7 @@ func writeErr(w http.ResponseWriter, e *apiErr) {
 	writeJSON(w, e.status, e.body)
 }
 
-// unauthorizedBody is keystonemiddleware's answer to a missing, unknown or
+// errUnauthorized is keystonemiddleware's answer to a missing, unknown or
 // expired token, the same in front of every service.
 var errUnauthorized = keystoneErr(http.StatusUnauthorized, "The request you have made requires authentication.")
 
