@@ -46,8 +46,9 @@ func (s *Server) getVolumeType(w http.ResponseWriter, r *http.Request, _ *caller
 }
 
 type volumeSpec struct {
-	name, typ, az, image string
-	size                 int
+	name, description, typ, az, image string
+	size                              int
+	metadata                          map[string]string
 }
 
 // newVolume checks spec and the project's quota and stores a creating
@@ -83,7 +84,8 @@ func (s *Server) newVolume(project string, spec volumeSpec) (*Volume, *apiErr) {
 	if e := s.checkCinderQuota(project, t.Name, spec.size); e != nil {
 		return nil, e
 	}
-	v := &Volume{ID: newUUID(), Name: spec.name, ProjectID: project, Size: spec.size, VolumeType: t.Name,
+	v := &Volume{ID: newUUID(), Name: spec.name, Description: spec.description, Metadata: cloneMap(spec.metadata),
+		ProjectID: project, Size: spec.size, VolumeType: t.Name,
 		AvailabilityZone: spec.az, ImageID: spec.image, Bootable: spec.image != "", Status: "creating",
 		Created: s.now(), seq: s.st.next()}
 	if s.opts.VolumePolls < 0 {
@@ -101,8 +103,8 @@ func (s *Server) volumeRep(r *http.Request, v *Volume) obj {
 	}
 	o := obj{"id": v.ID, "name": v.Name, "status": v.Status, "size": v.Size, "availability_zone": v.AvailabilityZone,
 		"created_at": fmtMicro(v.Created), "updated_at": fmtMicro(v.Created), "attachments": atts,
-		"description": nil, "volume_type": v.VolumeType, "snapshot_id": nil, "source_volid": nil, "backup_id": nil,
-		"metadata": obj{}, "user_id": "", "bootable": strconv.FormatBool(v.Bootable), "encrypted": false,
+		"description": orNil(v.Description), "volume_type": v.VolumeType, "snapshot_id": nil, "source_volid": nil,
+		"backup_id": nil, "metadata": cloneMapOrEmpty(v.Metadata), "user_id": "", "bootable": strconv.FormatBool(v.Bootable), "encrypted": false,
 		"replication_status": nil, "consistencygroup_id": nil, "multiattach": false,
 		"os-vol-tenant-attr:tenant_id": v.ProjectID, "os-vol-host-attr:host": "sim@lvm#lvm",
 		"links": []obj{{"rel": "self", "href": base(r) + "/volume/v3/" + v.ProjectID + "/volumes/" + v.ID}}}
@@ -134,19 +136,21 @@ func (s *Server) poll(v *Volume) {
 func (s *Server) createVolume(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
 	var in struct {
 		Volume struct {
-			Size             int    `json:"size"`
-			Name             string `json:"name"`
-			VolumeType       string `json:"volume_type"`
-			ImageRef         string `json:"imageRef"`
-			AvailabilityZone string `json:"availability_zone"`
+			Size             int               `json:"size"`
+			Name             string            `json:"name"`
+			Description      string            `json:"description"`
+			Metadata         map[string]string `json:"metadata"`
+			VolumeType       string            `json:"volume_type"`
+			ImageRef         string            `json:"imageRef"`
+			AvailabilityZone string            `json:"availability_zone"`
 		} `json:"volume"`
 	}
 	if e := decode(r, &in, func(m string) *apiErr { return novaErr(400, m) }); e != nil {
 		return e
 	}
 	vin := in.Volume
-	v, e := s.newVolume(r.PathValue("project"), volumeSpec{name: vin.Name, typ: vin.VolumeType, az: vin.AvailabilityZone,
-		image: vin.ImageRef, size: vin.Size})
+	v, e := s.newVolume(r.PathValue("project"), volumeSpec{name: vin.Name, description: vin.Description,
+		typ: vin.VolumeType, az: vin.AvailabilityZone, image: vin.ImageRef, size: vin.Size, metadata: vin.Metadata})
 	if e != nil {
 		return e
 	}
@@ -174,7 +178,7 @@ func (s *Server) listVolumes(w http.ResponseWriter, r *http.Request, c *caller) 
 		}
 	}
 	slices.Reverse(objs) // Cinder lists newest first
-	objs = filterObjs(r, objs, nil)
+	objs = filterObjs(r, objs, metadataFilter)
 	if !strings.HasSuffix(r.URL.Path, "/detail") {
 		for i, o := range objs {
 			objs[i] = obj{"id": o["id"], "name": o["name"], "links": o["links"]}
@@ -182,6 +186,27 @@ func (s *Server) listVolumes(w http.ResponseWriter, r *http.Request, c *caller) 
 	}
 	writeList(w, r, "volumes", objs, linksArray, novaErr)
 	return nil
+}
+
+// metadataFilter is Cinder's ?metadata={'k':'v', …}: every pair present.
+var metadataFilter = map[string]func(obj, []string) bool{
+	"metadata": func(o obj, vals []string) bool {
+		md, _ := o["metadata"].(map[string]string)
+		for _, v := range vals {
+			v = strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(v), "{"), "}")
+			for pair := range strings.SplitSeq(v, ",") {
+				k, val, ok := strings.Cut(pair, ":")
+				if !ok {
+					continue
+				}
+				unq := func(s string) string { return strings.Trim(strings.TrimSpace(s), `'"`) }
+				if got, has := md[unq(k)]; !has || got != unq(val) {
+					return false
+				}
+			}
+		}
+		return true
+	},
 }
 
 func (s *Server) deleteVolume(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {

@@ -57,6 +57,12 @@
 //     overLimit).
 //   - Glance: the configured images.
 //
+// Objects can carry an owner's mark, as the real services allow, and be
+// found by it: Keystone project tags (create, PATCH, ?tags= and the other
+// tag filters), Neutron descriptions and tags (on create, and the tag API
+// under /{resource}/{id}/tags), Nova server metadata, Cinder volume
+// metadata (?metadata={'k':'v'}).
+//
 // Lists page with limit and marker and link the next page the way each
 // service does (Nova/Neutron/Cinder <resource>_links, Glance next); a
 // filter is any query parameter naming a field of the resource, with the

@@ -318,7 +318,7 @@ func forbidden(action string) *apiErr {
 
 func (s *Server) projectRep(r *http.Request, p *Project) obj {
 	return obj{"id": p.ID, "name": p.Name, "domain_id": p.DomainID, "description": p.Description,
-		"enabled": p.Enabled, "is_domain": false, "parent_id": p.DomainID, "tags": []string{}, "options": obj{},
+		"enabled": p.Enabled, "is_domain": false, "parent_id": p.DomainID, "tags": append([]string{}, p.Tags...), "options": obj{},
 		"links": obj{"self": base(r) + "/identity/v3/projects/" + p.ID}}
 }
 
@@ -328,10 +328,11 @@ func (s *Server) createProject(w http.ResponseWriter, r *http.Request, c *caller
 	}
 	var in struct {
 		Project struct {
-			Name        string `json:"name"`
-			DomainID    string `json:"domain_id"`
-			Description string `json:"description"`
-			Enabled     *bool  `json:"enabled"`
+			Name        string   `json:"name"`
+			DomainID    string   `json:"domain_id"`
+			Description string   `json:"description"`
+			Enabled     *bool    `json:"enabled"`
+			Tags        []string `json:"tags"`
 		} `json:"project"`
 	}
 	if e := decode(r, &in, func(m string) *apiErr { return keystoneErr(400, m) }); e != nil {
@@ -353,9 +354,52 @@ func (s *Server) createProject(w http.ResponseWriter, r *http.Request, c *caller
 		}
 	}
 	p := &Project{ID: newHexID(), Name: pin.Name, DomainID: pin.DomainID, Description: pin.Description,
-		Enabled: pin.Enabled == nil || *pin.Enabled, Created: s.now(), seq: s.st.next()}
+		Enabled: pin.Enabled == nil || *pin.Enabled, Tags: uniqueTags(pin.Tags), Created: s.now(), seq: s.st.next()}
 	s.st.projects[p.ID] = p
 	writeJSON(w, http.StatusCreated, obj{"project": s.projectRep(r, p)})
+	return nil
+}
+
+// updateProject serves PATCH /v3/projects/{id}: name (unique in the
+// domain), description, enabled and tags.
+func (s *Server) updateProject(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+	if !c.admin {
+		return forbidden("identity:update_project")
+	}
+	p := s.st.projects[r.PathValue("id")]
+	if p == nil {
+		return keystoneErr(404, "Could not find project: "+r.PathValue("id")+".")
+	}
+	var in struct {
+		Project struct {
+			Name        *string   `json:"name"`
+			Description *string   `json:"description"`
+			Enabled     *bool     `json:"enabled"`
+			Tags        *[]string `json:"tags"`
+		} `json:"project"`
+	}
+	if e := decode(r, &in, func(m string) *apiErr { return keystoneErr(400, m) }); e != nil {
+		return e
+	}
+	pin := in.Project
+	if pin.Name != nil && *pin.Name != p.Name {
+		for _, o := range s.st.projects {
+			if o.DomainID == p.DomainID && o.Name == *pin.Name {
+				return keystoneErr(409, "Conflict occurred attempting to store project - it is not permitted to have two projects with the same name in the same domain : "+*pin.Name+".")
+			}
+		}
+		p.Name = *pin.Name
+	}
+	if pin.Description != nil {
+		p.Description = *pin.Description
+	}
+	if pin.Enabled != nil {
+		p.Enabled = *pin.Enabled
+	}
+	if pin.Tags != nil {
+		p.Tags = uniqueTags(*pin.Tags)
+	}
+	writeJSON(w, http.StatusOK, obj{"project": s.projectRep(r, p)})
 	return nil
 }
 
@@ -417,7 +461,8 @@ func (s *Server) deleteProject(w http.ResponseWriter, r *http.Request, c *caller
 func (s *Server) userRep(r *http.Request, u *User) obj {
 	return obj{"id": u.ID, "name": u.Name, "domain_id": u.DomainID, "enabled": u.Enabled,
 		"default_project_id": orNil(u.DefaultProjectID), "password_expires_at": nil, "options": obj{},
-		"links": obj{"self": base(r) + "/identity/v3/users/" + u.ID}}
+		"description": u.Description,
+		"links":       obj{"self": base(r) + "/identity/v3/users/" + u.ID}}
 }
 
 func (s *Server) createUser(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
@@ -430,6 +475,7 @@ func (s *Server) createUser(w http.ResponseWriter, r *http.Request, c *caller) *
 			DomainID         string `json:"domain_id"`
 			Password         string `json:"password"`
 			DefaultProjectID string `json:"default_project_id"`
+			Description      string `json:"description"`
 			Enabled          *bool  `json:"enabled"`
 		} `json:"user"`
 	}
@@ -452,7 +498,7 @@ func (s *Server) createUser(w http.ResponseWriter, r *http.Request, c *caller) *
 		}
 	}
 	u := &User{ID: newHexID(), Name: uin.Name, DomainID: uin.DomainID, DefaultProjectID: uin.DefaultProjectID,
-		Enabled: uin.Enabled == nil || *uin.Enabled, password: uin.Password, seq: s.st.next()}
+		Description: uin.Description, Enabled: uin.Enabled == nil || *uin.Enabled, password: uin.Password, seq: s.st.next()}
 	s.st.users[u.ID] = u
 	writeJSON(w, http.StatusCreated, obj{"user": s.userRep(r, u)})
 	return nil

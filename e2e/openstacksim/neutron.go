@@ -58,14 +58,40 @@ func targetProject(c *caller, projectID, tenantID string) (string, *apiErr) {
 	return p, nil
 }
 
-func stamp(o obj, project string, created string) obj {
+// stamp adds the standard attributes every Neutron resource has.
+func stamp(o obj, project, created, description string, tags []string) obj {
 	o["tenant_id"], o["project_id"] = project, project
 	o["created_at"], o["updated_at"] = created, created
-	o["revision_number"], o["tags"] = 1, []string{}
-	if _, ok := o["description"]; !ok {
-		o["description"] = ""
-	}
+	o["revision_number"], o["description"] = 1, description
+	o["tags"] = append([]string{}, tags...)
 	return o
+}
+
+// attrsIn are the standard attributes a create or update may set; Neutron
+// takes tags on create since its tag-creation extension.
+type attrsIn struct {
+	Description *string   `json:"description"`
+	Tags        *[]string `json:"tags"`
+}
+
+// apply sets what in carries.
+func (in attrsIn) apply(description *string, tags *[]string) {
+	if in.Description != nil {
+		*description = *in.Description
+	}
+	if in.Tags != nil && tags != nil {
+		*tags = uniqueTags(*in.Tags)
+	}
+}
+
+func uniqueTags(in []string) []string {
+	out := []string{}
+	for _, t := range in {
+		if !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // ---- networks
@@ -80,7 +106,7 @@ func (s *Server) netRep(n *Network) obj {
 	return stamp(obj{"id": n.ID, "name": n.Name, "admin_state_up": true, "status": "ACTIVE", "subnets": subs,
 		"shared": n.Shared, "router:external": n.External, "mtu": n.MTU, "port_security_enabled": true,
 		"availability_zones": []string{"nova"}, "availability_zone_hints": []string{}, "ipv4_address_scope": nil,
-		"ipv6_address_scope": nil, "is_default": false}, n.ProjectID, fmtTime(n.Created))
+		"ipv6_address_scope": nil, "is_default": false}, n.ProjectID, fmtTime(n.Created), n.Description, n.Tags)
 }
 
 func (s *Server) visibleNetwork(c *caller, id string) *Network {
@@ -114,6 +140,7 @@ func (s *Server) getNetwork(w http.ResponseWriter, r *http.Request, c *caller) *
 }
 
 type networkIn struct {
+	attrsIn
 	Name      *string `json:"name"`
 	ProjectID string  `json:"project_id"`
 	TenantID  string  `json:"tenant_id"`
@@ -150,6 +177,7 @@ func (s *Server) createNetwork(w http.ResponseWriter, r *http.Request, c *caller
 	}
 	n.Shared = nin.Shared != nil && *nin.Shared
 	n.External = nin.External != nil && *nin.External
+	nin.apply(&n.Description, &n.Tags)
 	s.st.networks[n.ID] = n
 	writeJSON(w, http.StatusCreated, obj{"network": s.netRep(n)})
 	return nil
@@ -172,6 +200,7 @@ func (s *Server) updateNetwork(w http.ResponseWriter, r *http.Request, c *caller
 	if in.Network.Name != nil {
 		n.Name = *in.Network.Name
 	}
+	in.Network.apply(&n.Description, nil)
 	if in.Network.Shared != nil {
 		if !c.admin {
 			return policy("update_network:shared")
@@ -225,7 +254,7 @@ func (s *Server) subnetRep(sub *Subnet) obj {
 		"gateway_ip": orNil(sub.GatewayIP), "ip_version": 4, "enable_dhcp": sub.EnableDHCP, "allocation_pools": pools,
 		"dns_nameservers": slices.Clone(sub.DNSNameservers), "host_routes": []obj{}, "ipv6_address_mode": nil,
 		"ipv6_ra_mode": nil, "subnetpool_id": nil, "service_types": []string{}, "dns_publish_fixed_ip": false},
-		sub.ProjectID, fmtTime(sub.Created))
+		sub.ProjectID, fmtTime(sub.Created), sub.Description, sub.Tags)
 }
 
 func (s *Server) visibleSubnet(c *caller, id string) *Subnet {
@@ -257,6 +286,7 @@ func (s *Server) getSubnet(w http.ResponseWriter, r *http.Request, c *caller) *a
 }
 
 type subnetIn struct {
+	attrsIn
 	NetworkID  string          `json:"network_id"`
 	Name       *string         `json:"name"`
 	CIDR       string          `json:"cidr"`
@@ -325,6 +355,7 @@ func (s *Server) createSubnet(w http.ResponseWriter, r *http.Request, c *caller)
 	if e != nil {
 		return e
 	}
+	sin.apply(&sub.Description, &sub.Tags)
 	if s.opts.DHCPPorts && sub.EnableDHCP {
 		s.dhcpPort(n, sub)
 	}
@@ -372,6 +403,7 @@ func (s *Server) updateSubnet(w http.ResponseWriter, r *http.Request, c *caller)
 	if sin.Name != nil {
 		sub.Name = *sin.Name
 	}
+	sin.apply(&sub.Description, nil)
 	if sin.DNS != nil {
 		sub.DNSNameservers = slices.Clone(*sin.DNS)
 	}
@@ -443,7 +475,7 @@ func (s *Server) portRep(p *Port) obj {
 		"admin_state_up": true, "status": status, "device_id": p.DeviceID, "device_owner": p.DeviceOwner,
 		"fixed_ips": ips, "security_groups": slices.Clone(p.SecurityGroups), "allowed_address_pairs": []obj{},
 		"extra_dhcp_opts": []obj{}, "port_security_enabled": p.PortSecurity, "binding:vnic_type": "normal",
-		"propagate_uplink_status": false}, p.ProjectID, fmtTime(p.Created))
+		"propagate_uplink_status": false}, p.ProjectID, fmtTime(p.Created), p.Description, p.Tags)
 }
 
 func (s *Server) visiblePort(c *caller, id string) *Port {
@@ -500,6 +532,7 @@ type fixedIPIn struct {
 }
 
 type portIn struct {
+	attrsIn
 	NetworkID      string       `json:"network_id"`
 	Name           *string      `json:"name"`
 	FixedIPs       *[]fixedIPIn `json:"fixed_ips"`
@@ -619,6 +652,7 @@ func (s *Server) newPort(c *caller, n *Network, project string, in portIn) (*Por
 	if in.PortSecurity != nil {
 		p.PortSecurity = *in.PortSecurity
 	}
+	in.apply(&p.Description, &p.Tags)
 	switch {
 	case in.SecurityGroups != nil:
 		ids, e := s.resolveGroups(c, project, *in.SecurityGroups)
@@ -701,6 +735,7 @@ func (s *Server) updatePort(w http.ResponseWriter, r *http.Request, c *caller) *
 	if pin.Name != nil {
 		p.Name = *pin.Name
 	}
+	pin.apply(&p.Description, nil)
 	if pin.DeviceID != nil {
 		p.DeviceID = *pin.DeviceID
 	}
@@ -750,7 +785,7 @@ func ruleRep(rl Rule) obj {
 	if rl.PortRangeMin != 0 || rl.PortRangeMax != 0 {
 		o["port_range_min"], o["port_range_max"] = rl.PortRangeMin, rl.PortRangeMax
 	}
-	return stamp(o, rl.ProjectID, fmtTime(rl.Created))
+	return stamp(o, rl.ProjectID, fmtTime(rl.Created), rl.Description, nil)
 }
 
 func (s *Server) sgRep(g *SecurityGroup) obj {
@@ -759,7 +794,7 @@ func (s *Server) sgRep(g *SecurityGroup) obj {
 		rules = append(rules, ruleRep(rl))
 	}
 	return stamp(obj{"id": g.ID, "name": g.Name, "description": g.Description, "security_group_rules": rules,
-		"stateful": true, "shared": false}, g.ProjectID, fmtTime(g.Created))
+		"stateful": true, "shared": false}, g.ProjectID, fmtTime(g.Created), g.Description, g.Tags)
 }
 
 func (s *Server) defaultSG(project string) *SecurityGroup {
@@ -816,10 +851,10 @@ func (s *Server) getSecGroup(w http.ResponseWriter, r *http.Request, c *caller) 
 }
 
 type sgIn struct {
-	Name        *string `json:"name"`
-	Description *string `json:"description"`
-	ProjectID   string  `json:"project_id"`
-	TenantID    string  `json:"tenant_id"`
+	attrsIn
+	Name      *string `json:"name"`
+	ProjectID string  `json:"project_id"`
+	TenantID  string  `json:"tenant_id"`
 }
 
 // createSecGroup makes a group with Neutron's two egress rules.
@@ -849,9 +884,7 @@ func (s *Server) createSecGroup(w http.ResponseWriter, r *http.Request, c *calle
 		return e
 	}
 	g := &SecurityGroup{ID: newUUID(), Name: name, ProjectID: p, Created: s.now(), seq: s.st.next()}
-	if in.SG.Description != nil {
-		g.Description = *in.SG.Description
-	}
+	in.SG.apply(&g.Description, &g.Tags)
 	for _, et := range []string{"IPv4", "IPv6"} {
 		g.Rules = append(g.Rules, Rule{ID: newUUID(), SecurityGroupID: g.ID, ProjectID: p, Direction: "egress",
 			EtherType: et, Created: g.Created, seq: s.st.next()})
@@ -878,9 +911,7 @@ func (s *Server) updateSecGroup(w http.ResponseWriter, r *http.Request, c *calle
 		}
 		g.Name = *in.SG.Name
 	}
-	if in.SG.Description != nil {
-		g.Description = *in.SG.Description
-	}
+	in.SG.apply(&g.Description, nil)
 	writeJSON(w, http.StatusOK, obj{"security_group": s.sgRep(g)})
 	return nil
 }

@@ -22,7 +22,7 @@ func (s *Server) routerRep(rt *Router) obj {
 	return stamp(obj{"id": rt.ID, "name": rt.Name, "status": "ACTIVE", "admin_state_up": true,
 		"external_gateway_info": gw, "routes": []obj{}, "distributed": false, "ha": rt.HA,
 		"availability_zone_hints": []string{}, "availability_zones": []string{"nova"}, "flavor_id": nil},
-		rt.ProjectID, fmtTime(rt.Created))
+		rt.ProjectID, fmtTime(rt.Created), rt.Description, rt.Tags)
 }
 
 func (s *Server) visibleRouter(c *caller, id string) *Router {
@@ -54,6 +54,7 @@ func (s *Server) getRouter(w http.ResponseWriter, r *http.Request, c *caller) *a
 }
 
 type routerIn struct {
+	attrsIn
 	Name      *string         `json:"name"`
 	Gateway   json.RawMessage `json:"external_gateway_info"`
 	HA        *bool           `json:"ha"`
@@ -136,6 +137,7 @@ func (s *Server) createRouter(w http.ResponseWriter, r *http.Request, c *caller)
 	if in.Router.HA != nil {
 		rt.HA = *in.Router.HA
 	}
+	in.Router.apply(&rt.Description, &rt.Tags)
 	if gw, ok := in.Router.gatewayNet(); ok {
 		if e := s.setGateway(rt, gw); e != nil {
 			return e
@@ -165,6 +167,7 @@ func (s *Server) updateRouter(w http.ResponseWriter, r *http.Request, c *caller)
 	if in.Router.Name != nil {
 		rt.Name = *in.Router.Name
 	}
+	in.Router.apply(&rt.Description, nil)
 	writeJSON(w, http.StatusOK, obj{"router": s.routerRep(rt)})
 	return nil
 }
@@ -326,8 +329,8 @@ func (s *Server) fipRep(f *FloatingIP) obj {
 	}
 	return stamp(obj{"id": f.ID, "floating_ip_address": f.Address, "floating_network_id": f.NetworkID,
 		"router_id": orNil(f.RouterID), "port_id": orNil(f.PortID), "fixed_ip_address": orNil(f.FixedIPAddress),
-		"status": status, "description": f.Description, "port_details": nil, "port_forwardings": []obj{},
-		"dns_domain": "", "dns_name": "", "qos_policy_id": nil}, f.ProjectID, fmtTime(f.Created))
+		"status": status, "port_details": nil, "port_forwardings": []obj{},
+		"dns_domain": "", "dns_name": "", "qos_policy_id": nil}, f.ProjectID, fmtTime(f.Created), f.Description, f.Tags)
 }
 
 func (s *Server) visibleFIP(c *caller, id string) *FloatingIP {
@@ -359,11 +362,11 @@ func (s *Server) getFloatingIP(w http.ResponseWriter, r *http.Request, c *caller
 }
 
 type fipIn struct {
+	attrsIn
 	NetworkID      string          `json:"floating_network_id"`
 	PortID         json.RawMessage `json:"port_id"`
 	FixedIPAddress string          `json:"fixed_ip_address"`
 	Address        string          `json:"floating_ip_address"`
-	Description    *string         `json:"description"`
 	ProjectID      string          `json:"project_id"`
 	TenantID       string          `json:"tenant_id"`
 }
@@ -448,9 +451,7 @@ func (s *Server) createFloatingIP(w http.ResponseWriter, r *http.Request, c *cal
 		return e
 	}
 	f := &FloatingIP{ID: newUUID(), ProjectID: p, NetworkID: n.ID, Created: s.now(), seq: s.st.next()}
-	if fin.Description != nil {
-		f.Description = *fin.Description
-	}
+	fin.apply(&f.Description, &f.Tags)
 	var want *[]fixedIPIn
 	if fin.Address != "" {
 		if !c.admin {
@@ -493,9 +494,7 @@ func (s *Server) updateFloatingIP(w http.ResponseWriter, r *http.Request, c *cal
 			return e
 		}
 	}
-	if in.FIP.Description != nil {
-		f.Description = *in.FIP.Description
-	}
+	in.FIP.apply(&f.Description, nil)
 	writeJSON(w, http.StatusOK, obj{"floatingip": s.fipRep(f)})
 	return nil
 }

@@ -125,6 +125,15 @@ next:
 			if listParams[k] {
 				continue
 			}
+			if slices.Contains(tagKeys, k) {
+				tags, _ := o["tags"].([]string)
+				for _, v := range vals {
+					if !tagFilter(k, tags, v) {
+						continue next
+					}
+				}
+				continue
+			}
 			if f := custom[k]; f != nil {
 				if !f(o, vals) {
 					continue next

@@ -14,6 +14,7 @@ type Project struct {
 	Name        string
 	DomainID    string
 	Description string
+	Tags        []string
 	Enabled     bool
 	Created     time.Time
 	builtin     bool
@@ -26,6 +27,7 @@ type User struct {
 	Name             string
 	DomainID         string
 	DefaultProjectID string
+	Description      string
 	Enabled          bool
 	password         string
 	builtin          bool
@@ -60,15 +62,17 @@ type token struct {
 
 // Network is a Neutron network.
 type Network struct {
-	ID        string
-	Name      string
-	ProjectID string
-	External  bool
-	Shared    bool
-	MTU       int
-	Created   time.Time
-	builtin   bool
-	seq       uint64
+	ID          string
+	Name        string
+	ProjectID   string
+	Description string
+	Tags        []string
+	External    bool
+	Shared      bool
+	MTU         int
+	Created     time.Time
+	builtin     bool
+	seq         uint64
 }
 
 // Pool is an allocation pool, inclusive.
@@ -79,6 +83,8 @@ type Subnet struct {
 	ID             string
 	Name           string
 	ProjectID      string
+	Description    string
+	Tags           []string
 	NetworkID      string
 	CIDR           string
 	GatewayIP      string // "" none
@@ -100,6 +106,8 @@ type Port struct {
 	ID             string
 	Name           string
 	ProjectID      string
+	Description    string
+	Tags           []string
 	NetworkID      string
 	MAC            string
 	FixedIPs       []FixedIP
@@ -137,6 +145,7 @@ type SecurityGroup struct {
 	Name        string
 	ProjectID   string
 	Description string
+	Tags        []string
 	// Default is the group Neutron makes for every project; it outlives
 	// the project unless deleted by an admin.
 	Default bool
@@ -151,6 +160,8 @@ type Router struct {
 	ID               string
 	Name             string
 	ProjectID        string
+	Description      string
+	Tags             []string
 	GatewayNetworkID string
 	GatewayPortID    string
 	Interfaces       []string
@@ -169,8 +180,9 @@ type FloatingIP struct {
 	FixedIPAddress string
 	RouterID       string
 	Description    string
+	Tags           []string
 	Created        time.Time
-	allocSubnet    string // the port id holding Address in the external subnet
+	allocSubnet    string // the external subnet Address is allocated in
 	seq            uint64
 }
 
@@ -189,6 +201,8 @@ type Volume struct {
 	ID               string
 	Name             string
 	ProjectID        string
+	Description      string
+	Metadata         map[string]string
 	Size             int // GiB
 	VolumeType       string
 	AvailabilityZone string
