@@ -47,9 +47,12 @@
 //     every lock, with the decoded user_data, addresses and volumes, and its
 //     error puts the server in ERROR with that fault; ServerErrorRule makes
 //     the Nth server (by name and/or availability zone) go ERROR without
-//     booting. Deleting a server unbinds the ports it was given, deletes the
-//     ones it made, detaches volumes and deletes those marked
-//     delete_on_termination. The name filter of a list is a regular
+//     booting. A deleted server stays, task_state deleting, for
+//     Options.DeletePolls API requests (each request is a tick of the
+//     simulator's clock); then Nova's cleanup unbinds the ports it was
+//     given, deletes the ones it made, detaches volumes and deletes those
+//     marked delete_on_termination. A client must wait for the 404 before
+//     it deletes what the server held. The name filter of a list is a regular
 //     expression, as in Nova. Quotas instances, cores, ram (403).
 //   - Cinder: volumes answer creating for Options.VolumePolls GETs, then
 //     available; in-use while attached, and then not deletable (400);

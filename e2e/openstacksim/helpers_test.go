@@ -3,11 +3,13 @@ package openstacksim_test
 import (
 	"context"
 	"errors"
+	"net/http"
 	"testing"
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack"
+	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
 	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/projects"
 	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/roles"
 	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/users"
@@ -108,3 +110,19 @@ func tenantLogin(t *testing.T, sim *openstacksim.Server, p *projects.Project, na
 }
 
 func asErr(err error, target any) bool { return errors.As(err, target) }
+
+// waitGone polls a deleted server until Nova answers 404; every request
+// is a tick of the simulator's clock, so no sleeping is needed.
+func waitGone(t *testing.T, c clients, id string) {
+	t.Helper()
+	for range 100 {
+		_, err := servers.Get(ctxT(t), c.compute, id).Extract()
+		if gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Fatalf("server %s still there after 100 polls", id)
+}

@@ -171,6 +171,9 @@ func (s *Server) serverRep(r *http.Request, sv *Instance) obj {
 	case "ERROR":
 		task, vm, power = "", "error", 0
 	}
+	if sv.Deleting {
+		task = "deleting"
+	}
 	if !sv.Launched.IsZero() {
 		launched = fmtMicro(sv.Launched)
 	}
@@ -289,7 +292,7 @@ func (s *Server) bootFirst(next http.Handler) http.Handler {
 				cands = s.listed(r, c)
 			}
 			for _, sv := range cands {
-				if sv.Status == "BUILD" && !sv.booting && (s.opts.BuildPolls < 0 || sv.polls >= s.opts.BuildPolls) {
+				if sv.Status == "BUILD" && !sv.booting && !sv.Deleting && (s.opts.BuildPolls < 0 || sv.polls >= s.opts.BuildPolls) {
 					sv.booting = true
 					due = append(due, s.serverView(sv))
 				}
@@ -672,9 +675,28 @@ func (s *Server) deleteServer(w http.ResponseWriter, r *http.Request, c *caller)
 	if sv == nil {
 		return serverNotFound(r.PathValue("id"))
 	}
-	s.removeServer(sv)
+	// Nova answers at once and cleans up later: tick finishes the delete.
+	if s.opts.DeletePolls < 0 {
+		s.removeServer(sv)
+	} else {
+		sv.Deleting = true
+	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+// tick advances the simulator's clock by one API request: servers being
+// deleted go once their DeletePolls are used up. Call with s.mu held.
+func (s *Server) tick() {
+	for _, sv := range s.st.servers {
+		if !sv.Deleting {
+			continue
+		}
+		sv.deleteTicks++
+		if sv.deleteTicks > s.opts.DeletePolls {
+			s.removeServer(sv)
+		}
+	}
 }
 
 func (s *Server) serverAction(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {

@@ -160,12 +160,18 @@ func TestServerLifecycle(t *testing.T) {
 			t.Fatalf("console %q", out)
 		}
 	})
-	t.Run("deleting the server deletes the boot volume, detaches the data volume, unbinds the port", func(t *testing.T) {
+	t.Run("a server being deleted keeps its volumes for one more call", func(t *testing.T) {
 		if err := servers.Delete(ctx, c.compute, created.ID).ExtractErr(); err != nil {
 			t.Fatal(err)
 		}
+		v := must(volumes.Get(ctx, c.volume, data.ID).Extract()).of(t)
+		if v.Status != "in-use" {
+			t.Fatalf("data volume %s while its server is deleting", v.Status)
+		}
 		_, err := servers.Get(ctx, c.compute, created.ID).Extract()
 		wantCode(t, err, http.StatusNotFound)
+	})
+	t.Run("then the boot volume is deleted, the data volume detached, the port unbound", func(t *testing.T) {
 		inv := sim.Inventory(proj.ID)
 		if len(inv.Volumes) != 1 || inv.Volumes[0].ID != data.ID || inv.Volumes[0].Status != "available" {
 			t.Fatalf("volumes %+v", inv.Volumes)
@@ -331,5 +337,28 @@ func TestServersChangedBehindTheClientsBack(t *testing.T) {
 	out := must(servers.ShowConsoleOutput(ctx, c.compute, broken, servers.ShowConsoleOutputOpts{Length: 1}).Extract()).of(t)
 	if out != "kernel panic\n" {
 		t.Fatalf("console %q", out)
+	}
+}
+
+func TestDeletedServerIsDeletingForDeletePolls(t *testing.T) {
+	sim := openstacksim.NewTestServer(t, openstacksim.Options{BuildPolls: -1, DeletePolls: 2})
+	_, c := tenant(t, sim, "deleting")
+	ctx := ctxT(t)
+	n, _ := tenantNet(t, c)
+	sg := must(groups.Create(ctx, c.network, groups.CreateOpts{Name: "k8s_admin"}).Extract()).of(t)
+	s := must(servers.Create(ctx, c.compute, servers.CreateOpts{Name: "w", FlavorRef: "1", ImageRef: imageID(t, c, "ubuntu-22.04"),
+		Networks: []servers.Network{{UUID: n.ID}}, SecurityGroups: []string{"k8s_admin"}}, nil).Extract()).of(t)
+	if err := servers.Delete(ctx, c.compute, s.ID).ExtractErr(); err != nil {
+		t.Fatal(err)
+	}
+	got := must(servers.Get(ctx, c.compute, s.ID).Extract()).of(t)
+	if got.TaskState != "deleting" {
+		t.Fatalf("task state %q", got.TaskState)
+	}
+	err := groups.Delete(ctx, c.network, sg.ID).ExtractErr()
+	wantCode(t, err, http.StatusConflict) // the server's port still holds it
+	waitGone(t, c, s.ID)
+	if err := groups.Delete(ctx, c.network, sg.ID).ExtractErr(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -146,6 +146,7 @@ func (s *Server) authed(h handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
+		s.tick()
 		c := s.authenticate(r)
 		if c == nil {
 			w.Header().Set("WWW-Authenticate", `Keystone uri="`+base(r)+`/identity"`)

@@ -118,6 +118,7 @@ func TestTenantBuildAndTeardownLeavesNothing(t *testing.T) {
 			func() error { return servers.Delete(ctx, c.compute, node.ID).ExtractErr() },
 			func() error { return floatingips.Delete(ctx, c.network, fip.ID).ExtractErr() },
 			func() error { return servers.Delete(ctx, c.compute, lb.ID).ExtractErr() },
+			func() error { waitGone(t, c, node.ID); waitGone(t, c, lb.ID); return nil },
 			func() error { return ports.Delete(ctx, c.network, lbPort.ID).ExtractErr() },
 			func() error { return groups.Delete(ctx, c.network, sgIDs[0]).ExtractErr() },
 			func() error { return groups.Delete(ctx, c.network, sgIDs[1]).ExtractErr() },

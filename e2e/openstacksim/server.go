@@ -24,6 +24,7 @@ const (
 	DefaultDomainName    = "Default"
 	DefaultBuildPolls    = 2
 	DefaultVolumePolls   = 1
+	DefaultDeletePolls   = 1
 	DefaultTokenTTL      = time.Hour
 )
 
@@ -91,6 +92,11 @@ type Options struct {
 	// deleted with the network. A client that creates a subnet with pool .10–.200 and only
 	// then narrows it to .11–.200 has lost .10 to it, as on a real cloud.
 	DHCPPorts bool
+	// DeletePolls is how many API requests (of any kind, each one a tick
+	// of the simulator's clock) still see a deleted server, deleting, with
+	// its ports and volumes, before Nova's cleanup runs (0:
+	// DefaultDeletePolls; negative: at once).
+	DeletePolls int
 	// TokenTTL is the lifetime of a token (0: DefaultTokenTTL).
 	TokenTTL time.Duration
 	// OnBoot runs once per server when it leaves BUILD, outside every
@@ -184,6 +190,9 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.VolumePolls == 0 {
 		opts.VolumePolls = DefaultVolumePolls
+	}
+	if opts.DeletePolls == 0 {
+		opts.DeletePolls = DefaultDeletePolls
 	}
 	if opts.TokenTTL == 0 {
 		opts.TokenTTL = DefaultTokenTTL

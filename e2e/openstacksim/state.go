@@ -266,12 +266,17 @@ type Instance struct {
 	Disks       []Disk
 	// Console is the console log (os-getConsoleOutput), one line each.
 	Console []string
+	// Deleting is true between a DELETE and the server's removal: it is
+	// still listed (task_state deleting), its ports stay bound and its
+	// volumes attached, as in Nova.
+	Deleting bool
 
-	polls     int
-	booting   bool
-	failWith  string // set by an error rule at creation: the boot fails
-	createdNo int
-	seq       uint64
+	polls       int
+	deleteTicks int
+	booting     bool
+	failWith    string // set by an error rule at creation: the boot fails
+	createdNo   int
+	seq         uint64
 }
 
 // state is everything the simulator holds; guarded by Server.mu.

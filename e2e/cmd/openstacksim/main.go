@@ -40,6 +40,7 @@ func run() error {
 	extCIDR := flag.String("external-cidr", "172.24.4.0/24", "CIDR of the external network")
 	buildPolls := flag.Int("build-polls", openstacksim.DefaultBuildPolls, "GETs a server answers BUILD before it boots (negative: none)")
 	volumePolls := flag.Int("volume-polls", openstacksim.DefaultVolumePolls, "GETs a volume answers creating (negative: none)")
+	deletePolls := flag.Int("delete-polls", openstacksim.DefaultDeletePolls, "API requests a deleted server is still seen, deleting (negative: none)")
 	dhcpPorts := flag.Bool("dhcp-ports", false, "give networks a DHCP port that takes a pool address, as a real cloud does")
 	verbose := flag.Bool("v", false, "debug logging")
 	flag.Parse()
@@ -52,7 +53,7 @@ func run() error {
 	opts := openstacksim.Options{
 		Region: *region, AdminUser: *adminUser, AdminPassword: *adminPassword, AdminProject: *adminProject,
 		AvailabilityZones: split(*azs), ExternalNetwork: openstacksim.ExternalNetwork{CIDR: *extCIDR},
-		BuildPolls: *buildPolls, VolumePolls: *volumePolls, DHCPPorts: *dhcpPorts, Logger: log,
+		BuildPolls: *buildPolls, VolumePolls: *volumePolls, DeletePolls: *deletePolls, DHCPPorts: *dhcpPorts, Logger: log,
 	}
 	for _, f := range split(*flavors) {
 		fl, err := parseFlavor(f)
@@ -73,6 +74,9 @@ func run() error {
 	}
 	if opts.VolumePolls == 0 {
 		opts.VolumePolls = -1
+	}
+	if opts.DeletePolls == 0 {
+		opts.DeletePolls = -1
 	}
 	srv, err := openstacksim.New(opts)
 	if err != nil {
