@@ -75,6 +75,42 @@ func (s *Server) CallCount(method, pathPrefix string, status int) int {
 	return s.faults.CallCount(method, pathPrefix, status)
 }
 
+// CallSummary counts the logged calls by method and path template, ids
+// replaced by {id} (e.g. "GET /compute/v2.1/servers/{id}"): what a run
+// asked of each service, for a report next to Mastermind's call counts.
+func (s *Server) CallSummary() map[string]int {
+	out := map[string]int{}
+	for _, c := range s.Calls() {
+		out[c.Method+" "+pathTemplate(c.Path)]++
+	}
+	return out
+}
+
+// pathTemplate replaces the ids in path (UUIDs, Keystone's 32 hex digits)
+// with {id}.
+func pathTemplate(path string) string {
+	parts := strings.Split(path, "/")
+	for i, p := range parts {
+		if isID(p) {
+			parts[i] = "{id}"
+		}
+	}
+	return strings.Join(parts, "/")
+}
+
+func isID(s string) bool {
+	h := strings.ReplaceAll(s, "-", "")
+	if len(h) != 32 || len(s) != 32 && len(s) != 36 {
+		return false
+	}
+	for _, r := range h {
+		if !strings.ContainsRune("0123456789abcdef", r) {
+			return false
+		}
+	}
+	return true
+}
+
 // ResetCalls empties the call log.
 func (s *Server) ResetCalls() { s.faults.ResetCalls() }
 

@@ -222,7 +222,7 @@ func (s *Server) AddApplicationCredential(userName, project, name, secret string
 //	DELETE /sim/server-errors         clear rules        POST   /sim/faults    add a fault
 //	POST   /sim/quotas                {"project","resource","limit"}
 //	POST   /sim/expire-tokens         ExpireTokens       DELETE /sim/faults    clear faults
-//	POST   /sim/down                  {"down":bool}
+//	POST   /sim/down                  {"down":bool}      GET    /sim/calls/summary  CallSummary
 func (s *Server) adminRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /sim/quotas", func(w http.ResponseWriter, r *http.Request) {
 		var q struct {
@@ -244,6 +244,9 @@ func (s *Server) adminRoutes(mux *http.ServeMux) {
 		writeJSON(w, http.StatusOK, s.Inventory(r.URL.Query().Get("project")))
 	})
 	mux.HandleFunc("GET /sim/calls", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, s.Calls()) })
+	mux.HandleFunc("GET /sim/calls/summary", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, s.CallSummary())
+	})
 	s.errorRulesAdmin(mux)
 	simhttp.Admin{ResetCalls: s.ResetCalls, AddFault: s.AddFault, ClearFaults: s.ClearFaults, Down: s.Down,
 		BadRequest: func(w http.ResponseWriter, msg string) { writeErr(w, keystoneErr(400, msg)) }}.Routes(mux)

@@ -144,6 +144,17 @@ func TestFaultInjection(t *testing.T) {
 			t.Fatalf("nova GETs %d", got)
 		}
 	})
+	t.Run("the summary groups calls by path template", func(t *testing.T) {
+		sum := sim.CallSummary()
+		if sum["POST /network/v2.0/networks"] != 3 || sum["GET /compute/v2.1/flavors/detail"] != 2 {
+			t.Fatalf("summary %v", sum)
+		}
+		n := must(networks.Create(ctx, c.network, networks.CreateOpts{Name: "m"}).Extract()).of(t)
+		must(networks.Get(ctx, c.network, n.ID).Extract()).of(t)
+		if got := sim.CallSummary()["GET /network/v2.0/networks/{id}"]; got != 1 {
+			t.Fatalf("GET network by id: %d", got)
+		}
+	})
 	t.Run("down answers 503 everywhere, the admin API still answers", func(t *testing.T) {
 		sim.Down(true)
 		_, err := networks.List(c.network, nil).AllPages(ctx)
@@ -155,7 +166,7 @@ func TestFaultInjection(t *testing.T) {
 		defer func() { _ = resp.Body.Close() }()
 		var inv openstacksim.Inventory
 		body, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &inv) != nil || len(inv.Networks) != 1 {
+		if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &inv) != nil || len(inv.Networks) != 2 {
 			t.Fatalf("inventory %d %s", resp.StatusCode, body)
 		}
 		sim.Down(false)
