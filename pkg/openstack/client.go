@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
@@ -14,6 +13,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2"
 	gos "github.com/gophercloud/gophercloud/v2/openstack"
 	"github.com/gophercloud/gophercloud/v2/openstack/config/clouds"
+	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/projects"
 	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/tokens"
 
 	"github.com/sitebus/sitebus/pkg/backend"
@@ -49,7 +49,7 @@ type Config struct {
 	// PollInterval is the wait between polls of a volume or server;
 	// VolumeTimeout, ServerTimeout and DeleteTimeout bound the waits for a
 	// volume to be available, a server ACTIVE and a server gone.
-	PollInterval                               time.Duration
+	PollInterval                                time.Duration
 	VolumeTimeout, ServerTimeout, DeleteTimeout time.Duration
 	// HTTPClient replaces the client built from the cloud's TLS settings
 	// (tests).
@@ -99,7 +99,7 @@ type Client struct {
 	provider                                  *gophercloud.ProviderClient
 	identity, compute, network, volume, image *gophercloud.ServiceClient
 
-	projectID, userID string
+	projectID, userID, domainID string
 	// project is the project this client acts in when sitebus made it
 	// (Scoped): its description holds the owner's mark, which makes the
 	// objects in it the owner's.
@@ -141,7 +141,17 @@ func (c *Client) UserID() string { return c.userID }
 // same credentials, re-authenticated with project as scope. The
 // connecting user must have a role there (EnsureProject gives it one).
 // Application credentials cannot be re-scoped: that is a terminal error.
+//
+// A project given by id alone (a saga's record) is read first, for its
+// mark; a project that is gone is a terminal backend.ErrNotFound.
 func (c *Client) Scoped(ctx context.Context, project Project) (*Client, error) {
+	if project.Description == "" {
+		r, err := projects.Get(ctx, c.identity, project.ID).Extract()
+		if err != nil {
+			return nil, classify("read", "project "+project.ID, err)
+		}
+		project = projectOf(r)
+	}
 	if project.ID == c.projectID {
 		s := *c
 		s.project = &project
@@ -181,7 +191,7 @@ func (c *Client) login(ctx context.Context) error {
 	// user, ownership the project.
 	if r, ok := p.GetAuthResult().(tokens.CreateResult); ok {
 		if u, err := r.ExtractUser(); err == nil && u != nil {
-			c.userID = u.ID
+			c.userID, c.domainID = u.ID, u.Domain.ID
 		}
 		if pr, err := r.ExtractProject(); err == nil && pr != nil {
 			c.projectID = pr.ID
@@ -289,6 +299,3 @@ func first(vs ...string) string {
 	}
 	return ""
 }
-
-// errNotImplemented marks what the API commit declares before it is built.
-var errNotImplemented = fmt.Errorf("openstack: not implemented yet")
