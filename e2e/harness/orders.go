@@ -50,10 +50,17 @@ func DeliverOrder(t testing.TB, admin *waldursim.AdminClient, offeringHex, order
 // PublishOrder is DeliverOrder with a message id of the caller's.
 func PublishOrder(t testing.TB, admin *waldursim.AdminClient, offeringHex, orderUUID, messageID string) {
 	t.Helper()
-	body := fmt.Sprintf(`{"order_uuid": "%s", "order_state": "pending-provider", "offering_uuid": "%s"}`, strings.ReplaceAll(orderUUID, "-", ""), offeringHex)
-	if _, err := admin.PublishRaw(Context(t, 2*time.Minute), waldursim.RawEventRequest{OfferingUUID: offeringHex, ObjectType: "order", Body: body, MessageID: messageID}); err != nil {
+	if err := PublishOrderEvent(Context(t, 2*time.Minute), admin, offeringHex, orderUUID, messageID); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// PublishOrderEvent is PublishOrder returning the error, for goroutines
+// (which must not end the test).
+func PublishOrderEvent(ctx context.Context, admin *waldursim.AdminClient, offeringHex, orderUUID, messageID string) error {
+	body := fmt.Sprintf(`{"order_uuid": "%s", "order_state": "pending-provider", "offering_uuid": "%s"}`, strings.ReplaceAll(orderUUID, "-", ""), offeringHex)
+	_, err := admin.PublishRaw(ctx, waldursim.RawEventRequest{OfferingUUID: offeringHex, ObjectType: "order", Body: body, MessageID: messageID})
+	return err
 }
 
 // WaitOrder waits up to 90s for the order to reach one of states and

@@ -23,6 +23,8 @@ type SitebusOptions struct {
 	Args []string
 	// Env is added to the environment (e.g. SITEBUS_FAILPOINTS=...).
 	Env []string
+	// Name labels the process in failure output; default "sitebus".
+	Name string
 }
 
 // Sitebus is a running `sitebus run` process.
@@ -75,7 +77,10 @@ func PrepareSitebus(t testing.TB, opts SitebusOptions) *Sitebus {
 		s.args = append(s.args, "--nats-listen", "127.0.0.1:"+strconv.Itoa(port))
 	}
 	s.args = append(s.args, opts.Args...)
-	s.Process = &Process{Name: "sitebus", done: make(chan struct{})}
+	if opts.Name == "" {
+		s.opts.Name = "sitebus"
+	}
+	s.Process = &Process{Name: s.opts.Name, done: make(chan struct{})}
 	close(s.done)
 	_ = bin
 	return s
@@ -86,7 +91,7 @@ func PrepareSitebus(t testing.TB, opts SitebusOptions) *Sitebus {
 func (s *Sitebus) Start(env ...string) {
 	s.t.Helper()
 	bin, _ := SitebusBinary()
-	p, err := StartProcess("sitebus", bin, s.args, env)
+	p, err := StartProcess(s.opts.Name, bin, s.args, env)
 	if err != nil {
 		s.t.Fatal(err)
 	}

@@ -23,8 +23,13 @@ type SiteConfig struct {
 	// cluster; without them only the STOMP bridge can run.
 	Kubeconfig, CRNamespace string
 	// KeycloakURL, when set, enables access groups in that Keycloak (realm
-	// waldur, admin/admin in master, users looked up by username).
+	// waldur, admin in master, users looked up by username).
 	KeycloakURL string
+	// KeycloakPassword is the admin's password; default "admin".
+	KeycloakPassword string
+	// Sitebus is more lines of the sitebus section (2-space indented),
+	// e.g. "  streams: {replicas: 3}\n".
+	Sitebus string
 }
 
 // YAML renders the configuration file.
@@ -38,9 +43,13 @@ func (c SiteConfig) YAML() string {
 	if c.Kubeconfig != "" {
 		settings = fmt.Sprintf("    backend_settings:\n      kubeconfig_path: %q\n      cr_namespace: %q\n", c.Kubeconfig, c.CRNamespace)
 		if c.KeycloakURL != "" {
+			pw := c.KeycloakPassword
+			if pw == "" {
+				pw = "admin"
+			}
 			settings += fmt.Sprintf("      keycloak_enabled: true\n      keycloak_use_user_id: false\n"+
-				"      keycloak: {keycloak_url: %q, keycloak_realm: waldur, keycloak_user_realm: master, keycloak_username: admin, keycloak_password: admin}\n",
-				strings.TrimRight(c.KeycloakURL, "/")+"/")
+				"      keycloak: {keycloak_url: %q, keycloak_realm: waldur, keycloak_user_realm: master, keycloak_username: admin, keycloak_password: %q}\n",
+				strings.TrimRight(c.KeycloakURL, "/")+"/", pw)
 		}
 	}
 	return fmt.Sprintf(`offerings:
@@ -63,5 +72,5 @@ sitebus:
   log_format: text
   stomp:
     transport: websocket
-`, strings.TrimRight(c.WaldurURL, "/"), c.Token, c.OfferingUUID, membership, host, port, c.WebSTOMPPath, settings)
+%s`, strings.TrimRight(c.WaldurURL, "/"), c.Token, c.OfferingUUID, membership, host, port, c.WebSTOMPPath, settings, c.Sitebus)
 }

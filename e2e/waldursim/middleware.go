@@ -53,6 +53,13 @@ func (s *Server) apiMiddleware(next http.Handler) http.Handler {
 			})
 			s.mu.Unlock()
 		}()
+		if s.cfg.Latency > 0 {
+			select {
+			case <-time.After(s.cfg.Latency):
+			case <-r.Context().Done():
+				return
+			}
+		}
 		if f := s.takeFault(r); f != nil {
 			if f.DelayMS > 0 {
 				select {

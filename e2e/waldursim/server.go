@@ -23,6 +23,9 @@ type Config struct {
 	Version string
 	// Now defaults to time.Now; tests may pin it.
 	Now func() time.Time
+	// Latency delays every /api/ answer, as a Waldur across a WAN or under
+	// load would: throughput measured against an instant Waldur flatters.
+	Latency time.Duration
 }
 
 // RabbitConfig says how to reach RabbitMQ the way Mastermind does: the

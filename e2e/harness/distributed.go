@@ -1,0 +1,159 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// ServiceProcess is one `sitebus run --only <service>` process of a
+// distributed site: what one pod of a service's Deployment runs.
+type ServiceProcess struct {
+	Service string
+	Replica int // 1-based
+	*Sitebus
+}
+
+// DistributedOptions configure a site that runs every service as its own
+// process against a NATS cluster, as the Helm chart deploys it.
+type DistributedOptions struct {
+	// Config is the configuration file every process reads (the chart's
+	// one Secret).
+	Config string
+	// NATSURL is the cluster's client URLs, comma-separated.
+	NATSURL string
+	// Services are started in this order (app.ServiceNames).
+	Services []string
+	// Replicas is the number of processes per service; a service not
+	// listed runs one.
+	Replicas map[string]int
+	// Env is added to every process's environment.
+	Env []string
+}
+
+// Distributed is a running distributed site.
+type Distributed struct {
+	Procs []*ServiceProcess
+	env   []string
+	t     testing.TB
+}
+
+// StartDistributed starts every process, each with its own data dir
+// (identity and lock) and HTTP port, and waits until all of them say ready.
+func StartDistributed(t testing.TB, o DistributedOptions) *Distributed {
+	t.Helper()
+	if o.NATSURL == "" {
+		t.Fatal("a distributed site needs an external NATS (NATSURL)")
+	}
+	d := &Distributed{env: o.Env, t: t}
+	for _, svc := range o.Services {
+		n := o.Replicas[svc]
+		if n == 0 {
+			n = 1
+		}
+		for r := 1; r <= n; r++ {
+			sb := PrepareSitebus(t, SitebusOptions{Config: o.Config, NATSURL: o.NATSURL, Env: o.Env,
+				Args: []string{"--only", svc}, Name: fmt.Sprintf("%s-%d", svc, r)})
+			d.Procs = append(d.Procs, &ServiceProcess{Service: svc, Replica: r, Sitebus: sb})
+		}
+	}
+	for _, p := range d.Procs {
+		p.Start(o.Env...)
+	}
+	if err := d.WaitReady(2 * time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// Service returns the processes of one service.
+func (d *Distributed) Service(name string) []*ServiceProcess {
+	var out []*ServiceProcess
+	for _, p := range d.Procs {
+		if p.Service == name {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// WaitReady waits until every process's /readyz says 200, concurrently.
+func (d *Distributed) WaitReady(timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var mu sync.Mutex
+	var errs []error
+	var wg sync.WaitGroup
+	for _, p := range d.Procs {
+		wg.Go(func() {
+			if err := WaitReadyz(ctx, p.HTTPAddr, 100*time.Millisecond, p.Process); err != nil {
+				mu.Lock()
+				errs = append(errs, fmt.Errorf("%s: %w", p.Name, err))
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// KillAndRestart kill -9s the process (no drain, no ack, no lease
+// handed over), starts it again with the same data dir and port, and waits
+// until it is ready.
+func (d *Distributed) KillAndRestart(p *ServiceProcess, timeout time.Duration) error {
+	p.Kill()
+	p.Start(d.env...)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	return WaitReadyz(ctx, p.HTTPAddr, 100*time.Millisecond, p.Process)
+}
+
+// MetricSum adds up a sample over every process of service ("" = all):
+// series is the metric name with its labels as /metrics prints them, or a
+// prefix of the labels ending before a comma (e.g.
+// `sitebus_orders_total{type="Create",outcome="done"`).
+func (d *Distributed) MetricSum(service, series string) float64 {
+	var sum float64
+	for _, p := range d.Procs {
+		if service != "" && p.Service != service {
+			continue
+		}
+		_, body := p.Get("/metrics")
+		for _, line := range strings.Split(body, "\n") {
+			if !strings.HasPrefix(line, series) {
+				continue
+			}
+			rest := strings.TrimPrefix(line, series)
+			if !strings.HasPrefix(rest, " ") && !strings.HasPrefix(rest, ",") && !strings.HasPrefix(rest, "}") {
+				continue
+			}
+			var v float64
+			if _, err := fmt.Sscan(line[strings.LastIndexByte(line, ' ')+1:], &v); err == nil {
+				sum += v
+			}
+		}
+	}
+	return sum
+}
+
+// Pause stops the process with SIGSTOP: it keeps its sockets and memory
+// but answers nothing until Resume.
+func (p *Process) Pause() error { return p.signal(syscall.SIGSTOP) }
+
+// Resume continues a paused process (SIGCONT).
+func (p *Process) Resume() error { return p.signal(syscall.SIGCONT) }
+
+func (p *Process) signal(sig syscall.Signal) error {
+	if p.cmd == nil || p.cmd.Process == nil {
+		return fmt.Errorf("%s was never started", p.Name)
+	}
+	if p.Exited() {
+		return fmt.Errorf("%s has exited", p.Name)
+	}
+	return p.cmd.Process.Signal(sig)
+}
