@@ -450,9 +450,14 @@ func (s *Server) createServer(w http.ResponseWriter, r *http.Request, c *caller)
 	if e != nil {
 		return e
 	}
-	// Volumes in BDMs: existing ones must be available.
+	// Volumes in BDMs: existing ones must be available, and named once.
+	usedVols := map[string]bool{}
 	for _, b := range sin.BDM {
 		if b.SourceType == "volume" {
+			if usedVols[b.UUID] {
+				return novaErr(400, "Block Device Mapping is Invalid: volume "+b.UUID+" is mapped twice.")
+			}
+			usedVols[b.UUID] = true
 			v := s.visibleVolume(c, b.UUID)
 			if v == nil {
 				return novaErr(400, "Block Device Mapping is Invalid: failed to get volume "+b.UUID+".")
@@ -552,8 +557,6 @@ func (s *Server) createServer(w http.ResponseWriter, r *http.Request, c *caller)
 			DeleteOnTermination: b.DeleteOnTermination, Attached: s.now()}}
 		dev++
 	}
-	s.st.serversMade++
-	sv.createdNo = s.st.serversMade
 	sv.failWith = s.matchErrorRule(sv)
 	if bootFault != "" {
 		sv.failWith = bootFault
@@ -623,9 +626,13 @@ func (s *Server) serverNetworks(c *caller, raw json.RawMessage) ([]netReq, *apiE
 	if err := json.Unmarshal(raw, &nets); err != nil {
 		return nil, novaErr(400, "Invalid input for field/attribute networks.")
 	}
+	seen := map[string]bool{}
 	for _, n := range nets {
 		switch {
+		case n.Port != "" && seen[n.Port]:
+			return nil, novaErr(409, "Port "+n.Port+" is still in use.")
 		case n.Port != "":
+			seen[n.Port] = true
 			p := s.visiblePort(c, n.Port)
 			if p == nil {
 				return nil, novaErr(400, "Port id "+n.Port+" could not be found.")

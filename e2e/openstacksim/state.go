@@ -237,8 +237,8 @@ type BlockDevice struct {
 }
 
 // Instance is a Nova server (Nova calls them instances) as the simulator
-// keeps it and as OnBoot and the
-// inventory see it. Addresses and volumes are filled in when it is read.
+// keeps it and as OnBoot and the inventory see it; ports, addresses and
+// volumes are filled in when it is read.
 type Instance struct {
 	ID               string
 	Name             string
@@ -274,8 +274,7 @@ type Instance struct {
 	polls       int
 	deleteTicks int
 	booting     bool
-	failWith    string // set by an error rule at creation: the boot fails
-	createdNo   int
+	failWith    string // set at creation (error rule, volume refused): the boot fails
 	seq         uint64
 }
 
@@ -305,7 +304,6 @@ type state struct {
 	quotas map[string]Quotas // per project overrides
 
 	serverRules []*ServerErrorRule
-	serversMade int
 
 	adminUserID, adminProjectID string
 	extNetID, extSubnetID       string
