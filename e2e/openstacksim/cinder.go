@@ -178,7 +178,7 @@ func (s *Server) listVolumes(w http.ResponseWriter, r *http.Request, c *caller) 
 		}
 	}
 	slices.Reverse(objs) // Cinder lists newest first
-	objs = filterObjs(r, objs, metadataFilter)
+	objs = filterObjs(r, objs, volumeFilters)
 	if !strings.HasSuffix(r.URL.Path, "/detail") {
 		for i, o := range objs {
 			objs[i] = obj{"id": o["id"], "name": o["name"], "links": o["links"]}
@@ -188,8 +188,13 @@ func (s *Server) listVolumes(w http.ResponseWriter, r *http.Request, c *caller) 
 	return nil
 }
 
-// metadataFilter is Cinder's ?metadata={'k':'v', …}: every pair present.
-var metadataFilter = map[string]func(obj, []string) bool{
+// volumeFilters are Cinder's filters on fields it renders under other
+// names: ?metadata={'k':'v', …} (every pair present) and ?project_id=
+// (with all_tenants).
+var volumeFilters = map[string]func(obj, []string) bool{
+	"project_id": func(o obj, vals []string) bool {
+		return slices.Contains(vals, scalar(o["os-vol-tenant-attr:tenant_id"]))
+	},
 	"metadata": func(o obj, vals []string) bool {
 		md, _ := o["metadata"].(map[string]string)
 		for _, v := range vals {

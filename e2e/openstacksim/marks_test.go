@@ -97,5 +97,11 @@ func TestOwnershipMarks(t *testing.T) {
 		if len(got) != 1 || got[0].ID != v.ID || got[0].Metadata["owner"] != mark {
 			t.Fatalf("volumes %+v", got)
 		}
+		must(volumes.Create(ctx, ac.volume, volumes.CreateOpts{Name: "admins", Size: 1}, nil).Extract()).of(t)
+		all := must(volumes.ExtractVolumes(must(volumes.List(ac.volume, volumes.ListOpts{AllTenants: true,
+			TenantID: v.TenantID}).AllPages(ctx)).of(t))).of(t)
+		if len(all) != 2 {
+			t.Fatalf("the tenant's volumes as the admin lists them: %+v", all)
+		}
 	})
 }
