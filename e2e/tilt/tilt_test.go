@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/sitebus/sitebus/e2e/harness"
+	"github.com/sitebus/sitebus/e2e/testenv"
 	"github.com/sitebus/sitebus/e2e/waldursim"
 	"github.com/sitebus/sitebus/pkg/config"
 )
@@ -28,13 +29,12 @@ import (
 const tiltVersion = "v0.34.0"
 
 // tiltBinary is the tilt .ci/tilt.sh builds; plain `go test` without it
-// skips rather than fails, make test builds it first.
+// skips (fails in CI), make test builds it first.
 func tiltBinary(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(harness.CacheDir(), "tilt-"+tiltVersion, "tilt")
-	if _, err := os.Stat(bin); err != nil {
-		t.Skipf("tilt %s is not built (%v): run `make tilt` (make test does)", tiltVersion, err)
-	}
+	_, err := os.Stat(bin)
+	testenv.Require(t, "tilt "+tiltVersion+" (build it with `make tilt`; make test does)", err)
 	return bin
 }
 
