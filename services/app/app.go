@@ -33,6 +33,7 @@ import (
 	"github.com/sitebus/sitebus/services/keycloaksync"
 	"github.com/sitebus/sitebus/services/membership"
 	"github.com/sitebus/sitebus/services/order"
+	"github.com/sitebus/sitebus/services/provisioner"
 	"github.com/sitebus/sitebus/services/quota"
 	"github.com/sitebus/sitebus/services/sagas"
 	"github.com/sitebus/sitebus/services/stompbridge"
@@ -48,7 +49,7 @@ type Service interface {
 }
 
 // ServiceNames lists the services `--only` accepts, in start order.
-var ServiceNames = []string{stompbridge.Name, order.Name, quota.Name, membership.Name, keycloaksync.Name, sagas.Name, usage.Name}
+var ServiceNames = []string{stompbridge.Name, order.Name, quota.Name, membership.Name, keycloaksync.Name, sagas.Name, usage.Name, provisioner.Name}
 
 // Options are the command-line settings of `sitebus run`; each non-empty
 // field overrides the config file's sitebus section.
@@ -380,6 +381,13 @@ func (d *deps) build(name string) (Service, error) {
 			Location: loc, Logger: d.log, Registerer: d.reg, TracerProvider: d.tp})
 	case sagas.Name:
 		return sagas.New(d.bus, sagas.Config{Logger: d.log, Registerer: d.reg, TracerProvider: d.tp, LeaseTTL: d.cfg.Sitebus.SagaLease, Owner: d.identity})
+	case provisioner.Name:
+		offerings, err := d.clusterOfferings()
+		if err != nil {
+			return nil, err
+		}
+		return provisioner.New(d.bus, provisioner.Config{Offerings: offerings, Logger: d.log, Registerer: d.reg, TracerProvider: d.tp,
+			LeaseTTL: d.cfg.Sitebus.SagaLease, Owner: d.identity})
 	}
 	return nil, errors.New("unknown service")
 }

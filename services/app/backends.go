@@ -53,7 +53,7 @@ func (bs *backends) get(i int, name string) (backend.Backend, error) {
 func (d *deps) orderOfferings() ([]order.Offering, error) {
 	var out []order.Offering
 	for i, o := range d.offerings {
-		if o.Config.OrderProcessingBackend == "" {
+		if o.Config.OrderProcessingBackend == "" || clusterBackend(o.Config.OrderProcessingBackend) {
 			continue
 		}
 		b, err := d.backends.get(i, o.Config.OrderProcessingBackend)
@@ -90,7 +90,7 @@ func (d *deps) membershipOfferings() ([]membership.Offering, error) {
 	var out []membership.Offering
 	for i, o := range d.offerings {
 		name := o.Config.MembershipSyncBackend
-		if name == "" {
+		if name == "" || clusterBackend(name) {
 			continue
 		}
 		b, err := d.backends.get(i, name)
@@ -121,7 +121,7 @@ func (d *deps) quotaOfferings() ([]order.Offering, error) {
 		if name == "" {
 			name = o.Config.MembershipSyncBackend
 		}
-		if name == "" {
+		if name == "" || clusterBackend(name) {
 			continue
 		}
 		b, err := d.backends.get(i, name)
@@ -158,7 +158,7 @@ func (d *deps) usageOfferings() ([]usage.Offering, error) {
 	var out []usage.Offering
 	for i, o := range d.offerings {
 		name := o.Config.ReportingBackend
-		if name == "" {
+		if name == "" || clusterBackend(name) {
 			continue
 		}
 		b, err := d.backends.get(i, name)

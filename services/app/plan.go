@@ -9,6 +9,7 @@ import (
 	"github.com/sitebus/sitebus/pkg/backend/managedns"
 	"github.com/sitebus/sitebus/pkg/backend/okd"
 	"github.com/sitebus/sitebus/pkg/backend/rancher"
+	"github.com/sitebus/sitebus/pkg/backend/ranchercluster"
 	"github.com/sitebus/sitebus/pkg/config"
 	"github.com/sitebus/sitebus/pkg/keycloak"
 	"github.com/sitebus/sitebus/pkg/waldur"
@@ -17,7 +18,7 @@ import (
 
 // supportedBackends are the backend names (the Python plugins' entry
 // points) sitebus implements so far.
-var supportedBackends = []string{managedns.Type, rancher.Type, okd.Type}
+var supportedBackends = []string{managedns.Type, rancher.Type, okd.Type, ranchercluster.Type}
 
 // usernameBackends are the username_management_backend names sitebus
 // accepts: "base" generates no usernames, which is all sitebus does.
@@ -49,6 +50,9 @@ type OfferingPlan struct {
 	Rancher rancher.Settings
 	// OKD are the backend_settings of an okd offering.
 	OKD okd.Settings
+	// RancherCluster are the backend_settings of a rancher-cluster
+	// offering (the cluster-provisioner's).
+	RancherCluster ranchercluster.Settings
 	// Keycloak is backend_settings.keycloak when keycloak_enabled is true;
 	// nil otherwise.
 	Keycloak *keycloak.Config
@@ -148,6 +152,12 @@ func planOffering(o *config.Offering, proxy string) (OfferingPlan, error) {
 		errs = append(errs, s.Warnings...)
 		op.OKD = s
 	}
+	if names[ranchercluster.Type] {
+		s, err := ranchercluster.DecodeSettings(o.BackendSettings)
+		errs = append(errs, err)
+		errs = append(errs, s.Warnings...)
+		op.RancherCluster = s
+	}
 	// keycloak_enabled and the keycloak block belong to backend_settings
 	// whatever the backend (the Python Rancher and OKD plugins read them
 	// too); keycloaksync.Settings is the one parser of the block, and the
@@ -159,6 +169,9 @@ func planOffering(o *config.Offering, proxy string) (OfferingPlan, error) {
 		op.Keycloak = &kc
 		if names[rancher.Type] && op.Rancher.KeycloakEnabled {
 			op.Rancher.Keycloak = &kc
+		}
+		if names[ranchercluster.Type] && op.RancherCluster.KeycloakEnabled {
+			op.RancherCluster.Keycloak = &kc
 		}
 	}
 

@@ -1,0 +1,272 @@
+package provisioner
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sitebus/sitebus/pkg/backend"
+	"github.com/sitebus/sitebus/pkg/backend/rancher"
+	"github.com/sitebus/sitebus/pkg/backend/ranchercluster"
+	"github.com/sitebus/sitebus/pkg/bus"
+	"github.com/sitebus/sitebus/pkg/cloudinit"
+	"github.com/sitebus/sitebus/pkg/openstack"
+	"github.com/sitebus/sitebus/pkg/saga"
+	"github.com/sitebus/sitebus/pkg/vault"
+	"github.com/sitebus/sitebus/pkg/waldur"
+)
+
+// Offering is one rancher-cluster offering with the clients its sagas use.
+type Offering struct {
+	Name     string
+	Settings ranchercluster.Settings
+	Waldur   Waldur
+	Cloud    OpenStack
+	Rancher  Rancher
+	// Vault is nil when vault_host is unset: nodes then get the
+	// registration token in their cloud-init.
+	Vault     Vault
+	CloudInit cloudinit.Settings
+}
+
+// Waldur is what the service asks of and tells Waldur (waldur.Client).
+type Waldur interface {
+	GetOrder(ctx context.Context, uuid string, fields ...string) (*waldur.Order, error)
+	ApproveOrderByProvider(ctx context.Context, uuid string) error
+	GetResource(ctx context.Context, uuid string, fields ...string) (*waldur.Resource, error)
+	SetOrderStateDone(ctx context.Context, uuid string) error
+	SetOrderStateErred(ctx context.Context, uuid, message, traceback string) error
+	SetResourceBackendID(ctx context.Context, uuid, backendID string) error
+	SetResourceBackendMetadata(ctx context.Context, uuid string, metadata map[string]any) error
+	SetResourceEndpoints(ctx context.Context, uuid string, endpoints []waldur.Endpoint) error
+}
+
+var _ Waldur = (*waldur.Client)(nil)
+
+// PlanStore keeps each cluster's plan from its create to its terminate.
+type PlanStore interface {
+	Put(ctx context.Context, resourceHex string, plan []byte) error
+	// Get returns nil without a plan.
+	Get(ctx context.Context, resourceHex string) ([]byte, error)
+	Delete(ctx context.Context, resourceHex string) error
+}
+
+// activities run the steps of both sagas.
+type activities struct {
+	offerings map[string]*Offering // by offering UUID hex
+	groups    Groups
+	plans     PlanStore
+	timeouts  Timeouts
+	log       *slog.Logger
+	// nodesActive and nodesWanted show a create's progress per cluster.
+	nodesActive, nodesWanted *prometheus.GaugeVec
+}
+
+func (a *activities) all() map[string]saga.Activity {
+	acts := map[string]saga.Activity{
+		actPlan:          a.plan,
+		actLoadPlan:      a.loadPlan,
+		actForgetPlan:    a.forgetPlan,
+		actTenants:       a.tenants,
+		actDeleteTenants: a.deleteTenants,
+		actLBs:           a.loadBalancers,
+		actDeleteLBs:     a.deleteLoadBalancers,
+		actCluster:       a.cluster,
+		actDeleteCluster: a.deleteCluster,
+		actToken:         a.token,
+		actVault:         a.vault,
+		actVaultCleanup:  a.vaultCleanup,
+		actNodes:         a.nodes,
+		actDeleteNodes:   a.deleteNodes,
+		actDrainNodes:    a.drainAndDeleteNodes,
+		actWaitNodes:     a.waitNodes,
+		actAccess:        a.access,
+		actDeleteAccess:  a.deleteAccess,
+		actSettle:        a.settle,
+	}
+	for name, fn := range acts {
+		acts[name] = terminalErrors(fn)
+	}
+	return acts
+}
+
+// terminalErrors marks what the platforms refused for good (a backend's
+// terminal error: invalid, not ours, quota, a VM in ERROR) as terminal for
+// the saga, which then compensates at once instead of retrying.
+func terminalErrors(fn saga.Activity) saga.Activity {
+	return func(ctx context.Context, in saga.ActivityInput) (json.RawMessage, error) {
+		out, err := fn(ctx, in)
+		if err != nil && !bus.IsTerminal(err) && backend.IsTerminal(err) {
+			err = bus.Terminal(err)
+		}
+		return out, err
+	}
+}
+
+// run is what every activity starts from: the input, the offering and
+// (but for the plan step) the plan and what earlier steps made.
+type run struct {
+	in   Input
+	o    *Offering
+	plan *ranchercluster.Plan
+	// made is what the create made so far: from the create saga's
+	// outputs, or the record a terminate loaded.
+	made Record
+	log  *slog.Logger
+	// zones are the clients opened in this activity, by offering UUID and
+	// project.
+	zones map[string]Zone
+}
+
+// Record is what a create made, kept from its end to the terminate.
+type Record struct {
+	Plan          json.RawMessage `json:"plan"`
+	Cluster       ClusterOutput   `json:"cluster"`
+	Tenants       []TenantRecord  `json:"tenants,omitempty"`
+	LoadBalancers []ServerRecord  `json:"load_balancers,omitempty"`
+	Nodes         []ServerRecord  `json:"nodes,omitempty"`
+}
+
+func (r *run) owner() openstack.Owner { return openstack.Owner(r.in.ResourceUUID) }
+
+func (r *run) clusterRef() rancher.ClusterRef {
+	ref := rancher.ClusterRef{Name: r.plan.Cluster.Name, ResourceUUID: r.in.ResourceUUID, ID: r.made.Cluster.ID}
+	if ref.ID == "" {
+		ref.ID = r.in.Resource.BackendID
+	}
+	return ref
+}
+
+func (a *activities) start(in saga.ActivityInput, needPlan bool) (*run, error) {
+	v, err := decodeInput(in)
+	if err != nil {
+		return nil, err
+	}
+	o, ok := a.offerings[v.OfferingUUID]
+	if !ok {
+		return nil, bus.Terminal(fmt.Errorf("offering %s is not a rancher-cluster offering of this cluster-provisioner", v.OfferingUUID))
+	}
+	r := &run{in: v, o: o, log: a.log.With("saga", in.SagaID, "step", in.Step, "offering", o.Name, "resource", v.ResourceUUID),
+		zones: map[string]Zone{}}
+	if !needPlan {
+		return r, nil
+	}
+	raw, ok := in.Outputs["plan"]
+	if !ok || len(raw) == 0 || string(raw) == "null" {
+		// The plan step never completed: nothing was made.
+		return r, nil
+	}
+	if in.Definition == ClusterTerminate {
+		if err := json.Unmarshal(raw, &r.made); err != nil {
+			return nil, bus.Terminal(fmt.Errorf("saga %s: cluster record: %w", in.SagaID, err))
+		}
+		raw = r.made.Plan
+	} else if err := r.madeByCreate(in); err != nil {
+		return nil, err
+	}
+	if r.plan, err = ranchercluster.UnmarshalPlan(raw); err != nil {
+		return nil, bus.Terminal(err)
+	}
+	r.made.Plan = raw
+	return r, nil
+}
+
+// madeByCreate collects the create's step outputs. The step running now
+// has none yet; what it made so far it cleans up itself.
+func (r *run) madeByCreate(in saga.ActivityInput) error {
+	var t TenantsOutput
+	var lbs, nodes ServersOutput
+	for step, v := range map[string]any{"cluster": &r.made.Cluster, "tenants": &t, "load-balancers": &lbs, "nodes": &nodes} {
+		if _, err := in.DecodeOutput(step, v); err != nil {
+			return err
+		}
+	}
+	r.made.Tenants, r.made.LoadBalancers, r.made.Nodes = t.Tenants, lbs.Servers, nodes.Servers
+	return nil
+}
+
+// catalog adapts the zones' clients to ranchercluster.Catalog.
+type catalog struct {
+	cloud OpenStack
+}
+
+func (c catalog) Flavors(ctx context.Context, az ranchercluster.AZ) ([]ranchercluster.Flavor, error) {
+	z, err := c.cloud.Connect(ctx, az)
+	if err != nil {
+		return nil, err
+	}
+	return z.Flavors(ctx)
+}
+
+func (c catalog) VolumeTypes(ctx context.Context, az ranchercluster.AZ) ([]ranchercluster.VolumeType, error) {
+	z, err := c.cloud.Connect(ctx, az)
+	if err != nil {
+		return nil, err
+	}
+	return z.VolumeTypes(ctx)
+}
+
+// plan validates the order and computes everything it makes. A refusal
+// (backend.ErrInvalid) is terminal: the saga fails with nothing made and
+// the order is erred with the attribute and the rule.
+func (a *activities) plan(ctx context.Context, in saga.ActivityInput) (json.RawMessage, error) {
+	r, err := a.start(in, false)
+	if err != nil {
+		return nil, err
+	}
+	p, err := ranchercluster.PlanCreate(ctx, &r.o.Settings, r.in.Attributes, r.in.Resource.backend(), catalog{r.o.Cloud})
+	if err != nil {
+		if backend.IsTerminal(err) {
+			return nil, bus.Terminal(err)
+		}
+		return nil, err
+	}
+	r.log.Info("planned cluster", "cluster", p.Cluster.Name, "mode", p.Mode, "zones", len(p.Tenants), "nodes", len(p.Nodes))
+	return p.Marshal()
+}
+
+// loadPlan is terminate's first step: the plan the create stored.
+func (a *activities) loadPlan(ctx context.Context, in saga.ActivityInput) (json.RawMessage, error) {
+	r, err := a.start(in, false)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := a.plans.Get(ctx, hexUUID(r.in.ResourceUUID))
+	if err != nil {
+		return nil, err
+	}
+	if raw == nil {
+		return nil, bus.Terminal(fmt.Errorf("no cluster plan is recorded for resource %s: this sitebus did not make its cluster, so it removes nothing", r.in.ResourceUUID))
+	}
+	var rec Record
+	if err := json.Unmarshal(raw, &rec); err != nil {
+		return nil, bus.Terminal(fmt.Errorf("cluster record of resource %s: %w", r.in.ResourceUUID, err))
+	}
+	if _, err := ranchercluster.UnmarshalPlan(rec.Plan); err != nil {
+		return nil, bus.Terminal(err)
+	}
+	return raw, nil
+}
+
+func (a *activities) forgetPlan(ctx context.Context, in saga.ActivityInput) (json.RawMessage, error) {
+	r, err := a.start(in, false)
+	if err != nil {
+		return nil, err
+	}
+	return nil, a.plans.Delete(ctx, hexUUID(r.in.ResourceUUID))
+}
+
+func hexUUID(s string) string { return strings.ToLower(strings.ReplaceAll(s, "-", "")) }
+
+// vaultCluster names the cluster's Vault objects.
+func (r *run) vaultCluster() (vault.Cluster, error) {
+	cl, err := vault.ParseCluster(r.plan.ClusterUUIDHex)
+	if err != nil {
+		return cl, bus.Terminal(err)
+	}
+	return cl, nil
+}
