@@ -15,10 +15,10 @@ import (
 
 // tenantClient makes a project for the fixture's owner and returns the
 // client acting in it.
-func tenantClient(t *testing.T, sim *openstacksim.Server, name string) (*openstack.Client, openstack.Project) {
+func tenantClient(t *testing.T, sim *openstacksim.Server, name string, configure ...func(*openstack.Config)) (*openstack.Client, openstack.Project) {
 	t.Helper()
 	s := settings(t, sim, 1)
-	admin := connect(t, s, s.OpenStackOfferings[0])
+	admin := connect(t, s, s.OpenStackOfferings[0], configure...)
 	p, _, err := admin.EnsureProject(ctxT(t), openstack.Owner(resourceUUID), name, "")
 	if err != nil {
 		t.Fatal(err)

@@ -137,10 +137,13 @@ func fast(c *openstack.Config) {
 }
 
 // connect logs in to a zone of the settings.
-func connect(t *testing.T, s *ranchercluster.Settings, az ranchercluster.AZ) *openstack.Client {
+func connect(t *testing.T, s *ranchercluster.Settings, az ranchercluster.AZ, configure ...func(*openstack.Config)) *openstack.Client {
 	t.Helper()
 	cfg := openstack.ConfigFor(s, az)
 	fast(&cfg)
+	for _, f := range configure {
+		f(&cfg)
+	}
 	c, err := openstack.Connect(ctxT(t), cfg)
 	if err != nil {
 		t.Fatalf("connect: %v", err)

@@ -28,11 +28,17 @@ const (
 	DefaultVolumeTimeout = 10 * time.Minute
 	DefaultServerTimeout = 20 * time.Minute
 	DefaultDeleteTimeout = 10 * time.Minute
+	// DefaultRequestTimeout bounds one HTTP call: an API behind a load
+	// balancer with no backend can hold a request open forever.
+	DefaultRequestTimeout = 2 * time.Minute
 )
 
 // Config is how to reach one zone's OpenStack.
 type Config struct {
-	// Cloud is the zone's cloud: a clouds.yaml entry (Name) or inline.
+	// Cloud is the zone's cloud: a clouds.yaml entry (Name) or inline. An
+	// inline cloud's Verify false turns TLS verification off (the settings
+	// decode it true unless the cloud says verify: false; a Cloud built by
+	// hand must set it).
 	Cloud ranchercluster.Cloud
 	// CloudsYAML is the clouds.yaml a named Cloud is read from; "" is
 	// gophercloud's search (OS_CLIENT_CONFIG_FILE, ./, ~/.config/openstack,
@@ -51,6 +57,9 @@ type Config struct {
 	// volume to be available, a server ACTIVE and a server gone.
 	PollInterval                                time.Duration
 	VolumeTimeout, ServerTimeout, DeleteTimeout time.Duration
+	// RequestTimeout bounds each HTTP call (DefaultRequestTimeout); one
+	// that runs out is retryable.
+	RequestTimeout time.Duration
 	// HTTPClient replaces the client built from the cloud's TLS settings
 	// (tests).
 	HTTPClient *http.Client
@@ -80,6 +89,9 @@ func (c *Config) defaults() {
 	}
 	if c.DeleteTimeout <= 0 {
 		c.DeleteTimeout = DefaultDeleteTimeout
+	}
+	if c.RequestTimeout <= 0 {
+		c.RequestTimeout = DefaultRequestTimeout
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -122,6 +134,9 @@ func Connect(ctx context.Context, cfg Config) (*Client, error) {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		tr.TLSClientConfig = tlsConf
 		hc.Transport = tr
+	}
+	if hc.Timeout == 0 {
+		hc.Timeout = cfg.RequestTimeout
 	}
 	c := &Client{cfg: cfg, auth: ao, eo: eo, http: hc, log: cfg.Logger.With("component", "openstack")}
 	if err := c.login(ctx); err != nil {

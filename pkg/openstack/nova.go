@@ -160,8 +160,9 @@ func (c *Client) DeleteServer(ctx context.Context, owner Owner, serverID string)
 	}
 	deadline := time.Now().Add(c.cfg.DeleteTimeout)
 	for {
-		_, err := servers.Get(ctx, c.compute, serverID).Extract()
-		if gone(err) {
+		cur, err := servers.Get(ctx, c.compute, serverID).Extract()
+		// An admin may see a deleted server as DELETED until Nova purges it.
+		if gone(err) || err == nil && cur.Status == "DELETED" {
 			break
 		}
 		if err != nil {
