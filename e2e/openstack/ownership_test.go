@@ -11,6 +11,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/blockstorage/v3/volumes"
 	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/projects"
 	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/users"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
 
 	"github.com/sitebus/sitebus/e2e/openstacksim"
 	"github.com/sitebus/sitebus/pkg/backend"
@@ -20,7 +21,7 @@ import (
 
 // rawAdmin is plain gophercloud as the simulator's admin: objects made
 // through it carry no sitebus mark, as an operator's would.
-func rawAdmin(t *testing.T, sim *openstacksim.Server) (identity, volume *gophercloud.ServiceClient) {
+func rawAdmin(t *testing.T, sim *openstacksim.Server) (identity, volume, network *gophercloud.ServiceClient) {
 	t.Helper()
 	o := sim.Options()
 	p, err := gos.AuthenticatedClient(ctxT(t), gophercloud.AuthOptions{IdentityEndpoint: sim.AuthURL(), Username: o.AdminUser,
@@ -35,7 +36,10 @@ func rawAdmin(t *testing.T, sim *openstacksim.Server) (identity, volume *gopherc
 	if volume, err = gos.NewBlockStorageV3(p, eo); err != nil {
 		t.Fatal(err)
 	}
-	return identity, volume
+	if network, err = gos.NewNetworkV2(p, eo); err != nil {
+		t.Fatal(err)
+	}
+	return identity, volume, network
 }
 
 // TestForeignObjectsAreRefused: what is not the owner's is never adopted
@@ -79,7 +83,13 @@ func TestForeignObjectsAreRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	// An operator's project, user and volume, with no mark at all.
-	identity, rawVolume := rawAdmin(t, sim)
+	identity, rawVolume, rawNetwork := rawAdmin(t, sim)
+	// An operator's network inside the other cluster's tenant: the project
+	// is sitebus's, the network is not.
+	opNet, err := networks.Create(ctx, rawNetwork, networks.CreateOpts{Name: "operator-net", ProjectID: otherProject.ID}).Extract()
+	if err != nil {
+		t.Fatal(err)
+	}
 	opProject, err := projects.Create(ctx, identity, projects.CreateOpts{Name: "os-tenant-taken", DomainID: "default"}).Extract()
 	if err != nil {
 		t.Fatal(err)
@@ -145,6 +155,16 @@ func TestForeignObjectsAreRefused(t *testing.T) {
 			func(inv openstacksim.Inventory) bool {
 				return hasID(inv.Networks, net.ID, func(n openstacksim.Network) string { return n.ID })
 			}},
+		{"deleting an operator's network in a tenant sitebus made", "operator-net",
+			func(ctx context.Context) error { return oc.DeleteNetwork(ctx, other, opNet.ID) },
+			func(inv openstacksim.Inventory) bool {
+				return hasID(inv.Networks, opNet.ID, func(n openstacksim.Network) string { return n.ID })
+			}},
+		{"adopting an operator's network in a tenant sitebus made", "operator-net",
+			func(ctx context.Context) error {
+				_, _, err := oc.EnsureNetwork(ctx, other, ranchercluster.NetworkPlan{Name: "operator-net"})
+				return err
+			}, nil},
 		{"deleting another cluster's volume", "other-data",
 			func(ctx context.Context) error { return mc.DeleteVolume(ctx, mine, vol.ID) },
 			func(inv openstacksim.Inventory) bool {

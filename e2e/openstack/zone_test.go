@@ -98,6 +98,55 @@ func TestManagedZoneFromPlan(t *testing.T) {
 		}
 	})
 
+	t.Run("every object made carries the owner's mark", func(t *testing.T) {
+		inv := sim.Inventory(b.project.ID)
+		var unmarked []string
+		mark := func(kind, name, desc string) {
+			if !owner.Marks(desc) {
+				unmarked = append(unmarked, kind+" "+name)
+			}
+		}
+		for _, x := range inv.Users {
+			mark("user", x.Name, x.Description)
+		}
+		for _, x := range inv.Networks {
+			mark("network", x.Name, x.Description)
+		}
+		for _, x := range inv.Subnets {
+			mark("subnet", x.Name, x.Description)
+		}
+		for _, x := range inv.Routers {
+			mark("router", x.Name, x.Description)
+		}
+		for _, x := range inv.Ports {
+			if x.DeviceOwner != "network:router_interface" { // Neutron's own
+				mark("port", x.Name, x.Description)
+			}
+		}
+		for _, x := range inv.SecurityGroups {
+			if !x.Default {
+				mark("security group", x.Name, x.Description)
+			}
+		}
+		for _, x := range inv.FloatingIPs {
+			mark("floating IP", x.Address, x.Description)
+		}
+		for _, x := range inv.Volumes {
+			mark("volume", x.Name, x.Description)
+			if x.Metadata[openstack.MetadataOwner] != resourceUUID {
+				unmarked = append(unmarked, "volume metadata "+x.Name)
+			}
+		}
+		for _, x := range inv.Servers {
+			if x.Metadata[openstack.MetadataOwner] != resourceUUID {
+				unmarked = append(unmarked, "server "+x.Name)
+			}
+		}
+		if len(unmarked) != 0 {
+			t.Errorf("without the mark: %v", unmarked)
+		}
+	})
+
 	t.Run("every Ensure run again creates nothing", func(t *testing.T) {
 		sim.ResetCalls()
 		again, err := buildZone(ctx, admin, p, 0)

@@ -14,7 +14,7 @@ import (
 
 // ownsVolume: a volume is marked in its description or metadata.
 func (c *Client) ownsVolume(owner Owner, v *volumes.Volume) bool {
-	return c.owns(owner, v.Description, v.TenantID) || (owner != "" && v.Metadata[MetadataOwner] == string(owner))
+	return owner.Marks(v.Description) || (owner != "" && v.Metadata[MetadataOwner] == string(owner))
 }
 
 // EnsureVolume makes the volume v and waits, bounded by
@@ -35,7 +35,7 @@ func (c *Client) EnsureVolume(ctx context.Context, owner Owner, v VolumeSpec) (V
 		if f.Metadata[MetadataOwner] == string(owner) {
 			desc = owner.Mark()
 		}
-		cands = append(cands, candidate{i, desc, c.projectID})
+		cands = append(cands, candidate{i, desc})
 	}
 	i, err := c.pickOwned(ctx, owner, "use", obj, cands)
 	if err != nil {

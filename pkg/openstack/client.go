@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
@@ -13,7 +14,6 @@ import (
 	"github.com/gophercloud/gophercloud/v2"
 	gos "github.com/gophercloud/gophercloud/v2/openstack"
 	"github.com/gophercloud/gophercloud/v2/openstack/config/clouds"
-	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/projects"
 	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/tokens"
 
 	"github.com/sitebus/sitebus/pkg/backend"
@@ -112,10 +112,6 @@ type Client struct {
 	identity, compute, network, volume, image *gophercloud.ServiceClient
 
 	projectID, userID, domainID string
-	// project is the project this client acts in when sitebus made it
-	// (Scoped): its description holds the owner's mark, which makes the
-	// objects in it the owner's.
-	project *Project
 }
 
 // Connect logs in with cfg's cloud and returns a Client for the
@@ -151,39 +147,28 @@ func (c *Client) ProjectID() string { return c.projectID }
 // UserID is the user the client logged in as.
 func (c *Client) UserID() string { return c.userID }
 
-// Scoped returns a Client acting in project, which EnsureProject made (its
-// description is kept as the ownership mark of what is made in it): the
+// Scoped returns a Client acting in project, which EnsureProject made: the
 // same credentials, re-authenticated with project as scope. The
 // connecting user must have a role there (EnsureProject gives it one).
 // Application credentials cannot be re-scoped: that is a terminal error.
-//
-// A project given by id alone (a saga's record) is read first, for its
-// mark; a project that is gone is a terminal backend.ErrNotFound.
+// Only project.ID is needed (Name names it in errors). A project that is
+// gone, or where the user has no role, refuses the login (401, terminal).
 func (c *Client) Scoped(ctx context.Context, project Project) (*Client, error) {
-	if project.Description == "" {
-		r, err := projects.Get(ctx, c.identity, project.ID).Extract()
-		if err != nil {
-			return nil, classify("read", "project "+project.ID, err)
-		}
-		project = projectOf(r)
-	}
 	if project.ID == c.projectID {
-		s := *c
-		s.project = &project
-		return &s, nil
+		return c, nil
 	}
 	if c.auth.ApplicationCredentialID != "" || c.auth.ApplicationCredentialName != "" {
 		return nil, backend.Invalidf("openstack: cannot act in project %s (%s): the cloud logs in with an application "+
 			"credential, which Keystone binds to its own project; managed mode needs a password credential of an admin user",
 			project.Name, project.ID)
 	}
-	s := &Client{cfg: c.cfg, auth: c.auth, eo: c.eo, http: c.http, log: c.log, project: &project}
+	s := &Client{cfg: c.cfg, auth: c.auth, eo: c.eo, http: c.http, log: c.log}
 	s.auth.Scope = &gophercloud.AuthScope{ProjectID: project.ID}
 	// TenantID/TenantName are the v2 spelling of the scope; clear them so
 	// they cannot contradict Scope.
 	s.auth.TenantID, s.auth.TenantName = "", ""
 	if err := s.login(ctx); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("act in project %s (%s): %w", project.Name, project.ID, err)
 	}
 	return s, nil
 }

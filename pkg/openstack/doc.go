@@ -33,17 +33,21 @@
 // is the owner's, to record and compensate, whether created or found.
 //
 // Every Delete is idempotent (absent is done) and refuses, with a terminal
-// error naming the object, to delete what is not the owner's.
+// error naming the object, to delete what is not the owner's. A Delete in a
+// project must come before the project's own: once Keystone has deleted a
+// project, no token can be scoped to it (and Keystone leaves what it held
+// in the other services).
 //
 // # Ownership
 //
-// An object is the owner's (Owner, the Waldur resource UUID) when it
+// An object is the owner's (Owner, the Waldur resource UUID) only when it
 // carries its mark: Mark ("managed by sitebus for <uuid>") in the
-// description (Keystone projects, Neutron objects, Cinder volumes) and the
-// metadata key MetadataOwner (Nova servers, Cinder volumes). An object
-// that cannot show a mark (a Keystone user has no description in every
-// deployment; some Neutron drivers drop descriptions) is the owner's when
-// its project is: a project sitebus made for the owner holds nothing else.
+// description (Keystone projects and users, Neutron networks, subnets,
+// routers, security groups and their rules, ports and floating IPs, Cinder
+// volumes) or the metadata key MetadataOwner (Nova servers, which have no
+// description before microversion 2.19, and Cinder volumes). Lying in a
+// project sitebus made is not enough: an operator may add things there,
+// and Neutron puts its own (the default group, router interface ports).
 //
 // # Errors
 //

@@ -82,8 +82,8 @@ func (c *Client) DeleteProject(ctx context.Context, owner Owner, projectID strin
 
 // EnsureUser makes the Keystone user name with password, projectID as its
 // default project and Config.MemberRole there (Waldur's tenant user). An
-// existing user keeps its password. A user of that name whose default
-// project is not projectID is a terminal error.
+// existing user keeps its password; one of that name that is not owner's
+// is a terminal error.
 func (c *Client) EnsureUser(ctx context.Context, owner Owner, name string, password config.Secret, projectID string) (User, bool, error) {
 	obj := "user " + name
 	page, err := users.List(c.identity, users.ListOpts{Name: name, DomainID: c.domainID}).AllPages(ctx)
@@ -98,16 +98,7 @@ func (c *Client) EnsureUser(ctx context.Context, owner Owner, name string, passw
 	created := false
 	switch {
 	case len(found) > 0:
-		// A user is the owner's when it is marked, or its default project
-		// is the owner's project this call is for.
-		owned := owner.Marks(found[0].Description)
-		if !owned && found[0].DefaultProjectID == projectID {
-			owned, err = c.projectOwned(ctx, owner, projectID)
-			if err != nil {
-				return User{}, false, err
-			}
-		}
-		if !owned {
+		if !owner.Marks(found[0].Description) {
 			return User{}, false, notManaged("use", obj, "", owner)
 		}
 		u = userOf(&found[0])
@@ -126,8 +117,7 @@ func (c *Client) EnsureUser(ctx context.Context, owner Owner, name string, passw
 	return u, created, nil
 }
 
-// DeleteUser deletes the user (absent: done) if it is owner's: marked, or
-// its default project is.
+// DeleteUser deletes the user (absent: done) if it is owner's.
 func (c *Client) DeleteUser(ctx context.Context, owner Owner, userID string) error {
 	obj := "user " + userID
 	r, err := users.Get(ctx, c.identity, userID).Extract()
@@ -138,13 +128,7 @@ func (c *Client) DeleteUser(ctx context.Context, owner Owner, userID string) err
 		return classify("read", obj, err)
 	}
 	obj = fmt.Sprintf("user %s (%s)", r.Name, r.ID)
-	owned := owner.Marks(r.Description)
-	if !owned && r.DefaultProjectID != "" {
-		if owned, err = c.projectOwned(ctx, owner, r.DefaultProjectID); err != nil {
-			return err
-		}
-	}
-	if !owned {
+	if !owner.Marks(r.Description) {
 		return notManaged("delete", obj, "", owner)
 	}
 	if err := users.Delete(ctx, c.identity, userID).ExtractErr(); err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
@@ -152,22 +136,6 @@ func (c *Client) DeleteUser(ctx context.Context, owner Owner, userID string) err
 	}
 	c.log.InfoContext(ctx, "deleted user", "user", r.Name, "id", r.ID, "owner", string(owner))
 	return nil
-}
-
-// projectOwned reads a project and says whether it carries owner's mark
-// (a deleted project is nobody's).
-func (c *Client) projectOwned(ctx context.Context, owner Owner, projectID string) (bool, error) {
-	if c.project != nil && c.project.ID == projectID {
-		return owner.Marks(c.project.Description), nil
-	}
-	r, err := projects.Get(ctx, c.identity, projectID).Extract()
-	if gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
-		return false, nil
-	}
-	if err != nil {
-		return false, classify("read", "project "+projectID, err)
-	}
-	return owner.Marks(r.Description), nil
 }
 
 // assignRole gives user the role (by name) on project.

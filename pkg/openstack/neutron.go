@@ -41,7 +41,7 @@ func (c *Client) EnsureNetwork(ctx context.Context, owner Owner, n ranchercluste
 	}
 	cands := make([]candidate, len(found))
 	for i, f := range found {
-		cands[i] = candidate{i, f.Description, f.ProjectID}
+		cands[i] = candidate{i, f.Description}
 	}
 	if i, err := c.pickOwned(ctx, owner, "use", obj, cands); err != nil || i >= 0 {
 		if err != nil {
@@ -83,7 +83,7 @@ func (c *Client) EnsureSubnet(ctx context.Context, owner Owner, networkID string
 	}
 	cands := make([]candidate, len(found))
 	for i, f := range found {
-		cands[i] = candidate{i, f.Description, f.ProjectID}
+		cands[i] = candidate{i, f.Description}
 	}
 	pools := make([]subnets.AllocationPool, len(s.AllocationPools))
 	for i, p := range s.AllocationPools {
@@ -148,7 +148,7 @@ func (c *Client) EnsureRouter(ctx context.Context, owner Owner, r ranchercluster
 	}
 	cands := make([]candidate, len(found))
 	for i, f := range found {
-		cands[i] = candidate{i, f.Description, f.ProjectID}
+		cands[i] = candidate{i, f.Description}
 	}
 	i, err := c.pickOwned(ctx, owner, "use", obj, cands)
 	if err != nil {
@@ -238,7 +238,7 @@ func (c *Client) EnsureSecurityGroup(ctx context.Context, owner Owner, g rancher
 	}
 	cands := make([]candidate, len(found))
 	for i, f := range found {
-		cands[i] = candidate{i, f.Description, f.ProjectID}
+		cands[i] = candidate{i, f.Description}
 	}
 	i, err := c.pickOwned(ctx, owner, "use", obj, cands)
 	if err != nil {
@@ -296,9 +296,8 @@ func (c *Client) DeleteSecurityGroup(ctx context.Context, owner Owner, groupID s
 			return "", "", "", err
 		}
 		if r.Name == "default" {
-			// Neutron's own group of the project: never the owner's, even
-			// in the owner's project.
-			return r.Name, "", "", nil
+			// Neutron's own group of the project: never the owner's.
+			return r.Name, "", r.ProjectID, nil
 		}
 		return r.Name, r.Description, r.ProjectID, nil
 	}, func() error { return groups.Delete(ctx, c.network, groupID).ExtractErr() })
@@ -343,7 +342,7 @@ func (c *Client) EnsurePort(ctx context.Context, owner Owner, p PortSpec) (Port,
 	}
 	cands := make([]candidate, len(found))
 	for i, f := range found {
-		cands[i] = candidate{i, f.Description, f.ProjectID}
+		cands[i] = candidate{i, f.Description}
 	}
 	i, err := c.pickOwned(ctx, owner, "use", obj, cands)
 	if err != nil {
@@ -393,7 +392,7 @@ func (c *Client) EnsureFloatingIP(ctx context.Context, owner Owner, externalNetw
 	}
 	cands := make([]candidate, len(found))
 	for i, f := range found {
-		cands[i] = candidate{i, f.Description, f.ProjectID}
+		cands[i] = candidate{i, f.Description}
 	}
 	i, err := c.pickOwned(ctx, owner, "use", obj, cands)
 	if err != nil {

@@ -45,7 +45,7 @@ func (c *Client) EnsureServer(ctx context.Context, owner Owner, s ServerSpec) (S
 			desc = owner.Mark()
 		}
 		// A server shows no description to match; its metadata is the mark.
-		cands = append(cands, candidate{i, desc, ""})
+		cands = append(cands, candidate{i, desc})
 	}
 	i, err := c.pickOwned(ctx, owner, "use", obj, cands)
 	if err != nil {

@@ -8,21 +8,11 @@ import (
 	"github.com/gophercloud/gophercloud/v2"
 )
 
-// owns says whether an object with description in projectID is owner's:
-// it carries the mark, or it lies in the project this client acts in and
-// sitebus made that project for owner (some services keep no description,
-// and such a project holds only the owner's objects).
-func (c *Client) owns(owner Owner, description, projectID string) bool {
-	if owner.Marks(description) {
-		return true
-	}
-	return c.project != nil && projectID == c.project.ID && owner.Marks(c.project.Description)
-}
-
-// candidate is an object found by name: its description and project.
+// candidate is an object found by name: its index in the list and the
+// description that may carry the mark.
 type candidate struct {
-	i                      int
-	description, projectID string
+	i           int
+	description string
 }
 
 // pickOwned chooses among the objects a name lookup found: the first of
@@ -33,7 +23,7 @@ func (c *Client) pickOwned(ctx context.Context, owner Owner, op, obj string, fou
 		return -1, nil
 	}
 	for n, f := range found {
-		if c.owns(owner, f.description, f.projectID) {
+		if owner.Marks(f.description) {
 			if n > 0 || len(found) > 1 {
 				c.log.WarnContext(ctx, "several objects of one name; using the first of the owner's", "object", obj, "found", len(found))
 			}
@@ -62,7 +52,7 @@ func (c *Client) deleteOwned(ctx context.Context, owner Owner, kind, id string,
 	if name != "" {
 		obj = fmt.Sprintf("%s %s (%s)", kind, name, id)
 	}
-	if !c.owns(owner, desc, project) {
+	if !owner.Marks(desc) {
 		return notManaged("delete", obj, project, owner)
 	}
 	if err := del(); err != nil && !gone(err) {
