@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -88,6 +89,7 @@ func (a *activities) all() map[string]saga.Activity {
 		actDeleteAccess:  a.deleteAccess,
 		actSettle:        a.settle,
 	}
+	maps.Copy(acts, a.updateActivities())
 	for name, fn := range acts {
 		acts[name] = terminalErrors(fn)
 	}
@@ -160,13 +162,20 @@ func (a *activities) start(in saga.ActivityInput, needPlan bool) (*run, error) {
 		// The plan step never completed: nothing was made.
 		return r, nil
 	}
-	if in.Definition == ClusterTerminate {
+	switch in.Definition {
+	case ClusterTerminate:
 		if err := json.Unmarshal(raw, &r.made); err != nil {
 			return nil, bus.Terminal(fmt.Errorf("saga %s: cluster record: %w", in.SagaID, err))
 		}
 		raw = r.made.Plan
-	} else if err := r.madeByCreate(in); err != nil {
-		return nil, err
+	case ClusterUpdate:
+		if raw, err = r.madeByUpdate(in); err != nil {
+			return nil, err
+		}
+	default:
+		if err := r.madeByCreate(in); err != nil {
+			return nil, err
+		}
 	}
 	if r.plan, err = ranchercluster.UnmarshalPlan(raw); err != nil {
 		return nil, bus.Terminal(err)

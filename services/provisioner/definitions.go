@@ -24,7 +24,7 @@ const (
 )
 
 // Definitions are the sagas whose outcome settles a rancher-cluster order.
-var Definitions = []string{ClusterCreate, ClusterTerminate}
+var Definitions = []string{ClusterCreate, ClusterTerminate, ClusterUpdate}
 
 // Activity names: cluster-provisioner.<what>.
 const (
@@ -108,5 +108,14 @@ func definitions(t Timeouts) []saga.Definition {
 			step("forget", actForgetPlan, "", short),
 			settle,
 		}},
+		updateDefinition(func(name, action, compensation string, kind int) saga.Step {
+			if name == "settle" {
+				return settle
+			}
+			if kind == 1 {
+				return step(name, action, compensation, long)
+			}
+			return step(name, action, compensation, short)
+		}),
 	}
 }

@@ -37,6 +37,11 @@ type world struct {
 	tokens   map[string]string // v3 id → token
 	bindings map[string]bool   // cluster/role/group
 	drained  []string
+	// drainStuck makes every drain time out; renamed is the last name
+	// the cluster was given.
+	drainStuck   bool
+	renamed      string
+	deletedNodes []string
 
 	policies, roles map[string]bool
 	kv              map[string]string
@@ -444,12 +449,20 @@ func (r fakeRancher) DrainNode(_ context.Context, _ rancher.ClusterRef, nodeID s
 	return nil
 }
 
-func (r fakeRancher) WaitDrained(context.Context, string, time.Duration) error { return nil }
+func (r fakeRancher) WaitDrained(context.Context, string, time.Duration) error {
+	r.w.mu.Lock()
+	defer r.w.mu.Unlock()
+	if r.w.drainStuck {
+		return rancher.ErrDrainTimeout
+	}
+	return nil
+}
 
 func (r fakeRancher) DeleteNode(_ context.Context, _ rancher.ClusterRef, nodeID string) error {
 	r.w.mu.Lock()
 	defer r.w.mu.Unlock()
 	r.w.log("rancher delete node %s", nodeID)
+	r.w.deletedNodes = append(r.w.deletedNodes, nodeID)
 	return nil
 }
 
@@ -469,7 +482,12 @@ func (r fakeRancher) DeleteCluster(_ context.Context, ref rancher.ClusterRef) er
 	return nil
 }
 
-func (r fakeRancher) RenameCluster(context.Context, rancher.ClusterRef, string) error { return nil }
+func (r fakeRancher) RenameCluster(_ context.Context, _ rancher.ClusterRef, name string) error {
+	r.w.mu.Lock()
+	defer r.w.mu.Unlock()
+	r.w.renamed = name
+	return nil
+}
 
 func (r fakeRancher) EnsureClusterGroupBinding(_ context.Context, ref rancher.ClusterRef, role, group string) (bool, error) {
 	r.w.mu.Lock()

@@ -160,8 +160,7 @@ func (s *Service) Ready(ctx context.Context) error {
 func SagaID(orderHex string) string { return "order-" + orderHex }
 
 // handle takes one order event: approves a pending order, starts the
-// create or terminate saga of an executing one. Update orders are not
-// handled yet: they are erred, saying so.
+// create, update or terminate saga of an executing one.
 func (s *Service) handle(ctx context.Context, ev *sitebusv1.WaldurEvent) error {
 	o, ok := s.cfg.Offerings[ev.OfferingUuid]
 	if !ok {
@@ -209,6 +208,8 @@ func (s *Service) handle(ctx context.Context, ev *sitebusv1.WaldurEvent) error {
 		def = ClusterCreate
 	case waldur.OrderTypeTerminate:
 		def = ClusterTerminate
+	case waldur.OrderTypeUpdate:
+		def = ClusterUpdate
 	default:
 		return markErred(ctx, o.Waldur, msg.OrderUUID, fmt.Sprintf("%s orders of rancher-cluster offerings are not supported yet", order.Type), log)
 	}

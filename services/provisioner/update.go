@@ -1,0 +1,353 @@
+package provisioner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/sitebus/sitebus/pkg/backend/rancher"
+	"github.com/sitebus/sitebus/pkg/backend/ranchercluster"
+	"github.com/sitebus/sitebus/pkg/bus"
+	"github.com/sitebus/sitebus/pkg/saga"
+)
+
+// ClusterUpdate changes a cluster after an update order: its name
+// (Rancher's display name) and its worker count per zone. New workers get
+// the Vault objects made again for them and removed after (Mastermind
+// deletes the AppRole at the end of the create and then fails every
+// node-add); removed workers are drained first, and a drain that does not
+// finish errs the order with the VM left in place.
+const ClusterUpdate = "rancher-cluster-update"
+
+// Update activities.
+const (
+	actUpdatePlan   = "cluster-provisioner.update-plan"
+	actRename       = "cluster-provisioner.rename"
+	actRenameBack   = "cluster-provisioner.rename-back"
+	actQuotaUp      = "cluster-provisioner.quota-up"
+	actQuotaBack    = "cluster-provisioner.quota-back"
+	actAddVault     = "cluster-provisioner.add-vault"
+	actAddNodes     = "cluster-provisioner.add-nodes"
+	actRemoveAdded  = "cluster-provisioner.remove-added-nodes"
+	actWaitAdded    = "cluster-provisioner.wait-added-nodes"
+	actRemoveNodes  = "cluster-provisioner.drain-and-remove-nodes"
+	actQuotaDown    = "cluster-provisioner.quota-down"
+	actRecordUpdate = "cluster-provisioner.record-update"
+)
+
+// UpdateOutput is the update-plan step's output: what the cluster was
+// and what it becomes.
+type UpdateOutput struct {
+	Record Record                `json:"record"`
+	Plan   json.RawMessage       `json:"plan"`
+	Resize ranchercluster.Resize `json:"resize"`
+	Rename bool                  `json:"rename,omitempty"`
+}
+
+// updateDefinition is ClusterUpdate; step builds a step, long (1) for the
+// steps that wait for VMs or drains.
+func updateDefinition(step func(name, action, compensation string, long int) saga.Step) saga.Definition {
+	return saga.Definition{Name: ClusterUpdate, Steps: []saga.Step{
+		step("plan", actUpdatePlan, "", 0),
+		step("rename", actRename, actRenameBack, 0),
+		step("quota-up", actQuotaUp, actQuotaBack, 0),
+		step("vault", actAddVault, actVaultCleanup, 0),
+		step("add-nodes", actAddNodes, actRemoveAdded, 1),
+		step("wait-nodes", actWaitAdded, "", 1),
+		step("vault-cleanup", actVaultCleanup, "", 0),
+		step("remove-nodes", actRemoveNodes, "", 1),
+		step("quota-down", actQuotaDown, "", 0),
+		step("record", actRecordUpdate, "", 0),
+		step("settle", actSettle, "", 0),
+	}}
+}
+
+func (a *activities) updateActivities() map[string]saga.Activity {
+	return map[string]saga.Activity{
+		actUpdatePlan: a.updatePlan, actRename: a.rename, actRenameBack: a.renameBack,
+		actQuotaUp: a.quotaUp, actQuotaBack: a.quotaBack, actAddVault: a.addVault,
+		actAddNodes: a.addNodes, actRemoveAdded: a.removeAdded, actWaitAdded: a.waitAdded,
+		actRemoveNodes: a.removeNodes, actQuotaDown: a.quotaDown, actRecordUpdate: a.recordUpdate,
+	}
+}
+
+// updatePlan reads what the create recorded and plans the change; a
+// refusal (the last agent, a name Waldur's rule refuses, the maxima) is
+// terminal with nothing done.
+func (a *activities) updatePlan(ctx context.Context, in saga.ActivityInput) (json.RawMessage, error) {
+	r, err := a.start(in, false)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := a.plans.Get(ctx, hexUUID(r.in.ResourceUUID))
+	if err != nil {
+		return nil, err
+	}
+	if raw == nil {
+		return nil, bus.Terminal(fmt.Errorf("no cluster record for resource %s: this sitebus did not make its cluster", r.in.ResourceUUID))
+	}
+	var out UpdateOutput
+	if err := json.Unmarshal(raw, &out.Record); err != nil {
+		return nil, bus.Terminal(fmt.Errorf("cluster record of %s: %w", r.in.ResourceUUID, err))
+	}
+	p, err := ranchercluster.UnmarshalPlan(out.Record.Plan)
+	if err != nil {
+		return nil, bus.Terminal(err)
+	}
+	u, err := ranchercluster.DecodeUpdateAttributes(r.in.Attributes)
+	if err != nil {
+		return nil, bus.Terminal(err)
+	}
+	if u.Name != nil && *u.Name != p.Cluster.DisplayName {
+		if p, err = ranchercluster.PlanRename(&r.o.Settings, p, *u.Name); err != nil {
+			return nil, bus.Terminal(err)
+		}
+		out.Rename = true
+	}
+	if u.WorkerNodesCount != nil && *u.WorkerNodesCount != p.WorkersPerZone {
+		if p, out.Resize, err = ranchercluster.PlanResize(&r.o.Settings, p, *u.WorkerNodesCount); err != nil {
+			return nil, bus.Terminal(err)
+		}
+	}
+	if out.Plan, err = p.Marshal(); err != nil {
+		return nil, err
+	}
+	r.log.Info("planned cluster update", "rename", out.Rename, "add", len(out.Resize.Add), "remove", len(out.Resize.Remove))
+	return json.Marshal(out)
+}
+
+// update is an update step's view: the run (with the new plan and the
+// cluster as recorded) and the change.
+func (a *activities) update(in saga.ActivityInput) (*run, UpdateOutput, error) {
+	var u UpdateOutput
+	r, err := a.start(in, true)
+	if err != nil {
+		return nil, u, err
+	}
+	if _, err := in.DecodeOutput("plan", &u); err != nil {
+		return nil, u, err
+	}
+	return r, u, nil
+}
+
+// madeByUpdate is start's view of an update: the recorded cluster with
+// the nodes added so far, and the new plan (returned as JSON).
+func (r *run) madeByUpdate(in saga.ActivityInput) (json.RawMessage, error) {
+	var u UpdateOutput
+	if _, err := in.DecodeOutput("plan", &u); err != nil {
+		return nil, err
+	}
+	r.made = u.Record
+	var added ServersOutput
+	if _, err := in.DecodeOutput("add-nodes", &added); err != nil {
+		return nil, err
+	}
+	r.made.Nodes = append(slices.Clone(r.made.Nodes), added.Servers...)
+	return u.Plan, nil
+}
+
+func deadlineLeft(d time.Time) time.Duration { return time.Until(d) }
+
+func (a *activities) rename(ctx context.Context, in saga.ActivityInput) (json.RawMessage, error) {
+	r, u, err := a.update(in)
+	if err != nil || !u.Rename {
+		return nil, err
+	}
+	return nil, r.o.Rancher.RenameCluster(ctx, r.clusterRef(), r.plan.Cluster.DisplayName)
+}
+
+func (a *activities) renameBack(ctx context.Context, in saga.ActivityInput) (json.RawMessage, error) {
+	r, u, err := a.update(in)
+	if err != nil || !u.Rename {
+		return nil, err
+	}
+	old, err := ranchercluster.UnmarshalPlan(u.Record.Plan)
+	if err != nil {
+		return nil, bus.Terminal(err)
+	}
+	return nil, r.o.Rancher.RenameCluster(ctx, r.clusterRef(), old.Cluster.DisplayName)
+}
+
+// setQuotas gives each tenant the quota of plan p.
+func (r *run) setQuotas(ctx context.Context, p *ranchercluster.Plan) error {
+	for _, t := range p.Tenants {
+		rec, ok := r.tenant(t.OfferingUUID)
+		if !ok || rec.Project.ID == "" {
+			continue
+		}
+		admin, _, err := r.admin(ctx, t.OfferingUUID)
+		if err != nil {
+			return err
+		}
+		saved := r.plan
+		r.plan = p
+		instances, volumes := r.zoneQuota(t.OfferingUUID, t.LoadBalancer)
+		r.plan = saved
+		if err := admin.SetQuota(ctx, rec.Project.ID, t.Quota, instances, volumes); err != nil {
+			return fmt.Errorf("quota of %s: %w", t.Name, err)
+		}
+	}
+	return nil
+}
+
+func (a *activities) quotaUp(ctx context.Context, in saga.ActivityInput) (json.RawMessage, error) {
+	r, u, err := a.update(in)
+	if err != nil || len(u.Resize.Add) == 0 {
+		return nil, err
+	}
+	return nil, r.setQuotas(ctx, r.plan)
+}
+
+func (a *activities) quotaBack(ctx context.Context, in saga.ActivityInput) (json.RawMessage, error) {
+	r, u, err := a.update(in)
+	if err != nil || len(u.Resize.Add) == 0 {
+		return nil, err
+	}
+	old, err := ranchercluster.UnmarshalPlan(u.Record.Plan)
+	if err != nil {
+		return nil, bus.Terminal(err)
+	}
+	return nil, r.setQuotas(ctx, old)
+}
+
+func (a *activities) quotaDown(ctx context.Context, in saga.ActivityInput) (json.RawMessage, error) {
+	r, u, err := a.update(in)
+	if err != nil || len(u.Resize.Remove) == 0 {
+		return nil, err
+	}
+	return nil, r.setQuotas(ctx, r.plan)
+}
+
+// addVault makes the Vault objects again when nodes are added.
+func (a *activities) addVault(ctx context.Context, in saga.ActivityInput) (json.RawMessage, error) {
+	_, u, err := a.update(in)
+	if err != nil || len(u.Resize.Add) == 0 {
+		return nil, err
+	}
+	return a.vault(ctx, in)
+}
+
+func (a *activities) addNodes(ctx context.Context, in saga.ActivityInput) (json.RawMessage, error) {
+	r, u, err := a.update(in)
+	if err != nil {
+		return nil, err
+	}
+	var out ServersOutput
+	undo := func(ctx context.Context) error { return r.removeServers(ctx, out.Servers) }
+	for _, n := range u.Resize.Add {
+		userData, err := r.nodeUserData(ctx, n)
+		if err != nil {
+			return nil, r.failed(ctx, in, err, undo)
+		}
+		out.Servers = append(out.Servers, ServerRecord{Name: n.Name, OfferingUUID: n.OfferingUUID})
+		if err := r.ensureServer(ctx, n, userData, &out.Servers[len(out.Servers)-1]); err != nil {
+			return nil, r.failed(ctx, in, fmt.Errorf("node %s: %w", n.Name, err), undo)
+		}
+	}
+	return json.Marshal(out)
+}
+
+func (a *activities) removeAdded(ctx context.Context, in saga.ActivityInput) (json.RawMessage, error) {
+	r, _, err := a.update(in)
+	if err != nil {
+		return nil, err
+	}
+	var added ServersOutput
+	if _, err := in.DecodeOutput("add-nodes", &added); err != nil {
+		return nil, err
+	}
+	return nil, r.removeServers(ctx, added.Servers)
+}
+
+func (a *activities) waitAdded(ctx context.Context, in saga.ActivityInput) (json.RawMessage, error) {
+	r, u, err := a.update(in)
+	if err != nil || len(u.Resize.Add) == 0 {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, a.timeouts.Nodes)
+	defer cancel()
+	var names []string
+	for i := range r.made.Nodes {
+		s := &r.made.Nodes[i]
+		if !slices.ContainsFunc(u.Resize.Add, func(n ranchercluster.NodePlan) bool { return n.Name == s.Name }) {
+			continue
+		}
+		names = append(names, s.Name)
+		if err := r.waitServer(ctx, s); err != nil {
+			return nil, err
+		}
+	}
+	deadline, _ := ctx.Deadline()
+	err = r.o.Rancher.WaitNodesActive(ctx, r.clusterRef().ID, names, deadlineLeft(deadline), func(p rancher.NodeProgress) {
+		r.log.Info("added nodes", "order", r.in.OrderUUID, "active", p.Active, "total", p.Total, "waiting", p.Waiting)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("added nodes: %w", err)
+	}
+	return nil, nil
+}
+
+// removeNodes drains each removed agent (bounded; a drain that does not
+// finish is terminal and leaves the VM), then deletes its VM, port and
+// volumes and its Rancher node. PlanResize never removes a zone's last
+// agent; a node that is the cluster's last agent is refused here too.
+func (a *activities) removeNodes(ctx context.Context, in saga.ActivityInput) (json.RawMessage, error) {
+	r, u, err := a.update(in)
+	if err != nil || len(u.Resize.Remove) == 0 {
+		return nil, err
+	}
+	ref := r.clusterRef()
+	nodes, err := r.o.Rancher.ListClusterNodes(ctx, ref.ID)
+	if err != nil {
+		return nil, fmt.Errorf("nodes of %s: %w", ref, err)
+	}
+	if len(r.plan.Agents("")) == 0 {
+		return nil, bus.Terminal(errors.New("refusing to remove the cluster's last agent node"))
+	}
+	for _, n := range u.Resize.Remove {
+		i := slices.IndexFunc(r.made.Nodes, func(s ServerRecord) bool { return s.Name == n.Name })
+		j := slices.IndexFunc(nodes, func(rn rancher.Node) bool { return rn.RequestedHostname == n.Name })
+		if j >= 0 {
+			if err := r.o.Rancher.DrainNode(ctx, ref, nodes[j].ID, rancher.DefaultDrainInput()); err != nil {
+				return nil, fmt.Errorf("drain %s: %w", n.Name, err)
+			}
+			if err := r.o.Rancher.WaitDrained(ctx, nodes[j].ID, drainTimeout); err != nil {
+				return nil, bus.Terminal(fmt.Errorf("node %s: %w", n.Name, err))
+			}
+		}
+		if i >= 0 {
+			if err := r.removeServer(ctx, r.made.Nodes[i]); err != nil {
+				return nil, fmt.Errorf("VM %s: %w", n.Name, err)
+			}
+		}
+		if j >= 0 {
+			if err := r.o.Rancher.DeleteNode(ctx, ref, nodes[j].ID); err != nil && !isNotFound(err) {
+				return nil, fmt.Errorf("rancher node %s: %w", n.Name, err)
+			}
+		}
+		r.log.Info("node removed", "node", n.Name)
+	}
+	return nil, nil
+}
+
+// recordUpdate keeps the new plan and node list for the next update and
+// the terminate.
+func (a *activities) recordUpdate(ctx context.Context, in saga.ActivityInput) (json.RawMessage, error) {
+	r, u, err := a.update(in)
+	if err != nil {
+		return nil, err
+	}
+	rec := r.made
+	rec.Plan = u.Plan
+	rec.Nodes = slices.DeleteFunc(slices.Clone(rec.Nodes), func(s ServerRecord) bool {
+		return slices.ContainsFunc(u.Resize.Remove, func(n ranchercluster.NodePlan) bool { return n.Name == s.Name })
+	})
+	raw, err := json.Marshal(rec)
+	if err != nil {
+		return nil, err
+	}
+	return nil, a.plans.Put(ctx, hexUUID(r.in.ResourceUUID), raw)
+}
