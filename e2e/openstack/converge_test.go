@@ -91,6 +91,35 @@ func TestEnsureCompletesAHalfMadeObject(t *testing.T) {
 				}
 				return ""
 			}},
+		{"a port without one of its groups gets it",
+			func() error {
+				if _, _, err := c.EnsureSecurityGroup(ctx, owner, ranchercluster.SecurityGroupPlan{Name: "cv-public"}); err != nil {
+					return err
+				}
+				_, _, err := c.EnsurePort(ctx, owner, openstack.PortSpec{Name: "cv-lb", NetworkID: net.ID, SubnetID: sub.ID,
+					FixedIP: "10.9.0.10", SecurityGroups: []string{"default"}})
+				return err
+			},
+			func() error {
+				_, created, err := c.EnsurePort(ctx, owner, openstack.PortSpec{Name: "cv-lb", NetworkID: net.ID, SubnetID: sub.ID,
+					FixedIP: "10.9.0.10", SecurityGroups: []string{"default", "cv-public"}})
+				if err == nil && created {
+					t.Error("port said created")
+				}
+				return err
+			},
+			[]string{"PUT /network/v2.0/ports/"},
+			func(inv openstacksim.Inventory) string {
+				for _, port := range inv.Ports {
+					if port.Name == "cv-lb" {
+						if len(port.SecurityGroups) != 2 {
+							return fmt.Sprintf("port groups %v, want default and cv-public", port.SecurityGroups)
+						}
+						return ""
+					}
+				}
+				return "no port cv-lb"
+			}},
 		{"a router without its interface gets it",
 			func() error {
 				_, _, err := c.EnsureRouter(ctx, owner, ranchercluster.RouterPlan{Name: "cv-router", ExternalNetworkID: sim.ExternalNetworkID()}, "")

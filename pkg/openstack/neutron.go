@@ -327,8 +327,9 @@ func (c *Client) securityGroupIDs(ctx context.Context, namesOrIDs []string) ([]s
 	return out, nil
 }
 
-// EnsurePort makes the port p (its fixed IP and security groups). A port
-// of that name with another address is a terminal error.
+// EnsurePort makes the port p (its fixed IP and security groups); an
+// existing port gets the spec's security groups. A port of that name with
+// another address is a terminal error.
 func (c *Client) EnsurePort(ctx context.Context, owner Owner, p PortSpec) (Port, bool, error) {
 	obj := "port " + p.Name
 	sgs, err := c.securityGroupIDs(ctx, p.SecurityGroups)
@@ -353,7 +354,15 @@ func (c *Client) EnsurePort(ctx context.Context, owner Owner, p PortSpec) (Port,
 		if p.FixedIP != "" && !slices.ContainsFunc(out.FixedIPs, func(ip FixedIP) bool { return ip.IPAddress == p.FixedIP }) {
 			return out, false, newError("use", obj, fmt.Sprintf("it has addresses %v, the plan %s", out.FixedIPs, p.FixedIP), backend.ErrInvalid)
 		}
-		return out, false, nil
+		if sameSet(out.SecurityGroupIDs, sgs) {
+			return out, false, nil
+		}
+		r, err := ports.Update(ctx, c.network, out.ID, ports.UpdateOpts{SecurityGroups: &sgs}).Extract()
+		if err != nil {
+			return out, false, classify("set the security groups of", obj, err)
+		}
+		c.log.InfoContext(ctx, "updated port security groups", "name", p.Name, "id", r.ID, "groups", p.SecurityGroups)
+		return portOf(r), false, nil
 	}
 	opts := ports.CreateOpts{NetworkID: p.NetworkID, Name: p.Name, Description: owner.Mark(), SecurityGroups: &sgs}
 	switch {
@@ -368,6 +377,14 @@ func (c *Client) EnsurePort(ctx context.Context, owner Owner, p PortSpec) (Port,
 	}
 	c.log.InfoContext(ctx, "created port", "name", p.Name, "id", r.ID, "ips", r.FixedIPs, "project", c.projectID, "owner", string(owner))
 	return portOf(r), true, nil
+}
+
+// sameSet compares two id lists as sets.
+func sameSet(a, b []string) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(slices.Compact(a), slices.Compact(b))
 }
 
 // DeletePort deletes the port (absent: done) if it is owner's.

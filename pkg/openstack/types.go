@@ -202,3 +202,8 @@ type Usage struct {
 	RAMMB     int `json:"ram_mb"`
 	StorageGB int `json:"storage_gb"`
 }
+
+// Add sums two usages (a cluster's zones).
+func (u Usage) Add(o Usage) Usage {
+	return Usage{Nodes: u.Nodes + o.Nodes, VCPUs: u.VCPUs + o.VCPUs, RAMMB: u.RAMMB + o.RAMMB, StorageGB: u.StorageGB + o.StorageGB}
+}
