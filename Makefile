@@ -11,7 +11,7 @@ GOLANGCI := $(SITEBUS_CACHE)/tools/golangci-lint-$(GOLANGCI_VERSION)/golangci-li
 MODULES := pkg services e2e
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: all build run test test-repeat unit e2e lint generate check-generated deps bench bench-orders k8s-binaries vault fmt image manifests
+.PHONY: all build run test test-repeat unit e2e lint generate check-generated deps bench bench-orders k8s-binaries vault fmt image manifests soak bench-replicas
 
 all: build
 
@@ -86,6 +86,19 @@ bench: deps
 ## 200 orders on a real kube-apiserver, and external calls per order.
 bench-orders: deps k8s-binaries
 	go test -run '^$$' -bench 'CreateOrder(Latency|Burst)' -benchtime 1x -timeout 20m ./e2e/orders/ ./e2e/rancher/
+
+## soak: the chaos soak's full profile: 1,000 orders (creates, updates,
+## terminations, role and flag changes) on the distributed topology while a
+## seeded schedule kills service processes, restarts a NATS node and
+## RabbitMQ and freezes the API server (make test runs 120 orders).
+## SITEBUS_SOAK_SEED=<seed> replays a run.
+soak: deps k8s-binaries
+	SITEBUS_SOAK_ORDERS=$${SITEBUS_SOAK_ORDERS:-1000} go test -count=1 -timeout 60m -v -run '^TestChaosSoak$$' ./e2e/distributed/
+
+## bench-replicas: create orders per second with 1, 2 and 4 order-service
+## replicas on the distributed topology, Waldur answering in 50 ms.
+bench-replicas: deps k8s-binaries
+	SITEBUS_BENCH_REPLICAS=1 go test -count=1 -timeout 30m -v -run '^TestReplicaThroughput$$' ./e2e/distributed/
 
 ## k8s-binaries: kube-apiserver and kube-controller-manager v1.36.3, built
 ## once into $(SITEBUS_CACHE).

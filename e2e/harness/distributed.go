@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -107,38 +106,22 @@ func (d *Distributed) WaitReady(timeout time.Duration) error {
 // until it is ready.
 func (d *Distributed) KillAndRestart(p *ServiceProcess, timeout time.Duration) error {
 	p.Kill()
-	p.Start(d.env...)
+	return d.Start(p, timeout)
+}
+
+// Stop stops the process gracefully (SIGTERM: it drains and hands its
+// work back), as when a Deployment scales down.
+func (d *Distributed) Stop(p *ServiceProcess) {
+	_ = p.Process.Stop(30 * time.Second) // its exit status is no concern here
+}
+
+// Start starts a stopped or killed process again with the same data dir
+// and port, and waits until it is ready.
+func (d *Distributed) Start(p *ServiceProcess, timeout time.Duration) error {
+	p.Sitebus.Start(d.env...)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	return WaitReadyz(ctx, p.HTTPAddr, 100*time.Millisecond, p.Process)
-}
-
-// MetricSum adds up a sample over every process of service ("" = all):
-// series is the metric name with its labels as /metrics prints them, or a
-// prefix of the labels ending before a comma (e.g.
-// `sitebus_orders_total{type="Create",outcome="done"`).
-func (d *Distributed) MetricSum(service, series string) float64 {
-	var sum float64
-	for _, p := range d.Procs {
-		if service != "" && p.Service != service {
-			continue
-		}
-		_, body := p.Get("/metrics")
-		for _, line := range strings.Split(body, "\n") {
-			if !strings.HasPrefix(line, series) {
-				continue
-			}
-			rest := strings.TrimPrefix(line, series)
-			if !strings.HasPrefix(rest, " ") && !strings.HasPrefix(rest, ",") && !strings.HasPrefix(rest, "}") {
-				continue
-			}
-			var v float64
-			if _, err := fmt.Sscan(line[strings.LastIndexByte(line, ' ')+1:], &v); err == nil {
-				sum += v
-			}
-		}
-	}
-	return sum
 }
 
 // Pause stops the process with SIGSTOP: it keeps its sockets and memory
