@@ -23,7 +23,7 @@ const clusterOffering = `offerings:
       username: token-abc
       password: s3cret
       base_image_name: SLE Micro 6.1
-      vault_host: vault.example.com
+      vault_host: http://127.0.0.1:8200
       vault_token: root
       openstack_offering_uuid_list:
         - {uuid: 11111111-1111-4111-8111-111111111111, slug: az-a, cloud: site-a}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sitebus/sitebus/pkg/config"
 	"github.com/sitebus/sitebus/pkg/keycloak"
+	"github.com/sitebus/sitebus/pkg/vault"
 )
 
 // Type is the backend_type of the offering.
@@ -62,9 +63,12 @@ type Vault struct {
 // Mastermind, where the Vault tasks run only then.
 func (v Vault) Enabled() bool { return v.Host != "" }
 
-// Address is Vault's base URL, https://host:port as Mastermind's hvac
-// client builds it.
+// Address is Vault's base URL: https://host:port as Mastermind's hvac
+// client builds it, or vault_host when that is a URL (pkg/vault's rule).
 func (v Vault) Address() string {
+	if a, err := (vault.Settings{Host: v.Host, Port: v.Port}).Address(); err == nil {
+		return a
+	}
 	return "https://" + net.JoinHostPort(v.Host, fmt.Sprint(v.Port))
 }
 
@@ -368,8 +372,10 @@ func (s *Settings) Validate() error {
 		bad("private_registry_url", "%q is not a registry host[:port] (no scheme)", s.PrivateRegistryURL)
 	}
 	if s.Vault.Enabled() {
-		if strings.ContainsAny(s.Vault.Host, "/: ") {
-			bad("vault_host", "%q is not a host name (give the port in vault_port, no scheme)", s.Vault.Host)
+		// pkg/vault's rule: a host name, or an http(s) URL (a Vault without
+		// TLS, such as a dev server, needs http://).
+		if _, err := (vault.Settings{Host: s.Vault.Host, Port: s.Vault.Port}).Address(); err != nil {
+			bad("vault_host", "%v", err)
 		}
 		if s.Vault.Token == "" {
 			bad("vault_token", "required when vault_host is set")
