@@ -28,6 +28,42 @@ func TestManagedZoneFromPlan(t *testing.T) {
 	tp := p.Tenants[0]
 	nodes := nodesOf(p, tp.OfferingUUID)
 
+	t.Run("each planned object is made by exactly one create", func(t *testing.T) {
+		vms := append([]ranchercluster.NodePlan{tp.LoadBalancer}, nodes...)
+		volumes, fips := 0, 0
+		for _, vm := range vms {
+			volumes += 1 + len(vm.DataVolumes)
+			if vm.FloatingIP {
+				fips++
+			}
+		}
+		rules := 0
+		for _, g := range tp.SecurityGroups {
+			rules += len(g.Rules)
+		}
+		sum := sim.CallSummary()
+		for path, want := range map[string]int{
+			"POST /identity/v3/projects": 1, "POST /identity/v3/users": 1,
+			"POST /network/v2.0/networks": 1, "POST /network/v2.0/subnets": 1, "POST /network/v2.0/routers": 1,
+			"PUT /network/v2.0/routers/{id}/add_router_interface": 1,
+			"POST /network/v2.0/security-groups":                  len(tp.SecurityGroups),
+			"POST /network/v2.0/security-group-rules":             rules,
+			"POST /network/v2.0/ports":                            len(vms),
+			"POST /network/v2.0/floatingips":                      fips,
+			"POST /volume/v3/{id}/volumes":                        volumes,
+			"POST /compute/v2.1/servers":                          len(vms),
+		} {
+			if sum[path] != want {
+				t.Errorf("%s: %d calls, want %d", path, sum[path], want)
+			}
+		}
+		total := 0
+		for _, n := range sum {
+			total += n
+		}
+		t.Logf("one zone (%d VMs, %d volumes): %d calls: %v", len(vms), volumes, total, sum)
+	})
+
 	t.Run("the simulator holds the plan's objects", func(t *testing.T) {
 		proj, ok := sim.ProjectNamed(tp.Name)
 		if !ok || !owner.Marks(proj.Description) || !strings.HasPrefix(proj.Description, tp.Description) {
