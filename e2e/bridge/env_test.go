@@ -13,6 +13,8 @@ import (
 	"github.com/sitebus/sitebus/e2e/harness"
 	"github.com/sitebus/sitebus/e2e/rabbitmq"
 	"github.com/sitebus/sitebus/e2e/waldursim"
+	"github.com/sitebus/sitebus/pkg/bus"
+	"github.com/sitebus/sitebus/pkg/events"
 	sitebusv1 "github.com/sitebus/sitebus/pkg/gen/sitebus/v1"
 	"google.golang.org/protobuf/proto"
 )
@@ -24,8 +26,16 @@ const (
 	offeringHex  = "d1a2b3c4e5f64a7b8c9d0e1f2a3b4c5d"
 	userHex      = "3f1c2b7e9a4d4c8e8f0a1b2c3d4e5f60" // the fixture's token user: the vhost
 	token        = "7d2f0c4b9e8a41d3a6b5c4d3e2f1a0b9"
-	orderSubject = "waldur." + offeringHex + ".order"
+	// orderSubject is the filter of the offering's order events (every partition).
+	orderSubject = "waldur." + offeringHex + ".order.*"
 )
+
+// orderSubjectOf is the subject the bridge stores an order event with body on:
+// its order's partition.
+func orderSubjectOf(body []byte) string {
+	s, _ := bus.EventSubject(offeringHex, events.Order, events.OrderingKey(events.Order, body))
+	return s
+}
 
 // env is one simulated site: the shared RabbitMQ, a fresh Waldur simulator,
 // and a sitebus process configured against both.

@@ -141,10 +141,6 @@ func BenchmarkCreateOrderBurst(b *testing.B) {
 		uuids = append(uuids, strings.ReplaceAll(res.Order.UUID, "-", ""))
 	}
 	bb := harness.NewReader(b, s.sb.NATSURL).Bus()
-	subject, err := bus.EventSubject(offeringHex, events.Order)
-	if err != nil {
-		b.Fatal(err)
-	}
 	if err := s.admin.ResetCalls(ctx(b)); err != nil {
 		b.Fatal(err)
 	}
@@ -156,6 +152,11 @@ func BenchmarkCreateOrderBurst(b *testing.B) {
 			body := fmt.Sprintf(`{"order_uuid": "%s", "order_state": "pending-provider", "offering_uuid": "%s"}`, u, offeringHex)
 			ev := &sitebusv1.WaldurEvent{ObjectType: events.Order, OfferingUuid: offeringHex, Body: []byte(body), MessageId: "burst-" + u,
 				ReceivedAt: timestamppb.New(start), Destination: "benchmark"}
+			subject, err := bus.EventSubject(offeringHex, events.Order, events.OrderKey(u))
+			if err != nil {
+				b.Error(err)
+				return
+			}
 			if _, err := bb.Publish(context.Background(), subject, ev, bus.WithMsgID(ev.MessageId), bus.WithOrderingKey(events.OrderKey(u))); err != nil {
 				b.Error(err)
 			}

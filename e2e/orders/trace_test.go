@@ -22,6 +22,7 @@ import (
 	"github.com/sitebus/sitebus/pkg/bus"
 	"github.com/sitebus/sitebus/pkg/bus/bustest"
 	"github.com/sitebus/sitebus/pkg/config"
+	"github.com/sitebus/sitebus/pkg/events"
 	"github.com/sitebus/sitebus/pkg/telemetry"
 	"github.com/sitebus/sitebus/pkg/waldur"
 	"github.com/sitebus/sitebus/services/order"
@@ -127,10 +128,14 @@ func TestOneOrderIsOneTrace(t *testing.T) {
 	// before its client span, the order span and the consume span end: poll
 	// until the trace is complete (or the deadline), then say what is missing.
 	orderHex := strings.ReplaceAll(orderUUID, "-", "")
+	subject, err := bus.EventSubject("d1a2b3c4e5f64a7b8c9d0e1f2a3b4c5d", events.Order, events.OrderKey(orderHex))
+	if err != nil {
+		t.Fatal(err)
+	}
 	want := []string{
 		"stomp frame order",
-		"publish waldur.d1a2b3c4e5f64a7b8c9d0e1f2a3b4c5d.order",
-		"process waldur.d1a2b3c4e5f64a7b8c9d0e1f2a3b4c5d.order",
+		"publish " + subject,
+		"process " + subject,
 		"waldur GET /api/marketplace-orders/",
 		"waldur POST /api/marketplace-orders/",
 		"kubernetes POST /apis/provisioning.hpc.ut.ee/v1/namespaces/" + s.crNS + "/managednamespaces",

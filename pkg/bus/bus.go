@@ -33,6 +33,10 @@ type Config struct {
 	// server, 3 on a three-node JetStream cluster. Applied on creation and
 	// to existing streams, so changing it rescales them at the next start.
 	Replicas int
+	// Ordering of partitioned subscriptions (the events stream's): one
+	// consumer per subscription, or one per slot so that replicas of a
+	// service keep each key in order. Default: process.
+	Ordering Ordering
 
 	// Locker serialises handlers by ordering key across every consumer of
 	// this Bus. Default: an in-process keylock.Local.
@@ -56,6 +60,7 @@ func (c *Config) setDefaults() {
 	if c.Replicas == 0 {
 		c.Replicas = 1
 	}
+	c.Ordering.setDefaults()
 	if c.Locker == nil {
 		c.Locker = &keylock.Local{}
 	}
@@ -78,6 +83,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Replicas < 1 || c.Replicas > 5 {
 		errs = append(errs, fmt.Errorf("bus: replicas %d not in 1..5", c.Replicas))
+	}
+	if err := c.Ordering.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
@@ -126,6 +134,9 @@ func (b *Bus) JetStream() jetstream.JetStream { return b.js }
 // Locker is the ordering-key lock shared by this Bus's consumers, for
 // handlers that learn a further key while running (an order's resource).
 func (b *Bus) Locker() keylock.Locker { return b.locks }
+
+// Ordering is how partitioned subscriptions keep keys in order.
+func (b *Bus) Ordering() Ordering { return b.cfg.Ordering }
 
 // Replicas is the replica count for every stream and key-value bucket
 // created on this bus, so that services creating their own apply the same.

@@ -168,7 +168,10 @@ func (b *Bus) RetryDeadLetter(ctx context.Context, seq uint64) (*jetstream.PubAc
 		}
 		h[k] = vs
 	}
-	ack, err := b.PublishMsg(ctx, &nats.Msg{Subject: dl.Subject, Header: h, Data: dl.Data}, WithMsgID(fmt.Sprintf("dlq-retry:%d", seq)))
+	// An event parked before subjects had a partition goes back to its
+	// partition, to be handled in order with those published since.
+	subject := partitionLegacyEvent(dl.Subject, h, dl.Data)
+	ack, err := b.PublishMsg(ctx, &nats.Msg{Subject: subject, Header: h, Data: dl.Data}, WithMsgID(fmt.Sprintf("dlq-retry:%d", seq)))
 	if err != nil {
 		return nil, err
 	}

@@ -2,8 +2,11 @@ package bus
 
 import (
 	"fmt"
+	"hash/fnv"
 	"regexp"
 	"strings"
+
+	"github.com/nats-io/nats.go"
 )
 
 // Stream names and subject spaces. They are part of sitebus's on-disk
@@ -11,7 +14,10 @@ import (
 const (
 	// EventsStream keeps every Waldur event (limits retention, so it can be replayed).
 	EventsStream = "SITEBUS_EVENTS"
-	// EventsSubjects is the subject space of EventsStream: waldur.<offering>.<object_type>.
+	// EventsSubjects is the subject space of EventsStream:
+	// waldur.<offering>.<object_type>.<partition> (EventSubject), and
+	// waldur.<offering>.<object_type> as stored before subjects had a
+	// partition (still consumed and replayed).
 	EventsSubjects = "waldur.>"
 	// DLQStream keeps dead letters: dlq.<source>.<original subject>.
 	DLQStream = "SITEBUS_DLQ"
@@ -51,12 +57,72 @@ var tokenRe = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 // wildcards or white space, so a value from the outside cannot widen a filter.
 func ValidToken(s string) bool { return tokenRe.MatchString(s) }
 
-// EventSubject is the subject of a Waldur event.
-func EventSubject(offeringHex, objectType string) (string, error) {
+// Partitions is how many partitions the subjects of the events stream (and
+// of partitioned command subjects) are split into: a message goes to
+// <subject>.<NN>, NN = Partition(its ordering key). It is part of the
+// on-disk contract: changing it would move keys between partitions while
+// older messages of theirs are still stored.
+const Partitions = 64
+
+// Partition is the partition of an ordering key: FNV-1a of the key modulo
+// Partitions. A message without a key is not serialised with any other,
+// so it goes to partition 0.
+func Partition(key string) int {
+	if key == "" {
+		return 0
+	}
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(key))
+	return int(h.Sum32() % Partitions)
+}
+
+// PartitionToken is the subject token of partition p: two digits, so that
+// subjects sort and filters read alike.
+func PartitionToken(p int) string { return fmt.Sprintf("%02d", p) }
+
+// PartitionedSubject is base with the partition token of key appended.
+func PartitionedSubject(base, key string) string {
+	return base + "." + PartitionToken(Partition(key))
+}
+
+// EventSubject is the subject of a Waldur event with ordering key key
+// (events.OrderingKey of its type and body; "" if it names nothing):
+// waldur.<offering>.<object_type>.<partition>. Consumers filter
+// waldur.<offering>.<object_type>.* (and the three-token subject events
+// stored before partitions were kept on), see ConsumerConfig.Partitioned.
+func EventSubject(offeringHex, objectType, key string) (string, error) {
 	if !ValidToken(offeringHex) || !ValidToken(objectType) {
 		return "", fmt.Errorf("bus: cannot build an event subject from offering %q and object type %q", offeringHex, objectType)
 	}
-	return "waldur." + offeringHex + "." + objectType, nil
+	return PartitionedSubject("waldur."+offeringHex+"."+objectType, key), nil
+}
+
+// EventFilters widens a filter on the events stream written for subjects
+// without a partition (waldur.<offering>.<object_type>, e.g. waldur.*.order)
+// to both that form and the partitioned one, so operators' filters and the
+// events stored by older versions keep matching. Other filters are
+// returned as they are.
+func EventFilters(filter string) []string {
+	if strings.HasPrefix(filter, "waldur.") && strings.Count(filter, ".") == 2 && !strings.HasSuffix(filter, ">") {
+		return []string{filter, filter + ".*"}
+	}
+	return []string{filter}
+}
+
+// partitionLegacyEvent gives an events-stream subject stored before
+// partitions (three tokens) the partition of the message's ordering key
+// (its header, else its body), so that a replayed or retried copy is
+// handled in order with the events published since. Other subjects are
+// returned unchanged.
+func partitionLegacyEvent(subject string, h nats.Header, data []byte) string {
+	if !strings.HasPrefix(subject, "waldur.") || strings.Count(subject, ".") != 2 {
+		return subject
+	}
+	key := h.Get(HeaderOrderingKey)
+	if key == "" {
+		key = WaldurEventKey(subject, data)
+	}
+	return PartitionedSubject(subject, key)
 }
 
 // CommandStream is the work-queue stream of one service's commands.

@@ -15,8 +15,9 @@ import (
 type ReplayOptions struct {
 	// Stream to replay; default EventsStream.
 	Stream string
-	// Subject filter, e.g. "waldur.*.order". Required, so an operator never
-	// replays everything by accident.
+	// Subject filter, e.g. "waldur.*.order" (on the events stream it also
+	// takes the partitioned subjects, see EventFilters). Required, so an
+	// operator never replays everything by accident.
 	Subject string
 	// Since or FromSeq picks the start; exactly one is required.
 	Since   time.Time
@@ -48,7 +49,8 @@ type Replayed struct {
 
 // Replay re-delivers stored messages to the services by publishing a copy of
 // each on its subject, marked with Sitebus-Replay-Of. It is safe because
-// handlers are idempotent. visit is called for each message.
+// handlers are idempotent. visit is called for each message. An event
+// stored before subjects had a partition is copied to its partition.
 func (b *Bus) Replay(ctx context.Context, opts ReplayOptions, visit func(Replayed)) (int, error) {
 	if opts.Stream == "" {
 		opts.Stream = EventsStream
@@ -58,7 +60,11 @@ func (b *Bus) Replay(ctx context.Context, opts ReplayOptions, visit func(Replaye
 	}
 	run := nuid.Next()
 	n := 0
-	err := b.Scan(ctx, opts.Stream, ScanOptions{Subjects: []string{opts.Subject}, FromSeq: opts.FromSeq, Since: opts.Since}, func(sm StoredMsg) error {
+	filters := []string{opts.Subject}
+	if opts.Stream == EventsStream {
+		filters = EventFilters(opts.Subject)
+	}
+	err := b.Scan(ctx, opts.Stream, ScanOptions{Subjects: filters, FromSeq: opts.FromSeq, Since: opts.Since}, func(sm StoredMsg) error {
 		r := Replayed{Seq: sm.Seq, Subject: sm.Subject, Time: sm.Time}
 		if !opts.DryRun {
 			h := nats.Header{}
@@ -68,7 +74,11 @@ func (b *Bus) Replay(ctx context.Context, opts ReplayOptions, visit func(Replaye
 				}
 			}
 			h.Set(HeaderReplayOf, strconv.FormatUint(sm.Seq, 10))
-			ack, err := b.PublishMsg(ctx, &nats.Msg{Subject: sm.Subject, Header: h, Data: sm.Data},
+			subject := sm.Subject
+			if opts.Stream == EventsStream {
+				subject = partitionLegacyEvent(subject, h, sm.Data)
+			}
+			ack, err := b.PublishMsg(ctx, &nats.Msg{Subject: subject, Header: h, Data: sm.Data},
 				WithMsgID(fmt.Sprintf("replay:%s:%d:%s", opts.Stream, sm.Seq, run)))
 			if err != nil {
 				return err

@@ -27,6 +27,14 @@ type ConsumerConfig struct {
 	Stream string
 	// FilterSubjects selects the subjects of Stream to consume.
 	FilterSubjects []string
+	// Partitioned says FilterSubjects are bases of partitioned subjects
+	// (<base>.<partition>, see EventSubject and PartitionedSubject): the
+	// subscription takes <base>.* and the unpartitioned <base>, as one
+	// consumer or, in the Bus's cluster ordering mode, as one consumer per
+	// slot with one message in flight each, so that the messages of one
+	// ordering key are handled one at a time and in order across every
+	// process of the service.
+	Partitioned bool
 	// MaxDeliver is how many times a failing message is tried before it is
 	// dead-lettered. Default 10: with the default backoff, about four
 	// minutes of retries, enough to ride out a platform or Waldur restart.
@@ -128,16 +136,17 @@ func DeliveryFromContext(ctx context.Context) (Delivery, bool) {
 
 // Subscription is a running consumer.
 type Subscription struct {
-	bus      *Bus
-	cfg      ConsumerConfig
-	consumer jetstream.Consumer
-	cc       jetstream.ConsumeContext
-	advisory *nats.Subscription
-	inflight sync.WaitGroup
-	sem      chan struct{}
-	ctx      context.Context
-	cancel   context.CancelFunc
-	stopOnce sync.Once
+	bus *Bus
+	cfg ConsumerConfig
+	// One consumer, or in cluster ordering one per slot.
+	consumers  []jetstream.Consumer
+	ccs        []jetstream.ConsumeContext
+	advisories []*nats.Subscription
+	inflight   sync.WaitGroup
+	sem        chan struct{}
+	ctx        context.Context
+	cancel     context.CancelFunc
+	stopOnce   sync.Once
 }
 
 // Subscribe creates (or updates) the durable consumer and starts handling
@@ -167,37 +176,13 @@ func subscribe(ctx context.Context, b *Bus, cfg ConsumerConfig, decodeAndHandle 
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	// Creating a consumer is idempotent: repeated while unanswered, as a
-	// clustered server may not answer while it elects the consumer's leader.
-	var cons jetstream.Consumer
-	err := retryUnanswered(ctx, func(actx context.Context) (err error) {
-		cons, err = b.js.CreateOrUpdateConsumer(actx, cfg.Stream, jetstream.ConsumerConfig{
-			Durable:        cfg.Name,
-			Description:    "sitebus consumer " + cfg.Name,
-			FilterSubjects: cfg.FilterSubjects,
-			AckPolicy:      jetstream.AckExplicitPolicy,
-			AckWait:        cfg.AckWait,
-			// One more than the handler's budget: if the process dies during the
-			// last attempt, the server still redelivers once so the handler can
-			// reach a verdict. Past that, the max-deliveries advisory parks it.
-			MaxDeliver:    cfg.MaxDeliver + 1,
-			MaxAckPending: max(cfg.Concurrency*8, 256),
-			DeliverPolicy: cfg.DeliverPolicy,
-		})
-		return err
-	})
+	specs := consumerSpecs(cfg, b.cfg.Ordering)
+	consumers, err := b.ensureConsumers(ctx, cfg, specs)
 	if err != nil {
 		return nil, fmt.Errorf("bus: create consumer %s on %s: %w", cfg.Name, cfg.Stream, err)
 	}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	s := &Subscription{bus: b, cfg: cfg, consumer: cons, sem: make(chan struct{}, cfg.Concurrency), ctx: runCtx, cancel: cancel}
-
-	adv := fmt.Sprintf("$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.%s.%s", cfg.Stream, cfg.Name)
-	s.advisory, err = b.nc.Subscribe(adv, s.onMaxDeliveries)
-	if err != nil {
-		cancel()
-		return nil, fmt.Errorf("bus: subscribe to %s: %w", adv, err)
-	}
+	s := &Subscription{bus: b, cfg: cfg, consumers: consumers, sem: make(chan struct{}, cfg.Concurrency), ctx: runCtx, cancel: cancel}
 
 	// The callback only queues the message under its ordering key (so the
 	// queue follows delivery order) and hands it to a goroutine; the wait
@@ -218,35 +203,79 @@ func subscribe(ctx context.Context, b *Bus, cfg ConsumerConfig, decodeAndHandle 
 			s.process(m, ticket, decodeAndHandle)
 		}()
 	}
-	s.cc, err = cons.Consume(handle,
-		jetstream.PullMaxMessages(cfg.Concurrency*2),
-		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-			b.log.Debug("consume", "consumer", cfg.Name, "err", err)
-		}))
-	if err != nil {
-		_ = s.advisory.Unsubscribe()
-		cancel()
-		return nil, fmt.Errorf("bus: consume %s: %w", cfg.Name, err)
+	for i, cons := range consumers {
+		name := specs[i].name
+		adv := fmt.Sprintf("$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.%s.%s", cfg.Stream, name)
+		sub, err := b.nc.Subscribe(adv, s.onMaxDeliveries)
+		if err != nil {
+			s.abort()
+			return nil, fmt.Errorf("bus: subscribe to %s: %w", adv, err)
+		}
+		s.advisories = append(s.advisories, sub)
+		// A slot consumer has one message in flight: asking for more only
+		// holds pull requests the server cannot fill.
+		pull := cfg.Concurrency * 2
+		if specs[i].maxAckPending == 1 {
+			pull = 1
+		}
+		cc, err := cons.Consume(handle,
+			jetstream.PullMaxMessages(pull),
+			jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+				b.log.Debug("consume", "consumer", name, "err", err)
+			}))
+		if err != nil {
+			s.abort()
+			return nil, fmt.Errorf("bus: consume %s: %w", name, err)
+		}
+		s.ccs = append(s.ccs, cc)
 	}
-	b.log.Info("consumer started", "consumer", cfg.Name, "stream", cfg.Stream, "filter", cfg.FilterSubjects)
+	if len(specs) == 1 {
+		b.log.Info("consumer started", "consumer", cfg.Name, "stream", cfg.Stream, "filter", specs[0].filters)
+	} else {
+		b.log.Info("consumer started", "consumer", cfg.Name, "stream", cfg.Stream, "filter", cfg.FilterSubjects, "ordering", OrderingCluster, "slots", len(specs))
+	}
 	return s, nil
 }
 
-// Name is the durable consumer name.
+// abort undoes a subscribe that failed half-way; nothing was delivered.
+func (s *Subscription) abort() {
+	for _, cc := range s.ccs {
+		cc.Stop()
+	}
+	for _, a := range s.advisories {
+		_ = a.Unsubscribe()
+	}
+	s.cancel()
+}
+
+// Name is the durable consumer name (in cluster ordering, the slot
+// consumers' common prefix).
 func (s *Subscription) Name() string { return s.cfg.Name }
+
+// Consumers are the subscription's durable consumers: one, or one per
+// slot in cluster ordering.
+func (s *Subscription) Consumers() []jetstream.Consumer { return s.consumers }
 
 // Check asks the server for the consumer, proving it is bound; for /readyz.
 func (s *Subscription) Check(ctx context.Context) error {
-	_, err := s.consumer.Info(ctx)
-	return err
+	for _, c := range s.consumers {
+		if _, err := c.Info(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Stop stops fetching, waits up to ctx for in-flight handlers to finish and
 // then cancels the ones still running (their messages are redelivered).
 func (s *Subscription) Stop(ctx context.Context) {
 	s.stopOnce.Do(func() {
-		s.cc.Drain()
-		_ = s.advisory.Drain()
+		for _, cc := range s.ccs {
+			cc.Drain()
+		}
+		for _, a := range s.advisories {
+			_ = a.Drain()
+		}
 		done := make(chan struct{})
 		go func() { s.inflight.Wait(); close(done) }()
 		select {

@@ -8,12 +8,12 @@ func TestOrdering(t *testing.T) {
 		want    Ordering
 		wantErr []string
 	}{
-		"missing section keeps process mode and sixteen slots": {
-			want: Ordering{Mode: OrderingProcess, Slots: 16},
+		"missing section keeps process mode and thirty-two slots": {
+			want: Ordering{Mode: OrderingProcess, Slots: 32},
 		},
 		"cluster mode with the default slots": {
 			lines: []string{"sitebus:", "  ordering: {mode: cluster}"},
-			want:  Ordering{Mode: OrderingCluster, Slots: 16},
+			want:  Ordering{Mode: OrderingCluster, Slots: 32},
 		},
 		"cluster mode with slots that divide the partitions": {
 			lines: []string{"sitebus:", "  ordering:", "    mode: cluster", "    slots: 64"},

@@ -129,7 +129,8 @@ func Run(ctx context.Context, opts Options) error {
 	b, err := bus.New(nc, bus.Config{
 		EventsMaxAge: cfg.Sitebus.Streams.EventsMaxAge, DuplicateWindow: cfg.Sitebus.Streams.DuplicateWindow,
 		DLQMaxAge: cfg.Sitebus.Streams.DLQMaxAge, Replicas: cfg.Sitebus.Streams.Replicas,
-		Logger: log, Registerer: reg, TracerProvider: tp,
+		Ordering: BusOrdering(cfg),
+		Logger:   log, Registerer: reg, TracerProvider: tp,
 	})
 	if err != nil {
 		return err

@@ -27,7 +27,8 @@ func eventsCmd() *cobra.Command {
 			}
 			defer closeFn()
 			ctx := cmd.Context()
-			cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}, DeliverPolicy: jetstream.DeliverNewPolicy}
+			// waldur.<offering>.<type> also takes its partitioned subjects.
+			cfg := jetstream.OrderedConsumerConfig{FilterSubjects: bus.EventFilters(subject), DeliverPolicy: jetstream.DeliverNewPolicy}
 			if last > 0 {
 				cfg.DeliverPolicy = jetstream.DeliverLastPolicy
 				if st, err := b.JetStream().Stream(ctx, bus.EventsStream); err == nil {
@@ -61,7 +62,7 @@ func eventsCmd() *cobra.Command {
 		},
 	}
 	nf.add(tail)
-	tail.Flags().StringVar(&subject, "subject", bus.EventsSubjects, "subject filter")
+	tail.Flags().StringVar(&subject, "subject", bus.EventsSubjects, "subject filter (waldur.<offering>.<object_type>, with * for any)")
 	tail.Flags().IntVar(&last, "last", 10, "also print the last N stored events")
 	c.AddCommand(tail)
 	return c

@@ -103,6 +103,7 @@ func configCmd() *cobra.Command {
 			}
 			printPlan(cmd.OutOrStdout(), path, plan)
 			fmt.Fprintln(cmd.OutOrStdout(), streams)
+			fmt.Fprintln(cmd.OutOrStdout(), app.DescribeOrdering(plan.Config))
 			return nil
 		},
 	}

@@ -124,7 +124,7 @@ func (s *Service) Run(ctx context.Context) error {
 		return err
 	}
 	s.subs.Add(serveCreated)
-	evs, err := bus.Subscribe(ctx, s.bus, bus.ConsumerConfig{Name: Name, Stream: bus.EventsStream, FilterSubjects: filters,
+	evs, err := bus.Subscribe(ctx, s.bus, bus.ConsumerConfig{Name: Name, Stream: bus.EventsStream, FilterSubjects: filters, Partitioned: true,
 		MaxDeliver: s.cfg.MaxDeliver, Backoff: s.cfg.Backoff, OrderingKey: bus.WaldurEventKey}, s.handleEvent)
 	if err != nil {
 		return err

@@ -169,7 +169,7 @@ func (s *Service) Run(ctx context.Context) error {
 	}
 	s.subs.Add(outcomes)
 	sub, err := bus.Subscribe(ctx, s.bus, bus.ConsumerConfig{
-		Name: Name, Stream: bus.EventsStream, FilterSubjects: filters,
+		Name: Name, Stream: bus.EventsStream, FilterSubjects: filters, Partitioned: true,
 		MaxDeliver: s.cfg.MaxDeliver, Backoff: s.cfg.Backoff,
 		OrderingKey: bus.WaldurEventKey,
 		// Order handlers mostly wait on Waldur and the platform, and

@@ -220,15 +220,23 @@ func (p *processor) delegateUpdate(ctx context.Context, order *waldur.Order) err
 			ProjectUuid: res.ProjectUUID, ProjectSlug: res.ProjectSlug, CustomerUuid: res.CustomerUUID, CustomerSlug: res.CustomerSlug,
 		},
 	}
-	_, err = p.svc.bus.Publish(ctx, QuotaCommandSubject(p.o.Config.OfferingUUIDHex()), cmd,
-		bus.WithMsgID("order:"+events.HexUUID(p.orderUUID)+":update-limits"), bus.WithOrderingKey(events.ResourceKey(res.UUID)))
+	key := events.ResourceKey(res.UUID)
+	_, err = p.svc.bus.Publish(ctx, QuotaCommandSubject(p.o.Config.OfferingUUIDHex(), key), cmd,
+		bus.WithMsgID("order:"+events.HexUUID(p.orderUUID)+":update-limits"), bus.WithOrderingKey(key))
 	return err
 }
 
-// QuotaCommandSubject is where limit commands for an offering go.
-func QuotaCommandSubject(offeringHex string) string {
-	return "cmd." + QuotaCommandService + "." + offeringHex
+// QuotaCommandSubject is where limit commands for an offering go:
+// cmd.quota.<offering>.<partition of the resource key>, so the quota
+// service takes one resource's commands in order (bus.ConsumerConfig.Partitioned).
+func QuotaCommandSubject(offeringHex, resourceKey string) string {
+	return bus.PartitionedSubject("cmd."+QuotaCommandService+"."+offeringHex, resourceKey)
 }
+
+// QuotaCommandFilter is the partitioned filter base of every offering's
+// limit commands (and of cmd.quota.<offering>, as published before the
+// partition was added).
+const QuotaCommandFilter = "cmd." + QuotaCommandService + ".*"
 
 // MarkDone sets an order done if it is still executing, as the Python agent
 // does (another actor may have settled it meanwhile).

@@ -104,7 +104,11 @@ func (s *Service) Run(ctx context.Context) error {
 	slices.Sort(resourceSubjects)
 	cmds, err := bus.Subscribe(ctx, s.bus, bus.ConsumerConfig{
 		Name: "quota-commands", Stream: bus.CommandStream(order.QuotaCommandService),
-		FilterSubjects: []string{bus.CommandSubjects(order.QuotaCommandService)},
+		// cmd.quota.<offering>.<partition>, partitioned by resource like
+		// the resource events: in cluster ordering two Update orders of
+		// one resource set its limits one after the other, in order,
+		// whichever replicas take them (the last limits win).
+		FilterSubjects: []string{order.QuotaCommandFilter}, Partitioned: true,
 		MaxDeliver:     s.cfg.MaxDeliver, Backoff: s.cfg.Backoff,
 	}, s.handleCommand)
 	if err != nil {
@@ -113,7 +117,7 @@ func (s *Service) Run(ctx context.Context) error {
 	defer s.subs.Stop(30 * time.Second)
 	s.subs.Add(cmds)
 	flags, err := bus.Subscribe(ctx, s.bus, bus.ConsumerConfig{
-		Name: "quota-flags", Stream: bus.EventsStream, FilterSubjects: resourceSubjects,
+		Name: "quota-flags", Stream: bus.EventsStream, FilterSubjects: resourceSubjects, Partitioned: true,
 		MaxDeliver: s.cfg.MaxDeliver, Backoff: s.cfg.Backoff, OrderingKey: bus.WaldurEventKey,
 	}, s.handleResourceEvent)
 	if err != nil {

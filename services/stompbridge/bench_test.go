@@ -36,7 +36,7 @@ func BenchmarkIngest(b *testing.B) {
 	}
 
 	var handled atomic.Int64
-	sub, err := bus.Subscribe(ctx, bs, bus.ConsumerConfig{Name: "bench", Stream: bus.EventsStream, FilterSubjects: []string{"waldur.*.order"}, Concurrency: 32},
+	sub, err := bus.Subscribe(ctx, bs, bus.ConsumerConfig{Name: "bench", Stream: bus.EventsStream, FilterSubjects: []string{"waldur.*.order"}, Partitioned: true, Concurrency: 32},
 		func(_ context.Context, ev *sitebusv1.WaldurEvent) error { handled.Add(1); return nil })
 	if err != nil {
 		b.Fatal(err)

@@ -245,7 +245,10 @@ func Decode(offeringHex, objectType string, f Frame, received time.Time) (*siteb
 		}
 		ev.ObjectType = typ
 	}
-	subject, serr := bus.EventSubject(ev.OfferingUuid, ev.ObjectType)
+	// The subject's partition comes from the same key the publish puts in
+	// the ordering header, so consumers in cluster ordering keep one
+	// resource's events on one slot.
+	subject, serr := bus.EventSubject(ev.OfferingUuid, ev.ObjectType, events.OrderingKey(ev.ObjectType, f.Body))
 	if !events.Known(ev.ObjectType) {
 		if serr != nil {
 			subject = ""

@@ -47,10 +47,6 @@ func (br *Bridge) reconcileOnce(ctx context.Context, o Offering) error {
 		span.SetStatus(codes.Error, err.Error())
 		return err
 	}
-	subject, err := bus.EventSubject(offHex, events.Order)
-	if err != nil {
-		return err
-	}
 	published := 0
 	for _, ord := range orders {
 		if !events.IsUUID(ord.UUID) {
@@ -67,7 +63,12 @@ func (br *Bridge) reconcileOnce(ctx context.Context, o Offering) error {
 			MessageId:  "reconcile:order:" + orderHex + ":" + ord.State,
 			ReceivedAt: timestamppb.Now(), Source: sitebusv1.EventSource_EVENT_SOURCE_RECONCILER,
 		}
-		ack, err := br.bus.Publish(ctx, subject, ev, bus.WithMsgID(ev.MessageId), bus.WithOrderingKey(events.OrderKey(orderHex)))
+		key := events.OrderKey(orderHex)
+		subject, err := bus.EventSubject(offHex, events.Order, key)
+		if err != nil {
+			return err
+		}
+		ack, err := br.bus.Publish(ctx, subject, ev, bus.WithMsgID(ev.MessageId), bus.WithOrderingKey(key))
 		if err != nil {
 			return err
 		}
