@@ -154,6 +154,9 @@ func (c *Client) UserID() string { return c.userID }
 // Only project.ID is needed (Name names it in errors). A project that is
 // gone, or where the user has no role, refuses the login (401, terminal).
 func (c *Client) Scoped(ctx context.Context, project Project) (*Client, error) {
+	if project.ID == "" {
+		return nil, backend.Invalidf("openstack: cannot act in project %q: no project id", project.Name)
+	}
 	if project.ID == c.projectID {
 		return c, nil
 	}
