@@ -36,7 +36,8 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- end -}}
 
 {{/* The configuration as stored: with the chart's NATS, streams and buckets
-get as many replicas as it has nodes unless the file says otherwise. */}}
+get as many replicas as it has nodes unless the file says otherwise; the
+ordering mode and slots come from .Values.ordering unless the file says. */}}
 {{- define "sitebus.config" -}}
 {{- $cfg := fromYaml .Values.config -}}
 {{- if hasKey $cfg "Error" -}}
@@ -51,5 +52,15 @@ get as many replicas as it has nodes unless the file says otherwise. */}}
 {{- $_ := set $sb "streams" $st -}}
 {{- $_ := set $cfg "sitebus" $sb -}}
 {{- end -}}
+{{- $sb := get $cfg "sitebus" | default dict -}}
+{{- $ord := get $sb "ordering" | default dict -}}
+{{- if not (hasKey $ord "mode") -}}
+{{- $_ := set $ord "mode" .Values.ordering.mode -}}
+{{- end -}}
+{{- if not (hasKey $ord "slots") -}}
+{{- $_ := set $ord "slots" (int .Values.ordering.slots) -}}
+{{- end -}}
+{{- $_ := set $sb "ordering" $ord -}}
+{{- $_ := set $cfg "sitebus" $sb -}}
 {{- toYaml $cfg -}}
 {{- end -}}
