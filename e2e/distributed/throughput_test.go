@@ -88,7 +88,7 @@ func measureThroughput(t *testing.T, replicas, n int) float64 {
 	}
 	reader := harness.NewReader(t, s.nats.URL())
 	harness.Eventually(t, 2*time.Minute, fmt.Sprintf("%d order events stored", n), func() bool {
-		return len(reader.Events(t, "waldur."+s.offering+".order")) >= n
+		return len(reader.Events(t, "waldur."+s.offering+".order.*")) >= n // every partition
 	})
 
 	start := time.Now()
