@@ -7,8 +7,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nats-io/nats.go"
+	"google.golang.org/protobuf/proto"
+
 	"github.com/sitebus/sitebus/pkg/bus"
 	"github.com/sitebus/sitebus/pkg/config"
+	sitebusv1 "github.com/sitebus/sitebus/pkg/gen/sitebus/v1"
 )
 
 func TestPartitionOfAKeyIsPinned(t *testing.T) {
@@ -176,5 +180,78 @@ func TestConfigAndBusAgreeOnPartitionsAndDefaults(t *testing.T) {
 	}
 	if r.Sitebus.Ordering.Slots != bus.DefaultSlots {
 		t.Errorf("config's default slots %d, bus.DefaultSlots %d", r.Sitebus.Ordering.Slots, bus.DefaultSlots)
+	}
+}
+
+func TestEventsStoredWithoutPartitionGoBackToTheirPartition(t *testing.T) {
+	// An event stored by a version before partitions, replayed or retried
+	// from the DLQ, must land on its resource's partition, where cluster
+	// ordering serialises it with the events published since.
+	const offering = "0123456789abcdef0123456789abcdef"
+	legacy := "waldur." + offering + ".order"
+	tests := map[string]struct {
+		headerKey string
+		body      string
+		want      string
+	}{
+		"key from the ordering header": {
+			headerKey: "order:fedcba9876543210fedcba9876543210", body: `{}`, want: legacy + ".55",
+		},
+		"key from the body when stored without the header": {
+			body: `{"order_uuid": "fedcba98-7654-3210-fedc-ba9876543210"}`, want: legacy + ".55",
+		},
+		"no key: partition 00": {body: `{}`, want: legacy + ".00"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			b := newBus(t, bus.Config{})
+			ctx := testCtx(t)
+			st, err := b.JetStream().Stream(ctx, bus.EventsStream)
+			if err != nil {
+				t.Fatal(err)
+			}
+			subjectOf := func(seq uint64) string {
+				raw, err := st.GetMsg(ctx, seq)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return raw.Subject
+			}
+			ev := &sitebusv1.WaldurEvent{ObjectType: "order", OfferingUuid: offering, Body: []byte(tc.body), MessageId: "m"}
+			data, err := proto.Marshal(ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := nats.Header{}
+			if tc.headerKey != "" {
+				h.Set(bus.HeaderOrderingKey, tc.headerKey)
+			}
+			if _, err := b.PublishMsg(ctx, &nats.Msg{Subject: legacy, Header: h, Data: data}); err != nil {
+				t.Fatal(err)
+			}
+			var replayed []string
+			if _, err := b.Replay(ctx, bus.ReplayOptions{Subject: "waldur.*.order", FromSeq: 1}, func(r bus.Replayed) {
+				replayed = append(replayed, subjectOf(r.NewSeq))
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if len(replayed) != 1 || replayed[0] != tc.want {
+				t.Errorf("replayed onto %v, want [%s]", replayed, tc.want)
+			}
+			if err := b.Park(ctx, bus.DeadLetter{Source: "svc", Reason: "test", Subject: legacy, Stream: bus.EventsStream, StreamSeq: 1, Header: h, Data: data}); err != nil {
+				t.Fatal(err)
+			}
+			dls, err := b.DeadLetters(ctx, "", 0)
+			if err != nil || len(dls) != 1 {
+				t.Fatalf("dead letters %v, %v", dls, err)
+			}
+			ack, err := b.RetryDeadLetter(ctx, dls[0].Seq)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := subjectOf(ack.Sequence); got != tc.want {
+				t.Errorf("retried onto %s, want %s", got, tc.want)
+			}
+		})
 	}
 }
