@@ -192,7 +192,14 @@ func TestClusterOrderingAcrossReplicas(t *testing.T) {
 			reps := startReplicas(t, s, tc.replicas, cluster, orderedConsumer(), log, nil)
 			publishInterleaved(t, reps[len(reps)-1].bus, keys, perKey)
 			if tc.killAfter > 0 {
-				waitFor(t, "the first messages handled", func() bool { return log.distinct() >= tc.killAfter })
+				// The victim must have worked, so that its death leaves work
+				// behind and the others' share shows.
+				waitFor(t, "the first messages handled", func() bool {
+					log.mu.Lock()
+					worked := log.byReplica[0] > 0
+					log.mu.Unlock()
+					return worked && log.distinct() >= tc.killAfter
+				})
 				reps[0].nc.Close() // a crash: no acks, no more pulls
 			}
 			waitFor(t, "every message handled", func() bool { return log.distinct() == keys*perKey })
