@@ -112,13 +112,13 @@ func (d *Distributed) KillAndRestart(p *ServiceProcess, timeout time.Duration) e
 // Stop stops the process gracefully (SIGTERM: it drains and hands its
 // work back), as when a Deployment scales down.
 func (d *Distributed) Stop(p *ServiceProcess) {
-	_ = p.Process.Stop(30 * time.Second) // its exit status is no concern here
+	_ = p.Stop(30 * time.Second) // its exit status is no concern here
 }
 
 // Start starts a stopped or killed process again with the same data dir
 // and port, and waits until it is ready.
 func (d *Distributed) Start(p *ServiceProcess, timeout time.Duration) error {
-	p.Sitebus.Start(d.env...)
+	p.Start(d.env...)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	return WaitReadyz(ctx, p.HTTPAddr, 100*time.Millisecond, p.Process)
