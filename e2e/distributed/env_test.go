@@ -54,6 +54,9 @@ type siteOptions struct {
 	waldurLatency time.Duration
 	// env is added to every process (e.g. the polling periods).
 	env []string
+	// ordering is sitebus.ordering.mode; default cluster: events of one
+	// resource in order and one at a time across all replicas.
+	ordering string
 }
 
 // site is the running topology.
@@ -114,7 +117,11 @@ func newSite(t *testing.T, o siteOptions) *site {
 	}
 	s.offering = strings.ReplaceAll(cfg.OfferingUUID, "-", "")
 	cfg.Kubeconfig, cfg.CRNamespace = s.cluster.Kubeconfig, s.crNS
-	cfg.Sitebus = "  streams: {replicas: 3}\n  periods: {keycloak_pending_period: 2s, saga_lease: 3s}\n"
+	if o.ordering == "" {
+		o.ordering = "cluster"
+	}
+	cfg.Sitebus = "  streams: {replicas: 3}\n  periods: {keycloak_pending_period: 2s, saga_lease: 3s}\n" +
+		"  ordering: {mode: " + o.ordering + ", slots: 32}\n"
 	if o.keycloak {
 		s.kc = keycloaksim.NewTestServer(t, keycloaksim.Config{AdminPassword: kcAdminPassword,
 			Realms: []keycloaksim.Realm{{Name: "waldur", Users: harness.KeycloakUsers}}})

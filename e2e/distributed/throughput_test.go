@@ -25,32 +25,37 @@ const waldurLatency = 50 * time.Millisecond
 // from the first order call to Waldur to the last set_state_done, so it
 // measures the order service, not the bridge's ingestion or process start.
 // It is a measurement, not a check of make test: it runs when
-// SITEBUS_BENCH_REPLICAS=1 (make bench-replicas).
+// SITEBUS_BENCH_REPLICAS=1 (make bench-replicas). SITEBUS_BENCH_ORDERING
+// =process measures the process ordering mode instead of cluster.
 func TestReplicaThroughput(t *testing.T) {
 	if os.Getenv("SITEBUS_BENCH_REPLICAS") == "" {
 		t.Skip("a measurement; run it with SITEBUS_BENCH_REPLICAS=1 (make bench-replicas)")
 	}
 	n := envInt(t, "SITEBUS_BENCH_ORDERS", 300)
+	ordering := os.Getenv("SITEBUS_BENCH_ORDERING") // default: the topology's (cluster)
 	var lines []string
 	var base float64
 	for _, replicas := range []int{1, 2, 4} {
 		t.Run(fmt.Sprintf("%d order replicas", replicas), func(t *testing.T) {
-			rate := measureThroughput(t, replicas, n)
+			rate := measureThroughput(t, replicas, n, ordering)
 			if base == 0 {
 				base = rate
 			}
 			lines = append(lines, fmt.Sprintf("  %d order replica(s): %6.1f orders/s  (×%.2f of 1 replica)", replicas, rate, rate/base))
 		})
 	}
-	out := fmt.Sprintf("create orders per second, %d orders, Waldur answering in %s:\n%s\n", n, waldurLatency, strings.Join(lines, "\n"))
+	if ordering == "" {
+		ordering = "cluster"
+	}
+	out := fmt.Sprintf("create orders per second, %d orders, ordering mode %s, Waldur answering in %s:\n%s\n", n, ordering, waldurLatency, strings.Join(lines, "\n"))
 	t.Log(out)
 	fmt.Print(out)
 }
 
 // measureThroughput runs n create orders through a site with `replicas`
 // order processes and returns orders per second.
-func measureThroughput(t *testing.T, replicas, n int) float64 {
-	s := newSite(t, siteOptions{replicas: map[string]int{"order": replicas}, waldurLatency: waldurLatency, env: noPolling})
+func measureThroughput(t *testing.T, replicas, n int, ordering string) float64 {
+	s := newSite(t, siteOptions{replicas: map[string]int{"order": replicas}, waldurLatency: waldurLatency, env: noPolling, ordering: ordering})
 	ctx := harness.Context(t, 20*time.Minute)
 	orders := make([]string, n)
 	for i := range orders {
