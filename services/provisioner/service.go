@@ -133,7 +133,7 @@ func (s *Service) Run(ctx context.Context) error {
 	}
 	s.subs.Add(outcomes)
 	sub, err := bus.Subscribe(ctx, s.bus, bus.ConsumerConfig{
-		Name: Name, Stream: bus.EventsStream, FilterSubjects: filters, OrderingKey: bus.WaldurEventKey,
+		Name: Name, Stream: bus.EventsStream, FilterSubjects: filters, Partitioned: true, OrderingKey: bus.WaldurEventKey,
 	}, s.handle)
 	if err != nil {
 		return err

@@ -1,0 +1,252 @@
+// Package provisioner_test runs `sitebus run` as a process with a
+// rancher-cluster offering against the OpenStack, Rancher, Keycloak and
+// Waldur simulators and a real Vault dev server, the simulated VMs
+// running their cloud-init (e2e/vmboot): a node registers with Rancher
+// only if its user_data logs in to Vault and reads the token Rancher
+// issued.
+package provisioner_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sitebus/sitebus/e2e/harness"
+	"github.com/sitebus/sitebus/e2e/keycloaksim"
+	"github.com/sitebus/sitebus/e2e/openstacksim"
+	"github.com/sitebus/sitebus/e2e/rabbitmq"
+	"github.com/sitebus/sitebus/e2e/ranchersim"
+	"github.com/sitebus/sitebus/e2e/vmboot"
+	"github.com/sitebus/sitebus/e2e/waldursim"
+)
+
+func TestMain(m *testing.M) { os.Exit(rabbitmq.RunShared(m)) }
+
+// From e2e/waldursim/testdata/fixture.yaml: the offering and its token.
+const (
+	offeringUUID = "d1a2b3c4-e5f6-4a7b-8c9d-0e1f2a3b4c5d"
+	offeringHex  = "d1a2b3c4e5f64a7b8c9d0e1f2a3b4c5d"
+	token        = "7d2f0c4b9e8a41d3a6b5c4d3e2f1a0b9"
+)
+
+const (
+	kcAdminPassword = "kc-admin-cl4st3r-91"
+	osAdminPassword = "os-admin-pr0v1s10n-42"
+	extNetworkID    = "9e8d7c6b-5a49-4838-a271-605f4e3d2c1b"
+	image           = "SLE Micro 6.1"
+)
+
+// zones are the three availability zones of the offering, one OpenStack
+// simulator with three Nova zones.
+var zones = []struct{ uuid, slug, az string }{
+	{"11111111-1111-4111-8111-111111111111", "az-a", "nova-a"},
+	{"22222222-2222-4222-8222-222222222222", "az-b", "nova-b"},
+	{"33333333-3333-4333-8333-333333333333", "az-c", "nova-c"},
+}
+
+// site is a sitebus process serving a rancher-cluster offering.
+type site struct {
+	t     testing.TB
+	os    *openstacksim.Server
+	rs    *ranchersim.Server
+	kc    *keycloaksim.Server
+	ws    *waldursim.Server
+	vault *harness.Vault
+	// vaultCalls counts the requests that reach Vault (sitebus's and the
+	// VMs'), by method and path.
+	vaultCalls *counter
+	admin      *waldursim.AdminClient
+	sb         *harness.Sitebus
+	// boots counts the VMs' first boots by hostname.
+	boots *counter
+}
+
+type counter struct {
+	mu sync.Mutex
+	m  map[string]int
+}
+
+func (c *counter) add(k string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.m[k]++
+}
+
+func (c *counter) snapshot() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string]int, len(c.m))
+	for k, v := range c.m {
+		out[k] = v
+	}
+	return out
+}
+
+func newSite(t testing.TB) *site {
+	t.Helper()
+	rabbitmq.Require(t)
+	broker := rabbitmq.Shared(t)
+	root, err := harness.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &site{t: t, vaultCalls: &counter{m: map[string]int{}}, boots: &counter{m: map[string]int{}}}
+	s.vault = harness.StartVault(t)
+	// Vault behind a counting proxy: every Vault call of a create, by
+	// sitebus or by a VM, goes through it (nodes get its address).
+	target, err := url.Parse(s.vault.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	vp := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.vaultCalls.add(r.Method + " " + r.URL.Path)
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(vp.Close)
+
+	s.rs = ranchersim.NewTestServer(t, ranchersim.Options{})
+	register := vmboot.RancherSim(nil)
+	s.os = openstacksim.NewTestServer(t, openstacksim.Options{
+		AdminPassword:     osAdminPassword,
+		AvailabilityZones: []string{"nova-a", "nova-b", "nova-c"},
+		Flavors: []openstacksim.Flavor{
+			{ID: "f-medium", Name: "m1.medium", VCPUs: 2, RAM: 4096, Disk: 40},
+			{ID: "f-large", Name: "m1.large", VCPUs: 4, RAM: 8192, Disk: 80},
+			{ID: "f-xlarge", Name: "m1.xlarge", VCPUs: 8, RAM: 16384, Disk: 160},
+		},
+		Images:          []openstacksim.Image{{ID: "5b0c1a2e-0000-4000-8000-000000000001", Name: image}},
+		ExternalNetwork: openstacksim.ExternalNetwork{Name: "public", CIDR: "172.24.4.0/24", NetworkID: extNetworkID},
+		// Volumes and VMs are ready at the first look: the create's wall
+		// time is sitebus's, not the simulator's pacing.
+		BuildPolls: -1, VolumePolls: -1, DeletePolls: -1,
+		OnBoot: func(ctx context.Context, v openstacksim.Instance) error {
+			if strings.HasPrefix(v.Name, "k8s-lb-") {
+				return nil // the load balancer runs no RKE2
+			}
+			s.boots.add(v.Name)
+			return vmboot.Boot(ctx, v.UserData, v.Name, register)
+		},
+	})
+	s.kc = keycloaksim.NewTestServer(t, keycloaksim.Config{AdminPassword: kcAdminPassword, Realms: []keycloaksim.Realm{{Name: "waldur"}}})
+	fx, err := waldursim.LoadFixture(filepath.Join(root, "e2e/waldursim/testdata/fixture.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fx.Orders = nil
+	s.ws = waldursim.NewTestServer(t, waldursim.Config{
+		Fixture: fx,
+		Rabbit:  &waldursim.RabbitConfig{MgmtURL: broker.MgmtURL(), STOMPAddr: broker.STOMPAddr(), AdminUser: broker.AdminUser, AdminPass: broker.AdminPass},
+	})
+	s.admin = s.ws.Admin()
+
+	var zoneCfg strings.Builder
+	for _, z := range zones {
+		fmt.Fprintf(&zoneCfg, `        - uuid: %s
+          slug: %s
+          name: Zone %s
+          availability_zone: %s
+          external_network_id: %s
+          dns_nameservers: [1.1.1.1]
+          cloud:
+            auth:
+              auth_url: %s
+              username: admin
+              password: %s
+              project_name: admin
+              user_domain_name: Default
+              project_domain_name: Default
+            region_name: RegionOne
+`, z.uuid, z.slug, strings.TrimPrefix(z.slug, "az-"), z.az, extNetworkID, s.os.AuthURL(), osAdminPassword)
+	}
+	o := s.rs.Options()
+	wsHost, wsPort, _ := strings.Cut(broker.WebSTOMPAddr(), ":")
+	cfg := fmt.Sprintf(`offerings:
+  - name: e2e-clusters
+    waldur_api_url: %s/api/
+    waldur_api_token: %s
+    waldur_offering_uuid: %s
+    backend_type: rancher-cluster
+    order_processing_backend: rancher-cluster
+    stomp_enabled: true
+    websocket_use_tls: false
+    stomp_ws_host: %s
+    stomp_ws_port: %s
+    stomp_ws_path: %s
+    backend_settings:
+      backend_url: %s
+      username: %s
+      password: %s
+      base_image_name: %s
+      deployment_mode: managed
+      managed_rancher_server_flavor_name: m1.large
+      managed_rancher_server_system_volume_size_gb: 80
+      managed_rancher_server_data_volume_size_gb: 100
+      managed_rancher_worker_system_volume_size_gb: 40
+      managed_rancher_load_balancer_flavor_name: m1.medium
+      managed_rancher_load_balancer_system_volume_size_gb: 20
+      vault_host: %s
+      vault_token: %s
+      keycloak_enabled: true
+      keycloak:
+        keycloak_url: %s/
+        keycloak_realm: waldur
+        keycloak_user_realm: master
+        keycloak_username: admin
+        keycloak_password: %s
+      openstack_offering_uuid_list:
+%s
+sitebus:
+  log_format: text
+  periods: {saga_lease: 3s}
+`, s.ws.URL(), token, offeringUUID, wsHost, wsPort, rabbitmq.WebSTOMPPath,
+		s.rs.URL(), o.AccessKey, o.SecretKey, image, vp.URL, s.vault.RootToken, s.kc.URL(), kcAdminPassword, zoneCfg.String())
+	s.sb = harness.PrepareSitebus(t, harness.SitebusOptions{Config: cfg})
+	s.sb.Start("WALDUR_SITE_AGENT_ORDER_PROCESS_PERIOD_MINUTES=60", "WALDUR_SITE_AGENT_MEMBERSHIP_SYNC_PERIOD_MINUTES=60")
+	s.sb.WaitReady(60 * time.Second)
+	s.sb.WaitOrderSubscription(offeringHex)
+	return s
+}
+
+func ctx(t testing.TB) context.Context { return harness.Context(t, 2*time.Minute) }
+
+// order makes an order (its event delivered) and returns its UUID and
+// its resource's.
+func (s *site) order(req waldursim.CreateOrderRequest) (orderUUID, resourceUUID string) {
+	s.t.Helper()
+	req.Silent = true
+	res, err := s.admin.CreateOrder(ctx(s.t), req)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	harness.DeliverOrder(s.t, s.admin, offeringHex, res.Order.UUID)
+	return res.Order.UUID, res.Resource.UUID
+}
+
+func (s *site) waitOrder(uuid string, states ...string) *waldursim.APIOrder {
+	s.t.Helper()
+	return harness.WaitOrder(s.t, s.admin, s.sb, 60, uuid, states...)
+}
+
+// createAttributes are a managed order over the zones with workers
+// agents per zone and Longhorn.
+func createAttributes(name string, workers int) map[string]any {
+	var list []any
+	for _, z := range zones {
+		list = append(list, z.uuid)
+	}
+	return map[string]any{
+		"name": name, "worker_nodes_count": workers, "worker_nodes_flavor_name": "m1.xlarge",
+		"worker_nodes_data_volume_size": 102400, "openstack_offering_uuid_list": list,
+		"install_longhorn": true, "worker_nodes_longhorn_volume_size": 204800,
+	}
+}

@@ -1,0 +1,228 @@
+package provisioner_test
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sitebus/sitebus/e2e/openstacksim"
+	"github.com/sitebus/sitebus/e2e/waldursim"
+	"github.com/sitebus/sitebus/pkg/vault"
+)
+
+// calls sums a simulator's calls by "METHOD /service/resource" (ids
+// dropped), for the report of what one create costs.
+func callSummary(calls []openstacksim.Call) map[string]int {
+	out := map[string]int{}
+	for _, c := range calls {
+		out[c.Method+" "+shape(c.Path)]++
+	}
+	return out
+}
+
+// shape keeps a path's first two segments and replaces ids by {id}.
+func shape(p string) string {
+	segs := strings.Split(strings.Trim(p, "/"), "/")
+	for i, s := range segs {
+		if len(s) >= 16 || strings.ContainsAny(s, "0123456789") && len(s) > 8 {
+			segs[i] = "{id}"
+		}
+	}
+	if len(segs) > 4 {
+		segs = segs[:4]
+	}
+	return "/" + strings.Join(segs, "/")
+}
+
+func total(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+func report(t *testing.T, what string, m map[string]int) {
+	keys := slices.Sorted(maps.Keys(m))
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, "  %4d %s\n", m[k], k)
+	}
+	t.Logf("%s: %d calls\n%s", what, total(m), b.String())
+}
+
+func TestManagedCreateThreeZonesThenTerminate(t *testing.T) {
+	s := newSite(t)
+	name := "physics-prod"
+	start := time.Now()
+	orderUUID, resUUID := s.order(waldursim.CreateOrderRequest{ResourceName: name, Attributes: createAttributes(name, 2)})
+	o := s.waitOrder(orderUUID, "done", "erred")
+	wall := time.Since(start)
+	if o.State != "done" {
+		t.Fatalf("create order %s: %s", o.State, o.ErrorMessage)
+	}
+	t.Logf("3-zone managed create (3 load balancers, 15 nodes): %s from order event to done", wall.Round(time.Millisecond))
+
+	// OpenStack: per zone a project, network, subnet .11-.200, router,
+	// k8s_admin and k8s_public with their rules, a load balancer at .10;
+	// 3 servers and 2 workers per zone.
+	inv := s.os.Inventory("")
+	var projects []string
+	for _, p := range inv.Projects {
+		projects = append(projects, p.Name)
+	}
+	sort.Strings(projects)
+	wantProjects := []string{"os-tenant-genomics-" + name + "-az-a", "os-tenant-genomics-" + name + "-az-b", "os-tenant-genomics-" + name + "-az-c"}
+	if !slices.Equal(projects, wantProjects) {
+		t.Errorf("projects %v, want %v", projects, wantProjects)
+	}
+	if len(inv.Networks) != 3 || len(inv.Subnets) != 3 || len(inv.Routers) != 3 || len(inv.Users) != 3 {
+		t.Errorf("networks %d, subnets %d, routers %d, users %d; want 3 each", len(inv.Networks), len(inv.Subnets), len(inv.Routers), len(inv.Users))
+	}
+	for _, sn := range inv.Subnets {
+		prefix := strings.TrimSuffix(sn.CIDR, "0/24")
+		if len(sn.Pools) != 1 || sn.Pools[0].Start != prefix+"11" || sn.Pools[0].End != prefix+"200" {
+			t.Errorf("subnet %s pools %+v, want %s11-%s200", sn.Name, sn.Pools, prefix, prefix)
+		}
+	}
+	ports := map[string][]int{}
+	for _, g := range inv.SecurityGroups {
+		if g.Default {
+			continue
+		}
+		for _, r := range g.Rules {
+			if r.Direction == "ingress" {
+				ports[g.Name] = append(ports[g.Name], r.PortRangeMin)
+			}
+		}
+	}
+	for g, want := range map[string][]int{"k8s_admin": {22, 22, 22, 6443, 6443, 6443}, "k8s_public": {80, 80, 80, 443, 443, 443}} {
+		got := ports[g]
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			t.Errorf("group %s (three zones) opens %v, want %v", g, got, want)
+		}
+	}
+	lbs, nodes := 0, 0
+	for _, sv := range inv.Servers {
+		if sv.Status != "ACTIVE" {
+			t.Errorf("server %s is %s", sv.Name, sv.Status)
+		}
+		if strings.HasPrefix(sv.Name, "k8s-lb-") {
+			lbs++
+			if len(sv.FixedIPs) != 1 || !strings.HasSuffix(sv.FixedIPs[0], ".10") {
+				t.Errorf("load balancer %s at %v, want .10", sv.Name, sv.FixedIPs)
+			}
+			continue
+		}
+		nodes++
+	}
+	if lbs != 3 || nodes != 15 {
+		t.Errorf("%d load balancers and %d nodes, want 3 and 15", lbs, nodes)
+	}
+
+	// Rancher: the cluster as Mastermind makes it, every node registered
+	// once and active, the cluster groups bound.
+	pc, ok := s.rs.ProvisioningClusterNamed("k8s-" + name)
+	if !ok {
+		t.Fatalf("no provisioning cluster k8s-%s: %v", name, s.rs.Inventory())
+	}
+	spec := pc.Spec()
+	rke, _ := spec["rkeConfig"].(map[string]any)
+	if spec["kubernetesVersion"] != "v1.31.7+rke2r1" || rke["dataDirectories"] == nil {
+		t.Errorf("cluster spec %v", spec)
+	}
+	rnodes := s.rs.Nodes(pc.ClusterID)
+	if len(rnodes) != 15 {
+		t.Errorf("%d Rancher nodes, want 15", len(rnodes))
+	}
+	for _, n := range rnodes {
+		if n.State != "active" {
+			t.Errorf("node %s is %s", n.Hostname, n.State)
+		}
+	}
+	for host, n := range s.boots.snapshot() {
+		if n != 1 {
+			t.Errorf("VM %s booted %d times", host, n)
+		}
+	}
+	hex := strings.ReplaceAll(resUUID, "-", "")
+	if _, ok := s.kc.GroupByPath("waldur", "/c_"+hex+"/c_"+hex+"_cluster-owner"); !ok {
+		t.Errorf("no Keycloak group c_%s_cluster-owner under c_%s: %v", hex, hex, s.kc.Groups("waldur"))
+	}
+	bound := 0
+	for _, b := range s.rs.Inventory().ClusterBindings {
+		if b.ClusterID == pc.ClusterID && strings.HasPrefix(b.GroupPrincipalID, "keycloakoidc_group://c_"+hex) {
+			bound++
+		}
+	}
+	if bound != 2 {
+		t.Errorf("%d cluster group bindings, want 2 (cluster-owner, cluster-member)", bound)
+	}
+	// Vault: nothing left once the nodes have their token.
+	cl, _ := vault.ParseCluster(resUUID)
+	if p, r, sec, err := s.vault.Client(t).Exists(ctx(t), cl); err != nil || p || r || sec {
+		t.Errorf("Vault objects after the create: policy %v, role %v, secret %v (%v)", p, r, sec, err)
+	}
+	res, err := s.admin.Resource(ctx(t), resUUID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.BackendID != pc.ClusterID {
+		t.Errorf("backend_id %q, want the v3 cluster id %s", res.BackendID, pc.ClusterID)
+	}
+
+	// What one create cost, from the simulators' logs and the Vault proxy.
+	report(t, "OpenStack calls per 3-zone create", callSummary(s.os.Calls()))
+	report(t, "Rancher calls per 3-zone create", callSummary(s.rs.Calls()))
+	report(t, "Vault calls per 3-zone create (sitebus and the 15 VMs)", s.vaultCalls.snapshot())
+
+	// Terminate leaves nothing behind.
+	termUUID, _ := s.order(waldursim.CreateOrderRequest{Type: "Terminate", ResourceUUID: resUUID})
+	if o := s.waitOrder(termUUID, "done", "erred"); o.State != "done" {
+		t.Fatalf("terminate order %s: %s", o.State, o.ErrorMessage)
+	}
+	s.wantNothingLeft(resUUID)
+}
+
+func TestAVMInErrorUndoesTheCreate(t *testing.T) {
+	s := newSite(t)
+	name := "chem-prod"
+	s.os.FailServers(openstacksim.ServerErrorRule{Name: "k8s-" + name + "-rancher-node-7", Message: "No valid host was found."})
+	orderUUID, resUUID := s.order(waldursim.CreateOrderRequest{ResourceName: name, Attributes: createAttributes(name, 2)})
+	o := s.waitOrder(orderUUID, "done", "erred")
+	if o.State != "erred" {
+		t.Fatalf("order %s, want erred", o.State)
+	}
+	for _, want := range []string{"wait-nodes", "rancher-node-7", "No valid host was found."} {
+		if !strings.Contains(o.ErrorMessage, want) {
+			t.Errorf("error message %q does not say %q", o.ErrorMessage, want)
+		}
+	}
+	s.wantNothingLeft(resUUID)
+}
+
+// wantNothingLeft checks that no simulator holds anything of the
+// resource.
+func (s *site) wantNothingLeft(resUUID string) {
+	s.t.Helper()
+	if inv := s.os.Inventory(""); !inv.Empty() {
+		s.t.Errorf("left in OpenStack: %d objects: %+v", inv.Count(), inv)
+	}
+	inv := s.rs.Inventory()
+	if len(inv.ProvisioningClusters)+len(inv.Clusters)+len(inv.Nodes)+len(inv.ClusterBindings)+len(inv.Secrets) != 0 {
+		s.t.Errorf("left in Rancher: %v", inv)
+	}
+	hex := strings.ReplaceAll(resUUID, "-", "")
+	if _, ok := s.kc.GroupByPath("waldur", "/c_"+hex); ok {
+		s.t.Errorf("Keycloak group c_%s is left", hex)
+	}
+	cl, _ := vault.ParseCluster(resUUID)
+	if p, r, sec, err := s.vault.Client(s.t).Exists(ctx(s.t), cl); err != nil || p || r || sec {
+		s.t.Errorf("left in Vault: policy %v, role %v, secret %v (%v)", p, r, sec, err)
+	}
+}
