@@ -91,7 +91,8 @@ func (c *counter) snapshot() map[string]int {
 	return out
 }
 
-func newSite(t testing.TB) *site {
+// newSite starts sitebus with env added to its environment.
+func newSite(t testing.TB, env ...string) *site {
 	t.Helper()
 	rabbitmq.Require(t)
 	broker := rabbitmq.Shared(t)
@@ -211,10 +212,16 @@ sitebus:
 `, s.ws.URL(), token, offeringUUID, wsHost, wsPort, rabbitmq.WebSTOMPPath,
 		s.rs.URL(), o.AccessKey, o.SecretKey, image, vp.URL, s.vault.RootToken, s.kc.URL(), kcAdminPassword, zoneCfg.String())
 	s.sb = harness.PrepareSitebus(t, harness.SitebusOptions{Config: cfg})
-	s.sb.Start("WALDUR_SITE_AGENT_ORDER_PROCESS_PERIOD_MINUTES=60", "WALDUR_SITE_AGENT_MEMBERSHIP_SYNC_PERIOD_MINUTES=60")
-	s.sb.WaitReady(60 * time.Second)
+	s.start(env...)
 	s.sb.WaitOrderSubscription(offeringHex)
 	return s
+}
+
+// start starts (or restarts) sitebus.
+func (s *site) start(env ...string) {
+	s.t.Helper()
+	s.sb.Start(append([]string{"WALDUR_SITE_AGENT_ORDER_PROCESS_PERIOD_MINUTES=60", "WALDUR_SITE_AGENT_MEMBERSHIP_SYNC_PERIOD_MINUTES=60"}, env...)...)
+	s.sb.WaitReady(60 * time.Second)
 }
 
 func ctx(t testing.TB) context.Context { return harness.Context(t, 2*time.Minute) }

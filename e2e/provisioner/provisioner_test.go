@@ -11,6 +11,7 @@ import (
 
 	"github.com/sitebus/sitebus/e2e/openstacksim"
 	"github.com/sitebus/sitebus/e2e/waldursim"
+	"github.com/sitebus/sitebus/pkg/failpoint"
 	"github.com/sitebus/sitebus/pkg/vault"
 )
 
@@ -224,5 +225,57 @@ func (s *site) wantNothingLeft(resUUID string) {
 	cl, _ := vault.ParseCluster(resUUID)
 	if p, r, sec, err := s.vault.Client(s.t).Exists(ctx(s.t), cl); err != nil || p || r || sec {
 		s.t.Errorf("left in Vault: policy %v, role %v, secret %v (%v)", p, r, sec, err)
+	}
+}
+
+func TestKilledMidCreateResumesWithoutMakingAnythingTwice(t *testing.T) {
+	// The process dies right after the 5th node VM was made, before the
+	// nodes step recorded anything.
+	s := newSite(t, failpoint.EnvVar+"=provisioner/node-made/5=crash")
+	name := "bio-prod"
+	orderUUID, _ := s.order(waldursim.CreateOrderRequest{ResourceName: name, Attributes: createAttributes(name, 2)})
+	select {
+	case <-s.sb.Done():
+	case <-time.After(90 * time.Second):
+		t.Fatal("sitebus did not reach the failpoint")
+	}
+	if n := len(s.os.Inventory("").Servers); n != 3+5 {
+		t.Fatalf("%d VMs at the crash, want the 3 load balancers and 5 nodes", n)
+	}
+	s.start()
+	if o := s.waitOrder(orderUUID, "done", "erred"); o.State != "done" {
+		t.Fatalf("order %s after the restart: %s", o.State, o.ErrorMessage)
+	}
+	inv := s.os.Inventory("")
+	seen := map[string]int{}
+	// Names repeat across zones (each zone's load balancer), never
+	// within a project.
+	for _, sv := range inv.Servers {
+		seen[sv.ProjectID+" "+sv.Name]++
+	}
+	for _, v := range inv.Volumes {
+		seen[v.ProjectID+" volume "+v.Name]++
+	}
+	for _, p := range inv.Ports {
+		if p.Name != "" {
+			seen[p.ProjectID+" port "+p.Name]++
+		}
+	}
+	for name, n := range seen {
+		if n != 1 {
+			t.Errorf("%s made %d times", name, n)
+		}
+	}
+	if len(inv.Servers) != 18 {
+		t.Errorf("%d VMs, want 18", len(inv.Servers))
+	}
+	for host, n := range s.boots.snapshot() {
+		if n != 1 {
+			t.Errorf("VM %s booted %d times", host, n)
+		}
+	}
+	pc, _ := s.rs.ProvisioningClusterNamed("k8s-" + name)
+	if n := len(s.rs.Nodes(pc.ClusterID)); n != 15 || len(s.rs.Inventory().ProvisioningClusters) != 1 {
+		t.Errorf("%d Rancher nodes, clusters %v; want 15 nodes of one cluster", n, s.rs.Inventory())
 	}
 }

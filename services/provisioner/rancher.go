@@ -11,6 +11,7 @@ import (
 	"github.com/sitebus/sitebus/pkg/backend/ranchercluster"
 	"github.com/sitebus/sitebus/pkg/bus"
 	"github.com/sitebus/sitebus/pkg/cloudinit"
+	"github.com/sitebus/sitebus/pkg/failpoint"
 	"github.com/sitebus/sitebus/pkg/saga"
 )
 
@@ -145,7 +146,7 @@ func (a *activities) nodes(ctx context.Context, in saga.ActivityInput) (json.Raw
 	}
 	var out ServersOutput
 	undo := func(ctx context.Context) error { return r.removeServers(ctx, out.Servers) }
-	for _, n := range r.plan.Nodes {
+	for i, n := range r.plan.Nodes {
 		userData, err := r.nodeUserData(ctx, n)
 		if err != nil {
 			return nil, r.failed(ctx, in, err, undo)
@@ -153,6 +154,11 @@ func (a *activities) nodes(ctx context.Context, in saga.ActivityInput) (json.Raw
 		out.Servers = append(out.Servers, ServerRecord{Name: n.Name, OfferingUUID: n.OfferingUUID})
 		if err := r.ensureServer(ctx, n, userData, &out.Servers[len(out.Servers)-1]); err != nil {
 			return nil, r.failed(ctx, in, fmt.Errorf("node %s: %w", n.Name, err), undo)
+		}
+		// Crash tests kill the process here, with VMs made and the
+		// step's output not recorded.
+		if err := failpoint.Inject(ctx, fmt.Sprintf("provisioner/node-made/%d", i+1)); err != nil {
+			return nil, err
 		}
 	}
 	return json.Marshal(out)
