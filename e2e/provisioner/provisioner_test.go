@@ -279,3 +279,107 @@ func TestKilledMidCreateResumesWithoutMakingAnythingTwice(t *testing.T) {
 		t.Errorf("%d Rancher nodes, clusters %v; want 15 nodes of one cluster", n, s.rs.Inventory())
 	}
 }
+
+func TestValidationRefusalsErrTheOrderWithNothingMade(t *testing.T) {
+	s := newSite(t)
+	tests := map[string]struct {
+		attrs map[string]any
+		want  string
+	}{
+		"an even number of zones": {
+			attrs: map[string]any{"openstack_offering_uuid_list": []any{zones[0].uuid, zones[1].uuid}},
+			want:  "Number of selected OpenStack offerings should be odd (1, 3, 5)",
+		},
+		"a zone the offering does not list": {
+			attrs: map[string]any{"openstack_offering_uuid_list": []any{"44444444-4444-4444-8444-444444444444"}},
+			want:  "openstack_offering_uuid_list",
+		},
+		"a worker flavor no zone has": {
+			attrs: map[string]any{"worker_nodes_flavor_name": "m1.huge"},
+			want:  "m1.huge",
+		},
+	}
+	i := 0
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			i++
+			attrs := createAttributes(fmt.Sprintf("refused-%d", i), 2)
+			maps.Copy(attrs, tc.attrs)
+			s.os.ResetCalls()
+			orderUUID, _ := s.order(waldursim.CreateOrderRequest{ResourceName: fmt.Sprintf("refused-%d", i), Attributes: attrs})
+			o := s.waitOrder(orderUUID, "done", "erred")
+			if o.State != "erred" || !strings.Contains(o.ErrorMessage, tc.want) {
+				t.Fatalf("order %s: %q, want erred with %q", o.State, o.ErrorMessage, tc.want)
+			}
+			for _, c := range s.os.Calls() {
+				if c.Method != "GET" && !strings.HasSuffix(c.Path, "/auth/tokens") {
+					t.Errorf("OpenStack call %s %s for a refused order", c.Method, c.Path)
+				}
+			}
+			if inv := s.os.Inventory(""); !inv.Empty() {
+				t.Errorf("OpenStack holds %d objects", inv.Count())
+			}
+			if inv := s.rs.Inventory(); len(inv.ProvisioningClusters) != 0 {
+				t.Errorf("Rancher holds %v", inv)
+			}
+		})
+	}
+}
+
+func TestScaleUpAndDown(t *testing.T) {
+	s := newSite(t)
+	name := "astro-prod"
+	orderUUID, resUUID := s.order(waldursim.CreateOrderRequest{ResourceName: name, Attributes: createAttributes(name, 1)})
+	if o := s.waitOrder(orderUUID, "done", "erred"); o.State != "done" {
+		t.Fatalf("create %s: %s", o.State, o.ErrorMessage)
+	}
+	pc, _ := s.rs.ProvisioningClusterNamed("k8s-" + name)
+	cl, _ := vault.ParseCluster(resUUID)
+
+	// Up: one more worker per zone, with the Vault objects made again for
+	// them (Mastermind's node-add fails here) and removed after.
+	up, _ := s.order(waldursim.CreateOrderRequest{Type: "Update", ResourceUUID: resUUID, Attributes: map[string]any{"worker_nodes_count": 2}})
+	if o := s.waitOrder(up, "done", "erred"); o.State != "done" {
+		t.Fatalf("scale up %s: %s", o.State, o.ErrorMessage)
+	}
+	if n := len(s.os.Inventory("").Servers); n != 18 {
+		t.Errorf("%d VMs after scale up, want 18", n)
+	}
+	active := 0
+	for _, n := range s.rs.Nodes(pc.ClusterID) {
+		if n.State == "active" {
+			active++
+		}
+	}
+	if active != 15 {
+		t.Errorf("%d active Rancher nodes after scale up, want 15", active)
+	}
+	if p, r, sec, err := s.vault.Client(t).Exists(ctx(t), cl); err != nil || p || r || sec {
+		t.Errorf("Vault objects after scale up: policy %v, role %v, secret %v (%v)", p, r, sec, err)
+	}
+
+	// Down: the highest-numbered worker of each zone is drained, its VM
+	// and volumes deleted, then its Rancher node.
+	down, _ := s.order(waldursim.CreateOrderRequest{Type: "Update", ResourceUUID: resUUID, Attributes: map[string]any{"worker_nodes_count": 1}})
+	if o := s.waitOrder(down, "done", "erred"); o.State != "done" {
+		t.Fatalf("scale down %s: %s", o.State, o.ErrorMessage)
+	}
+	if n := len(s.rs.Drains()); n != 3 {
+		t.Errorf("%d drains, want 3: %v", n, s.rs.Drains())
+	}
+	if n := len(s.os.Inventory("").Servers); n != 15 {
+		t.Errorf("%d VMs after scale down, want 15", n)
+	}
+	if n := len(s.rs.Nodes(pc.ClusterID)); n != 12 {
+		t.Errorf("%d Rancher nodes after scale down, want 12", n)
+	}
+
+	// The last worker of a zone stays.
+	last, _ := s.order(waldursim.CreateOrderRequest{Type: "Update", ResourceUUID: resUUID, Attributes: map[string]any{"worker_nodes_count": 0}})
+	if o := s.waitOrder(last, "done", "erred"); o.State != "erred" || !strings.Contains(o.ErrorMessage, "worker_nodes_count") {
+		t.Errorf("scale to 0 %s: %q, want erred naming worker_nodes_count", o.State, o.ErrorMessage)
+	}
+	if n := len(s.os.Inventory("").Servers); n != 15 {
+		t.Errorf("%d VMs after the refused scale down, want 15", n)
+	}
+}
