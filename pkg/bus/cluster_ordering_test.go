@@ -34,10 +34,13 @@ type seqLog struct {
 	handled   map[string][]int
 	byReplica map[int]int
 	total     int
+	// par is how many handlers a replica runs now, maxPar the most it ran
+	// at once: different resources must run in parallel in one process.
+	par, maxPar map[int]int
 }
 
 func newSeqLog() *seqLog {
-	return &seqLog{running: map[string]int{}, handled: map[string][]int{}, byReplica: map[int]int{}}
+	return &seqLog{running: map[string]int{}, handled: map[string][]int{}, byReplica: map[int]int{}, par: map[int]int{}, maxPar: map[int]int{}}
 }
 
 func (l *seqLog) enter(key string, seq, replica int) {
@@ -50,12 +53,15 @@ func (l *seqLog) enter(key string, seq, replica int) {
 	l.handled[key] = append(l.handled[key], seq)
 	l.byReplica[replica]++
 	l.total++
+	l.par[replica]++
+	l.maxPar[replica] = max(l.maxPar[replica], l.par[replica])
 }
 
-func (l *seqLog) leave(key string) {
+func (l *seqLog) leave(key string, replica int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.running[key]--
+	l.par[replica]--
 }
 
 // distinct is how many (key, seq) pairs were handled at least once.
@@ -122,11 +128,18 @@ func orderedConsumer() bus.ConsumerConfig {
 // so that overlapping deliveries of one key would show.
 func startReplicas(t *testing.T, s *server.Server, n int, ord bus.Ordering, cfg bus.ConsumerConfig, log *seqLog, handle func(replica int, key string, seq int) error) []*replica {
 	t.Helper()
+	return startReplicasOn(t, func(int) *nats.Conn { return bustest.Connect(t, s) }, n, bus.Config{Ordering: ord}, cfg, log, handle)
+}
+
+// startReplicasOn is startReplicas with replica i on connect(i) and the
+// buses configured with bc.
+func startReplicasOn(t *testing.T, connect func(i int) *nats.Conn, n int, bc bus.Config, cfg bus.ConsumerConfig, log *seqLog, handle func(replica int, key string, seq int) error) []*replica {
+	t.Helper()
 	ctx := testCtx(t)
 	reps := make([]*replica, n)
 	for i := range reps {
-		nc := bustest.Connect(t, s)
-		b := bustest.OnConn(t, nc, bus.Config{Ordering: ord})
+		nc := connect(i)
+		b := bustest.OnConn(t, nc, bc)
 		sub, err := bus.Subscribe(ctx, b, cfg, func(ctx context.Context, ev *sitebusv1.WaldurEvent) error {
 			key, seqStr, _ := strings.Cut(ev.MessageId, "#")
 			seq, _ := strconv.Atoi(seqStr)
@@ -136,7 +149,7 @@ func startReplicas(t *testing.T, s *server.Server, n int, ord bus.Ordering, cfg 
 				}
 			}
 			log.enter(key, seq, i)
-			defer log.leave(key)
+			defer log.leave(key, i)
 			time.Sleep(time.Duration(1+rand.IntN(4)) * time.Millisecond) // widens the window in which an overlap would show
 			return nil
 		})
@@ -179,17 +192,28 @@ func TestClusterOrderingAcrossReplicas(t *testing.T) {
 		// kill closes replica 0's connection once this many messages were
 		// handled (0: nobody dies).
 		killAfter int
+		// nodes > 1: a JetStream cluster of that many servers, streams
+		// and consumers replicated on all, replica i connected to node i;
+		// else one server.
+		nodes int
 	}{
-		"two replicas":                                 {replicas: 2},
-		"three replicas":                               {replicas: 3},
-		"three replicas, one killed mid-stream":        {replicas: 3, killAfter: keys * perKey / 3},
-		"two replicas, one killed after the first few": {replicas: 2, killAfter: 20},
+		"two replicas":                                   {replicas: 2},
+		"three replicas":                                 {replicas: 3},
+		"three replicas, one killed mid-stream":          {replicas: 3, killAfter: keys * perKey / 3},
+		"two replicas, one killed after the first few":   {replicas: 2, killAfter: 20},
+		"three replicas on three nodes (R3), one killed": {replicas: 3, killAfter: keys * perKey / 3, nodes: 3},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			s := bustest.Server(t)
 			log := newSeqLog()
-			reps := startReplicas(t, s, tc.replicas, cluster, orderedConsumer(), log, nil)
+			var reps []*replica
+			if tc.nodes > 1 {
+				c := bustest.StartCluster(t, tc.nodes)
+				reps = startReplicasOn(t, func(i int) *nats.Conn { return c.ConnectTo(t, i%tc.nodes) }, tc.replicas,
+					bus.Config{Ordering: cluster, Replicas: tc.nodes}, orderedConsumer(), log, nil)
+			} else {
+				reps = startReplicas(t, bustest.Server(t), tc.replicas, cluster, orderedConsumer(), log, nil)
+			}
 			publishInterleaved(t, reps[len(reps)-1].bus, keys, perKey)
 			if tc.killAfter > 0 {
 				// The victim must have worked, so that its death leaves work
@@ -204,8 +228,15 @@ func TestClusterOrderingAcrossReplicas(t *testing.T) {
 			}
 			waitFor(t, "every message handled", func() bool { return log.distinct() == keys*perKey })
 			log.mu.Lock()
-			overlaps, byReplica := log.overlaps, maps(log.byReplica)
+			overlaps, byReplica, maxPar := log.overlaps, maps(log.byReplica), maps(log.maxPar)
 			log.mu.Unlock()
+			parallel := false
+			for _, n := range maxPar {
+				parallel = parallel || n > 1
+			}
+			if !parallel {
+				t.Errorf("no replica ever ran two handlers at once (%v): different resources must run in parallel", maxPar)
+			}
 			if overlaps > 0 {
 				t.Errorf("two replicas handled one resource at once %d times", overlaps)
 			}
