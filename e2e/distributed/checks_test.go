@@ -239,6 +239,21 @@ func (c counts) summary(what string, seed uint64, extra string) string {
 	return fmt.Sprintf("%s: seed %d, orders %d, duplicates %d, lost %d, DLQ entries %d%s", what, seed, c.orders, c.duplicates, c.lost, c.deadLetters, extra)
 }
 
+// exitsNote names the processes that exited on their own (and were
+// started again), for the summary: a crash is a finding even when the
+// restart hid it from the checks.
+func (s *site) exitsNote() string {
+	exits := s.sb.Exits()
+	if len(exits) == 0 {
+		return ", no process exited on its own"
+	}
+	var parts []string
+	for _, name := range slices.Sorted(maps.Keys(exits)) {
+		parts = append(parts, fmt.Sprintf("%s %d", name, exits[name]))
+	}
+	return ", processes that exited on their own and were restarted: " + strings.Join(parts, ", ")
+}
+
 // deliverMalformed publishes an order frame without an order_uuid: the
 // bridge must dead-letter it (and only it).
 func (s *site) deliverMalformed(ctx context.Context, id string) error {

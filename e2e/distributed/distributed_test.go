@@ -43,7 +43,7 @@ func TestMixedOrdersSettleOnceAcrossReplicas(t *testing.T) {
 	d.run(ctx, w, 12)
 	settled := time.Since(start)
 	c := s.verify(t, d, w, []string{malformed})
-	line := c.summary("distributed mixed batch", seed, fmt.Sprintf(", %d resources, all orders settled in %s", len(w.resources), settled.Round(time.Millisecond)))
+	line := c.summary("distributed mixed batch", seed, fmt.Sprintf(", %d resources, all orders settled in %s%s", len(w.resources), settled.Round(time.Millisecond), s.exitsNote()))
 	t.Log(line)
 	fmt.Println(line)
 }

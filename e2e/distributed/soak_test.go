@@ -74,8 +74,8 @@ func TestChaosSoak(t *testing.T) {
 		kinds = append(kinds, fmt.Sprintf("%s %d", k, injected[k]))
 		total += injected[k]
 	}
-	line := c.summary("chaos soak", seed, fmt.Sprintf(", faults %d (%s), events Waldur could not publish %d, all orders settled in %s",
-		total, strings.Join(kinds, ", "), d.unpublished.Load(), settled.Round(time.Millisecond)))
+	line := c.summary("chaos soak", seed, fmt.Sprintf(", faults %d (%s), events Waldur could not publish %d, all orders settled in %s%s",
+		total, strings.Join(kinds, ", "), d.unpublished.Load(), settled.Round(time.Millisecond), s.exitsNote()))
 	t.Log(line)
 	fmt.Println(line)
 }

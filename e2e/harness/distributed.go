@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"net/http"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -35,11 +38,18 @@ type DistributedOptions struct {
 	Env []string
 }
 
-// Distributed is a running distributed site.
+// Distributed is a running distributed site. Like a Deployment's
+// kubelet, it starts a process again when it exits on its own (a crash, or
+// a service giving up on startup), and counts those exits: a test reports
+// them rather than run on with a service missing.
 type Distributed struct {
 	Procs []*ServiceProcess
 	env   []string
 	t     testing.TB
+
+	mu      sync.Mutex // serialises starts, stops and the supervisor
+	stopped map[*ServiceProcess]bool
+	exits   map[string]int
 }
 
 // StartDistributed starts every process, each with its own data dir
@@ -49,7 +59,7 @@ func StartDistributed(t testing.TB, o DistributedOptions) *Distributed {
 	if o.NATSURL == "" {
 		t.Fatal("a distributed site needs an external NATS (NATSURL)")
 	}
-	d := &Distributed{env: o.Env, t: t}
+	d := &Distributed{env: o.Env, t: t, stopped: map[*ServiceProcess]bool{}, exits: map[string]int{}}
 	for _, svc := range o.Services {
 		n := o.Replicas[svc]
 		if n == 0 {
@@ -64,10 +74,40 @@ func StartDistributed(t testing.TB, o DistributedOptions) *Distributed {
 	for _, p := range d.Procs {
 		p.Start(o.Env...)
 	}
+	go d.supervise(t.Context())
 	if err := d.WaitReady(2 * time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	return d
+}
+
+// supervise restarts processes that exited without being told to, until
+// ctx (the test's) ends.
+func (d *Distributed) supervise(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(200 * time.Millisecond):
+		}
+		d.mu.Lock()
+		for _, p := range d.Procs {
+			if d.stopped[p] || !p.Exited() || ctx.Err() != nil {
+				continue
+			}
+			d.exits[p.Name]++
+			d.t.Logf("%s exited on its own; starting it again, as the kubelet would. Its last lines:\n%s", p.Name, p.Tail(8))
+			p.Start(d.env...)
+		}
+		d.mu.Unlock()
+	}
+}
+
+// Exits is how many times each process exited on its own.
+func (d *Distributed) Exits() map[string]int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return maps.Clone(d.exits)
 }
 
 // Service returns the processes of one service.
@@ -83,16 +123,14 @@ func (d *Distributed) Service(name string) []*ServiceProcess {
 
 // WaitReady waits until every process's /readyz says 200, concurrently.
 func (d *Distributed) WaitReady(timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
 	var mu sync.Mutex
 	var errs []error
 	var wg sync.WaitGroup
 	for _, p := range d.Procs {
 		wg.Go(func() {
-			if err := WaitReadyz(ctx, p.HTTPAddr, 100*time.Millisecond, p.Process); err != nil {
+			if err := d.waitReady(p, timeout); err != nil {
 				mu.Lock()
-				errs = append(errs, fmt.Errorf("%s: %w", p.Name, err))
+				errs = append(errs, err)
 				mu.Unlock()
 			}
 		})
@@ -101,27 +139,51 @@ func (d *Distributed) WaitReady(timeout time.Duration) error {
 	return errors.Join(errs...)
 }
 
+// waitReady polls the process's /readyz, whichever run of it answers.
+func (d *Distributed) waitReady(p *ServiceProcess, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	last := "no answer"
+	for time.Now().Before(deadline) {
+		code, body := p.Get("/readyz")
+		if code == http.StatusOK {
+			return nil
+		}
+		if code != 0 {
+			last = fmt.Sprintf("%d %s", code, strings.TrimSpace(body))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("%s not ready within %s (last /readyz: %s)\n%s", p.Name, timeout, last, p.Tail(30))
+}
+
 // KillAndRestart kill -9s the process (no drain, no ack, no lease
 // handed over), starts it again with the same data dir and port, and waits
 // until it is ready.
 func (d *Distributed) KillAndRestart(p *ServiceProcess, timeout time.Duration) error {
+	d.mu.Lock()
 	p.Kill()
-	return d.Start(p, timeout)
+	p.Start(d.env...)
+	d.mu.Unlock()
+	return d.waitReady(p, timeout)
 }
 
 // Stop stops the process gracefully (SIGTERM: it drains and hands its
-// work back), as when a Deployment scales down.
+// work back), as when a Deployment scales down; it stays down until Start.
 func (d *Distributed) Stop(p *ServiceProcess) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.stopped[p] = true
 	_ = p.Stop(30 * time.Second) // its exit status is no concern here
 }
 
-// Start starts a stopped or killed process again with the same data dir
-// and port, and waits until it is ready.
+// Start starts a stopped process again with the same data dir and port,
+// and waits until it is ready.
 func (d *Distributed) Start(p *ServiceProcess, timeout time.Duration) error {
+	d.mu.Lock()
+	delete(d.stopped, p)
 	p.Start(d.env...)
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	return WaitReadyz(ctx, p.HTTPAddr, 100*time.Millisecond, p.Process)
+	d.mu.Unlock()
+	return d.waitReady(p, timeout)
 }
 
 // Pause stops the process with SIGSTOP: it keeps its sockets and memory
