@@ -519,3 +519,32 @@ func TestSwitchingOrderingModeReplacesTheConsumers(t *testing.T) {
 		})
 	}
 }
+
+func TestCheckFindsADeletedSlotConsumerWithinARound(t *testing.T) {
+	// Readiness asks for one slot consumer per probe; a lost one must fail
+	// a probe before the round is over.
+	b := newBus(t, bus.Config{Ordering: bus.Ordering{Mode: bus.OrderingCluster, Slots: 8}})
+	ctx := testCtx(t)
+	sub, err := bus.Subscribe(ctx, b, orderedConsumer(), func(context.Context, *sitebusv1.WaldurEvent) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sub.Stop(context.Background()) })
+	for range 8 {
+		if err := sub.Check(ctx); err != nil {
+			t.Fatalf("check with every consumer bound: %v", err)
+		}
+	}
+	if err := b.JetStream().DeleteConsumer(ctx, bus.EventsStream, bus.SlotConsumerName("ordered", 5, 8)); err != nil {
+		t.Fatal(err)
+	}
+	failed := 0
+	for range 8 {
+		if sub.Check(ctx) != nil {
+			failed++
+		}
+	}
+	if failed != 1 {
+		t.Errorf("%d of 8 checks failed after one slot consumer was deleted, want 1", failed)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -142,6 +143,7 @@ type Subscription struct {
 	consumers  []jetstream.Consumer
 	ccs        []jetstream.ConsumeContext
 	advisories []*nats.Subscription
+	checked    atomic.Uint32 // Check calls, to take the consumers in turn
 	inflight   sync.WaitGroup
 	sem        chan struct{}
 	ctx        context.Context
@@ -256,14 +258,14 @@ func (s *Subscription) Name() string { return s.cfg.Name }
 // slot in cluster ordering.
 func (s *Subscription) Consumers() []jetstream.Consumer { return s.consumers }
 
-// Check asks the server for the consumer, proving it is bound; for /readyz.
+// Check asks the server for a consumer, proving it is bound; for /readyz.
+// With slot consumers it asks for one per call, in turn, so a probe costs
+// one request however many slots there are, and a deleted slot consumer
+// fails a probe within a round.
 func (s *Subscription) Check(ctx context.Context) error {
-	for _, c := range s.consumers {
-		if _, err := c.Info(ctx); err != nil {
-			return err
-		}
-	}
-	return nil
+	i := int(s.checked.Add(1)-1) % len(s.consumers)
+	_, err := s.consumers[i].Info(ctx)
+	return err
 }
 
 // Stop stops fetching, waits up to ctx for in-flight handlers to finish and
