@@ -183,9 +183,14 @@ func TestManagedCreateThreeZonesThenTerminate(t *testing.T) {
 	report(t, "Vault calls per 3-zone create (sitebus and the 15 VMs)", s.vaultCalls.snapshot())
 
 	// Terminate leaves nothing behind.
+	start = time.Now()
 	termUUID, _ := s.order(waldursim.CreateOrderRequest{Type: "Terminate", ResourceUUID: resUUID})
 	if o := s.waitOrder(termUUID, "done", "erred"); o.State != "done" {
 		t.Fatalf("terminate order %s: %s", o.State, o.ErrorMessage)
+	}
+	t.Logf("terminate (15 nodes drained and deleted, then everything else): %s", time.Since(start).Round(time.Millisecond))
+	if n := len(s.rs.Drains()); n != 15 {
+		t.Errorf("%d drains on terminate, want 15", n)
 	}
 	s.wantNothingLeft(resUUID)
 }

@@ -120,8 +120,11 @@ type run struct {
 	made Record
 	log  *slog.Logger
 	// zones are the clients opened in this activity, by offering UUID and
-	// project.
-	zones map[string]Zone
+	// project; images the image ids looked up, by zone and name; roleID
+	// the AppRole's role-id once read (it is the same for every node).
+	zones  map[string]Zone
+	images map[string]string
+	roleID string
 }
 
 // Record is what a create made, kept from its end to the terminate.
@@ -153,7 +156,7 @@ func (a *activities) start(in saga.ActivityInput, needPlan bool) (*run, error) {
 		return nil, bus.Terminal(fmt.Errorf("offering %s is not a rancher-cluster offering of this cluster-provisioner", v.OfferingUUID))
 	}
 	r := &run{in: v, o: o, log: a.log.With("saga", in.SagaID, "step", in.Step, "offering", o.Name, "resource", v.ResourceUUID),
-		zones: map[string]Zone{}}
+		zones: map[string]Zone{}, images: map[string]string{}}
 	if !needPlan {
 		return r, nil
 	}

@@ -3,6 +3,8 @@ package provisioner
 import (
 	"context"
 	"fmt"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/sitebus/sitebus/pkg/backend/rancher"
@@ -24,6 +26,8 @@ type OpenStack interface {
 	// Scoped is admin's credentials acting in project, which
 	// EnsureProject made.
 	Scoped(ctx context.Context, admin Zone, project openstack.Project) (Zone, error)
+	// Forget drops what is kept for a project that was deleted.
+	Forget(projectID string)
 }
 
 // Zone is one zone's OpenStack in one project: *openstack.Client. Every
@@ -64,32 +68,71 @@ type Zone interface {
 
 var _ Zone = (*openstack.Client)(nil)
 
-// clouds is OpenStack on pkg/openstack.
+// clouds is OpenStack on pkg/openstack. It keeps each zone's clients for
+// the process's life (a Client renews its token itself), so the steps of
+// a create log in once per zone and project, not once per step.
 type clouds struct {
 	settings  *ranchercluster.Settings
 	configure func(*openstack.Config)
+
+	mu     sync.Mutex
+	admins map[string]*openstack.Client // by zone UUID
+	scoped map[string]*openstack.Client // by zone UUID and project id
 }
 
 // NewOpenStack reaches the offering's zones with their clouds; configure,
-// when set, adjusts each zone's Config (logger, transport, timeouts).
+// when set, adjusts each zone's Config (logger, timeouts).
 func NewOpenStack(s *ranchercluster.Settings, configure func(*openstack.Config)) OpenStack {
-	return clouds{settings: s, configure: configure}
+	return &clouds{settings: s, configure: configure, admins: map[string]*openstack.Client{}, scoped: map[string]*openstack.Client{}}
 }
 
-func (c clouds) Connect(ctx context.Context, az ranchercluster.AZ) (Zone, error) {
+func (c *clouds) Connect(ctx context.Context, az ranchercluster.AZ) (Zone, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cl, ok := c.admins[az.UUID]; ok {
+		return cl, nil
+	}
 	cfg := openstack.ConfigFor(c.settings, az)
 	if c.configure != nil {
 		c.configure(&cfg)
 	}
-	return openstack.Connect(ctx, cfg)
+	cl, err := openstack.Connect(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	c.admins[az.UUID] = cl
+	return cl, nil
 }
 
-func (c clouds) Scoped(ctx context.Context, admin Zone, p openstack.Project) (Zone, error) {
+func (c *clouds) Scoped(ctx context.Context, admin Zone, p openstack.Project) (Zone, error) {
 	cl, ok := admin.(*openstack.Client)
 	if !ok {
 		return nil, fmt.Errorf("openstack: cannot scope a %T", admin)
 	}
-	return cl.Scoped(ctx, p)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	// A project id is unique within its cloud; the admin client's
+	// address keys the cloud.
+	key := fmt.Sprintf("%p/%s", cl, p.ID)
+	if s, ok := c.scoped[key]; ok {
+		return s, nil
+	}
+	s, err := cl.Scoped(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	c.scoped[key] = s
+	return s, nil
+}
+
+func (c *clouds) Forget(projectID string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k := range c.scoped {
+		if strings.HasSuffix(k, "/"+projectID) {
+			delete(c.scoped, k)
+		}
+	}
 }
 
 // Rancher is what the saga asks of Rancher (rancher.ClusterClient).

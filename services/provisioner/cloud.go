@@ -245,6 +245,7 @@ func (r *run) removeTenant(ctx context.Context, t TenantRecord) error {
 		if err := admin.DeleteProject(ctx, own, t.Project.ID); err != nil {
 			return fmt.Errorf("project %s: %w", t.Project.Name, err)
 		}
+		r.o.Cloud.Forget(t.Project.ID)
 	}
 	r.log.Info("tenant removed", "tenant", t.Project.Name)
 	return nil
@@ -312,9 +313,12 @@ func (r *run) ensureServer(ctx context.Context, n ranchercluster.NodePlan, userD
 		return err
 	}
 	own := r.owner()
-	image, err := z.ImageID(ctx, n.Image)
-	if err != nil {
-		return fmt.Errorf("image %s: %w", n.Image, err)
+	image, ok := r.images[n.OfferingUUID+"/"+n.Image]
+	if !ok {
+		if image, err = z.ImageID(ctx, n.Image); err != nil {
+			return fmt.Errorf("image %s: %w", n.Image, err)
+		}
+		r.images[n.OfferingUUID+"/"+n.Image] = image
 	}
 	rec.VolumeIDs = rec.VolumeIDs[:0]
 	for i, v := range append([]ranchercluster.VolumePlan{n.SystemVolume}, n.DataVolumes...) {

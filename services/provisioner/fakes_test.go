@@ -126,6 +126,8 @@ func (c fakeCloud) Scoped(_ context.Context, _ Zone, p openstack.Project) (Zone,
 	return &fakeZone{w: c.w, project: p.ID}, nil
 }
 
+func (c fakeCloud) Forget(string) {}
+
 type fakeZone struct {
 	w       *world
 	project string

@@ -180,10 +180,12 @@ func (r *run) nodeUserData(ctx context.Context, n ranchercluster.NodePlan) ([]by
 		if err != nil {
 			return nil, err
 		}
-		roleID, err := r.o.Vault.RoleID(ctx, cl)
-		if err != nil {
-			return nil, fmt.Errorf("vault role-id for %s: %w", n.Name, err)
+		if r.roleID == "" {
+			if r.roleID, err = r.o.Vault.RoleID(ctx, cl); err != nil {
+				return nil, fmt.Errorf("vault role-id for %s: %w", n.Name, err)
+			}
 		}
+		roleID := r.roleID
 		secretID, err := r.o.Vault.NewSecretID(ctx, cl, n.Name)
 		if err != nil {
 			return nil, fmt.Errorf("vault secret-id for %s: %w", n.Name, err)
@@ -255,10 +257,10 @@ func (a *activities) waitNodes(ctx context.Context, in saga.ActivityInput) (json
 	return nil, nil
 }
 
-// drainAndDeleteNodes is terminate's node step: agents first, then
-// servers, each drained (a drain that fails or times out is logged: the
-// whole cluster goes next), its VM, port and volumes deleted, then its
-// Rancher node.
+// drainAndDeleteNodes is terminate's node step: every registered node is
+// asked to drain, then, agents first, each drain is waited for (one that
+// fails or times out is logged: the whole cluster goes next), its VM,
+// port and volumes deleted, then its Rancher node.
 func (a *activities) drainAndDeleteNodes(ctx context.Context, in saga.ActivityInput) (json.RawMessage, error) {
 	r, err := a.start(in, true)
 	if err != nil {
@@ -284,12 +286,22 @@ func (a *activities) drainAndDeleteNodes(ctx context.Context, in saga.ActivityIn
 	slices.SortStableFunc(order, func(x, y ServerRecord) int {
 		return boolInt(role[x.Name] == ranchercluster.RoleServer) - boolInt(role[y.Name] == ranchercluster.RoleServer)
 	})
+	// Every drain is asked for first, so the nodes drain side by side
+	// and the waits below overlap instead of adding up.
+	draining := map[string]bool{}
 	for _, s := range order {
-		rn, registered := byName[s.Name]
-		if registered {
+		if rn, ok := byName[s.Name]; ok {
 			if err := r.o.Rancher.DrainNode(ctx, ref, rn.ID, rancher.DefaultDrainInput()); err != nil {
 				r.log.Warn("drain failed; deleting the node anyway, its cluster goes next", "node", s.Name, "err", err)
-			} else if err := r.o.Rancher.WaitDrained(ctx, rn.ID, drainTimeout); err != nil {
+				continue
+			}
+			draining[s.Name] = true
+		}
+	}
+	for _, s := range order {
+		rn, registered := byName[s.Name]
+		if draining[s.Name] {
+			if err := r.o.Rancher.WaitDrained(ctx, rn.ID, drainTimeout); err != nil {
 				r.log.Warn("node did not drain; deleting it anyway, its cluster goes next", "node", s.Name, "err", err)
 			}
 		}
