@@ -13,6 +13,7 @@ type metrics struct {
 	deadLettered *prometheus.CounterVec
 	latency      *prometheus.HistogramVec
 	wait         *prometheus.HistogramVec
+	leasesLost   prometheus.Counter
 }
 
 // newMetrics registers the bus metrics on reg (nil: not exported). A second
@@ -39,8 +40,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "sitebus_bus_wait_seconds", Help: "Time a delivered message waited for its ordering key and a handler slot, by consumer.",
 			Buckets: []float64{.0001, .0005, .001, .005, .01, .05, .1, .5, 1, 5, 30},
 		}, []string{"consumer"}),
+		leasesLost: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sitebus_bus_leases_lost_total", Help: "Key leases that expired and were taken by another process while held (work under them may have overlapped).",
+		}),
 	}
 	m.published = telemetry.Register(reg, m.published)
+	m.leasesLost = telemetry.Register(reg, m.leasesLost)
 	m.wait = telemetry.Register(reg, m.wait)
 	m.publishErrs = telemetry.Register(reg, m.publishErrs)
 	m.handled = telemetry.Register(reg, m.handled)

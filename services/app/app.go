@@ -348,7 +348,7 @@ func (d *deps) build(name string) (Service, error) {
 		if err != nil {
 			return nil, err
 		}
-		return order.New(d.bus, order.Config{Offerings: offerings, Logger: d.log, Registerer: d.reg, TracerProvider: d.tp})
+		return order.New(d.bus, order.Config{Offerings: offerings, Owner: d.identity, Logger: d.log, Registerer: d.reg, TracerProvider: d.tp})
 	case quota.Name:
 		offerings, err := d.quotaOfferings()
 		if err != nil {

@@ -25,6 +25,7 @@ import (
 	"github.com/sitebus/sitebus/pkg/config"
 	"github.com/sitebus/sitebus/pkg/events"
 	sitebusv1 "github.com/sitebus/sitebus/pkg/gen/sitebus/v1"
+	"github.com/sitebus/sitebus/pkg/keylock"
 	"github.com/sitebus/sitebus/pkg/saga"
 	"github.com/sitebus/sitebus/pkg/telemetry"
 	"github.com/sitebus/sitebus/pkg/waldur"
@@ -63,6 +64,10 @@ type Config struct {
 	MaxDeliver int
 	Backoff    bus.Backoff
 
+	// Owner names this process in the resource leases it holds in cluster
+	// ordering mode (the process identity).
+	Owner string
+
 	Logger         *slog.Logger
 	Registerer     prometheus.Registerer
 	TracerProvider trace.TracerProvider
@@ -96,6 +101,11 @@ type Service struct {
 	tracer    trace.Tracer
 	offerings map[string]Offering // by offering UUID hex
 	coord     *saga.Coordinator
+	// resources serialises work on one Waldur resource: in this process
+	// (the bus's Locker), and in cluster ordering mode across replicas too
+	// (leases), since an order event's subject names the order, not the
+	// resource it changes.
+	resources keylock.Locker
 	subs      bus.Subscriptions
 	outcomes  *prometheus.CounterVec
 	latency   *prometheus.HistogramVec
@@ -154,6 +164,14 @@ func (s *Service) Run(ctx context.Context) error {
 	}
 	if err := s.bus.EnsureCommandStream(ctx, QuotaCommandService); err != nil {
 		return err
+	}
+	s.resources = s.bus.Locker()
+	if s.bus.Ordering().Mode == bus.OrderingCluster {
+		leases, err := s.bus.EnsureLeases(ctx, s.cfg.Owner, 0)
+		if err != nil {
+			return err
+		}
+		s.resources = leases
 	}
 	// Commands and saga outcomes first, so a saga never waits on a service
 	// that is not listening; order events last.

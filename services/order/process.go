@@ -106,15 +106,16 @@ func (p *processor) markDone(ctx context.Context) error {
 	return nil
 }
 
-// holdingResource runs fn while this process handles nothing else about
-// the order's resource: the event held the order's key, and only the
-// order says which resource it changes.
+// holdingResource runs fn while nothing else about the order's resource
+// is handled (here, and in cluster ordering mode by any replica): the
+// event held the order's key, and only the order says which resource it
+// changes.
 func (p *processor) holdingResource(ctx context.Context, order *waldur.Order, fn func(context.Context, *waldur.Order) error) error {
 	uuid := resourceUUID(order)
 	if uuid == "" {
 		return fn(ctx, order)
 	}
-	return keylock.Do(ctx, p.svc.bus.Locker(), events.ResourceKey(uuid), func(ctx context.Context) error { return fn(ctx, order) })
+	return keylock.Do(ctx, p.svc.resourceLocker(), events.ResourceKey(uuid), func(ctx context.Context) error { return fn(ctx, order) })
 }
 
 func resourceUUID(o *waldur.Order) string {
@@ -308,4 +309,13 @@ func WaldurLimits(l map[string]float64) map[string]int64 {
 		out[k] = int64(math.Round(v))
 	}
 	return out
+}
+
+// resourceLocker is the Locker of resource keys; before Run (tests that
+// drive a processor directly) the bus's own.
+func (s *Service) resourceLocker() keylock.Locker {
+	if s.resources != nil {
+		return s.resources
+	}
+	return s.bus.Locker()
 }

@@ -109,7 +109,7 @@ func (s *Service) Run(ctx context.Context) error {
 		// one resource set its limits one after the other, in order,
 		// whichever replicas take them (the last limits win).
 		FilterSubjects: []string{order.QuotaCommandFilter}, Partitioned: true,
-		MaxDeliver:     s.cfg.MaxDeliver, Backoff: s.cfg.Backoff,
+		MaxDeliver: s.cfg.MaxDeliver, Backoff: s.cfg.Backoff,
 	}, s.handleCommand)
 	if err != nil {
 		return err
