@@ -66,6 +66,11 @@ func (d *deps) clusterOffering(name string, s *ranchercluster.Settings) (*provis
 		// The zones' HTTP clients are built from their clouds' TLS
 		// settings (verify, cacert), so they are not wrapped here.
 		Cloud: provisioner.NewOpenStack(s, func(c *openstack.Config) { c.Logger = log })}
+	if s.ArgoCDKubeconfig != "" {
+		if o.ArgoCD, err = provisioner.NewArgoCD(s.ArgoCDKubeconfig.Reveal()); err != nil {
+			return nil, err
+		}
+	}
 	if s.Vault.Enabled() {
 		vc, err := vault.New(vault.Settings{Host: s.Vault.Host, Port: s.Vault.Port, Token: s.Vault.Token, TLSVerify: s.Vault.TLSVerify})
 		if err != nil {

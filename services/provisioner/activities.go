@@ -32,6 +32,8 @@ type Offering struct {
 	// registration token in their cloud-init.
 	Vault     Vault
 	CloudInit cloudinit.Settings
+	// ArgoCD is nil without argocd_k8s_kubeconfig.
+	ArgoCD ArgoCD
 }
 
 // Waldur is what the service asks of and tells Waldur (waldur.Client).
@@ -88,6 +90,8 @@ func (a *activities) all() map[string]saga.Activity {
 		actAccess:        a.access,
 		actDeleteAccess:  a.deleteAccess,
 		actSettle:        a.settle,
+		actArgoCD:        a.argocd,
+		actDeleteArgoCD:  a.deleteArgoCD,
 	}
 	maps.Copy(acts, a.updateActivities())
 	for name, fn := range acts {

@@ -150,6 +150,7 @@ type Rancher interface {
 	RenameCluster(ctx context.Context, ref rancher.ClusterRef, name string) error
 	EnsureClusterGroupBinding(ctx context.Context, ref rancher.ClusterRef, role, group string) (bool, error)
 	DeleteClusterGroupBinding(ctx context.Context, ref rancher.ClusterRef, role, group string) error
+	GenerateKubeconfig(ctx context.Context, ref rancher.ClusterRef) (config.Secret, error)
 }
 
 var _ Rancher = (*rancher.ClusterClient)(nil)

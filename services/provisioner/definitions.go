@@ -47,6 +47,8 @@ const (
 	actDeleteAccess  = "cluster-provisioner.delete-access"
 	actSettle        = "cluster-provisioner.settle"
 	actLoadPlan      = "cluster-provisioner.load-plan"
+	actArgoCD        = "cluster-provisioner.argocd"
+	actDeleteArgoCD  = "cluster-provisioner.delete-argocd"
 )
 
 // Timeouts are how long the long steps may take.
@@ -94,11 +96,13 @@ func definitions(t Timeouts) []saga.Definition {
 			step("nodes", actNodes, actDeleteNodes, long),
 			step("wait-nodes", actWaitNodes, "", long),
 			step("access", actAccess, actDeleteAccess, short),
+			step("argocd", actArgoCD, actDeleteArgoCD, short),
 			step("vault-cleanup", actVaultCleanup, "", short),
 			settle,
 		}},
 		{Name: ClusterTerminate, Steps: []saga.Step{
 			step("plan", actLoadPlan, "", short),
+			step("argocd", actDeleteArgoCD, "", short),
 			step("access", actDeleteAccess, "", short),
 			step("nodes", actDrainNodes, "", long),
 			step("cluster", actDeleteCluster, "", short),

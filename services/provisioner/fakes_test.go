@@ -510,6 +510,22 @@ func (r fakeRancher) DeleteClusterGroupBinding(_ context.Context, ref rancher.Cl
 	return nil
 }
 
+func (r fakeRancher) GenerateKubeconfig(_ context.Context, ref rancher.ClusterRef) (config.Secret, error) {
+	return config.Secret(fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: %s
+  cluster: {server: "https://rancher.example.com/k8s/clusters/%s"}
+users:
+- name: %s
+  user: {token: "kubeconfig-u-1:s3cret"}
+contexts:
+- name: %s
+  context: {cluster: %s, user: %s}
+current-context: %s
+`, ref.Name, ref.ID, ref.Name, ref.Name, ref.Name, ref.Name, ref.Name)), nil
+}
+
 // --- Vault, Keycloak, Waldur -------------------------------------------
 
 type fakeVault struct{ w *world }
