@@ -176,6 +176,18 @@ func TestManagedCreateThreeZonesThenTerminate(t *testing.T) {
 	if res.BackendID != pc.ClusterID {
 		t.Errorf("backend_id %q, want the v3 cluster id %s", res.BackendID, pc.ClusterID)
 	}
+	if res.BackendMetadata["cluster_id"] != pc.ClusterID || res.BackendMetadata["cluster_name"] != "k8s-"+name {
+		t.Errorf("backend_metadata %v", res.BackendMetadata)
+	}
+	var lbEndpoints int
+	for _, ep := range res.Endpoints {
+		if u, _ := ep["url"].(string); strings.HasPrefix(fmt.Sprint(ep["name"]), "k8s-lb-") && strings.HasPrefix(u, "https://") {
+			lbEndpoints++
+		}
+	}
+	if lbEndpoints != 3 {
+		t.Errorf("endpoints %v, want each zone's load balancer", res.Endpoints)
+	}
 
 	// What one create cost, from the simulators' logs and the Vault proxy.
 	report(t, "OpenStack calls per 3-zone create", callSummary(s.os.Calls()))
