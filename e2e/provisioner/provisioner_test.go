@@ -391,6 +391,15 @@ func TestScaleUpAndDown(t *testing.T) {
 		t.Errorf("%d Rancher nodes after scale down, want 12", n)
 	}
 
+	// A new name renames the Rancher cluster.
+	rename, _ := s.order(waldursim.CreateOrderRequest{Type: "Update", ResourceUUID: resUUID, Attributes: map[string]any{"name": "astro-production"}})
+	if o := s.waitOrder(rename, "done", "erred"); o.State != "done" {
+		t.Fatalf("rename %s: %s", o.State, o.ErrorMessage)
+	}
+	if c, ok := s.rs.ClusterByID(pc.ClusterID); !ok || c.Name != "astro-production" {
+		t.Errorf("Rancher cluster %+v after the rename, want the name astro-production", c)
+	}
+
 	// The last worker of a zone stays.
 	last, _ := s.order(waldursim.CreateOrderRequest{Type: "Update", ResourceUUID: resUUID, Attributes: map[string]any{"worker_nodes_count": 0}})
 	if o := s.waitOrder(last, "done", "erred"); o.State != "erred" || !strings.Contains(o.ErrorMessage, "worker_nodes_count") {

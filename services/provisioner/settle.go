@@ -120,6 +120,12 @@ func (a *activities) settle(ctx context.Context, in saga.ActivityInput) (json.Ra
 			}
 		}
 	}
+	if in.Definition == ClusterUpdate {
+		// The nodes (and the name) changed: Waldur shows them as they are.
+		if err := w.SetResourceBackendMetadata(ctx, r.in.ResourceUUID, r.metadata(r.clusterRef().ID)); err != nil {
+			return nil, fmt.Errorf("set_backend_metadata: %w", err)
+		}
+	}
 	if err := markDone(ctx, w, r.in.OrderUUID); err != nil {
 		return nil, err
 	}
@@ -130,7 +136,7 @@ func (a *activities) settle(ctx context.Context, in saga.ActivityInput) (json.Ra
 func (r *run) metadata(clusterID string) map[string]any {
 	md := map[string]any{
 		"cluster_name": r.plan.Cluster.Name, "cluster_id": clusterID, "mode": r.plan.Mode,
-		"kubernetes_version": r.plan.Cluster.KubernetesVersion,
+		"kubernetes_version": r.plan.Cluster.KubernetesVersion, "display_name": r.plan.Cluster.DisplayName,
 	}
 	var nodes []string
 	for _, n := range r.plan.Nodes {

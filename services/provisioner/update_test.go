@@ -48,6 +48,9 @@ func TestScaleUpRecreatesVaultForTheNewNodesAndRemovesItAfter(t *testing.T) {
 	if h.w.orderState != waldur.OrderStateDone {
 		t.Errorf("order %s", h.w.orderState)
 	}
+	if nodes, _ := h.w.metadata["nodes"].([]string); len(nodes) != 15 {
+		t.Errorf("backend_metadata lists %d nodes after scale up, want 15", len(nodes))
+	}
 	// The record now lists the new nodes: the terminate removes them too.
 	h.w.orderState = waldur.OrderStateExecuting
 	if sg := h.run(t, ClusterTerminate, "000000000000000000000000000000a3", nil); sg.Status != saga.StatusSucceeded {
