@@ -310,3 +310,36 @@ func TestRetriedStepsMakeNothingTwice(t *testing.T) {
 		t.Errorf("%d VMs, want 18", n)
 	}
 }
+
+func TestSelfManagedCreateMakesOnlyTheNodes(t *testing.T) {
+	h := newHarness(t)
+	h.o.Settings.DeploymentMode = ranchercluster.ModeSelfManaged
+	node := func(role string) map[string]any {
+		return map[string]any{
+			"role": role, "flavor": "m1.large", "subnet": "5f0c1a2b-3c4d-4e5f-8a9b-0c1d2e3f4a5b", "system_volume_size": 81920,
+			"data_volumes": []any{map[string]any{"size": 51200, "mount_point": "/opt/rke2_storage", "filesystem": "btrfs"}},
+		}
+	}
+	attrs, _ := json.Marshal(map[string]any{
+		"name": "dev-cluster", "tenant": zoneUUIDs[0], "install_longhorn": false,
+		"nodes": []any{node("server"), node("agent")}, "vm_project": "uuid-project",
+	})
+	sg := h.run(t, ClusterCreate, "000000000000000000000000000000e1", attrs)
+	if sg.Status != saga.StatusSucceeded {
+		t.Fatalf("saga %s: %s", sg.Status, sg.Error)
+	}
+	for _, kind := range []string{"project", "user", "network", "subnet", "router", "security-group"} {
+		if objs := h.w.byKind(kind); len(objs) != 0 {
+			t.Errorf("self-managed create made a %s: %v", kind, h.w.inventory())
+		}
+	}
+	servers := h.w.byKind("server")
+	if len(servers) != 2 {
+		t.Fatalf("%d VMs, want the order's 2 nodes: %v", len(servers), h.w.inventory())
+	}
+	for _, s := range servers {
+		if strings.HasPrefix(s.name, "k8s-lb-") || s.project != "admin-az-a" {
+			t.Errorf("VM %s in %s; want the order's nodes in the zone credentials' project", s.name, s.project)
+		}
+	}
+}
