@@ -35,6 +35,11 @@ func (r *run) failed(ctx context.Context, in saga.ActivityInput, err error, undo
 	if !bus.IsTerminal(err) && !backend.IsTerminal(err) && in.Attempt < stepAttempts {
 		return err
 	}
+	// A cancelled context is this coordinator stopping (or losing the
+	// saga's lease): the attempt is re-run elsewhere, not failed.
+	if errors.Is(ctx.Err(), context.Canceled) {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
 	if uerr := undo(ctx); uerr != nil {
