@@ -161,7 +161,9 @@ type outcome struct {
 	uuid string
 	// settled: every step ran and every order settled as expected; only
 	// then is the expected platform state known.
-	settled    bool
+	settled bool
+	// created: its create order is done (so its groups were made once).
+	created    bool
 	terminated bool
 	limits     map[string]int
 	paused     bool
@@ -243,6 +245,7 @@ func (d *driver) resource(ctx context.Context, r *resourcePlan) *outcome {
 	if !d.settle(ctx, res.Order.UUID, "Create", r, want) || r.invalid {
 		return o
 	}
+	o.created = true
 	for _, st := range r.steps {
 		switch st.kind {
 		case stepUpdate, stepTerminate:
