@@ -189,6 +189,19 @@ func TestManagedCreateThreeZonesThenTerminate(t *testing.T) {
 		t.Errorf("endpoints %v, want each zone's load balancer", res.Endpoints)
 	}
 
+	// One secret-id per node, each used for exactly one login (the
+	// AppRole allows one use; a second login with it would fail the boot).
+	vc := s.vaultCalls.snapshot()
+	issued, logins := 0, vc["PUT /v1/auth/approle/login"]
+	for k, n := range vc {
+		if strings.HasSuffix(k, "/secret-id") && strings.HasPrefix(k, "PUT ") {
+			issued += n
+		}
+	}
+	if issued != 15 || logins != 15 {
+		t.Errorf("%d secret-ids issued and %d logins, want 15 of each", issued, logins)
+	}
+
 	// What one create cost, from the simulators' logs and the Vault proxy.
 	report(t, "OpenStack calls per 3-zone create", callSummary(s.os.Calls()))
 	report(t, "Rancher calls per 3-zone create", callSummary(s.rs.Calls()))
