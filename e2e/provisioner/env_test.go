@@ -178,6 +178,7 @@ func newSite(t testing.TB, env ...string) *site {
     waldur_offering_uuid: %s
     backend_type: rancher-cluster
     order_processing_backend: rancher-cluster
+    reporting_backend: rancher-cluster
     stomp_enabled: true
     websocket_use_tls: false
     stomp_ws_host: %s

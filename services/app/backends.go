@@ -6,10 +6,12 @@ import (
 	"github.com/sitebus/sitebus/pkg/backend"
 	"github.com/sitebus/sitebus/pkg/backend/managedns"
 	"github.com/sitebus/sitebus/pkg/backend/okd"
+	"github.com/sitebus/sitebus/pkg/openstack"
 	"github.com/sitebus/sitebus/pkg/telemetry"
 	"github.com/sitebus/sitebus/services/keycloaksync"
 	"github.com/sitebus/sitebus/services/membership"
 	"github.com/sitebus/sitebus/services/order"
+	"github.com/sitebus/sitebus/services/provisioner"
 	"github.com/sitebus/sitebus/services/sagas"
 	"github.com/sitebus/sitebus/services/usage"
 )
@@ -158,7 +160,17 @@ func (d *deps) usageOfferings() ([]usage.Offering, error) {
 	var out []usage.Offering
 	for i, o := range d.offerings {
 		name := o.Config.ReportingBackend
-		if name == "" || clusterBackend(name) {
+		if name == "" {
+			continue
+		}
+		if clusterBackend(name) {
+			// Its clusters' usage is read from OpenStack, by the records
+			// the cluster-provisioner keeps on the bus.
+			s := &d.plan.Offerings[i].RancherCluster
+			log := d.log.With("offering", o.Config.Name)
+			cloud := provisioner.NewOpenStack(s, func(c *openstack.Config) { c.Logger = log })
+			out = append(out, usage.Offering{Config: o.Config, Waldur: o.Waldur,
+				Backend: provisioner.NewUsageMeter(d.bus.JetStream(), s, cloud, log)})
 			continue
 		}
 		b, err := d.backends.get(i, name)

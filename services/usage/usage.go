@@ -50,11 +50,20 @@ type Waldur interface {
 	SetUsage(ctx context.Context, req waldur.SetUsageRequest) error
 }
 
+// Meter reads a resource's usage, in the units limits use: a
+// backend.Backend, or a platform that has only usage to offer (the
+// rancher-cluster offering's provisioner.UsageMeter). When it is also a
+// backend.UsageLister, one call reads every resource.
+type Meter interface {
+	Type() string
+	Usage(ctx context.Context, backendID string) (map[string]float64, error)
+}
+
 // Offering is one offering with a reporting_backend.
 type Offering struct {
 	Config  *config.Offering
 	Waldur  Waldur
-	Backend backend.Backend
+	Backend Meter
 }
 
 // Config configures the service.
@@ -272,7 +281,7 @@ func (s *Service) reportOffering(ctx context.Context, o Offering) (*stats, error
 // measure reads every resource's usage, converted to the offering's units:
 // in one call when the backend can, else one call per resource (a failing
 // one is left out and counted).
-func (s *Service) measure(ctx context.Context, b backend.Backend, resources []waldur.Resource, log *slog.Logger) (map[string]map[string]float64, error) {
+func (s *Service) measure(ctx context.Context, b Meter, resources []waldur.Resource, log *slog.Logger) (map[string]map[string]float64, error) {
 	ids := make([]string, 0, len(resources))
 	for _, r := range resources {
 		ids = append(ids, r.BackendID)
