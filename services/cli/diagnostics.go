@@ -22,6 +22,7 @@ import (
 	"github.com/sitebus/sitebus/pkg/backend"
 	"github.com/sitebus/sitebus/pkg/backend/managedns"
 	"github.com/sitebus/sitebus/pkg/backend/rancher"
+	"github.com/sitebus/sitebus/pkg/backend/ranchercluster"
 	"github.com/sitebus/sitebus/pkg/config"
 	"github.com/sitebus/sitebus/pkg/events"
 	"github.com/sitebus/sitebus/pkg/keycloak"
@@ -315,6 +316,11 @@ func backendChecks(ctx context.Context, op *app.OfferingPlan, timeout time.Durat
 	var out []checkResult
 	for _, name := range names {
 		check := "backend " + name
+		if name == ranchercluster.Type {
+			// No backend.Backend: the sagas reach Rancher, OpenStack and Vault.
+			out = append(out, clusterChecks(ctx, op, timeout)...)
+			continue
+		}
 		b, err := op.NewBackend(name, app.BackendOptions{Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			out = append(out, fail(check, "fix backend_settings", "%v", err))
@@ -523,6 +529,9 @@ func newRedactor(plan *app.Plan) redactor {
 		for _, s := range []config.Secret{o.WaldurAPIToken, o.OIDCClientSecret, op.Rancher.Password,
 			op.OKD.Token, op.OKD.OAuth.ClientSecret, op.OKD.OAuth.RefreshToken} {
 			set[s.Reveal()] = true
+		}
+		for _, sec := range clusterSecrets(&op.RancherCluster) {
+			set[sec] = true
 		}
 		// op.Rancher.Keycloak is op.Keycloak when set (app.Plan).
 		if op.Keycloak != nil {
