@@ -681,6 +681,11 @@ func (s *Server) createPort(w http.ResponseWriter, r *http.Request, c *caller) *
 	if e := decode(r, &in, badInput); e != nil {
 		return e
 	}
+	if in.Port.NetworkID == "" {
+		// As Neutron: a port is made on a network, never found from its
+		// fixed_ips' subnet.
+		return neutronErr(http.StatusBadRequest, "HTTPBadRequest", "Failed to parse request. Required attribute 'network_id' not specified")
+	}
 	n := s.visibleNetwork(c, in.Port.NetworkID)
 	if n == nil {
 		return nfound("network", in.Port.NetworkID)

@@ -329,9 +329,22 @@ func (c *Client) securityGroupIDs(ctx context.Context, namesOrIDs []string) ([]s
 
 // EnsurePort makes the port p (its fixed IP and security groups); an
 // existing port gets the spec's security groups. A port of that name with
-// another address is a terminal error.
+// another address is a terminal error. A spec with a subnet but no network
+// gets the subnet's network (Neutron requires network_id).
 func (c *Client) EnsurePort(ctx context.Context, owner Owner, p PortSpec) (Port, bool, error) {
 	obj := "port " + p.Name
+	if p.NetworkID == "" {
+		// Neutron requires network_id on a port; a self-managed order
+		// names only its subnet, whose network it is.
+		if p.SubnetID == "" {
+			return Port{}, false, newError("create", obj, "neither a network nor a subnet is given", backend.ErrInvalid)
+		}
+		sub, err := subnets.Get(ctx, c.network, p.SubnetID).Extract()
+		if err != nil {
+			return Port{}, false, classify("read the subnet of", obj+" (subnet "+p.SubnetID+")", err)
+		}
+		p.NetworkID = sub.NetworkID
+	}
 	sgs, err := c.securityGroupIDs(ctx, p.SecurityGroups)
 	if err != nil {
 		return Port{}, false, err
