@@ -172,22 +172,29 @@ func (b *Bus) ensureConsumers(ctx context.Context, cfg ConsumerConfig, specs []c
 		for _, sp := range specs {
 			wanted[sp.name] = true
 		}
-		lister := stream.ListConsumers(ctx)
-		for ci := range lister.Info() {
-			if !family(cfg.Name, ci.Name) {
-				continue
+		// Listing is a paged request like any other: a busy cluster may
+		// leave a page unanswered, so the whole listing is repeated.
+		err := retryUnanswered(ctx, func(actx context.Context) error {
+			clear(existing)
+			stale, olds = stale[:0], olds[:0]
+			lister := stream.ListConsumers(actx)
+			for ci := range lister.Info() {
+				if !family(cfg.Name, ci.Name) {
+					continue
+				}
+				existing[ci.Name] = ci
+				if !wanted[ci.Name] {
+					stale = append(stale, ci.Name)
+				}
+				upTo := ci.AckFloor.Stream
+				if ci.NumPending == 0 && ci.NumAckPending == 0 {
+					upTo = max(upTo, end)
+				}
+				olds = append(olds, oldPos{filters: consumerFilters(ci.Config), upTo: upTo})
 			}
-			existing[ci.Name] = ci
-			if !wanted[ci.Name] {
-				stale = append(stale, ci.Name)
-			}
-			upTo := ci.AckFloor.Stream
-			if ci.NumPending == 0 && ci.NumAckPending == 0 {
-				upTo = max(upTo, end)
-			}
-			olds = append(olds, oldPos{filters: consumerFilters(ci.Config), upTo: upTo})
-		}
-		if err := lister.Err(); err != nil {
+			return lister.Err()
+		})
+		if err != nil {
 			return nil, fmt.Errorf("list consumers of %s: %w", cfg.Stream, err)
 		}
 	}

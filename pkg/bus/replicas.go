@@ -137,6 +137,14 @@ const requestTimeout = 5 * time.Second
 // deadline: long enough to ride out a leader election.
 const unansweredBudget = 30 * time.Second
 
+// RetryUnanswered is retryUnanswered for packages that make their own
+// JetStream requests (the saga coordinator's key-value writes): a request
+// whose server restarts is never answered, and without a bound per attempt
+// it would wait as long as the caller's ctx (a handler's is minutes).
+func RetryUnanswered(ctx context.Context, f func(context.Context) error) error {
+	return retryUnanswered(ctx, f)
+}
+
 // retryUnanswered calls f, each time with a ctx bounded by requestTimeout,
 // until it succeeds, fails with an answer, or ctx ends. Only for requests
 // that are idempotent (a publish with a message id, a read).

@@ -236,7 +236,10 @@ func (c *Coordinator) bucket(ctx context.Context, create bool) (jetstream.KeyVal
 			Replicas:    c.cfg.Replicas,
 		})
 	} else {
-		kv, err = c.js.KeyValue(ctx, c.cfg.Bucket)
+		err = bus.RetryUnanswered(ctx, func(actx context.Context) (err error) {
+			kv, err = c.js.KeyValue(actx, c.cfg.Bucket)
+			return err
+		})
 		if errors.Is(err, jetstream.ErrBucketNotFound) {
 			return nil, fmt.Errorf("%w: bucket %s does not exist (no saga was ever started)", ErrNotFound, c.cfg.Bucket)
 		}
@@ -335,7 +338,14 @@ func (c *Coordinator) Start(ctx context.Context, def, id string, input any) (Sag
 	if err != nil {
 		return Saga{}, err
 	}
-	rev, err := kv.Create(ctx, id, data)
+	// Each attempt bounded: a create sent while the bucket's leader
+	// restarts is never answered. Repeating it is safe: if the first made
+	// the key, the next finds it (ErrKeyExists) and returns it.
+	var rev uint64
+	err = bus.RetryUnanswered(ctx, func(actx context.Context) (err error) {
+		rev, err = kv.Create(actx, id, data)
+		return err
+	})
 	if errors.Is(err, jetstream.ErrKeyExists) {
 		existing, gerr := c.Get(ctx, id)
 		if gerr != nil {
@@ -364,7 +374,11 @@ func (c *Coordinator) Get(ctx context.Context, id string) (Saga, error) {
 	if !bus.ValidToken(id) {
 		return Saga{}, fmt.Errorf("%w: %q", ErrNotFound, id)
 	}
-	e, err := kv.Get(ctx, id)
+	var e jetstream.KeyValueEntry
+	err = bus.RetryUnanswered(ctx, func(actx context.Context) (err error) {
+		e, err = kv.Get(actx, id)
+		return err
+	})
 	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
 		return Saga{}, fmt.Errorf("%w: %s", ErrNotFound, id)
 	}

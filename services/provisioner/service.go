@@ -333,8 +333,12 @@ func (p *kvPlans) Put(ctx context.Context, key string, plan []byte) error {
 	if err != nil {
 		return err
 	}
-	_, err = kv.Put(ctx, key, plan)
-	return err
+	// Bounded attempts: a write sent while the bucket's leader restarts is
+	// never answered, and the activity's ctx is long.
+	return bus.RetryUnanswered(ctx, func(actx context.Context) error {
+		_, err := kv.Put(actx, key, plan)
+		return err
+	})
 }
 
 func (p *kvPlans) Get(ctx context.Context, key string) ([]byte, error) {
@@ -342,7 +346,11 @@ func (p *kvPlans) Get(ctx context.Context, key string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	e, err := kv.Get(ctx, key)
+	var e jetstream.KeyValueEntry
+	err = bus.RetryUnanswered(ctx, func(actx context.Context) (err error) {
+		e, err = kv.Get(actx, key)
+		return err
+	})
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return nil, nil
 	}
@@ -357,7 +365,8 @@ func (p *kvPlans) Delete(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	if err := kv.Delete(ctx, key); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+	err = bus.RetryUnanswered(ctx, func(actx context.Context) error { return kv.Delete(actx, key) })
+	if err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
 		return err
 	}
 	return nil
