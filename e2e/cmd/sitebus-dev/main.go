@@ -1,9 +1,10 @@
 // Command sitebus-dev runs a local site for development (`make run`, Tilt):
 // a scratch RabbitMQ node, the Waldur simulator creating demo orders and
-// resource changes, a local Kubernetes control plane, the Keycloak and
-// Rancher simulators, sitebus with its embedded NATS serving a
-// ManagedNamespace and a Rancher offering, and `sitebus events tail` so the
-// events show as they are stored.
+// resource changes, a local Kubernetes control plane, the Keycloak,
+// Rancher and OpenStack simulators (and Vault when `make vault` built it),
+// sitebus with its embedded NATS serving a ManagedNamespace, a Rancher and
+// a rancher-cluster offering, and `sitebus events tail` so the events show
+// as they are stored.
 //
 //	go run ./e2e/cmd/sitebus-dev -sitebus bin/sitebus
 //
@@ -34,6 +35,9 @@ type options struct {
 	keycloakListen string
 	rancher        bool
 	rancherListen  string
+	clusters       bool
+	osListen       string
+	vaultListen    string
 	demoInterval   time.Duration
 	dataDir        string
 	keepData       bool
@@ -50,6 +54,9 @@ func parseFlags() options {
 	flag.StringVar(&o.keycloakListen, "keycloak-listen", "127.0.0.1:8180", "address of the Keycloak simulator")
 	flag.BoolVar(&o.rancher, "rancher", true, "also serve a Rancher offering against the Rancher simulator")
 	flag.StringVar(&o.rancherListen, "rancher-listen", "127.0.0.1:8443", "address of the Rancher simulator (plain HTTP)")
+	flag.BoolVar(&o.clusters, "clusters", true, "also serve a rancher-cluster offering (managed clusters on the OpenStack simulator; needs -rancher)")
+	flag.StringVar(&o.osListen, "openstack-listen", "127.0.0.1:8774", "address of the OpenStack simulator (Keystone at /identity/v3)")
+	flag.StringVar(&o.vaultListen, "vault-listen", "127.0.0.1:8200", "address of the Vault dev server (started when `make vault` has built it)")
 	flag.DurationVar(&o.demoInterval, "demo-interval", 5*time.Second, "create a demo order this often (0: never)")
 	flag.StringVar(&o.dataDir, "data-dir", "", "directory for the config and the JetStream store (default: a temporary one, removed on exit)")
 	flag.BoolVar(&o.keepData, "keep-data", false, "keep the temporary data directory on exit")

@@ -118,5 +118,9 @@ func (s *site) configYAML() (string, error) {
 	if i < 0 {
 		return "", fmt.Errorf("sitebus-dev: the generated config has no %q block to put the Rancher offering before", "sitebus:")
 	}
-	return base[:i+1] + s.rancherOfferingYAML() + base[i+1:], nil
+	offerings := s.rancherOfferingYAML()
+	if s.clusters != nil {
+		offerings += s.clusterOfferingYAML()
+	}
+	return base[:i+1] + offerings + base[i+1:], nil
 }

@@ -34,6 +34,8 @@ type site struct {
 	cluster     *kube.Cluster
 	// rancher is nil when not started (-rancher=false, -only stomp-bridge).
 	rancher *ranchersim.Server
+	// clusters is nil when the rancher-cluster offering is not served.
+	clusters *clusters
 }
 
 func startSite(ctx context.Context, o options, log *slog.Logger, cleanup *stack) (*site, error) {
@@ -50,6 +52,13 @@ func startSite(ctx context.Context, o options, log *slog.Logger, cleanup *stack)
 	withRancher := o.rancher && platforms
 	if withRancher {
 		if err := addRancherOffering(fx); err != nil {
+			return nil, err
+		}
+	}
+	// Clusters register with the Rancher simulator: no Rancher, no clusters.
+	withClusters := withRancher && o.clusters
+	if withClusters {
+		if err := addClusterOffering(fx); err != nil {
 			return nil, err
 		}
 	}
@@ -90,6 +99,11 @@ func startSite(ctx context.Context, o options, log *slog.Logger, cleanup *stack)
 	}
 	if withRancher {
 		if err := s.startRancher(o, s.cluster, log, cleanup); err != nil {
+			return nil, err
+		}
+	}
+	if withClusters {
+		if err := s.startClusters(ctx, o, log, cleanup); err != nil {
 			return nil, err
 		}
 	}
@@ -187,7 +201,8 @@ func (s *site) writeConfig(dir string) (string, error) {
 const flagEvery = 3
 
 // demo keeps events flowing: an order every interval (alternating between
-// the namespaces and the Rancher offering when Rancher runs) and, every
+// the namespaces and the Rancher offering when Rancher runs; every
+// clusterEvery-th, from the first, a cluster step instead) and, every
 // flagEvery-th time, a paused or downscaled toggle on a fixture resource.
 func (s *site) demo(ctx context.Context, every time.Duration, log *slog.Logger) {
 	admin := s.sim.Admin()
@@ -200,7 +215,11 @@ func (s *site) demo(ctx context.Context, every time.Duration, log *slog.Logger) 
 			return
 		case <-t.C:
 		}
-		s.demoOrder(ctx, admin, n, log)
+		if s.clusters != nil && n%clusterEvery == 1 {
+			s.demoCluster(ctx, admin, n, log)
+		} else {
+			s.demoOrder(ctx, admin, n, log)
+		}
 		if n%flagEvery != 0 || len(s.fx.Resources) == 0 {
 			continue
 		}
@@ -290,6 +309,15 @@ func printBanner(o options, s *site, bin, cfgPath, dataDir string) {
 			line("  Rancher sim       %s/v3   (cluster %s; offering %s)", s.rancher.URL(), s.rancher.Options().ClusterID, rancherOfferingUUID)
 			line("                    curl -s %s/sim/projects   (and /sim/bindings, /sim/imports)", s.rancher.URL())
 			line("                    kubectl --kubeconfig %s get ns -l gpu-pool -L gpu-pool; ... get resourcequota -A", s.kubeconfig)
+		}
+		if c := s.clusters; c != nil {
+			line("  OpenStack sim     %s   (offering %s: a cluster every %s)", c.os.AuthURL(), clusterOfferingUUID, clusterEvery*o.demoInterval)
+			line("                    curl -s %s/sim/inventory   (provisioned clusters, nodes, tokens)", s.rancher.URL())
+			if c.vaultURL != "" {
+				line("  Vault (dev)       %s   (root token in the config)", c.vaultURL)
+			} else {
+				line("  Vault             not running: `make vault` builds it once; tokens are in user_data")
+			}
 		}
 	}
 	line("  sitebus           http://%s/metrics  /readyz  /healthz", o.httpAddr)
