@@ -57,6 +57,9 @@ type siteOptions struct {
 	// ordering is sitebus.ordering.mode; default cluster: events of one
 	// resource in order and one at a time across all replicas.
 	ordering string
+	// slots is sitebus.ordering.slots; 0: 32, fewer consumers to create
+	// than the default's 128 where throughput is not measured.
+	slots int
 }
 
 // site is the running topology.
@@ -120,8 +123,11 @@ func newSite(t *testing.T, o siteOptions) *site {
 	if o.ordering == "" {
 		o.ordering = "cluster"
 	}
+	if o.slots == 0 {
+		o.slots = 32
+	}
 	cfg.Sitebus = "  streams: {replicas: 3}\n  periods: {keycloak_pending_period: 2s, saga_lease: 3s}\n" +
-		"  ordering: {mode: " + o.ordering + ", slots: 32}\n"
+		fmt.Sprintf("  ordering: {mode: %s, slots: %d}\n", o.ordering, o.slots)
 	if o.keycloak {
 		s.kc = keycloaksim.NewTestServer(t, keycloaksim.Config{AdminPassword: kcAdminPassword,
 			Realms: []keycloaksim.Realm{{Name: "waldur", Users: harness.KeycloakUsers}}})

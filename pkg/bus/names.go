@@ -59,10 +59,10 @@ func ValidToken(s string) bool { return tokenRe.MatchString(s) }
 
 // Partitions is how many partitions the subjects of the events stream (and
 // of partitioned command subjects) are split into: a message goes to
-// <subject>.<NN>, NN = Partition(its ordering key). It is part of the
+// <subject>.<NNN>, NNN = Partition(its ordering key). It is part of the
 // on-disk contract: changing it would move keys between partitions while
 // older messages of theirs are still stored.
-const Partitions = 64
+const Partitions = 256
 
 // Partition is the partition of an ordering key: FNV-1a of the key modulo
 // Partitions. A message without a key is not serialised with any other,
@@ -76,9 +76,9 @@ func Partition(key string) int {
 	return int(h.Sum32() % Partitions)
 }
 
-// PartitionToken is the subject token of partition p: two digits, so that
-// subjects sort and filters read alike.
-func PartitionToken(p int) string { return fmt.Sprintf("%02d", p) }
+// PartitionToken is the subject token of partition p: three digits, so
+// that subjects sort and filters read alike.
+func PartitionToken(p int) string { return fmt.Sprintf("%03d", p) }
 
 // PartitionedSubject is base with the partition token of key appended.
 func PartitionedSubject(base, key string) string {

@@ -37,9 +37,10 @@ const (
 )
 
 // DefaultSlots is the slot count of cluster ordering when none is given:
-// as many as the order service's concurrency, so a single replica keeps
-// its throughput when the mode is switched on.
-const DefaultSlots = 32
+// four times the order service's concurrency (32), so up to four replicas
+// each keep a full set of handlers busy; with as many slots as one
+// replica's concurrency, a second replica would add no throughput.
+const DefaultSlots = 128
 
 // Ordering configures partitioned subscriptions (ConsumerConfig.Partitioned).
 type Ordering struct {
@@ -79,7 +80,7 @@ func SlotOf(p, slots int) int { return p % slots }
 // ones exist), never rewrites the filter of one whose position belongs to
 // other partitions.
 func SlotConsumerName(name string, s, slots int) string {
-	return fmt.Sprintf("%s-s%02dof%02d", name, s, slots)
+	return fmt.Sprintf("%s-s%03dof%03d", name, s, slots)
 }
 
 // consumerSpec is one durable consumer of a subscription.
@@ -121,7 +122,7 @@ func consumerSpecs(cfg ConsumerConfig, o Ordering) []consumerSpec {
 	return specs
 }
 
-var slotSuffix = regexp.MustCompile(`^-s[0-9]{2}of[0-9]{2}$`)
+var slotSuffix = regexp.MustCompile(`^-s[0-9]{2,3}of[0-9]{2,3}$`)
 
 // family reports whether consumer is one of subscription name's, in
 // either mode and with any slot count.

@@ -25,8 +25,8 @@ func TestPartitionOfAKeyIsPinned(t *testing.T) {
 	}{
 		"no key goes to partition 0":   {key: "", want: 0},
 		"resource key":                 {key: "resource:0123456789abcdef0123456789abcdef", want: 13},
-		"order key":                    {key: "order:fedcba9876543210fedcba9876543210", want: 55},
-		"project key":                  {key: "project:00000000000000000000000000000001", want: 31},
+		"order key":                    {key: "order:fedcba9876543210fedcba9876543210", want: 119},
+		"project key":                  {key: "project:00000000000000000000000000000001", want: 95},
 		"single byte (FNV-1a, 32 bit)": {key: "a", want: 44},
 	}
 	for name, tc := range tests {
@@ -39,7 +39,7 @@ func TestPartitionOfAKeyIsPinned(t *testing.T) {
 }
 
 func TestPartitionsSpreadKeys(t *testing.T) {
-	// 64 partitions and 6400 resource keys: every partition gets some, so no
+	// 256 partitions and 25600 resource keys: every partition gets some, so no
 	// slot sits idle while another carries the load.
 	counts := make([]int, bus.Partitions)
 	for i := range 100 * bus.Partitions {
@@ -59,15 +59,15 @@ func TestEventSubject(t *testing.T) {
 	}{
 		"resource event goes to its resource's partition": {
 			offering: "0123abcd", objectType: "resource", key: "resource:0123456789abcdef0123456789abcdef",
-			want: "waldur.0123abcd.resource.13",
+			want: "waldur.0123abcd.resource.013",
 		},
 		"order event goes to its order's partition": {
 			offering: "0123abcd", objectType: "order", key: "order:fedcba9876543210fedcba9876543210",
-			want: "waldur.0123abcd.order.55",
+			want: "waldur.0123abcd.order.119",
 		},
-		"event without a key goes to partition 00": {
+		"event without a key goes to partition 000": {
 			offering: "0123abcd", objectType: "user_role", key: "",
-			want: "waldur.0123abcd.user_role.00",
+			want: "waldur.0123abcd.user_role.000",
 		},
 	}
 	for name, tc := range tests {
@@ -126,8 +126,8 @@ func TestSlotsCoverEveryPartitionOnce(t *testing.T) {
 }
 
 func TestSlotConsumerName(t *testing.T) {
-	if got := bus.SlotConsumerName("order", 7, 32); got != "order-s07of32" {
-		t.Errorf("SlotConsumerName = %q, want order-s07of32", got)
+	if got := bus.SlotConsumerName("order", 7, 32); got != "order-s007of032" {
+		t.Errorf("SlotConsumerName = %q, want order-s007of032", got)
 	}
 }
 
@@ -138,10 +138,10 @@ func TestOrderingValidate(t *testing.T) {
 	}{
 		"process mode":               {o: bus.Ordering{Mode: bus.OrderingProcess, Slots: 32}},
 		"cluster with one slot":      {o: bus.Ordering{Mode: bus.OrderingCluster, Slots: 1}},
-		"cluster with 64 slots":      {o: bus.Ordering{Mode: bus.OrderingCluster, Slots: 64}},
+		"cluster with 256 slots":     {o: bus.Ordering{Mode: bus.OrderingCluster, Slots: 256}},
 		"unknown mode":               {o: bus.Ordering{Mode: "global", Slots: 32}, wantErr: `ordering mode "global" is not process or cluster`},
-		"slots not dividing 64":      {o: bus.Ordering{Mode: bus.OrderingCluster, Slots: 24}, wantErr: "24 ordering slots do not divide the 64 partitions"},
-		"more slots than partitions": {o: bus.Ordering{Mode: bus.OrderingCluster, Slots: 128}, wantErr: "128 ordering slots do not divide"},
+		"slots not dividing 256":     {o: bus.Ordering{Mode: bus.OrderingCluster, Slots: 24}, wantErr: "24 ordering slots do not divide the 256 partitions"},
+		"more slots than partitions": {o: bus.Ordering{Mode: bus.OrderingCluster, Slots: 512}, wantErr: "512 ordering slots do not divide"},
 		"zero slots":                 {o: bus.Ordering{Mode: bus.OrderingCluster, Slots: 0}, wantErr: "0 ordering slots do not divide"},
 		"negative slots":             {o: bus.Ordering{Mode: bus.OrderingCluster, Slots: -2}, wantErr: "-2 ordering slots do not divide"},
 	}
@@ -195,12 +195,12 @@ func TestEventsStoredWithoutPartitionGoBackToTheirPartition(t *testing.T) {
 		want      string
 	}{
 		"key from the ordering header": {
-			headerKey: "order:fedcba9876543210fedcba9876543210", body: `{}`, want: legacy + ".55",
+			headerKey: "order:fedcba9876543210fedcba9876543210", body: `{}`, want: legacy + ".119",
 		},
 		"key from the body when stored without the header": {
-			body: `{"order_uuid": "fedcba98-7654-3210-fedc-ba9876543210"}`, want: legacy + ".55",
+			body: `{"order_uuid": "fedcba98-7654-3210-fedc-ba9876543210"}`, want: legacy + ".119",
 		},
-		"no key: partition 00": {body: `{}`, want: legacy + ".00"},
+		"no key: partition 000": {body: `{}`, want: legacy + ".000"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -8,12 +8,12 @@ func TestOrdering(t *testing.T) {
 		want    Ordering
 		wantErr []string
 	}{
-		"missing section keeps process mode and thirty-two slots": {
-			want: Ordering{Mode: OrderingProcess, Slots: 32},
+		"missing section keeps process mode and 128 slots": {
+			want: Ordering{Mode: OrderingProcess, Slots: 128},
 		},
 		"cluster mode with the default slots": {
 			lines: []string{"sitebus:", "  ordering: {mode: cluster}"},
-			want:  Ordering{Mode: OrderingCluster, Slots: 32},
+			want:  Ordering{Mode: OrderingCluster, Slots: 128},
 		},
 		"cluster mode with slots that divide the partitions": {
 			lines: []string{"sitebus:", "  ordering:", "    mode: cluster", "    slots: 64"},
@@ -33,19 +33,19 @@ func TestOrdering(t *testing.T) {
 		},
 		"zero slots are refused": {
 			lines:   []string{"sitebus:", "  ordering:", "    slots: 0"},
-			wantErr: []string{`config.yaml:9: sitebus.ordering.slots: 0 does not divide the 64 partitions: use 1, 2, 4, 8, 16, 32 or 64`},
+			wantErr: []string{`config.yaml:9: sitebus.ordering.slots: 0 does not divide the 256 partitions: use 1, 2, 4, 8, 16, 32, 64, 128 or 256`},
 		},
 		"slots that do not divide the partitions are refused": {
 			lines:   []string{"sitebus:", "  ordering:", "    slots: 12"},
-			wantErr: []string{`config.yaml:9: sitebus.ordering.slots: 12 does not divide the 64 partitions: use 1, 2, 4, 8, 16, 32 or 64`},
+			wantErr: []string{`config.yaml:9: sitebus.ordering.slots: 12 does not divide the 256 partitions: use 1, 2, 4, 8, 16, 32, 64, 128 or 256`},
 		},
 		"more slots than partitions are refused": {
-			lines:   []string{"sitebus:", "  ordering:", "    slots: 128"},
-			wantErr: []string{`config.yaml:9: sitebus.ordering.slots: 128 does not divide the 64 partitions: use 1, 2, 4, 8, 16, 32 or 64`},
+			lines:   []string{"sitebus:", "  ordering:", "    slots: 512"},
+			wantErr: []string{`config.yaml:9: sitebus.ordering.slots: 512 does not divide the 256 partitions: use 1, 2, 4, 8, 16, 32, 64, 128 or 256`},
 		},
 		"negative slots are refused": {
 			lines:   []string{"sitebus:", "  ordering:", "    slots: -16"},
-			wantErr: []string{`config.yaml:9: sitebus.ordering.slots: -16 does not divide the 64 partitions: use 1, 2, 4, 8, 16, 32 or 64`},
+			wantErr: []string{`config.yaml:9: sitebus.ordering.slots: -16 does not divide the 256 partitions: use 1, 2, 4, 8, 16, 32, 64, 128 or 256`},
 		},
 	}
 	for name, tc := range tests {

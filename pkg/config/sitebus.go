@@ -71,7 +71,7 @@ const (
 // OrderingPartitions is how many partitions the events of each subject are
 // hashed into by their ordering key (pkg/bus.Partitions, which a test there
 // compares with this). Slots must divide it.
-const OrderingPartitions = 64
+const OrderingPartitions = 256
 
 // Ordering configures per-resource ordering (sitebus.ordering).
 type Ordering struct {

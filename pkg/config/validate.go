@@ -217,7 +217,7 @@ func (sb *Sitebus) validate(p *problems, s scope) {
 		p.at(osc.key("mode"), "%q is not one of %s", o.Mode, strings.Join(orderingModes, ", "))
 	}
 	if o.Slots < 1 || o.Slots > OrderingPartitions || OrderingPartitions%o.Slots != 0 {
-		p.at(osc.key("slots"), "%d does not divide the %d partitions: use 1, 2, 4, 8, 16, 32 or 64", o.Slots, OrderingPartitions)
+		p.at(osc.key("slots"), "%d does not divide the %d partitions: use 1, 2, 4, 8, 16, 32, 64, 128 or 256", o.Slots, OrderingPartitions)
 	}
 }
 

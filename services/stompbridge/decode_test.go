@@ -16,7 +16,7 @@ func TestDecode(t *testing.T) {
 	orderQueue := "/amq/queue/" + queueName(sub, off, "order")
 	// The partitions of order:<ouid> and resource:<ouid>, written out: they
 	// are part of what is stored, and events without a key go to 00.
-	orderP, resourceP := ".07", ".29"
+	orderP, resourceP := ".007", ".221"
 	tests := map[string]struct {
 		queueType   string
 		frame       Frame
@@ -35,19 +35,19 @@ func TestDecode(t *testing.T) {
 		},
 		"object type comes from the destination": {
 			queueType: "service_account", frame: Frame{Destination: "/amq/queue/" + queueName(sub, off, "course_account"), Body: []byte(`{"account_uuid": "` + ouid + `", "project_uuid": "` + ouid + `"}`)},
-			wantSubject: "waldur." + off + ".course_account.00", wantType: "course_account",
+			wantSubject: "waldur." + off + ".course_account.000", wantType: "course_account",
 		},
 		"body that is not JSON is malformed but keeps its subject": {
 			queueType: "order", frame: Frame{Destination: orderQueue, Body: []byte("not json")},
-			wantSubject: "waldur." + off + ".order.00", wantType: "order", wantErr: "order body is not a JSON object",
+			wantSubject: "waldur." + off + ".order.000", wantType: "order", wantErr: "order body is not a JSON object",
 		},
 		"missing order uuid is malformed": {
 			queueType: "order", frame: Frame{Destination: orderQueue, Body: []byte(`{"order_state": "done"}`)},
-			wantSubject: "waldur." + off + ".order.00", wantType: "order", wantErr: "order event lacks order_uuid",
+			wantSubject: "waldur." + off + ".order.000", wantType: "order", wantErr: "order event lacks order_uuid",
 		},
 		"unknown object type in the destination is malformed": {
 			queueType: "order", frame: Frame{Destination: "/amq/queue/" + queueName(sub, off, "invoice"), Body: []byte(`{}`)},
-			wantSubject: "waldur." + off + ".invoice.00", wantType: "invoice", wantErr: `unknown object type "invoice"`,
+			wantSubject: "waldur." + off + ".invoice.000", wantType: "invoice", wantErr: `unknown object type "invoice"`,
 		},
 		"a type that could widen a subject filter has no subject": {
 			queueType: "order", frame: Frame{Destination: "/amq/queue/" + queueName(sub, off, "a.>"), Body: []byte(`{}`)},
@@ -59,7 +59,7 @@ func TestDecode(t *testing.T) {
 		},
 		"destination as RabbitMQ delivers it (/queue/...) is understood": {
 			queueType: "service_account", frame: Frame{Destination: "/queue/" + queueName(sub, off, "course_account"), Body: []byte(`{"account_uuid": "` + ouid + `", "project_uuid": "` + ouid + `"}`)},
-			wantSubject: "waldur." + off + ".course_account.00", wantType: "course_account",
+			wantSubject: "waldur." + off + ".course_account.000", wantType: "course_account",
 		},
 		"unparseable destination falls back to the queue's type": {
 			queueType: "resource", frame: Frame{Destination: "/queue/other", Body: []byte(`{"resource_uuid": "` + ouid + `"}`)},
