@@ -7,31 +7,64 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
 
+	"github.com/sitebus/sitebus/e2e/harness"
 	"github.com/sitebus/sitebus/e2e/kube"
 	"github.com/sitebus/sitebus/e2e/rabbitmq"
 	"github.com/sitebus/sitebus/e2e/testenv"
 	"github.com/sitebus/sitebus/e2e/waldursim"
+	"github.com/sitebus/sitebus/pkg/vault/vaulttest"
 )
 
-// TestDemoCreatesAManagedClusterThatIsDone runs the whole local site (as
-// `make run` does, on free ports) and waits for the demo's first
-// rancher-cluster order to be done: sitebus built the cluster on the
-// OpenStack simulator and its VMs registered with the Rancher simulator
-// (through Vault when the binary is cached, else with the token in
-// user_data).
-func TestDemoCreatesAManagedClusterThatIsDone(t *testing.T) {
+// TestDemoCreatesAndTerminatesAManagedCluster runs the whole local site
+// (as `make run` does, on free ports) and waits for the demo's first
+// rancher-cluster create to be done (sitebus built the cluster on the
+// OpenStack simulator and its VMs registered with the Rancher simulator),
+// then for its terminate to be done too, so demo clusters do not pile up.
+// With Vault the nodes read their token from it; without, the token is in
+// their user_data.
+func TestDemoCreatesAndTerminatesAManagedCluster(t *testing.T) {
 	rabbitmq.Require(t)
 	kube.Require(t)
+	// Built once for both runs: run removes a binary it built itself.
+	bin, err := harness.SitebusBinary()
+	if bin != "" {
+		t.Cleanup(func() { _ = os.RemoveAll(filepath.Dir(bin)) })
+	}
+	if err != nil {
+		t.Fatalf("build sitebus: %v", err)
+	}
+	for _, tc := range []struct {
+		name  string
+		vault bool
+	}{
+		{"with Vault", true},
+		{"without Vault", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.vault {
+				_, err := vaulttest.Binary()
+				testenv.Require(t, "Vault server", err)
+			} else {
+				t.Setenv("SITEBUS_VAULT_BIN", filepath.Join(t.TempDir(), "no-vault"))
+			}
+			demoCluster(t, bin)
+		})
+	}
+}
+
+func demoCluster(t *testing.T, bin string) {
 	ports, err := testenv.FreePorts(7)
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr := func(i int) string { return "127.0.0.1:" + strconv.Itoa(ports[i]) }
 	o := options{
+		sitebus:  bin,
 		httpAddr: addr(0), natsListen: addr(1), simListen: addr(2), keycloakListen: addr(3),
 		rancher: true, rancherListen: addr(4), clusters: true, osListen: addr(5), vaultListen: addr(6),
 		demoInterval: 500 * time.Millisecond,
@@ -56,6 +89,7 @@ func TestDemoCreatesAManagedClusterThatIsDone(t *testing.T) {
 	// VMs: minutes on a loaded machine, so a generous bound.
 	deadline := time.Now().Add(6 * time.Minute)
 	var last []waldursim.APIOrder
+	var created string // the first cluster's resource, once its create is done
 	for time.Now().Before(deadline) {
 		select {
 		case err := <-done:
@@ -69,18 +103,18 @@ func TestDemoCreatesAManagedClusterThatIsDone(t *testing.T) {
 		}
 		last = orders
 		for _, ord := range orders {
-			if ord.Type != "Create" {
-				continue
-			}
-			switch ord.State {
-			case "done":
+			switch {
+			case ord.State == "erred":
+				t.Fatalf("demo cluster %s order %s erred: %s", ord.Type, ord.UUID, ord.ErrorMessage)
+			case ord.State != "done":
+			case ord.Type == "Create" && created == "":
+				created = ord.MarketplaceResourceUUID
+			case ord.Type == "Terminate" && created != "" && ord.MarketplaceResourceUUID == created:
 				return
-			case "erred":
-				t.Fatalf("demo cluster order %s erred: %s", ord.UUID, ord.ErrorMessage)
 			}
 		}
 	}
-	t.Fatalf("no rancher-cluster create order done; orders: %+v", last)
+	t.Fatalf("want the first cluster created (resource %q) and terminated; orders: %+v", created, last)
 }
 
 // clusterOrders lists the rancher-cluster offering's orders through the
