@@ -132,11 +132,14 @@ func (c *clusters) startVault(ctx context.Context, o options, log *slog.Logger, 
 	})
 	wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
+	// Another Vault on the address would answer the health check and
+	// then refuse our root token: the hint names the flag either way.
+	const hint = "(another Vault or process on -vault-listen? choose another address)"
 	if err := vaulttest.WaitHealthy(wctx, o.vaultListen, p.Exited); err != nil {
-		return fmt.Errorf("%w\n%s", err, p.Tail(20))
+		return fmt.Errorf("%w %s\n%s", err, hint, p.Tail(20))
 	}
 	if err := vaulttest.EnableAppRole(wctx, vaulttest.Settings(o.vaultListen, token)); err != nil {
-		return fmt.Errorf("vault: %w", err)
+		return fmt.Errorf("vault on %s: %w %s", o.vaultListen, err, hint)
 	}
 	c.vaultURL, c.vaultToken = "http://"+o.vaultListen, token
 	log.Info("Vault dev server ready", "addr", c.vaultURL)
