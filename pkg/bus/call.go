@@ -137,22 +137,41 @@ func (b *Bus) Call(ctx context.Context, service, command string, req, resp proto
 		return err
 	}
 
+	// The watch is an ordered consumer on one server of the bucket's
+	// group; when that server is lost it may go quiet until it notices
+	// and starts over, long after the result was written. Reading the key
+	// now and then finds it either way.
+	poll := time.NewTicker(resultPollInterval)
+	defer poll.Stop()
 	for {
+		var e jetstream.KeyValueEntry
 		select {
-		case e, ok := <-w.Updates():
+		case u, ok := <-w.Updates():
 			if !ok {
 				return fmt.Errorf("bus: call %s key %s: result watch ended", subject, o.key)
 			}
-			if e == nil || e.Operation() != jetstream.KeyValuePut || e.Revision() <= stale {
-				continue
+			e = u
+		case <-poll.C:
+			gctx, cancel := context.WithTimeout(ctx, requestTimeout)
+			got, err := kv.Get(gctx, key)
+			cancel()
+			if err == nil {
+				e = got
 			}
-			r, err := readResult(e)
-			if err != nil {
-				return Terminal(err)
-			}
-			return decodeResult(r, resp)
 		case <-ctx.Done():
 			return fmt.Errorf("bus: call %s key %s: no result: %w", subject, o.key, context.Cause(ctx))
 		}
+		if e == nil || e.Operation() != jetstream.KeyValuePut || e.Revision() <= stale {
+			continue
+		}
+		r, err := readResult(e)
+		if err != nil {
+			return Terminal(err)
+		}
+		return decodeResult(r, resp)
 	}
 }
+
+// resultPollInterval is how often Call reads the result key besides
+// watching it.
+const resultPollInterval = 2 * time.Second
