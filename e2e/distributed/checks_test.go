@@ -12,6 +12,7 @@ import (
 	"github.com/sitebus/sitebus/e2e/harness"
 	"github.com/sitebus/sitebus/e2e/waldursim"
 	"github.com/sitebus/sitebus/pkg/backend/managedns"
+	"github.com/sitebus/sitebus/pkg/bus"
 )
 
 // convergeTimeout bounds the wait, after the last order settled, for role
@@ -172,7 +173,24 @@ func (s *site) checkGroups(t *testing.T, outcomes []*outcome) {
 // nothing else. It returns the number of dead letters.
 func (s *site) checkDeadLetters(t *testing.T, malformed []string) int {
 	t.Helper()
-	dls := harness.NewReader(t, s.nats.URL()).DeadLetters(t)
+	reader := harness.NewReader(t, s.nats.URL())
+	// The frames' own signal: the orders settling says nothing about when
+	// the bridge got to a frame published beside them, so wait until each
+	// is parked (or the deadline says it never will be), then check.
+	var dls []bus.DeadLetter
+	harness.Eventually(t, time.Minute, "the malformed frames dead-lettered", func() bool {
+		dls = reader.DeadLetters(t)
+		for _, m := range malformed {
+			found := false
+			for _, dl := range dls {
+				found = found || strings.Contains(string(dl.Data), m)
+			}
+			if !found {
+				return false
+			}
+		}
+		return true
+	})
 	seen := map[string]int{}
 	for _, dl := range dls {
 		id := ""
