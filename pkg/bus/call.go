@@ -2,6 +2,7 @@ package bus
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -79,38 +80,32 @@ func (b *Bus) Call(ctx context.Context, service, command string, req, resp proto
 	}
 	key := resultKey(o.key)
 
-	// The watcher first delivers what is stored, then every later write,
-	// so a result written between the look-up and the wait is not missed.
+	// The watch only wakes the wait below early. Its initial values come
+	// over an ordered consumer on one server of the bucket's group, which
+	// may go quiet for minutes when that server is lost; so the stored
+	// result is read directly, and the wait reads the key now and then too.
 	w, stopWatch, err := watchKey(ctx, kv, key)
 	if err != nil {
 		return fmt.Errorf("bus: watch result %s: %w", key, err)
 	}
 	defer stopWatch()
 	var stale uint64
-	for initial := true; initial; {
-		select {
-		case e, ok := <-w.Updates():
-			if !ok {
-				return fmt.Errorf("bus: call %s key %s: result watch ended", subject, o.key)
-			}
-			if e == nil {
-				initial = false
-				break
-			}
-			if e.Operation() != jetstream.KeyValuePut {
-				continue
-			}
-			r, err := readResult(e)
-			if err != nil {
-				return Terminal(err)
-			}
-			if final(r) {
-				return decodeResult(r, resp)
-			}
-			stale = e.Revision()
-		case <-ctx.Done():
-			return fmt.Errorf("bus: call %s key %s: %w", subject, o.key, context.Cause(ctx))
+	prev, err := kv.Get(ctx, key) // bounded: see boundedKV
+	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+		prev, err = nil, nil
+	}
+	if err != nil {
+		return fmt.Errorf("bus: call %s key %s: read result: %w", subject, o.key, err)
+	}
+	if prev != nil && prev.Operation() == jetstream.KeyValuePut {
+		r, err := readResult(prev)
+		if err != nil {
+			return Terminal(err)
 		}
+		if final(r) {
+			return decodeResult(r, resp)
+		}
+		stale = prev.Revision()
 	}
 
 	if err := b.ensureCommandStreamOnce(ctx, service); err != nil {
@@ -137,10 +132,8 @@ func (b *Bus) Call(ctx context.Context, service, command string, req, resp proto
 		return err
 	}
 
-	// The watch is an ordered consumer on one server of the bucket's
-	// group; when that server is lost it may go quiet until it notices
-	// and starts over, long after the result was written. Reading the key
-	// now and then finds it either way.
+	// A result newer than the one read above answers this call, whether
+	// the watch or a read finds it first.
 	poll := time.NewTicker(resultPollInterval)
 	defer poll.Stop()
 	for {

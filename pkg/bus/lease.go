@@ -104,6 +104,14 @@ func (t *leaseTicket) Wait(ctx context.Context) error {
 	poll := max(t.l.ttl/10, 100*time.Millisecond)
 	for {
 		rev, err := t.l.kv.Create(ctx, key, []byte(t.l.owner))
+		if errors.Is(err, jetstream.ErrKeyExists) {
+			// Ours already: a create whose answer was lost (its server
+			// died) made it, or an earlier ticket here could not delete
+			// it. This process's turn is this ticket's, so it is held.
+			if e, gerr := t.l.kv.Get(ctx, key); gerr == nil && string(e.Value()) == t.l.owner {
+				rev, err = e.Revision(), nil
+			}
+		}
 		if err == nil {
 			t.mu.Lock()
 			defer t.mu.Unlock()

@@ -53,7 +53,10 @@ func EnsureKeyValue(ctx context.Context, js jetstream.JetStream, cfg jetstream.K
 		}
 		return js.Stream(actx, "KV_"+cfg.Bucket)
 	})
-	return kv, err
+	if err != nil {
+		return nil, err
+	}
+	return boundedKV{kv}, nil
 }
 
 // ensure runs create (repeated while unanswered) and waits for the stream
@@ -224,4 +227,62 @@ func watchKey(ctx context.Context, kv jetstream.KeyValue, key string) (w jetstre
 		case <-time.After(delay):
 		}
 	}
+}
+
+// boundedKV bounds every request to a key-value bucket. Without it a
+// request in flight when its server dies (or sent while the bucket elects
+// a leader) waits for the caller's deadline, which for a handler is
+// minutes: a command handler stalled that way held its message, its
+// ordering key and the saga waiting on it. Reads and plain puts are
+// repeated while unanswered (the same request twice has the same effect);
+// conditional writes and deletes get one bounded attempt, and an
+// unanswered one returns a retryable error (see unanswered) for the
+// caller to handle: repeating them blindly could report a write that
+// succeeded as a conflict.
+type boundedKV struct{ jetstream.KeyValue }
+
+func (kv boundedKV) Get(ctx context.Context, key string) (e jetstream.KeyValueEntry, err error) {
+	err = retryUnanswered(ctx, func(actx context.Context) error {
+		e, err = kv.KeyValue.Get(actx, key)
+		return err
+	})
+	return e, err
+}
+
+func (kv boundedKV) GetRevision(ctx context.Context, key string, revision uint64) (e jetstream.KeyValueEntry, err error) {
+	err = retryUnanswered(ctx, func(actx context.Context) error {
+		e, err = kv.KeyValue.GetRevision(actx, key, revision)
+		return err
+	})
+	return e, err
+}
+
+func (kv boundedKV) Put(ctx context.Context, key string, value []byte) (rev uint64, err error) {
+	err = retryUnanswered(ctx, func(actx context.Context) error {
+		rev, err = kv.KeyValue.Put(actx, key, value)
+		return err
+	})
+	return rev, err
+}
+
+func (kv boundedKV) PutString(ctx context.Context, key string, value string) (uint64, error) {
+	return kv.Put(ctx, key, []byte(value))
+}
+
+func (kv boundedKV) Create(ctx context.Context, key string, value []byte, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	actx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	return kv.KeyValue.Create(actx, key, value, opts...)
+}
+
+func (kv boundedKV) Update(ctx context.Context, key string, value []byte, revision uint64) (uint64, error) {
+	actx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	return kv.KeyValue.Update(actx, key, value, revision)
+}
+
+func (kv boundedKV) Delete(ctx context.Context, key string, opts ...jetstream.KVDeleteOpt) error {
+	actx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	return kv.KeyValue.Delete(actx, key, opts...)
 }

@@ -97,13 +97,9 @@ func Serve[Req, Resp any, PReq interface {
 		}
 		data, err := proto.Marshal(r)
 		if err == nil {
-			// Repeated while unanswered (the same value, so idempotent): a
-			// put in flight when a node dies never gets an answer, and the
-			// handler's deadline may be minutes away.
-			err = retryUnanswered(ctx, func(actx context.Context) error {
-				_, err := kv.Put(actx, key, data)
-				return err
-			})
+			// Repeated while unanswered (boundedKV): a put in flight when a
+			// node dies never gets an answer.
+			_, err = kv.Put(ctx, key, data)
 		}
 		if err != nil {
 			// Not stored, not acked: the command runs again (handlers are
