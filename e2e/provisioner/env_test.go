@@ -8,7 +8,6 @@ package provisioner_test
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -150,68 +149,29 @@ func newSite(t testing.TB, env ...string) *site {
 	})
 	s.admin = s.ws.Admin()
 
-	var zoneCfg strings.Builder
-	for _, z := range zones {
-		fmt.Fprintf(&zoneCfg, `        - uuid: %s
-          slug: %s
-          name: Zone %s
-          availability_zone: %s
-          external_network_id: %s
-          dns_nameservers: [1.1.1.1]
-          cloud:
-            auth:
-              auth_url: %s
-              username: admin
-              password: %s
-              project_name: admin
-              user_domain_name: Default
-              project_domain_name: Default
-            region_name: RegionOne
-`, z.uuid, z.slug, strings.TrimPrefix(z.slug, "az-"), z.az, extNetworkID, s.os.AuthURL(), osAdminPassword)
-	}
 	o := s.rs.Options()
-	wsHost, wsPort, _ := strings.Cut(broker.WebSTOMPAddr(), ":")
-	cfg := fmt.Sprintf(`offerings:
-  - name: e2e-clusters
-    waldur_api_url: %s/api/
-    waldur_api_token: %s
-    waldur_offering_uuid: %s
-    backend_type: rancher-cluster
-    order_processing_backend: rancher-cluster
-    reporting_backend: rancher-cluster
-    stomp_enabled: true
-    websocket_use_tls: false
-    stomp_ws_host: %s
-    stomp_ws_port: %s
-    stomp_ws_path: %s
-    backend_settings:
-      backend_url: %s
-      username: %s
-      password: %s
-      base_image_name: %s
-      deployment_mode: managed
-      managed_rancher_server_flavor_name: m1.large
-      managed_rancher_server_system_volume_size_gb: 80
-      managed_rancher_server_data_volume_size_gb: 100
-      managed_rancher_worker_system_volume_size_gb: 40
-      managed_rancher_load_balancer_flavor_name: m1.medium
-      managed_rancher_load_balancer_system_volume_size_gb: 20
-      vault_host: %s
-      vault_token: %s
-      keycloak_enabled: true
-      keycloak:
-        keycloak_url: %s/
-        keycloak_realm: waldur
-        keycloak_user_realm: master
-        keycloak_username: admin
-        keycloak_password: %s
-      openstack_offering_uuid_list:
-%s
-sitebus:
+	offering := harness.ClusterOffering{
+		Name:      "e2e-clusters",
+		WaldurURL: s.ws.URL(), Token: token, OfferingUUID: offeringUUID,
+		WebSTOMPAddr: broker.WebSTOMPAddr(), WebSTOMPPath: rabbitmq.WebSTOMPPath,
+		RancherURL: s.rs.URL(), RancherAccessKey: o.AccessKey, RancherSecretKey: o.SecretKey,
+		Image:        image,
+		Server:       harness.ClusterNodeProfile{Flavor: "m1.large", SystemGB: 80, DataGB: 100},
+		Worker:       harness.ClusterNodeProfile{SystemGB: 40},
+		LoadBalancer: harness.ClusterNodeProfile{Flavor: "m1.medium", SystemGB: 20},
+		VaultURL:     vp.URL, VaultToken: s.vault.RootToken,
+		KeycloakURL: s.kc.URL(), KeycloakPassword: kcAdminPassword,
+	}
+	for _, z := range zones {
+		offering.Zones = append(offering.Zones, harness.ClusterZone{
+			UUID: z.uuid, Slug: z.slug, Name: "Zone " + strings.TrimPrefix(z.slug, "az-"), AvailabilityZone: z.az,
+			ExternalNetworkID: extNetworkID, AuthURL: s.os.AuthURL(), Password: osAdminPassword,
+		})
+	}
+	cfg := "offerings:\n" + offering.YAML() + `sitebus:
   log_format: text
   periods: {saga_lease: 3s}
-`, s.ws.URL(), token, offeringUUID, wsHost, wsPort, rabbitmq.WebSTOMPPath,
-		s.rs.URL(), o.AccessKey, o.SecretKey, image, vp.URL, s.vault.RootToken, s.kc.URL(), kcAdminPassword, zoneCfg.String())
+`
 	s.sb = harness.PrepareSitebus(t, harness.SitebusOptions{Config: cfg})
 	s.start(env...)
 	s.sb.WaitOrderSubscription(offeringHex)

@@ -151,59 +151,22 @@ func (c *clusters) startVault(ctx context.Context, o options, log *slog.Logger, 
 // simulator, Rancher and Keycloak the simulators the Rancher offering uses.
 func (s *site) clusterOfferingYAML() string {
 	ro := s.rancher.Options()
-	host, port, _ := strings.Cut(s.cfg.WebSTOMPAddr, ":")
-	var vault, kc string
-	if s.clusters.vaultURL != "" {
-		vault = fmt.Sprintf("      vault_host: %s\n      vault_token: %s\n", s.clusters.vaultURL, s.clusters.vaultToken)
-	}
-	if s.keycloakURL != "" {
-		kc = fmt.Sprintf("      keycloak_enabled: true\n"+
-			"      keycloak: {keycloak_url: %q, keycloak_realm: waldur, keycloak_user_realm: master, keycloak_username: admin, keycloak_password: admin}\n",
-			strings.TrimRight(s.keycloakURL, "/")+"/")
-	}
-	return fmt.Sprintf(`  - name: local-clusters
-    waldur_api_url: %s/api/
-    waldur_api_token: %s
-    waldur_offering_uuid: %s
-    backend_type: rancher-cluster
-    order_processing_backend: rancher-cluster
-    reporting_backend: rancher-cluster
-    stomp_enabled: true
-    websocket_use_tls: false
-    stomp_ws_host: %s
-    stomp_ws_port: %s
-    stomp_ws_path: %s
-    backend_settings:
-      backend_url: %s
-      username: %s
-      password: %s
-      base_image_name: %s
-      deployment_mode: managed
-      managed_rancher_server_flavor_name: m1.large
-      managed_rancher_server_system_volume_size_gb: 40
-      managed_rancher_server_data_volume_size_gb: 40
-      managed_rancher_worker_system_volume_size_gb: 20
-      managed_rancher_load_balancer_flavor_name: m1.small
-      managed_rancher_load_balancer_system_volume_size_gb: 20
-%s%s      openstack_offering_uuid_list:
-        - uuid: %s
-          slug: nova
-          name: Zone nova
-          availability_zone: nova
-          external_network_id: %s
-          dns_nameservers: [1.1.1.1]
-          cloud:
-            auth:
-              auth_url: %s
-              username: admin
-              password: %s
-              project_name: admin
-              user_domain_name: Default
-              project_domain_name: Default
-            region_name: RegionOne
-`, strings.TrimRight(s.cfg.WaldurURL, "/"), s.cfg.Token, clusterOfferingUUID, host, port, s.cfg.WebSTOMPPath,
-		s.rancher.URL(), ro.AccessKey, ro.SecretKey, clusterImage, vault, kc,
-		clusterZoneUUID, clusterExtNetworkID, s.clusters.os.AuthURL(), clusterOSPassword)
+	return harness.ClusterOffering{
+		Name:      "local-clusters",
+		WaldurURL: s.cfg.WaldurURL, Token: s.cfg.Token, OfferingUUID: clusterOfferingUUID,
+		WebSTOMPAddr: s.cfg.WebSTOMPAddr, WebSTOMPPath: s.cfg.WebSTOMPPath,
+		RancherURL: s.rancher.URL(), RancherAccessKey: ro.AccessKey, RancherSecretKey: ro.SecretKey,
+		Image:        clusterImage,
+		Server:       harness.ClusterNodeProfile{Flavor: "m1.large", SystemGB: 40, DataGB: 40},
+		Worker:       harness.ClusterNodeProfile{SystemGB: 20},
+		LoadBalancer: harness.ClusterNodeProfile{Flavor: "m1.small", SystemGB: 20},
+		VaultURL:     s.clusters.vaultURL, VaultToken: s.clusters.vaultToken,
+		KeycloakURL: s.keycloakURL,
+		Zones: []harness.ClusterZone{{
+			UUID: clusterZoneUUID, Slug: "nova", Name: "Zone nova", AvailabilityZone: "nova",
+			ExternalNetworkID: clusterExtNetworkID, AuthURL: s.clusters.os.AuthURL(), Password: clusterOSPassword,
+		}},
+	}.YAML()
 }
 
 // demoCluster is one cluster step of the demo: a small managed cluster (one

@@ -1,0 +1,130 @@
+package harness
+
+import (
+	"fmt"
+	"strings"
+)
+
+// ClusterOffering describes a rancher-cluster offering entry of a sitebus
+// configuration: managed clusters on OpenStack simulator zones, registered
+// with a Rancher (simulator), against the Waldur simulator and a RabbitMQ
+// Web-STOMP listener (no TLS). The end-to-end tests and sitebus-dev both
+// build their offering from it, so the keys the backend reads are written
+// in one place.
+type ClusterOffering struct {
+	// Name is the offering's name in the config file.
+	Name string
+	// WaldurURL is the simulator's base URL (without /api/).
+	WaldurURL    string
+	Token        string
+	OfferingUUID string
+	// WebSTOMPAddr is the broker's Web-STOMP host:port; WebSTOMPPath its path.
+	WebSTOMPAddr, WebSTOMPPath string
+	// RancherURL, RancherAccessKey and RancherSecretKey log in to Rancher.
+	RancherURL, RancherAccessKey, RancherSecretKey string
+	// Image is the base image's name in every zone.
+	Image string
+	// Server, Worker and LoadBalancer are the managed node profiles
+	// (managed_rancher_<kind>_*); the worker's flavor and data volume come
+	// with each order.
+	Server, Worker, LoadBalancer ClusterNodeProfile
+	// VaultURL and VaultToken, when VaultURL is set, give the nodes their
+	// registration token through Vault; without, it is in their user_data.
+	VaultURL, VaultToken string
+	// KeycloakURL, when set, enables the cluster's Keycloak groups (realm
+	// waldur, admin in master); KeycloakPassword is the admin's, default
+	// "admin".
+	KeycloakURL, KeycloakPassword string
+	// Zones are the offering's OpenStack zones (at least one).
+	Zones []ClusterZone
+}
+
+// ClusterNodeProfile is one kind of managed node: a flavor (not for the
+// worker) and volume sizes in GB; a zero DataGB leaves the key out.
+type ClusterNodeProfile struct {
+	Flavor           string
+	SystemGB, DataGB int
+}
+
+// ClusterZone is one entry of openstack_offering_uuid_list: a Waldur
+// offering UUID standing for one availability zone of an OpenStack whose
+// admin logs in with Password at AuthURL (domain Default, project admin,
+// region RegionOne, as the simulator serves them).
+type ClusterZone struct {
+	UUID, Slug, Name, AvailabilityZone string
+	ExternalNetworkID                  string
+	AuthURL, Password                  string
+}
+
+// YAML renders the offering as an item of the offerings list (2-space
+// indented, starting with "  - name:").
+func (c ClusterOffering) YAML() string {
+	host, port, _ := strings.Cut(c.WebSTOMPAddr, ":")
+	var b strings.Builder
+	fmt.Fprintf(&b, `  - name: %q
+    waldur_api_url: %q
+    waldur_api_token: %q
+    waldur_offering_uuid: %q
+    backend_type: rancher-cluster
+    order_processing_backend: rancher-cluster
+    reporting_backend: rancher-cluster
+    stomp_enabled: true
+    websocket_use_tls: false
+    stomp_ws_host: %q
+    stomp_ws_port: %s
+    stomp_ws_path: %q
+    backend_settings:
+      backend_url: %q
+      username: %q
+      password: %q
+      base_image_name: %q
+      deployment_mode: managed
+`, c.Name, strings.TrimRight(c.WaldurURL, "/")+"/api/", c.Token, c.OfferingUUID, host, port, c.WebSTOMPPath,
+		c.RancherURL, c.RancherAccessKey, c.RancherSecretKey, c.Image)
+	for _, p := range []struct {
+		kind string
+		p    ClusterNodeProfile
+	}{{"server", c.Server}, {"worker", c.Worker}, {"load_balancer", c.LoadBalancer}} {
+		if p.p.Flavor != "" {
+			fmt.Fprintf(&b, "      managed_rancher_%s_flavor_name: %q\n", p.kind, p.p.Flavor)
+		}
+		if p.p.SystemGB != 0 {
+			fmt.Fprintf(&b, "      managed_rancher_%s_system_volume_size_gb: %d\n", p.kind, p.p.SystemGB)
+		}
+		if p.p.DataGB != 0 {
+			fmt.Fprintf(&b, "      managed_rancher_%s_data_volume_size_gb: %d\n", p.kind, p.p.DataGB)
+		}
+	}
+	if c.VaultURL != "" {
+		fmt.Fprintf(&b, "      vault_host: %q\n      vault_token: %q\n", c.VaultURL, c.VaultToken)
+	}
+	if c.KeycloakURL != "" {
+		pw := c.KeycloakPassword
+		if pw == "" {
+			pw = "admin"
+		}
+		fmt.Fprintf(&b, "      keycloak_enabled: true\n"+
+			"      keycloak: {keycloak_url: %q, keycloak_realm: waldur, keycloak_user_realm: master, keycloak_username: admin, keycloak_password: %q}\n",
+			strings.TrimRight(c.KeycloakURL, "/")+"/", pw)
+	}
+	b.WriteString("      openstack_offering_uuid_list:\n")
+	for _, z := range c.Zones {
+		fmt.Fprintf(&b, `        - uuid: %q
+          slug: %q
+          name: %q
+          availability_zone: %q
+          external_network_id: %q
+          dns_nameservers: [1.1.1.1]
+          cloud:
+            auth:
+              auth_url: %q
+              username: admin
+              password: %q
+              project_name: admin
+              user_domain_name: Default
+              project_domain_name: Default
+            region_name: RegionOne
+`, z.UUID, z.Slug, z.Name, z.AvailabilityZone, z.ExternalNetworkID, z.AuthURL, z.Password)
+	}
+	return b.String()
+}
