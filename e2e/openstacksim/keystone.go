@@ -403,28 +403,35 @@ func (s *Server) updateProject(w http.ResponseWriter, r *http.Request, c *caller
 	return nil
 }
 
-func (s *Server) getProject(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	p := s.st.projects[r.PathValue("id")]
-	if p == nil {
-		return keystoneErr(404, "Could not find project: "+r.PathValue("id")+".")
+// projects are seen by admins and their own members.
+var projects = keystoneCollection("projects", "project",
+	func(st *state) map[string]*Project { return st.projects }, func(p *Project) uint64 { return p.seq },
+	func(c *caller, p *Project) bool { return c.admin || c.projectID == p.ID }, (*Server).projectRep)
+
+// keystoneCollection is a Keystone resource: listed to admins only, seen
+// by id by whom visible says and forbidden (not unknown) to others, as
+// Keystone's policy answers; one page with Keystone's links.
+func keystoneCollection[T any](plural, singular string, items func(*state) map[string]*T, seq func(*T) uint64,
+	visible func(*caller, *T) bool, rep func(*Server, *http.Request, *T) obj) *collection[T] {
+	return &collection[T]{
+		plural: plural, singular: singular, items: items, seq: seq, rep: rep,
+		visible:    func(_ *Server, c *caller, v *T) bool { return visible(c, v) },
+		style:      keystoneLinks,
+		badRequest: keystoneErr,
+		notFound:   func(id string) *apiErr { return keystoneErr(404, "Could not find "+singular+": "+id+".") },
+		hidden:     forbidden("identity:get_" + singular),
+		listPolicy: adminOnly("identity:list_" + plural),
 	}
-	if !c.admin && c.projectID != p.ID {
-		return forbidden("identity:get_project")
-	}
-	writeJSON(w, http.StatusOK, obj{"project": s.projectRep(r, p)})
-	return nil
 }
 
-func (s *Server) listProjects(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	if !c.admin {
-		return forbidden("identity:list_projects")
+// adminOnly is the policy of an admin-only call.
+func adminOnly(action string) func(*caller) *apiErr {
+	return func(c *caller) *apiErr {
+		if !c.admin {
+			return forbidden(action)
+		}
+		return nil
 	}
-	var objs []obj
-	for _, p := range sortedBySeq(s.st.projects, func(p *Project) uint64 { return p.seq }) {
-		objs = append(objs, s.projectRep(r, p))
-	}
-	writeList(w, r, "projects", filterObjs(r, objs, nil), keystoneLinks, keystoneErr)
-	return nil
 }
 
 // deleteProject removes the project, its role assignments and the tokens
@@ -504,29 +511,10 @@ func (s *Server) createUser(w http.ResponseWriter, r *http.Request, c *caller) *
 	return nil
 }
 
-func (s *Server) getUser(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	u := s.st.users[r.PathValue("id")]
-	if u == nil {
-		return keystoneErr(404, "Could not find user: "+r.PathValue("id")+".")
-	}
-	if !c.admin && c.userID != u.ID {
-		return forbidden("identity:get_user")
-	}
-	writeJSON(w, http.StatusOK, obj{"user": s.userRep(r, u)})
-	return nil
-}
-
-func (s *Server) listUsers(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	if !c.admin {
-		return forbidden("identity:list_users")
-	}
-	var objs []obj
-	for _, u := range sortedBySeq(s.st.users, func(u *User) uint64 { return u.seq }) {
-		objs = append(objs, s.userRep(r, u))
-	}
-	writeList(w, r, "users", filterObjs(r, objs, nil), keystoneLinks, keystoneErr)
-	return nil
-}
+// users are seen by admins and by themselves.
+var users = keystoneCollection("users", "user",
+	func(st *state) map[string]*User { return st.users }, func(u *User) uint64 { return u.seq },
+	func(c *caller, u *User) bool { return c.admin || c.userID == u.ID }, (*Server).userRep)
 
 func (s *Server) deleteUser(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
 	if !c.admin {

@@ -109,35 +109,16 @@ func (s *Server) netRep(n *Network) obj {
 		"ipv6_address_scope": nil, "is_default": false}, n.ProjectID, fmtTime(n.Created), n.Description, n.Tags)
 }
 
-func (s *Server) visibleNetwork(c *caller, id string) *Network {
-	n := s.st.networks[id]
-	if n == nil || !c.owns(n.ProjectID) && !n.Shared && !n.External {
-		return nil
-	}
-	return n
-}
+// networks are every project's networks; shared and external ones are
+// everyone's to see.
+var networks = neutronCollection("networks", "network", "network",
+	func(st *state) map[string]*Network { return st.networks }, func(n *Network) uint64 { return n.seq },
+	func(_ *Server, c *caller, n *Network) bool { return c.owns(n.ProjectID) || n.Shared || n.External },
+	(*Server).netRep)
 
-func (s *Server) listNetworks(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	var objs []obj
-	for _, n := range sortedBySeq(s.st.networks, func(x *Network) uint64 { return x.seq }) {
-		if c.owns(n.ProjectID) || n.Shared || n.External {
-			objs = append(objs, s.netRep(n))
-		}
-	}
-	writeList(w, r, "networks", filterObjs(r, objs, nil), linksArray, neutronBad)
-	return nil
-}
+func (s *Server) visibleNetwork(c *caller, id string) *Network { return networks.lookup(s, c, id) }
 
 func neutronBad(status int, msg string) *apiErr { return neutronErr(status, "HTTPBadRequest", msg) }
-
-func (s *Server) getNetwork(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	n := s.visibleNetwork(c, r.PathValue("id"))
-	if n == nil {
-		return nfound("network", r.PathValue("id"))
-	}
-	writeJSON(w, http.StatusOK, obj{"network": s.netRep(n)})
-	return nil
-}
 
 type networkIn struct {
 	attrsIn
@@ -257,33 +238,13 @@ func (s *Server) subnetRep(sub *Subnet) obj {
 		sub.ProjectID, fmtTime(sub.Created), sub.Description, sub.Tags)
 }
 
-func (s *Server) visibleSubnet(c *caller, id string) *Subnet {
-	sub := s.st.subnets[id]
-	if sub == nil || s.visibleNetwork(c, sub.NetworkID) == nil {
-		return nil
-	}
-	return sub
-}
+// subnets are seen with their network.
+var subnets = neutronCollection("subnets", "subnet", "subnet",
+	func(st *state) map[string]*Subnet { return st.subnets }, func(x *Subnet) uint64 { return x.seq },
+	func(s *Server, c *caller, sub *Subnet) bool { return s.visibleNetwork(c, sub.NetworkID) != nil },
+	(*Server).subnetRep)
 
-func (s *Server) listSubnets(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	var objs []obj
-	for _, sub := range sortedBySeq(s.st.subnets, func(x *Subnet) uint64 { return x.seq }) {
-		if s.visibleSubnet(c, sub.ID) != nil {
-			objs = append(objs, s.subnetRep(sub))
-		}
-	}
-	writeList(w, r, "subnets", filterObjs(r, objs, nil), linksArray, neutronBad)
-	return nil
-}
-
-func (s *Server) getSubnet(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	sub := s.visibleSubnet(c, r.PathValue("id"))
-	if sub == nil {
-		return nfound("subnet", r.PathValue("id"))
-	}
-	writeJSON(w, http.StatusOK, obj{"subnet": s.subnetRep(sub)})
-	return nil
-}
+func (s *Server) visibleSubnet(c *caller, id string) *Subnet { return subnets.lookup(s, c, id) }
 
 type subnetIn struct {
 	attrsIn
@@ -478,24 +439,15 @@ func (s *Server) portRep(p *Port) obj {
 		"propagate_uplink_status": false}, p.ProjectID, fmtTime(p.Created), p.Description, p.Tags)
 }
 
-func (s *Server) visiblePort(c *caller, id string) *Port {
-	p := s.st.ports[id]
-	if p == nil || !c.owns(p.ProjectID) {
-		return nil
-	}
-	return p
-}
+var ports = func() *collection[Port] {
+	col := neutronCollection("ports", "port", "port",
+		func(st *state) map[string]*Port { return st.ports }, func(x *Port) uint64 { return x.seq },
+		owned(func(p *Port) string { return p.ProjectID }), (*Server).portRep)
+	col.filters = fixedIPsFilter
+	return col
+}()
 
-func (s *Server) listPorts(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	var objs []obj
-	for _, p := range sortedBySeq(s.st.ports, func(x *Port) uint64 { return x.seq }) {
-		if c.owns(p.ProjectID) {
-			objs = append(objs, s.portRep(p))
-		}
-	}
-	writeList(w, r, "ports", filterObjs(r, objs, fixedIPsFilter), linksArray, neutronBad)
-	return nil
-}
+func (s *Server) visiblePort(c *caller, id string) *Port { return ports.lookup(s, c, id) }
 
 // fixedIPsFilter is Neutron's ?fixed_ips=ip_address=…&fixed_ips=subnet_id=…:
 // a port matches when one of its addresses has every given key.
@@ -515,15 +467,6 @@ var fixedIPsFilter = map[string]func(obj, []string) bool{
 		}
 		return false
 	},
-}
-
-func (s *Server) getPort(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	p := s.visiblePort(c, r.PathValue("id"))
-	if p == nil {
-		return nfound("port", r.PathValue("id"))
-	}
-	writeJSON(w, http.StatusOK, obj{"port": s.portRep(p)})
-	return nil
 }
 
 type fixedIPIn struct {
@@ -827,33 +770,11 @@ func (s *Server) ensureDefaultSG(project string) {
 	s.st.secGroups[g.ID] = g
 }
 
-func (s *Server) visibleSG(c *caller, id string) *SecurityGroup {
-	g := s.st.secGroups[id]
-	if g == nil || !c.owns(g.ProjectID) {
-		return nil
-	}
-	return g
-}
+var secGroups = neutronCollection("security_groups", "security_group", "security group",
+	func(st *state) map[string]*SecurityGroup { return st.secGroups }, func(x *SecurityGroup) uint64 { return x.seq },
+	owned(func(g *SecurityGroup) string { return g.ProjectID }), (*Server).sgRep)
 
-func (s *Server) listSecGroups(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	var objs []obj
-	for _, g := range sortedBySeq(s.st.secGroups, func(x *SecurityGroup) uint64 { return x.seq }) {
-		if c.owns(g.ProjectID) {
-			objs = append(objs, s.sgRep(g))
-		}
-	}
-	writeList(w, r, "security_groups", filterObjs(r, objs, nil), linksArray, neutronBad)
-	return nil
-}
-
-func (s *Server) getSecGroup(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	g := s.visibleSG(c, r.PathValue("id"))
-	if g == nil {
-		return nfound("security group", r.PathValue("id"))
-	}
-	writeJSON(w, http.StatusOK, obj{"security_group": s.sgRep(g)})
-	return nil
-}
+func (s *Server) visibleSG(c *caller, id string) *SecurityGroup { return secGroups.lookup(s, c, id) }
 
 type sgIn struct {
 	attrsIn

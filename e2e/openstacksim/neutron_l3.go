@@ -25,33 +25,11 @@ func (s *Server) routerRep(rt *Router) obj {
 		rt.ProjectID, fmtTime(rt.Created), rt.Description, rt.Tags)
 }
 
-func (s *Server) visibleRouter(c *caller, id string) *Router {
-	rt := s.st.routers[id]
-	if rt == nil || !c.owns(rt.ProjectID) {
-		return nil
-	}
-	return rt
-}
+var routers = neutronCollection("routers", "router", "router",
+	func(st *state) map[string]*Router { return st.routers }, func(x *Router) uint64 { return x.seq },
+	owned(func(rt *Router) string { return rt.ProjectID }), (*Server).routerRep)
 
-func (s *Server) listRouters(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	var objs []obj
-	for _, rt := range sortedBySeq(s.st.routers, func(x *Router) uint64 { return x.seq }) {
-		if c.owns(rt.ProjectID) {
-			objs = append(objs, s.routerRep(rt))
-		}
-	}
-	writeList(w, r, "routers", filterObjs(r, objs, nil), linksArray, neutronBad)
-	return nil
-}
-
-func (s *Server) getRouter(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	rt := s.visibleRouter(c, r.PathValue("id"))
-	if rt == nil {
-		return nfound("router", r.PathValue("id"))
-	}
-	writeJSON(w, http.StatusOK, obj{"router": s.routerRep(rt)})
-	return nil
-}
+func (s *Server) visibleRouter(c *caller, id string) *Router { return routers.lookup(s, c, id) }
 
 type routerIn struct {
 	attrsIn
@@ -333,33 +311,11 @@ func (s *Server) fipRep(f *FloatingIP) obj {
 		"dns_domain": "", "dns_name": "", "qos_policy_id": nil}, f.ProjectID, fmtTime(f.Created), f.Description, f.Tags)
 }
 
-func (s *Server) visibleFIP(c *caller, id string) *FloatingIP {
-	f := s.st.fips[id]
-	if f == nil || !c.owns(f.ProjectID) {
-		return nil
-	}
-	return f
-}
+var floatingIPs = neutronCollection("floatingips", "floatingip", "floating IP",
+	func(st *state) map[string]*FloatingIP { return st.fips }, func(x *FloatingIP) uint64 { return x.seq },
+	owned(func(f *FloatingIP) string { return f.ProjectID }), (*Server).fipRep)
 
-func (s *Server) listFloatingIPs(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	var objs []obj
-	for _, f := range sortedBySeq(s.st.fips, func(x *FloatingIP) uint64 { return x.seq }) {
-		if c.owns(f.ProjectID) {
-			objs = append(objs, s.fipRep(f))
-		}
-	}
-	writeList(w, r, "floatingips", filterObjs(r, objs, nil), linksArray, neutronBad)
-	return nil
-}
-
-func (s *Server) getFloatingIP(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	f := s.visibleFIP(c, r.PathValue("id"))
-	if f == nil {
-		return nfound("floating IP", r.PathValue("id"))
-	}
-	writeJSON(w, http.StatusOK, obj{"floatingip": s.fipRep(f)})
-	return nil
-}
+func (s *Server) visibleFIP(c *caller, id string) *FloatingIP { return floatingIPs.lookup(s, c, id) }
 
 type fipIn struct {
 	attrsIn
