@@ -109,7 +109,7 @@ func (s Settings) Validate(prefix string) error {
 		bad("vault_host", "%v", err)
 	}
 	if s.Token == "" {
-		bad("vault_token", "required when vault_host is set (the token sitebus manages policies, AppRoles and secrets with)")
+		bad("vault_token", "required when vault_host is set")
 	}
 	if s.CAFile != "" {
 		if _, err := os.Stat(s.CAFile); err != nil {

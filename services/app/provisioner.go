@@ -72,7 +72,7 @@ func (d *deps) clusterOffering(name string, s *ranchercluster.Settings) (*provis
 		}
 	}
 	if s.Vault.Enabled() {
-		vc, err := vault.New(vault.Settings{Host: s.Vault.Host, Port: s.Vault.Port, Token: s.Vault.Token, TLSVerify: s.Vault.TLSVerify})
+		vc, err := vault.New(s.Vault)
 		if err != nil {
 			return nil, err
 		}

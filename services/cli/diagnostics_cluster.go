@@ -17,7 +17,6 @@ import (
 
 	"github.com/sitebus/sitebus/pkg/backend/ranchercluster"
 	"github.com/sitebus/sitebus/pkg/openstack"
-	"github.com/sitebus/sitebus/pkg/vault"
 	"github.com/sitebus/sitebus/services/app"
 )
 
@@ -178,14 +177,13 @@ func vaultChecks(ctx context.Context, s *ranchercluster.Settings, timeout time.D
 	if !s.Vault.Enabled() {
 		return nil
 	}
-	vs := vault.Settings{Host: s.Vault.Host, Port: s.Vault.Port}
-	addr, err := vs.Address()
+	addr, err := s.Vault.Address()
 	if err != nil {
 		return []checkResult{fail("vault", "fix backend_settings.vault_host", "%v", err)}
 	}
-	hc, err := httpFor(s.Vault.TLSVerify, "", timeout)
+	hc, err := httpFor(s.Vault.TLSVerify, s.Vault.CAFile, timeout)
 	if err != nil {
-		return []checkResult{fail("vault", "fix backend_settings.vault_tls_verify", "%v", err)}
+		return []checkResult{fail("vault", "fix backend_settings.vault_tls_verify or vault_ca_file", "%v", err)}
 	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()

@@ -27,7 +27,6 @@ const (
 const (
 	DefaultK8sVersion     = "v1.31.7+rke2r1"
 	DefaultDeploymentMode = ModeSelfManaged
-	DefaultVaultPort      = 8200
 	// DefaultNodeDiskDriver names the data disks in cloud-init
 	// (/dev/sdb, /dev/sdc, ...), Mastermind's node_disk_driver default.
 	DefaultNodeDiskDriver = "sd"
@@ -49,27 +48,6 @@ type NodeProfile struct {
 	SystemVolumeTypeName string `json:"system_volume_type_name,omitempty"`
 	DataVolumeSizeGB     int    `json:"data_volume_size_gb,omitempty"`
 	DataVolumeTypeName   string `json:"data_volume_type_name,omitempty"`
-}
-
-// Vault reaches the Vault that hands each node its registration token.
-type Vault struct {
-	Host      string
-	Port      int
-	Token     config.Secret
-	TLSVerify bool
-}
-
-// Enabled reports whether Vault is configured (vault_host set), as in
-// Mastermind, where the Vault tasks run only then.
-func (v Vault) Enabled() bool { return v.Host != "" }
-
-// Address is Vault's base URL: https://host:port as Mastermind's hvac
-// client builds it, or vault_host when that is a URL (pkg/vault's rule).
-func (v Vault) Address() string {
-	if a, err := (vault.Settings{Host: v.Host, Port: v.Port}).Address(); err == nil {
-		return a
-	}
-	return "https://" + net.JoinHostPort(v.Host, fmt.Sprint(v.Port))
 }
 
 // TenantMax bounds what one cluster may take over all its tenants
@@ -110,7 +88,9 @@ type Settings struct {
 
 	AllocateFloatingIPToAllNodes bool
 
-	Vault Vault
+	// Vault hands each node its registration token (pkg/vault's keys,
+	// decoded and validated by pkg/vault).
+	Vault vault.Settings
 
 	// KeycloakEnabled turns on the cluster's Keycloak groups; Keycloak is
 	// the parsed keycloak block then (the same block every backend reads).
@@ -158,7 +138,7 @@ func DefaultSettings() Settings {
 		VerifyCert:        true,
 		K8sVersion:        DefaultK8sVersion,
 		NodeDiskDriver:    DefaultNodeDiskDriver,
-		Vault:             Vault{Port: DefaultVaultPort, TLSVerify: true},
+		Vault:             vault.DefaultSettings(),
 		ClusterRoles:      DefaultClusterRoles,
 		DeploymentMode:    DefaultDeploymentMode,
 		AdminAllowedCIDRs: []string{"0.0.0.0/0"},
@@ -191,7 +171,7 @@ const settingsPrefix = "backend_settings."
 func DecodeSettings(raw map[string]any) (Settings, error) {
 	s := DefaultSettings()
 	d := config.SettingsDecoder{Raw: raw, Prefix: settingsPrefix}
-	var password, accessKey, secretKey, vaultToken, registryPassword string
+	var password, accessKey, secretKey, registryPassword string
 	var kc map[string]any
 
 	d.Str("backend_url", &s.BackendURL)
@@ -209,10 +189,7 @@ func DecodeSettings(raw map[string]any) (Settings, error) {
 	d.Str("private_registry_user", &s.PrivateRegistryUser)
 	d.Str("private_registry_password", &registryPassword)
 	d.Bool("allocate_floating_ip_to_all_nodes", &s.AllocateFloatingIPToAllNodes)
-	d.Str("vault_host", &s.Vault.Host)
-	settingInt(&d, "vault_port", &s.Vault.Port)
-	d.Str("vault_token", &vaultToken)
-	d.Bool("vault_tls_verify", &s.Vault.TLSVerify)
+	s.Vault = vault.Decode(&d)
 	d.Bool("keycloak_enabled", &s.KeycloakEnabled)
 	d.Map("keycloak", &kc)
 	settingStrList(&d, "cluster_roles", &s.ClusterRoles)
@@ -247,7 +224,6 @@ func DecodeSettings(raw map[string]any) (Settings, error) {
 	}
 
 	s.Password = config.Secret(password)
-	s.Vault.Token = config.Secret(vaultToken)
 	s.PrivateRegistryPassword = config.Secret(registryPassword)
 	if accessKey != "" || secretKey != "" {
 		if s.Username != "" || password != "" {
@@ -371,18 +347,8 @@ func (s *Settings) Validate() error {
 	if s.PrivateRegistryURL != "" && !registryRe.MatchString(s.PrivateRegistryURL) {
 		bad("private_registry_url", "%q is not a registry host[:port] (no scheme)", s.PrivateRegistryURL)
 	}
-	if s.Vault.Enabled() {
-		// pkg/vault's rule: a host name, or an http(s) URL (a Vault without
-		// TLS, such as a dev server, needs http://).
-		if _, err := (vault.Settings{Host: s.Vault.Host, Port: s.Vault.Port}).Address(); err != nil {
-			bad("vault_host", "%v", err)
-		}
-		if s.Vault.Token == "" {
-			bad("vault_token", "required when vault_host is set")
-		}
-	}
-	if s.Vault.Port < 1 || s.Vault.Port > 65535 {
-		bad("vault_port", "%d is not a port", s.Vault.Port)
+	if err := s.Vault.Validate(settingsPrefix); err != nil {
+		errs = append(errs, err)
 	}
 	if s.KeycloakEnabled && s.Keycloak == nil {
 		bad("keycloak", "keycloak_enabled needs the keycloak settings")

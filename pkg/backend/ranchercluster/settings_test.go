@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/sitebus/sitebus/pkg/config"
+	"github.com/sitebus/sitebus/pkg/vault"
 )
 
 // As the other backends: only a missing (or null) key takes the default;
@@ -71,10 +72,18 @@ func TestDecodeSettings(t *testing.T) {
 				}
 			},
 		},
+		"vault_port may be a string, as Mastermind keeps it": {
+			raw: managedRaw("vault_host", "vault.example.com", "vault_port", "8300", "vault_token", "hvs.x"),
+			check: func(t *testing.T, s Settings) {
+				if vaultAddr(s) != "https://vault.example.com:8300" {
+					t.Errorf("vault address %q", vaultAddr(s))
+				}
+			},
+		},
 		"nulls are unset": {
 			raw: managedRaw("k8s_version", nil, "vault_port", nil),
 			check: func(t *testing.T, s Settings) {
-				if s.K8sVersion != DefaultK8sVersion || s.Vault.Port != DefaultVaultPort {
+				if s.K8sVersion != DefaultK8sVersion || s.Vault.Port != vault.DefaultPort {
 					t.Errorf("got %+v", s)
 				}
 			},
@@ -117,7 +126,7 @@ func TestDecodeSettings(t *testing.T) {
 				"keycloak_enabled", true, "keycloak", map[string]any{"keycloak_username": "svc", "keycloak_password": "pw"}),
 			check: func(t *testing.T, s Settings) {
 				if s.K8sVersion != "v1.32.1+rke2r1" || s.PrivateRegistryURL != "registry.example.com:5000" || s.PrivateRegistryPassword.Reveal() != "pw" ||
-					!s.AllocateFloatingIPToAllNodes || s.Vault.Address() != "https://vault.example.com:8201" || s.Vault.Token.Reveal() != "hvs.x" ||
+					!s.AllocateFloatingIPToAllNodes || vaultAddr(s) != "https://vault.example.com:8201" || s.Vault.Token.Reveal() != "hvs.x" ||
 					s.ArgoCDNamespace != "argocd" || !s.ReadOnlyMode || !s.FlavorsRegex.MatchString("m1.large") || s.FlavorsRegex.MatchString("m1.small") {
 					t.Errorf("got %+v", s)
 				}
@@ -177,8 +186,8 @@ func TestDecodeSettingsRefuses(t *testing.T) {
 		want string // the whole error
 	}{
 		"a wrong type names the key and what it must be": {
-			raw:  managedRaw("verify_cert", "no", "vault_port", "8200", "cluster_roles", "owner"),
-			want: "backend_settings.verify_cert: must be a boolean, not a string\nbackend_settings.vault_port: must be an integer, not a string\nbackend_settings.cluster_roles: must be a list of strings, not a string",
+			raw:  managedRaw("verify_cert", "no", "vault_port", true, "cluster_roles", "owner"),
+			want: "backend_settings.verify_cert: must be a boolean, not a string\nbackend_settings.vault_port: must be a port number, not a boolean\nbackend_settings.cluster_roles: must be a list of strings, not a string",
 		},
 		"a fractional size is no integer": {
 			raw:  managedRaw("managed_rancher_server_system_volume_size_gb", 80.5),
@@ -304,4 +313,13 @@ func TestDecodeSettingsRefuses(t *testing.T) {
 			}
 		})
 	}
+}
+
+// vaultAddr is the settings' Vault address, "" when it has none.
+func vaultAddr(s Settings) string {
+	a, err := s.Vault.Address()
+	if err != nil {
+		return ""
+	}
+	return a
 }
