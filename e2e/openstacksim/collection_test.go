@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/routers"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
 
@@ -28,58 +29,54 @@ func TestReadsFollowEachServicesVisibility(t *testing.T) {
 	ext := sim.ExternalNetworkID()
 
 	for _, tc := range []struct {
-		name, token, path string
-		status            int
+		name string
+		as   *gophercloud.ProviderClient
+		path string
+		// status is the one status the call may answer.
+		status int
 		// want is in the body: a JSON path of an error's field and a part
 		// of its text, or a list's key and the ids it holds (ids it must
 		// not hold prefixed with "!").
 		want  string
 		parts []string
 	}{
-		{"another project's network is not found", b.provider.Token(), "/network/v2.0/networks/" + net.ID, 404,
+		{"another project's network is not found", b.provider, "/network/v2.0/networks/" + net.ID, 404,
 			"NeutronError.type", []string{"NetworkNotFound"}},
-		{"another project's router is not found", b.provider.Token(), "/network/v2.0/routers/" + rt.ID, 404,
+		{"another project's router is not found", b.provider, "/network/v2.0/routers/" + rt.ID, 404,
 			"NeutronError.message", []string{"Router " + rt.ID + " could not be found."}},
-		{"the owner's member sees its router", a.provider.Token(), "/network/v2.0/routers/" + rt.ID, 200,
+		{"the owner's member sees its router", a.provider, "/network/v2.0/routers/" + rt.ID, 200,
 			"router.id", []string{rt.ID}},
-		{"the admin sees every project's router", ac.provider.Token(), "/network/v2.0/routers/" + rt.ID, 200,
+		{"the admin sees every project's router", ac.provider, "/network/v2.0/routers/" + rt.ID, 200,
 			"router.id", []string{rt.ID}},
-		{"the external network is everyone's", b.provider.Token(), "/network/v2.0/networks/" + ext, 200,
+		{"the external network is everyone's", b.provider, "/network/v2.0/networks/" + ext, 200,
 			"network.id", []string{ext}},
-		{"a list holds the external network, not another project's", b.provider.Token(), "/network/v2.0/networks", 200,
+		{"a list holds the external network, not another project's", b.provider, "/network/v2.0/networks", 200,
 			"networks", []string{ext, "!" + net.ID}},
-		{"a list filters by a field", a.provider.Token(), "/network/v2.0/networks?name=owner-net", 200,
+		{"a list filters by a field", a.provider, "/network/v2.0/networks?name=owner-net", 200,
 			"networks", []string{net.ID, "!" + ext}},
-		{"a marker of an unseen object is a neutron 400", b.provider.Token(), "/network/v2.0/networks?marker=" + net.ID, 400,
+		{"a marker of an unseen object is a neutron 400", b.provider, "/network/v2.0/networks?marker=" + net.ID, 400,
 			"NeutronError.message", []string{"marker [" + net.ID + "] not found"}},
-		{"another project is forbidden", b.provider.Token(), "/identity/v3/projects/" + pa.ID, 403,
+		{"another project is forbidden", b.provider, "/identity/v3/projects/" + pa.ID, 403,
 			"error.message", []string{"identity:get_project"}},
-		{"an unknown project is not found", b.provider.Token(), "/identity/v3/projects/nope", 404,
+		{"an unknown project is not found", b.provider, "/identity/v3/projects/nope", 404,
 			"error.message", []string{"Could not find project: nope."}},
-		{"a member sees its own project", b.provider.Token(), "/identity/v3/projects/" + pb.ID, 200,
+		{"a member sees its own project", b.provider, "/identity/v3/projects/" + pb.ID, 200,
 			"project.id", []string{pb.ID}},
-		{"only an admin lists projects", b.provider.Token(), "/identity/v3/projects", 403,
+		{"only an admin lists projects", b.provider, "/identity/v3/projects", 403,
 			"error.message", []string{"identity:list_projects"}},
-		{"only an admin lists users", b.provider.Token(), "/identity/v3/users", 403,
+		{"only an admin lists users", b.provider, "/identity/v3/users", 403,
 			"error.message", []string{"identity:list_users"}},
-		{"the admin lists projects", ac.provider.Token(), "/identity/v3/projects?name=owner", 200,
+		{"the admin lists projects", ac.provider, "/identity/v3/projects?name=owner", 200,
 			"projects", []string{pa.ID, "!" + pb.ID}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			req, err := http.NewRequestWithContext(ctxT(t), http.MethodGet, sim.URL()+tc.path, nil)
+			resp, err := tc.as.Request(ctxT(t), http.MethodGet, sim.URL()+tc.path,
+				&gophercloud.RequestOpts{OkCodes: []int{tc.status}, KeepResponseBody: true})
 			if err != nil {
-				t.Fatal(err)
-			}
-			req.Header.Set("X-Auth-Token", tc.token)
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
+				t.Fatalf("want HTTP %d: %v", tc.status, err)
 			}
 			defer func() { _ = resp.Body.Close() }()
 			raw, _ := io.ReadAll(resp.Body)
-			if resp.StatusCode != tc.status {
-				t.Fatalf("status %d: %s", resp.StatusCode, raw)
-			}
 			var body map[string]json.RawMessage
 			if err := json.Unmarshal(raw, &body); err != nil {
 				t.Fatalf("%v: %s", err, raw)
