@@ -25,6 +25,7 @@ import (
 	"github.com/sitebus/sitebus/e2e/kube"
 	"github.com/sitebus/sitebus/e2e/rabbitmq"
 	"github.com/sitebus/sitebus/e2e/waldursim"
+	"github.com/sitebus/sitebus/pkg/bus"
 	"github.com/sitebus/sitebus/services/app"
 )
 
@@ -57,8 +58,7 @@ type siteOptions struct {
 	// ordering is sitebus.ordering.mode; default cluster: events of one
 	// resource in order and one at a time across all replicas.
 	ordering string
-	// slots is sitebus.ordering.slots; 0: 32, fewer consumers to create
-	// than the default's 128 where throughput is not measured.
+	// slots is sitebus.ordering.slots; 0: bus.DefaultSlots.
 	slots int
 }
 
@@ -124,7 +124,7 @@ func newSite(t *testing.T, o siteOptions) *site {
 		o.ordering = "cluster"
 	}
 	if o.slots == 0 {
-		o.slots = 32
+		o.slots = bus.DefaultSlots
 	}
 	cfg.Sitebus = "  streams: {replicas: 3}\n  periods: {keycloak_pending_period: 2s, saga_lease: 3s}\n" +
 		fmt.Sprintf("  ordering: {mode: %s, slots: %d}\n", o.ordering, o.slots)

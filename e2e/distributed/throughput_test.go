@@ -11,7 +11,6 @@ import (
 
 	"github.com/sitebus/sitebus/e2e/harness"
 	"github.com/sitebus/sitebus/e2e/waldursim"
-	"github.com/sitebus/sitebus/pkg/bus"
 )
 
 // waldurLatency is how long the simulated Waldur takes to answer each call
@@ -56,7 +55,7 @@ func TestReplicaThroughput(t *testing.T) {
 // measureThroughput runs n create orders through a site with `replicas`
 // order processes and returns orders per second.
 func measureThroughput(t *testing.T, replicas, n int, ordering string) float64 {
-	s := newSite(t, siteOptions{replicas: map[string]int{"order": replicas}, waldurLatency: waldurLatency, env: noPolling, ordering: ordering, slots: bus.DefaultSlots})
+	s := newSite(t, siteOptions{replicas: map[string]int{"order": replicas}, waldurLatency: waldurLatency, env: noPolling, ordering: ordering})
 	ctx := harness.Context(t, 20*time.Minute)
 	orders := make([]string, n)
 	for i := range orders {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -135,12 +136,19 @@ func startReplicas(t *testing.T, s *server.Server, n int, ord bus.Ordering, cfg 
 // buses configured with bc.
 func startReplicasOn(t *testing.T, connect func(i int) *nats.Conn, n int, bc bus.Config, cfg bus.ConsumerConfig, log *seqLog, handle func(replica int, key string, seq int) error) []*replica {
 	t.Helper()
+	return startReplicasWith(t, connect, n, bc, func(int, *bus.Bus) bus.ConsumerConfig { return cfg }, log, handle)
+}
+
+// startReplicasWith is startReplicasOn with replica i's consumer
+// configured by cfgFor on its own Bus (e.g. its own leases).
+func startReplicasWith(t *testing.T, connect func(i int) *nats.Conn, n int, bc bus.Config, cfgFor func(i int, b *bus.Bus) bus.ConsumerConfig, log *seqLog, handle func(replica int, key string, seq int) error) []*replica {
+	t.Helper()
 	ctx := testCtx(t)
 	reps := make([]*replica, n)
 	for i := range reps {
 		nc := connect(i)
 		b := bustest.OnConn(t, nc, bc)
-		sub, err := bus.Subscribe(ctx, b, cfg, func(ctx context.Context, ev *sitebusv1.WaldurEvent) error {
+		sub, err := bus.Subscribe(ctx, b, cfgFor(i, b), func(ctx context.Context, ev *sitebusv1.WaldurEvent) error {
 			key, seqStr, _ := strings.Cut(ev.MessageId, "#")
 			seq, _ := strconv.Atoi(seqStr)
 			if handle != nil {
@@ -166,20 +174,31 @@ func startReplicasOn(t *testing.T, connect func(i int) *nats.Conn, n int, bc bus
 // every key, and so on, as a partitioned event publisher does.
 func publishInterleaved(t *testing.T, b *bus.Bus, keys, perKey int) {
 	t.Helper()
+	publishEach(t, b, keys, perKey, false)
+}
+
+// publishEach publishes perKey messages of each of keys keys: message 0 of
+// every key, then message 1 of every key, and so on; grouped, every
+// message of key 0, then of key 1, so that one key's messages lie next to
+// each other and land in two replicas' pulls at once.
+func publishEach(t *testing.T, b *bus.Bus, keys, perKey int, grouped bool) {
+	t.Helper()
 	ctx := testCtx(t)
-	for i := range perKey {
-		for k := range keys {
-			key := resourceKey(k)
-			subject, err := bus.EventSubject(orderingOffering, "resource", key)
-			if err != nil {
-				t.Fatal(err)
-			}
-			id := fmt.Sprintf("%s#%d", key, i)
-			ev := &sitebusv1.WaldurEvent{ObjectType: "resource", OfferingUuid: orderingOffering, MessageId: id,
-				Body: []byte(`{"resource_uuid": "` + strings.TrimPrefix(key, "resource:") + `"}`)}
-			if _, err := b.Publish(ctx, subject, ev, bus.WithMsgID(id), bus.WithOrderingKey(key)); err != nil {
-				t.Fatal(err)
-			}
+	for n := range keys * perKey {
+		i, k := n/keys, n%keys
+		if grouped {
+			i, k = n%perKey, n/perKey
+		}
+		key := resourceKey(k)
+		subject, err := bus.EventSubject(orderingOffering, "resource", key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := fmt.Sprintf("%s#%d", key, i)
+		ev := &sitebusv1.WaldurEvent{ObjectType: "resource", OfferingUuid: orderingOffering, MessageId: id,
+			Body: []byte(`{"resource_uuid": "` + strings.TrimPrefix(key, "resource:") + `"}`)}
+		if _, err := b.Publish(ctx, subject, ev, bus.WithMsgID(id), bus.WithOrderingKey(key)); err != nil {
+			t.Fatal(err)
 		}
 	}
 }
@@ -546,5 +565,69 @@ func TestCheckFindsADeletedSlotConsumerWithinARound(t *testing.T) {
 	}
 	if failed != 1 {
 		t.Errorf("%d of 8 checks failed after one slot consumer was deleted, want 1", failed)
+	}
+}
+
+func TestLeasedKeysAcrossReplicasShareOneConsumer(t *testing.T) {
+	// A KeyLocker (leases) instead of slots: one consumer with many
+	// messages in flight, and still never two handlers of one key at once
+	// across replicas, also when a replica dies holding leases.
+	const keys, perKey = 50, 6
+	tests := map[string]struct {
+		replicas, killAfter int
+	}{
+		"two replicas":                          {replicas: 2},
+		"three replicas, one killed mid-stream": {replicas: 3, killAfter: keys * perKey / 3},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			s := bustest.Server(t)
+			log := newSeqLog()
+			cfg := orderedConsumer()
+			bc := bus.Config{Ordering: bus.Ordering{Mode: bus.OrderingCluster, Slots: 8}}
+			reps := startReplicasWith(t, func(int) *nats.Conn { return bustest.Connect(t, s) }, tc.replicas, bc,
+				func(i int, b *bus.Bus) bus.ConsumerConfig {
+					leases, err := b.EnsureLeases(testCtx(t), fmt.Sprintf("replica-%d", i), 2*time.Second)
+					if err != nil {
+						t.Fatal(err)
+					}
+					c := cfg
+					c.KeyLocker = leases
+					return c
+				}, log, nil)
+			if got := consumerNames(t, reps[0].bus, bus.EventsStream); !slices.Equal(got, []string{cfg.Name}) {
+				t.Fatalf("consumers %v, want the one shared consumer %q", got, cfg.Name)
+			}
+			publishEach(t, reps[len(reps)-1].bus, keys, perKey, true)
+			if tc.killAfter > 0 {
+				waitFor(t, "the first messages handled", func() bool {
+					log.mu.Lock()
+					worked := log.byReplica[0] > 0
+					log.mu.Unlock()
+					return worked && log.distinct() >= tc.killAfter
+				})
+				reps[0].nc.Close() // a crash: its leases expire, its messages come again
+			}
+			waitFor(t, "every message handled", func() bool { return log.distinct() == keys*perKey })
+			log.mu.Lock()
+			overlaps, byReplica, maxPar := log.overlaps, maps(log.byReplica), maps(log.maxPar)
+			log.mu.Unlock()
+			if overlaps > 0 {
+				t.Errorf("two replicas handled one key at once %d times", overlaps)
+			}
+			working, parallel := 0, false
+			for i, n := range byReplica {
+				if n > 0 {
+					working++
+				}
+				parallel = parallel || maxPar[i] > 1
+			}
+			if working < 2 {
+				t.Errorf("only %d replica did work (%v): the consumer must be shared", working, byReplica)
+			}
+			if !parallel {
+				t.Errorf("no replica ever ran two handlers at once (%v): different keys must run in parallel", maxPar)
+			}
+		})
 	}
 }

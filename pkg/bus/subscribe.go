@@ -62,6 +62,18 @@ type ConsumerConfig struct {
 	// time and in delivery order by every consumer of the Bus; "" or nil:
 	// the message is not serialised.
 	OrderingKey func(subject string, data []byte) string
+	// KeyLocker, when set, holds each message's ordering key with it
+	// instead of the Bus's in-process locks: with *Leases, one handler per
+	// key across every replica. A partitioned subscription with a KeyLocker
+	// is one shared consumer with many messages in flight even in cluster
+	// ordering, not slot consumers: one key's messages are then never
+	// handled at once, but replicas may take them out of stream order. For
+	// handlers that act on the current state of what a message names, not
+	// on its content (an order event only says "look at order X again";
+	// the handler reads the order from Waldur), that is all ordering is
+	// for, and a shared consumer's acks are replicated in batches where 128
+	// one-in-flight slot consumers each replicate their own.
+	KeyLocker keylock.Locker
 }
 
 func (c *ConsumerConfig) setDefaults() {
@@ -191,10 +203,14 @@ func subscribe(ctx context.Context, b *Bus, cfg ConsumerConfig, decodeAndHandle 
 	// for the key and for a handler slot happens there, so one busy key
 	// never holds up messages of other keys. MaxAckPending bounds how many
 	// goroutines can be waiting.
+	locker := b.locks
+	if cfg.KeyLocker != nil {
+		locker = cfg.KeyLocker
+	}
 	handle := func(m jetstream.Msg) {
 		var ticket keylock.Ticket
 		if key := s.orderingKey(m); key != "" {
-			ticket = b.locks.Enqueue(key)
+			ticket = locker.Enqueue(key)
 		}
 		s.inflight.Add(1)
 		go func() {

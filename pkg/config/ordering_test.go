@@ -8,12 +8,12 @@ func TestOrdering(t *testing.T) {
 		want    Ordering
 		wantErr []string
 	}{
-		"missing section keeps process mode and 128 slots": {
-			want: Ordering{Mode: OrderingProcess, Slots: 128},
+		"missing section keeps process mode and 32 slots": {
+			want: Ordering{Mode: OrderingProcess, Slots: 32},
 		},
 		"cluster mode with the default slots": {
 			lines: []string{"sitebus:", "  ordering: {mode: cluster}"},
-			want:  Ordering{Mode: OrderingCluster, Slots: 128},
+			want:  Ordering{Mode: OrderingCluster, Slots: 32},
 		},
 		"cluster mode with slots that divide the partitions": {
 			lines: []string{"sitebus:", "  ordering:", "    mode: cluster", "    slots: 64"},

@@ -36,7 +36,7 @@ const (
 	defaultDLQMaxAge         = 720 * time.Hour
 	defaultStreamReplicas    = 1
 	maxStreamReplicas        = 5 // JetStream's limit
-	defaultOrderingSlots     = 128
+	defaultOrderingSlots     = 32
 	defaultOrderProcessMins  = 5
 	defaultReportMins        = 30
 	defaultMembershipMins    = 5

@@ -166,12 +166,19 @@ func (s *Service) Run(ctx context.Context) error {
 		return err
 	}
 	s.resources = s.bus.Locker()
+	// In cluster ordering one order and one resource are held across
+	// replicas with leases: the order events by their order (one shared
+	// consumer, see bus.ConsumerConfig.KeyLocker: the handler reads the
+	// order from Waldur, so which of an order's events comes first does not
+	// matter, only that two replicas never work on it at once), and the
+	// resource an order changes once the order is read.
+	var orderLocker keylock.Locker
 	if s.bus.Ordering().Mode == bus.OrderingCluster {
 		leases, err := s.bus.EnsureLeases(ctx, s.cfg.Owner, 0)
 		if err != nil {
 			return err
 		}
-		s.resources = leases
+		s.resources, orderLocker = leases, leases
 	}
 	// Commands and saga outcomes first, so a saga never waits on a service
 	// that is not listening; order events last.
@@ -190,6 +197,7 @@ func (s *Service) Run(ctx context.Context) error {
 		Name: Name, Stream: bus.EventsStream, FilterSubjects: filters, Partitioned: true,
 		MaxDeliver: s.cfg.MaxDeliver, Backoff: s.cfg.Backoff,
 		OrderingKey: bus.WaldurEventKey,
+		KeyLocker:   orderLocker,
 		// Order handlers mostly wait on Waldur and the platform, and
 		// ordering keys keep each order and resource to one handler, so a
 		// burst of orders for many resources runs this wide.
