@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -33,6 +34,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 		return fmt.Errorf("saga: watch bucket %s: %w", c.cfg.Bucket, err)
 	}
 	defer func() { _ = w.Stop() }()
+	rewatches := 0
 
 	runCtx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -99,7 +101,22 @@ func (c *Coordinator) Run(ctx context.Context) error {
 				if ctx.Err() != nil {
 					return nil
 				}
-				return errors.New("saga: bucket watcher closed (connection lost)")
+				// nats.go gives up on the watch's ordered consumer when
+				// recreating it after a node loss fails other than by a
+				// timeout; the sagas are all in the bucket, so watch again
+				// (its initial values refresh pending) rather than stop
+				// coordinating.
+				rewatches++
+				c.log.Warn("saga bucket watch ended; watching again", "bucket", c.cfg.Bucket, "times", rewatches)
+				nw, err := c.rewatch(ctx, kv, rewatches)
+				if err != nil {
+					if ctx.Err() != nil {
+						return nil
+					}
+					return fmt.Errorf("saga: watch bucket %s again: %w", c.cfg.Bucket, err)
+				}
+				w = nw
+				continue
 			}
 			if e == nil {
 				continue // initial values delivered
@@ -154,4 +171,26 @@ func (c *Coordinator) eligible(s Saga, now time.Time) bool {
 		return false
 	}
 	return s.Owner == "" || s.Owner == c.cfg.Owner || !now.Before(s.LeaseUntil)
+}
+
+// rewatch makes a new watch of the bucket after a short pause that grows
+// with how often it was needed; it gives up only when ctx ends.
+func (c *Coordinator) rewatch(ctx context.Context, kv jetstream.KeyValue, n int) (jetstream.KeyWatcher, error) {
+	delay := min(time.Duration(n)*100*time.Millisecond, 5*time.Second)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(delay):
+		}
+		w, err := kv.WatchAll(ctx)
+		if err == nil {
+			return w, nil
+		}
+		if errors.Is(err, nats.ErrConnectionClosed) {
+			return nil, err // for good: the process must start over
+		}
+		c.log.Warn("cannot watch the saga bucket yet", "bucket", c.cfg.Bucket, "err", err)
+		delay = min(2*delay, 5*time.Second)
+	}
 }
