@@ -76,3 +76,51 @@ func TestRetryUnansweredCutsAHangingAttempt(t *testing.T) {
 		t.Errorf("took %s", took)
 	}
 }
+
+// hangingKV is a bucket whose first Get and every Update are never
+// answered (their server died), the way a jetstream.KeyValue behaves then:
+// it waits for the request's deadline.
+type hangingKV struct {
+	jetstream.KeyValue
+	gets, updates int
+}
+
+func (kv *hangingKV) Get(ctx context.Context, key string) (jetstream.KeyValueEntry, error) {
+	kv.gets++
+	if kv.gets == 1 {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return nil, jetstream.ErrKeyNotFound
+}
+
+func (kv *hangingKV) Update(ctx context.Context, key string, value []byte, last uint64) (uint64, error) {
+	kv.updates++
+	<-ctx.Done()
+	return 0, ctx.Err()
+}
+
+func TestBoundedKVDoesNotWaitOutTheCallersDeadline(t *testing.T) {
+	// A handler's ctx runs for minutes; a request its server never
+	// answers must not hold the handler that long.
+	t.Run("an unanswered read is sent again", func(t *testing.T) {
+		t.Parallel()
+		inner := &hangingKV{}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		_, err := boundedKV{inner}.Get(ctx, "k")
+		if !errors.Is(err, jetstream.ErrKeyNotFound) || inner.gets != 2 {
+			t.Fatalf("err %v after %d gets, want the second get's answer", err, inner.gets)
+		}
+	})
+	t.Run("an unanswered conditional write returns after one attempt", func(t *testing.T) {
+		t.Parallel()
+		inner := &hangingKV{}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		_, err := boundedKV{inner}.Update(ctx, "k", nil, 1)
+		if !unanswered(err) || ctx.Err() != nil || inner.updates != 1 {
+			t.Fatalf("err %v after %d updates (caller's ctx %v), want one unanswered attempt", err, inner.updates, ctx.Err())
+		}
+	})
+}
