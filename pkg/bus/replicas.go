@@ -59,6 +59,20 @@ func EnsureKeyValue(ctx context.Context, js jetstream.JetStream, cfg jetstream.K
 	return boundedKV{kv}, nil
 }
 
+// OpenKeyValue opens an existing bucket (jetstream.ErrBucketNotFound if
+// there is none), its requests bounded as EnsureKeyValue's are.
+func OpenKeyValue(ctx context.Context, js jetstream.JetStream, bucket string) (jetstream.KeyValue, error) {
+	var kv jetstream.KeyValue
+	err := retryUnanswered(ctx, func(actx context.Context) (err error) {
+		kv, err = js.KeyValue(actx, bucket)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return boundedKV{kv}, nil
+}
+
 // ensure runs create (repeated while unanswered) and waits for the stream
 // it made to be writable. In a cluster, two processes that make the same
 // stream at once, or a read that reaches a server before the stream's

@@ -236,10 +236,7 @@ func (c *Coordinator) bucket(ctx context.Context, create bool) (jetstream.KeyVal
 			Replicas:    c.cfg.Replicas,
 		})
 	} else {
-		err = bus.RetryUnanswered(ctx, func(actx context.Context) (err error) {
-			kv, err = c.js.KeyValue(actx, c.cfg.Bucket)
-			return err
-		})
+		kv, err = bus.OpenKeyValue(ctx, c.js, c.cfg.Bucket)
 		if errors.Is(err, jetstream.ErrBucketNotFound) {
 			return nil, fmt.Errorf("%w: bucket %s does not exist (no saga was ever started)", ErrNotFound, c.cfg.Bucket)
 		}
@@ -374,11 +371,7 @@ func (c *Coordinator) Get(ctx context.Context, id string) (Saga, error) {
 	if !bus.ValidToken(id) {
 		return Saga{}, fmt.Errorf("%w: %q", ErrNotFound, id)
 	}
-	var e jetstream.KeyValueEntry
-	err = bus.RetryUnanswered(ctx, func(actx context.Context) (err error) {
-		e, err = kv.Get(actx, id)
-		return err
-	})
+	e, err := kv.Get(ctx, id) // bounded: bus.EnsureKeyValue, bus.OpenKeyValue
 	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
 		return Saga{}, fmt.Errorf("%w: %s", ErrNotFound, id)
 	}

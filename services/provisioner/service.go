@@ -333,12 +333,8 @@ func (p *kvPlans) Put(ctx context.Context, key string, plan []byte) error {
 	if err != nil {
 		return err
 	}
-	// Bounded attempts: a write sent while the bucket's leader restarts is
-	// never answered, and the activity's ctx is long.
-	return bus.RetryUnanswered(ctx, func(actx context.Context) error {
-		_, err := kv.Put(actx, key, plan)
-		return err
-	})
+	_, err = kv.Put(ctx, key, plan) // repeated while unanswered: bus.EnsureKeyValue
+	return err
 }
 
 func (p *kvPlans) Get(ctx context.Context, key string) ([]byte, error) {
@@ -346,11 +342,7 @@ func (p *kvPlans) Get(ctx context.Context, key string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	var e jetstream.KeyValueEntry
-	err = bus.RetryUnanswered(ctx, func(actx context.Context) (err error) {
-		e, err = kv.Get(actx, key)
-		return err
-	})
+	e, err := kv.Get(ctx, key) // repeated while unanswered: bus.EnsureKeyValue
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return nil, nil
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sitebus/sitebus/pkg/backend"
 	"github.com/sitebus/sitebus/pkg/backend/ranchercluster"
+	"github.com/sitebus/sitebus/pkg/bus"
 	"github.com/sitebus/sitebus/pkg/openstack"
 )
 
@@ -199,7 +200,7 @@ func (r *kvRecords) all(ctx context.Context) ([][]byte, error) {
 	r.mu.Unlock()
 	if kv == nil {
 		var err error
-		kv, err = r.js.KeyValue(ctx, PlanBucket)
+		kv, err = bus.OpenKeyValue(ctx, r.js, PlanBucket)
 		if errors.Is(err, jetstream.ErrBucketNotFound) {
 			return nil, nil
 		}
