@@ -170,6 +170,21 @@ func startReplicasWith(t *testing.T, connect func(i int) *nats.Conn, n int, bc b
 	return reps
 }
 
+// killFirstAfter crashes replica 0 (no acks, no more pulls) once it has
+// handled something and n messages were handled in all: the victim must
+// have worked, so that its death leaves work behind and the others' share
+// shows.
+func killFirstAfter(t *testing.T, reps []*replica, log *seqLog, n int) {
+	t.Helper()
+	waitFor(t, "the first messages handled", func() bool {
+		log.mu.Lock()
+		worked := log.byReplica[0] > 0
+		log.mu.Unlock()
+		return worked && log.distinct() >= n
+	})
+	reps[0].nc.Close()
+}
+
 // publishInterleaved publishes message 0 of every key, then message 1 of
 // every key, and so on, as a partitioned event publisher does.
 func publishInterleaved(t *testing.T, b *bus.Bus, keys, perKey int) {
@@ -235,15 +250,7 @@ func TestClusterOrderingAcrossReplicas(t *testing.T) {
 			}
 			publishInterleaved(t, reps[len(reps)-1].bus, keys, perKey)
 			if tc.killAfter > 0 {
-				// The victim must have worked, so that its death leaves work
-				// behind and the others' share shows.
-				waitFor(t, "the first messages handled", func() bool {
-					log.mu.Lock()
-					worked := log.byReplica[0] > 0
-					log.mu.Unlock()
-					return worked && log.distinct() >= tc.killAfter
-				})
-				reps[0].nc.Close() // a crash: no acks, no more pulls
+				killFirstAfter(t, reps, log, tc.killAfter)
 			}
 			waitFor(t, "every message handled", func() bool { return log.distinct() == keys*perKey })
 			log.mu.Lock()
@@ -600,13 +607,7 @@ func TestLeasedKeysAcrossReplicasShareOneConsumer(t *testing.T) {
 			}
 			publishEach(t, reps[len(reps)-1].bus, keys, perKey, true)
 			if tc.killAfter > 0 {
-				waitFor(t, "the first messages handled", func() bool {
-					log.mu.Lock()
-					worked := log.byReplica[0] > 0
-					log.mu.Unlock()
-					return worked && log.distinct() >= tc.killAfter
-				})
-				reps[0].nc.Close() // a crash: its leases expire, its messages come again
+				killFirstAfter(t, reps, log, tc.killAfter) // its leases expire, its messages come again
 			}
 			waitFor(t, "every message handled", func() bool { return log.distinct() == keys*perKey })
 			log.mu.Lock()
