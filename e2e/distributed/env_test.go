@@ -91,14 +91,7 @@ func newSite(t *testing.T, o siteOptions) *site {
 	}
 	s.crNS = s.prepareCRNamespace()
 
-	fxPath, err := harness.FixturePath()
-	if err != nil {
-		t.Fatal(err)
-	}
-	fx, err := waldursim.LoadFixture(fxPath)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fx := harness.Fixture(t)
 	// Only the orders the test makes, in projects of its own.
 	fx.Orders = nil
 	for i := range max(o.projects, 1) {

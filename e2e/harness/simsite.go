@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"testing"
 
 	"github.com/sitebus/sitebus/e2e/rabbitmq"
 	"github.com/sitebus/sitebus/e2e/waldursim"
@@ -17,6 +18,30 @@ func FixturePath() (string, error) {
 		return "", err
 	}
 	return filepath.Join(root, "e2e", "waldursim", "testdata", "fixture.yaml"), nil
+}
+
+// LoadFixture reads the simulator's standard fixture (FixturePath); each
+// call returns a fresh copy for the caller to change.
+func LoadFixture() (*waldursim.Fixture, error) {
+	path, err := FixturePath()
+	if err != nil {
+		return nil, err
+	}
+	fx, err := waldursim.LoadFixture(path)
+	if err != nil {
+		return nil, fmt.Errorf("load fixture %s: %w", path, err)
+	}
+	return fx, nil
+}
+
+// Fixture is LoadFixture for a test: a failure ends it.
+func Fixture(t testing.TB) *waldursim.Fixture {
+	t.Helper()
+	fx, err := LoadFixture()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fx
 }
 
 // StartSimulator serves a Waldur simulator seeded from fx on addr

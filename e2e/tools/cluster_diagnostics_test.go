@@ -38,14 +38,7 @@ type clusterConfig struct {
 
 func newClusterSite(t *testing.T) *clusterSite {
 	t.Helper()
-	path, err := harness.FixturePath()
-	if err != nil {
-		t.Fatal(err)
-	}
-	fx, err := waldursim.LoadFixture(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fx := harness.Fixture(t)
 	return &clusterSite{
 		ws: waldursim.NewTestServer(t, waldursim.Config{Fixture: fx}), fx: fx,
 		rs: ranchersim.NewTestServer(t, ranchersim.Options{SecretKey: clusterRancher}),

@@ -47,14 +47,7 @@ func newSite(t *testing.T) *site {
 	t.Helper()
 	kube.Require(t)
 	rabbitmq.Require(t)
-	path, err := harness.FixturePath()
-	if err != nil {
-		t.Fatal(err)
-	}
-	fx, err := waldursim.LoadFixture(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fx := harness.Fixture(t)
 	broker := rabbitmq.Shared(t)
 	sim, err := harness.StartSimulator("127.0.0.1:0", fx, broker, nil)
 	if err != nil {

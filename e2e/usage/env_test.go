@@ -148,14 +148,7 @@ func createPVC(t testing.TB, dyn dynamic.Interface, ns, name, size string) {
 // (the offering has cpu, ram and storage, not gpu).
 func fixture(t testing.TB, resources []waldursim.Resource) *waldursim.Fixture {
 	t.Helper()
-	path, err := harness.FixturePath()
-	if err != nil {
-		t.Fatal(err)
-	}
-	fx, err := waldursim.LoadFixture(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fx := harness.Fixture(t)
 	fx.Orders = nil
 	fx.Resources = resources
 	return fx

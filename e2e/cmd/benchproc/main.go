@@ -21,7 +21,6 @@ import (
 
 	"github.com/sitebus/sitebus/e2e/harness"
 	"github.com/sitebus/sitebus/e2e/rabbitmq"
-	"github.com/sitebus/sitebus/e2e/waldursim"
 )
 
 const (
@@ -103,13 +102,9 @@ func run(ctx context.Context, o options, log *slog.Logger) error {
 
 // setup loads the fixture and starts RabbitMQ; the caller must stop it.
 func setup(ctx context.Context, bin string, o options, log *slog.Logger) (*env, error) {
-	path, err := harness.FixturePath()
+	fx, err := harness.LoadFixture()
 	if err != nil {
 		return nil, err
-	}
-	fx, err := waldursim.LoadFixture(path)
-	if err != nil {
-		return nil, fmt.Errorf("load fixture: %w", err)
 	}
 	if len(fx.Users) == 0 || len(fx.Offerings) == 0 {
 		return nil, errors.New("the fixture needs a user and an offering")

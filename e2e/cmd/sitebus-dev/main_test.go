@@ -69,7 +69,7 @@ func demoCluster(t *testing.T, bin string) {
 		rancher: true, rancherListen: addr(4), clusters: true, osListen: addr(5), vaultListen: addr(6),
 		demoInterval: 500 * time.Millisecond,
 	}
-	fx, err := loadFixture()
+	fx, err := harness.LoadFixture()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,7 +44,7 @@ func startSite(ctx context.Context, o options, log *slog.Logger, cleanup *stack)
 			"  install it with `make deps` (or apt-get install rabbitmq-server),\n"+
 			"  or pass -config with a config for a real Waldur", err)
 	}
-	fx, err := loadFixture()
+	fx, err := harness.LoadFixture()
 	if err != nil {
 		return nil, err
 	}
@@ -170,18 +170,6 @@ func (s *site) startKubernetes(ctx context.Context, log *slog.Logger, cleanup *s
 	s.kubeconfig = cluster.Kubeconfig
 	s.cluster = cluster
 	return nil
-}
-
-func loadFixture() (*waldursim.Fixture, error) {
-	path, err := harness.FixturePath()
-	if err != nil {
-		return nil, err
-	}
-	fx, err := waldursim.LoadFixture(path)
-	if err != nil {
-		return nil, fmt.Errorf("load fixture %s: %w", path, err)
-	}
-	return fx, nil
 }
 
 // writeConfig writes the sitebus config into dir.
