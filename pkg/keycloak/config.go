@@ -11,7 +11,7 @@ import (
 	"github.com/sitebus/sitebus/pkg/config"
 )
 
-// Defaults, as in the Python keycloak client (reference §4.0).
+// Defaults, as in the Python agent's Keycloak client (waldur_site_agent keycloak_client).
 const (
 	DefaultURL       = "https://localhost/auth/"
 	DefaultRealm     = "waldur"

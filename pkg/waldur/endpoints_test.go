@@ -12,7 +12,7 @@ import (
 )
 
 // TestEndpoints pins each call's method, path, query and body to what the
-// Python agent sends (reference §2.2), and checks the response decodes.
+// Python agent's Waldur client sends, and checks the response decodes.
 func TestEndpoints(t *testing.T) {
 	ctx := context.Background()
 	yes := true

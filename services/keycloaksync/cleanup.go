@@ -11,7 +11,7 @@ import (
 )
 
 // nsRoles are the role suffixes of a ManagedNamespace's groups,
-// ns_<slug>_<role> (seed 001).
+// ns_<slug>_<role> (the Python ManagedNamespace plugin's names).
 var nsRoles = []string{"admin", "readwrite", "readonly"}
 
 // nsSlug returns the resource slug of a ManagedNamespace group name.

@@ -30,8 +30,9 @@ type Decision struct {
 	Anomalies  []Anomaly
 }
 
-// Decide applies the Python agent's report rules (§2.2 "Report
-// algorithm") to one resource and period: values rounded to two decimals;
+// Decide applies the Python agent's report rules (its usage
+// reporter's report algorithm) to one resource and period: values
+// rounded to two decimals;
 // nothing sent when Waldur has them already (compared as math.isclose with
 // rel 1e-9, abs 1e-6); a value below Waldur's, or duplicate records, is an
 // anomaly and not sent; only components the offering has.

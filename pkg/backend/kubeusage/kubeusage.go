@@ -23,7 +23,7 @@ const PodFieldSelector = "status.phase!=Succeeded,status.phase!=Failed"
 // pod resource name, so it never mixes with pod requests.
 const Storage = "pvc:storage"
 
-// GPU is the extended resource seed 000 counts as GPUs.
+// GPU is the extended resource the Rancher plugin's README counts as GPUs.
 const GPU = "nvidia.com/gpu"
 
 // Sums are the sums of one or more namespaces: namespace → key → sum, where

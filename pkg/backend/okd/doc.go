@@ -4,7 +4,7 @@
 // limits (requests, and limits at twice the requests for CPU and memory to
 // allow bursting) and one RoleBinding per member of the Waldur team.
 //
-// It reads the Python plugin's backend_settings (reference §4.3) and does
+// It reads the Python plugin's backend_settings (the waldur-site-agent OKD plugin's keys) and does
 // what that plugin's README promises where its production path does not:
 // limits are set at creation, users are bound with the mapped role (not
 // "root"), and Restore puts back the limits in force before a pause or

@@ -11,7 +11,7 @@ import (
 	"github.com/sitebus/sitebus/pkg/config"
 )
 
-// Defaults of backend_settings, as in the Python plugin (reference §4.3).
+// Defaults of backend_settings, as in the Python OKD plugin (waldur-site-agent-okd).
 const (
 	DefaultAPIURL             = "https://localhost:8443"
 	DefaultNamespacePrefix    = "waldur-"

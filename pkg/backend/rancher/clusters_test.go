@@ -6,8 +6,8 @@ import (
 	"testing"
 )
 
-// TestClusterPayload pins the v1 create body: reference A.3 (Mastermind's
-// test_create_private_cluster) key for key and in its order, plus
+// TestClusterPayload pins the v1 create body of Mastermind's managed
+// Rancher (its test_create_private_cluster) key for key and in its order, plus
 // sitebus's ownership annotations.
 func TestClusterPayload(t *testing.T) {
 	const uuid = "0b5b9e0c-2c7e-4b55-9f55-5d9a4e8f0c11"

@@ -38,9 +38,9 @@
 //     namespace recreated by hand. The mark is written before the reduced
 //     quota, so a retry after a crash in between finishes with the right
 //     saved quota.
-//   - usage is what the tenant allocated, as seed 000 defines it (the
-//     README's "actual allocated resources"): the container requests of the
-//     pods and the PVC storage requests in the project's namespaces, not
+//   - usage is what the tenant allocated, as the Python Rancher plugin's README
+//     defines it ("actual allocated resources"): the container requests of
+//     the pods and the PVC storage requests in the project's namespaces, not
 //     the quota's status.used (a sum of limits for limits.cpu, and nothing
 //     at all for a namespace without the quota). UsageAll reads many
 //     projects' with four lists whatever their number (see usage.go).

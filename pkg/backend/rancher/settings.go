@@ -12,7 +12,7 @@ import (
 	"github.com/sitebus/sitebus/pkg/keycloak"
 )
 
-// Defaults of backend_settings, as in the Python plugin (reference §4.1).
+// Defaults of backend_settings, as in the Python Rancher plugin (waldur-site-agent-rancher).
 const (
 	DefaultBackendURL    = "https://localhost"
 	DefaultProjectPrefix = "waldur-"

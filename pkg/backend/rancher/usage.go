@@ -81,7 +81,8 @@ func (b *Backend) components(ms []measure, sums *kubeusage.Sums, namespaces []st
 
 // Usage is what the tenant allocated in the project's namespaces: the
 // container requests of their pods and their PVCs' storage requests
-// (seed 000), read namespace by namespace.
+// (what the Python Rancher plugin's README calls "actual allocated
+// resources"), read namespace by namespace.
 func (b *Backend) Usage(ctx context.Context, backendID string) (map[string]float64, error) {
 	p, err := b.resolve(ctx, backendID)
 	if err != nil {

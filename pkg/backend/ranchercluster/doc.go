@@ -1,5 +1,5 @@
 // Package ranchercluster is the pure logic of the rancher-cluster
-// offering (issue 13): whole Rancher RKE2 clusters on OpenStack, built
+// offering: whole Rancher RKE2 clusters on OpenStack, built
 // the way Waldur Mastermind's managed Rancher builds them. It decodes the
 // offering's settings (DecodeSettings) and orders' attributes
 // (DecodeManagedAttributes, DecodeSelfManagedAttributes,
