@@ -1,6 +1,8 @@
 package keycloaksim
 
 import (
+	"github.com/sitebus/sitebus/e2e/simkit"
+
 	"fmt"
 	"time"
 )
@@ -72,7 +74,7 @@ func (s *Server) AddGroup(realmName, parentID string, g Group) (string, error) {
 		return "", err
 	}
 	if g.ID == "" {
-		g.ID = newID()
+		g.ID = simkit.NewUUID()
 	}
 	if err := rm.seedGroup(g, parentID); err != nil {
 		return "", err

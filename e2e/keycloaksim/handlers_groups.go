@@ -1,6 +1,8 @@
 package keycloaksim
 
 import (
+	"github.com/sitebus/sitebus/e2e/simkit"
+
 	"encoding/json"
 	"io"
 	"net/http"
@@ -48,15 +50,15 @@ func (s *Server) listGroups(w http.ResponseWriter, r *http.Request, rm *realm) *
 		matched = rm.searchGroups(strings.TrimSpace(q.Get("search")), boolParam(r, "exact", false))
 	default:
 		top := page(rm.children(""), first, max)
-		writeJSON(w, http.StatusOK, rm.groupReps(top, brief, withCount))
+		simkit.WriteJSON(w, http.StatusOK, rm.groupReps(top, brief, withCount))
 		return nil
 	}
 	matched = page(matched, first, max)
 	if !boolParam(r, "populateHierarchy", true) {
-		writeJSON(w, http.StatusOK, rm.groupReps(matched, brief, withCount))
+		simkit.WriteJSON(w, http.StatusOK, rm.groupReps(matched, brief, withCount))
 		return nil
 	}
-	writeJSON(w, http.StatusOK, rm.hierarchy(matched, brief, withCount))
+	simkit.WriteJSON(w, http.StatusOK, rm.hierarchy(matched, brief, withCount))
 	return nil
 }
 
@@ -197,7 +199,7 @@ func (s *Server) countGroups(w http.ResponseWriter, r *http.Request, rm *realm) 
 	case boolParam(r, "top", false):
 		n = len(rm.children(""))
 	}
-	writeJSON(w, http.StatusOK, map[string]int{"count": n})
+	simkit.WriteJSON(w, http.StatusOK, map[string]int{"count": n})
 	return nil
 }
 
@@ -237,7 +239,7 @@ func (s *Server) addGroup(w http.ResponseWriter, r *http.Request, rm *realm, par
 		w.WriteHeader(http.StatusCreated)
 		return nil
 	}
-	writeJSON(w, http.StatusCreated, rm.groupRepOf(g, false, false))
+	simkit.WriteJSON(w, http.StatusCreated, rm.groupRepOf(g, false, false))
 	return nil
 }
 
@@ -269,7 +271,7 @@ func (s *Server) getGroup(w http.ResponseWriter, r *http.Request, rm *realm) *ap
 	if g == nil {
 		return errGroupNotFound
 	}
-	writeJSON(w, http.StatusOK, rm.groupRepOf(g, false, true))
+	simkit.WriteJSON(w, http.StatusOK, rm.groupRepOf(g, false, true))
 	return nil
 }
 
@@ -337,7 +339,7 @@ func (s *Server) listChildren(w http.ResponseWriter, r *http.Request, rm *realm)
 		kids = keep
 	}
 	kids = page(kids, first, max)
-	writeJSON(w, http.StatusOK, rm.groupReps(kids, boolParam(r, "briefRepresentation", false), true))
+	simkit.WriteJSON(w, http.StatusOK, rm.groupReps(kids, boolParam(r, "briefRepresentation", false), true))
 	return nil
 }
 
@@ -362,7 +364,7 @@ func (s *Server) listMembers(w http.ResponseWriter, r *http.Request, rm *realm) 
 	for _, u := range members {
 		out = append(out, userRepOf(u, brief))
 	}
-	writeJSON(w, http.StatusOK, out)
+	simkit.WriteJSON(w, http.StatusOK, out)
 	return nil
 }
 
@@ -372,7 +374,7 @@ func (s *Server) groupByPath(w http.ResponseWriter, r *http.Request, rm *realm) 
 	if g == nil {
 		return errGroupPathUnset
 	}
-	writeJSON(w, http.StatusOK, rm.groupRepOf(g, false, true))
+	simkit.WriteJSON(w, http.StatusOK, rm.groupRepOf(g, false, true))
 	return nil
 }
 

@@ -1,6 +1,8 @@
 package keycloaksim
 
 import (
+	"github.com/sitebus/sitebus/e2e/simkit"
+
 	"net/http"
 	"strings"
 )
@@ -61,13 +63,13 @@ func (s *Server) listUsers(w http.ResponseWriter, r *http.Request, rm *realm) *a
 	for _, u := range users {
 		out = append(out, userRepOf(u, brief))
 	}
-	writeJSON(w, http.StatusOK, out)
+	simkit.WriteJSON(w, http.StatusOK, out)
 	return nil
 }
 
 // countUsers is GET /users/count: a bare number.
 func (s *Server) countUsers(w http.ResponseWriter, r *http.Request, rm *realm) *apiError {
-	writeJSON(w, http.StatusOK, len(rm.findUsers(r)))
+	simkit.WriteJSON(w, http.StatusOK, len(rm.findUsers(r)))
 	return nil
 }
 
@@ -77,7 +79,7 @@ func (s *Server) getUser(w http.ResponseWriter, r *http.Request, rm *realm) *api
 	if u == nil {
 		return errUserNotFound
 	}
-	writeJSON(w, http.StatusOK, userRepOf(u, false))
+	simkit.WriteJSON(w, http.StatusOK, userRepOf(u, false))
 	return nil
 }
 
@@ -108,7 +110,7 @@ func (s *Server) listUserGroups(w http.ResponseWriter, r *http.Request, rm *real
 		gs = keep
 	}
 	gs = page(gs, first, max)
-	writeJSON(w, http.StatusOK, rm.groupReps(gs, boolParam(r, "briefRepresentation", true), false))
+	simkit.WriteJSON(w, http.StatusOK, rm.groupReps(gs, boolParam(r, "briefRepresentation", true), false))
 	return nil
 }
 

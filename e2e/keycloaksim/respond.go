@@ -1,9 +1,8 @@
 package keycloaksim
 
 import (
-	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
+	"github.com/sitebus/sitebus/e2e/simkit"
+
 	"net/http"
 	"strconv"
 	"strings"
@@ -42,13 +41,7 @@ var (
 	errGroupPathUnset = errorCode(http.StatusNotFound, "Group path does not exist")
 )
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
-}
-
-func writeErr(w http.ResponseWriter, e *apiError) { writeJSON(w, e.status, e.body) }
+func writeErr(w http.ResponseWriter, e *apiError) { simkit.WriteJSON(w, e.status, e.body) }
 
 // intParam reads an optional integer query parameter; Keycloak answers a
 // malformed one with 404 (JAX-RS cannot bind it), which we mimic.
@@ -87,14 +80,4 @@ func page[T any](items []T, first, max int) []T {
 		items = items[:max]
 	}
 	return items
-}
-
-// newID returns a random UUID in Keycloak's dashed form.
-func newID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	h := hex.EncodeToString(b[:])
-	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }

@@ -1,6 +1,8 @@
 package keycloaksim
 
 import (
+	"github.com/sitebus/sitebus/e2e/simkit"
+
 	"net/http"
 )
 
@@ -36,7 +38,7 @@ func (s *Server) routes() http.Handler {
 	admin("DELETE "+realmPath+"/users/{id}/groups/{groupId}", s.leaveGroup)
 
 	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) { writeErr(w, errNoRoute) })
-	return s.faults.Middleware(mux)
+	return s.Faults.Middleware(mux)
 }
 
 // admin authenticates the bearer token, then resolves the realm (Keycloak
@@ -61,6 +63,6 @@ func (s *Server) admin(h adminHandler) http.Handler {
 }
 
 func (s *Server) getRealm(w http.ResponseWriter, _ *http.Request, rm *realm) *apiError {
-	writeJSON(w, http.StatusOK, realmRep{ID: rm.id, Realm: rm.name, Enabled: true, SSLRequired: "external"})
+	simkit.WriteJSON(w, http.StatusOK, realmRep{ID: rm.id, Realm: rm.name, Enabled: true, SSLRequired: "external"})
 	return nil
 }

@@ -1,6 +1,8 @@
 package keycloaksim
 
 import (
+	"github.com/sitebus/sitebus/e2e/simkit"
+
 	"cmp"
 	"errors"
 	"fmt"
@@ -32,7 +34,7 @@ type group struct {
 
 func newRealm(name string) *realm {
 	return &realm{
-		name: name, id: newID(),
+		name: name, id: simkit.NewUUID(),
 		users: map[string]*user{}, groups: map[string]*group{},
 		members: map[string]map[string]bool{},
 	}
@@ -48,7 +50,7 @@ func (r *realm) addUser(u User, created int64) (*user, error) {
 		return nil, fmt.Errorf("%w: %s", errDuplicateUser, u.Username)
 	}
 	if u.ID == "" {
-		u.ID = newID()
+		u.ID = simkit.NewUUID()
 	}
 	if _, ok := r.users[u.ID]; ok {
 		return nil, fmt.Errorf("user id %s exists", u.ID)
@@ -115,7 +117,7 @@ func (r *realm) createGroup(id, name, parent string, attrs map[string][]string) 
 		return nil, duplicateName(parent, name)
 	}
 	if id == "" {
-		id = newID()
+		id = simkit.NewUUID()
 	} else if r.groups[id] != nil {
 		return nil, errorMessage(409, "Group with id "+id+" already exists")
 	}

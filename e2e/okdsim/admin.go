@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/sitebus/sitebus/e2e/simhttp"
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // Project is a project as tests see (and seed) it: its namespace's
@@ -97,9 +97,9 @@ func (s *Server) adminRoutes(mux *http.ServeMux) {
 			writeErr(w, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, ps)
+		simkit.WriteJSON(w, http.StatusOK, ps)
 	})
-	mux.HandleFunc("GET /sim/calls", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, s.Calls()) })
+	mux.HandleFunc("GET /sim/calls", func(w http.ResponseWriter, _ *http.Request) { simkit.WriteJSON(w, http.StatusOK, s.Calls()) })
 	mux.HandleFunc("POST /sim/token", func(w http.ResponseWriter, r *http.Request) {
 		var in struct {
 			Token string `json:"token"`
@@ -118,6 +118,5 @@ func (s *Server) adminRoutes(mux *http.ServeMux) {
 		s.ExpireOAuthTokens()
 		w.WriteHeader(http.StatusNoContent)
 	})
-	simhttp.Admin{ResetCalls: s.ResetCalls, AddFault: s.AddFault, ClearFaults: s.ClearFaults, Down: s.Down,
-		BadRequest: func(w http.ResponseWriter, msg string) { writeErr(w, apierrors.NewBadRequest(msg)) }}.Routes(mux)
+	s.AdminRoutes(mux, func(w http.ResponseWriter, msg string) { writeErr(w, apierrors.NewBadRequest(msg)) })
 }

@@ -1,6 +1,8 @@
 package okdsim
 
 import (
+	"github.com/sitebus/sitebus/e2e/simkit"
+
 	"encoding/json"
 	"fmt"
 	"io"
@@ -62,13 +64,13 @@ func (s *Server) apiGroups(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	list.Groups = append(list.Groups, projectGroup)
-	writeJSON(w, http.StatusOK, list)
+	simkit.WriteJSON(w, http.StatusOK, list)
 }
 
 func (s *Server) projectGroupDoc(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, projectGroup)
+	simkit.WriteJSON(w, http.StatusOK, projectGroup)
 }
 
 func (s *Server) projectResourceList(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, projectResources)
+	simkit.WriteJSON(w, http.StatusOK, projectResources)
 }

@@ -1,7 +1,8 @@
 package okdsim
 
 import (
-	"encoding/json"
+	"github.com/sitebus/sitebus/e2e/simkit"
+
 	"errors"
 	"net/http"
 
@@ -25,12 +26,6 @@ var (
 	projectRequestGR = schema.GroupResource{Group: Group, Resource: "project"}
 )
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
-}
-
 // writeErr answers err as a Kubernetes Status: a Kubernetes API error keeps
 // its own status, anything else is a 500.
 func writeErr(w http.ResponseWriter, err error) {
@@ -45,20 +40,11 @@ func writeErr(w http.ResponseWriter, err error) {
 	if status.Code == 0 {
 		status.Code = http.StatusInternalServerError
 	}
-	writeJSON(w, int(status.Code), status)
+	simkit.WriteJSON(w, int(status.Code), status)
 }
 
 // successStatus is OpenShift's answer to a project delete: a bare Status,
 // no details.
 func successStatus() metav1.Status {
 	return metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusSuccess}
-}
-
-// base is the scheme and host of the request, for the OAuth metadata.
-func base(r *http.Request) string {
-	scheme := "http"
-	if r.TLS != nil {
-		scheme = "https"
-	}
-	return scheme + "://" + r.Host
 }

@@ -1,5 +1,7 @@
 package openstacksim
 
+import "github.com/sitebus/sitebus/e2e/simkit"
+
 import "net/http"
 
 // collection is the read side of one resource: its list (the objects the
@@ -98,7 +100,7 @@ func (col *collection[T]) get(s *Server) handler {
 		if e != nil {
 			return e
 		}
-		writeJSON(w, http.StatusOK, obj{col.singular: col.rep(s, r, v)})
+		simkit.WriteJSON(w, http.StatusOK, obj{col.singular: col.rep(s, r, v)})
 		return nil
 	}
 }

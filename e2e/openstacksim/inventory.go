@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"slices"
 
-	"github.com/sitebus/sitebus/e2e/simhttp"
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // Inventory is everything that exists, in creation order, leaving out what
@@ -230,7 +230,7 @@ func (s *Server) adminRoutes(mux *http.ServeMux) {
 			Limit             int
 		}
 		if err := json.NewDecoder(r.Body).Decode(&q); err != nil || q.Project == "" || q.Resource == "" {
-			writeErr(w, keystoneErr(400, "want {\"project\",\"resource\",\"limit\"}"))
+			simkit.WriteError(w, keystoneErr(400, "want {\"project\",\"resource\",\"limit\"}"))
 			return
 		}
 		s.SetQuota(q.Project, q.Resource, q.Limit)
@@ -241,13 +241,12 @@ func (s *Server) adminRoutes(mux *http.ServeMux) {
 		w.WriteHeader(http.StatusNoContent)
 	})
 	mux.HandleFunc("GET /sim/inventory", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, s.Inventory(r.URL.Query().Get("project")))
+		simkit.WriteJSON(w, http.StatusOK, s.Inventory(r.URL.Query().Get("project")))
 	})
-	mux.HandleFunc("GET /sim/calls", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, s.Calls()) })
+	mux.HandleFunc("GET /sim/calls", func(w http.ResponseWriter, _ *http.Request) { simkit.WriteJSON(w, http.StatusOK, s.Calls()) })
 	mux.HandleFunc("GET /sim/calls/summary", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusOK, s.CallSummary())
+		simkit.WriteJSON(w, http.StatusOK, s.CallSummary())
 	})
 	s.errorRulesAdmin(mux)
-	simhttp.Admin{ResetCalls: s.ResetCalls, AddFault: s.AddFault, ClearFaults: s.ClearFaults, Down: s.Down,
-		BadRequest: func(w http.ResponseWriter, msg string) { writeErr(w, keystoneErr(400, msg)) }}.Routes(mux)
+	s.AdminRoutes(mux, func(w http.ResponseWriter, msg string) { simkit.WriteError(w, keystoneErr(400, msg)) })
 }

@@ -1,6 +1,8 @@
 package openstacksim
 
 import (
+	"github.com/sitebus/sitebus/e2e/simkit"
+
 	"net/http"
 	"net/netip"
 	"time"
@@ -119,7 +121,7 @@ func (st *state) newSubnet(spec subnetSpec, now time.Time) (*Subnet, *apiErr) {
 	}
 	id := spec.id
 	if id == "" {
-		id = newUUID()
+		id = simkit.NewUUID()
 	}
 	dns := spec.dns
 	if dns == nil {

@@ -1,6 +1,8 @@
 package openstacksim
 
 import (
+	"github.com/sitebus/sitebus/e2e/simkit"
+
 	"crypto/subtle"
 	"net/http"
 	"slices"
@@ -126,7 +128,7 @@ func eq(a, b string) bool { return subtle.ConstantTimeCompare([]byte(a), []byte(
 func (s *Server) issueToken(w http.ResponseWriter, r *http.Request) {
 	var req authRequest
 	if e := decode(r, &req, func(m string) *apiErr { return keystoneErr(400, m) }); e != nil {
-		writeErr(w, e)
+		simkit.WriteError(w, e)
 		return
 	}
 	s.mu.Lock()
@@ -140,14 +142,14 @@ func (s *Server) issueToken(w http.ResponseWriter, r *http.Request) {
 	case slices.Contains(id.Methods, "password") && id.Password != nil:
 		u := st.findUser(id.Password.User)
 		if u == nil || !u.Enabled || !eq(u.password, id.Password.User.Password) {
-			writeErr(w, keystoneErr(401, "The request you have made requires authentication."))
+			simkit.WriteError(w, keystoneErr(401, "The request you have made requires authentication."))
 			return
 		}
 		user = u
 	case slices.Contains(id.Methods, "token") && id.Token != nil:
 		t := st.tokens[id.Token.ID]
 		if t == nil || !s.now().Before(t.expires) {
-			writeErr(w, errUnauthorized)
+			simkit.WriteError(w, errUnauthorized)
 			return
 		}
 		user, fromToken = st.users[t.userID], t
@@ -161,16 +163,16 @@ func (s *Server) issueToken(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		if appCred == nil || !eq(appCred.Secret, ac.Secret) {
-			writeErr(w, errUnauthorized)
+			simkit.WriteError(w, errUnauthorized)
 			return
 		}
 		user = st.users[appCred.UserID]
 	default:
-		writeErr(w, keystoneErr(400, "Expecting to find methods in identity - the server could not comply with the request since it is either malformed or otherwise incorrect."))
+		simkit.WriteError(w, keystoneErr(400, "Expecting to find methods in identity - the server could not comply with the request since it is either malformed or otherwise incorrect."))
 		return
 	}
 	if user == nil || !user.Enabled {
-		writeErr(w, errUnauthorized)
+		simkit.WriteError(w, errUnauthorized)
 		return
 	}
 
@@ -179,7 +181,7 @@ func (s *Server) issueToken(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case appCred != nil:
 		if sc != nil {
-			writeErr(w, keystoneErr(401, "Application credentials cannot request a scope."))
+			simkit.WriteError(w, keystoneErr(401, "Application credentials cannot request a scope."))
 			return
 		}
 		projectID = appCred.ProjectID
@@ -195,12 +197,12 @@ func (s *Server) issueToken(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		if p == nil {
-			writeErr(w, keystoneErr(401, "The request you have made requires authentication."))
+			simkit.WriteError(w, keystoneErr(401, "The request you have made requires authentication."))
 			return
 		}
 		projectID = p.ID
 	case sc != nil:
-		writeErr(w, keystoneErr(401, "The simulator scopes tokens to projects only."))
+		simkit.WriteError(w, keystoneErr(401, "The simulator scopes tokens to projects only."))
 		return
 	case fromToken != nil:
 		projectID = fromToken.projectID
@@ -212,7 +214,7 @@ func (s *Server) issueToken(w http.ResponseWriter, r *http.Request) {
 	if projectID != "" {
 		if p := st.projects[projectID]; p == nil || !p.Enabled || len(st.roleNames(projectID, user.ID)) == 0 {
 			// Keystone: no role on the project is the same 401.
-			writeErr(w, errUnauthorized)
+			simkit.WriteError(w, errUnauthorized)
 			return
 		}
 	}
@@ -229,7 +231,7 @@ func (s *Server) issueToken(w http.ResponseWriter, r *http.Request) {
 	}
 	st.tokens[t.id] = t
 	w.Header().Set("X-Subject-Token", t.id)
-	writeJSON(w, http.StatusCreated, obj{"token": s.tokenBody(r, t)})
+	simkit.WriteJSON(w, http.StatusCreated, obj{"token": s.tokenBody(r, t)})
 }
 
 // tokenBody renders a token; a project-scoped one carries the catalog.
@@ -260,7 +262,7 @@ func (s *Server) tokenBody(r *http.Request, t *token) obj {
 	if t.appCredID != "" {
 		body["application_credential"] = obj{"id": t.appCredID, "name": st.appCreds[t.appCredID].Name, "restricted": true}
 	}
-	b := base(r)
+	b := simkit.BaseURL(r)
 	entry := func(typ, name, url string) obj {
 		return obj{"id": randomHex(16), "type": typ, "name": name, "endpoints": []obj{{
 			"id": randomHex(16), "interface": "public", "region": s.opts.Region, "region_id": s.opts.Region, "url": url,
@@ -284,7 +286,7 @@ func (s *Server) validateToken(w http.ResponseWriter, r *http.Request, _ *caller
 		return keystoneErr(404, "Could not find token.")
 	}
 	w.Header().Set("X-Subject-Token", t.id)
-	writeJSON(w, http.StatusOK, obj{"token": s.tokenBody(r, t)})
+	simkit.WriteJSON(w, http.StatusOK, obj{"token": s.tokenBody(r, t)})
 	return nil
 }
 
@@ -305,11 +307,11 @@ func keystoneVersion(b string) obj {
 }
 
 func (s *Server) identityVersions(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusMultipleChoices, obj{"versions": obj{"values": []obj{keystoneVersion(base(r))}}})
+	simkit.WriteJSON(w, http.StatusMultipleChoices, obj{"versions": obj{"values": []obj{keystoneVersion(simkit.BaseURL(r))}}})
 }
 
 func (s *Server) identityVersion(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, obj{"version": keystoneVersion(base(r))})
+	simkit.WriteJSON(w, http.StatusOK, obj{"version": keystoneVersion(simkit.BaseURL(r))})
 }
 
 func forbidden(action string) *apiErr {
@@ -319,7 +321,7 @@ func forbidden(action string) *apiErr {
 func (s *Server) projectRep(r *http.Request, p *Project) obj {
 	return obj{"id": p.ID, "name": p.Name, "domain_id": p.DomainID, "description": p.Description,
 		"enabled": p.Enabled, "is_domain": false, "parent_id": p.DomainID, "tags": append([]string{}, p.Tags...), "options": obj{},
-		"links": obj{"self": base(r) + "/identity/v3/projects/" + p.ID}}
+		"links": obj{"self": simkit.BaseURL(r) + "/identity/v3/projects/" + p.ID}}
 }
 
 func (s *Server) createProject(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
@@ -356,7 +358,7 @@ func (s *Server) createProject(w http.ResponseWriter, r *http.Request, c *caller
 	p := &Project{ID: newHexID(), Name: pin.Name, DomainID: pin.DomainID, Description: pin.Description,
 		Enabled: pin.Enabled == nil || *pin.Enabled, Tags: uniqueTags(pin.Tags), Created: s.now(), seq: s.st.next()}
 	s.st.projects[p.ID] = p
-	writeJSON(w, http.StatusCreated, obj{"project": s.projectRep(r, p)})
+	simkit.WriteJSON(w, http.StatusCreated, obj{"project": s.projectRep(r, p)})
 	return nil
 }
 
@@ -399,7 +401,7 @@ func (s *Server) updateProject(w http.ResponseWriter, r *http.Request, c *caller
 	if pin.Tags != nil {
 		p.Tags = uniqueTags(*pin.Tags)
 	}
-	writeJSON(w, http.StatusOK, obj{"project": s.projectRep(r, p)})
+	simkit.WriteJSON(w, http.StatusOK, obj{"project": s.projectRep(r, p)})
 	return nil
 }
 
@@ -469,7 +471,7 @@ func (s *Server) userRep(r *http.Request, u *User) obj {
 	return obj{"id": u.ID, "name": u.Name, "domain_id": u.DomainID, "enabled": u.Enabled,
 		"default_project_id": orNil(u.DefaultProjectID), "password_expires_at": nil, "options": obj{},
 		"description": u.Description,
-		"links":       obj{"self": base(r) + "/identity/v3/users/" + u.ID}}
+		"links":       obj{"self": simkit.BaseURL(r) + "/identity/v3/users/" + u.ID}}
 }
 
 func (s *Server) createUser(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
@@ -507,7 +509,7 @@ func (s *Server) createUser(w http.ResponseWriter, r *http.Request, c *caller) *
 	u := &User{ID: newHexID(), Name: uin.Name, DomainID: uin.DomainID, DefaultProjectID: uin.DefaultProjectID,
 		Description: uin.Description, Enabled: uin.Enabled == nil || *uin.Enabled, password: uin.Password, seq: s.st.next()}
 	s.st.users[u.ID] = u
-	writeJSON(w, http.StatusCreated, obj{"user": s.userRep(r, u)})
+	simkit.WriteJSON(w, http.StatusCreated, obj{"user": s.userRep(r, u)})
 	return nil
 }
 
@@ -548,7 +550,7 @@ func (s *Server) deleteUser(w http.ResponseWriter, r *http.Request, c *caller) *
 
 func roleRep(r *http.Request, rl *Role) obj {
 	return obj{"id": rl.ID, "name": rl.Name, "domain_id": nil, "description": nil, "options": obj{},
-		"links": obj{"self": base(r) + "/identity/v3/roles/" + rl.ID}}
+		"links": obj{"self": simkit.BaseURL(r) + "/identity/v3/roles/" + rl.ID}}
 }
 
 func (s *Server) listRoles(w http.ResponseWriter, r *http.Request, _ *caller) *apiErr {
@@ -652,7 +654,7 @@ func (s *Server) createAppCred(w http.ResponseWriter, r *http.Request, c *caller
 		a.Secret = randomHex(32)
 	}
 	s.st.appCreds[a.ID] = a
-	writeJSON(w, http.StatusCreated, obj{"application_credential": obj{"id": a.ID, "name": a.Name,
+	simkit.WriteJSON(w, http.StatusCreated, obj{"application_credential": obj{"id": a.ID, "name": a.Name,
 		"secret": a.Secret, "project_id": a.ProjectID, "user_id": a.UserID, "unrestricted": false,
 		"expires_at": nil, "roles": []obj{}, "description": nil}})
 	return nil

@@ -1,6 +1,8 @@
 package openstacksim
 
 import (
+	"github.com/sitebus/sitebus/e2e/simkit"
+
 	"encoding/json"
 	"net/http"
 	"net/netip"
@@ -149,7 +151,7 @@ func (s *Server) createNetwork(w http.ResponseWriter, r *http.Request, c *caller
 		return e
 	}
 	s.ensureDefaultSG(p)
-	n := &Network{ID: newUUID(), ProjectID: p, MTU: 1450, Created: s.now(), seq: s.st.next()}
+	n := &Network{ID: simkit.NewUUID(), ProjectID: p, MTU: 1450, Created: s.now(), seq: s.st.next()}
 	if nin.Name != nil {
 		n.Name = *nin.Name
 	}
@@ -160,7 +162,7 @@ func (s *Server) createNetwork(w http.ResponseWriter, r *http.Request, c *caller
 	n.External = nin.External != nil && *nin.External
 	nin.apply(&n.Description, &n.Tags)
 	s.st.networks[n.ID] = n
-	writeJSON(w, http.StatusCreated, obj{"network": s.netRep(n)})
+	simkit.WriteJSON(w, http.StatusCreated, obj{"network": s.netRep(n)})
 	return nil
 }
 
@@ -188,7 +190,7 @@ func (s *Server) updateNetwork(w http.ResponseWriter, r *http.Request, c *caller
 		}
 		n.Shared = *in.Network.Shared
 	}
-	writeJSON(w, http.StatusOK, obj{"network": s.netRep(n)})
+	simkit.WriteJSON(w, http.StatusOK, obj{"network": s.netRep(n)})
 	return nil
 }
 
@@ -320,7 +322,7 @@ func (s *Server) createSubnet(w http.ResponseWriter, r *http.Request, c *caller)
 	if s.opts.DHCPPorts && sub.EnableDHCP {
 		s.dhcpPort(n, sub)
 	}
-	writeJSON(w, http.StatusCreated, obj{"subnet": s.subnetRep(sub)})
+	simkit.WriteJSON(w, http.StatusCreated, obj{"subnet": s.subnetRep(sub)})
 	return nil
 }
 
@@ -371,7 +373,7 @@ func (s *Server) updateSubnet(w http.ResponseWriter, r *http.Request, c *caller)
 	if sin.EnableDHCP != nil {
 		sub.EnableDHCP = *sin.EnableDHCP
 	}
-	writeJSON(w, http.StatusOK, obj{"subnet": s.subnetRep(sub)})
+	simkit.WriteJSON(w, http.StatusOK, obj{"subnet": s.subnetRep(sub)})
 	return nil
 }
 
@@ -410,7 +412,7 @@ func (s *Server) dhcpPort(n *Network, sub *Subnet) {
 		}
 	}
 	if p == nil {
-		p = &Port{ID: newUUID(), ProjectID: n.ProjectID, NetworkID: n.ID, MAC: newMAC(), DeviceOwner: ownerDHCP,
+		p = &Port{ID: simkit.NewUUID(), ProjectID: n.ProjectID, NetworkID: n.ID, MAC: newMAC(), DeviceOwner: ownerDHCP,
 			DeviceID: "dhcp" + randomHex(16) + "-" + n.ID, SecurityGroups: []string{}, Created: s.now(), seq: s.st.next()}
 	}
 	ip, e := sub.allocate("", p.ID)
@@ -581,7 +583,7 @@ func (s *Server) newPort(c *caller, n *Network, project string, in portIn) (*Por
 		return nil, e
 	}
 	s.ensureDefaultSG(project)
-	p := &Port{ID: newUUID(), ProjectID: project, NetworkID: n.ID, MAC: newMAC(), PortSecurity: true,
+	p := &Port{ID: simkit.NewUUID(), ProjectID: project, NetworkID: n.ID, MAC: newMAC(), PortSecurity: true,
 		Created: s.now(), seq: s.st.next()}
 	if in.Name != nil {
 		p.Name = *in.Name
@@ -644,7 +646,7 @@ func (s *Server) createPort(w http.ResponseWriter, r *http.Request, c *caller) *
 	if e != nil {
 		return e
 	}
-	writeJSON(w, http.StatusCreated, obj{"port": s.portRep(p)})
+	simkit.WriteJSON(w, http.StatusCreated, obj{"port": s.portRep(p)})
 	return nil
 }
 
@@ -693,7 +695,7 @@ func (s *Server) updatePort(w http.ResponseWriter, r *http.Request, c *caller) *
 	if pin.PortSecurity != nil {
 		p.PortSecurity = *pin.PortSecurity
 	}
-	writeJSON(w, http.StatusOK, obj{"port": s.portRep(p)})
+	simkit.WriteJSON(w, http.StatusOK, obj{"port": s.portRep(p)})
 	return nil
 }
 
@@ -760,12 +762,12 @@ func (s *Server) ensureDefaultSG(project string) {
 	if project == "" || s.defaultSG(project) != nil {
 		return
 	}
-	g := &SecurityGroup{ID: newUUID(), Name: "default", ProjectID: project, Description: "Default security group",
+	g := &SecurityGroup{ID: simkit.NewUUID(), Name: "default", ProjectID: project, Description: "Default security group",
 		Default: true, Created: s.now(), seq: s.st.next()}
 	for _, et := range []string{"IPv4", "IPv6"} {
 		g.Rules = append(g.Rules,
-			Rule{ID: newUUID(), SecurityGroupID: g.ID, ProjectID: project, Direction: "ingress", EtherType: et, RemoteGroupID: g.ID, Created: g.Created, seq: s.st.next()},
-			Rule{ID: newUUID(), SecurityGroupID: g.ID, ProjectID: project, Direction: "egress", EtherType: et, Created: g.Created, seq: s.st.next()})
+			Rule{ID: simkit.NewUUID(), SecurityGroupID: g.ID, ProjectID: project, Direction: "ingress", EtherType: et, RemoteGroupID: g.ID, Created: g.Created, seq: s.st.next()},
+			Rule{ID: simkit.NewUUID(), SecurityGroupID: g.ID, ProjectID: project, Direction: "egress", EtherType: et, Created: g.Created, seq: s.st.next()})
 	}
 	s.st.secGroups[g.ID] = g
 }
@@ -809,14 +811,14 @@ func (s *Server) createSecGroup(w http.ResponseWriter, r *http.Request, c *calle
 	if e := s.checkNeutronQuota(p, "security_group_rule", 2); e != nil {
 		return e
 	}
-	g := &SecurityGroup{ID: newUUID(), Name: name, ProjectID: p, Created: s.now(), seq: s.st.next()}
+	g := &SecurityGroup{ID: simkit.NewUUID(), Name: name, ProjectID: p, Created: s.now(), seq: s.st.next()}
 	in.SG.apply(&g.Description, &g.Tags)
 	for _, et := range []string{"IPv4", "IPv6"} {
-		g.Rules = append(g.Rules, Rule{ID: newUUID(), SecurityGroupID: g.ID, ProjectID: p, Direction: "egress",
+		g.Rules = append(g.Rules, Rule{ID: simkit.NewUUID(), SecurityGroupID: g.ID, ProjectID: p, Direction: "egress",
 			EtherType: et, Created: g.Created, seq: s.st.next()})
 	}
 	s.st.secGroups[g.ID] = g
-	writeJSON(w, http.StatusCreated, obj{"security_group": s.sgRep(g)})
+	simkit.WriteJSON(w, http.StatusCreated, obj{"security_group": s.sgRep(g)})
 	return nil
 }
 
@@ -838,7 +840,7 @@ func (s *Server) updateSecGroup(w http.ResponseWriter, r *http.Request, c *calle
 		g.Name = *in.SG.Name
 	}
 	in.SG.apply(&g.Description, nil)
-	writeJSON(w, http.StatusOK, obj{"security_group": s.sgRep(g)})
+	simkit.WriteJSON(w, http.StatusOK, obj{"security_group": s.sgRep(g)})
 	return nil
 }
 
@@ -896,7 +898,7 @@ func (s *Server) getRule(w http.ResponseWriter, r *http.Request, c *caller) *api
 	if g == nil {
 		return nfound("security group rule", r.PathValue("id"))
 	}
-	writeJSON(w, http.StatusOK, obj{"security_group_rule": ruleRep(g.Rules[i])})
+	simkit.WriteJSON(w, http.StatusOK, obj{"security_group_rule": ruleRep(g.Rules[i])})
 	return nil
 }
 
@@ -922,7 +924,7 @@ func (s *Server) createRule(w http.ResponseWriter, r *http.Request, c *caller) *
 	if g == nil {
 		return nfound("security group", rin.SecurityGroupID)
 	}
-	rl := Rule{ID: newUUID(), SecurityGroupID: g.ID, ProjectID: g.ProjectID, Direction: rin.Direction,
+	rl := Rule{ID: simkit.NewUUID(), SecurityGroupID: g.ID, ProjectID: g.ProjectID, Direction: rin.Direction,
 		EtherType: rin.EtherType, Description: rin.Description}
 	if rl.Direction != "ingress" && rl.Direction != "egress" {
 		return badInput("direction " + rin.Direction + " is not in [ingress, egress].")
@@ -979,7 +981,7 @@ func (s *Server) createRule(w http.ResponseWriter, r *http.Request, c *caller) *
 	}
 	rl.seq, rl.Created = s.st.next(), s.now()
 	g.Rules = append(g.Rules, rl)
-	writeJSON(w, http.StatusCreated, obj{"security_group_rule": ruleRep(rl)})
+	simkit.WriteJSON(w, http.StatusCreated, obj{"security_group_rule": ruleRep(rl)})
 	return nil
 }
 

@@ -1,6 +1,8 @@
 package openstacksim
 
 import (
+	"github.com/sitebus/sitebus/e2e/simkit"
+
 	"encoding/json"
 	"net/http"
 	"slices"
@@ -82,7 +84,7 @@ func (s *Server) setGateway(rt *Router, id string) *apiErr {
 	if n == nil || !n.External {
 		return neutronErr(http.StatusBadRequest, "BadRequest", "Bad router request: Network "+id+" is not a valid external network.")
 	}
-	p := &Port{ID: newUUID(), NetworkID: id, MAC: newMAC(), DeviceID: rt.ID, DeviceOwner: ownerRouterGateway,
+	p := &Port{ID: simkit.NewUUID(), NetworkID: id, MAC: newMAC(), DeviceID: rt.ID, DeviceOwner: ownerRouterGateway,
 		SecurityGroups: []string{}, Created: s.now(), seq: s.st.next()}
 	ips, e := s.allocateIPs(n, p.ID, nil)
 	if e != nil {
@@ -108,7 +110,7 @@ func (s *Server) createRouter(w http.ResponseWriter, r *http.Request, c *caller)
 	if e := s.checkNeutronQuota(p, "router", 1); e != nil {
 		return e
 	}
-	rt := &Router{ID: newUUID(), ProjectID: p, Created: s.now(), seq: s.st.next()}
+	rt := &Router{ID: simkit.NewUUID(), ProjectID: p, Created: s.now(), seq: s.st.next()}
 	if in.Router.Name != nil {
 		rt.Name = *in.Router.Name
 	}
@@ -122,7 +124,7 @@ func (s *Server) createRouter(w http.ResponseWriter, r *http.Request, c *caller)
 		}
 	}
 	s.st.routers[rt.ID] = rt
-	writeJSON(w, http.StatusCreated, obj{"router": s.routerRep(rt)})
+	simkit.WriteJSON(w, http.StatusCreated, obj{"router": s.routerRep(rt)})
 	return nil
 }
 
@@ -146,7 +148,7 @@ func (s *Server) updateRouter(w http.ResponseWriter, r *http.Request, c *caller)
 		rt.Name = *in.Router.Name
 	}
 	in.Router.apply(&rt.Description, nil)
-	writeJSON(w, http.StatusOK, obj{"router": s.routerRep(rt)})
+	simkit.WriteJSON(w, http.StatusOK, obj{"router": s.routerRep(rt)})
 	return nil
 }
 
@@ -218,7 +220,7 @@ func (s *Server) addRouterInterface(w http.ResponseWriter, r *http.Request, c *c
 		if e := s.checkNeutronQuota(rt.ProjectID, "port", 1); e != nil {
 			return e
 		}
-		p = &Port{ID: newUUID(), ProjectID: rt.ProjectID, NetworkID: sub.NetworkID, MAC: newMAC(),
+		p = &Port{ID: simkit.NewUUID(), ProjectID: rt.ProjectID, NetworkID: sub.NetworkID, MAC: newMAC(),
 			DeviceID: rt.ID, DeviceOwner: ownerRouterInterface, SecurityGroups: []string{}, Created: s.now(), seq: s.st.next()}
 		ip, e := sub.allocate(sub.GatewayIP, p.ID)
 		if e != nil {
@@ -243,7 +245,7 @@ func (s *Server) addRouterInterface(w http.ResponseWriter, r *http.Request, c *c
 		return neutronErr(http.StatusBadRequest, "BadRequest", "Bad router request: Either subnet_id or port_id must be specified.")
 	}
 	rt.Interfaces = append(rt.Interfaces, p.ID)
-	writeJSON(w, http.StatusOK, s.interfaceRep(rt, p))
+	simkit.WriteJSON(w, http.StatusOK, s.interfaceRep(rt, p))
 	return nil
 }
 
@@ -294,7 +296,7 @@ func (s *Server) removeRouterInterface(w http.ResponseWriter, r *http.Request, c
 	body := s.interfaceRep(rt, p)
 	rt.Interfaces = slices.DeleteFunc(rt.Interfaces, func(id string) bool { return id == p.ID })
 	s.removePort(p)
-	writeJSON(w, http.StatusOK, body)
+	simkit.WriteJSON(w, http.StatusOK, body)
 	return nil
 }
 
@@ -406,7 +408,7 @@ func (s *Server) createFloatingIP(w http.ResponseWriter, r *http.Request, c *cal
 	if e := s.checkNeutronQuota(p, "floatingip", 1); e != nil {
 		return e
 	}
-	f := &FloatingIP{ID: newUUID(), ProjectID: p, NetworkID: n.ID, Created: s.now(), seq: s.st.next()}
+	f := &FloatingIP{ID: simkit.NewUUID(), ProjectID: p, NetworkID: n.ID, Created: s.now(), seq: s.st.next()}
 	fin.apply(&f.Description, &f.Tags)
 	var want *[]fixedIPIn
 	if fin.Address != "" {
@@ -430,7 +432,7 @@ func (s *Server) createFloatingIP(w http.ResponseWriter, r *http.Request, c *cal
 		}
 	}
 	s.st.fips[f.ID] = f
-	writeJSON(w, http.StatusCreated, obj{"floatingip": s.fipRep(f)})
+	simkit.WriteJSON(w, http.StatusCreated, obj{"floatingip": s.fipRep(f)})
 	return nil
 }
 
@@ -451,7 +453,7 @@ func (s *Server) updateFloatingIP(w http.ResponseWriter, r *http.Request, c *cal
 		}
 	}
 	in.FIP.apply(&f.Description, nil)
-	writeJSON(w, http.StatusOK, obj{"floatingip": s.fipRep(f)})
+	simkit.WriteJSON(w, http.StatusOK, obj{"floatingip": s.fipRep(f)})
 	return nil
 }
 

@@ -1,6 +1,8 @@
 package openstacksim
 
 import (
+	"github.com/sitebus/sitebus/e2e/simkit"
+
 	"fmt"
 	"maps"
 	"net/http"
@@ -138,7 +140,7 @@ func (s *Server) getNeutronQuota(w http.ResponseWriter, r *http.Request, c *call
 	if !c.admin && p != c.projectID {
 		return neutronErr(http.StatusForbidden, "PolicyNotAuthorized", "rule:get_quota is disallowed by policy")
 	}
-	writeJSON(w, http.StatusOK, obj{"quota": s.quotaSet(p, neutronQuotaNames)})
+	simkit.WriteJSON(w, http.StatusOK, obj{"quota": s.quotaSet(p, neutronQuotaNames)})
 	return nil
 }
 
@@ -161,7 +163,7 @@ func (s *Server) putNeutronQuota(w http.ResponseWriter, r *http.Request, c *call
 	for k, v := range in.Quota {
 		s.setQuota(p, k, v)
 	}
-	writeJSON(w, http.StatusOK, obj{"quota": s.quotaSet(p, neutronQuotaNames)})
+	simkit.WriteJSON(w, http.StatusOK, obj{"quota": s.quotaSet(p, neutronQuotaNames)})
 	return nil
 }
 
@@ -204,7 +206,7 @@ func (s *Server) getNovaQuota(w http.ResponseWriter, r *http.Request, c *caller)
 	}
 	qs := s.quotaSet(p, novaQuotaNames)
 	qs["id"] = p
-	writeJSON(w, http.StatusOK, obj{"quota_set": qs})
+	simkit.WriteJSON(w, http.StatusOK, obj{"quota_set": qs})
 	return nil
 }
 
@@ -224,7 +226,7 @@ func (s *Server) putNovaQuota(w http.ResponseWriter, r *http.Request, c *caller)
 			s.setQuota(p, n, int(v))
 		}
 	}
-	writeJSON(w, http.StatusOK, obj{"quota_set": s.quotaSet(p, novaQuotaNames)})
+	simkit.WriteJSON(w, http.StatusOK, obj{"quota_set": s.quotaSet(p, novaQuotaNames)})
 	return nil
 }
 
@@ -276,7 +278,7 @@ func (s *Server) getCinderQuota(w http.ResponseWriter, r *http.Request, c *calle
 	}
 	qs := s.quotaSet(p, s.cinderQuotaNames())
 	qs["id"] = p
-	writeJSON(w, http.StatusOK, obj{"quota_set": qs})
+	simkit.WriteJSON(w, http.StatusOK, obj{"quota_set": qs})
 	return nil
 }
 
@@ -296,6 +298,6 @@ func (s *Server) putCinderQuota(w http.ResponseWriter, r *http.Request, c *calle
 			s.setQuota(p, n, int(v))
 		}
 	}
-	writeJSON(w, http.StatusOK, obj{"quota_set": s.quotaSet(p, s.cinderQuotaNames())})
+	simkit.WriteJSON(w, http.StatusOK, obj{"quota_set": s.quotaSet(p, s.cinderQuotaNames())})
 	return nil
 }

@@ -1,6 +1,8 @@
 package openstacksim
 
 import (
+	"github.com/sitebus/sitebus/e2e/simkit"
+
 	"net/http"
 	"strings"
 )
@@ -121,7 +123,7 @@ func (s *Server) routes() http.Handler {
 	// locked out of inspecting the simulator.
 	top := http.NewServeMux()
 	s.adminRoutes(top)
-	top.Handle("/", s.faults.Middleware(mux))
+	top.Handle("/", s.Faults.Middleware(mux))
 	return top
 }
 
@@ -149,12 +151,12 @@ func (s *Server) authed(h handler) http.Handler {
 		s.tick()
 		c := s.authenticate(r)
 		if c == nil {
-			w.Header().Set("WWW-Authenticate", `Keystone uri="`+base(r)+`/identity"`)
-			writeErr(w, errUnauthorized)
+			w.Header().Set("WWW-Authenticate", `Keystone uri="`+simkit.BaseURL(r)+`/identity"`)
+			simkit.WriteError(w, errUnauthorized)
 			return
 		}
 		if e := h(w, r, c); e != nil {
-			writeErr(w, e)
+			simkit.WriteError(w, e)
 		}
 	})
 }
@@ -171,11 +173,11 @@ func (s *Server) cinder(h handler) handler {
 }
 
 func (s *Server) computeVersions(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, obj{"versions": []obj{computeVersionDoc(base(r))}})
+	simkit.WriteJSON(w, http.StatusOK, obj{"versions": []obj{computeVersionDoc(simkit.BaseURL(r))}})
 }
 
 func (s *Server) computeVersion(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, obj{"version": computeVersionDoc(base(r))})
+	simkit.WriteJSON(w, http.StatusOK, obj{"version": computeVersionDoc(simkit.BaseURL(r))})
 }
 
 func computeVersionDoc(b string) obj {
@@ -184,8 +186,8 @@ func computeVersionDoc(b string) obj {
 }
 
 func (s *Server) networkVersions(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, obj{"versions": []obj{{"id": "v2.0", "status": "CURRENT",
-		"links": []obj{{"rel": "self", "href": base(r) + "/network/v2.0/"}}}}})
+	simkit.WriteJSON(w, http.StatusOK, obj{"versions": []obj{{"id": "v2.0", "status": "CURRENT",
+		"links": []obj{{"rel": "self", "href": simkit.BaseURL(r) + "/network/v2.0/"}}}}})
 }
 
 func volumeVersionDoc(b string) obj {
@@ -194,14 +196,14 @@ func volumeVersionDoc(b string) obj {
 }
 
 func (s *Server) volumeVersions(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusMultipleChoices, obj{"versions": []obj{volumeVersionDoc(base(r))}})
+	simkit.WriteJSON(w, http.StatusMultipleChoices, obj{"versions": []obj{volumeVersionDoc(simkit.BaseURL(r))}})
 }
 
 func (s *Server) volumeVersion(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, obj{"versions": []obj{volumeVersionDoc(base(r))}})
+	simkit.WriteJSON(w, http.StatusOK, obj{"versions": []obj{volumeVersionDoc(simkit.BaseURL(r))}})
 }
 
 func (s *Server) imageVersions(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, obj{"versions": []obj{{"id": "v2.15", "status": "CURRENT",
-		"links": []obj{{"rel": "self", "href": base(r) + "/image/v2/"}}}}})
+	simkit.WriteJSON(w, http.StatusOK, obj{"versions": []obj{{"id": "v2.15", "status": "CURRENT",
+		"links": []obj{{"rel": "self", "href": simkit.BaseURL(r) + "/image/v2/"}}}}})
 }

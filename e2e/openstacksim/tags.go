@@ -1,6 +1,8 @@
 package openstacksim
 
 import (
+	"github.com/sitebus/sitebus/e2e/simkit"
+
 	"net/http"
 	"slices"
 	"strings"
@@ -57,7 +59,7 @@ func (s *Server) listTags(w http.ResponseWriter, r *http.Request, c *caller) *ap
 	if e != nil {
 		return e
 	}
-	writeJSON(w, http.StatusOK, obj{"tags": append([]string{}, *tags...)})
+	simkit.WriteJSON(w, http.StatusOK, obj{"tags": append([]string{}, *tags...)})
 	return nil
 }
 
@@ -73,7 +75,7 @@ func (s *Server) replaceTags(w http.ResponseWriter, r *http.Request, c *caller) 
 		return e
 	}
 	*tags = uniqueTags(in.Tags)
-	writeJSON(w, http.StatusOK, obj{"tags": append([]string{}, *tags...)})
+	simkit.WriteJSON(w, http.StatusOK, obj{"tags": append([]string{}, *tags...)})
 	return nil
 }
 

@@ -1,10 +1,10 @@
 package ranchersim
 
 import (
+	"github.com/sitebus/sitebus/e2e/simkit"
+
 	"encoding/json"
 	"net/http"
-
-	"github.com/sitebus/sitebus/e2e/simhttp"
 )
 
 // adminRoutes serve the inspection API under /sim/ for a simulator run as
@@ -23,7 +23,7 @@ import (
 // stands in for a node's agent and goes through faults and the call log.
 func (s *Server) adminRoutes(mux *http.ServeMux) {
 	get := func(path string, f func() any) {
-		mux.HandleFunc("GET "+path, func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, f()) })
+		mux.HandleFunc("GET "+path, func(w http.ResponseWriter, _ *http.Request) { simkit.WriteJSON(w, http.StatusOK, f()) })
 	}
 	get("/sim/projects", func() any { return s.Projects() })
 	get("/sim/bindings", func() any { return s.Bindings("") })
@@ -44,6 +44,5 @@ func (s *Server) adminRoutes(mux *http.ServeMux) {
 		s.ClearNodeFaults()
 		w.WriteHeader(http.StatusNoContent)
 	})
-	simhttp.Admin{ResetCalls: s.ResetCalls, AddFault: s.AddFault, ClearFaults: s.ClearFaults, Down: s.Down,
-		BadRequest: func(w http.ResponseWriter, msg string) { writeErr(w, invalidBody(msg)) }}.Routes(mux)
+	s.AdminRoutes(mux, func(w http.ResponseWriter, msg string) { writeErr(w, invalidBody(msg)) })
 }

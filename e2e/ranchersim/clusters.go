@@ -1,6 +1,8 @@
 package ranchersim
 
 import (
+	"github.com/sitebus/sitebus/e2e/simkit"
+
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base32"
@@ -117,7 +119,7 @@ func (s *Server) mgmtClusterRep(b string, mc *mgmtCluster, read bool) map[string
 }
 
 func (s *Server) listAllClusters(w http.ResponseWriter, r *http.Request) *apiError {
-	b := base(r)
+	b := simkit.BaseURL(r)
 	s.mu.Lock()
 	objs := []map[string]any{s.clusterRep(b)}
 	for _, mc := range s.prov.clusters {
@@ -139,7 +141,7 @@ func (s *Server) getAnyCluster(w http.ResponseWriter, r *http.Request) *apiError
 	if mc == nil {
 		return notFoundCluster(id)
 	}
-	writeJSON(w, http.StatusOK, s.mgmtClusterRep(base(r), mc, true))
+	simkit.WriteJSON(w, http.StatusOK, s.mgmtClusterRep(simkit.BaseURL(r), mc, true))
 	return nil
 }
 
@@ -173,9 +175,9 @@ func (s *Server) anyClusterAction(w http.ResponseWriter, r *http.Request) *apiEr
 		mc.kubeconfigs++
 		name = mc.name
 	}
-	writeJSON(w, http.StatusOK, map[string]any{
+	simkit.WriteJSON(w, http.StatusOK, map[string]any{
 		"type": "generateKubeConfigOutput", "baseType": "generateKubeConfigOutput",
-		"config": kubeconfigYAML(base(r), id, name, "kubeconfig-"+s.opts.UserID+":"+randName(54)),
+		"config": kubeconfigYAML(simkit.BaseURL(r), id, name, "kubeconfig-"+s.opts.UserID+":"+randName(54)),
 	})
 	return nil
 }
@@ -233,7 +235,7 @@ func (s *Server) updateCluster(w http.ResponseWriter, r *http.Request) *apiError
 		}
 		mc.name = *in.Name
 	}
-	writeJSON(w, http.StatusOK, s.mgmtClusterRep(base(r), mc, false))
+	simkit.WriteJSON(w, http.StatusOK, s.mgmtClusterRep(simkit.BaseURL(r), mc, false))
 	return nil
 }
 
@@ -249,11 +251,11 @@ func (s *Server) deleteCluster(w http.ResponseWriter, r *http.Request) *apiError
 	if mc == nil {
 		return notFoundCluster(id)
 	}
-	rep := s.mgmtClusterRep(base(r), mc, false)
+	rep := s.mgmtClusterRep(simkit.BaseURL(r), mc, false)
 	s.removeCluster(id)
 	rep["state"] = "removing"
 	rep["transitioning"] = "yes"
-	writeJSON(w, http.StatusOK, rep)
+	simkit.WriteJSON(w, http.StatusOK, rep)
 	return nil
 }
 
@@ -274,14 +276,14 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) *apiError {
 	if !s.knownCluster(in.ClusterID) {
 		return invalidReference("clusterId", `clusters.management.cattle.io "`+in.ClusterID+`" not found`)
 	}
-	t := &regToken{clusterID: in.ClusterID, token: randName(54), uuid: newUUID(), created: s.now()}
+	t := &regToken{clusterID: in.ClusterID, token: randName(54), uuid: simkit.NewUUID(), created: s.now()}
 	for t.id == "" || s.prov.tokens[t.id] != nil {
 		t.name = "crt-" + randName(5)
 		t.id = in.ClusterID + ":" + t.name
 	}
 	s.prov.tokens[t.id] = t
 	s.log.Debug("registration token created", "id", t.id)
-	writeJSON(w, http.StatusCreated, tokenRep(base(r), t))
+	simkit.WriteJSON(w, http.StatusCreated, tokenRep(simkit.BaseURL(r), t))
 	return nil
 }
 
@@ -292,7 +294,7 @@ func (s *Server) getToken(w http.ResponseWriter, r *http.Request) *apiError {
 	if t == nil {
 		return notFound(`clusterregistrationtokens.management.cattle.io "` + r.PathValue("id") + `" not found`)
 	}
-	writeJSON(w, http.StatusOK, tokenRep(base(r), t))
+	simkit.WriteJSON(w, http.StatusOK, tokenRep(simkit.BaseURL(r), t))
 	return nil
 }
 
@@ -300,7 +302,7 @@ func (s *Server) getToken(w http.ResponseWriter, r *http.Request) *apiError {
 // the {cluster} in the path.
 func (s *Server) listTokens(w http.ResponseWriter, r *http.Request) *apiError {
 	cluster := r.PathValue("cluster")
-	b := base(r)
+	b := simkit.BaseURL(r)
 	s.mu.Lock()
 	if cluster != "" && !s.knownCluster(cluster) {
 		s.mu.Unlock()
@@ -389,14 +391,14 @@ func (s *Server) createClusterBinding(w http.ResponseWriter, r *http.Request) *a
 	}
 	cb := &clusterBinding{clusterID: in.ClusterID, roleTemplateID: in.RoleTemplateID,
 		userID: in.UserID, userPrincipalID: in.UserPrincipalID, groupID: in.GroupID, groupPrincipalID: in.GroupPrincipalID,
-		creatorID: s.opts.UserID, uuid: newUUID(), created: s.now()}
+		creatorID: s.opts.UserID, uuid: simkit.NewUUID(), created: s.now()}
 	cb.name = "crtb-" + derivedName(cb.subject()+"/"+cb.roleTemplateID+"/"+cb.clusterID)
 	cb.id = cb.clusterID + ":" + cb.name
 	if s.prov.crtbs[cb.id] != nil {
 		return alreadyExists(`clusterroletemplatebindings.management.cattle.io "` + cb.name + `" already exists`)
 	}
 	s.prov.crtbs[cb.id] = cb
-	writeJSON(w, http.StatusCreated, clusterBindingRep(base(r), cb))
+	simkit.WriteJSON(w, http.StatusCreated, clusterBindingRep(simkit.BaseURL(r), cb))
 	return nil
 }
 
@@ -407,7 +409,7 @@ func (s *Server) getClusterBinding(w http.ResponseWriter, r *http.Request) *apiE
 	if cb == nil {
 		return notFoundClusterBinding(r.PathValue("id"))
 	}
-	writeJSON(w, http.StatusOK, clusterBindingRep(base(r), cb))
+	simkit.WriteJSON(w, http.StatusOK, clusterBindingRep(simkit.BaseURL(r), cb))
 	return nil
 }
 
@@ -416,7 +418,7 @@ func (s *Server) getClusterBinding(w http.ResponseWriter, r *http.Request) *apiE
 // Waldur sends them).
 func (s *Server) listClusterBindings(w http.ResponseWriter, r *http.Request) *apiError {
 	cluster := r.PathValue("cluster")
-	b := base(r)
+	b := simkit.BaseURL(r)
 	s.mu.Lock()
 	if cluster != "" && !s.knownCluster(cluster) {
 		s.mu.Unlock()
@@ -442,9 +444,9 @@ func (s *Server) deleteClusterBinding(w http.ResponseWriter, r *http.Request) *a
 		return notFoundClusterBinding(id)
 	}
 	delete(s.prov.crtbs, id)
-	rep := clusterBindingRep(base(r), cb)
+	rep := clusterBindingRep(simkit.BaseURL(r), cb)
 	rep["state"] = "removing"
-	writeJSON(w, http.StatusOK, rep)
+	simkit.WriteJSON(w, http.StatusOK, rep)
 	return nil
 }
 

@@ -1,6 +1,8 @@
 package ranchersim
 
 import (
+	"github.com/sitebus/sitebus/e2e/simkit"
+
 	"net/http"
 	"strings"
 )
@@ -29,7 +31,7 @@ func notFoundBinding(id string) *apiError {
 // listBindings serves GET /v3/projectroletemplatebindings with norman
 // filters taken from the raw query (see rawParams).
 func (s *Server) listBindings(w http.ResponseWriter, r *http.Request) *apiError {
-	b := base(r)
+	b := simkit.BaseURL(r)
 	s.mu.Lock()
 	objs := make([]map[string]any, 0, len(s.bindings))
 	for _, pb := range s.bindings {
@@ -47,7 +49,7 @@ func (s *Server) getBinding(w http.ResponseWriter, r *http.Request) *apiError {
 	if pb == nil {
 		return notFoundBinding(r.PathValue("id"))
 	}
-	writeJSON(w, http.StatusOK, bindingRep(base(r), pb))
+	simkit.WriteJSON(w, http.StatusOK, bindingRep(simkit.BaseURL(r), pb))
 	return nil
 }
 
@@ -94,7 +96,7 @@ func (s *Server) createBinding(w http.ResponseWriter, r *http.Request) *apiError
 	}
 	s.storeBinding(pb)
 	s.log.Debug("binding created", "id", pb.id, "role", pb.roleTemplateID, "subject", pb.subject())
-	writeJSON(w, http.StatusCreated, bindingRep(base(r), pb))
+	simkit.WriteJSON(w, http.StatusCreated, bindingRep(simkit.BaseURL(r), pb))
 	return nil
 }
 
@@ -107,9 +109,9 @@ func (s *Server) deleteBinding(w http.ResponseWriter, r *http.Request) *apiError
 		return notFoundBinding(id)
 	}
 	delete(s.bindings, id)
-	rep := bindingRep(base(r), pb)
+	rep := bindingRep(simkit.BaseURL(r), pb)
 	rep["state"] = "removing"
-	writeJSON(w, http.StatusOK, rep)
+	simkit.WriteJSON(w, http.StatusOK, rep)
 	return nil
 }
 

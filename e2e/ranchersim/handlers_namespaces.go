@@ -1,6 +1,8 @@
 package ranchersim
 
 import (
+	"github.com/sitebus/sitebus/e2e/simkit"
+
 	"errors"
 	"net/http"
 	"strings"
@@ -84,7 +86,7 @@ func (s *Server) listNamespaces(w http.ResponseWriter, r *http.Request) *apiErro
 	if err != nil {
 		return kubeErr(err)
 	}
-	b := base(r)
+	b := simkit.BaseURL(r)
 	objs := make([]map[string]any, 0, len(list.Items))
 	for i := range list.Items {
 		objs = append(objs, s.namespaceRep(b, &list.Items[i]))
@@ -101,7 +103,7 @@ func (s *Server) getNamespace(w http.ResponseWriter, r *http.Request) *apiError 
 	if err != nil {
 		return kubeErr(err)
 	}
-	writeJSON(w, http.StatusOK, s.namespaceRep(base(r), ns))
+	simkit.WriteJSON(w, http.StatusOK, s.namespaceRep(simkit.BaseURL(r), ns))
 	return nil
 }
 
@@ -144,7 +146,7 @@ func (s *Server) createNamespace(w http.ResponseWriter, r *http.Request) *apiErr
 		return kubeErr(err)
 	}
 	s.log.Debug("namespace created", "name", in.Name, "project", in.ProjectID)
-	writeJSON(w, http.StatusCreated, s.namespaceRep(base(r), created))
+	simkit.WriteJSON(w, http.StatusCreated, s.namespaceRep(simkit.BaseURL(r), created))
 	return nil
 }
 
@@ -161,9 +163,9 @@ func (s *Server) deleteNamespace(w http.ResponseWriter, r *http.Request) *apiErr
 	if err := s.kube.namespaces().Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 		return kubeErr(err)
 	}
-	rep := s.namespaceRep(base(r), ns)
+	rep := s.namespaceRep(simkit.BaseURL(r), ns)
 	rep["state"] = "removing"
-	writeJSON(w, http.StatusOK, rep)
+	simkit.WriteJSON(w, http.StatusOK, rep)
 	return nil
 }
 

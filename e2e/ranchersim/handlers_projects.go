@@ -1,6 +1,8 @@
 package ranchersim
 
 import (
+	"github.com/sitebus/sitebus/e2e/simkit"
+
 	"net/http"
 )
 
@@ -30,7 +32,7 @@ func notFoundProject(id string) *apiError {
 }
 
 func (s *Server) listProjects(w http.ResponseWriter, r *http.Request) *apiError {
-	b := base(r)
+	b := simkit.BaseURL(r)
 	s.mu.Lock()
 	objs := make([]map[string]any, 0, len(s.projects))
 	for _, p := range s.projects {
@@ -48,7 +50,7 @@ func (s *Server) getProject(w http.ResponseWriter, r *http.Request) *apiError {
 	if p == nil {
 		return notFoundProject(r.PathValue("id"))
 	}
-	writeJSON(w, http.StatusOK, projectRep(base(r), p))
+	simkit.WriteJSON(w, http.StatusOK, projectRep(simkit.BaseURL(r), p))
 	return nil
 }
 
@@ -82,7 +84,7 @@ func (s *Server) createProject(w http.ResponseWriter, r *http.Request) *apiError
 	}
 	s.addProject(p, true)
 	s.log.Debug("project created", "id", p.id, "name", p.name)
-	writeJSON(w, http.StatusCreated, projectRep(base(r), p))
+	simkit.WriteJSON(w, http.StatusCreated, projectRep(simkit.BaseURL(r), p))
 	return nil
 }
 
@@ -126,7 +128,7 @@ func (s *Server) updateProject(w http.ResponseWriter, r *http.Request) *apiError
 	if in.ContainerDefaultResourceLimit != nil {
 		p.containerLimit = in.ContainerDefaultResourceLimit
 	}
-	writeJSON(w, http.StatusOK, projectRep(base(r), p))
+	simkit.WriteJSON(w, http.StatusOK, projectRep(simkit.BaseURL(r), p))
 	return nil
 }
 
@@ -148,7 +150,7 @@ func (s *Server) deleteProject(w http.ResponseWriter, r *http.Request) *apiError
 			delete(s.bindings, bid)
 		}
 	}
-	rep := projectRep(base(r), p)
+	rep := projectRep(simkit.BaseURL(r), p)
 	s.mu.Unlock()
 	if s.kube != nil {
 		if err := s.kube.deleteProjectNamespaces(r.Context(), id); err != nil {
@@ -158,13 +160,13 @@ func (s *Server) deleteProject(w http.ResponseWriter, r *http.Request) *apiError
 	}
 	rep["state"] = "removing"
 	rep["transitioning"] = "yes"
-	writeJSON(w, http.StatusOK, rep)
+	simkit.WriteJSON(w, http.StatusOK, rep)
 	return nil
 }
 
 func (s *Server) listProjectBindings(w http.ResponseWriter, r *http.Request) *apiError {
 	id := r.PathValue("id")
-	b := base(r)
+	b := simkit.BaseURL(r)
 	s.mu.Lock()
 	if s.projects[id] == nil {
 		s.mu.Unlock()

@@ -1,6 +1,8 @@
 package ranchersim
 
 import (
+	"github.com/sitebus/sitebus/e2e/simkit"
+
 	"context"
 	"fmt"
 	"net/http"
@@ -71,7 +73,7 @@ func (s *Server) importYAML(w http.ResponseWriter, r *http.Request) *apiError {
 	s.mu.Lock()
 	s.imports = append(s.imports, imp)
 	s.mu.Unlock()
-	writeJSON(w, imp.Status, map[string]any{"type": "importYamlOutput", "message": imp.Message})
+	simkit.WriteJSON(w, imp.Status, map[string]any{"type": "importYamlOutput", "message": imp.Message})
 	return nil
 }
 

@@ -1,6 +1,8 @@
 package ranchersim
 
 import (
+	"github.com/sitebus/sitebus/e2e/simkit"
+
 	"crypto/subtle"
 	"io"
 	"net/http"
@@ -62,7 +64,7 @@ func (s *Server) routes() http.Handler {
 	// lock a test out of inspecting the simulator.
 	top := http.NewServeMux()
 	s.adminRoutes(top)
-	top.Handle("/", s.faults.Middleware(mux))
+	top.Handle("/", s.Faults.Middleware(mux))
 	return top
 }
 
@@ -104,8 +106,8 @@ func (s *Server) authenticated(r *http.Request) bool {
 // root is the v3 API root; the agent POSTs to it as a login probe and only
 // looks at the status.
 func (s *Server) root(w http.ResponseWriter, r *http.Request) *apiError {
-	b := base(r) + "/v3"
-	writeJSON(w, http.StatusOK, map[string]any{
+	b := simkit.BaseURL(r) + "/v3"
+	simkit.WriteJSON(w, http.StatusOK, map[string]any{
 		"id": "v3", "type": "apiRoot", "baseType": "apiRoot", "apiVersion": map[string]string{
 			"group": "management.cattle.io", "path": "/v3", "version": "v3",
 		},
@@ -130,7 +132,7 @@ func (s *Server) getCluster(w http.ResponseWriter, r *http.Request) *apiError {
 	if err := s.cluster(r); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, s.clusterRep(base(r)))
+	simkit.WriteJSON(w, http.StatusOK, s.clusterRep(simkit.BaseURL(r)))
 	return nil
 }
 

@@ -3,7 +3,6 @@ package ranchersim
 import (
 	"fmt"
 	"log/slog"
-	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -11,7 +10,7 @@ import (
 
 	"k8s.io/client-go/rest"
 
-	"github.com/sitebus/sitebus/e2e/simhttp"
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // Defaults of Options.
@@ -92,10 +91,7 @@ type Server struct {
 	imports  []Import
 	prov     provState // provisioned clusters, their nodes, tokens, bindings; v1 secrets
 
-	faults *simhttp.Faults // call log and injected faults
-
-	handler http.Handler
-	srv     *simhttp.Server // serves handler (Start, NewTestServer)
+	simkit.Base
 }
 
 // New builds a simulator; it does not listen (see Start, NewTestServer,
@@ -136,9 +132,9 @@ func New(opts Options) (*Server, error) {
 		created:  opts.Now().UTC(),
 		projects: map[string]*project{},
 		bindings: map[string]*binding{},
-		faults:   newFaults(),
 		prov:     newProvState(opts.ClusterRoleTemplates),
 	}
+	s.Faults = newFaults()
 	for _, r := range opts.RoleTemplates {
 		s.roles[r] = true
 	}
@@ -155,38 +151,15 @@ func New(opts Options) (*Server, error) {
 				labels: map[string]string{"authz.management.cattle.io/" + strings.ToLower(name) + "-project": "true"}}, false)
 		}
 	}
-	s.handler = s.routes()
-	s.srv = &simhttp.Server{Handler: s.handler, Log: s.log, ShutdownTimeout: 2 * time.Second, Cut: true}
+	s.Init(s.routes(), s.log)
 	return s, nil
 }
-
-// Handler serves the API at the root: /v3/…, /k8s/clusters/….
-func (s *Server) Handler() http.Handler { return s.handler }
-
-// Start listens on addr (e.g. 127.0.0.1:8443, or 127.0.0.1:0) and serves in
-// the background until Close.
-func (s *Server) Start(addr string) error { return s.srv.Start(addr) }
-
-// URL is the base URL (no trailing slash, no /v3) once Start or
-// NewTestServer ran: what backend_url points at.
-func (s *Server) URL() string { return s.srv.URL() }
 
 // Options returns the effective options (defaults filled in).
 func (s *Server) Options() Options { return s.opts }
 
-// Close stops serving. Requests held by a hanging fault are cut.
-func (s *Server) Close() error { return s.srv.Close() }
-
 // NewTestServer starts a simulator on 127.0.0.1 (an httptest server) closed
 // by t.Cleanup.
-func NewTestServer(t testing.TB, opts Options) *Server {
-	t.Helper()
-	s, err := New(opts)
-	if err != nil {
-		t.Fatalf("ranchersim: %v", err)
-	}
-	s.srv.ServeTest(t, s.Close)
-	return s
-}
+func NewTestServer(t testing.TB, opts Options) *Server { return simkit.NewTestServer(t, New, opts) }
 
 func (s *Server) now() time.Time { return s.opts.Now().UTC() }

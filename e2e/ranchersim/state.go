@@ -1,10 +1,11 @@
 package ranchersim
 
 import (
+	"github.com/sitebus/sitebus/e2e/simkit"
+
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base32"
-	"encoding/hex"
 	"maps"
 	"strings"
 	"time"
@@ -74,7 +75,7 @@ func (s *Server) addProject(p *project, creatorBinding bool) {
 	}
 	p.annotations["field.cattle.io/creatorId"] = p.creatorID
 	p.labels["cattle.io/creator"] = "norman"
-	p.uuid = newUUID()
+	p.uuid = simkit.NewUUID()
 	p.created = s.now()
 	s.projects[p.id] = p
 	if creatorBinding && !s.opts.NoCreatorBinding {
@@ -106,7 +107,7 @@ func (s *Server) storeBinding(b *binding) {
 	if b.creatorID == "" {
 		b.creatorID = s.opts.UserID
 	}
-	b.uuid = newUUID()
+	b.uuid = simkit.NewUUID()
 	b.created = s.now()
 	s.bindings[b.id] = b
 }
@@ -134,15 +135,6 @@ func randName(n int) string {
 		b[i] = nameAlphabet[int(b[i])%len(nameAlphabet)]
 	}
 	return string(b)
-}
-
-func newUUID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	h := hex.EncodeToString(b[:])
-	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }
 
 func cloneMap(m map[string]string) map[string]string {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sitebus/sitebus/e2e/simhttp"
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // Call is one logged /api/ request.
@@ -44,7 +44,7 @@ func (s *Server) apiMiddleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(io.LimitReader(r.Body, 10<<20))
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		rec := simhttp.NewRecorder(w)
+		rec := simkit.NewRecorder(w)
 		defer func() {
 			s.mu.Lock()
 			s.calls = append(s.calls, Call{

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sitebus/sitebus/e2e/simhttp"
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // Config configures a simulator.
@@ -49,7 +49,7 @@ type Server struct {
 	fault []*activeFault
 
 	handler http.Handler
-	srv     *simhttp.Server // serves handler (Start, NewTestServer)
+	srv     *simkit.Server // serves handler (Start, NewTestServer)
 }
 
 // New builds a simulator from cfg; it does not listen (see Start, Handler).
@@ -76,7 +76,7 @@ func New(cfg Config) (*Server, error) {
 		s.pub = newPublisher(*cfg.Rabbit, s.log)
 	}
 	s.handler = s.routes()
-	s.srv = &simhttp.Server{Handler: s.handler, Log: s.log, ShutdownTimeout: 5 * time.Second} // Close waits for requests in flight
+	s.srv = &simkit.Server{Handler: s.handler, Log: s.log, ShutdownTimeout: 5 * time.Second} // Close waits for requests in flight
 	return s, nil
 }
 
