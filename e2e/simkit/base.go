@@ -24,6 +24,13 @@ func (b *Base) Init(h http.Handler, log *slog.Logger) {
 	b.srv = Server{Handler: h, Log: log, ShutdownTimeout: 2 * time.Second, Cut: true}
 }
 
+// InitGraceful is Init for a simulator whose Close waits up to wait for
+// the requests in flight instead of cutting them.
+func (b *Base) InitGraceful(h http.Handler, log *slog.Logger, wait time.Duration) {
+	b.handler = h
+	b.srv = Server{Handler: h, Log: log, ShutdownTimeout: wait}
+}
+
 // Handler serves the simulator's API and its /sim/ admin API at the root.
 func (b *Base) Handler() http.Handler { return b.handler }
 

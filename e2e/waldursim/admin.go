@@ -1,6 +1,8 @@
 package waldursim
 
 import (
+	"github.com/sitebus/sitebus/e2e/simkit"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -95,7 +97,7 @@ func (s *Server) adminRoutes() http.Handler {
 				writeErr(w, err)
 				return
 			}
-			writeJSON(w, status, v)
+			simkit.WriteJSON(w, status, v)
 		})
 	}
 	h("POST /sim/orders", func(r *http.Request) (int, any, error) {
@@ -287,8 +289,8 @@ func (s *Server) CreateOrder(ctx context.Context, req CreateOrderRequest) (*Crea
 		return nil, err
 	}
 	out := &CreateOrderResult{
-		Order:    s.st.orderView(s.srv.URL(), order),
-		Resource: s.st.resourceView(s.srv.URL(), res),
+		Order:    s.st.orderView(s.URL(), order),
+		Resource: s.st.resourceView(s.URL(), res),
 	}
 	s.mu.Unlock()
 	return out, s.finishPublish(ctx, ev, &out.EventResult)
@@ -353,7 +355,7 @@ func (s *Server) SetResourceFlags(ctx context.Context, resourceUUID string, req 
 			ev = s.resourceEvent(res)
 		}
 	}
-	out := &FlagsResult{Resource: s.st.resourceView(s.srv.URL(), res)}
+	out := &FlagsResult{Resource: s.st.resourceView(s.URL(), res)}
 	s.mu.Unlock()
 	return out, s.finishPublish(ctx, ev, &out.EventResult)
 }
@@ -420,37 +422,6 @@ func (s *Server) PublishRaw(ctx context.Context, req RawEventRequest) (*EventRes
 	s.mu.Unlock()
 	out := &EventResult{}
 	return out, s.finishPublish(ctx, ev, out)
-}
-
-// Calls returns the log of /api/ calls.
-func (s *Server) Calls() []Call {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Call{}, s.calls...)
-}
-
-// ResetCalls clears the call log.
-func (s *Server) ResetCalls() {
-	s.mu.Lock()
-	s.calls = nil
-	s.mu.Unlock()
-}
-
-// AddFault injects a fault (see Fault).
-func (s *Server) AddFault(f Fault) {
-	if f.Count <= 0 {
-		f.Count = 1
-	}
-	s.mu.Lock()
-	s.fault = append(s.fault, &activeFault{Fault: f, left: f.Count})
-	s.mu.Unlock()
-}
-
-// ClearFaults removes all injected faults.
-func (s *Server) ClearFaults() {
-	s.mu.Lock()
-	s.fault = nil
-	s.mu.Unlock()
 }
 
 // Subscriptions lists event subscriptions with their queues.

@@ -1,6 +1,8 @@
 package waldursim
 
 import (
+	"github.com/sitebus/sitebus/e2e/simkit"
+
 	"context"
 	"net/http"
 	"slices"
@@ -59,7 +61,7 @@ func (s *Server) getIdentity(w http.ResponseWriter, r *http.Request, _ *User) er
 	if id == nil {
 		return errNotFound
 	}
-	writeJSON(w, http.StatusOK, restrictFields(r, s.identityView(baseURL(r), id)))
+	simkit.WriteJSON(w, http.StatusOK, restrictFields(r, s.identityView(baseURL(r), id)))
 	return nil
 }
 
@@ -107,13 +109,13 @@ func (s *Server) createIdentity(w http.ResponseWriter, r *http.Request, _ *User)
 	}
 	for _, other := range s.st.identities {
 		if other.Name == id.Name {
-			return &apiError{http.StatusBadRequest, map[string][]string{
+			return &apiError{Status: http.StatusBadRequest, Body: map[string][]string{
 				"name": {"Agent identity with this name already exists."}}}
 		}
 	}
 	s.st.identities[id.UUID] = id
 	s.st.identOrder = append(s.st.identOrder, id.UUID)
-	writeJSON(w, http.StatusCreated, s.identityView(baseURL(r), id))
+	simkit.WriteJSON(w, http.StatusCreated, s.identityView(baseURL(r), id))
 	return nil
 }
 
@@ -145,7 +147,7 @@ func (s *Server) updateIdentity(w http.ResponseWriter, r *http.Request, _ *User)
 	}
 	upd.Modified = s.now()
 	*id = upd
-	writeJSON(w, http.StatusOK, s.identityView(baseURL(r), id))
+	simkit.WriteJSON(w, http.StatusOK, s.identityView(baseURL(r), id))
 	return nil
 }
 
@@ -175,7 +177,7 @@ func (s *Server) registerService(w http.ResponseWriter, r *http.Request, _ *User
 			svc.Mode, svc.State, svc.Modified = mode, "Active", s.now()
 			v := *svc
 			v.URL = base + "/api/marketplace-site-agent-services/" + svc.UUID + "/"
-			writeJSON(w, http.StatusOK, v)
+			simkit.WriteJSON(w, http.StatusOK, v)
 			return nil
 		}
 	}
@@ -184,7 +186,7 @@ func (s *Server) registerService(w http.ResponseWriter, r *http.Request, _ *User
 	s.st.services[svc.UUID] = svc
 	v := *svc
 	v.URL = base + "/api/marketplace-site-agent-services/" + svc.UUID + "/"
-	writeJSON(w, http.StatusCreated, v)
+	simkit.WriteJSON(w, http.StatusCreated, v)
 	return nil
 }
 
@@ -213,14 +215,14 @@ func (s *Server) registerProcessor(w http.ResponseWriter, r *http.Request, _ *Us
 	for i := range svc.Processors {
 		if p := &svc.Processors[i]; p.Name == name {
 			p.BackendType, p.BackendVersion, p.Modified = btype, bversion, s.now()
-			writeJSON(w, http.StatusOK, *p)
+			simkit.WriteJSON(w, http.StatusOK, *p)
 			return nil
 		}
 	}
 	p := AgentProcessor{UUID: newUUID(), Service: uid, Name: name, BackendType: btype,
 		BackendVersion: bversion, Created: s.now(), Modified: s.now()}
 	svc.Processors = append(svc.Processors, p)
-	writeJSON(w, http.StatusCreated, p)
+	simkit.WriteJSON(w, http.StatusCreated, p)
 	return nil
 }
 
@@ -265,7 +267,7 @@ func (s *Server) registerEventSubscription(w http.ResponseWriter, r *http.Reques
 	s.st.subOrder = append(s.st.subOrder, sub.UUID)
 	v := subView(baseURL(r), sub)
 	s.mu.Unlock()
-	writeJSON(w, http.StatusCreated, v)
+	simkit.WriteJSON(w, http.StatusCreated, v)
 	return nil
 }
 
@@ -317,7 +319,7 @@ func (s *Server) getSubscription(w http.ResponseWriter, r *http.Request, u *User
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, restrictFields(r, toMap(subView(baseURL(r), sub))))
+	simkit.WriteJSON(w, http.StatusOK, restrictFields(r, toMap(subView(baseURL(r), sub))))
 	return nil
 }
 
@@ -376,7 +378,7 @@ func (s *Server) createQueue(w http.ResponseWriter, r *http.Request, u *User) er
 		if q.EventSubscriptionUUID == sub.UUID && q.OfferingUUID == off && q.ObjectType == objType {
 			v := queueView(baseURL(r), q)
 			s.mu.Unlock()
-			writeJSON(w, http.StatusOK, v)
+			simkit.WriteJSON(w, http.StatusOK, v)
 			return nil
 		}
 	}
@@ -393,7 +395,7 @@ func (s *Server) createQueue(w http.ResponseWriter, r *http.Request, u *User) er
 	s.st.queues = append(s.st.queues, q)
 	v := queueView(baseURL(r), q)
 	s.mu.Unlock()
-	writeJSON(w, http.StatusCreated, v)
+	simkit.WriteJSON(w, http.StatusCreated, v)
 	return nil
 }
 

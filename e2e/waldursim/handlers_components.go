@@ -107,7 +107,7 @@ func validateComponent(body map[string]any, existing map[string]any, partial boo
 	if !prepaid {
 		for _, k := range prepaidOnlyFields {
 			if v, ok := attrs[k]; ok && v != nil {
-				return nil, &apiError{http.StatusBadRequest, map[string][]string{k: {"This field can only be set on prepaid components."}}}
+				return nil, &apiError{Status: http.StatusBadRequest, Body: map[string][]string{k: {"This field can only be set on prepaid components."}}}
 			}
 		}
 	}
@@ -157,7 +157,7 @@ func (s *Server) createComponent(w http.ResponseWriter, r *http.Request, _ *User
 	}
 	typ := attrs["type"].(string)
 	if slices.ContainsFunc(off.Components, func(c map[string]any) bool { return c["type"] == typ }) {
-		return &apiError{http.StatusBadRequest, []string{fmt.Sprintf("Component %s already exists.", typ)}}
+		return &apiError{Status: http.StatusBadRequest, Body: []string{fmt.Sprintf("Component %s already exists.", typ)}}
 	}
 	c := componentDefaults()
 	maps.Copy(c, attrs)
@@ -187,7 +187,7 @@ func (s *Server) updateComponent(w http.ResponseWriter, r *http.Request, _ *User
 	}
 	raw, _ := body["uuid"].(string)
 	if raw == "" {
-		return &apiError{http.StatusBadRequest, map[string]string{"details": "UUID for offering component was not provided."}}
+		return &apiError{Status: http.StatusBadRequest, Body: map[string]string{"details": "UUID for offering component was not provided."}}
 	}
 	cid, _ := normUUID(raw)
 	i := slices.IndexFunc(off.Components, func(c map[string]any) bool { return cid != "" && c["uuid"] == cid })

@@ -1,17 +1,19 @@
 package waldursim
 
 import (
+	"github.com/sitebus/sitebus/e2e/simkit"
+
 	"net/http"
 	"strings"
 )
 
 func (s *Server) getVersion(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"version": s.cfg.Version, "latest_version": s.cfg.Version})
+	simkit.WriteJSON(w, http.StatusOK, map[string]any{"version": s.cfg.Version, "latest_version": s.cfg.Version})
 }
 
 func (s *Server) getMe(w http.ResponseWriter, r *http.Request, u *User) error {
 	first, last, _ := strings.Cut(u.FullName, " ")
-	writeJSON(w, http.StatusOK, restrictFields(r, map[string]any{
+	simkit.WriteJSON(w, http.StatusOK, restrictFields(r, map[string]any{
 		"uuid": u.UUID, "url": baseURL(r) + "/api/users/" + u.UUID + "/", "username": u.Username,
 		"full_name": u.FullName, "first_name": first, "last_name": last, "email": u.Email,
 		"is_staff": false, "is_support": false, "is_active": true,
@@ -30,7 +32,7 @@ func (s *Server) getOffering(w http.ResponseWriter, r *http.Request, _ *User) er
 	if o == nil {
 		return errNotFound
 	}
-	writeJSON(w, http.StatusOK, restrictFields(r, s.st.offeringView(baseURL(r), o)))
+	simkit.WriteJSON(w, http.StatusOK, restrictFields(r, s.st.offeringView(baseURL(r), o)))
 	return nil
 }
 
@@ -81,6 +83,6 @@ func (s *Server) getPlan(w http.ResponseWriter, r *http.Request, _ *User) error 
 	if p == nil {
 		return errNotFound
 	}
-	writeJSON(w, http.StatusOK, restrictFields(r, s.st.planView(baseURL(r), p)))
+	simkit.WriteJSON(w, http.StatusOK, restrictFields(r, s.st.planView(baseURL(r), p)))
 	return nil
 }

@@ -1,6 +1,8 @@
 package waldursim
 
 import (
+	"github.com/sitebus/sitebus/e2e/simkit"
+
 	"net/http"
 	"time"
 )
@@ -67,7 +69,7 @@ func (s *Server) getOrder(w http.ResponseWriter, r *http.Request, _ *User) error
 	if o == nil {
 		return errNotFound
 	}
-	writeJSON(w, http.StatusOK, restrictFields(r, toMap(s.st.orderView(baseURL(r), o))))
+	simkit.WriteJSON(w, http.StatusOK, restrictFields(r, toMap(s.st.orderView(baseURL(r), o))))
 	return nil
 }
 
@@ -145,7 +147,7 @@ func (s *Server) orderAction(w http.ResponseWriter, r *http.Request, _ *User) er
 		// reported to the API caller.
 		_, _ = s.publish(r.Context(), emit)
 	}
-	writeJSON(w, status, resp)
+	simkit.WriteJSON(w, status, resp)
 	return nil
 }
 

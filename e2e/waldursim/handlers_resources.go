@@ -1,6 +1,8 @@
 package waldursim
 
 import (
+	"github.com/sitebus/sitebus/e2e/simkit"
+
 	"net/http"
 )
 
@@ -46,7 +48,7 @@ func (s *Server) getResource(w http.ResponseWriter, r *http.Request, _ *User) er
 	}
 	v := s.st.resourceView(baseURL(r), res)
 	v.MembershipSyncStatuses = nil
-	writeJSON(w, http.StatusOK, restrictFields(r, toMap(v)))
+	simkit.WriteJSON(w, http.StatusOK, restrictFields(r, toMap(v)))
 	return nil
 }
 
@@ -65,7 +67,7 @@ func (s *Server) getTeam(w http.ResponseWriter, r *http.Request, _ *User) error 
 	for _, m := range res.Team {
 		out = append(out, restrictFields(r, teamView(baseURL(r), m)))
 	}
-	writeJSON(w, http.StatusOK, out)
+	simkit.WriteJSON(w, http.StatusOK, out)
 	return nil
 }
 
@@ -165,6 +167,6 @@ func (s *Server) resourceAction(w http.ResponseWriter, r *http.Request, _ *User)
 		return err
 	}
 	res.Modified = s.now()
-	writeJSON(w, http.StatusOK, resp)
+	simkit.WriteJSON(w, http.StatusOK, resp)
 	return nil
 }

@@ -1,6 +1,8 @@
 package waldursim
 
 import (
+	"github.com/sitebus/sitebus/e2e/simkit"
+
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -139,7 +141,7 @@ func (s *Server) setUsage(w http.ResponseWriter, r *http.Request, _ *User) error
 		}
 		u.Usage, u.Date, u.Modified = e.amount, date, s.now()
 	}
-	writeJSON(w, http.StatusCreated, map[string]any{})
+	simkit.WriteJSON(w, http.StatusCreated, map[string]any{})
 	return nil
 }
 
@@ -202,7 +204,7 @@ func (s *Server) setUserUsages(w http.ResponseWriter, r *http.Request, _ *User) 
 		return err
 	}
 	u.UserUsages = out
-	writeJSON(w, http.StatusCreated, map[string]any{})
+	simkit.WriteJSON(w, http.StatusCreated, map[string]any{})
 	return nil
 }
 

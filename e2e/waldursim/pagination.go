@@ -1,6 +1,8 @@
 package waldursim
 
 import (
+	"github.com/sitebus/sitebus/e2e/simkit"
+
 	"net/http"
 	"net/url"
 	"strconv"
@@ -58,7 +60,7 @@ func writeList(w http.ResponseWriter, r *http.Request, items []map[string]any) {
 	w.Header().Set("Link", strings.Join(parts, ", "))
 	w.Header().Set("X-Result-Count", strconv.Itoa(len(items)))
 	w.Header().Set("Access-Control-Expose-Headers", "Link, X-Result-Count")
-	writeJSON(w, http.StatusOK, out)
+	simkit.WriteJSON(w, http.StatusOK, out)
 }
 
 var errInvalidPage = detail(http.StatusNotFound, "Invalid page.")

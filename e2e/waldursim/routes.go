@@ -56,7 +56,7 @@ func (s *Server) routes() http.Handler {
 	api.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { writeErr(w, errNotFound) })
 
 	root := http.NewServeMux()
-	root.Handle("/api/", s.apiMiddleware(api))
+	root.Handle("/api/", s.latency(s.Faults.Middleware(api)))
 	root.Handle("/sim/", s.adminRoutes())
 	root.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { writeErr(w, errNotFound) })
 	return root

@@ -2,7 +2,6 @@ package waldursim
 
 import (
 	"log/slog"
-	"net/http"
 	"sync"
 	"testing"
 	"time"
@@ -43,13 +42,10 @@ type Server struct {
 	log *slog.Logger
 	pub *publisher
 
-	mu    sync.Mutex
-	st    *state
-	calls []Call
-	fault []*activeFault
+	mu sync.Mutex
+	st *state
 
-	handler http.Handler
-	srv     *simkit.Server // serves handler (Start, NewTestServer)
+	simkit.Base
 }
 
 // New builds a simulator from cfg; it does not listen (see Start, Handler).
@@ -67,6 +63,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.Fixture = &Fixture{}
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger.With("component", "waldursim")}
+	s.Faults = newFaults()
 	st, err := newState(cfg.Fixture, s.now)
 	if err != nil {
 		return nil, err
@@ -75,26 +72,15 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Rabbit != nil {
 		s.pub = newPublisher(*cfg.Rabbit, s.log)
 	}
-	s.handler = s.routes()
-	s.srv = &simkit.Server{Handler: s.handler, Log: s.log, ShutdownTimeout: 5 * time.Second} // Close waits for requests in flight
+	s.InitGraceful(s.routes(), s.log, 5*time.Second)
 	return s, nil
 }
 
 func (s *Server) now() string { return s.cfg.Now().UTC().Format("2006-01-02T15:04:05.000000Z") }
 
-// Handler serves the Waldur API under /api/ and the admin API under /sim/.
-func (s *Server) Handler() http.Handler { return s.handler }
-
-// Start listens on addr (e.g. 127.0.0.1:8080, or :0) and serves in the
-// background. URL returns the base URL.
-func (s *Server) Start(addr string) error { return s.srv.Start(addr) }
-
-// URL is the base URL (no trailing slash) once Start or NewTestServer ran.
-func (s *Server) URL() string { return s.srv.URL() }
-
 // Close stops serving and drops the broker connections.
 func (s *Server) Close() error {
-	err := s.srv.Close()
+	err := s.Base.Close()
 	if s.pub != nil {
 		s.pub.close()
 	}
@@ -103,15 +89,7 @@ func (s *Server) Close() error {
 
 // NewTestServer starts a simulator on an httptest server closed by
 // t.Cleanup.
-func NewTestServer(t testing.TB, cfg Config) *Server {
-	t.Helper()
-	s, err := New(cfg)
-	if err != nil {
-		t.Fatalf("waldursim: %v", err)
-	}
-	s.srv.ServeTest(t, s.Close)
-	return s
-}
+func NewTestServer(t testing.TB, cfg Config) *Server { return simkit.NewTestServer(t, New, cfg) }
 
 // Admin returns an AdminClient for this server (after Start/NewTestServer).
-func (s *Server) Admin() *AdminClient { return NewAdminClient(s.srv.URL()) }
+func (s *Server) Admin() *AdminClient { return NewAdminClient(s.URL()) }
