@@ -1,6 +1,7 @@
 package keycloaksim
 
 import (
+	"cmp"
 	"github.com/sitebus/sitebus/e2e/simkit"
 
 	"fmt"
@@ -73,9 +74,7 @@ func (s *Server) AddGroup(realmName, parentID string, g Group) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if g.ID == "" {
-		g.ID = simkit.NewUUID()
-	}
+	g.ID = cmp.Or(g.ID, simkit.NewUUID())
 	if err := rm.seedGroup(g, parentID); err != nil {
 		return "", err
 	}

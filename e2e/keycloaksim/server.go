@@ -1,6 +1,7 @@
 package keycloaksim
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -86,15 +87,9 @@ type Server struct {
 // New builds a simulator; it does not listen (see Start, NewTestServer,
 // Handler).
 func New(cfg Config) (*Server, error) {
-	if cfg.AdminRealm == "" {
-		cfg.AdminRealm = "master"
-	}
-	if cfg.AdminUsername == "" {
-		cfg.AdminUsername = "admin"
-	}
-	if cfg.AdminPassword == "" {
-		cfg.AdminPassword = "admin"
-	}
+	cfg.AdminRealm = cmp.Or(cfg.AdminRealm, "master")
+	cfg.AdminUsername = cmp.Or(cfg.AdminUsername, "admin")
+	cfg.AdminPassword = cmp.Or(cfg.AdminPassword, "admin")
 	if len(cfg.ClientIDs) == 0 {
 		cfg.ClientIDs = []string{"admin-cli"}
 	}

@@ -49,9 +49,7 @@ func (r *realm) addUser(u User, created int64) (*user, error) {
 	if r.userByName(u.Username) != nil {
 		return nil, fmt.Errorf("%w: %s", errDuplicateUser, u.Username)
 	}
-	if u.ID == "" {
-		u.ID = simkit.NewUUID()
-	}
+	u.ID = cmp.Or(u.ID, simkit.NewUUID())
 	if _, ok := r.users[u.ID]; ok {
 		return nil, fmt.Errorf("user id %s exists", u.ID)
 	}

@@ -1,6 +1,7 @@
 package okdsim
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -70,9 +71,7 @@ func (s *Server) SeedProject(ctx context.Context, p Project) error {
 	for k, v := range p.Annotations {
 		a[k] = v
 	}
-	if p.Requester == "" {
-		p.Requester = "someone-else"
-	}
+	p.Requester = cmp.Or(p.Requester, "someone-else")
 	a[DisplayNameAnnotation], a[DescriptionAnnotation], a[RequesterAnnotation] = p.DisplayName, p.Description, p.Requester
 	ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace"}}
 	ns.SetName(p.Name)

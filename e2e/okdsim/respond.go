@@ -1,6 +1,7 @@
 package okdsim
 
 import (
+	"cmp"
 	"github.com/sitebus/sitebus/e2e/simkit"
 
 	"errors"
@@ -37,9 +38,7 @@ func writeErr(w http.ResponseWriter, err error) {
 		status = apierrors.NewInternalError(err).ErrStatus
 	}
 	status.TypeMeta = metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}
-	if status.Code == 0 {
-		status.Code = http.StatusInternalServerError
-	}
+	status.Code = cmp.Or(status.Code, http.StatusInternalServerError)
 	simkit.WriteJSON(w, int(status.Code), status)
 }
 

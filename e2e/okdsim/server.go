@@ -1,6 +1,7 @@
 package okdsim
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -76,21 +77,11 @@ func New(opts Options) (*Server, error) {
 	if opts.Kube == nil {
 		return nil, errors.New("okdsim: Options.Kube is required")
 	}
-	if opts.Token == "" {
-		opts.Token = DefaultToken
-	}
-	if opts.User == "" {
-		opts.User = DefaultUser
-	}
-	if opts.OAuthClientID == "" {
-		opts.OAuthClientID = DefaultOAuthClientID
-	}
-	if opts.OAuthClientSecret == "" {
-		opts.OAuthClientSecret = DefaultOAuthClientSecret
-	}
-	if opts.RefreshToken == "" {
-		opts.RefreshToken = DefaultRefreshToken
-	}
+	opts.Token = cmp.Or(opts.Token, DefaultToken)
+	opts.User = cmp.Or(opts.User, DefaultUser)
+	opts.OAuthClientID = cmp.Or(opts.OAuthClientID, DefaultOAuthClientID)
+	opts.OAuthClientSecret = cmp.Or(opts.OAuthClientSecret, DefaultOAuthClientSecret)
+	opts.RefreshToken = cmp.Or(opts.RefreshToken, DefaultRefreshToken)
 	if opts.OAuthTokenTTL <= 0 {
 		opts.OAuthTokenTTL = DefaultOAuthTokenTTL
 	}

@@ -1,6 +1,7 @@
 package openstacksim
 
 import (
+	"cmp"
 	"github.com/sitebus/sitebus/e2e/simkit"
 
 	"fmt"
@@ -67,9 +68,7 @@ func (s *Server) newVolume(project string, spec volumeSpec) (*Volume, *apiErr) {
 		}
 		t = *vt
 	}
-	if spec.az == "" {
-		spec.az = s.opts.AvailabilityZones[0]
-	}
+	spec.az = cmp.Or(spec.az, s.opts.AvailabilityZones[0])
 	if !slices.Contains(s.opts.AvailabilityZones, spec.az) {
 		return nil, novaErr(http.StatusBadRequest, "Availability zone '"+spec.az+"' is invalid.")
 	}

@@ -1,6 +1,7 @@
 package openstacksim
 
 import (
+	"cmp"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -35,9 +36,7 @@ func (s *Server) FailCall(method, pathPrefix string, status, count int) {
 	switch {
 	case strings.HasPrefix(pathPrefix, "/network/"):
 		typ := map[int]string{409: "Conflict", 400: "BadRequest", 404: "NotFound"}[status]
-		if typ == "" {
-			typ = "HTTPInternalServerError"
-		}
+		typ = cmp.Or(typ, "HTTPInternalServerError")
 		e = neutronErr(status, typ, msg)
 	case strings.HasPrefix(pathPrefix, "/compute/"), strings.HasPrefix(pathPrefix, "/volume/"):
 		e = novaErr(status, msg)
@@ -112,9 +111,7 @@ type ServerErrorRule struct {
 
 // FailServers adds an error rule.
 func (s *Server) FailServers(rule ServerErrorRule) {
-	if rule.Message == "" {
-		rule.Message = DefaultBootFault
-	}
+	rule.Message = cmp.Or(rule.Message, DefaultBootFault)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.st.serverRules = append(s.st.serverRules, &rule)

@@ -1,6 +1,7 @@
 package openstacksim
 
 import (
+	"cmp"
 	"github.com/sitebus/sitebus/e2e/simkit"
 
 	"net/http"
@@ -120,9 +121,7 @@ func (st *state) newSubnet(spec subnetSpec, now time.Time) (*Subnet, *apiErr) {
 		return nil, e
 	}
 	id := spec.id
-	if id == "" {
-		id = simkit.NewUUID()
-	}
+	id = cmp.Or(id, simkit.NewUUID())
 	dns := spec.dns
 	if dns == nil {
 		dns = []string{}

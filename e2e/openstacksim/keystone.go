@@ -1,6 +1,7 @@
 package openstacksim
 
 import (
+	"cmp"
 	"github.com/sitebus/sitebus/e2e/simkit"
 
 	"crypto/subtle"
@@ -344,9 +345,7 @@ func (s *Server) createProject(w http.ResponseWriter, r *http.Request, c *caller
 	if pin.Name == "" {
 		return keystoneErr(400, "Invalid input for field 'name': None is not of type 'string'")
 	}
-	if pin.DomainID == "" {
-		pin.DomainID = DefaultDomainID
-	}
+	pin.DomainID = cmp.Or(pin.DomainID, DefaultDomainID)
 	if _, ok := s.st.domains[pin.DomainID]; !ok {
 		return keystoneErr(404, "Could not find domain: "+pin.DomainID+".")
 	}
@@ -495,9 +494,7 @@ func (s *Server) createUser(w http.ResponseWriter, r *http.Request, c *caller) *
 	if uin.Name == "" {
 		return keystoneErr(400, "Invalid input for field 'name': None is not of type 'string'")
 	}
-	if uin.DomainID == "" {
-		uin.DomainID = DefaultDomainID
-	}
+	uin.DomainID = cmp.Or(uin.DomainID, DefaultDomainID)
 	if _, ok := s.st.domains[uin.DomainID]; !ok {
 		return keystoneErr(404, "Could not find domain: "+uin.DomainID+".")
 	}
@@ -650,9 +647,7 @@ func (s *Server) createAppCred(w http.ResponseWriter, r *http.Request, c *caller
 		}
 	}
 	a := &AppCredential{ID: newHexID(), Name: in.AppCred.Name, UserID: uid, ProjectID: c.projectID, Secret: in.AppCred.Secret}
-	if a.Secret == "" {
-		a.Secret = randomHex(32)
-	}
+	a.Secret = cmp.Or(a.Secret, randomHex(32))
 	s.st.appCreds[a.ID] = a
 	simkit.WriteJSON(w, http.StatusCreated, obj{"application_credential": obj{"id": a.ID, "name": a.Name,
 		"secret": a.Secret, "project_id": a.ProjectID, "user_id": a.UserID, "unrestricted": false,

@@ -1,6 +1,7 @@
 package openstacksim
 
 import (
+	"cmp"
 	"github.com/sitebus/sitebus/e2e/simkit"
 
 	"encoding/json"
@@ -47,9 +48,7 @@ func (c *caller) owns(project string) bool { return c.admin || project == c.proj
 // project_id/tenant_id (admin only when not the caller's) or the caller's.
 func targetProject(c *caller, projectID, tenantID string) (string, *apiErr) {
 	p := projectID
-	if p == "" {
-		p = tenantID
-	}
+	p = cmp.Or(p, tenantID)
 	if p == "" {
 		return c.projectID, nil
 	}
@@ -833,9 +832,7 @@ func (s *Server) createRule(w http.ResponseWriter, r *http.Request, c *caller) *
 	if rl.Direction != "ingress" && rl.Direction != "egress" {
 		return badInput("direction " + rin.Direction + " is not in [ingress, egress].")
 	}
-	if rl.EtherType == "" {
-		rl.EtherType = "IPv4"
-	}
+	rl.EtherType = cmp.Or(rl.EtherType, "IPv4")
 	if rl.EtherType != "IPv4" && rl.EtherType != "IPv6" {
 		return badInput("ethertype " + rin.EtherType + " is not in [IPv4, IPv6].")
 	}

@@ -1,6 +1,7 @@
 package openstacksim
 
 import (
+	"cmp"
 	"github.com/sitebus/sitebus/e2e/simkit"
 
 	"context"
@@ -388,9 +389,7 @@ func (s *Server) createServer(w http.ResponseWriter, r *http.Request, c *caller)
 		return novaErr(400, "Image "+sin.ImageRef+" could not be found.")
 	}
 	az := sin.AvailabilityZone
-	if az == "" {
-		az = s.opts.AvailabilityZones[0]
-	}
+	az = cmp.Or(az, s.opts.AvailabilityZones[0])
 	if !slices.Contains(s.opts.AvailabilityZones, az) {
 		return novaErr(400, "The requested availability zone is not available")
 	}
@@ -548,9 +547,7 @@ func (s *Server) createServer(w http.ResponseWriter, r *http.Request, c *caller)
 				// nova-compute makes these volumes while building, so
 				// Cinder's refusal (quota, size) fails the boot, not the
 				// request.
-				if bootFault == "" {
-					bootFault = "Build of instance " + sv.ID + " aborted: " + cinderMessage(e)
-				}
+				bootFault = cmp.Or(bootFault, "Build of instance "+sv.ID+" aborted: "+cinderMessage(e))
 				continue
 			}
 		}

@@ -28,9 +28,7 @@ func novaErr(status int, msg string) *apiErr {
 		400: "badRequest", 403: "forbidden", 404: "itemNotFound", 409: "conflictingRequest",
 		413: "overLimit",
 	}[status]
-	if kind == "" {
-		kind = "computeFault"
-	}
+	kind = cmp.Or(kind, "computeFault")
 	inner := map[string]any{"code": status, "message": msg}
 	if status == http.StatusRequestEntityTooLarge {
 		inner["retryAfter"] = "0"

@@ -1,6 +1,7 @@
 package openstacksim
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -127,18 +128,10 @@ type Server struct {
 // New builds a simulator; it does not listen (see Start, NewTestServer,
 // Handler).
 func New(opts Options) (*Server, error) {
-	if opts.Region == "" {
-		opts.Region = DefaultRegion
-	}
-	if opts.AdminUser == "" {
-		opts.AdminUser = DefaultAdminUser
-	}
-	if opts.AdminPassword == "" {
-		opts.AdminPassword = DefaultAdminPassword
-	}
-	if opts.AdminProject == "" {
-		opts.AdminProject = DefaultAdminProject
-	}
+	opts.Region = cmp.Or(opts.Region, DefaultRegion)
+	opts.AdminUser = cmp.Or(opts.AdminUser, DefaultAdminUser)
+	opts.AdminPassword = cmp.Or(opts.AdminPassword, DefaultAdminPassword)
+	opts.AdminProject = cmp.Or(opts.AdminProject, DefaultAdminProject)
 	if len(opts.AvailabilityZones) == 0 {
 		opts.AvailabilityZones = []string{"nova"}
 	}
@@ -153,46 +146,26 @@ func New(opts Options) (*Server, error) {
 		opts.Images = []Image{{Name: "ubuntu-22.04", MinDisk: 10}}
 	}
 	for i := range opts.Images {
-		if opts.Images[i].ID == "" {
-			opts.Images[i].ID = simkit.NewUUID()
-		}
+		opts.Images[i].ID = cmp.Or(opts.Images[i].ID, simkit.NewUUID())
 	}
 	if len(opts.VolumeTypes) == 0 {
 		opts.VolumeTypes = []VolumeType{{Name: "__DEFAULT__"}}
 	}
 	for i := range opts.VolumeTypes {
-		if opts.VolumeTypes[i].ID == "" {
-			opts.VolumeTypes[i].ID = simkit.NewUUID()
-		}
+		opts.VolumeTypes[i].ID = cmp.Or(opts.VolumeTypes[i].ID, simkit.NewUUID())
 	}
 	ext := &opts.ExternalNetwork
-	if ext.Name == "" {
-		ext.Name = "public"
-	}
-	if ext.CIDR == "" {
-		ext.CIDR = "172.24.4.0/24"
-	}
-	if ext.NetworkID == "" {
-		ext.NetworkID = simkit.NewUUID()
-	}
-	if ext.SubnetID == "" {
-		ext.SubnetID = simkit.NewUUID()
-	}
+	ext.Name = cmp.Or(ext.Name, "public")
+	ext.CIDR = cmp.Or(ext.CIDR, "172.24.4.0/24")
+	ext.NetworkID = cmp.Or(ext.NetworkID, simkit.NewUUID())
+	ext.SubnetID = cmp.Or(ext.SubnetID, simkit.NewUUID())
 	if _, err := netip.ParsePrefix(ext.CIDR); err != nil {
 		return nil, fmt.Errorf("openstacksim: external network CIDR: %w", err)
 	}
-	if opts.BuildPolls == 0 {
-		opts.BuildPolls = DefaultBuildPolls
-	}
-	if opts.VolumePolls == 0 {
-		opts.VolumePolls = DefaultVolumePolls
-	}
-	if opts.DeletePolls == 0 {
-		opts.DeletePolls = DefaultDeletePolls
-	}
-	if opts.TokenTTL == 0 {
-		opts.TokenTTL = DefaultTokenTTL
-	}
+	opts.BuildPolls = cmp.Or(opts.BuildPolls, DefaultBuildPolls)
+	opts.VolumePolls = cmp.Or(opts.VolumePolls, DefaultVolumePolls)
+	opts.DeletePolls = cmp.Or(opts.DeletePolls, DefaultDeletePolls)
+	opts.TokenTTL = cmp.Or(opts.TokenTTL, DefaultTokenTTL)
 	opts.Quotas = opts.Quotas.withDefaults()
 	if opts.Now == nil {
 		opts.Now = time.Now

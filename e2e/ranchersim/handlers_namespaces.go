@@ -1,6 +1,7 @@
 package ranchersim
 
 import (
+	"cmp"
 	"github.com/sitebus/sitebus/e2e/simkit"
 
 	"errors"
@@ -29,13 +30,9 @@ func kubeErr(err error) *apiError {
 	if errors.As(err, &st) {
 		s := st.Status()
 		code := string(s.Reason)
-		if code == "" {
-			code = "ServerError"
-		}
+		code = cmp.Or(code, "ServerError")
 		status := int(s.Code)
-		if status == 0 {
-			status = http.StatusInternalServerError
-		}
+		status = cmp.Or(status, http.StatusInternalServerError)
 		return newErr(status, code, s.Message)
 	}
 	return newErr(http.StatusServiceUnavailable, "ClusterUnavailable", "cluster not available: "+err.Error())

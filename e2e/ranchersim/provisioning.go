@@ -1,6 +1,7 @@
 package ranchersim
 
 import (
+	"cmp"
 	"github.com/sitebus/sitebus/e2e/simkit"
 
 	"bytes"
@@ -442,9 +443,7 @@ func (s *Server) createSecret(w http.ResponseWriter, r *http.Request) *apiError 
 	if typ == "" && in.Type != "" && in.Type != "secret" {
 		typ = in.Type
 	}
-	if typ == "" {
-		typ = "Opaque"
-	}
+	typ = cmp.Or(typ, "Opaque")
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	name := meta.Metadata.Name

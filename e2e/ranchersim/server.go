@@ -1,6 +1,7 @@
 package ranchersim
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -97,21 +98,11 @@ type Server struct {
 // New builds a simulator; it does not listen (see Start, NewTestServer,
 // Handler).
 func New(opts Options) (*Server, error) {
-	if opts.AccessKey == "" {
-		opts.AccessKey = DefaultAccessKey
-	}
-	if opts.SecretKey == "" {
-		opts.SecretKey = DefaultSecretKey
-	}
-	if opts.ClusterID == "" {
-		opts.ClusterID = DefaultClusterID
-	}
-	if opts.ClusterName == "" {
-		opts.ClusterName = DefaultClusterName
-	}
-	if opts.UserID == "" {
-		opts.UserID = DefaultUserID
-	}
+	opts.AccessKey = cmp.Or(opts.AccessKey, DefaultAccessKey)
+	opts.SecretKey = cmp.Or(opts.SecretKey, DefaultSecretKey)
+	opts.ClusterID = cmp.Or(opts.ClusterID, DefaultClusterID)
+	opts.ClusterName = cmp.Or(opts.ClusterName, DefaultClusterName)
+	opts.UserID = cmp.Or(opts.UserID, DefaultUserID)
 	if len(opts.RoleTemplates) == 0 {
 		opts.RoleTemplates = DefaultRoleTemplates
 	}

@@ -1,6 +1,7 @@
 package ranchersim
 
 import (
+	"cmp"
 	"github.com/sitebus/sitebus/e2e/simkit"
 
 	"crypto/rand"
@@ -58,9 +59,7 @@ func projectShortID(id string) string {
 // and, unless disabled, Rancher's creator-project-owner binding. Caller
 // holds s.mu (or owns s exclusively).
 func (s *Server) addProject(p *project, creatorBinding bool) {
-	if p.clusterID == "" {
-		p.clusterID = s.opts.ClusterID
-	}
+	p.clusterID = cmp.Or(p.clusterID, s.opts.ClusterID)
 	for p.id == "" || s.projects[p.id] != nil {
 		p.id = p.clusterID + ":p-" + randName(5)
 	}
@@ -70,9 +69,7 @@ func (s *Server) addProject(p *project, creatorBinding bool) {
 	if p.labels == nil {
 		p.labels = map[string]string{}
 	}
-	if p.creatorID == "" {
-		p.creatorID = s.opts.UserID
-	}
+	p.creatorID = cmp.Or(p.creatorID, s.opts.UserID)
 	p.annotations["field.cattle.io/creatorId"] = p.creatorID
 	p.labels["cattle.io/creator"] = "norman"
 	p.uuid = simkit.NewUUID()
@@ -90,9 +87,7 @@ func (s *Server) addProject(p *project, creatorBinding bool) {
 
 // storeBinding fills in ids and stores b. Caller holds s.mu.
 func (s *Server) storeBinding(b *binding) {
-	if b.name == "" {
-		b.name = bindingName(b, s.opts.AllowDuplicateBindings)
-	}
+	b.name = cmp.Or(b.name, bindingName(b, s.opts.AllowDuplicateBindings))
 	b.id = projectShortID(b.projectID) + ":" + b.name
 	for s.opts.AllowDuplicateBindings && s.bindings[b.id] != nil {
 		b.name = bindingName(b, true)
@@ -104,9 +99,7 @@ func (s *Server) storeBinding(b *binding) {
 	if b.labels == nil {
 		b.labels = map[string]string{}
 	}
-	if b.creatorID == "" {
-		b.creatorID = s.opts.UserID
-	}
+	b.creatorID = cmp.Or(b.creatorID, s.opts.UserID)
 	b.uuid = simkit.NewUUID()
 	b.created = s.now()
 	s.bindings[b.id] = b

@@ -1,6 +1,7 @@
 package waldursim
 
 import (
+	"cmp"
 	"github.com/sitebus/sitebus/e2e/simkit"
 
 	"context"
@@ -223,12 +224,8 @@ func onlyKey[V any](m map[string]V, what string) (string, error) {
 // publishes the order event when the state is pending-provider or
 // pending-consumer, unless Silent.
 func (s *Server) CreateOrder(ctx context.Context, req CreateOrderRequest) (*CreateOrderResult, error) {
-	if req.Type == "" {
-		req.Type = "Create"
-	}
-	if req.State == "" {
-		req.State = "pending-provider"
-	}
+	req.Type = cmp.Or(req.Type, "Create")
+	req.State = cmp.Or(req.State, "pending-provider")
 	if !slices.Contains(orderTypes, req.Type) || !slices.Contains(orderStates, req.State) {
 		return nil, badRequest("invalid type %q or state %q", req.Type, req.State)
 	}
@@ -255,13 +252,9 @@ func (s *Server) CreateOrder(ctx context.Context, req CreateOrderRequest) (*Crea
 			}
 			id := newUUID()
 			name := req.ResourceName
-			if name == "" {
-				name = "res-" + id[:8]
-			}
+			name = cmp.Or(name, "res-"+id[:8])
 			slug := req.ResourceSlug
-			if slug == "" {
-				slug = name
-			}
+			slug = cmp.Or(slug, name)
 			res = &Resource{UUID: id, Name: name, Slug: slug, State: "Creating", Offering: off, Project: proj,
 				Plan: req.PlanUUID, Limits: req.Limits, Attributes: req.Attributes, Created: s.now(), Modified: s.now()}
 			s.st.resources[id] = res
@@ -365,20 +358,14 @@ func (s *Server) SetResourceFlags(ctx context.Context, resourceUUID string, req 
 func (s *Server) SetTeam(ctx context.Context, req TeamRequest) (*TeamResult, error) {
 	id, _ := normUUID(req.ResourceUUID)
 	m := req.Member
-	if m.UUID == "" {
-		m.UUID = derivedUUID("user", m.Username)
-	}
+	m.UUID = cmp.Or(m.UUID, derivedUUID("user", m.Username))
 	uid, ok := normUUID(m.UUID)
 	if !ok || m.Username == "" {
 		return nil, badRequest("member.username and a valid member.uuid are required")
 	}
 	m.UUID = uid
-	if m.OfferingUserUsername == "" {
-		m.OfferingUserUsername = m.Username
-	}
-	if m.OfferingUserState == "" {
-		m.OfferingUserState = "OK"
-	}
+	m.OfferingUserUsername = cmp.Or(m.OfferingUserUsername, m.Username)
+	m.OfferingUserState = cmp.Or(m.OfferingUserState, "OK")
 	if req.Granted && m.Role == "" {
 		return nil, badRequest("member.role is required to grant")
 	}
@@ -395,9 +382,7 @@ func (s *Server) SetTeam(ctx context.Context, req TeamRequest) (*TeamResult, err
 	case req.Granted:
 		res.Team = append(res.Team, m)
 	case i >= 0:
-		if m.Role == "" {
-			m.Role = res.Team[i].Role
-		}
+		m.Role = cmp.Or(m.Role, res.Team[i].Role)
 		res.Team = slices.Delete(res.Team, i, i+1)
 	}
 	var ev *pendingEvent

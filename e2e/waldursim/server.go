@@ -1,6 +1,7 @@
 package waldursim
 
 import (
+	"cmp"
 	"log/slog"
 	"sync"
 	"testing"
@@ -56,9 +57,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if cfg.Version == "" {
-		cfg.Version = "7.7.0"
-	}
+	cfg.Version = cmp.Or(cfg.Version, "7.7.0")
 	if cfg.Fixture == nil {
 		cfg.Fixture = &Fixture{}
 	}

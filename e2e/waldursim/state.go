@@ -1,6 +1,7 @@
 package waldursim
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -155,12 +156,8 @@ func newState(f *Fixture, now func() string) (*state, error) {
 	}
 	for i := range cp.Offerings {
 		o := cp.Offerings[i]
-		if o.Type == "" {
-			o.Type = "Marketplace.Slurm"
-		}
-		if o.State == "" {
-			o.State = "Active"
-		}
+		o.Type = cmp.Or(o.Type, "Marketplace.Slurm")
+		o.State = cmp.Or(o.State, "Active")
 		// Components are the simulator's own (create and update change
 		// them); each has a uuid, as Waldur's have.
 		comps := make([]map[string]any, len(o.Components))
