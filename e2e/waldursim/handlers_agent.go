@@ -50,13 +50,7 @@ func (s *Server) listIdentities(w http.ResponseWriter, r *http.Request, _ *User)
 	return nil
 }
 
-func (s *Server) getIdentity(w http.ResponseWriter, r *http.Request, _ *User) error {
-	uid, err := pathUUID(r)
-	if err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+func (s *Server) getIdentity(w http.ResponseWriter, r *http.Request, _ *User, uid string) error {
 	id := s.st.identities[uid]
 	if id == nil {
 		return errNotFound
@@ -119,17 +113,7 @@ func (s *Server) createIdentity(w http.ResponseWriter, r *http.Request, _ *User)
 	return nil
 }
 
-func (s *Server) updateIdentity(w http.ResponseWriter, r *http.Request, _ *User) error {
-	uid, err := pathUUID(r)
-	if err != nil {
-		return err
-	}
-	body, aerr := decodeBody(r)
-	if aerr != nil {
-		return aerr
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+func (s *Server) updateIdentity(w http.ResponseWriter, r *http.Request, _ *User, uid string, body map[string]any) error {
 	id := s.st.identities[uid]
 	if id == nil {
 		return errNotFound

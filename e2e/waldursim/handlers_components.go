@@ -136,17 +136,7 @@ func drfInteger(v any) (int64, bool) {
 // createComponent is POST .../create_offering_component/: 201 without a
 // body; a type the offering has is a 400 whose body is a bare list (the
 // serializer's create raises it, outside field validation).
-func (s *Server) createComponent(w http.ResponseWriter, r *http.Request, _ *User) error {
-	id, err := pathUUID(r)
-	if err != nil {
-		return err
-	}
-	body, aerr := decodeBody(r)
-	if aerr != nil {
-		return aerr
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+func (s *Server) createComponent(w http.ResponseWriter, r *http.Request, _ *User, id string, body map[string]any) error {
 	off := s.st.offerings[id]
 	if off == nil {
 		return errNotFound
@@ -170,17 +160,7 @@ func (s *Server) createComponent(w http.ResponseWriter, r *http.Request, _ *User
 // updateComponent is POST .../update_offering_component/: the component
 // named by the body's uuid, partially updated; 200 without a body, 404
 // without one for a uuid the offering does not have.
-func (s *Server) updateComponent(w http.ResponseWriter, r *http.Request, _ *User) error {
-	id, err := pathUUID(r)
-	if err != nil {
-		return err
-	}
-	body, aerr := decodeBody(r)
-	if aerr != nil {
-		return aerr
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+func (s *Server) updateComponent(w http.ResponseWriter, r *http.Request, _ *User, id string, body map[string]any) error {
 	off := s.st.offerings[id]
 	if off == nil {
 		return errNotFound

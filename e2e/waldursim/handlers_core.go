@@ -21,13 +21,7 @@ func (s *Server) getMe(w http.ResponseWriter, r *http.Request, u *User) error {
 	return nil
 }
 
-func (s *Server) getOffering(w http.ResponseWriter, r *http.Request, _ *User) error {
-	id, err := pathUUID(r)
-	if err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+func (s *Server) getOffering(w http.ResponseWriter, r *http.Request, _ *User, id string) error {
 	o := s.st.offerings[id]
 	if o == nil {
 		return errNotFound
@@ -72,13 +66,7 @@ func sortedCustomers(st *state) []*Customer {
 	return out
 }
 
-func (s *Server) getPlan(w http.ResponseWriter, r *http.Request, _ *User) error {
-	id, err := pathUUID(r)
-	if err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+func (s *Server) getPlan(w http.ResponseWriter, r *http.Request, _ *User, id string) error {
 	p := s.st.plans[id]
 	if p == nil {
 		return errNotFound

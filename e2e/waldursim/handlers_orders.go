@@ -58,13 +58,7 @@ func (s *Server) listOrders(w http.ResponseWriter, r *http.Request, _ *User) err
 	return nil
 }
 
-func (s *Server) getOrder(w http.ResponseWriter, r *http.Request, _ *User) error {
-	id, err := pathUUID(r)
-	if err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+func (s *Server) getOrder(w http.ResponseWriter, r *http.Request, _ *User, id string) error {
 	o := s.st.orders[id]
 	if o == nil {
 		return errNotFound

@@ -35,13 +35,7 @@ func (s *Server) listResources(w http.ResponseWriter, r *http.Request, _ *User) 
 	return nil
 }
 
-func (s *Server) getResource(w http.ResponseWriter, r *http.Request, _ *User) error {
-	id, err := pathUUID(r)
-	if err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+func (s *Server) getResource(w http.ResponseWriter, r *http.Request, _ *User, id string) error {
 	res := s.st.resources[id]
 	if res == nil {
 		return errNotFound
@@ -52,13 +46,7 @@ func (s *Server) getResource(w http.ResponseWriter, r *http.Request, _ *User) er
 	return nil
 }
 
-func (s *Server) getTeam(w http.ResponseWriter, r *http.Request, _ *User) error {
-	id, err := pathUUID(r)
-	if err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+func (s *Server) getTeam(w http.ResponseWriter, r *http.Request, _ *User, id string) error {
 	res := s.st.resources[id]
 	if res == nil {
 		return errNotFound
@@ -74,17 +62,7 @@ func (s *Server) getTeam(w http.ResponseWriter, r *http.Request, _ *User) error 
 var resourceOK = map[string]string{"status": "OK"}
 
 // resourceAction implements the provider-side resource updates.
-func (s *Server) resourceAction(w http.ResponseWriter, r *http.Request, _ *User) error {
-	id, err := pathUUID(r)
-	if err != nil {
-		return err
-	}
-	body, aerr := decodeBody(r)
-	if aerr != nil {
-		return aerr
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+func (s *Server) resourceAction(w http.ResponseWriter, r *http.Request, _ *User, id string, body map[string]any) error {
 	res := s.st.resources[id]
 	if res == nil {
 		return errNotFound

@@ -159,17 +159,7 @@ func (s *Server) component(offering, typ string) map[string]any {
 	return nil
 }
 
-func (s *Server) setUserUsages(w http.ResponseWriter, r *http.Request, _ *User) error {
-	id, err := pathUUID(r)
-	if err != nil {
-		return err
-	}
-	body, aerr := decodeBody(r)
-	if aerr != nil {
-		return aerr
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+func (s *Server) setUserUsages(w http.ResponseWriter, r *http.Request, _ *User, id string, body map[string]any) error {
 	var u *ComponentUsage
 	for _, x := range s.st.usages {
 		if x.UUID == id {
