@@ -172,7 +172,7 @@ func (s *Server) getVolume(w http.ResponseWriter, r *http.Request, c *caller) *a
 func (s *Server) listVolumes(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
 	all := c.admin && r.URL.Query().Get("all_tenants") != "" && r.URL.Query().Get("all_tenants") != "0"
 	var objs []obj
-	for _, v := range sortedBySeq(s.st.volumes, func(x *Volume) uint64 { return x.seq }) {
+	for _, v := range simkit.SortedBy(s.st.volumes, func(x *Volume) uint64 { return x.seq }) {
 		if v.ProjectID == r.PathValue("project") || all {
 			s.poll(v)
 			objs = append(objs, s.volumeRep(r, v))

@@ -87,7 +87,7 @@ func (col *collection[T]) list(s *Server) handler {
 			}
 		}
 		var objs []obj
-		for _, v := range sortedBySeq(col.items(s.st), col.seq) {
+		for _, v := range simkit.SortedBy(col.items(s.st), col.seq) {
 			if col.visible(s, c, v) {
 				objs = append(objs, col.rep(s, r, v))
 			}

@@ -59,34 +59,34 @@ func (s *Server) Inventory(project string) Inventory {
 	st := s.st
 	in := func(p string) bool { return project == "" || p == project }
 	var inv Inventory
-	for _, p := range sortedBySeq(st.projects, func(x *Project) uint64 { return x.seq }) {
+	for _, p := range simkit.SortedBy(st.projects, func(x *Project) uint64 { return x.seq }) {
 		if !p.builtin && in(p.ID) {
 			inv.Projects = append(inv.Projects, *p)
 		}
 	}
-	for _, u := range sortedBySeq(st.users, func(x *User) uint64 { return x.seq }) {
+	for _, u := range simkit.SortedBy(st.users, func(x *User) uint64 { return x.seq }) {
 		if !u.builtin && in(u.DefaultProjectID) {
 			inv.Users = append(inv.Users, *u)
 		}
 	}
-	for _, sv := range sortedBySeq(st.servers, func(x *Instance) uint64 { return x.seq }) {
+	for _, sv := range simkit.SortedBy(st.servers, func(x *Instance) uint64 { return x.seq }) {
 		if in(sv.ProjectID) {
 			inv.Servers = append(inv.Servers, s.serverView(sv))
 		}
 	}
-	for _, v := range sortedBySeq(st.volumes, func(x *Volume) uint64 { return x.seq }) {
+	for _, v := range simkit.SortedBy(st.volumes, func(x *Volume) uint64 { return x.seq }) {
 		if in(v.ProjectID) {
 			c := *v
 			c.Attachments = slices.Clone(v.Attachments)
 			inv.Volumes = append(inv.Volumes, c)
 		}
 	}
-	for _, n := range sortedBySeq(st.networks, func(x *Network) uint64 { return x.seq }) {
+	for _, n := range simkit.SortedBy(st.networks, func(x *Network) uint64 { return x.seq }) {
 		if !n.builtin && in(n.ProjectID) {
 			inv.Networks = append(inv.Networks, *n)
 		}
 	}
-	for _, sub := range sortedBySeq(st.subnets, func(x *Subnet) uint64 { return x.seq }) {
+	for _, sub := range simkit.SortedBy(st.subnets, func(x *Subnet) uint64 { return x.seq }) {
 		if !sub.builtin && in(sub.ProjectID) {
 			c := *sub
 			c.Pools = slices.Clone(sub.Pools)
@@ -95,7 +95,7 @@ func (s *Server) Inventory(project string) Inventory {
 			inv.Subnets = append(inv.Subnets, c)
 		}
 	}
-	for _, p := range sortedBySeq(st.ports, func(x *Port) uint64 { return x.seq }) {
+	for _, p := range simkit.SortedBy(st.ports, func(x *Port) uint64 { return x.seq }) {
 		if in(p.ProjectID) {
 			c := *p
 			c.FixedIPs = slices.Clone(p.FixedIPs)
@@ -103,21 +103,21 @@ func (s *Server) Inventory(project string) Inventory {
 			inv.Ports = append(inv.Ports, c)
 		}
 	}
-	for _, rt := range sortedBySeq(st.routers, func(x *Router) uint64 { return x.seq }) {
+	for _, rt := range simkit.SortedBy(st.routers, func(x *Router) uint64 { return x.seq }) {
 		if in(rt.ProjectID) {
 			c := *rt
 			c.Interfaces = slices.Clone(rt.Interfaces)
 			inv.Routers = append(inv.Routers, c)
 		}
 	}
-	for _, g := range sortedBySeq(st.secGroups, func(x *SecurityGroup) uint64 { return x.seq }) {
+	for _, g := range simkit.SortedBy(st.secGroups, func(x *SecurityGroup) uint64 { return x.seq }) {
 		if in(g.ProjectID) {
 			c := *g
 			c.Rules = slices.Clone(g.Rules)
 			inv.SecurityGroups = append(inv.SecurityGroups, c)
 		}
 	}
-	for _, f := range sortedBySeq(st.fips, func(x *FloatingIP) uint64 { return x.seq }) {
+	for _, f := range simkit.SortedBy(st.fips, func(x *FloatingIP) uint64 { return x.seq }) {
 		if in(f.ProjectID) {
 			inv.FloatingIPs = append(inv.FloatingIPs, *f)
 		}

@@ -99,7 +99,7 @@ func uniqueTags(in []string) []string {
 
 func (s *Server) netRep(n *Network) obj {
 	subs := []string{}
-	for _, sub := range sortedBySeq(s.st.subnets, func(x *Subnet) uint64 { return x.seq }) {
+	for _, sub := range simkit.SortedBy(s.st.subnets, func(x *Subnet) uint64 { return x.seq }) {
 		if sub.NetworkID == n.ID {
 			subs = append(subs, sub.ID)
 		}
@@ -444,7 +444,7 @@ type portIn struct {
 // On error nothing stays allocated.
 func (s *Server) allocateIPs(n *Network, id string, want *[]fixedIPIn) ([]FixedIP, *apiErr) {
 	var subs []*Subnet
-	for _, sub := range sortedBySeq(s.st.subnets, func(x *Subnet) uint64 { return x.seq }) {
+	for _, sub := range simkit.SortedBy(s.st.subnets, func(x *Subnet) uint64 { return x.seq }) {
 		if sub.NetworkID == n.ID {
 			subs = append(subs, sub)
 		}

@@ -346,7 +346,7 @@ func (s *Server) associate(c *caller, f *FloatingIP, portID, fixed string) *apiE
 				" ("+f.ID+") with port "+portID+" using fixed IP "+ip.IPAddress+", as that fixed IP already has a floating IP on external network "+o.NetworkID+".")
 		}
 	}
-	for _, rt := range sortedBySeq(s.st.routers, func(x *Router) uint64 { return x.seq }) {
+	for _, rt := range simkit.SortedBy(s.st.routers, func(x *Router) uint64 { return x.seq }) {
 		if rt.GatewayNetworkID != f.NetworkID {
 			continue
 		}

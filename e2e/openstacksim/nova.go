@@ -75,7 +75,7 @@ func (s *Server) serverView(sv *Instance) Instance {
 		for _, f := range p.FixedIPs {
 			v.FixedIPs = append(v.FixedIPs, f.IPAddress)
 		}
-		for _, f := range sortedBySeq(s.st.fips, func(x *FloatingIP) uint64 { return x.seq }) {
+		for _, f := range simkit.SortedBy(s.st.fips, func(x *FloatingIP) uint64 { return x.seq }) {
 			if f.PortID == p.ID {
 				v.FloatingIPs = append(v.FloatingIPs, f.Address)
 			}
@@ -105,7 +105,7 @@ func cloneMap(m map[string]string) map[string]string {
 
 func (s *Server) serverPorts(id string) []*Port {
 	var out []*Port
-	for _, p := range sortedBySeq(s.st.ports, func(x *Port) uint64 { return x.seq }) {
+	for _, p := range simkit.SortedBy(s.st.ports, func(x *Port) uint64 { return x.seq }) {
 		if p.DeviceID == id && strings.HasPrefix(p.DeviceOwner, "compute:") {
 			out = append(out, p)
 		}
@@ -222,7 +222,7 @@ func serverNotFound(id string) *apiErr {
 func (s *Server) listed(r *http.Request, c *caller) []*Instance {
 	all := c.admin && r.URL.Query().Get("all_tenants") != "" && r.URL.Query().Get("all_tenants") != "0"
 	var out []*Instance
-	for _, sv := range sortedBySeq(s.st.servers, func(x *Instance) uint64 { return x.seq }) {
+	for _, sv := range simkit.SortedBy(s.st.servers, func(x *Instance) uint64 { return x.seq }) {
 		if sv.ProjectID == c.projectID || all {
 			out = append(out, sv)
 		}
@@ -607,7 +607,7 @@ func (s *Server) serverNetworks(c *caller, raw json.RawMessage) ([]netReq, *apiE
 			return nil, nil
 		}
 		var own []*Network
-		for _, n := range sortedBySeq(s.st.networks, func(x *Network) uint64 { return x.seq }) {
+		for _, n := range simkit.SortedBy(s.st.networks, func(x *Network) uint64 { return x.seq }) {
 			if n.ProjectID == c.projectID && !n.External {
 				own = append(own, n)
 			}

@@ -213,13 +213,3 @@ func orNil(s string) any {
 	}
 	return s
 }
-
-// sortedBySeq returns m's values in creation order.
-func sortedBySeq[T any](m map[string]*T, seq func(*T) uint64) []*T {
-	out := make([]*T, 0, len(m))
-	for _, v := range m {
-		out = append(out, v)
-	}
-	slices.SortFunc(out, func(a, b *T) int { return cmp.Compare(seq(a), seq(b)) })
-	return out
-}

@@ -59,8 +59,9 @@ func (s *Server) routes() http.Handler {
 	api("POST /compute/v2.1/servers/{id}/os-volume_attachments", s.attachVolume)
 	api("GET /compute/v2.1/servers/{id}/os-volume_attachments/{vol}", s.getAttachment)
 	api("DELETE /compute/v2.1/servers/{id}/os-volume_attachments/{vol}", s.detachVolume)
-	api("GET /compute/v2.1/os-quota-sets/{project}", s.getNovaQuota)
-	api("PUT /compute/v2.1/os-quota-sets/{project}", s.putNovaQuota)
+	novaQuotas := func() []string { return novaQuotaNames }
+	api("GET /compute/v2.1/os-quota-sets/{project}", s.getQuotaSet("project", "os_compute_api:os-quota-sets:show", novaQuotas))
+	api("PUT /compute/v2.1/os-quota-sets/{project}", s.putQuotaSet("project", "os_compute_api:os-quota-sets:update", novaQuotas))
 
 	// Neutron.
 	mux.HandleFunc("GET /network", s.networkVersions)
@@ -103,8 +104,8 @@ func (s *Server) routes() http.Handler {
 	cinder("GET /volumes/detail", s.listVolumes)
 	cinder("GET /volumes/{id}", s.getVolume)
 	cinder("DELETE /volumes/{id}", s.deleteVolume)
-	cinder("GET /os-quota-sets/{target}", s.getCinderQuota)
-	cinder("PUT /os-quota-sets/{target}", s.putCinderQuota)
+	cinder("GET /os-quota-sets/{target}", s.getQuotaSet("target", "volume_extension:quotas:show", s.cinderQuotaNames))
+	cinder("PUT /os-quota-sets/{target}", s.putQuotaSet("target", "volume_extension:quotas:update", s.cinderQuotaNames))
 
 	// Glance.
 	mux.HandleFunc("GET /image", s.imageVersions)

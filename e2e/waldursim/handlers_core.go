@@ -39,7 +39,7 @@ func (s *Server) listServiceProviders(w http.ResponseWriter, r *http.Request, _ 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var items []map[string]any
-	for _, c := range sortedCustomers(s.st) {
+	for _, c := range simkit.SortedBy(s.st.customers, func(c *Customer) string { return c.UUID }) {
 		if !matchAny(c.UUID, customers) {
 			continue
 		}
@@ -50,20 +50,6 @@ func (s *Server) listServiceProviders(w http.ResponseWriter, r *http.Request, _ 
 	}
 	writeList(w, r, items)
 	return nil
-}
-
-func sortedCustomers(st *state) []*Customer {
-	var out []*Customer
-	for _, c := range st.customers {
-		out = append(out, c)
-	}
-	// Map order is random; keep lists stable.
-	for i := 1; i < len(out); i++ {
-		for j := i; j > 0 && out[j].UUID < out[j-1].UUID; j-- {
-			out[j], out[j-1] = out[j-1], out[j]
-		}
-	}
-	return out
 }
 
 func (s *Server) getPlan(w http.ResponseWriter, r *http.Request, _ *User, id string) error {

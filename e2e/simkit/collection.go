@@ -1,0 +1,29 @@
+package simkit
+
+import (
+	"cmp"
+	"slices"
+)
+
+// CountBy counts the values of m for which match holds, e.g. the objects
+// a project owns, for a quota.
+func CountBy[K comparable, V any](m map[K]V, match func(V) bool) int {
+	n := 0
+	for _, v := range m {
+		if match(v) {
+			n++
+		}
+	}
+	return n
+}
+
+// SortedBy returns m's values ordered by key (e.g. a creation sequence):
+// map order is random, lists must be stable.
+func SortedBy[K comparable, V any, O cmp.Ordered](m map[K]V, key func(V) O) []V {
+	out := make([]V, 0, len(m))
+	for _, v := range m {
+		out = append(out, v)
+	}
+	slices.SortFunc(out, func(a, b V) int { return cmp.Compare(key(a), key(b)) })
+	return out
+}
