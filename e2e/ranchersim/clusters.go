@@ -287,38 +287,6 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) *apiError {
 	return nil
 }
 
-func (s *Server) getToken(w http.ResponseWriter, r *http.Request) *apiError {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	t := s.prov.tokens[r.PathValue("id")]
-	if t == nil {
-		return notFound(`clusterregistrationtokens.management.cattle.io "` + r.PathValue("id") + `" not found`)
-	}
-	simkit.WriteJSON(w, http.StatusOK, tokenRep(simkit.BaseURL(r), t))
-	return nil
-}
-
-// listTokens lists tokens with norman filters (clusterId=…), or those of
-// the {cluster} in the path.
-func (s *Server) listTokens(w http.ResponseWriter, r *http.Request) *apiError {
-	cluster := r.PathValue("cluster")
-	b := simkit.BaseURL(r)
-	s.mu.Lock()
-	if cluster != "" && !s.knownCluster(cluster) {
-		s.mu.Unlock()
-		return notFoundCluster(cluster)
-	}
-	objs := []map[string]any{}
-	for _, t := range s.prov.tokens {
-		if cluster == "" || t.clusterID == cluster {
-			objs = append(objs, tokenRep(b, t))
-		}
-	}
-	s.mu.Unlock()
-	writeCollection(w, r, "clusterRegistrationToken", b+"/v3/clusterregistrationtokens", objs)
-	return nil
-}
-
 // caChecksum stands for the sha256 of Rancher's CA certificate that the
 // node commands pin.
 const caChecksum = "0000000000000000000000000000000000000000000000000000000000000000"
@@ -356,14 +324,6 @@ type clusterBindingBody struct {
 	GroupPrincipalID string `json:"groupPrincipalId"`
 }
 
-func notFoundClusterBinding(id string) *apiError {
-	name := id
-	if _, n, ok := strings.Cut(id, ":"); ok {
-		name = n
-	}
-	return notFound(`clusterroletemplatebindings.management.cattle.io "` + name + `" not found`)
-}
-
 // createClusterBinding validates as norman and Rancher's webhook do (see
 // createBinding); the name derives from subject, role and cluster, so an
 // identical binding is a 409.
@@ -399,54 +359,6 @@ func (s *Server) createClusterBinding(w http.ResponseWriter, r *http.Request) *a
 	}
 	s.prov.crtbs[cb.id] = cb
 	simkit.WriteJSON(w, http.StatusCreated, clusterBindingRep(simkit.BaseURL(r), cb))
-	return nil
-}
-
-func (s *Server) getClusterBinding(w http.ResponseWriter, r *http.Request) *apiError {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	cb := s.prov.crtbs[r.PathValue("id")]
-	if cb == nil {
-		return notFoundClusterBinding(r.PathValue("id"))
-	}
-	simkit.WriteJSON(w, http.StatusOK, clusterBindingRep(simkit.BaseURL(r), cb))
-	return nil
-}
-
-// listClusterBindings serves the collection with norman filters from the
-// raw query (roleTemplateId, clusterId, groupPrincipalId unencoded, as
-// Waldur sends them).
-func (s *Server) listClusterBindings(w http.ResponseWriter, r *http.Request) *apiError {
-	cluster := r.PathValue("cluster")
-	b := simkit.BaseURL(r)
-	s.mu.Lock()
-	if cluster != "" && !s.knownCluster(cluster) {
-		s.mu.Unlock()
-		return notFoundCluster(cluster)
-	}
-	objs := []map[string]any{}
-	for _, cb := range s.prov.crtbs {
-		if cluster == "" || cb.clusterID == cluster {
-			objs = append(objs, clusterBindingRep(b, cb))
-		}
-	}
-	s.mu.Unlock()
-	writeCollection(w, r, "clusterRoleTemplateBinding", b+"/v3/clusterRoleTemplateBindings", objs)
-	return nil
-}
-
-func (s *Server) deleteClusterBinding(w http.ResponseWriter, r *http.Request) *apiError {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	id := r.PathValue("id")
-	cb := s.prov.crtbs[id]
-	if cb == nil {
-		return notFoundClusterBinding(id)
-	}
-	delete(s.prov.crtbs, id)
-	rep := clusterBindingRep(simkit.BaseURL(r), cb)
-	rep["state"] = "removing"
-	simkit.WriteJSON(w, http.StatusOK, rep)
 	return nil
 }
 

@@ -4,7 +4,6 @@ import (
 	"github.com/sitebus/sitebus/e2e/simkit"
 
 	"net/http"
-	"strings"
 )
 
 type bindingBody struct {
@@ -18,39 +17,6 @@ type bindingBody struct {
 	ServiceAccount   string            `json:"serviceAccount"`
 	Annotations      map[string]string `json:"annotations"`
 	Labels           map[string]string `json:"labels"`
-}
-
-func notFoundBinding(id string) *apiError {
-	name := id
-	if _, n, ok := strings.Cut(id, ":"); ok {
-		name = n
-	}
-	return notFound(`projectroletemplatebindings.management.cattle.io "` + name + `" not found`)
-}
-
-// listBindings serves GET /v3/projectroletemplatebindings with norman
-// filters taken from the raw query (see rawParams).
-func (s *Server) listBindings(w http.ResponseWriter, r *http.Request) *apiError {
-	b := simkit.BaseURL(r)
-	s.mu.Lock()
-	objs := make([]map[string]any, 0, len(s.bindings))
-	for _, pb := range s.bindings {
-		objs = append(objs, bindingRep(b, pb))
-	}
-	s.mu.Unlock()
-	writeCollection(w, r, "projectRoleTemplateBinding", b+"/v3/projectRoleTemplateBindings", objs)
-	return nil
-}
-
-func (s *Server) getBinding(w http.ResponseWriter, r *http.Request) *apiError {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	pb := s.bindings[r.PathValue("id")]
-	if pb == nil {
-		return notFoundBinding(r.PathValue("id"))
-	}
-	simkit.WriteJSON(w, http.StatusOK, bindingRep(simkit.BaseURL(r), pb))
-	return nil
 }
 
 // createBinding validates as norman and Rancher's webhook do: required
@@ -97,21 +63,6 @@ func (s *Server) createBinding(w http.ResponseWriter, r *http.Request) *apiError
 	s.storeBinding(pb)
 	s.log.Debug("binding created", "id", pb.id, "role", pb.roleTemplateID, "subject", pb.subject())
 	simkit.WriteJSON(w, http.StatusCreated, bindingRep(simkit.BaseURL(r), pb))
-	return nil
-}
-
-func (s *Server) deleteBinding(w http.ResponseWriter, r *http.Request) *apiError {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	id := r.PathValue("id")
-	pb := s.bindings[id]
-	if pb == nil {
-		return notFoundBinding(id)
-	}
-	delete(s.bindings, id)
-	rep := bindingRep(simkit.BaseURL(r), pb)
-	rep["state"] = "removing"
-	simkit.WriteJSON(w, http.StatusOK, rep)
 	return nil
 }
 

@@ -27,33 +27,6 @@ func str(p *string) string {
 	return *p
 }
 
-func notFoundProject(id string) *apiError {
-	return notFound(`projects.management.cattle.io "` + projectShortID(id) + `" not found`)
-}
-
-func (s *Server) listProjects(w http.ResponseWriter, r *http.Request) *apiError {
-	b := simkit.BaseURL(r)
-	s.mu.Lock()
-	objs := make([]map[string]any, 0, len(s.projects))
-	for _, p := range s.projects {
-		objs = append(objs, projectRep(b, p))
-	}
-	s.mu.Unlock()
-	writeCollection(w, r, "project", b+"/v3/projects", objs)
-	return nil
-}
-
-func (s *Server) getProject(w http.ResponseWriter, r *http.Request) *apiError {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	p := s.projects[r.PathValue("id")]
-	if p == nil {
-		return notFoundProject(r.PathValue("id"))
-	}
-	simkit.WriteJSON(w, http.StatusOK, projectRep(simkit.BaseURL(r), p))
-	return nil
-}
-
 func (s *Server) createProject(w http.ResponseWriter, r *http.Request) *apiError {
 	var in projectBody
 	if err := decodeBody(r, &in); err != nil {
@@ -99,7 +72,7 @@ func (s *Server) updateProject(w http.ResponseWriter, r *http.Request) *apiError
 	defer s.mu.Unlock()
 	p := s.projects[r.PathValue("id")]
 	if p == nil {
-		return notFoundProject(r.PathValue("id"))
+		return projectsType.notFound(r.PathValue("id"))
 	}
 	if in.ClusterID != nil && *in.ClusterID != p.clusterID {
 		return newErr(http.StatusUnprocessableEntity, "InvalidFormat", "clusterId cannot be changed")
@@ -142,7 +115,7 @@ func (s *Server) deleteProject(w http.ResponseWriter, r *http.Request) *apiError
 	p := s.projects[id]
 	if p == nil {
 		s.mu.Unlock()
-		return notFoundProject(id)
+		return projectsType.notFound(id)
 	}
 	delete(s.projects, id)
 	for bid, b := range s.bindings {
@@ -170,7 +143,7 @@ func (s *Server) listProjectBindings(w http.ResponseWriter, r *http.Request) *ap
 	s.mu.Lock()
 	if s.projects[id] == nil {
 		s.mu.Unlock()
-		return notFoundProject(id)
+		return projectsType.notFound(id)
 	}
 	var objs []map[string]any
 	for _, pb := range s.bindings {

@@ -164,21 +164,21 @@ func (s *Server) provisioningRoutes(mux *http.ServeMux, api func(string, handler
 	// Waldur's client posts to the singular; the collection link is the
 	// plural. norman matches type names case-insensitively.
 	for _, coll := range []string{"/v3/clusterregistrationtoken", "/v3/clusterregistrationtokens", "/v3/clusterRegistrationTokens"} {
-		api("GET "+coll, s.listTokens)
+		api("GET "+coll, tokensType.list(s))
 		api("POST "+coll, s.createToken)
-		api("GET "+coll+"/{id}", s.getToken)
+		api("GET "+coll+"/{id}", tokensType.get(s))
 	}
-	api("GET /v3/clusters/{cluster}/clusterregistrationtokens", s.listTokens)
-	api("GET /v3/clusters/{cluster}/clusterRegistrationTokens", s.listTokens)
+	api("GET /v3/clusters/{cluster}/clusterregistrationtokens", tokensType.list(s))
+	api("GET /v3/clusters/{cluster}/clusterRegistrationTokens", tokensType.list(s))
 
 	for _, coll := range []string{"/v3/clusterroletemplatebindings", "/v3/clusterRoleTemplateBindings"} {
-		api("GET "+coll, s.listClusterBindings)
+		api("GET "+coll, clusterBindingsType.list(s))
 		api("POST "+coll, s.createClusterBinding)
-		api("GET "+coll+"/{id}", s.getClusterBinding)
-		api("DELETE "+coll+"/{id}", s.deleteClusterBinding)
+		api("GET "+coll+"/{id}", clusterBindingsType.get(s))
+		api("DELETE "+coll+"/{id}", clusterBindingsType.remove(s))
 	}
-	api("GET /v3/clusters/{cluster}/clusterroletemplatebindings", s.listClusterBindings)
-	api("GET /v3/clusters/{cluster}/clusterRoleTemplateBindings", s.listClusterBindings)
+	api("GET /v3/clusters/{cluster}/clusterroletemplatebindings", clusterBindingsType.list(s))
+	api("GET /v3/clusters/{cluster}/clusterRoleTemplateBindings", clusterBindingsType.list(s))
 
 	api("GET /v3/nodes", s.listNodes)
 	api("GET /v3/clusters/{cluster}/nodes", s.listNodes)

@@ -33,18 +33,18 @@ func (s *Server) routes() http.Handler {
 	api("POST /v3/clusters/{cluster}", s.anyClusterAction)
 	s.provisioningRoutes(mux, api)
 
-	api("GET /v3/projects", s.listProjects)
+	api("GET /v3/projects", projectsType.list(s))
 	api("POST /v3/projects", s.createProject)
-	api("GET /v3/projects/{id}", s.getProject)
+	api("GET /v3/projects/{id}", projectsType.get(s))
 	api("PUT /v3/projects/{id}", s.updateProject)
 	api("DELETE /v3/projects/{id}", s.deleteProject)
 	api("GET /v3/projects/{id}/projectroletemplatebindings", s.listProjectBindings)
 	api("GET /v3/projects/{id}/projectRoleTemplateBindings", s.listProjectBindings)
 
-	prtb("GET", "", s.listBindings)
+	prtb("GET", "", bindingsType.list(s))
 	prtb("POST", "", s.createBinding)
-	prtb("GET", "/{id}", s.getBinding)
-	prtb("DELETE", "/{id}", s.deleteBinding)
+	prtb("GET", "/{id}", bindingsType.get(s))
+	prtb("DELETE", "/{id}", bindingsType.remove(s))
 
 	// Namespaces are cluster-scoped: reachable under the cluster's link
 	// (/v3/clusters/<id>/namespaces) and, as their self links say, under
