@@ -32,11 +32,7 @@ func decodeGroup(r *http.Request) (groupBody, *apiError) {
 // (populateHierarchy, the default) each shown inside its ancestors.
 func (s *Server) listGroups(w http.ResponseWriter, r *http.Request, rm *realm) *apiError {
 	q := r.URL.Query()
-	first, err := intParam(r, "first", 0)
-	if err != nil {
-		return err
-	}
-	max, err := intParam(r, "max", -1)
+	first, max, err := pageParams(r, -1)
 	if err != nil {
 		return err
 	}
@@ -319,11 +315,7 @@ func (s *Server) listChildren(w http.ResponseWriter, r *http.Request, rm *realm)
 	if g == nil {
 		return errGroupNotFound
 	}
-	first, err := intParam(r, "first", 0)
-	if err != nil {
-		return err
-	}
-	max, err := intParam(r, "max", 10)
+	first, max, err := pageParams(r, 10)
 	if err != nil {
 		return err
 	}
@@ -350,11 +342,7 @@ func (s *Server) listMembers(w http.ResponseWriter, r *http.Request, rm *realm) 
 	if g == nil {
 		return errGroupNotFound
 	}
-	first, err := intParam(r, "first", 0)
-	if err != nil {
-		return err
-	}
-	max, err := intParam(r, "max", 100)
+	first, max, err := pageParams(r, 100)
 	if err != nil {
 		return err
 	}

@@ -49,11 +49,7 @@ func (rm *realm) findUsers(r *http.Request) []*user {
 // listUsers is GET /users: first (0), max (100, Keycloak's default),
 // briefRepresentation (false).
 func (s *Server) listUsers(w http.ResponseWriter, r *http.Request, rm *realm) *apiError {
-	first, err := intParam(r, "first", 0)
-	if err != nil {
-		return err
-	}
-	max, err := intParam(r, "max", 100)
+	first, max, err := pageParams(r, 100)
 	if err != nil {
 		return err
 	}
@@ -91,11 +87,7 @@ func (s *Server) listUserGroups(w http.ResponseWriter, r *http.Request, rm *real
 	if u == nil {
 		return errUserNotFound
 	}
-	first, err := intParam(r, "first", 0)
-	if err != nil {
-		return err
-	}
-	max, err := intParam(r, "max", -1)
+	first, max, err := pageParams(r, -1)
 	if err != nil {
 		return err
 	}

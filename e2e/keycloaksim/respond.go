@@ -57,6 +57,15 @@ func intParam(r *http.Request, name string, def int) (int, *apiError) {
 	return n, nil
 }
 
+// pageParams reads Keycloak's first (default 0) and max (default defMax)
+// paging parameters.
+func pageParams(r *http.Request, defMax int) (first, max int, e *apiError) {
+	if first, e = intParam(r, "first", 0); e == nil {
+		max, e = intParam(r, "max", defMax)
+	}
+	return first, max, e
+}
+
 // boolParam reads an optional boolean query parameter the way JAX-RS does:
 // "true" in any case is true, anything else false.
 func boolParam(r *http.Request, name string, def bool) bool {
