@@ -14,12 +14,16 @@ type handler func(w http.ResponseWriter, r *http.Request, c *caller) *apiErr
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	api := func(pattern string, h handler) { mux.Handle(pattern, s.authed(h)) }
+	// root serves a service's version discovery, with and without the
+	// trailing slash.
+	root := func(path string, h http.HandlerFunc) {
+		mux.HandleFunc("GET "+path, h)
+		mux.HandleFunc("GET "+path+"/{$}", h)
+	}
 
 	// Keystone.
-	mux.HandleFunc("GET /identity", s.identityVersions)
-	mux.HandleFunc("GET /identity/{$}", s.identityVersions)
-	mux.HandleFunc("GET /identity/v3", s.identityVersion)
-	mux.HandleFunc("GET /identity/v3/{$}", s.identityVersion)
+	root("/identity", s.identityVersions)
+	root("/identity/v3", s.identityVersion)
 	mux.HandleFunc("POST /identity/v3/auth/tokens", s.issueToken)
 	api("GET /identity/v3/auth/tokens", s.validateToken)
 	api("DELETE /identity/v3/auth/tokens", s.revokeToken)
@@ -40,10 +44,8 @@ func (s *Server) routes() http.Handler {
 	api("DELETE /identity/v3/users/{user}/application_credentials/{id}", s.deleteAppCred)
 
 	// Nova.
-	mux.HandleFunc("GET /compute", s.computeVersions)
-	mux.HandleFunc("GET /compute/{$}", s.computeVersions)
-	mux.HandleFunc("GET /compute/v2.1", s.computeVersion)
-	mux.HandleFunc("GET /compute/v2.1/{$}", s.computeVersion)
+	root("/compute", versionDoc(http.StatusOK, "versions", computeVersionDoc))
+	root("/compute/v2.1", versionDoc(http.StatusOK, "version", computeVersionDoc))
 	api("GET /compute/v2.1/flavors", s.listFlavors)
 	api("GET /compute/v2.1/flavors/detail", s.listFlavors)
 	api("GET /compute/v2.1/flavors/{id}", s.getFlavor)
@@ -64,8 +66,7 @@ func (s *Server) routes() http.Handler {
 	api("PUT /compute/v2.1/os-quota-sets/{project}", s.putQuotaSet("project", "os_compute_api:os-quota-sets:update", novaQuotas))
 
 	// Neutron.
-	mux.HandleFunc("GET /network", s.networkVersions)
-	mux.HandleFunc("GET /network/{$}", s.networkVersions)
+	root("/network", versionDoc(http.StatusOK, "versions", networkVersionDoc))
 	n := func(pattern string, h handler) { api(pattern, s.neutron(h)) }
 	const neutronV2 = "/network/v2.0/"
 	crud(s, n, neutronV2+"networks", networks, (*Server).createNetwork, (*Server).updateNetwork, (*Server).deleteNetwork)
@@ -91,9 +92,8 @@ func (s *Server) routes() http.Handler {
 	n("PUT /network/v2.0/quotas/{project}", s.putNeutronQuota)
 
 	// Cinder.
-	mux.HandleFunc("GET /volume", s.volumeVersions)
-	mux.HandleFunc("GET /volume/{$}", s.volumeVersions)
-	mux.HandleFunc("GET /volume/v3/{$}", s.volumeVersion)
+	root("/volume", versionDoc(http.StatusMultipleChoices, "versions", volumeVersionDoc))
+	mux.HandleFunc("GET /volume/v3/{$}", versionDoc(http.StatusOK, "versions", volumeVersionDoc))
 	cinder := func(pattern string, h handler) {
 		api(strings.Replace(pattern, " ", " /volume/v3/{project}", 1), s.cinder(h))
 	}
@@ -108,9 +108,8 @@ func (s *Server) routes() http.Handler {
 	cinder("PUT /os-quota-sets/{target}", s.putQuotaSet("target", "volume_extension:quotas:update", s.cinderQuotaNames))
 
 	// Glance.
-	mux.HandleFunc("GET /image", s.imageVersions)
-	mux.HandleFunc("GET /image/{$}", s.imageVersions)
-	mux.HandleFunc("GET /image/versions", s.imageVersions)
+	root("/image", versionDoc(http.StatusOK, "versions", imageVersionDoc))
+	mux.HandleFunc("GET /image/versions", versionDoc(http.StatusOK, "versions", imageVersionDoc))
 	api("GET /image/v2/images", s.listImages)
 	api("GET /image/v2/images/{id}", s.getImage)
 
@@ -171,12 +170,16 @@ func (s *Server) cinder(h handler) handler {
 	}
 }
 
-func (s *Server) computeVersions(w http.ResponseWriter, r *http.Request) {
-	simkit.WriteJSON(w, http.StatusOK, obj{"versions": []obj{computeVersionDoc(simkit.BaseURL(r))}})
-}
-
-func (s *Server) computeVersion(w http.ResponseWriter, r *http.Request) {
-	simkit.WriteJSON(w, http.StatusOK, obj{"version": computeVersionDoc(simkit.BaseURL(r))})
+// versionDoc serves a service's version discovery: the document mk makes
+// for the request's base URL under key, in a list under "versions".
+func versionDoc(status int, key string, mk func(base string) obj) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var doc any = mk(simkit.BaseURL(r))
+		if key == "versions" {
+			doc = []obj{doc.(obj)}
+		}
+		simkit.WriteJSON(w, status, obj{key: doc})
+	}
 }
 
 func computeVersionDoc(b string) obj {
@@ -184,9 +187,8 @@ func computeVersionDoc(b string) obj {
 		"updated": "2013-07-23T11:33:21Z", "links": []obj{{"rel": "self", "href": b + "/compute/v2.1/"}}}
 }
 
-func (s *Server) networkVersions(w http.ResponseWriter, r *http.Request) {
-	simkit.WriteJSON(w, http.StatusOK, obj{"versions": []obj{{"id": "v2.0", "status": "CURRENT",
-		"links": []obj{{"rel": "self", "href": simkit.BaseURL(r) + "/network/v2.0/"}}}}})
+func networkVersionDoc(b string) obj {
+	return obj{"id": "v2.0", "status": "CURRENT", "links": []obj{{"rel": "self", "href": b + "/network/v2.0/"}}}
 }
 
 func volumeVersionDoc(b string) obj {
@@ -194,15 +196,6 @@ func volumeVersionDoc(b string) obj {
 		"updated": "2023-08-31T00:00:00Z", "links": []obj{{"rel": "self", "href": b + "/volume/v3/"}}}
 }
 
-func (s *Server) volumeVersions(w http.ResponseWriter, r *http.Request) {
-	simkit.WriteJSON(w, http.StatusMultipleChoices, obj{"versions": []obj{volumeVersionDoc(simkit.BaseURL(r))}})
-}
-
-func (s *Server) volumeVersion(w http.ResponseWriter, r *http.Request) {
-	simkit.WriteJSON(w, http.StatusOK, obj{"versions": []obj{volumeVersionDoc(simkit.BaseURL(r))}})
-}
-
-func (s *Server) imageVersions(w http.ResponseWriter, r *http.Request) {
-	simkit.WriteJSON(w, http.StatusOK, obj{"versions": []obj{{"id": "v2.15", "status": "CURRENT",
-		"links": []obj{{"rel": "self", "href": simkit.BaseURL(r) + "/image/v2/"}}}}})
+func imageVersionDoc(b string) obj {
+	return obj{"id": "v2.15", "status": "CURRENT", "links": []obj{{"rel": "self", "href": b + "/image/v2/"}}}
 }
