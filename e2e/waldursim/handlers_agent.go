@@ -135,20 +135,10 @@ func (s *Server) updateIdentity(w http.ResponseWriter, r *http.Request, _ *User,
 	return nil
 }
 
-func (s *Server) registerService(w http.ResponseWriter, r *http.Request, _ *User) error {
-	uid, err := pathUUID(r)
-	if err != nil {
-		return err
-	}
-	body, aerr := decodeBody(r)
-	if aerr != nil {
-		return aerr
-	}
+func (s *Server) registerService(w http.ResponseWriter, r *http.Request, _ *User, uid string, body map[string]any) error {
 	fe := fieldErrors{}
 	name, _ := strField(body, fe, "name", true, false)
 	mode, _ := strField(body, fe, "mode", true, false)
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.st.identities[uid] == nil {
 		return errNotFound
 	}
@@ -174,21 +164,11 @@ func (s *Server) registerService(w http.ResponseWriter, r *http.Request, _ *User
 	return nil
 }
 
-func (s *Server) registerProcessor(w http.ResponseWriter, r *http.Request, _ *User) error {
-	uid, err := pathUUID(r)
-	if err != nil {
-		return err
-	}
-	body, aerr := decodeBody(r)
-	if aerr != nil {
-		return aerr
-	}
+func (s *Server) registerProcessor(w http.ResponseWriter, r *http.Request, _ *User, uid string, body map[string]any) error {
 	fe := fieldErrors{}
 	name, _ := strField(body, fe, "name", true, false)
 	btype, _ := strField(body, fe, "backend_type", true, false)
 	bversion, _ := strField(body, fe, "backend_version", false, true)
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	svc := s.st.services[uid]
 	if svc == nil {
 		return errNotFound

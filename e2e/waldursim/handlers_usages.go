@@ -17,6 +17,19 @@ func billingPeriod(t string) (string, bool) {
 	return tm.Format("2006-01") + "-01", true
 }
 
+// queryPeriod reads a billing period filter (any date in the month).
+func queryPeriod(r *http.Request, fe fieldErrors, key string) string {
+	v := r.URL.Query().Get(key)
+	if v == "" {
+		return ""
+	}
+	p, ok := billingPeriod(v)
+	if !ok {
+		fe.add(key, "Enter a valid date.")
+	}
+	return p
+}
+
 // decimalField accepts "12.50" or 12.5 and renders Waldur's two decimals.
 func decimalField(m map[string]any, fe fieldErrors, key string) (string, bool) {
 	var f float64
@@ -48,14 +61,7 @@ func (s *Server) listUsages(w http.ResponseWriter, r *http.Request, _ *User) err
 	fe := fieldErrors{}
 	resources := queryUUIDs(r, fe, "resource_uuid")
 	offerings := queryUUIDs(r, fe, "offering_uuid")
-	var period string
-	if v := r.URL.Query().Get("billing_period"); v != "" {
-		p, ok := billingPeriod(v)
-		if !ok {
-			fe.add("billing_period", "Enter a valid date.")
-		}
-		period = p
-	}
+	period := queryPeriod(r, fe, "billing_period")
 	if err := fe.err(); err != nil {
 		return err
 	}
@@ -201,14 +207,7 @@ func (s *Server) setUserUsages(w http.ResponseWriter, r *http.Request, _ *User, 
 func (s *Server) listUserUsages(w http.ResponseWriter, r *http.Request, _ *User) error {
 	fe := fieldErrors{}
 	resources := queryUUIDs(r, fe, "resource_uuid")
-	var period string
-	if v := r.URL.Query().Get("component_usage__billing_period"); v != "" {
-		p, ok := billingPeriod(v)
-		if !ok {
-			fe.add("component_usage__billing_period", "Enter a valid date.")
-		}
-		period = p
-	}
+	period := queryPeriod(r, fe, "component_usage__billing_period")
 	if err := fe.err(); err != nil {
 		return err
 	}

@@ -24,9 +24,9 @@ func (s *Server) routes() http.Handler {
 	handle("GET /api/marketplace-site-agent-identities/{uuid}/{$}", s.byUUID(s.getIdentity))
 	handle("PUT /api/marketplace-site-agent-identities/{uuid}/{$}", s.byUUIDBody(s.updateIdentity))
 	handle("PATCH /api/marketplace-site-agent-identities/{uuid}/{$}", s.byUUIDBody(s.updateIdentity))
-	handle("POST /api/marketplace-site-agent-identities/{uuid}/register_service/{$}", s.registerService)
+	handle("POST /api/marketplace-site-agent-identities/{uuid}/register_service/{$}", s.byUUIDBody(s.registerService))
 	handle("POST /api/marketplace-site-agent-identities/{uuid}/register_event_subscription/{$}", s.registerEventSubscription)
-	handle("POST /api/marketplace-site-agent-services/{uuid}/register_processor/{$}", s.registerProcessor)
+	handle("POST /api/marketplace-site-agent-services/{uuid}/register_processor/{$}", s.byUUIDBody(s.registerProcessor))
 
 	handle("GET /api/event-subscriptions/{$}", s.listSubscriptions)
 	handle("GET /api/event-subscriptions/{uuid}/{$}", s.getSubscription)
