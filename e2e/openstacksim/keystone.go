@@ -3,6 +3,7 @@ package openstacksim
 import (
 	"cmp"
 	"github.com/sitebus/sitebus/e2e/simkit"
+	"maps"
 
 	"crypto/subtle"
 	"net/http"
@@ -325,10 +326,7 @@ func (s *Server) projectRep(r *http.Request, p *Project) obj {
 		"links": obj{"self": simkit.BaseURL(r) + "/identity/v3/projects/" + p.ID}}
 }
 
-func (s *Server) createProject(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	if !c.admin {
-		return forbidden("identity:create_project")
-	}
+func (s *Server) createProject(w http.ResponseWriter, r *http.Request, _ *caller) *apiErr {
 	var in struct {
 		Project struct {
 			Name        string   `json:"name"`
@@ -363,10 +361,7 @@ func (s *Server) createProject(w http.ResponseWriter, r *http.Request, c *caller
 
 // updateProject serves PATCH /v3/projects/{id}: name (unique in the
 // domain), description, enabled and tags.
-func (s *Server) updateProject(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	if !c.admin {
-		return forbidden("identity:update_project")
-	}
+func (s *Server) updateProject(w http.ResponseWriter, r *http.Request, _ *caller) *apiErr {
 	p := s.st.projects[r.PathValue("id")]
 	if p == nil {
 		return keystoneErr(404, "Could not find project: "+r.PathValue("id")+".")
@@ -425,6 +420,16 @@ func keystoneCollection[T any](plural, singular string, items func(*state) map[s
 	}
 }
 
+// admin lets only admins call h, as Keystone's policy does for action.
+func admin(action string, h handler) handler {
+	return func(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+		if !c.admin {
+			return forbidden(action)
+		}
+		return h(w, r, c)
+	}
+}
+
 // adminOnly is the policy of an admin-only call.
 func adminOnly(action string) func(*caller) *apiErr {
 	return func(c *caller) *apiErr {
@@ -438,10 +443,7 @@ func adminOnly(action string) func(*caller) *apiErr {
 // deleteProject removes the project, its role assignments and the tokens
 // scoped to it, as Keystone does; the other services keep what the project
 // owned (Keystone does not tell them), which the inventory then shows.
-func (s *Server) deleteProject(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	if !c.admin {
-		return forbidden("identity:delete_project")
-	}
+func (s *Server) deleteProject(w http.ResponseWriter, r *http.Request, _ *caller) *apiErr {
 	id := r.PathValue("id")
 	p := s.st.projects[id]
 	if p == nil {
@@ -452,16 +454,8 @@ func (s *Server) deleteProject(w http.ResponseWriter, r *http.Request, c *caller
 	}
 	delete(s.st.projects, id)
 	delete(s.st.assignments, id)
-	for tid, t := range s.st.tokens {
-		if t.projectID == id {
-			delete(s.st.tokens, tid)
-		}
-	}
-	for aid, a := range s.st.appCreds {
-		if a.ProjectID == id {
-			delete(s.st.appCreds, aid)
-		}
-	}
+	maps.DeleteFunc(s.st.tokens, func(_ string, t *token) bool { return t.projectID == id })
+	maps.DeleteFunc(s.st.appCreds, func(_ string, a *AppCredential) bool { return a.ProjectID == id })
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
@@ -473,10 +467,7 @@ func (s *Server) userRep(r *http.Request, u *User) obj {
 		"links":       obj{"self": simkit.BaseURL(r) + "/identity/v3/users/" + u.ID}}
 }
 
-func (s *Server) createUser(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	if !c.admin {
-		return forbidden("identity:create_user")
-	}
+func (s *Server) createUser(w http.ResponseWriter, r *http.Request, _ *caller) *apiErr {
 	var in struct {
 		User struct {
 			Name             string `json:"name"`
@@ -515,10 +506,7 @@ var users = keystoneCollection("users", "user",
 	func(st *state) map[string]*User { return st.users }, func(u *User) uint64 { return u.seq },
 	func(c *caller, u *User) bool { return c.admin || c.userID == u.ID }, (*Server).userRep)
 
-func (s *Server) deleteUser(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	if !c.admin {
-		return forbidden("identity:delete_user")
-	}
+func (s *Server) deleteUser(w http.ResponseWriter, r *http.Request, _ *caller) *apiErr {
 	id := r.PathValue("id")
 	u := s.st.users[id]
 	if u == nil {
@@ -531,16 +519,8 @@ func (s *Server) deleteUser(w http.ResponseWriter, r *http.Request, c *caller) *
 	for _, m := range s.st.assignments {
 		delete(m, id)
 	}
-	for tid, t := range s.st.tokens {
-		if t.userID == id {
-			delete(s.st.tokens, tid)
-		}
-	}
-	for aid, a := range s.st.appCreds {
-		if a.UserID == id {
-			delete(s.st.appCreds, aid)
-		}
-	}
+	maps.DeleteFunc(s.st.tokens, func(_ string, t *token) bool { return t.userID == id })
+	maps.DeleteFunc(s.st.appCreds, func(_ string, a *AppCredential) bool { return a.UserID == id })
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
@@ -575,10 +555,7 @@ func (s *Server) assignment(r *http.Request) (p, u, rl string, e *apiErr) {
 	return p, u, rl, nil
 }
 
-func (s *Server) assignRole(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	if !c.admin {
-		return forbidden("identity:create_grant")
-	}
+func (s *Server) assignRole(w http.ResponseWriter, r *http.Request, _ *caller) *apiErr {
 	p, u, rl, e := s.assignment(r)
 	if e != nil {
 		return e
@@ -588,10 +565,7 @@ func (s *Server) assignRole(w http.ResponseWriter, r *http.Request, c *caller) *
 	return nil
 }
 
-func (s *Server) unassignRole(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	if !c.admin {
-		return forbidden("identity:revoke_grant")
-	}
+func (s *Server) unassignRole(w http.ResponseWriter, r *http.Request, _ *caller) *apiErr {
 	p, u, rl, e := s.assignment(r)
 	if e != nil {
 		return e

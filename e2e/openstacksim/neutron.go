@@ -3,6 +3,7 @@ package openstacksim
 import (
 	"cmp"
 	"github.com/sitebus/sitebus/e2e/simkit"
+	"maps"
 
 	"encoding/json"
 	"net/http"
@@ -192,11 +193,7 @@ func (s *Server) deleteNetwork(c *caller, n *Network) *apiErr {
 			s.removePort(p) // DHCP's, which Neutron deletes with the network
 		}
 	}
-	for sid, sub := range s.st.subnets {
-		if sub.NetworkID == id {
-			delete(s.st.subnets, sid)
-		}
-	}
+	maps.DeleteFunc(s.st.subnets, func(_ string, sub *Subnet) bool { return sub.NetworkID == id })
 	delete(s.st.networks, id)
 	return nil
 }

@@ -2,6 +2,7 @@ package ranchersim
 
 import (
 	"github.com/sitebus/sitebus/e2e/simkit"
+	"maps"
 
 	"net/http"
 )
@@ -118,11 +119,7 @@ func (s *Server) deleteProject(w http.ResponseWriter, r *http.Request) *apiError
 		return projectsType.notFound(id)
 	}
 	delete(s.projects, id)
-	for bid, b := range s.bindings {
-		if b.projectID == id {
-			delete(s.bindings, bid)
-		}
-	}
+	maps.DeleteFunc(s.bindings, func(_ string, b *binding) bool { return b.projectID == id })
 	rep := projectRep(simkit.BaseURL(r), p)
 	s.mu.Unlock()
 	if s.kube != nil {

@@ -3,6 +3,7 @@ package ranchersim
 import (
 	"cmp"
 	"github.com/sitebus/sitebus/e2e/simkit"
+	"maps"
 
 	"bytes"
 	"encoding/json"
@@ -334,21 +335,9 @@ func (s *Server) removeCluster(id string) {
 	}
 	delete(s.prov.clusters, id)
 	delete(s.prov.v1, mc.provID)
-	for k, n := range s.prov.nodes {
-		if n.clusterID == id {
-			delete(s.prov.nodes, k)
-		}
-	}
-	for k, t := range s.prov.tokens {
-		if t.clusterID == id {
-			delete(s.prov.tokens, k)
-		}
-	}
-	for k, b := range s.prov.crtbs {
-		if b.clusterID == id {
-			delete(s.prov.crtbs, k)
-		}
-	}
+	maps.DeleteFunc(s.prov.nodes, func(_ string, n *node) bool { return n.clusterID == id })
+	maps.DeleteFunc(s.prov.tokens, func(_ string, t *regToken) bool { return t.clusterID == id })
+	maps.DeleteFunc(s.prov.crtbs, func(_ string, b *clusterBinding) bool { return b.clusterID == id })
 	s.log.Debug("cluster removed", "cluster", id, "provisioning", mc.provID)
 }
 
