@@ -143,15 +143,11 @@ func (s *Server) matchErrorRule(sv *Instance) string {
 // errorRulesAdmin serves POST /sim/server-errors (a ServerErrorRule) and
 // DELETE /sim/server-errors.
 func (s *Server) errorRulesAdmin(mux *http.ServeMux) {
-	mux.HandleFunc("POST /sim/server-errors", func(w http.ResponseWriter, r *http.Request) {
-		var rl ServerErrorRule
-		if err := json.NewDecoder(r.Body).Decode(&rl); err != nil {
-			simkit.WriteError(w, keystoneErr(400, err.Error()))
-			return
-		}
+	bad := func(w http.ResponseWriter, msg string) { simkit.WriteError(w, keystoneErr(400, msg)) }
+	mux.HandleFunc("POST /sim/server-errors", simkit.JSONBody(bad, func(w http.ResponseWriter, _ *http.Request, rl ServerErrorRule) {
 		s.FailServers(rl)
 		w.WriteHeader(http.StatusNoContent)
-	})
+	}))
 	mux.HandleFunc("DELETE /sim/server-errors", func(w http.ResponseWriter, _ *http.Request) {
 		s.ClearServerErrors()
 		w.WriteHeader(http.StatusNoContent)

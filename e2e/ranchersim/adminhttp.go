@@ -3,7 +3,6 @@ package ranchersim
 import (
 	"github.com/sitebus/sitebus/e2e/simkit"
 
-	"encoding/json"
 	"net/http"
 )
 
@@ -31,18 +30,14 @@ func (s *Server) adminRoutes(mux *http.ServeMux) {
 	get("/sim/calls", func() any { return s.Calls() })
 	get("/sim/inventory", func() any { return s.Inventory() })
 	get("/sim/drains", func() any { return s.Drains() })
-	mux.HandleFunc("POST /sim/node-faults", func(w http.ResponseWriter, r *http.Request) {
-		var f NodeFault
-		if err := json.NewDecoder(r.Body).Decode(&f); err != nil {
-			writeErr(w, invalidBody(err.Error()))
-			return
-		}
+	bad := func(w http.ResponseWriter, msg string) { writeErr(w, invalidBody(msg)) }
+	mux.HandleFunc("POST /sim/node-faults", simkit.JSONBody(bad, func(w http.ResponseWriter, _ *http.Request, f NodeFault) {
 		s.AddNodeFault(f)
 		w.WriteHeader(http.StatusNoContent)
-	})
+	}))
 	mux.HandleFunc("DELETE /sim/node-faults", func(w http.ResponseWriter, _ *http.Request) {
 		s.ClearNodeFaults()
 		w.WriteHeader(http.StatusNoContent)
 	})
-	s.AdminRoutes(mux, func(w http.ResponseWriter, msg string) { writeErr(w, invalidBody(msg)) })
+	s.AdminRoutes(mux, bad)
 }

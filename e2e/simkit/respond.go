@@ -35,6 +35,20 @@ func WriteError(w http.ResponseWriter, e *Error) {
 	WriteJSON(w, e.Status, e.Body)
 }
 
+// JSONBody adapts a handler of a typed JSON request body: a malformed
+// body is answered by bad, in the simulated service's error format, the
+// rest by h.
+func JSONBody[In any](bad func(w http.ResponseWriter, msg string), h func(w http.ResponseWriter, r *http.Request, in In)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var in In
+		if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
+			bad(w, err.Error())
+			return
+		}
+		h(w, r, in)
+	}
+}
+
 // BaseURL is the scheme and host of r, which links are built on.
 func BaseURL(r *http.Request) string {
 	scheme := "http"

@@ -101,14 +101,7 @@ func (s *Server) adminRoutes() http.Handler {
 			simkit.WriteJSON(w, status, v)
 		})
 	}
-	h("POST /sim/orders", func(r *http.Request) (int, any, error) {
-		var req CreateOrderRequest
-		if err := decodeStrict(r, &req); err != nil {
-			return 0, nil, err
-		}
-		res, err := s.CreateOrder(r.Context(), req)
-		return publishStatus(http.StatusCreated, res, err)
-	})
+	h("POST /sim/orders", publishing(http.StatusCreated, s.CreateOrder))
 	h("GET /sim/orders/{uuid}", func(r *http.Request) (int, any, error) {
 		id, err := pathUUID(r)
 		if err != nil {
@@ -136,29 +129,12 @@ func (s *Server) adminRoutes() http.Handler {
 		return http.StatusOK, s.st.resourceView(baseURL(r), res), nil
 	})
 	h("POST /sim/resources/{uuid}/flags", func(r *http.Request) (int, any, error) {
-		var req FlagsRequest
-		if err := decodeStrict(r, &req); err != nil {
-			return 0, nil, err
-		}
-		res, err := s.SetResourceFlags(r.Context(), r.PathValue("uuid"), req)
-		return publishStatus(http.StatusOK, res, err)
+		return publishing(http.StatusOK, func(ctx context.Context, req FlagsRequest) (*FlagsResult, error) {
+			return s.SetResourceFlags(ctx, r.PathValue("uuid"), req)
+		})(r)
 	})
-	h("POST /sim/team", func(r *http.Request) (int, any, error) {
-		var req TeamRequest
-		if err := decodeStrict(r, &req); err != nil {
-			return 0, nil, err
-		}
-		res, err := s.SetTeam(r.Context(), req)
-		return publishStatus(http.StatusOK, res, err)
-	})
-	h("POST /sim/events", func(r *http.Request) (int, any, error) {
-		var req RawEventRequest
-		if err := decodeStrict(r, &req); err != nil {
-			return 0, nil, err
-		}
-		res, err := s.PublishRaw(r.Context(), req)
-		return publishStatus(http.StatusOK, res, err)
-	})
+	h("POST /sim/team", publishing(http.StatusOK, s.SetTeam))
+	h("POST /sim/events", publishing(http.StatusOK, s.PublishRaw))
 	h("GET /sim/calls", func(r *http.Request) (int, any, error) {
 		return http.StatusOK, s.Calls(), nil
 	})
@@ -183,6 +159,19 @@ func (s *Server) adminRoutes() http.Handler {
 	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { writeErr(w, errNotFound) })
 	return mux
+}
+
+// publishing serves an admin POST of a Req whose operation publishes
+// events (see publishStatus).
+func publishing[Req, Res any](ok int, op func(ctx context.Context, req Req) (Res, error)) func(r *http.Request) (int, any, error) {
+	return func(r *http.Request) (int, any, error) {
+		var req Req
+		if err := decodeStrict(r, &req); err != nil {
+			return 0, nil, err
+		}
+		res, err := op(r.Context(), req)
+		return publishStatus(ok, res, err)
+	}
 }
 
 // publishStatus answers 502 with the partial result when publishing failed.
