@@ -58,72 +58,55 @@ func (s *Server) Inventory(project string) Inventory {
 	defer s.mu.Unlock()
 	st := s.st
 	in := func(p string) bool { return project == "" || p == project }
-	var inv Inventory
-	for _, p := range simkit.SortedBy(st.projects, func(x *Project) uint64 { return x.seq }) {
-		if !p.builtin && in(p.ID) {
-			inv.Projects = append(inv.Projects, *p)
-		}
+	return Inventory{
+		Projects: simkit.Select(st.projects, func(x *Project) uint64 { return x.seq },
+			func(p *Project) bool { return !p.builtin && in(p.ID) }, deref),
+		Users: simkit.Select(st.users, func(x *User) uint64 { return x.seq },
+			func(u *User) bool { return !u.builtin && in(u.DefaultProjectID) }, deref),
+		Servers: simkit.Select(st.servers, func(x *Instance) uint64 { return x.seq },
+			func(sv *Instance) bool { return in(sv.ProjectID) }, s.serverView),
+		Volumes: simkit.Select(st.volumes, func(x *Volume) uint64 { return x.seq },
+			func(v *Volume) bool { return in(v.ProjectID) }, func(v *Volume) Volume {
+				c := *v
+				c.Attachments = slices.Clone(v.Attachments)
+				return c
+			}),
+		Networks: simkit.Select(st.networks, func(x *Network) uint64 { return x.seq },
+			func(n *Network) bool { return !n.builtin && in(n.ProjectID) }, deref),
+		Subnets: simkit.Select(st.subnets, func(x *Subnet) uint64 { return x.seq },
+			func(sub *Subnet) bool { return !sub.builtin && in(sub.ProjectID) }, func(sub *Subnet) Subnet {
+				c := *sub
+				c.Pools = slices.Clone(sub.Pools)
+				c.DNSNameservers = slices.Clone(sub.DNSNameservers)
+				c.Allocated = maps.Clone(sub.Allocated)
+				return c
+			}),
+		Ports: simkit.Select(st.ports, func(x *Port) uint64 { return x.seq },
+			func(p *Port) bool { return in(p.ProjectID) }, func(p *Port) Port {
+				c := *p
+				c.FixedIPs = slices.Clone(p.FixedIPs)
+				c.SecurityGroups = slices.Clone(p.SecurityGroups)
+				return c
+			}),
+		Routers: simkit.Select(st.routers, func(x *Router) uint64 { return x.seq },
+			func(rt *Router) bool { return in(rt.ProjectID) }, func(rt *Router) Router {
+				c := *rt
+				c.Interfaces = slices.Clone(rt.Interfaces)
+				return c
+			}),
+		SecurityGroups: simkit.Select(st.secGroups, func(x *SecurityGroup) uint64 { return x.seq },
+			func(g *SecurityGroup) bool { return in(g.ProjectID) }, func(g *SecurityGroup) SecurityGroup {
+				c := *g
+				c.Rules = slices.Clone(g.Rules)
+				return c
+			}),
+		FloatingIPs: simkit.Select(st.fips, func(x *FloatingIP) uint64 { return x.seq },
+			func(f *FloatingIP) bool { return in(f.ProjectID) }, deref),
 	}
-	for _, u := range simkit.SortedBy(st.users, func(x *User) uint64 { return x.seq }) {
-		if !u.builtin && in(u.DefaultProjectID) {
-			inv.Users = append(inv.Users, *u)
-		}
-	}
-	for _, sv := range simkit.SortedBy(st.servers, func(x *Instance) uint64 { return x.seq }) {
-		if in(sv.ProjectID) {
-			inv.Servers = append(inv.Servers, s.serverView(sv))
-		}
-	}
-	for _, v := range simkit.SortedBy(st.volumes, func(x *Volume) uint64 { return x.seq }) {
-		if in(v.ProjectID) {
-			c := *v
-			c.Attachments = slices.Clone(v.Attachments)
-			inv.Volumes = append(inv.Volumes, c)
-		}
-	}
-	for _, n := range simkit.SortedBy(st.networks, func(x *Network) uint64 { return x.seq }) {
-		if !n.builtin && in(n.ProjectID) {
-			inv.Networks = append(inv.Networks, *n)
-		}
-	}
-	for _, sub := range simkit.SortedBy(st.subnets, func(x *Subnet) uint64 { return x.seq }) {
-		if !sub.builtin && in(sub.ProjectID) {
-			c := *sub
-			c.Pools = slices.Clone(sub.Pools)
-			c.DNSNameservers = slices.Clone(sub.DNSNameservers)
-			c.Allocated = maps.Clone(sub.Allocated)
-			inv.Subnets = append(inv.Subnets, c)
-		}
-	}
-	for _, p := range simkit.SortedBy(st.ports, func(x *Port) uint64 { return x.seq }) {
-		if in(p.ProjectID) {
-			c := *p
-			c.FixedIPs = slices.Clone(p.FixedIPs)
-			c.SecurityGroups = slices.Clone(p.SecurityGroups)
-			inv.Ports = append(inv.Ports, c)
-		}
-	}
-	for _, rt := range simkit.SortedBy(st.routers, func(x *Router) uint64 { return x.seq }) {
-		if in(rt.ProjectID) {
-			c := *rt
-			c.Interfaces = slices.Clone(rt.Interfaces)
-			inv.Routers = append(inv.Routers, c)
-		}
-	}
-	for _, g := range simkit.SortedBy(st.secGroups, func(x *SecurityGroup) uint64 { return x.seq }) {
-		if in(g.ProjectID) {
-			c := *g
-			c.Rules = slices.Clone(g.Rules)
-			inv.SecurityGroups = append(inv.SecurityGroups, c)
-		}
-	}
-	for _, f := range simkit.SortedBy(st.fips, func(x *FloatingIP) uint64 { return x.seq }) {
-		if in(f.ProjectID) {
-			inv.FloatingIPs = append(inv.FloatingIPs, *f)
-		}
-	}
-	return inv
 }
+
+// deref copies an object that holds no slices or maps.
+func deref[T any](v *T) T { return *v }
 
 // ServersNamed returns the servers called name, in creation order.
 func (s *Server) ServersNamed(name string) []Instance {

@@ -27,3 +27,15 @@ func SortedBy[K comparable, V any, O cmp.Ordered](m map[K]V, key func(V) O) []V 
 	slices.SortFunc(out, func(a, b V) int { return cmp.Compare(key(a), key(b)) })
 	return out
 }
+
+// Select is the values of m that keep accepts, in the order of key, each
+// as view renders (or copies) it; nil when none is.
+func Select[K comparable, V any, O cmp.Ordered, R any](m map[K]V, key func(V) O, keep func(V) bool, view func(V) R) []R {
+	var out []R
+	for _, v := range SortedBy(m, key) {
+		if keep(v) {
+			out = append(out, view(v))
+		}
+	}
+	return out
+}
