@@ -2,6 +2,8 @@ package keycloaksim
 
 import (
 	"github.com/sitebus/sitebus/e2e/simkit"
+	"maps"
+	"slices"
 
 	"encoding/json"
 	"io"
@@ -69,13 +71,20 @@ func (rm *realm) groupReps(gs []*group, brief, withCount bool) []*groupRep {
 // searchGroups matches names at any depth: a case-insensitive substring,
 // or (exact) the name itself. Results are ordered by name.
 func (rm *realm) searchGroups(search string, exact bool) []*group {
+	out := named(slices.Collect(maps.Values(rm.groups)), search, exact)
+	sortGroups(out)
+	return out
+}
+
+// named keeps the groups whose name matches search as Keycloak's group
+// searches do: a case-insensitive substring or (exact) the name itself.
+func named(gs []*group, search string, exact bool) []*group {
 	var out []*group
-	for _, g := range rm.groups {
+	for _, g := range gs {
 		if exact && g.name == search || !exact && strings.Contains(strings.ToLower(g.name), strings.ToLower(search)) {
 			out = append(out, g)
 		}
 	}
-	sortGroups(out)
 	return out
 }
 
@@ -321,14 +330,7 @@ func (s *Server) listChildren(w http.ResponseWriter, r *http.Request, rm *realm)
 	}
 	kids := rm.children(g.id)
 	if q := r.URL.Query(); q.Has("search") {
-		search, exact := q.Get("search"), boolParam(r, "exact", false)
-		var keep []*group
-		for _, c := range kids {
-			if exact && c.name == search || !exact && strings.Contains(strings.ToLower(c.name), strings.ToLower(search)) {
-				keep = append(keep, c)
-			}
-		}
-		kids = keep
+		kids = named(kids, q.Get("search"), boolParam(r, "exact", false))
 	}
 	kids = page(kids, first, max)
 	simkit.WriteJSON(w, http.StatusOK, rm.groupReps(kids, boolParam(r, "briefRepresentation", false), true))

@@ -92,14 +92,8 @@ func (s *Server) listUserGroups(w http.ResponseWriter, r *http.Request, rm *real
 		return err
 	}
 	gs := rm.userGroups(u.id)
-	if search := strings.ToLower(r.URL.Query().Get("search")); search != "" {
-		var keep []*group
-		for _, g := range gs {
-			if strings.Contains(strings.ToLower(g.name), search) {
-				keep = append(keep, g)
-			}
-		}
-		gs = keep
+	if search := r.URL.Query().Get("search"); search != "" {
+		gs = named(gs, search, false)
 	}
 	gs = page(gs, first, max)
 	simkit.WriteJSON(w, http.StatusOK, rm.groupReps(gs, boolParam(r, "briefRepresentation", true), false))
