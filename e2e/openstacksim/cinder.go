@@ -3,6 +3,7 @@ package openstacksim
 import (
 	"cmp"
 	"github.com/sitebus/sitebus/e2e/simkit"
+	"maps"
 
 	"fmt"
 	"net/http"
@@ -85,7 +86,7 @@ func (s *Server) newVolume(project string, spec volumeSpec) (*Volume, *apiErr) {
 	if e := s.checkCinderQuota(project, t.Name, spec.size); e != nil {
 		return nil, e
 	}
-	v := &Volume{ID: simkit.NewUUID(), Name: spec.name, Description: spec.description, Metadata: cloneMap(spec.metadata),
+	v := &Volume{ID: simkit.NewUUID(), Name: spec.name, Description: spec.description, Metadata: maps.Clone(spec.metadata),
 		ProjectID: project, Size: spec.size, VolumeType: t.Name,
 		AvailabilityZone: spec.az, ImageID: spec.image, Bootable: spec.image != "", Status: "creating",
 		Created: s.now(), seq: s.st.next()}

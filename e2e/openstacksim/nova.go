@@ -3,6 +3,7 @@ package openstacksim
 import (
 	"cmp"
 	"github.com/sitebus/sitebus/e2e/simkit"
+	"maps"
 
 	"context"
 	"encoding/base64"
@@ -65,7 +66,7 @@ func (s *Server) listAZs(w http.ResponseWriter, _ *http.Request, _ *caller) *api
 func (s *Server) serverView(sv *Instance) Instance {
 	v := *sv
 	v.UserData = slices.Clone(sv.UserData)
-	v.Metadata = cloneMap(sv.Metadata)
+	v.Metadata = maps.Clone(sv.Metadata)
 	v.SecurityGroups = slices.Clone(sv.SecurityGroups)
 	v.BlockDevices = slices.Clone(sv.BlockDevices)
 	v.Console = slices.Clone(sv.Console)
@@ -90,17 +91,6 @@ func (s *Server) serverView(sv *Instance) Instance {
 		v.Disks = append(v.Disks, d)
 	}
 	return v
-}
-
-func cloneMap(m map[string]string) map[string]string {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
 
 func (s *Server) serverPorts(id string) []*Port {
@@ -202,7 +192,7 @@ func cloneMapOrEmpty(m map[string]string) map[string]string {
 	if m == nil {
 		return map[string]string{}
 	}
-	return cloneMap(m)
+	return maps.Clone(m)
 }
 
 func (s *Server) visibleServer(c *caller, id string) *Instance {
@@ -482,7 +472,7 @@ func (s *Server) createServer(w http.ResponseWriter, r *http.Request, c *caller)
 
 	sv := &Instance{ID: simkit.NewUUID(), Name: sin.Name, ProjectID: c.projectID, UserID: c.userID, FlavorID: f.ID,
 		ImageID: sin.ImageRef, AvailabilityZone: az, KeyName: sin.KeyName, Status: "BUILD", UserData: userData,
-		Metadata: cloneMap(sin.Metadata), SecurityGroups: sgNames, Created: s.now(), seq: s.st.next()}
+		Metadata: maps.Clone(sin.Metadata), SecurityGroups: sgNames, Created: s.now(), seq: s.st.next()}
 	// Ports come first: Neutron may still refuse one (address in use,
 	// quota), and then the ones made or bound so far are undone. Nothing
 	// after them fails the request.
