@@ -326,6 +326,19 @@ func (s *Server) projectRep(r *http.Request, p *Project) obj {
 		"links": obj{"self": simkit.BaseURL(r) + "/identity/v3/projects/" + p.ID}}
 }
 
+// named checks the name and domain (default: the default domain) of a
+// project or user to create, as Keystone's schema and lookup do.
+func (s *Server) named(name, domainID *string) *apiErr {
+	if *name == "" {
+		return keystoneErr(400, "Invalid input for field 'name': None is not of type 'string'")
+	}
+	*domainID = cmp.Or(*domainID, DefaultDomainID)
+	if _, ok := s.st.domains[*domainID]; !ok {
+		return keystoneErr(404, "Could not find domain: "+*domainID+".")
+	}
+	return nil
+}
+
 func (s *Server) createProject(w http.ResponseWriter, r *http.Request, _ *caller) *apiErr {
 	var in struct {
 		Project struct {
@@ -340,12 +353,8 @@ func (s *Server) createProject(w http.ResponseWriter, r *http.Request, _ *caller
 		return e
 	}
 	pin := in.Project
-	if pin.Name == "" {
-		return keystoneErr(400, "Invalid input for field 'name': None is not of type 'string'")
-	}
-	pin.DomainID = cmp.Or(pin.DomainID, DefaultDomainID)
-	if _, ok := s.st.domains[pin.DomainID]; !ok {
-		return keystoneErr(404, "Could not find domain: "+pin.DomainID+".")
+	if e := s.named(&pin.Name, &pin.DomainID); e != nil {
+		return e
 	}
 	for _, p := range s.st.projects {
 		if p.DomainID == pin.DomainID && p.Name == pin.Name {
@@ -482,12 +491,8 @@ func (s *Server) createUser(w http.ResponseWriter, r *http.Request, _ *caller) *
 		return e
 	}
 	uin := in.User
-	if uin.Name == "" {
-		return keystoneErr(400, "Invalid input for field 'name': None is not of type 'string'")
-	}
-	uin.DomainID = cmp.Or(uin.DomainID, DefaultDomainID)
-	if _, ok := s.st.domains[uin.DomainID]; !ok {
-		return keystoneErr(404, "Could not find domain: "+uin.DomainID+".")
+	if e := s.named(&uin.Name, &uin.DomainID); e != nil {
+		return e
 	}
 	for _, u := range s.st.users {
 		if u.DomainID == uin.DomainID && u.Name == uin.Name {
