@@ -39,3 +39,13 @@ func Select[K comparable, V any, O cmp.Ordered, R any](m map[K]V, key func(V) O,
 	}
 	return out
 }
+
+// Index is a map of pointers to the items by key, e.g. a fixture's
+// objects by id.
+func Index[K comparable, T any](items []T, key func(T) K) map[K]*T {
+	out := make(map[K]*T, len(items))
+	for i := range items {
+		out[key(items[i])] = &items[i]
+	}
+	return out
+}

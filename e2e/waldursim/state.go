@@ -1,6 +1,8 @@
 package waldursim
 
 import (
+	"github.com/sitebus/sitebus/e2e/simkit"
+
 	"cmp"
 	"fmt"
 	"maps"
@@ -131,10 +133,10 @@ func newState(f *Fixture, now func() string) (*state, error) {
 	}
 	st := &state{
 		now:        now,
-		customers:  map[string]*Customer{},
-		projects:   map[string]*Project{},
+		customers:  simkit.Index(cp.Customers, func(c Customer) string { return c.UUID }),
+		projects:   simkit.Index(cp.Projects, func(p Project) string { return p.UUID }),
 		offerings:  map[string]*Offering{},
-		plans:      map[string]*Plan{},
+		plans:      simkit.Index(cp.Plans, func(p Plan) string { return p.UUID }),
 		resources:  map[string]*Resource{},
 		orders:     map[string]*Order{},
 		identities: map[string]*Identity{},
@@ -145,14 +147,6 @@ func newState(f *Fixture, now func() string) (*state, error) {
 	for i := range cp.Users {
 		u := cp.Users[i]
 		st.users = append(st.users, &u)
-	}
-	for i := range cp.Customers {
-		c := cp.Customers[i]
-		st.customers[c.UUID] = &c
-	}
-	for i := range cp.Projects {
-		p := cp.Projects[i]
-		st.projects[p.UUID] = &p
 	}
 	for i := range cp.Offerings {
 		o := cp.Offerings[i]
@@ -169,10 +163,6 @@ func newState(f *Fixture, now func() string) (*state, error) {
 		}
 		o.Components = comps
 		st.offerings[o.UUID] = &o
-	}
-	for i := range cp.Plans {
-		p := cp.Plans[i]
-		st.plans[p.UUID] = &p
 	}
 	for i := range cp.Resources {
 		r := cp.Resources[i]
