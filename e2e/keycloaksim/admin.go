@@ -2,10 +2,10 @@ package keycloaksim
 
 import (
 	"cmp"
-	"github.com/sitebus/sitebus/e2e/simkit"
-
 	"fmt"
 	"time"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // GroupInfo is a group as tests inspect it.

@@ -1,14 +1,14 @@
 package keycloaksim
 
 import (
-	"github.com/sitebus/sitebus/e2e/simkit"
-	"maps"
-	"slices"
-
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // groupBody is what create and update accept.

@@ -1,10 +1,10 @@
 package keycloaksim
 
 import (
-	"github.com/sitebus/sitebus/e2e/simkit"
-
 	"net/http"
 	"strings"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // findUsers applies GET /users filters: search (any of username, email,

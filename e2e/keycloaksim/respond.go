@@ -1,11 +1,11 @@
 package keycloaksim
 
 import (
-	"github.com/sitebus/sitebus/e2e/simkit"
-
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // apiError is an error response with the body Keycloak sends for it.

@@ -1,9 +1,9 @@
 package keycloaksim
 
 import (
-	"github.com/sitebus/sitebus/e2e/simkit"
-
 	"net/http"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // adminHandler serves one admin endpoint for an authorized request on an

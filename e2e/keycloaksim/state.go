@@ -1,14 +1,14 @@
 package keycloaksim
 
 import (
-	"github.com/sitebus/sitebus/e2e/simkit"
-
 	"cmp"
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // realm holds one realm's users, groups and memberships.

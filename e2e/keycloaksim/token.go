@@ -1,8 +1,6 @@
 package keycloaksim
 
 import (
-	"github.com/sitebus/sitebus/e2e/simkit"
-
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
@@ -10,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // session is what an access or refresh token stands for.

@@ -1,14 +1,14 @@
 package okdsim
 
 import (
-	"github.com/sitebus/sitebus/e2e/simkit"
-
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // Discovery: the project group is added to the real server's group list,

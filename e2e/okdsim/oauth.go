@@ -1,13 +1,13 @@
 package okdsim
 
 import (
-	"github.com/sitebus/sitebus/e2e/simkit"
-
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/base64"
 	"net/http"
 	"time"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // The OAuth side follows RFC 6749 as OpenShift's OAuth server speaks it:

@@ -1,8 +1,6 @@
 package okdsim
 
 import (
-	"github.com/sitebus/sitebus/e2e/simkit"
-
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // The annotations OpenShift's default project template sets.

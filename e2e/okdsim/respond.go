@@ -2,14 +2,14 @@ package okdsim
 
 import (
 	"cmp"
-	"github.com/sitebus/sitebus/e2e/simkit"
-
 	"errors"
 	"net/http"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // API group and resources the simulator serves.

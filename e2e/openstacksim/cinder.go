@@ -2,14 +2,14 @@ package openstacksim
 
 import (
 	"cmp"
-	"github.com/sitebus/sitebus/e2e/simkit"
-	"maps"
-
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // volumeType finds a type by name or id.

@@ -2,11 +2,11 @@ package openstacksim
 
 import (
 	"cmp"
-	"github.com/sitebus/sitebus/e2e/simkit"
-
 	"net/http"
 	"net/netip"
 	"time"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // subnetSpec is a subnet as asked for.

@@ -2,13 +2,13 @@ package openstacksim
 
 import (
 	"cmp"
-	"github.com/sitebus/sitebus/e2e/simkit"
-	"maps"
-
 	"crypto/subtle"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // caller is who a request authenticates as, from its X-Auth-Token.

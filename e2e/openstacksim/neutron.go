@@ -2,14 +2,14 @@ package openstacksim
 
 import (
 	"cmp"
-	"github.com/sitebus/sitebus/e2e/simkit"
-	"maps"
-
 	"encoding/json"
+	"maps"
 	"net/http"
 	"net/netip"
 	"slices"
 	"strings"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // Neutron device owners the simulator gives meaning to.

@@ -1,11 +1,11 @@
 package openstacksim
 
 import (
-	"github.com/sitebus/sitebus/e2e/simkit"
-
 	"encoding/json"
 	"net/http"
 	"slices"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // ---- routers

@@ -2,17 +2,17 @@ package openstacksim
 
 import (
 	"cmp"
-	"github.com/sitebus/sitebus/e2e/simkit"
-	"maps"
-
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // maxUserData is Nova's limit on the base64 user_data.

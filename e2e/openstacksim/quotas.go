@@ -1,12 +1,12 @@
 package openstacksim
 
 import (
-	"github.com/sitebus/sitebus/e2e/simkit"
-
 	"fmt"
 	"maps"
 	"net/http"
 	"slices"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // Quotas are per-project limits by the services' own resource names:

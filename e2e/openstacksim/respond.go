@@ -1,8 +1,6 @@
 package openstacksim
 
 import (
-	"github.com/sitebus/sitebus/e2e/simkit"
-
 	"cmp"
 	"encoding/json"
 	"fmt"
@@ -11,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // apiErr is an error answer with its body already in the service's format.

@@ -1,10 +1,10 @@
 package openstacksim
 
 import (
-	"github.com/sitebus/sitebus/e2e/simkit"
-
 	"net/http"
 	"strings"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // handler serves one authenticated API request under s.mu; a returned error

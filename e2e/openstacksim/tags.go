@@ -1,11 +1,11 @@
 package openstacksim
 
 import (
-	"github.com/sitebus/sitebus/e2e/simkit"
-
 	"net/http"
 	"slices"
 	"strings"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // tagsOf resolves {res}/{id} of Neutron's tag API to the tags of a resource

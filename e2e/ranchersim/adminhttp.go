@@ -1,9 +1,9 @@
 package ranchersim
 
 import (
-	"github.com/sitebus/sitebus/e2e/simkit"
-
 	"net/http"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // adminRoutes serve the inspection API under /sim/ for a simulator run as

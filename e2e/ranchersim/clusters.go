@@ -1,8 +1,6 @@
 package ranchersim
 
 import (
-	"github.com/sitebus/sitebus/e2e/simkit"
-
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base32"
@@ -12,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // mgmtCluster is the management (v3) cluster of a provisioning cluster.

@@ -1,9 +1,9 @@
 package ranchersim
 
 import (
-	"github.com/sitebus/sitebus/e2e/simkit"
-
 	"net/http"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 type bindingBody struct {

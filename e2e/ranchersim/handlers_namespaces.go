@@ -2,8 +2,6 @@ package ranchersim
 
 import (
 	"cmp"
-	"github.com/sitebus/sitebus/e2e/simkit"
-
 	"errors"
 	"net/http"
 	"strings"
@@ -11,6 +9,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 type namespaceBody struct {

@@ -1,10 +1,10 @@
 package ranchersim
 
 import (
-	"github.com/sitebus/sitebus/e2e/simkit"
 	"maps"
-
 	"net/http"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // projectBody is what POST and PUT /v3/projects accept. Pointers tell a

@@ -1,8 +1,6 @@
 package ranchersim
 
 import (
-	"github.com/sitebus/sitebus/e2e/simkit"
-
 	"context"
 	"fmt"
 	"net/http"
@@ -17,6 +15,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/sitebus/sitebus/e2e/kube/manifest"
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // Import is one importYaml call as received: YAML is the exact string of

@@ -1,12 +1,12 @@
 package ranchersim
 
 import (
-	"github.com/sitebus/sitebus/e2e/simkit"
-
 	"encoding/json"
 	"fmt"
 	"sort"
 	"time"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // ProvisioningCluster is a v1 provisioning cluster as tests see it.

@@ -1,8 +1,6 @@
 package ranchersim
 
 import (
-	"github.com/sitebus/sitebus/e2e/simkit"
-
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -11,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // RegisterPath is the sim-only endpoint that stands in for a node running

@@ -1,17 +1,17 @@
 package ranchersim
 
 import (
-	"cmp"
-	"github.com/sitebus/sitebus/e2e/simkit"
-	"maps"
-
 	"bytes"
+	"cmp"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // Provisioned clusters (issue 13's cluster-provisioner).

@@ -1,14 +1,14 @@
 package ranchersim
 
 import (
-	"github.com/sitebus/sitebus/e2e/simkit"
-
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
 	"sort"
 	"strings"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // apiError is a norman error: {"baseType":"error","type":"error",

@@ -1,12 +1,12 @@
 package ranchersim
 
 import (
-	"github.com/sitebus/sitebus/e2e/simkit"
-
 	"crypto/subtle"
 	"io"
 	"net/http"
 	"strings"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // handler serves one authenticated API request; a returned error is written

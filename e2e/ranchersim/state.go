@@ -2,14 +2,14 @@ package ranchersim
 
 import (
 	"cmp"
-	"github.com/sitebus/sitebus/e2e/simkit"
-
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base32"
 	"maps"
 	"strings"
 	"time"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // project is a Rancher project (management.cattle.io/v3 Project).

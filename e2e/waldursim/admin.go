@@ -2,13 +2,13 @@ package waldursim
 
 import (
 	"cmp"
-	"github.com/sitebus/sitebus/e2e/simkit"
-
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // CreateOrderRequest is the body of POST /sim/orders. For Create (and

@@ -1,10 +1,10 @@
 package waldursim
 
 import (
-	"github.com/sitebus/sitebus/e2e/simkit"
-
 	"net/http"
 	"strings"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 func (s *Server) getVersion(w http.ResponseWriter, r *http.Request) {

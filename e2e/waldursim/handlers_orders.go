@@ -1,10 +1,10 @@
 package waldursim
 
 import (
-	"github.com/sitebus/sitebus/e2e/simkit"
-
 	"net/http"
 	"time"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 var timeLayouts = []string{time.RFC3339Nano, "2006-01-02T15:04:05.999999", "2006-01-02T15:04", "2006-01-02"}

@@ -1,9 +1,9 @@
 package waldursim
 
 import (
-	"github.com/sitebus/sitebus/e2e/simkit"
-
 	"net/http"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 func (s *Server) listResources(w http.ResponseWriter, r *http.Request, _ *User) error {

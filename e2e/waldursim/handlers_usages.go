@@ -1,12 +1,12 @@
 package waldursim
 
 import (
-	"github.com/sitebus/sitebus/e2e/simkit"
-
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 func billingPeriod(t string) (string, bool) {

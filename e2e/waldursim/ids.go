@@ -1,11 +1,11 @@
 package waldursim
 
 import (
-	"github.com/sitebus/sitebus/e2e/simkit"
-
 	"crypto/sha256"
 	"encoding/hex"
 	"strings"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // normUUID accepts a dashed or hex UUID (any case) and returns 32 lower-case

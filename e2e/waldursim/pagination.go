@@ -1,12 +1,12 @@
 package waldursim
 
 import (
-	"github.com/sitebus/sitebus/e2e/simkit"
-
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // Waldur's REST_FRAMEWORK settings: LinkHeaderPagination, PAGE_SIZE 10,

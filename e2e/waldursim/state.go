@@ -1,12 +1,12 @@
 package waldursim
 
 import (
-	"github.com/sitebus/sitebus/e2e/simkit"
-
 	"cmp"
 	"fmt"
 	"maps"
 	"slices"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // state is the simulator's world; every access holds Server.mu.
