@@ -9,25 +9,22 @@ import (
 )
 
 // apiError is an error response with the body Keycloak sends for it.
-type apiError struct {
-	status int
-	body   map[string]string
-}
+type apiError = simkit.Error
 
 // errorMessage is the {"errorMessage": ...} shape of Keycloak's
 // ErrorResponse (validation and conflicts).
 func errorMessage(status int, msg string) *apiError {
-	return &apiError{status, map[string]string{"errorMessage": msg}}
+	return &apiError{Status: status, Body: map[string]string{"errorMessage": msg}}
 }
 
 // errorCode is the {"error": ...} shape of JAX-RS exceptions (404s).
 func errorCode(status int, msg string) *apiError {
-	return &apiError{status, map[string]string{"error": msg}}
+	return &apiError{Status: status, Body: map[string]string{"error": msg}}
 }
 
 // oauthError is the token endpoint's OAuth2 error shape.
 func oauthError(status int, code, desc string) *apiError {
-	return &apiError{status, map[string]string{"error": code, "error_description": desc}}
+	return &apiError{Status: status, Body: map[string]string{"error": code, "error_description": desc}}
 }
 
 var (
@@ -41,7 +38,7 @@ var (
 	errGroupPathUnset = errorCode(http.StatusNotFound, "Group path does not exist")
 )
 
-func writeErr(w http.ResponseWriter, e *apiError) { simkit.WriteJSON(w, e.status, e.body) }
+func writeErr(w http.ResponseWriter, e *apiError) { simkit.WriteError(w, e) }
 
 // intParam reads an optional integer query parameter; Keycloak answers a
 // malformed one with 404 (JAX-RS cannot bind it), which we mimic.

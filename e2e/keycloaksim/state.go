@@ -85,7 +85,7 @@ func (r *realm) userByRef(ref string) *user {
 func (r *realm) seedGroup(g Group, parent string) error {
 	ng, cerr := r.createGroup(g.ID, g.Name, parent, g.Attributes)
 	if cerr != nil {
-		return fmt.Errorf("group %q: %v", g.Name, cerr.body)
+		return fmt.Errorf("group %q: %v", g.Name, cerr.Body)
 	}
 	for _, m := range g.Members {
 		u := r.userByRef(m)
