@@ -38,7 +38,17 @@ func (s *Server) routes() http.Handler {
 	admin("DELETE "+realmPath+"/users/{id}/groups/{groupId}", s.leaveGroup)
 
 	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) { writeErr(w, errNoRoute) })
-	return s.Faults.Middleware(mux)
+
+	// The admin API (GET /sim/calls and simkit's fault routes) sits
+	// outside faults and the call log, so a test is never locked out of
+	// inspecting the simulator; Keycloak has no /sim/ paths of its own.
+	top := http.NewServeMux()
+	top.HandleFunc("GET /sim/calls", func(w http.ResponseWriter, _ *http.Request) {
+		simkit.WriteJSON(w, http.StatusOK, s.Calls())
+	})
+	s.AdminRoutes(top, func(w http.ResponseWriter, _ string) { writeErr(w, errBadJSON) })
+	top.Handle("/", s.Faults.Middleware(mux))
+	return top
 }
 
 // admin authenticates the bearer token, then resolves the realm (Keycloak
