@@ -1,8 +1,11 @@
 package keycloaksim
 
 import (
+	"cmp"
 	"fmt"
 	"time"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // GroupInfo is a group as tests inspect it.
@@ -71,9 +74,7 @@ func (s *Server) AddGroup(realmName, parentID string, g Group) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if g.ID == "" {
-		g.ID = newID()
-	}
+	g.ID = cmp.Or(g.ID, simkit.NewUUID())
 	if err := rm.seedGroup(g, parentID); err != nil {
 		return "", err
 	}

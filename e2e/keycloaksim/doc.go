@@ -12,5 +12,7 @@
 //
 // Tests drive it with Go methods on Server: seed users and groups, add a
 // user later, inspect members, read the call log, and inject faults
-// (AddFault, Down) to make Keycloak fail or hang.
+// (AddFault, Down) to make Keycloak fail or hang. For a simulator run as a
+// process (cmd/keycloaksim), the call log and fault injection are served
+// without a token under /sim/ (simkit's admin routes).
 package keycloaksim

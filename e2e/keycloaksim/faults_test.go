@@ -3,6 +3,8 @@ package keycloaksim_test
 import (
 	"context"
 	"errors"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -87,6 +89,22 @@ func TestFaults(t *testing.T) {
 				t.Fatalf("calls %+v", calls)
 			}
 			eq(t, "count of all GETs", e.sim.CallCount("GET", "", 0), 2)
+		}},
+		{"the admin API injects faults from another process, outside the call log", func(t *testing.T, e *env) {
+			admin := func(method, path, body string) int {
+				req, err := http.NewRequestWithContext(ctx, method, e.sim.URL()+path, strings.NewReader(body))
+				must(t, err)
+				resp, err := http.DefaultClient.Do(req)
+				must(t, err)
+				_ = resp.Body.Close()
+				return resp.StatusCode
+			}
+			e.sim.ResetCalls()
+			eq(t, "add fault", admin("POST", "/sim/faults", `{"path_prefix":"`+groups+`","status":503,"count":1}`), 204)
+			apiErr(t, listGroups(e), 503, "unknown_error")
+			must(t, listGroups(e))
+			eq(t, "unreadable fault", admin("POST", "/sim/faults", `{`), 400)
+			eq(t, "calls logged", len(e.sim.Calls()), 2)
 		}},
 	}
 	for _, tc := range tests {

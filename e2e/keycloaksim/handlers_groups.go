@@ -3,8 +3,12 @@ package keycloaksim
 import (
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // groupBody is what create and update accept.
@@ -30,11 +34,7 @@ func decodeGroup(r *http.Request) (groupBody, *apiError) {
 // (populateHierarchy, the default) each shown inside its ancestors.
 func (s *Server) listGroups(w http.ResponseWriter, r *http.Request, rm *realm) *apiError {
 	q := r.URL.Query()
-	first, err := intParam(r, "first", 0)
-	if err != nil {
-		return err
-	}
-	max, err := intParam(r, "max", -1)
+	first, max, err := pageParams(r, -1)
 	if err != nil {
 		return err
 	}
@@ -48,15 +48,15 @@ func (s *Server) listGroups(w http.ResponseWriter, r *http.Request, rm *realm) *
 		matched = rm.searchGroups(strings.TrimSpace(q.Get("search")), boolParam(r, "exact", false))
 	default:
 		top := page(rm.children(""), first, max)
-		writeJSON(w, http.StatusOK, rm.groupReps(top, brief, withCount))
+		simkit.WriteJSON(w, http.StatusOK, rm.groupReps(top, brief, withCount))
 		return nil
 	}
 	matched = page(matched, first, max)
 	if !boolParam(r, "populateHierarchy", true) {
-		writeJSON(w, http.StatusOK, rm.groupReps(matched, brief, withCount))
+		simkit.WriteJSON(w, http.StatusOK, rm.groupReps(matched, brief, withCount))
 		return nil
 	}
-	writeJSON(w, http.StatusOK, rm.hierarchy(matched, brief, withCount))
+	simkit.WriteJSON(w, http.StatusOK, rm.hierarchy(matched, brief, withCount))
 	return nil
 }
 
@@ -71,13 +71,20 @@ func (rm *realm) groupReps(gs []*group, brief, withCount bool) []*groupRep {
 // searchGroups matches names at any depth: a case-insensitive substring,
 // or (exact) the name itself. Results are ordered by name.
 func (rm *realm) searchGroups(search string, exact bool) []*group {
+	out := named(slices.Collect(maps.Values(rm.groups)), search, exact)
+	sortGroups(out)
+	return out
+}
+
+// named keeps the groups whose name matches search as Keycloak's group
+// searches do: a case-insensitive substring or (exact) the name itself.
+func named(gs []*group, search string, exact bool) []*group {
 	var out []*group
-	for _, g := range rm.groups {
+	for _, g := range gs {
 		if exact && g.name == search || !exact && strings.Contains(strings.ToLower(g.name), strings.ToLower(search)) {
 			out = append(out, g)
 		}
 	}
-	sortGroups(out)
 	return out
 }
 
@@ -197,7 +204,7 @@ func (s *Server) countGroups(w http.ResponseWriter, r *http.Request, rm *realm) 
 	case boolParam(r, "top", false):
 		n = len(rm.children(""))
 	}
-	writeJSON(w, http.StatusOK, map[string]int{"count": n})
+	simkit.WriteJSON(w, http.StatusOK, map[string]int{"count": n})
 	return nil
 }
 
@@ -237,7 +244,7 @@ func (s *Server) addGroup(w http.ResponseWriter, r *http.Request, rm *realm, par
 		w.WriteHeader(http.StatusCreated)
 		return nil
 	}
-	writeJSON(w, http.StatusCreated, rm.groupRepOf(g, false, false))
+	simkit.WriteJSON(w, http.StatusCreated, rm.groupRepOf(g, false, false))
 	return nil
 }
 
@@ -269,7 +276,7 @@ func (s *Server) getGroup(w http.ResponseWriter, r *http.Request, rm *realm) *ap
 	if g == nil {
 		return errGroupNotFound
 	}
-	writeJSON(w, http.StatusOK, rm.groupRepOf(g, false, true))
+	simkit.WriteJSON(w, http.StatusOK, rm.groupRepOf(g, false, true))
 	return nil
 }
 
@@ -317,27 +324,16 @@ func (s *Server) listChildren(w http.ResponseWriter, r *http.Request, rm *realm)
 	if g == nil {
 		return errGroupNotFound
 	}
-	first, err := intParam(r, "first", 0)
-	if err != nil {
-		return err
-	}
-	max, err := intParam(r, "max", 10)
+	first, max, err := pageParams(r, 10)
 	if err != nil {
 		return err
 	}
 	kids := rm.children(g.id)
 	if q := r.URL.Query(); q.Has("search") {
-		search, exact := q.Get("search"), boolParam(r, "exact", false)
-		var keep []*group
-		for _, c := range kids {
-			if exact && c.name == search || !exact && strings.Contains(strings.ToLower(c.name), strings.ToLower(search)) {
-				keep = append(keep, c)
-			}
-		}
-		kids = keep
+		kids = named(kids, q.Get("search"), boolParam(r, "exact", false))
 	}
 	kids = page(kids, first, max)
-	writeJSON(w, http.StatusOK, rm.groupReps(kids, boolParam(r, "briefRepresentation", false), true))
+	simkit.WriteJSON(w, http.StatusOK, rm.groupReps(kids, boolParam(r, "briefRepresentation", false), true))
 	return nil
 }
 
@@ -348,11 +344,7 @@ func (s *Server) listMembers(w http.ResponseWriter, r *http.Request, rm *realm) 
 	if g == nil {
 		return errGroupNotFound
 	}
-	first, err := intParam(r, "first", 0)
-	if err != nil {
-		return err
-	}
-	max, err := intParam(r, "max", 100)
+	first, max, err := pageParams(r, 100)
 	if err != nil {
 		return err
 	}
@@ -362,7 +354,7 @@ func (s *Server) listMembers(w http.ResponseWriter, r *http.Request, rm *realm) 
 	for _, u := range members {
 		out = append(out, userRepOf(u, brief))
 	}
-	writeJSON(w, http.StatusOK, out)
+	simkit.WriteJSON(w, http.StatusOK, out)
 	return nil
 }
 
@@ -372,7 +364,7 @@ func (s *Server) groupByPath(w http.ResponseWriter, r *http.Request, rm *realm) 
 	if g == nil {
 		return errGroupPathUnset
 	}
-	writeJSON(w, http.StatusOK, rm.groupRepOf(g, false, true))
+	simkit.WriteJSON(w, http.StatusOK, rm.groupRepOf(g, false, true))
 	return nil
 }
 

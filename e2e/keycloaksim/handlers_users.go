@@ -3,6 +3,8 @@ package keycloaksim
 import (
 	"net/http"
 	"strings"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // findUsers applies GET /users filters: search (any of username, email,
@@ -47,11 +49,7 @@ func (rm *realm) findUsers(r *http.Request) []*user {
 // listUsers is GET /users: first (0), max (100, Keycloak's default),
 // briefRepresentation (false).
 func (s *Server) listUsers(w http.ResponseWriter, r *http.Request, rm *realm) *apiError {
-	first, err := intParam(r, "first", 0)
-	if err != nil {
-		return err
-	}
-	max, err := intParam(r, "max", 100)
+	first, max, err := pageParams(r, 100)
 	if err != nil {
 		return err
 	}
@@ -61,13 +59,13 @@ func (s *Server) listUsers(w http.ResponseWriter, r *http.Request, rm *realm) *a
 	for _, u := range users {
 		out = append(out, userRepOf(u, brief))
 	}
-	writeJSON(w, http.StatusOK, out)
+	simkit.WriteJSON(w, http.StatusOK, out)
 	return nil
 }
 
 // countUsers is GET /users/count: a bare number.
 func (s *Server) countUsers(w http.ResponseWriter, r *http.Request, rm *realm) *apiError {
-	writeJSON(w, http.StatusOK, len(rm.findUsers(r)))
+	simkit.WriteJSON(w, http.StatusOK, len(rm.findUsers(r)))
 	return nil
 }
 
@@ -77,7 +75,7 @@ func (s *Server) getUser(w http.ResponseWriter, r *http.Request, rm *realm) *api
 	if u == nil {
 		return errUserNotFound
 	}
-	writeJSON(w, http.StatusOK, userRepOf(u, false))
+	simkit.WriteJSON(w, http.StatusOK, userRepOf(u, false))
 	return nil
 }
 
@@ -89,26 +87,16 @@ func (s *Server) listUserGroups(w http.ResponseWriter, r *http.Request, rm *real
 	if u == nil {
 		return errUserNotFound
 	}
-	first, err := intParam(r, "first", 0)
-	if err != nil {
-		return err
-	}
-	max, err := intParam(r, "max", -1)
+	first, max, err := pageParams(r, -1)
 	if err != nil {
 		return err
 	}
 	gs := rm.userGroups(u.id)
-	if search := strings.ToLower(r.URL.Query().Get("search")); search != "" {
-		var keep []*group
-		for _, g := range gs {
-			if strings.Contains(strings.ToLower(g.name), search) {
-				keep = append(keep, g)
-			}
-		}
-		gs = keep
+	if search := r.URL.Query().Get("search"); search != "" {
+		gs = named(gs, search, false)
 	}
 	gs = page(gs, first, max)
-	writeJSON(w, http.StatusOK, rm.groupReps(gs, boolParam(r, "briefRepresentation", true), false))
+	simkit.WriteJSON(w, http.StatusOK, rm.groupReps(gs, boolParam(r, "briefRepresentation", true), false))
 	return nil
 }
 

@@ -1,34 +1,30 @@
 package keycloaksim
 
 import (
-	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // apiError is an error response with the body Keycloak sends for it.
-type apiError struct {
-	status int
-	body   map[string]string
-}
+type apiError = simkit.Error
 
 // errorMessage is the {"errorMessage": ...} shape of Keycloak's
 // ErrorResponse (validation and conflicts).
 func errorMessage(status int, msg string) *apiError {
-	return &apiError{status, map[string]string{"errorMessage": msg}}
+	return &apiError{Status: status, Body: map[string]string{"errorMessage": msg}}
 }
 
 // errorCode is the {"error": ...} shape of JAX-RS exceptions (404s).
 func errorCode(status int, msg string) *apiError {
-	return &apiError{status, map[string]string{"error": msg}}
+	return &apiError{Status: status, Body: map[string]string{"error": msg}}
 }
 
 // oauthError is the token endpoint's OAuth2 error shape.
 func oauthError(status int, code, desc string) *apiError {
-	return &apiError{status, map[string]string{"error": code, "error_description": desc}}
+	return &apiError{Status: status, Body: map[string]string{"error": code, "error_description": desc}}
 }
 
 var (
@@ -42,13 +38,7 @@ var (
 	errGroupPathUnset = errorCode(http.StatusNotFound, "Group path does not exist")
 )
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
-}
-
-func writeErr(w http.ResponseWriter, e *apiError) { writeJSON(w, e.status, e.body) }
+func writeErr(w http.ResponseWriter, e *apiError) { simkit.WriteError(w, e) }
 
 // intParam reads an optional integer query parameter; Keycloak answers a
 // malformed one with 404 (JAX-RS cannot bind it), which we mimic.
@@ -62,6 +52,15 @@ func intParam(r *http.Request, name string, def int) (int, *apiError) {
 		return 0, errorCode(http.StatusNotFound, "HTTP 404 Not Found")
 	}
 	return n, nil
+}
+
+// pageParams reads Keycloak's first (default 0) and max (default defMax)
+// paging parameters.
+func pageParams(r *http.Request, defMax int) (first, max int, e *apiError) {
+	if first, e = intParam(r, "first", 0); e == nil {
+		max, e = intParam(r, "max", defMax)
+	}
+	return first, max, e
 }
 
 // boolParam reads an optional boolean query parameter the way JAX-RS does:
@@ -87,14 +86,4 @@ func page[T any](items []T, first, max int) []T {
 		items = items[:max]
 	}
 	return items
-}
-
-// newID returns a random UUID in Keycloak's dashed form.
-func newID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	h := hex.EncodeToString(b[:])
-	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }

@@ -2,6 +2,8 @@ package keycloaksim
 
 import (
 	"net/http"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // adminHandler serves one admin endpoint for an authorized request on an
@@ -36,7 +38,17 @@ func (s *Server) routes() http.Handler {
 	admin("DELETE "+realmPath+"/users/{id}/groups/{groupId}", s.leaveGroup)
 
 	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) { writeErr(w, errNoRoute) })
-	return s.faults.Middleware(mux)
+
+	// The admin API (GET /sim/calls and simkit's fault routes) sits
+	// outside faults and the call log, so a test is never locked out of
+	// inspecting the simulator; Keycloak has no /sim/ paths of its own.
+	top := http.NewServeMux()
+	top.HandleFunc("GET /sim/calls", func(w http.ResponseWriter, _ *http.Request) {
+		simkit.WriteJSON(w, http.StatusOK, s.Calls())
+	})
+	s.AdminRoutes(top, func(w http.ResponseWriter, _ string) { writeErr(w, errBadJSON) })
+	top.Handle("/", s.Faults.Middleware(mux))
+	return top
 }
 
 // admin authenticates the bearer token, then resolves the realm (Keycloak
@@ -61,6 +73,6 @@ func (s *Server) admin(h adminHandler) http.Handler {
 }
 
 func (s *Server) getRealm(w http.ResponseWriter, _ *http.Request, rm *realm) *apiError {
-	writeJSON(w, http.StatusOK, realmRep{ID: rm.id, Realm: rm.name, Enabled: true, SSLRequired: "external"})
+	simkit.WriteJSON(w, http.StatusOK, realmRep{ID: rm.id, Realm: rm.name, Enabled: true, SSLRequired: "external"})
 	return nil
 }

@@ -1,15 +1,15 @@
 package keycloaksim
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/sitebus/sitebus/e2e/simhttp"
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // Config seeds and tunes a simulator. The zero value is usable: realms
@@ -81,24 +81,15 @@ type Server struct {
 	tokens  map[string]session
 	refresh map[string]session
 
-	faults *simhttp.Faults // call log and injected faults
-
-	handler http.Handler
-	srv     *simhttp.Server // serves handler (Start, NewTestServer)
+	simkit.Base
 }
 
 // New builds a simulator; it does not listen (see Start, NewTestServer,
 // Handler).
 func New(cfg Config) (*Server, error) {
-	if cfg.AdminRealm == "" {
-		cfg.AdminRealm = "master"
-	}
-	if cfg.AdminUsername == "" {
-		cfg.AdminUsername = "admin"
-	}
-	if cfg.AdminPassword == "" {
-		cfg.AdminPassword = "admin"
-	}
+	cfg.AdminRealm = cmp.Or(cfg.AdminRealm, "master")
+	cfg.AdminUsername = cmp.Or(cfg.AdminUsername, "admin")
+	cfg.AdminPassword = cmp.Or(cfg.AdminPassword, "admin")
 	if len(cfg.ClientIDs) == 0 {
 		cfg.ClientIDs = []string{"admin-cli"}
 	}
@@ -120,13 +111,12 @@ func New(cfg Config) (*Server, error) {
 		realms:  map[string]*realm{},
 		tokens:  map[string]session{},
 		refresh: map[string]session{},
-		faults:  newFaults(),
 	}
+	s.Faults = newFaults()
 	if err := s.seed(); err != nil {
 		return nil, err
 	}
-	s.handler = s.routes()
-	s.srv = &simhttp.Server{Handler: s.handler, Log: s.log, ShutdownTimeout: 2 * time.Second, Cut: true}
+	s.Init(s.routes(), s.log)
 	return s, nil
 }
 
@@ -172,29 +162,6 @@ func (s *Server) now() time.Time { return s.cfg.Now() }
 
 func (s *Server) nowMillis() int64 { return s.now().UnixMilli() }
 
-// Handler serves Keycloak's paths at the root (no /auth prefix, as
-// Keycloak ≥ 17).
-func (s *Server) Handler() http.Handler { return s.handler }
-
-// Start listens on addr (e.g. 127.0.0.1:8180, or 127.0.0.1:0) and serves in
-// the background until Close.
-func (s *Server) Start(addr string) error { return s.srv.Start(addr) }
-
-// URL is the base URL (no trailing slash) once Start or NewTestServer ran;
-// it is what keycloak_url points at.
-func (s *Server) URL() string { return s.srv.URL() }
-
-// Close stops serving. Requests held by a hanging fault are cut.
-func (s *Server) Close() error { return s.srv.Close() }
-
 // NewTestServer starts a simulator on an httptest server closed by
 // t.Cleanup.
-func NewTestServer(t testing.TB, cfg Config) *Server {
-	t.Helper()
-	s, err := New(cfg)
-	if err != nil {
-		t.Fatalf("keycloaksim: %v", err)
-	}
-	s.srv.ServeTest(t, s.Close)
-	return s
-}
+func NewTestServer(t testing.TB, cfg Config) *Server { return simkit.NewTestServer(t, New, cfg) }

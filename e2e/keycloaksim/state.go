@@ -7,6 +7,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // realm holds one realm's users, groups and memberships.
@@ -32,7 +34,7 @@ type group struct {
 
 func newRealm(name string) *realm {
 	return &realm{
-		name: name, id: newID(),
+		name: name, id: simkit.NewUUID(),
 		users: map[string]*user{}, groups: map[string]*group{},
 		members: map[string]map[string]bool{},
 	}
@@ -47,9 +49,7 @@ func (r *realm) addUser(u User, created int64) (*user, error) {
 	if r.userByName(u.Username) != nil {
 		return nil, fmt.Errorf("%w: %s", errDuplicateUser, u.Username)
 	}
-	if u.ID == "" {
-		u.ID = newID()
-	}
+	u.ID = cmp.Or(u.ID, simkit.NewUUID())
 	if _, ok := r.users[u.ID]; ok {
 		return nil, fmt.Errorf("user id %s exists", u.ID)
 	}
@@ -85,7 +85,7 @@ func (r *realm) userByRef(ref string) *user {
 func (r *realm) seedGroup(g Group, parent string) error {
 	ng, cerr := r.createGroup(g.ID, g.Name, parent, g.Attributes)
 	if cerr != nil {
-		return fmt.Errorf("group %q: %v", g.Name, cerr.body)
+		return fmt.Errorf("group %q: %v", g.Name, cerr.Body)
 	}
 	for _, m := range g.Members {
 		u := r.userByRef(m)
@@ -115,7 +115,7 @@ func (r *realm) createGroup(id, name, parent string, attrs map[string][]string) 
 		return nil, duplicateName(parent, name)
 	}
 	if id == "" {
-		id = newID()
+		id = simkit.NewUUID()
 	} else if r.groups[id] != nil {
 		return nil, errorMessage(409, "Group with id "+id+" already exists")
 	}

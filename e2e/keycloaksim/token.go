@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // session is what an access or refresh token stands for.
@@ -91,10 +93,10 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 	rt := s.jwt(r, refresh, now, "Refresh")
 	s.tokens[at] = access
 	s.refresh[rt] = refresh
-	writeJSON(w, http.StatusOK, tokenResponse{
+	simkit.WriteJSON(w, http.StatusOK, tokenResponse{
 		AccessToken: at, ExpiresIn: int(s.cfg.TokenLifespan / time.Second),
 		RefreshExpiresIn: int(s.cfg.RefreshLifespan / time.Second), RefreshToken: rt,
-		TokenType: "Bearer", SessionState: newID(), Scope: "profile email",
+		TokenType: "Bearer", SessionState: simkit.NewUUID(), Scope: "profile email",
 	})
 }
 
@@ -105,7 +107,7 @@ func (s *Server) jwt(r *http.Request, ss session, now time.Time, typ string) str
 	enc := base64.RawURLEncoding
 	header, _ := json.Marshal(map[string]string{"alg": "HS256", "typ": "JWT"})
 	claims, _ := json.Marshal(map[string]any{
-		"exp": ss.expires.Unix(), "iat": now.Unix(), "jti": newID(),
+		"exp": ss.expires.Unix(), "iat": now.Unix(), "jti": simkit.NewUUID(),
 		"iss": "http://" + r.Host + "/realms/" + ss.realm, "sub": ss.userID, "typ": typ,
 		"azp": ss.clientID, "preferred_username": ss.username,
 	})

@@ -1,6 +1,7 @@
 package okdsim
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -10,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/sitebus/sitebus/e2e/simhttp"
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // Project is a project as tests see (and seed) it: its namespace's
@@ -70,9 +71,7 @@ func (s *Server) SeedProject(ctx context.Context, p Project) error {
 	for k, v := range p.Annotations {
 		a[k] = v
 	}
-	if p.Requester == "" {
-		p.Requester = "someone-else"
-	}
+	p.Requester = cmp.Or(p.Requester, "someone-else")
 	a[DisplayNameAnnotation], a[DescriptionAnnotation], a[RequesterAnnotation] = p.DisplayName, p.Description, p.Requester
 	ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace"}}
 	ns.SetName(p.Name)
@@ -97,9 +96,9 @@ func (s *Server) adminRoutes(mux *http.ServeMux) {
 			writeErr(w, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, ps)
+		simkit.WriteJSON(w, http.StatusOK, ps)
 	})
-	mux.HandleFunc("GET /sim/calls", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, s.Calls()) })
+	mux.HandleFunc("GET /sim/calls", func(w http.ResponseWriter, _ *http.Request) { simkit.WriteJSON(w, http.StatusOK, s.Calls()) })
 	mux.HandleFunc("POST /sim/token", func(w http.ResponseWriter, r *http.Request) {
 		var in struct {
 			Token string `json:"token"`
@@ -118,6 +117,5 @@ func (s *Server) adminRoutes(mux *http.ServeMux) {
 		s.ExpireOAuthTokens()
 		w.WriteHeader(http.StatusNoContent)
 	})
-	simhttp.Admin{ResetCalls: s.ResetCalls, AddFault: s.AddFault, ClearFaults: s.ClearFaults, Down: s.Down,
-		BadRequest: func(w http.ResponseWriter, msg string) { writeErr(w, apierrors.NewBadRequest(msg)) }}.Routes(mux)
+	s.AdminRoutes(mux, func(w http.ResponseWriter, msg string) { writeErr(w, apierrors.NewBadRequest(msg)) })
 }

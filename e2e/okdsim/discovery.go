@@ -7,6 +7,8 @@ import (
 	"net/http"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // Discovery: the project group is added to the real server's group list,
@@ -62,13 +64,13 @@ func (s *Server) apiGroups(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	list.Groups = append(list.Groups, projectGroup)
-	writeJSON(w, http.StatusOK, list)
+	simkit.WriteJSON(w, http.StatusOK, list)
 }
 
 func (s *Server) projectGroupDoc(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, projectGroup)
+	simkit.WriteJSON(w, http.StatusOK, projectGroup)
 }
 
 func (s *Server) projectResourceList(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, projectResources)
+	simkit.WriteJSON(w, http.StatusOK, projectResources)
 }

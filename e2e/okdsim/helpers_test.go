@@ -15,7 +15,7 @@ import (
 
 	"github.com/sitebus/sitebus/e2e/kube"
 	"github.com/sitebus/sitebus/e2e/okdsim"
-	"github.com/sitebus/sitebus/e2e/simhttp"
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 func TestMain(m *testing.M) { os.Exit(kube.RunShared(m)) }
@@ -78,7 +78,7 @@ func (c *client) doType(method, path, contentType string, body any) response {
 	if c.token != "" {
 		auth = func(req *http.Request) { req.Header.Set("Authorization", "Bearer "+c.token) }
 	}
-	status, raw := simhttp.TestCall(context.Background(), c.t, c.hc, method, c.base, path, contentType, body, auth)
+	status, raw := simkit.TestCall(context.Background(), c.t, c.hc, method, c.base, path, contentType, body, auth)
 	r := response{status: status, raw: string(raw)}
 	_ = json.Unmarshal(raw, &r.obj)
 	return r

@@ -6,6 +6,8 @@ import (
 	"encoding/base64"
 	"net/http"
 	"time"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // The OAuth side follows RFC 6749 as OpenShift's OAuth server speaks it:
@@ -20,9 +22,8 @@ type oauthToken struct {
 }
 
 func (s *Server) oauthMetadata(w http.ResponseWriter, r *http.Request) {
-	markReached(r.Context())
-	b := base(r)
-	writeJSON(w, http.StatusOK, map[string]any{
+	b := simkit.BaseURL(r)
+	simkit.WriteJSON(w, http.StatusOK, map[string]any{
 		"issuer":                           b,
 		"authorization_endpoint":           b + "/oauth/authorize",
 		"token_endpoint":                   b + "/oauth/token",
@@ -35,11 +36,10 @@ func (s *Server) oauthMetadata(w http.ResponseWriter, r *http.Request) {
 
 func oauthErr(w http.ResponseWriter, status int, code, desc string) {
 	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, status, map[string]string{"error": code, "error_description": desc})
+	simkit.WriteJSON(w, status, map[string]string{"error": code, "error_description": desc})
 }
 
 func (s *Server) oauthToken(w http.ResponseWriter, r *http.Request) {
-	markReached(r.Context())
 	if err := r.ParseForm(); err != nil {
 		oauthErr(w, http.StatusBadRequest, "invalid_request", "malformed form body")
 		return
@@ -73,7 +73,7 @@ func (s *Server) oauthToken(w http.ResponseWriter, r *http.Request) {
 	s.oauthTokens[tok] = oauthToken{user: s.opts.User, expires: s.now().Add(s.opts.OAuthTokenTTL)}
 	s.mu.Unlock()
 	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusOK, map[string]any{
+	simkit.WriteJSON(w, http.StatusOK, map[string]any{
 		"access_token":  tok,
 		"token_type":    "Bearer",
 		"expires_in":    int(s.opts.OAuthTokenTTL / time.Second),

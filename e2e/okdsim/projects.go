@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // The annotations OpenShift's default project template sets.
@@ -134,7 +136,7 @@ func (s *Server) createProjectRequest(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.log.Info("project requested", "name", name, "user", user)
-	writeJSON(w, http.StatusCreated, toProject(created))
+	simkit.WriteJSON(w, http.StatusCreated, toProject(created))
 }
 
 func (s *Server) createAdminBinding(r *http.Request, ns, user string) error {
@@ -154,7 +156,7 @@ func (s *Server) createAdminBinding(r *http.Request, ns, user string) error {
 // listProjectRequests is OpenShift's "may I request projects?" probe: a
 // Success Status when allowed.
 func (s *Server) listProjectRequests(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusSuccess})
+	simkit.WriteJSON(w, http.StatusOK, metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusSuccess})
 }
 
 // visible says whether GET projects lists ns (see the package doc).
@@ -181,7 +183,7 @@ func (s *Server) listProjects(w http.ResponseWriter, r *http.Request) {
 			items = append(items, toProject(&list.Items[i]))
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{
+	simkit.WriteJSON(w, http.StatusOK, map[string]any{
 		"kind": "ProjectList", "apiVersion": APIVersion,
 		"metadata": map[string]any{"resourceVersion": list.GetResourceVersion()},
 		"items":    items,
@@ -195,7 +197,7 @@ func (s *Server) getProject(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, nsErr(err, name))
 		return
 	}
-	writeJSON(w, http.StatusOK, toProject(ns))
+	simkit.WriteJSON(w, http.StatusOK, toProject(ns))
 }
 
 // deleteProject passes the body's DeleteOptions (preconditions,
@@ -218,7 +220,7 @@ func (s *Server) deleteProject(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.log.Info("project deleted", "name", name)
-	writeJSON(w, http.StatusOK, successStatus())
+	simkit.WriteJSON(w, http.StatusOK, successStatus())
 }
 
 // updateProject (PUT) takes labels and annotations from the body, the only
@@ -255,7 +257,7 @@ func (s *Server) updateProject(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, projectConflict(err, name))
 		return
 	}
-	writeJSON(w, http.StatusOK, toProject(updated))
+	simkit.WriteJSON(w, http.StatusOK, toProject(updated))
 }
 
 // projectConflict renames a namespace conflict to the project.
@@ -319,5 +321,5 @@ func (s *Server) patchProject(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, projectConflict(err, name))
 		return
 	}
-	writeJSON(w, http.StatusOK, toProject(updated))
+	simkit.WriteJSON(w, http.StatusOK, toProject(updated))
 }

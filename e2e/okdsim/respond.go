@@ -1,13 +1,15 @@
 package okdsim
 
 import (
-	"encoding/json"
+	"cmp"
 	"errors"
 	"net/http"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // API group and resources the simulator serves.
@@ -25,12 +27,6 @@ var (
 	projectRequestGR = schema.GroupResource{Group: Group, Resource: "project"}
 )
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
-}
-
 // writeErr answers err as a Kubernetes Status: a Kubernetes API error keeps
 // its own status, anything else is a 500.
 func writeErr(w http.ResponseWriter, err error) {
@@ -42,23 +38,12 @@ func writeErr(w http.ResponseWriter, err error) {
 		status = apierrors.NewInternalError(err).ErrStatus
 	}
 	status.TypeMeta = metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}
-	if status.Code == 0 {
-		status.Code = http.StatusInternalServerError
-	}
-	writeJSON(w, int(status.Code), status)
+	status.Code = cmp.Or(status.Code, http.StatusInternalServerError)
+	simkit.WriteJSON(w, int(status.Code), status)
 }
 
 // successStatus is OpenShift's answer to a project delete: a bare Status,
 // no details.
 func successStatus() metav1.Status {
 	return metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusSuccess}
-}
-
-// base is the scheme and host of the request, for the OAuth metadata.
-func base(r *http.Request) string {
-	scheme := "http"
-	if r.TLS != nil {
-		scheme = "https"
-	}
-	return scheme + "://" + r.Host
 }

@@ -33,8 +33,8 @@ func (s *Server) routes() http.Handler {
 	// of inspecting the simulator.
 	top := http.NewServeMux()
 	s.adminRoutes(top)
-	top.Handle("GET /.well-known/oauth-authorization-server", s.logged(s.faults.Middleware(http.HandlerFunc(s.oauthMetadata))))
-	top.Handle("POST /oauth/token", s.logged(s.faults.Middleware(http.HandlerFunc(s.oauthToken))))
-	top.Handle("/", s.logged(s.faults.Middleware(s.authed(api))))
+	top.Handle("GET /.well-known/oauth-authorization-server", s.Faults.Middleware(http.HandlerFunc(s.oauthMetadata)))
+	top.Handle("POST /oauth/token", s.Faults.Middleware(http.HandlerFunc(s.oauthToken)))
+	top.Handle("/", s.Faults.Middleware(s.authed(api)))
 	return top
 }

@@ -1,10 +1,10 @@
 package okdsim
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
@@ -13,7 +13,7 @@ import (
 
 	"k8s.io/client-go/rest"
 
-	"github.com/sitebus/sitebus/e2e/simhttp"
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // Defaults of Options.
@@ -67,12 +67,8 @@ type Server struct {
 
 	mu          sync.Mutex
 	oauthTokens map[string]oauthToken // issued access tokens
-	calls       []Call
 
-	faults *simhttp.Faults
-
-	handler http.Handler
-	srv     *simhttp.Server // serves handler (Start, NewTestServer)
+	simkit.Base
 }
 
 // New builds a simulator; it does not listen (see Start, NewTestServer,
@@ -81,21 +77,11 @@ func New(opts Options) (*Server, error) {
 	if opts.Kube == nil {
 		return nil, errors.New("okdsim: Options.Kube is required")
 	}
-	if opts.Token == "" {
-		opts.Token = DefaultToken
-	}
-	if opts.User == "" {
-		opts.User = DefaultUser
-	}
-	if opts.OAuthClientID == "" {
-		opts.OAuthClientID = DefaultOAuthClientID
-	}
-	if opts.OAuthClientSecret == "" {
-		opts.OAuthClientSecret = DefaultOAuthClientSecret
-	}
-	if opts.RefreshToken == "" {
-		opts.RefreshToken = DefaultRefreshToken
-	}
+	opts.Token = cmp.Or(opts.Token, DefaultToken)
+	opts.User = cmp.Or(opts.User, DefaultUser)
+	opts.OAuthClientID = cmp.Or(opts.OAuthClientID, DefaultOAuthClientID)
+	opts.OAuthClientSecret = cmp.Or(opts.OAuthClientSecret, DefaultOAuthClientSecret)
+	opts.RefreshToken = cmp.Or(opts.RefreshToken, DefaultRefreshToken)
 	if opts.OAuthTokenTTL <= 0 {
 		opts.OAuthTokenTTL = DefaultOAuthTokenTTL
 	}
@@ -109,8 +95,8 @@ func New(opts Options) (*Server, error) {
 		opts:        opts,
 		log:         opts.Logger.With("component", "okdsim"),
 		oauthTokens: map[string]oauthToken{},
-		faults:      newFaults(),
 	}
+	s.Faults = newFaults()
 	if s.opts.TokenFile == "" {
 		dir, err := os.MkdirTemp("", "okdsim-")
 		if err != nil {
@@ -131,21 +117,9 @@ func New(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("okdsim: %w", err)
 	}
 	s.kube = k
-	s.handler = s.routes()
-	s.srv = &simhttp.Server{Handler: s.handler, Log: s.log, ShutdownTimeout: 2 * time.Second, Cut: true}
+	s.Init(s.routes(), s.log)
 	return s, nil
 }
-
-// Handler serves the API at the root.
-func (s *Server) Handler() http.Handler { return s.handler }
-
-// Start listens on addr (e.g. 127.0.0.1:8443, or 127.0.0.1:0) and serves in
-// the background until Close.
-func (s *Server) Start(addr string) error { return s.srv.Start(addr) }
-
-// URL is the base URL (no trailing slash) once Start or NewTestServer ran:
-// what api_url points at.
-func (s *Server) URL() string { return s.srv.URL() }
 
 // Options returns the effective options (defaults filled in).
 func (s *Server) Options() Options { return s.opts }
@@ -153,7 +127,7 @@ func (s *Server) Options() Options { return s.opts }
 // Close stops serving, cutting requests held by a hanging fault, and
 // removes the default token file.
 func (s *Server) Close() error {
-	err := s.srv.Close()
+	err := s.Base.Close()
 	s.removeTemp()
 	return err
 }
@@ -166,14 +140,6 @@ func (s *Server) removeTemp() {
 
 // NewTestServer starts a simulator on 127.0.0.1 (an httptest server) closed
 // by t.Cleanup.
-func NewTestServer(t testing.TB, opts Options) *Server {
-	t.Helper()
-	s, err := New(opts)
-	if err != nil {
-		t.Fatalf("okdsim: %v", err)
-	}
-	s.srv.ServeTest(t, s.Close)
-	return s
-}
+func NewTestServer(t testing.TB, opts Options) *Server { return simkit.NewTestServer(t, New, opts) }
 
 func (s *Server) now() time.Time { return s.opts.Now().UTC() }

@@ -1,11 +1,15 @@
 package openstacksim
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // volumeType finds a type by name or id.
@@ -41,7 +45,7 @@ func (s *Server) getVolumeType(w http.ResponseWriter, r *http.Request, _ *caller
 	if t == nil {
 		return novaErr(http.StatusNotFound, "Volume type "+r.PathValue("id")+" could not be found.")
 	}
-	writeJSON(w, http.StatusOK, obj{"volume_type": volumeTypeRep(*t)})
+	simkit.WriteJSON(w, http.StatusOK, obj{"volume_type": volumeTypeRep(*t)})
 	return nil
 }
 
@@ -65,9 +69,7 @@ func (s *Server) newVolume(project string, spec volumeSpec) (*Volume, *apiErr) {
 		}
 		t = *vt
 	}
-	if spec.az == "" {
-		spec.az = s.opts.AvailabilityZones[0]
-	}
+	spec.az = cmp.Or(spec.az, s.opts.AvailabilityZones[0])
 	if !slices.Contains(s.opts.AvailabilityZones, spec.az) {
 		return nil, novaErr(http.StatusBadRequest, "Availability zone '"+spec.az+"' is invalid.")
 	}
@@ -84,7 +86,7 @@ func (s *Server) newVolume(project string, spec volumeSpec) (*Volume, *apiErr) {
 	if e := s.checkCinderQuota(project, t.Name, spec.size); e != nil {
 		return nil, e
 	}
-	v := &Volume{ID: newUUID(), Name: spec.name, Description: spec.description, Metadata: cloneMap(spec.metadata),
+	v := &Volume{ID: simkit.NewUUID(), Name: spec.name, Description: spec.description, Metadata: maps.Clone(spec.metadata),
 		ProjectID: project, Size: spec.size, VolumeType: t.Name,
 		AvailabilityZone: spec.az, ImageID: spec.image, Bootable: spec.image != "", Status: "creating",
 		Created: s.now(), seq: s.st.next()}
@@ -107,7 +109,7 @@ func (s *Server) volumeRep(r *http.Request, v *Volume) obj {
 		"backup_id": nil, "metadata": cloneMapOrEmpty(v.Metadata), "user_id": "", "bootable": strconv.FormatBool(v.Bootable), "encrypted": false,
 		"replication_status": nil, "consistencygroup_id": nil, "multiattach": false,
 		"os-vol-tenant-attr:tenant_id": v.ProjectID, "os-vol-host-attr:host": "sim@lvm#lvm",
-		"links": []obj{{"rel": "self", "href": base(r) + "/volume/v3/" + v.ProjectID + "/volumes/" + v.ID}}}
+		"links": []obj{{"rel": "self", "href": simkit.BaseURL(r) + "/volume/v3/" + v.ProjectID + "/volumes/" + v.ID}}}
 	if v.ImageID != "" {
 		o["volume_image_metadata"] = obj{"image_id": v.ImageID}
 	}
@@ -154,7 +156,7 @@ func (s *Server) createVolume(w http.ResponseWriter, r *http.Request, c *caller)
 	if e != nil {
 		return e
 	}
-	writeJSON(w, http.StatusAccepted, obj{"volume": s.volumeRep(r, v)})
+	simkit.WriteJSON(w, http.StatusAccepted, obj{"volume": s.volumeRep(r, v)})
 	return nil
 }
 
@@ -164,14 +166,14 @@ func (s *Server) getVolume(w http.ResponseWriter, r *http.Request, c *caller) *a
 		return novaErr(http.StatusNotFound, "Volume "+r.PathValue("id")+" could not be found.")
 	}
 	s.poll(v)
-	writeJSON(w, http.StatusOK, obj{"volume": s.volumeRep(r, v)})
+	simkit.WriteJSON(w, http.StatusOK, obj{"volume": s.volumeRep(r, v)})
 	return nil
 }
 
 func (s *Server) listVolumes(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
 	all := c.admin && r.URL.Query().Get("all_tenants") != "" && r.URL.Query().Get("all_tenants") != "0"
 	var objs []obj
-	for _, v := range sortedBySeq(s.st.volumes, func(x *Volume) uint64 { return x.seq }) {
+	for _, v := range simkit.SortedBy(s.st.volumes, func(x *Volume) uint64 { return x.seq }) {
 		if v.ProjectID == r.PathValue("project") || all {
 			s.poll(v)
 			objs = append(objs, s.volumeRep(r, v))
@@ -277,6 +279,6 @@ func (s *Server) getImage(w http.ResponseWriter, r *http.Request, c *caller) *ap
 	if img == nil {
 		return glanceErr(http.StatusNotFound, "No image found with ID "+r.PathValue("id"))
 	}
-	writeJSON(w, http.StatusOK, imageRep(*img))
+	simkit.WriteJSON(w, http.StatusOK, imageRep(*img))
 	return nil
 }

@@ -1,6 +1,11 @@
 package openstacksim
 
-import "net/http"
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
+)
 
 // collection is the read side of one resource: its list (the objects the
 // caller may see, in creation order, rendered, filtered by the query and
@@ -82,7 +87,7 @@ func (col *collection[T]) list(s *Server) handler {
 			}
 		}
 		var objs []obj
-		for _, v := range sortedBySeq(col.items(s.st), col.seq) {
+		for _, v := range simkit.SortedBy(col.items(s.st), col.seq) {
 			if col.visible(s, c, v) {
 				objs = append(objs, col.rep(s, r, v))
 			}
@@ -98,7 +103,73 @@ func (col *collection[T]) get(s *Server) handler {
 		if e != nil {
 			return e
 		}
-		writeJSON(w, http.StatusOK, obj{col.singular: col.rep(s, r, v)})
+		simkit.WriteJSON(w, http.StatusOK, obj{col.singular: col.rep(s, r, v)})
 		return nil
 	}
+}
+
+// crud adds col's list and show under path to api, and its create, update
+// and delete as typed functions: the handlers around them decode the
+// request's {"<singular>": In} body, find the object by {id} as a show
+// does, and answer the rendered object (201 on create, 200 on update) or
+// 204 on delete, the same for every Neutron resource.
+func crud[T, In any](s *Server, api func(string, handler), path string, col *collection[T],
+	create func(*Server, *caller, In) (*T, *apiErr), update func(*Server, *caller, *T, In) *apiErr,
+	remove func(*Server, *caller, *T) *apiErr) {
+	api("GET "+path, col.list(s))
+	api("GET "+path+"/{id}", col.get(s))
+	api("POST "+path, func(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+		in, e := decodeIn[In](r, col.singular)
+		if e != nil {
+			return e
+		}
+		v, e := create(s, c, in)
+		if e != nil {
+			return e
+		}
+		simkit.WriteJSON(w, http.StatusCreated, obj{col.singular: col.rep(s, r, v)})
+		return nil
+	})
+	api("PUT "+path+"/{id}", func(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+		v, e := col.find(s, c, r.PathValue("id"))
+		if e != nil {
+			return e
+		}
+		in, e := decodeIn[In](r, col.singular)
+		if e != nil {
+			return e
+		}
+		if e := update(s, c, v, in); e != nil {
+			return e
+		}
+		simkit.WriteJSON(w, http.StatusOK, obj{col.singular: col.rep(s, r, v)})
+		return nil
+	})
+	api("DELETE "+path+"/{id}", func(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+		v, e := col.find(s, c, r.PathValue("id"))
+		if e != nil {
+			return e
+		}
+		if e := remove(s, c, v); e != nil {
+			return e
+		}
+		w.WriteHeader(http.StatusNoContent)
+		return nil
+	})
+}
+
+// decodeIn reads the In under key of a {"<key>": In} body; an absent key
+// is In's zero value.
+func decodeIn[In any](r *http.Request, key string) (In, *apiErr) {
+	var env map[string]json.RawMessage
+	var in In
+	if e := decode(r, &env, badInput); e != nil {
+		return in, e
+	}
+	if raw, ok := env[key]; ok {
+		if err := json.Unmarshal(raw, &in); err != nil {
+			return in, badInput("Malformed request body: " + err.Error())
+		}
+	}
+	return in, nil
 }

@@ -1,33 +1,31 @@
 package openstacksim
 
 import (
+	"cmp"
 	"encoding/json"
 	"net/http"
 	"strings"
 
-	"github.com/sitebus/sitebus/e2e/simhttp"
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // Call is one logged request. Bodies are not kept: tokens requests carry
 // passwords and server creates carry cloud-init secrets.
-type Call = simhttp.Call
+type Call = simkit.Call
 
-// Fault makes matching requests misbehave (see simhttp.Fault); a Status
+// Fault makes matching requests misbehave (see simkit.Fault); a Status
 // without Body answers a Keystone-style error body.
-type Fault = simhttp.Fault
+type Fault = simkit.Fault
 
-func newFaults() *simhttp.Faults {
-	return simhttp.NewFaults(simhttp.FaultOptions{
+func newFaults() *simkit.Faults {
+	return simkit.NewFaults(simkit.FaultOptions{
 		DownBody: "503 Service Unavailable", // the API load balancer with no backend
 		ErrorBody: func(status int) string {
-			b, _ := json.Marshal(keystoneErr(status, "injected fault").body)
+			b, _ := json.Marshal(keystoneErr(status, "injected fault").Body)
 			return string(b)
 		},
 	})
 }
-
-// AddFault injects f; faults are matched in the order they were added.
-func (s *Server) AddFault(f Fault) { s.faults.Add(f) }
 
 // FailCall makes the next count requests (0: all until ClearFaults) with
 // method and path prefix (e.g. "POST", "/network/v2.0/ports") answer
@@ -38,9 +36,7 @@ func (s *Server) FailCall(method, pathPrefix string, status, count int) {
 	switch {
 	case strings.HasPrefix(pathPrefix, "/network/"):
 		typ := map[int]string{409: "Conflict", 400: "BadRequest", 404: "NotFound"}[status]
-		if typ == "" {
-			typ = "HTTPInternalServerError"
-		}
+		typ = cmp.Or(typ, "HTTPInternalServerError")
 		e = neutronErr(status, typ, msg)
 	case strings.HasPrefix(pathPrefix, "/compute/"), strings.HasPrefix(pathPrefix, "/volume/"):
 		e = novaErr(status, msg)
@@ -50,29 +46,13 @@ func (s *Server) FailCall(method, pathPrefix string, status, count int) {
 		e = keystoneErr(status, msg)
 	}
 	body := ""
-	if str, ok := e.body.(string); ok {
+	if str, ok := e.Body.(string); ok {
 		body = str
 	} else {
-		b, _ := json.Marshal(e.body)
+		b, _ := json.Marshal(e.Body)
 		body = string(b)
 	}
-	s.faults.Add(Fault{Method: method, PathPrefix: pathPrefix, Status: status, Body: body, Count: count})
-}
-
-// ClearFaults removes every fault (not Down, not server error rules).
-func (s *Server) ClearFaults() { s.faults.Clear() }
-
-// Down makes every request answer 503 until Down(false).
-func (s *Server) Down(down bool) { s.faults.Down(down) }
-
-// Calls returns a copy of the call log, oldest first.
-func (s *Server) Calls() []Call { return s.faults.Calls() }
-
-// CallCount counts logged requests matching method (empty: any) and path
-// prefix (e.g. "/compute/", "/network/v2.0/ports"); with status > 0 only
-// those answered with that status.
-func (s *Server) CallCount(method, pathPrefix string, status int) int {
-	return s.faults.CallCount(method, pathPrefix, status)
+	s.Faults.Add(Fault{Method: method, PathPrefix: pathPrefix, Status: status, Body: body, Count: count})
 }
 
 // CallSummary counts the logged calls by method and path template, ids
@@ -111,9 +91,6 @@ func isID(s string) bool {
 	return true
 }
 
-// ResetCalls empties the call log.
-func (s *Server) ResetCalls() { s.faults.ResetCalls() }
-
 // DefaultBootFault is the fault message of a server an error rule fails,
 // Nova's when the scheduler finds no host.
 const DefaultBootFault = "No valid host was found. There are not enough hosts available."
@@ -134,9 +111,7 @@ type ServerErrorRule struct {
 
 // FailServers adds an error rule.
 func (s *Server) FailServers(rule ServerErrorRule) {
-	if rule.Message == "" {
-		rule.Message = DefaultBootFault
-	}
+	rule.Message = cmp.Or(rule.Message, DefaultBootFault)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.st.serverRules = append(s.st.serverRules, &rule)
@@ -168,15 +143,11 @@ func (s *Server) matchErrorRule(sv *Instance) string {
 // errorRulesAdmin serves POST /sim/server-errors (a ServerErrorRule) and
 // DELETE /sim/server-errors.
 func (s *Server) errorRulesAdmin(mux *http.ServeMux) {
-	mux.HandleFunc("POST /sim/server-errors", func(w http.ResponseWriter, r *http.Request) {
-		var rl ServerErrorRule
-		if err := json.NewDecoder(r.Body).Decode(&rl); err != nil {
-			writeErr(w, keystoneErr(400, err.Error()))
-			return
-		}
+	bad := func(w http.ResponseWriter, msg string) { simkit.WriteError(w, keystoneErr(400, msg)) }
+	mux.HandleFunc("POST /sim/server-errors", simkit.JSONBody(bad, func(w http.ResponseWriter, _ *http.Request, rl ServerErrorRule) {
 		s.FailServers(rl)
 		w.WriteHeader(http.StatusNoContent)
-	})
+	}))
 	mux.HandleFunc("DELETE /sim/server-errors", func(w http.ResponseWriter, _ *http.Request) {
 		s.ClearServerErrors()
 		w.WriteHeader(http.StatusNoContent)

@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"slices"
 
-	"github.com/sitebus/sitebus/e2e/simhttp"
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // Inventory is everything that exists, in creation order, leaving out what
@@ -58,72 +58,55 @@ func (s *Server) Inventory(project string) Inventory {
 	defer s.mu.Unlock()
 	st := s.st
 	in := func(p string) bool { return project == "" || p == project }
-	var inv Inventory
-	for _, p := range sortedBySeq(st.projects, func(x *Project) uint64 { return x.seq }) {
-		if !p.builtin && in(p.ID) {
-			inv.Projects = append(inv.Projects, *p)
-		}
+	return Inventory{
+		Projects: simkit.Select(st.projects, func(x *Project) uint64 { return x.seq },
+			func(p *Project) bool { return !p.builtin && in(p.ID) }, deref),
+		Users: simkit.Select(st.users, func(x *User) uint64 { return x.seq },
+			func(u *User) bool { return !u.builtin && in(u.DefaultProjectID) }, deref),
+		Servers: simkit.Select(st.servers, func(x *Instance) uint64 { return x.seq },
+			func(sv *Instance) bool { return in(sv.ProjectID) }, s.serverView),
+		Volumes: simkit.Select(st.volumes, func(x *Volume) uint64 { return x.seq },
+			func(v *Volume) bool { return in(v.ProjectID) }, func(v *Volume) Volume {
+				c := *v
+				c.Attachments = slices.Clone(v.Attachments)
+				return c
+			}),
+		Networks: simkit.Select(st.networks, func(x *Network) uint64 { return x.seq },
+			func(n *Network) bool { return !n.builtin && in(n.ProjectID) }, deref),
+		Subnets: simkit.Select(st.subnets, func(x *Subnet) uint64 { return x.seq },
+			func(sub *Subnet) bool { return !sub.builtin && in(sub.ProjectID) }, func(sub *Subnet) Subnet {
+				c := *sub
+				c.Pools = slices.Clone(sub.Pools)
+				c.DNSNameservers = slices.Clone(sub.DNSNameservers)
+				c.Allocated = maps.Clone(sub.Allocated)
+				return c
+			}),
+		Ports: simkit.Select(st.ports, func(x *Port) uint64 { return x.seq },
+			func(p *Port) bool { return in(p.ProjectID) }, func(p *Port) Port {
+				c := *p
+				c.FixedIPs = slices.Clone(p.FixedIPs)
+				c.SecurityGroups = slices.Clone(p.SecurityGroups)
+				return c
+			}),
+		Routers: simkit.Select(st.routers, func(x *Router) uint64 { return x.seq },
+			func(rt *Router) bool { return in(rt.ProjectID) }, func(rt *Router) Router {
+				c := *rt
+				c.Interfaces = slices.Clone(rt.Interfaces)
+				return c
+			}),
+		SecurityGroups: simkit.Select(st.secGroups, func(x *SecurityGroup) uint64 { return x.seq },
+			func(g *SecurityGroup) bool { return in(g.ProjectID) }, func(g *SecurityGroup) SecurityGroup {
+				c := *g
+				c.Rules = slices.Clone(g.Rules)
+				return c
+			}),
+		FloatingIPs: simkit.Select(st.fips, func(x *FloatingIP) uint64 { return x.seq },
+			func(f *FloatingIP) bool { return in(f.ProjectID) }, deref),
 	}
-	for _, u := range sortedBySeq(st.users, func(x *User) uint64 { return x.seq }) {
-		if !u.builtin && in(u.DefaultProjectID) {
-			inv.Users = append(inv.Users, *u)
-		}
-	}
-	for _, sv := range sortedBySeq(st.servers, func(x *Instance) uint64 { return x.seq }) {
-		if in(sv.ProjectID) {
-			inv.Servers = append(inv.Servers, s.serverView(sv))
-		}
-	}
-	for _, v := range sortedBySeq(st.volumes, func(x *Volume) uint64 { return x.seq }) {
-		if in(v.ProjectID) {
-			c := *v
-			c.Attachments = slices.Clone(v.Attachments)
-			inv.Volumes = append(inv.Volumes, c)
-		}
-	}
-	for _, n := range sortedBySeq(st.networks, func(x *Network) uint64 { return x.seq }) {
-		if !n.builtin && in(n.ProjectID) {
-			inv.Networks = append(inv.Networks, *n)
-		}
-	}
-	for _, sub := range sortedBySeq(st.subnets, func(x *Subnet) uint64 { return x.seq }) {
-		if !sub.builtin && in(sub.ProjectID) {
-			c := *sub
-			c.Pools = slices.Clone(sub.Pools)
-			c.DNSNameservers = slices.Clone(sub.DNSNameservers)
-			c.Allocated = maps.Clone(sub.Allocated)
-			inv.Subnets = append(inv.Subnets, c)
-		}
-	}
-	for _, p := range sortedBySeq(st.ports, func(x *Port) uint64 { return x.seq }) {
-		if in(p.ProjectID) {
-			c := *p
-			c.FixedIPs = slices.Clone(p.FixedIPs)
-			c.SecurityGroups = slices.Clone(p.SecurityGroups)
-			inv.Ports = append(inv.Ports, c)
-		}
-	}
-	for _, rt := range sortedBySeq(st.routers, func(x *Router) uint64 { return x.seq }) {
-		if in(rt.ProjectID) {
-			c := *rt
-			c.Interfaces = slices.Clone(rt.Interfaces)
-			inv.Routers = append(inv.Routers, c)
-		}
-	}
-	for _, g := range sortedBySeq(st.secGroups, func(x *SecurityGroup) uint64 { return x.seq }) {
-		if in(g.ProjectID) {
-			c := *g
-			c.Rules = slices.Clone(g.Rules)
-			inv.SecurityGroups = append(inv.SecurityGroups, c)
-		}
-	}
-	for _, f := range sortedBySeq(st.fips, func(x *FloatingIP) uint64 { return x.seq }) {
-		if in(f.ProjectID) {
-			inv.FloatingIPs = append(inv.FloatingIPs, *f)
-		}
-	}
-	return inv
 }
+
+// deref copies an object that holds no slices or maps.
+func deref[T any](v *T) T { return *v }
 
 // ServersNamed returns the servers called name, in creation order.
 func (s *Server) ServersNamed(name string) []Instance {
@@ -230,7 +213,7 @@ func (s *Server) adminRoutes(mux *http.ServeMux) {
 			Limit             int
 		}
 		if err := json.NewDecoder(r.Body).Decode(&q); err != nil || q.Project == "" || q.Resource == "" {
-			writeErr(w, keystoneErr(400, "want {\"project\",\"resource\",\"limit\"}"))
+			simkit.WriteError(w, keystoneErr(400, "want {\"project\",\"resource\",\"limit\"}"))
 			return
 		}
 		s.SetQuota(q.Project, q.Resource, q.Limit)
@@ -241,13 +224,12 @@ func (s *Server) adminRoutes(mux *http.ServeMux) {
 		w.WriteHeader(http.StatusNoContent)
 	})
 	mux.HandleFunc("GET /sim/inventory", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, s.Inventory(r.URL.Query().Get("project")))
+		simkit.WriteJSON(w, http.StatusOK, s.Inventory(r.URL.Query().Get("project")))
 	})
-	mux.HandleFunc("GET /sim/calls", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, s.Calls()) })
+	mux.HandleFunc("GET /sim/calls", func(w http.ResponseWriter, _ *http.Request) { simkit.WriteJSON(w, http.StatusOK, s.Calls()) })
 	mux.HandleFunc("GET /sim/calls/summary", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusOK, s.CallSummary())
+		simkit.WriteJSON(w, http.StatusOK, s.CallSummary())
 	})
 	s.errorRulesAdmin(mux)
-	simhttp.Admin{ResetCalls: s.ResetCalls, AddFault: s.AddFault, ClearFaults: s.ClearFaults, Down: s.Down,
-		BadRequest: func(w http.ResponseWriter, msg string) { writeErr(w, keystoneErr(400, msg)) }}.Routes(mux)
+	s.AdminRoutes(mux, func(w http.ResponseWriter, msg string) { simkit.WriteError(w, keystoneErr(400, msg)) })
 }

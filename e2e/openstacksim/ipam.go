@@ -1,9 +1,12 @@
 package openstacksim
 
 import (
+	"cmp"
 	"net/http"
 	"net/netip"
 	"time"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // subnetSpec is a subnet as asked for.
@@ -118,9 +121,7 @@ func (st *state) newSubnet(spec subnetSpec, now time.Time) (*Subnet, *apiErr) {
 		return nil, e
 	}
 	id := spec.id
-	if id == "" {
-		id = newUUID()
-	}
+	id = cmp.Or(id, simkit.NewUUID())
 	dns := spec.dns
 	if dns == nil {
 		dns = []string{}

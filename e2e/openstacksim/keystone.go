@@ -1,10 +1,14 @@
 package openstacksim
 
 import (
+	"cmp"
 	"crypto/subtle"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // caller is who a request authenticates as, from its X-Auth-Token.
@@ -126,7 +130,7 @@ func eq(a, b string) bool { return subtle.ConstantTimeCompare([]byte(a), []byte(
 func (s *Server) issueToken(w http.ResponseWriter, r *http.Request) {
 	var req authRequest
 	if e := decode(r, &req, func(m string) *apiErr { return keystoneErr(400, m) }); e != nil {
-		writeErr(w, e)
+		simkit.WriteError(w, e)
 		return
 	}
 	s.mu.Lock()
@@ -140,14 +144,14 @@ func (s *Server) issueToken(w http.ResponseWriter, r *http.Request) {
 	case slices.Contains(id.Methods, "password") && id.Password != nil:
 		u := st.findUser(id.Password.User)
 		if u == nil || !u.Enabled || !eq(u.password, id.Password.User.Password) {
-			writeErr(w, keystoneErr(401, "The request you have made requires authentication."))
+			simkit.WriteError(w, keystoneErr(401, "The request you have made requires authentication."))
 			return
 		}
 		user = u
 	case slices.Contains(id.Methods, "token") && id.Token != nil:
 		t := st.tokens[id.Token.ID]
 		if t == nil || !s.now().Before(t.expires) {
-			writeErr(w, errUnauthorized)
+			simkit.WriteError(w, errUnauthorized)
 			return
 		}
 		user, fromToken = st.users[t.userID], t
@@ -161,16 +165,16 @@ func (s *Server) issueToken(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		if appCred == nil || !eq(appCred.Secret, ac.Secret) {
-			writeErr(w, errUnauthorized)
+			simkit.WriteError(w, errUnauthorized)
 			return
 		}
 		user = st.users[appCred.UserID]
 	default:
-		writeErr(w, keystoneErr(400, "Expecting to find methods in identity - the server could not comply with the request since it is either malformed or otherwise incorrect."))
+		simkit.WriteError(w, keystoneErr(400, "Expecting to find methods in identity - the server could not comply with the request since it is either malformed or otherwise incorrect."))
 		return
 	}
 	if user == nil || !user.Enabled {
-		writeErr(w, errUnauthorized)
+		simkit.WriteError(w, errUnauthorized)
 		return
 	}
 
@@ -179,7 +183,7 @@ func (s *Server) issueToken(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case appCred != nil:
 		if sc != nil {
-			writeErr(w, keystoneErr(401, "Application credentials cannot request a scope."))
+			simkit.WriteError(w, keystoneErr(401, "Application credentials cannot request a scope."))
 			return
 		}
 		projectID = appCred.ProjectID
@@ -195,12 +199,12 @@ func (s *Server) issueToken(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		if p == nil {
-			writeErr(w, keystoneErr(401, "The request you have made requires authentication."))
+			simkit.WriteError(w, keystoneErr(401, "The request you have made requires authentication."))
 			return
 		}
 		projectID = p.ID
 	case sc != nil:
-		writeErr(w, keystoneErr(401, "The simulator scopes tokens to projects only."))
+		simkit.WriteError(w, keystoneErr(401, "The simulator scopes tokens to projects only."))
 		return
 	case fromToken != nil:
 		projectID = fromToken.projectID
@@ -212,7 +216,7 @@ func (s *Server) issueToken(w http.ResponseWriter, r *http.Request) {
 	if projectID != "" {
 		if p := st.projects[projectID]; p == nil || !p.Enabled || len(st.roleNames(projectID, user.ID)) == 0 {
 			// Keystone: no role on the project is the same 401.
-			writeErr(w, errUnauthorized)
+			simkit.WriteError(w, errUnauthorized)
 			return
 		}
 	}
@@ -229,7 +233,7 @@ func (s *Server) issueToken(w http.ResponseWriter, r *http.Request) {
 	}
 	st.tokens[t.id] = t
 	w.Header().Set("X-Subject-Token", t.id)
-	writeJSON(w, http.StatusCreated, obj{"token": s.tokenBody(r, t)})
+	simkit.WriteJSON(w, http.StatusCreated, obj{"token": s.tokenBody(r, t)})
 }
 
 // tokenBody renders a token; a project-scoped one carries the catalog.
@@ -260,7 +264,7 @@ func (s *Server) tokenBody(r *http.Request, t *token) obj {
 	if t.appCredID != "" {
 		body["application_credential"] = obj{"id": t.appCredID, "name": st.appCreds[t.appCredID].Name, "restricted": true}
 	}
-	b := base(r)
+	b := simkit.BaseURL(r)
 	entry := func(typ, name, url string) obj {
 		return obj{"id": randomHex(16), "type": typ, "name": name, "endpoints": []obj{{
 			"id": randomHex(16), "interface": "public", "region": s.opts.Region, "region_id": s.opts.Region, "url": url,
@@ -284,7 +288,7 @@ func (s *Server) validateToken(w http.ResponseWriter, r *http.Request, _ *caller
 		return keystoneErr(404, "Could not find token.")
 	}
 	w.Header().Set("X-Subject-Token", t.id)
-	writeJSON(w, http.StatusOK, obj{"token": s.tokenBody(r, t)})
+	simkit.WriteJSON(w, http.StatusOK, obj{"token": s.tokenBody(r, t)})
 	return nil
 }
 
@@ -305,11 +309,11 @@ func keystoneVersion(b string) obj {
 }
 
 func (s *Server) identityVersions(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusMultipleChoices, obj{"versions": obj{"values": []obj{keystoneVersion(base(r))}}})
+	simkit.WriteJSON(w, http.StatusMultipleChoices, obj{"versions": obj{"values": []obj{keystoneVersion(simkit.BaseURL(r))}}})
 }
 
 func (s *Server) identityVersion(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, obj{"version": keystoneVersion(base(r))})
+	simkit.WriteJSON(w, http.StatusOK, obj{"version": keystoneVersion(simkit.BaseURL(r))})
 }
 
 func forbidden(action string) *apiErr {
@@ -319,13 +323,23 @@ func forbidden(action string) *apiErr {
 func (s *Server) projectRep(r *http.Request, p *Project) obj {
 	return obj{"id": p.ID, "name": p.Name, "domain_id": p.DomainID, "description": p.Description,
 		"enabled": p.Enabled, "is_domain": false, "parent_id": p.DomainID, "tags": append([]string{}, p.Tags...), "options": obj{},
-		"links": obj{"self": base(r) + "/identity/v3/projects/" + p.ID}}
+		"links": obj{"self": simkit.BaseURL(r) + "/identity/v3/projects/" + p.ID}}
 }
 
-func (s *Server) createProject(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	if !c.admin {
-		return forbidden("identity:create_project")
+// named checks the name and domain (default: the default domain) of a
+// project or user to create, as Keystone's schema and lookup do.
+func (s *Server) named(name, domainID *string) *apiErr {
+	if *name == "" {
+		return keystoneErr(400, "Invalid input for field 'name': None is not of type 'string'")
 	}
+	*domainID = cmp.Or(*domainID, DefaultDomainID)
+	if _, ok := s.st.domains[*domainID]; !ok {
+		return keystoneErr(404, "Could not find domain: "+*domainID+".")
+	}
+	return nil
+}
+
+func (s *Server) createProject(w http.ResponseWriter, r *http.Request, _ *caller) *apiErr {
 	var in struct {
 		Project struct {
 			Name        string   `json:"name"`
@@ -339,14 +353,8 @@ func (s *Server) createProject(w http.ResponseWriter, r *http.Request, c *caller
 		return e
 	}
 	pin := in.Project
-	if pin.Name == "" {
-		return keystoneErr(400, "Invalid input for field 'name': None is not of type 'string'")
-	}
-	if pin.DomainID == "" {
-		pin.DomainID = DefaultDomainID
-	}
-	if _, ok := s.st.domains[pin.DomainID]; !ok {
-		return keystoneErr(404, "Could not find domain: "+pin.DomainID+".")
+	if e := s.named(&pin.Name, &pin.DomainID); e != nil {
+		return e
 	}
 	for _, p := range s.st.projects {
 		if p.DomainID == pin.DomainID && p.Name == pin.Name {
@@ -356,16 +364,13 @@ func (s *Server) createProject(w http.ResponseWriter, r *http.Request, c *caller
 	p := &Project{ID: newHexID(), Name: pin.Name, DomainID: pin.DomainID, Description: pin.Description,
 		Enabled: pin.Enabled == nil || *pin.Enabled, Tags: uniqueTags(pin.Tags), Created: s.now(), seq: s.st.next()}
 	s.st.projects[p.ID] = p
-	writeJSON(w, http.StatusCreated, obj{"project": s.projectRep(r, p)})
+	simkit.WriteJSON(w, http.StatusCreated, obj{"project": s.projectRep(r, p)})
 	return nil
 }
 
 // updateProject serves PATCH /v3/projects/{id}: name (unique in the
 // domain), description, enabled and tags.
-func (s *Server) updateProject(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	if !c.admin {
-		return forbidden("identity:update_project")
-	}
+func (s *Server) updateProject(w http.ResponseWriter, r *http.Request, _ *caller) *apiErr {
 	p := s.st.projects[r.PathValue("id")]
 	if p == nil {
 		return keystoneErr(404, "Could not find project: "+r.PathValue("id")+".")
@@ -399,7 +404,7 @@ func (s *Server) updateProject(w http.ResponseWriter, r *http.Request, c *caller
 	if pin.Tags != nil {
 		p.Tags = uniqueTags(*pin.Tags)
 	}
-	writeJSON(w, http.StatusOK, obj{"project": s.projectRep(r, p)})
+	simkit.WriteJSON(w, http.StatusOK, obj{"project": s.projectRep(r, p)})
 	return nil
 }
 
@@ -424,6 +429,16 @@ func keystoneCollection[T any](plural, singular string, items func(*state) map[s
 	}
 }
 
+// admin lets only admins call h, as Keystone's policy does for action.
+func admin(action string, h handler) handler {
+	return func(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+		if !c.admin {
+			return forbidden(action)
+		}
+		return h(w, r, c)
+	}
+}
+
 // adminOnly is the policy of an admin-only call.
 func adminOnly(action string) func(*caller) *apiErr {
 	return func(c *caller) *apiErr {
@@ -437,10 +452,7 @@ func adminOnly(action string) func(*caller) *apiErr {
 // deleteProject removes the project, its role assignments and the tokens
 // scoped to it, as Keystone does; the other services keep what the project
 // owned (Keystone does not tell them), which the inventory then shows.
-func (s *Server) deleteProject(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	if !c.admin {
-		return forbidden("identity:delete_project")
-	}
+func (s *Server) deleteProject(w http.ResponseWriter, r *http.Request, _ *caller) *apiErr {
 	id := r.PathValue("id")
 	p := s.st.projects[id]
 	if p == nil {
@@ -451,16 +463,8 @@ func (s *Server) deleteProject(w http.ResponseWriter, r *http.Request, c *caller
 	}
 	delete(s.st.projects, id)
 	delete(s.st.assignments, id)
-	for tid, t := range s.st.tokens {
-		if t.projectID == id {
-			delete(s.st.tokens, tid)
-		}
-	}
-	for aid, a := range s.st.appCreds {
-		if a.ProjectID == id {
-			delete(s.st.appCreds, aid)
-		}
-	}
+	maps.DeleteFunc(s.st.tokens, func(_ string, t *token) bool { return t.projectID == id })
+	maps.DeleteFunc(s.st.appCreds, func(_ string, a *AppCredential) bool { return a.ProjectID == id })
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
@@ -469,13 +473,10 @@ func (s *Server) userRep(r *http.Request, u *User) obj {
 	return obj{"id": u.ID, "name": u.Name, "domain_id": u.DomainID, "enabled": u.Enabled,
 		"default_project_id": orNil(u.DefaultProjectID), "password_expires_at": nil, "options": obj{},
 		"description": u.Description,
-		"links":       obj{"self": base(r) + "/identity/v3/users/" + u.ID}}
+		"links":       obj{"self": simkit.BaseURL(r) + "/identity/v3/users/" + u.ID}}
 }
 
-func (s *Server) createUser(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	if !c.admin {
-		return forbidden("identity:create_user")
-	}
+func (s *Server) createUser(w http.ResponseWriter, r *http.Request, _ *caller) *apiErr {
 	var in struct {
 		User struct {
 			Name             string `json:"name"`
@@ -490,14 +491,8 @@ func (s *Server) createUser(w http.ResponseWriter, r *http.Request, c *caller) *
 		return e
 	}
 	uin := in.User
-	if uin.Name == "" {
-		return keystoneErr(400, "Invalid input for field 'name': None is not of type 'string'")
-	}
-	if uin.DomainID == "" {
-		uin.DomainID = DefaultDomainID
-	}
-	if _, ok := s.st.domains[uin.DomainID]; !ok {
-		return keystoneErr(404, "Could not find domain: "+uin.DomainID+".")
+	if e := s.named(&uin.Name, &uin.DomainID); e != nil {
+		return e
 	}
 	for _, u := range s.st.users {
 		if u.DomainID == uin.DomainID && u.Name == uin.Name {
@@ -507,7 +502,7 @@ func (s *Server) createUser(w http.ResponseWriter, r *http.Request, c *caller) *
 	u := &User{ID: newHexID(), Name: uin.Name, DomainID: uin.DomainID, DefaultProjectID: uin.DefaultProjectID,
 		Description: uin.Description, Enabled: uin.Enabled == nil || *uin.Enabled, password: uin.Password, seq: s.st.next()}
 	s.st.users[u.ID] = u
-	writeJSON(w, http.StatusCreated, obj{"user": s.userRep(r, u)})
+	simkit.WriteJSON(w, http.StatusCreated, obj{"user": s.userRep(r, u)})
 	return nil
 }
 
@@ -516,10 +511,7 @@ var users = keystoneCollection("users", "user",
 	func(st *state) map[string]*User { return st.users }, func(u *User) uint64 { return u.seq },
 	func(c *caller, u *User) bool { return c.admin || c.userID == u.ID }, (*Server).userRep)
 
-func (s *Server) deleteUser(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	if !c.admin {
-		return forbidden("identity:delete_user")
-	}
+func (s *Server) deleteUser(w http.ResponseWriter, r *http.Request, _ *caller) *apiErr {
 	id := r.PathValue("id")
 	u := s.st.users[id]
 	if u == nil {
@@ -532,23 +524,15 @@ func (s *Server) deleteUser(w http.ResponseWriter, r *http.Request, c *caller) *
 	for _, m := range s.st.assignments {
 		delete(m, id)
 	}
-	for tid, t := range s.st.tokens {
-		if t.userID == id {
-			delete(s.st.tokens, tid)
-		}
-	}
-	for aid, a := range s.st.appCreds {
-		if a.UserID == id {
-			delete(s.st.appCreds, aid)
-		}
-	}
+	maps.DeleteFunc(s.st.tokens, func(_ string, t *token) bool { return t.userID == id })
+	maps.DeleteFunc(s.st.appCreds, func(_ string, a *AppCredential) bool { return a.UserID == id })
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
 
 func roleRep(r *http.Request, rl *Role) obj {
 	return obj{"id": rl.ID, "name": rl.Name, "domain_id": nil, "description": nil, "options": obj{},
-		"links": obj{"self": base(r) + "/identity/v3/roles/" + rl.ID}}
+		"links": obj{"self": simkit.BaseURL(r) + "/identity/v3/roles/" + rl.ID}}
 }
 
 func (s *Server) listRoles(w http.ResponseWriter, r *http.Request, _ *caller) *apiErr {
@@ -576,10 +560,7 @@ func (s *Server) assignment(r *http.Request) (p, u, rl string, e *apiErr) {
 	return p, u, rl, nil
 }
 
-func (s *Server) assignRole(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	if !c.admin {
-		return forbidden("identity:create_grant")
-	}
+func (s *Server) assignRole(w http.ResponseWriter, r *http.Request, _ *caller) *apiErr {
 	p, u, rl, e := s.assignment(r)
 	if e != nil {
 		return e
@@ -589,10 +570,7 @@ func (s *Server) assignRole(w http.ResponseWriter, r *http.Request, c *caller) *
 	return nil
 }
 
-func (s *Server) unassignRole(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	if !c.admin {
-		return forbidden("identity:revoke_grant")
-	}
+func (s *Server) unassignRole(w http.ResponseWriter, r *http.Request, _ *caller) *apiErr {
 	p, u, rl, e := s.assignment(r)
 	if e != nil {
 		return e
@@ -648,11 +626,9 @@ func (s *Server) createAppCred(w http.ResponseWriter, r *http.Request, c *caller
 		}
 	}
 	a := &AppCredential{ID: newHexID(), Name: in.AppCred.Name, UserID: uid, ProjectID: c.projectID, Secret: in.AppCred.Secret}
-	if a.Secret == "" {
-		a.Secret = randomHex(32)
-	}
+	a.Secret = cmp.Or(a.Secret, randomHex(32))
 	s.st.appCreds[a.ID] = a
-	writeJSON(w, http.StatusCreated, obj{"application_credential": obj{"id": a.ID, "name": a.Name,
+	simkit.WriteJSON(w, http.StatusCreated, obj{"application_credential": obj{"id": a.ID, "name": a.Name,
 		"secret": a.Secret, "project_id": a.ProjectID, "user_id": a.UserID, "unrestricted": false,
 		"expires_at": nil, "roles": []obj{}, "description": nil}})
 	return nil

@@ -1,11 +1,15 @@
 package openstacksim
 
 import (
+	"cmp"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"net/netip"
 	"slices"
 	"strings"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // Neutron device owners the simulator gives meaning to.
@@ -45,9 +49,7 @@ func (c *caller) owns(project string) bool { return c.admin || project == c.proj
 // project_id/tenant_id (admin only when not the caller's) or the caller's.
 func targetProject(c *caller, projectID, tenantID string) (string, *apiErr) {
 	p := projectID
-	if p == "" {
-		p = tenantID
-	}
+	p = cmp.Or(p, tenantID)
 	if p == "" {
 		return c.projectID, nil
 	}
@@ -98,7 +100,7 @@ func uniqueTags(in []string) []string {
 
 func (s *Server) netRep(n *Network) obj {
 	subs := []string{}
-	for _, sub := range sortedBySeq(s.st.subnets, func(x *Subnet) uint64 { return x.seq }) {
+	for _, sub := range simkit.SortedBy(s.st.subnets, func(x *Subnet) uint64 { return x.seq }) {
 		if sub.NetworkID == n.ID {
 			subs = append(subs, sub.ID)
 		}
@@ -130,26 +132,19 @@ type networkIn struct {
 	MTU       int     `json:"mtu"`
 }
 
-func (s *Server) createNetwork(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	var in struct {
-		Network networkIn `json:"network"`
-	}
-	if e := decode(r, &in, badInput); e != nil {
-		return e
-	}
-	nin := in.Network
+func (s *Server) createNetwork(c *caller, nin networkIn) (*Network, *apiErr) {
 	p, e := targetProject(c, nin.ProjectID, nin.TenantID)
 	if e != nil {
-		return e
+		return nil, e
 	}
 	if (nin.Shared != nil && *nin.Shared || nin.External != nil && *nin.External) && !c.admin {
-		return policy("create_network:shared")
+		return nil, policy("create_network:shared")
 	}
 	if e := s.checkNeutronQuota(p, "network", 1); e != nil {
-		return e
+		return nil, e
 	}
 	s.ensureDefaultSG(p)
-	n := &Network{ID: newUUID(), ProjectID: p, MTU: 1450, Created: s.now(), seq: s.st.next()}
+	n := &Network{ID: simkit.NewUUID(), ProjectID: p, MTU: 1450, Created: s.now(), seq: s.st.next()}
 	if nin.Name != nil {
 		n.Name = *nin.Name
 	}
@@ -160,46 +155,30 @@ func (s *Server) createNetwork(w http.ResponseWriter, r *http.Request, c *caller
 	n.External = nin.External != nil && *nin.External
 	nin.apply(&n.Description, &n.Tags)
 	s.st.networks[n.ID] = n
-	writeJSON(w, http.StatusCreated, obj{"network": s.netRep(n)})
-	return nil
+	return n, nil
 }
 
-func (s *Server) updateNetwork(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	n := s.visibleNetwork(c, r.PathValue("id"))
-	if n == nil {
-		return nfound("network", r.PathValue("id"))
-	}
+func (s *Server) updateNetwork(c *caller, n *Network, in networkIn) *apiErr {
 	if !c.owns(n.ProjectID) {
 		return policy("update_network")
 	}
-	var in struct {
-		Network networkIn `json:"network"`
+	if in.Name != nil {
+		n.Name = *in.Name
 	}
-	if e := decode(r, &in, badInput); e != nil {
-		return e
-	}
-	if in.Network.Name != nil {
-		n.Name = *in.Network.Name
-	}
-	in.Network.apply(&n.Description, nil)
-	if in.Network.Shared != nil {
+	in.apply(&n.Description, nil)
+	if in.Shared != nil {
 		if !c.admin {
 			return policy("update_network:shared")
 		}
-		n.Shared = *in.Network.Shared
+		n.Shared = *in.Shared
 	}
-	writeJSON(w, http.StatusOK, obj{"network": s.netRep(n)})
 	return nil
 }
 
 // deleteNetwork refuses while a port other than DHCP's is on the network
 // (409 NetworkInUse) and takes the network's subnets with it, as Neutron.
-func (s *Server) deleteNetwork(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	id := r.PathValue("id")
-	n := s.visibleNetwork(c, id)
-	if n == nil {
-		return nfound("network", id)
-	}
+func (s *Server) deleteNetwork(c *caller, n *Network) *apiErr {
+	id := n.ID
 	if !c.owns(n.ProjectID) || n.builtin {
 		return policy("delete_network")
 	}
@@ -214,13 +193,8 @@ func (s *Server) deleteNetwork(w http.ResponseWriter, r *http.Request, c *caller
 			s.removePort(p) // DHCP's, which Neutron deletes with the network
 		}
 	}
-	for sid, sub := range s.st.subnets {
-		if sub.NetworkID == id {
-			delete(s.st.subnets, sid)
-		}
-	}
+	maps.DeleteFunc(s.st.subnets, func(_ string, sub *Subnet) bool { return sub.NetworkID == id })
 	delete(s.st.networks, id)
-	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
 
@@ -274,30 +248,23 @@ func (in subnetIn) gateway() *string {
 	return g
 }
 
-func (s *Server) createSubnet(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	var in struct {
-		Subnet subnetIn `json:"subnet"`
-	}
-	if e := decode(r, &in, badInput); e != nil {
-		return e
-	}
-	sin := in.Subnet
+func (s *Server) createSubnet(c *caller, sin subnetIn) (*Subnet, *apiErr) {
 	n := s.visibleNetwork(c, sin.NetworkID)
 	if n == nil {
-		return nfound("network", sin.NetworkID)
+		return nil, nfound("network", sin.NetworkID)
 	}
 	p, e := targetProject(c, sin.ProjectID, sin.TenantID)
 	if e != nil {
-		return e
+		return nil, e
 	}
 	if !c.admin && n.ProjectID != p {
-		return policy("create_subnet:network")
+		return nil, policy("create_subnet:network")
 	}
 	if sin.IPVersion != 0 && sin.IPVersion != 4 {
-		return badInput("the simulator serves IPv4 subnets only.")
+		return nil, badInput("the simulator serves IPv4 subnets only.")
 	}
 	if e := s.checkNeutronQuota(p, "subnet", 1); e != nil {
-		return e
+		return nil, e
 	}
 	spec := subnetSpec{projectID: p, networkID: n.ID, cidr: sin.CIDR, gateway: sin.gateway(), dhcp: true}
 	if sin.Name != nil {
@@ -314,31 +281,19 @@ func (s *Server) createSubnet(w http.ResponseWriter, r *http.Request, c *caller)
 	}
 	sub, e := s.st.newSubnet(spec, s.now())
 	if e != nil {
-		return e
+		return nil, e
 	}
 	sin.apply(&sub.Description, &sub.Tags)
 	if s.opts.DHCPPorts && sub.EnableDHCP {
 		s.dhcpPort(n, sub)
 	}
-	writeJSON(w, http.StatusCreated, obj{"subnet": s.subnetRep(sub)})
-	return nil
+	return sub, nil
 }
 
-func (s *Server) updateSubnet(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	sub := s.visibleSubnet(c, r.PathValue("id"))
-	if sub == nil {
-		return nfound("subnet", r.PathValue("id"))
-	}
+func (s *Server) updateSubnet(c *caller, sub *Subnet, sin subnetIn) *apiErr {
 	if !c.owns(sub.ProjectID) {
 		return policy("update_subnet")
 	}
-	var in struct {
-		Subnet subnetIn `json:"subnet"`
-	}
-	if e := decode(r, &in, badInput); e != nil {
-		return e
-	}
-	sin := in.Subnet
 	if sin.CIDR != "" && sin.CIDR != sub.CIDR {
 		return badInput("Cannot update read-only attribute cidr")
 	}
@@ -371,16 +326,11 @@ func (s *Server) updateSubnet(w http.ResponseWriter, r *http.Request, c *caller)
 	if sin.EnableDHCP != nil {
 		sub.EnableDHCP = *sin.EnableDHCP
 	}
-	writeJSON(w, http.StatusOK, obj{"subnet": s.subnetRep(sub)})
 	return nil
 }
 
-func (s *Server) deleteSubnet(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	id := r.PathValue("id")
-	sub := s.visibleSubnet(c, id)
-	if sub == nil {
-		return nfound("subnet", id)
-	}
+func (s *Server) deleteSubnet(c *caller, sub *Subnet) *apiErr {
+	id := sub.ID
 	if !c.owns(sub.ProjectID) || sub.builtin {
 		return policy("delete_subnet")
 	}
@@ -396,7 +346,6 @@ func (s *Server) deleteSubnet(w http.ResponseWriter, r *http.Request, c *caller)
 		}
 	}
 	delete(s.st.subnets, id)
-	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
 
@@ -410,7 +359,7 @@ func (s *Server) dhcpPort(n *Network, sub *Subnet) {
 		}
 	}
 	if p == nil {
-		p = &Port{ID: newUUID(), ProjectID: n.ProjectID, NetworkID: n.ID, MAC: newMAC(), DeviceOwner: ownerDHCP,
+		p = &Port{ID: simkit.NewUUID(), ProjectID: n.ProjectID, NetworkID: n.ID, MAC: newMAC(), DeviceOwner: ownerDHCP,
 			DeviceID: "dhcp" + randomHex(16) + "-" + n.ID, SecurityGroups: []string{}, Created: s.now(), seq: s.st.next()}
 	}
 	ip, e := sub.allocate("", p.ID)
@@ -492,7 +441,7 @@ type portIn struct {
 // On error nothing stays allocated.
 func (s *Server) allocateIPs(n *Network, id string, want *[]fixedIPIn) ([]FixedIP, *apiErr) {
 	var subs []*Subnet
-	for _, sub := range sortedBySeq(s.st.subnets, func(x *Subnet) uint64 { return x.seq }) {
+	for _, sub := range simkit.SortedBy(s.st.subnets, func(x *Subnet) uint64 { return x.seq }) {
 		if sub.NetworkID == n.ID {
 			subs = append(subs, sub)
 		}
@@ -581,7 +530,7 @@ func (s *Server) newPort(c *caller, n *Network, project string, in portIn) (*Por
 		return nil, e
 	}
 	s.ensureDefaultSG(project)
-	p := &Port{ID: newUUID(), ProjectID: project, NetworkID: n.ID, MAC: newMAC(), PortSecurity: true,
+	p := &Port{ID: simkit.NewUUID(), ProjectID: project, NetworkID: n.ID, MAC: newMAC(), PortSecurity: true,
 		Created: s.now(), seq: s.st.next()}
 	if in.Name != nil {
 		p.Name = *in.Name
@@ -617,49 +566,31 @@ func (s *Server) newPort(c *caller, n *Network, project string, in portIn) (*Por
 	return p, nil
 }
 
-func (s *Server) createPort(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	var in struct {
-		Port portIn `json:"port"`
-	}
-	if e := decode(r, &in, badInput); e != nil {
-		return e
-	}
-	if in.Port.NetworkID == "" {
+func (s *Server) createPort(c *caller, in portIn) (*Port, *apiErr) {
+	if in.NetworkID == "" {
 		// As Neutron: a port is made on a network, never found from its
 		// fixed_ips' subnet.
-		return neutronErr(http.StatusBadRequest, "HTTPBadRequest", "Failed to parse request. Required attribute 'network_id' not specified")
+		return nil, neutronErr(http.StatusBadRequest, "HTTPBadRequest", "Failed to parse request. Required attribute 'network_id' not specified")
 	}
-	n := s.visibleNetwork(c, in.Port.NetworkID)
+	n := s.visibleNetwork(c, in.NetworkID)
 	if n == nil {
-		return nfound("network", in.Port.NetworkID)
+		return nil, nfound("network", in.NetworkID)
 	}
-	project, e := targetProject(c, in.Port.ProjectID, in.Port.TenantID)
+	project, e := targetProject(c, in.ProjectID, in.TenantID)
 	if e != nil {
-		return e
+		return nil, e
 	}
 	if !c.admin && n.ProjectID != project && !n.Shared {
-		return policy("create_port:network")
+		return nil, policy("create_port:network")
 	}
-	p, e := s.newPort(c, n, project, in.Port)
+	p, e := s.newPort(c, n, project, in)
 	if e != nil {
-		return e
+		return nil, e
 	}
-	writeJSON(w, http.StatusCreated, obj{"port": s.portRep(p)})
-	return nil
+	return p, nil
 }
 
-func (s *Server) updatePort(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	p := s.visiblePort(c, r.PathValue("id"))
-	if p == nil {
-		return nfound("port", r.PathValue("id"))
-	}
-	var in struct {
-		Port portIn `json:"port"`
-	}
-	if e := decode(r, &in, badInput); e != nil {
-		return e
-	}
-	pin := in.Port
+func (s *Server) updatePort(c *caller, p *Port, pin portIn) *apiErr {
 	if pin.SecurityGroups != nil {
 		ids, e := s.resolveGroups(c, p.ProjectID, *pin.SecurityGroups)
 		if e != nil {
@@ -693,21 +624,15 @@ func (s *Server) updatePort(w http.ResponseWriter, r *http.Request, c *caller) *
 	if pin.PortSecurity != nil {
 		p.PortSecurity = *pin.PortSecurity
 	}
-	writeJSON(w, http.StatusOK, obj{"port": s.portRep(p)})
 	return nil
 }
 
-func (s *Server) deletePort(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	p := s.visiblePort(c, r.PathValue("id"))
-	if p == nil {
-		return nfound("port", r.PathValue("id"))
-	}
+func (s *Server) deletePort(c *caller, p *Port) *apiErr {
 	if p.DeviceOwner == ownerRouterInterface || p.DeviceOwner == ownerRouterGateway {
 		return neutronErr(http.StatusConflict, "L3PortInUse", "Port "+p.ID+" has owner "+p.DeviceOwner+
 			" and therefore cannot be deleted directly via the port API.")
 	}
 	s.removePort(p)
-	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
 
@@ -760,12 +685,12 @@ func (s *Server) ensureDefaultSG(project string) {
 	if project == "" || s.defaultSG(project) != nil {
 		return
 	}
-	g := &SecurityGroup{ID: newUUID(), Name: "default", ProjectID: project, Description: "Default security group",
+	g := &SecurityGroup{ID: simkit.NewUUID(), Name: "default", ProjectID: project, Description: "Default security group",
 		Default: true, Created: s.now(), seq: s.st.next()}
 	for _, et := range []string{"IPv4", "IPv6"} {
 		g.Rules = append(g.Rules,
-			Rule{ID: newUUID(), SecurityGroupID: g.ID, ProjectID: project, Direction: "ingress", EtherType: et, RemoteGroupID: g.ID, Created: g.Created, seq: s.st.next()},
-			Rule{ID: newUUID(), SecurityGroupID: g.ID, ProjectID: project, Direction: "egress", EtherType: et, Created: g.Created, seq: s.st.next()})
+			Rule{ID: simkit.NewUUID(), SecurityGroupID: g.ID, ProjectID: project, Direction: "ingress", EtherType: et, RemoteGroupID: g.ID, Created: g.Created, seq: s.st.next()},
+			Rule{ID: simkit.NewUUID(), SecurityGroupID: g.ID, ProjectID: project, Direction: "egress", EtherType: et, Created: g.Created, seq: s.st.next()})
 	}
 	s.st.secGroups[g.ID] = g
 }
@@ -784,70 +709,48 @@ type sgIn struct {
 }
 
 // createSecGroup makes a group with Neutron's two egress rules.
-func (s *Server) createSecGroup(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	var in struct {
-		SG sgIn `json:"security_group"`
-	}
-	if e := decode(r, &in, badInput); e != nil {
-		return e
-	}
-	p, e := targetProject(c, in.SG.ProjectID, in.SG.TenantID)
+func (s *Server) createSecGroup(c *caller, in sgIn) (*SecurityGroup, *apiErr) {
+	p, e := targetProject(c, in.ProjectID, in.TenantID)
 	if e != nil {
-		return e
+		return nil, e
 	}
 	s.ensureDefaultSG(p)
 	name := ""
-	if in.SG.Name != nil {
-		name = *in.SG.Name
+	if in.Name != nil {
+		name = *in.Name
 	}
 	if name == "default" {
-		return neutronErr(http.StatusConflict, "SecurityGroupDefaultAlreadyExists", "Default security group already exists.")
+		return nil, neutronErr(http.StatusConflict, "SecurityGroupDefaultAlreadyExists", "Default security group already exists.")
 	}
 	if e := s.checkNeutronQuota(p, "security_group", 1); e != nil {
-		return e
+		return nil, e
 	}
 	if e := s.checkNeutronQuota(p, "security_group_rule", 2); e != nil {
-		return e
+		return nil, e
 	}
-	g := &SecurityGroup{ID: newUUID(), Name: name, ProjectID: p, Created: s.now(), seq: s.st.next()}
-	in.SG.apply(&g.Description, &g.Tags)
+	g := &SecurityGroup{ID: simkit.NewUUID(), Name: name, ProjectID: p, Created: s.now(), seq: s.st.next()}
+	in.apply(&g.Description, &g.Tags)
 	for _, et := range []string{"IPv4", "IPv6"} {
-		g.Rules = append(g.Rules, Rule{ID: newUUID(), SecurityGroupID: g.ID, ProjectID: p, Direction: "egress",
+		g.Rules = append(g.Rules, Rule{ID: simkit.NewUUID(), SecurityGroupID: g.ID, ProjectID: p, Direction: "egress",
 			EtherType: et, Created: g.Created, seq: s.st.next()})
 	}
 	s.st.secGroups[g.ID] = g
-	writeJSON(w, http.StatusCreated, obj{"security_group": s.sgRep(g)})
-	return nil
+	return g, nil
 }
 
-func (s *Server) updateSecGroup(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	g := s.visibleSG(c, r.PathValue("id"))
-	if g == nil {
-		return nfound("security group", r.PathValue("id"))
-	}
-	var in struct {
-		SG sgIn `json:"security_group"`
-	}
-	if e := decode(r, &in, badInput); e != nil {
-		return e
-	}
-	if in.SG.Name != nil {
-		if g.Default && *in.SG.Name != "default" {
+func (s *Server) updateSecGroup(c *caller, g *SecurityGroup, in sgIn) *apiErr {
+	if in.Name != nil {
+		if g.Default && *in.Name != "default" {
 			return neutronErr(http.StatusConflict, "SecurityGroupCannotUpdateDefault", "Updating default security group not allowed.")
 		}
-		g.Name = *in.SG.Name
+		g.Name = *in.Name
 	}
-	in.SG.apply(&g.Description, nil)
-	writeJSON(w, http.StatusOK, obj{"security_group": s.sgRep(g)})
+	in.apply(&g.Description, nil)
 	return nil
 }
 
-func (s *Server) deleteSecGroup(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	id := r.PathValue("id")
-	g := s.visibleSG(c, id)
-	if g == nil {
-		return nfound("security group", id)
-	}
+func (s *Server) deleteSecGroup(c *caller, g *SecurityGroup) *apiErr {
+	id := g.ID
 	if g.Default && !c.admin {
 		return neutronErr(http.StatusConflict, "SecurityGroupCannotRemoveDefault", "Insufficient rights for removing default security group.")
 	}
@@ -860,7 +763,6 @@ func (s *Server) deleteSecGroup(w http.ResponseWriter, r *http.Request, c *calle
 	for _, o := range s.st.secGroups {
 		o.Rules = slices.DeleteFunc(o.Rules, func(rl Rule) bool { return rl.RemoteGroupID == id })
 	}
-	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
 
@@ -896,7 +798,7 @@ func (s *Server) getRule(w http.ResponseWriter, r *http.Request, c *caller) *api
 	if g == nil {
 		return nfound("security group rule", r.PathValue("id"))
 	}
-	writeJSON(w, http.StatusOK, obj{"security_group_rule": ruleRep(g.Rules[i])})
+	simkit.WriteJSON(w, http.StatusOK, obj{"security_group_rule": ruleRep(g.Rules[i])})
 	return nil
 }
 
@@ -922,14 +824,12 @@ func (s *Server) createRule(w http.ResponseWriter, r *http.Request, c *caller) *
 	if g == nil {
 		return nfound("security group", rin.SecurityGroupID)
 	}
-	rl := Rule{ID: newUUID(), SecurityGroupID: g.ID, ProjectID: g.ProjectID, Direction: rin.Direction,
+	rl := Rule{ID: simkit.NewUUID(), SecurityGroupID: g.ID, ProjectID: g.ProjectID, Direction: rin.Direction,
 		EtherType: rin.EtherType, Description: rin.Description}
 	if rl.Direction != "ingress" && rl.Direction != "egress" {
 		return badInput("direction " + rin.Direction + " is not in [ingress, egress].")
 	}
-	if rl.EtherType == "" {
-		rl.EtherType = "IPv4"
-	}
+	rl.EtherType = cmp.Or(rl.EtherType, "IPv4")
 	if rl.EtherType != "IPv4" && rl.EtherType != "IPv6" {
 		return badInput("ethertype " + rin.EtherType + " is not in [IPv4, IPv6].")
 	}
@@ -979,7 +879,7 @@ func (s *Server) createRule(w http.ResponseWriter, r *http.Request, c *caller) *
 	}
 	rl.seq, rl.Created = s.st.next(), s.now()
 	g.Rules = append(g.Rules, rl)
-	writeJSON(w, http.StatusCreated, obj{"security_group_rule": ruleRep(rl)})
+	simkit.WriteJSON(w, http.StatusCreated, obj{"security_group_rule": ruleRep(rl)})
 	return nil
 }
 

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"slices"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // ---- routers
@@ -82,7 +84,7 @@ func (s *Server) setGateway(rt *Router, id string) *apiErr {
 	if n == nil || !n.External {
 		return neutronErr(http.StatusBadRequest, "BadRequest", "Bad router request: Network "+id+" is not a valid external network.")
 	}
-	p := &Port{ID: newUUID(), NetworkID: id, MAC: newMAC(), DeviceID: rt.ID, DeviceOwner: ownerRouterGateway,
+	p := &Port{ID: simkit.NewUUID(), NetworkID: id, MAC: newMAC(), DeviceID: rt.ID, DeviceOwner: ownerRouterGateway,
 		SecurityGroups: []string{}, Created: s.now(), seq: s.st.next()}
 	ips, e := s.allocateIPs(n, p.ID, nil)
 	if e != nil {
@@ -94,68 +96,46 @@ func (s *Server) setGateway(rt *Router, id string) *apiErr {
 	return nil
 }
 
-func (s *Server) createRouter(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	var in struct {
-		Router routerIn `json:"router"`
-	}
-	if e := decode(r, &in, badInput); e != nil {
-		return e
-	}
-	p, e := targetProject(c, in.Router.ProjectID, in.Router.TenantID)
+func (s *Server) createRouter(c *caller, in routerIn) (*Router, *apiErr) {
+	p, e := targetProject(c, in.ProjectID, in.TenantID)
 	if e != nil {
-		return e
+		return nil, e
 	}
 	if e := s.checkNeutronQuota(p, "router", 1); e != nil {
-		return e
+		return nil, e
 	}
-	rt := &Router{ID: newUUID(), ProjectID: p, Created: s.now(), seq: s.st.next()}
-	if in.Router.Name != nil {
-		rt.Name = *in.Router.Name
+	rt := &Router{ID: simkit.NewUUID(), ProjectID: p, Created: s.now(), seq: s.st.next()}
+	if in.Name != nil {
+		rt.Name = *in.Name
 	}
-	if in.Router.HA != nil {
-		rt.HA = *in.Router.HA
+	if in.HA != nil {
+		rt.HA = *in.HA
 	}
-	in.Router.apply(&rt.Description, &rt.Tags)
-	if gw, ok := in.Router.gatewayNet(); ok {
+	in.apply(&rt.Description, &rt.Tags)
+	if gw, ok := in.gatewayNet(); ok {
 		if e := s.setGateway(rt, gw); e != nil {
-			return e
+			return nil, e
 		}
 	}
 	s.st.routers[rt.ID] = rt
-	writeJSON(w, http.StatusCreated, obj{"router": s.routerRep(rt)})
-	return nil
+	return rt, nil
 }
 
-func (s *Server) updateRouter(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	rt := s.visibleRouter(c, r.PathValue("id"))
-	if rt == nil {
-		return nfound("router", r.PathValue("id"))
-	}
-	var in struct {
-		Router routerIn `json:"router"`
-	}
-	if e := decode(r, &in, badInput); e != nil {
-		return e
-	}
-	if gw, ok := in.Router.gatewayNet(); ok {
+func (s *Server) updateRouter(c *caller, rt *Router, in routerIn) *apiErr {
+	if gw, ok := in.gatewayNet(); ok {
 		if e := s.setGateway(rt, gw); e != nil {
 			return e
 		}
 	}
-	if in.Router.Name != nil {
-		rt.Name = *in.Router.Name
+	if in.Name != nil {
+		rt.Name = *in.Name
 	}
-	in.Router.apply(&rt.Description, nil)
-	writeJSON(w, http.StatusOK, obj{"router": s.routerRep(rt)})
+	in.apply(&rt.Description, nil)
 	return nil
 }
 
-func (s *Server) deleteRouter(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	id := r.PathValue("id")
-	rt := s.visibleRouter(c, id)
-	if rt == nil {
-		return nfound("router", id)
-	}
+func (s *Server) deleteRouter(c *caller, rt *Router) *apiErr {
+	id := rt.ID
 	if len(rt.Interfaces) > 0 {
 		return neutronErr(http.StatusConflict, "RouterInUse", "Router "+id+" still has ports")
 	}
@@ -163,7 +143,6 @@ func (s *Server) deleteRouter(w http.ResponseWriter, r *http.Request, c *caller)
 		return e
 	}
 	delete(s.st.routers, id)
-	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
 
@@ -218,7 +197,7 @@ func (s *Server) addRouterInterface(w http.ResponseWriter, r *http.Request, c *c
 		if e := s.checkNeutronQuota(rt.ProjectID, "port", 1); e != nil {
 			return e
 		}
-		p = &Port{ID: newUUID(), ProjectID: rt.ProjectID, NetworkID: sub.NetworkID, MAC: newMAC(),
+		p = &Port{ID: simkit.NewUUID(), ProjectID: rt.ProjectID, NetworkID: sub.NetworkID, MAC: newMAC(),
 			DeviceID: rt.ID, DeviceOwner: ownerRouterInterface, SecurityGroups: []string{}, Created: s.now(), seq: s.st.next()}
 		ip, e := sub.allocate(sub.GatewayIP, p.ID)
 		if e != nil {
@@ -243,7 +222,7 @@ func (s *Server) addRouterInterface(w http.ResponseWriter, r *http.Request, c *c
 		return neutronErr(http.StatusBadRequest, "BadRequest", "Bad router request: Either subnet_id or port_id must be specified.")
 	}
 	rt.Interfaces = append(rt.Interfaces, p.ID)
-	writeJSON(w, http.StatusOK, s.interfaceRep(rt, p))
+	simkit.WriteJSON(w, http.StatusOK, s.interfaceRep(rt, p))
 	return nil
 }
 
@@ -294,7 +273,7 @@ func (s *Server) removeRouterInterface(w http.ResponseWriter, r *http.Request, c
 	body := s.interfaceRep(rt, p)
 	rt.Interfaces = slices.DeleteFunc(rt.Interfaces, func(id string) bool { return id == p.ID })
 	s.removePort(p)
-	writeJSON(w, http.StatusOK, body)
+	simkit.WriteJSON(w, http.StatusOK, body)
 	return nil
 }
 
@@ -367,7 +346,7 @@ func (s *Server) associate(c *caller, f *FloatingIP, portID, fixed string) *apiE
 				" ("+f.ID+") with port "+portID+" using fixed IP "+ip.IPAddress+", as that fixed IP already has a floating IP on external network "+o.NetworkID+".")
 		}
 	}
-	for _, rt := range sortedBySeq(s.st.routers, func(x *Router) uint64 { return x.seq }) {
+	for _, rt := range simkit.SortedBy(s.st.routers, func(x *Router) uint64 { return x.seq }) {
 		if rt.GatewayNetworkID != f.NetworkID {
 			continue
 		}
@@ -384,86 +363,62 @@ func (s *Server) associate(c *caller, f *FloatingIP, portID, fixed string) *apiE
 		" is not reachable from subnet "+ip.SubnetID+". Therefore, cannot associate Port "+portID+" with a Floating IP.")
 }
 
-func (s *Server) createFloatingIP(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	var in struct {
-		FIP fipIn `json:"floatingip"`
-	}
-	if e := decode(r, &in, badInput); e != nil {
-		return e
-	}
-	fin := in.FIP
+func (s *Server) createFloatingIP(c *caller, fin fipIn) (*FloatingIP, *apiErr) {
 	n := s.st.networks[fin.NetworkID]
 	if n == nil {
-		return nfound("network", fin.NetworkID)
+		return nil, nfound("network", fin.NetworkID)
 	}
 	if !n.External {
-		return neutronErr(http.StatusBadRequest, "BadRequest", "Bad floatingip request: Network "+n.ID+" is not a valid external network.")
+		return nil, neutronErr(http.StatusBadRequest, "BadRequest", "Bad floatingip request: Network "+n.ID+" is not a valid external network.")
 	}
 	p, e := targetProject(c, fin.ProjectID, fin.TenantID)
 	if e != nil {
-		return e
+		return nil, e
 	}
 	if e := s.checkNeutronQuota(p, "floatingip", 1); e != nil {
-		return e
+		return nil, e
 	}
-	f := &FloatingIP{ID: newUUID(), ProjectID: p, NetworkID: n.ID, Created: s.now(), seq: s.st.next()}
+	f := &FloatingIP{ID: simkit.NewUUID(), ProjectID: p, NetworkID: n.ID, Created: s.now(), seq: s.st.next()}
 	fin.apply(&f.Description, &f.Tags)
 	var want *[]fixedIPIn
 	if fin.Address != "" {
 		if !c.admin {
-			return policy("create_floatingip:floating_ip_address")
+			return nil, policy("create_floatingip:floating_ip_address")
 		}
 		want = &[]fixedIPIn{{IPAddress: fin.Address}}
 	}
 	ips, e := s.allocateIPs(n, "floatingip:"+f.ID, want)
 	if e != nil {
-		return e
+		return nil, e
 	}
 	if len(ips) == 0 {
-		return neutronErr(http.StatusConflict, "IpAddressGenerationFailure", "No more IP addresses available on network "+n.ID+".")
+		return nil, neutronErr(http.StatusConflict, "IpAddressGenerationFailure", "No more IP addresses available on network "+n.ID+".")
 	}
 	f.Address, f.allocSubnet = ips[0].IPAddress, ips[0].SubnetID
 	if pid, ok := fin.portID(); ok {
 		if e := s.associate(c, f, pid, fin.FixedIPAddress); e != nil {
 			s.st.subnets[f.allocSubnet].release(f.Address)
-			return e
+			return nil, e
 		}
 	}
 	s.st.fips[f.ID] = f
-	writeJSON(w, http.StatusCreated, obj{"floatingip": s.fipRep(f)})
-	return nil
+	return f, nil
 }
 
-func (s *Server) updateFloatingIP(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	f := s.visibleFIP(c, r.PathValue("id"))
-	if f == nil {
-		return nfound("floating IP", r.PathValue("id"))
-	}
-	var in struct {
-		FIP fipIn `json:"floatingip"`
-	}
-	if e := decode(r, &in, badInput); e != nil {
-		return e
-	}
-	if pid, ok := in.FIP.portID(); ok {
-		if e := s.associate(c, f, pid, in.FIP.FixedIPAddress); e != nil {
+func (s *Server) updateFloatingIP(c *caller, f *FloatingIP, in fipIn) *apiErr {
+	if pid, ok := in.portID(); ok {
+		if e := s.associate(c, f, pid, in.FixedIPAddress); e != nil {
 			return e
 		}
 	}
-	in.FIP.apply(&f.Description, nil)
-	writeJSON(w, http.StatusOK, obj{"floatingip": s.fipRep(f)})
+	in.apply(&f.Description, nil)
 	return nil
 }
 
-func (s *Server) deleteFloatingIP(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	f := s.visibleFIP(c, r.PathValue("id"))
-	if f == nil {
-		return nfound("floating IP", r.PathValue("id"))
-	}
+func (s *Server) deleteFloatingIP(c *caller, f *FloatingIP) *apiErr {
 	if sub := s.st.subnets[f.allocSubnet]; sub != nil {
 		sub.release(f.Address)
 	}
 	delete(s.st.fips, f.ID)
-	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

@@ -1,14 +1,18 @@
 package openstacksim
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // maxUserData is Nova's limit on the base64 user_data.
@@ -27,7 +31,7 @@ func flavorRep(r *http.Request, f Flavor) obj {
 	return obj{"id": f.ID, "name": f.Name, "vcpus": f.VCPUs, "ram": f.RAM, "disk": f.Disk, "swap": 0,
 		"OS-FLV-EXT-DATA:ephemeral": 0, "OS-FLV-DISABLED:disabled": false, "os-flavor-access:is_public": true,
 		"rxtx_factor": 1.0, "description": nil, "extra_specs": obj{},
-		"links": []obj{{"rel": "self", "href": base(r) + "/compute/v2.1/flavors/" + f.ID}}}
+		"links": []obj{{"rel": "self", "href": simkit.BaseURL(r) + "/compute/v2.1/flavors/" + f.ID}}}
 }
 
 func (s *Server) listFlavors(w http.ResponseWriter, r *http.Request, _ *caller) *apiErr {
@@ -44,7 +48,7 @@ func (s *Server) getFlavor(w http.ResponseWriter, r *http.Request, _ *caller) *a
 	if f == nil {
 		return novaErr(http.StatusNotFound, "Flavor "+r.PathValue("id")+" could not be found.")
 	}
-	writeJSON(w, http.StatusOK, obj{"flavor": flavorRep(r, *f)})
+	simkit.WriteJSON(w, http.StatusOK, obj{"flavor": flavorRep(r, *f)})
 	return nil
 }
 
@@ -53,7 +57,7 @@ func (s *Server) listAZs(w http.ResponseWriter, _ *http.Request, _ *caller) *api
 	for _, z := range s.opts.AvailabilityZones {
 		zones = append(zones, obj{"zoneName": z, "zoneState": obj{"available": true}, "hosts": nil})
 	}
-	writeJSON(w, http.StatusOK, obj{"availabilityZoneInfo": zones})
+	simkit.WriteJSON(w, http.StatusOK, obj{"availabilityZoneInfo": zones})
 	return nil
 }
 
@@ -62,7 +66,7 @@ func (s *Server) listAZs(w http.ResponseWriter, _ *http.Request, _ *caller) *api
 func (s *Server) serverView(sv *Instance) Instance {
 	v := *sv
 	v.UserData = slices.Clone(sv.UserData)
-	v.Metadata = cloneMap(sv.Metadata)
+	v.Metadata = maps.Clone(sv.Metadata)
 	v.SecurityGroups = slices.Clone(sv.SecurityGroups)
 	v.BlockDevices = slices.Clone(sv.BlockDevices)
 	v.Console = slices.Clone(sv.Console)
@@ -72,7 +76,7 @@ func (s *Server) serverView(sv *Instance) Instance {
 		for _, f := range p.FixedIPs {
 			v.FixedIPs = append(v.FixedIPs, f.IPAddress)
 		}
-		for _, f := range sortedBySeq(s.st.fips, func(x *FloatingIP) uint64 { return x.seq }) {
+		for _, f := range simkit.SortedBy(s.st.fips, func(x *FloatingIP) uint64 { return x.seq }) {
 			if f.PortID == p.ID {
 				v.FloatingIPs = append(v.FloatingIPs, f.Address)
 			}
@@ -89,20 +93,9 @@ func (s *Server) serverView(sv *Instance) Instance {
 	return v
 }
 
-func cloneMap(m map[string]string) map[string]string {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
-}
-
 func (s *Server) serverPorts(id string) []*Port {
 	var out []*Port
-	for _, p := range sortedBySeq(s.st.ports, func(x *Port) uint64 { return x.seq }) {
+	for _, p := range simkit.SortedBy(s.st.ports, func(x *Port) uint64 { return x.seq }) {
 		if p.DeviceID == id && strings.HasPrefix(p.DeviceOwner, "compute:") {
 			out = append(out, p)
 		}
@@ -125,7 +118,7 @@ func (s *Server) serverAttachments(id string) []Attachment {
 }
 
 func (s *Server) serverRep(r *http.Request, sv *Instance) obj {
-	b := base(r) + "/compute/v2.1"
+	b := simkit.BaseURL(r) + "/compute/v2.1"
 	addresses := obj{}
 	sgNames := []string{}
 	for _, p := range s.serverPorts(sv.ID) {
@@ -159,7 +152,7 @@ func (s *Server) serverRep(r *http.Request, sv *Instance) obj {
 	}
 	var image any = ""
 	if sv.ImageID != "" {
-		image = obj{"id": sv.ImageID, "links": []obj{{"rel": "bookmark", "href": base(r) + "/compute/images/" + sv.ImageID}}}
+		image = obj{"id": sv.ImageID, "links": []obj{{"rel": "bookmark", "href": simkit.BaseURL(r) + "/compute/images/" + sv.ImageID}}}
 	}
 	task, vm, power := "spawning", "building", 0
 	var launched any
@@ -180,7 +173,7 @@ func (s *Server) serverRep(r *http.Request, sv *Instance) obj {
 	o := obj{
 		"id": sv.ID, "name": sv.Name, "status": sv.Status, "tenant_id": sv.ProjectID, "user_id": sv.UserID,
 		"metadata": cloneMapOrEmpty(sv.Metadata), "hostId": "", "image": image,
-		"flavor":  obj{"id": sv.FlavorID, "links": []obj{{"rel": "bookmark", "href": base(r) + "/compute/flavors/" + sv.FlavorID}}},
+		"flavor":  obj{"id": sv.FlavorID, "links": []obj{{"rel": "bookmark", "href": simkit.BaseURL(r) + "/compute/flavors/" + sv.FlavorID}}},
 		"created": fmtTime(sv.Created), "updated": fmtTime(sv.Created), "addresses": addresses,
 		"accessIPv4": "", "accessIPv6": "", "progress": 0, "OS-DCF:diskConfig": "MANUAL", "config_drive": "",
 		"key_name": orNil(sv.KeyName), "OS-EXT-AZ:availability_zone": sv.AvailabilityZone,
@@ -199,7 +192,7 @@ func cloneMapOrEmpty(m map[string]string) map[string]string {
 	if m == nil {
 		return map[string]string{}
 	}
-	return cloneMap(m)
+	return maps.Clone(m)
 }
 
 func (s *Server) visibleServer(c *caller, id string) *Instance {
@@ -219,7 +212,7 @@ func serverNotFound(id string) *apiErr {
 func (s *Server) listed(r *http.Request, c *caller) []*Instance {
 	all := c.admin && r.URL.Query().Get("all_tenants") != "" && r.URL.Query().Get("all_tenants") != "0"
 	var out []*Instance
-	for _, sv := range sortedBySeq(s.st.servers, func(x *Instance) uint64 { return x.seq }) {
+	for _, sv := range simkit.SortedBy(s.st.servers, func(x *Instance) uint64 { return x.seq }) {
 		if sv.ProjectID == c.projectID || all {
 			out = append(out, sv)
 		}
@@ -271,7 +264,7 @@ func (s *Server) getServer(w http.ResponseWriter, r *http.Request, c *caller) *a
 	if sv.Status == "BUILD" {
 		sv.polls++
 	}
-	writeJSON(w, http.StatusOK, obj{"server": s.serverRep(r, sv)})
+	simkit.WriteJSON(w, http.StatusOK, obj{"server": s.serverRep(r, sv)})
 	return nil
 }
 
@@ -386,9 +379,7 @@ func (s *Server) createServer(w http.ResponseWriter, r *http.Request, c *caller)
 		return novaErr(400, "Image "+sin.ImageRef+" could not be found.")
 	}
 	az := sin.AvailabilityZone
-	if az == "" {
-		az = s.opts.AvailabilityZones[0]
-	}
+	az = cmp.Or(az, s.opts.AvailabilityZones[0])
 	if !slices.Contains(s.opts.AvailabilityZones, az) {
 		return novaErr(400, "The requested availability zone is not available")
 	}
@@ -479,9 +470,9 @@ func (s *Server) createServer(w http.ResponseWriter, r *http.Request, c *caller)
 		}
 	}
 
-	sv := &Instance{ID: newUUID(), Name: sin.Name, ProjectID: c.projectID, UserID: c.userID, FlavorID: f.ID,
+	sv := &Instance{ID: simkit.NewUUID(), Name: sin.Name, ProjectID: c.projectID, UserID: c.userID, FlavorID: f.ID,
 		ImageID: sin.ImageRef, AvailabilityZone: az, KeyName: sin.KeyName, Status: "BUILD", UserData: userData,
-		Metadata: cloneMap(sin.Metadata), SecurityGroups: sgNames, Created: s.now(), seq: s.st.next()}
+		Metadata: maps.Clone(sin.Metadata), SecurityGroups: sgNames, Created: s.now(), seq: s.st.next()}
 	// Ports come first: Neutron may still refuse one (address in use,
 	// quota), and then the ones made or bound so far are undone. Nothing
 	// after them fails the request.
@@ -511,7 +502,7 @@ func (s *Server) createServer(w http.ResponseWriter, r *http.Request, c *caller)
 		if e != nil {
 			undo()
 			// Nova reports Neutron's refusals as its own.
-			return novaErr(e.status, neutronMessage(e))
+			return novaErr(e.Status, neutronMessage(e))
 		}
 		p.novaCreated = true
 		madePorts = append(madePorts, p)
@@ -546,14 +537,12 @@ func (s *Server) createServer(w http.ResponseWriter, r *http.Request, c *caller)
 				// nova-compute makes these volumes while building, so
 				// Cinder's refusal (quota, size) fails the boot, not the
 				// request.
-				if bootFault == "" {
-					bootFault = "Build of instance " + sv.ID + " aborted: " + cinderMessage(e)
-				}
+				bootFault = cmp.Or(bootFault, "Build of instance "+sv.ID+" aborted: "+cinderMessage(e))
 				continue
 			}
 		}
 		v.Status = "in-use"
-		v.Attachments = []Attachment{{ID: newUUID(), VolumeID: v.ID, ServerID: sv.ID, Device: deviceName(dev),
+		v.Attachments = []Attachment{{ID: simkit.NewUUID(), VolumeID: v.ID, ServerID: sv.ID, Device: deviceName(dev),
 			DeleteOnTermination: b.DeleteOnTermination, Attached: s.now()}}
 		dev++
 	}
@@ -566,9 +555,9 @@ func (s *Server) createServer(w http.ResponseWriter, r *http.Request, c *caller)
 	for _, n := range sgNames {
 		sgs = append(sgs, obj{"name": n})
 	}
-	writeJSON(w, http.StatusAccepted, obj{"server": obj{"id": sv.ID, "OS-DCF:diskConfig": "MANUAL",
+	simkit.WriteJSON(w, http.StatusAccepted, obj{"server": obj{"id": sv.ID, "OS-DCF:diskConfig": "MANUAL",
 		"security_groups": sgs, "adminPass": randomHex(6),
-		"links": []obj{{"rel": "self", "href": base(r) + "/compute/v2.1/servers/" + sv.ID}}}})
+		"links": []obj{{"rel": "self", "href": simkit.BaseURL(r) + "/compute/v2.1/servers/" + sv.ID}}}})
 	return nil
 }
 
@@ -583,19 +572,19 @@ func deviceName(i int) string { return fmt.Sprintf("/dev/vd%c", 'a'+i) }
 
 // neutronMessage and cinderMessage take the message out of an error body.
 func neutronMessage(e *apiErr) string {
-	if m, ok := e.body.(map[string]any)["NeutronError"].(map[string]any); ok {
+	if m, ok := e.Body.(map[string]any)["NeutronError"].(map[string]any); ok {
 		return fmt.Sprint(m["message"])
 	}
-	return fmt.Sprint(e.body)
+	return fmt.Sprint(e.Body)
 }
 
 func cinderMessage(e *apiErr) string {
-	for _, v := range e.body.(map[string]any) {
+	for _, v := range e.Body.(map[string]any) {
 		if m, ok := v.(map[string]any); ok {
 			return fmt.Sprint(m["message"])
 		}
 	}
-	return fmt.Sprint(e.body)
+	return fmt.Sprint(e.Body)
 }
 
 // serverNetworks resolves the networks of a create: a list of {uuid,
@@ -608,7 +597,7 @@ func (s *Server) serverNetworks(c *caller, raw json.RawMessage) ([]netReq, *apiE
 			return nil, nil
 		}
 		var own []*Network
-		for _, n := range sortedBySeq(s.st.networks, func(x *Network) uint64 { return x.seq }) {
+		for _, n := range simkit.SortedBy(s.st.networks, func(x *Network) uint64 { return x.seq }) {
 			if n.ProjectID == c.projectID && !n.External {
 				own = append(own, n)
 			}
@@ -732,7 +721,7 @@ func (s *Server) serverAction(w http.ResponseWriter, r *http.Request, c *caller)
 		if out != "" {
 			out += "\n"
 		}
-		writeJSON(w, http.StatusOK, obj{"output": out})
+		simkit.WriteJSON(w, http.StatusOK, obj{"output": out})
 	case in["os-stop"] != nil:
 		if sv.Status != "ACTIVE" {
 			return novaErr(409, "Cannot 'stop' instance "+sv.ID+" while it is in vm_state "+strings.ToLower(sv.Status))
@@ -770,7 +759,7 @@ func (s *Server) listAttachments(w http.ResponseWriter, r *http.Request, c *call
 	for _, a := range s.serverAttachments(sv.ID) {
 		out = append(out, attachmentRep(a))
 	}
-	writeJSON(w, http.StatusOK, obj{"volumeAttachments": out})
+	simkit.WriteJSON(w, http.StatusOK, obj{"volumeAttachments": out})
 	return nil
 }
 
@@ -781,7 +770,7 @@ func (s *Server) getAttachment(w http.ResponseWriter, r *http.Request, c *caller
 	}
 	for _, a := range s.serverAttachments(sv.ID) {
 		if a.VolumeID == r.PathValue("vol") {
-			writeJSON(w, http.StatusOK, obj{"volumeAttachment": attachmentRep(a)})
+			simkit.WriteJSON(w, http.StatusOK, obj{"volumeAttachment": attachmentRep(a)})
 			return nil
 		}
 	}
@@ -809,10 +798,10 @@ func (s *Server) attachVolume(w http.ResponseWriter, r *http.Request, c *caller)
 	if v.Status != "available" {
 		return novaErr(400, "Invalid volume: volume "+v.ID+" status must be available, but current status is: "+v.Status+".")
 	}
-	a := Attachment{ID: newUUID(), VolumeID: v.ID, ServerID: sv.ID, Device: deviceName(len(s.serverAttachments(sv.ID))),
+	a := Attachment{ID: simkit.NewUUID(), VolumeID: v.ID, ServerID: sv.ID, Device: deviceName(len(s.serverAttachments(sv.ID))),
 		DeleteOnTermination: in.VA.DeleteOnTermination, Attached: s.now()}
 	v.Attachments, v.Status = []Attachment{a}, "in-use"
-	writeJSON(w, http.StatusOK, obj{"volumeAttachment": attachmentRep(a)})
+	simkit.WriteJSON(w, http.StatusOK, obj{"volumeAttachment": attachmentRep(a)})
 	return nil
 }
 

@@ -5,6 +5,8 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // Quotas are per-project limits by the services' own resource names:
@@ -65,52 +67,29 @@ func (s *Server) Quota(project, resource string) int {
 
 // neutronUsage counts what project holds of a Neutron resource.
 func (s *Server) neutronUsage(project, resource string) int {
-	n := 0
 	switch resource {
 	case "network":
-		for _, x := range s.st.networks {
-			if x.ProjectID == project {
-				n++
-			}
-		}
+		return simkit.CountBy(s.st.networks, func(x *Network) bool { return x.ProjectID == project })
 	case "subnet":
-		for _, x := range s.st.subnets {
-			if x.ProjectID == project {
-				n++
-			}
-		}
+		return simkit.CountBy(s.st.subnets, func(x *Subnet) bool { return x.ProjectID == project })
 	case "port":
-		for _, x := range s.st.ports {
-			if x.ProjectID == project {
-				n++
-			}
-		}
+		return simkit.CountBy(s.st.ports, func(x *Port) bool { return x.ProjectID == project })
 	case "router":
-		for _, x := range s.st.routers {
-			if x.ProjectID == project {
-				n++
-			}
-		}
+		return simkit.CountBy(s.st.routers, func(x *Router) bool { return x.ProjectID == project })
 	case "floatingip":
-		for _, x := range s.st.fips {
-			if x.ProjectID == project {
-				n++
-			}
-		}
+		return simkit.CountBy(s.st.fips, func(x *FloatingIP) bool { return x.ProjectID == project })
 	case "security_group":
-		for _, x := range s.st.secGroups {
-			if x.ProjectID == project {
-				n++
-			}
-		}
+		return simkit.CountBy(s.st.secGroups, func(x *SecurityGroup) bool { return x.ProjectID == project })
 	case "security_group_rule":
+		n := 0
 		for _, x := range s.st.secGroups {
 			if x.ProjectID == project {
 				n += len(x.Rules)
 			}
 		}
+		return n
 	}
-	return n
+	return 0
 }
 
 // checkNeutronQuota answers Neutron's 409 OverQuota when project cannot
@@ -138,7 +117,7 @@ func (s *Server) getNeutronQuota(w http.ResponseWriter, r *http.Request, c *call
 	if !c.admin && p != c.projectID {
 		return neutronErr(http.StatusForbidden, "PolicyNotAuthorized", "rule:get_quota is disallowed by policy")
 	}
-	writeJSON(w, http.StatusOK, obj{"quota": s.quotaSet(p, neutronQuotaNames)})
+	simkit.WriteJSON(w, http.StatusOK, obj{"quota": s.quotaSet(p, neutronQuotaNames)})
 	return nil
 }
 
@@ -161,7 +140,7 @@ func (s *Server) putNeutronQuota(w http.ResponseWriter, r *http.Request, c *call
 	for k, v := range in.Quota {
 		s.setQuota(p, k, v)
 	}
-	writeJSON(w, http.StatusOK, obj{"quota": s.quotaSet(p, neutronQuotaNames)})
+	simkit.WriteJSON(w, http.StatusOK, obj{"quota": s.quotaSet(p, neutronQuotaNames)})
 	return nil
 }
 
@@ -197,35 +176,44 @@ func (s *Server) checkNovaQuota(project string, f *Flavor) *apiErr {
 
 var novaQuotaNames = []string{"instances", "cores", "ram"}
 
-func (s *Server) getNovaQuota(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	p := r.PathValue("project")
-	if !c.admin && p != c.projectID {
-		return novaErr(http.StatusForbidden, "Policy doesn't allow os_compute_api:os-quota-sets:show to be performed.")
+// getQuotaSet is Nova's and Cinder's GET os-quota-sets/{<key>}: a
+// project's own or, for an admin, any, refused in the service's policy
+// words otherwise.
+func (s *Server) getQuotaSet(key, policy string, names func() []string) handler {
+	return func(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+		p := r.PathValue(key)
+		if !c.admin && p != c.projectID {
+			return novaErr(http.StatusForbidden, "Policy doesn't allow "+policy+" to be performed.")
+		}
+		qs := s.quotaSet(p, names())
+		qs["id"] = p
+		simkit.WriteJSON(w, http.StatusOK, obj{"quota_set": qs})
+		return nil
 	}
-	qs := s.quotaSet(p, novaQuotaNames)
-	qs["id"] = p
-	writeJSON(w, http.StatusOK, obj{"quota_set": qs})
-	return nil
 }
 
-func (s *Server) putNovaQuota(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	if !c.admin {
-		return novaErr(http.StatusForbidden, "Policy doesn't allow os_compute_api:os-quota-sets:update to be performed.")
-	}
-	var in struct {
-		QuotaSet map[string]any `json:"quota_set"`
-	}
-	if e := decode(r, &in, func(m string) *apiErr { return novaErr(400, m) }); e != nil {
-		return e
-	}
-	p := r.PathValue("project")
-	for _, n := range novaQuotaNames {
-		if v, ok := in.QuotaSet[n].(float64); ok {
-			s.setQuota(p, n, int(v))
+// putQuotaSet is Nova's and Cinder's PUT os-quota-sets/{<key>}, an admin's
+// only; names the service does not know are ignored, as they do.
+func (s *Server) putQuotaSet(key, policy string, names func() []string) handler {
+	return func(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+		if !c.admin {
+			return novaErr(http.StatusForbidden, "Policy doesn't allow "+policy+" to be performed.")
 		}
+		var in struct {
+			QuotaSet map[string]any `json:"quota_set"`
+		}
+		if e := decode(r, &in, func(m string) *apiErr { return novaErr(400, m) }); e != nil {
+			return e
+		}
+		p := r.PathValue(key)
+		for _, n := range names() {
+			if v, ok := in.QuotaSet[n].(float64); ok {
+				s.setQuota(p, n, int(v))
+			}
+		}
+		simkit.WriteJSON(w, http.StatusOK, obj{"quota_set": s.quotaSet(p, names())})
+		return nil
 	}
-	writeJSON(w, http.StatusOK, obj{"quota_set": s.quotaSet(p, novaQuotaNames)})
-	return nil
 }
 
 // cinderQuotaNames are the project's Cinder quota names: volumes,
@@ -266,36 +254,5 @@ func (s *Server) checkCinderQuota(project, typeName string, size int) *apiErr {
 				c.name, size, l, c.used))
 		}
 	}
-	return nil
-}
-
-func (s *Server) getCinderQuota(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	p := r.PathValue("target")
-	if !c.admin && p != c.projectID {
-		return novaErr(http.StatusForbidden, "Policy doesn't allow volume_extension:quotas:show to be performed.")
-	}
-	qs := s.quotaSet(p, s.cinderQuotaNames())
-	qs["id"] = p
-	writeJSON(w, http.StatusOK, obj{"quota_set": qs})
-	return nil
-}
-
-func (s *Server) putCinderQuota(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	if !c.admin {
-		return novaErr(http.StatusForbidden, "Policy doesn't allow volume_extension:quotas:update to be performed.")
-	}
-	var in struct {
-		QuotaSet map[string]any `json:"quota_set"`
-	}
-	if e := decode(r, &in, func(m string) *apiErr { return novaErr(400, m) }); e != nil {
-		return e
-	}
-	p := r.PathValue("target")
-	for _, n := range s.cinderQuotaNames() {
-		if v, ok := in.QuotaSet[n].(float64); ok {
-			s.setQuota(p, n, int(v))
-		}
-	}
-	writeJSON(w, http.StatusOK, obj{"quota_set": s.quotaSet(p, s.cinderQuotaNames())})
 	return nil
 }

@@ -9,19 +9,16 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // apiErr is an error answer with its body already in the service's format.
-type apiErr struct {
-	status int
-	body   any
-}
-
-func (e *apiErr) Error() string { return fmt.Sprintf("%d %v", e.status, e.body) }
+type apiErr = simkit.Error
 
 // keystoneErr is Keystone's {"error":{"code","message","title"}}.
 func keystoneErr(status int, msg string) *apiErr {
-	return &apiErr{status, map[string]any{"error": map[string]any{
+	return &apiErr{Status: status, Body: map[string]any{"error": map[string]any{
 		"code": status, "message": msg, "title": http.StatusText(status)}}}
 }
 
@@ -31,55 +28,28 @@ func novaErr(status int, msg string) *apiErr {
 		400: "badRequest", 403: "forbidden", 404: "itemNotFound", 409: "conflictingRequest",
 		413: "overLimit",
 	}[status]
-	if kind == "" {
-		kind = "computeFault"
-	}
+	kind = cmp.Or(kind, "computeFault")
 	inner := map[string]any{"code": status, "message": msg}
 	if status == http.StatusRequestEntityTooLarge {
 		inner["retryAfter"] = "0"
 	}
-	return &apiErr{status, map[string]any{kind: inner}}
+	return &apiErr{Status: status, Body: map[string]any{kind: inner}}
 }
 
 // neutronErr is Neutron's {"NeutronError":{"type","message","detail"}}.
 func neutronErr(status int, typ, msg string) *apiErr {
-	return &apiErr{status, map[string]any{"NeutronError": map[string]any{
+	return &apiErr{Status: status, Body: map[string]any{"NeutronError": map[string]any{
 		"type": typ, "message": msg, "detail": ""}}}
 }
 
 // glanceErr is Glance's plain text error page.
 func glanceErr(status int, msg string) *apiErr {
-	return &apiErr{status, fmt.Sprintf("%d %s\n\n%s\n\n   ", status, http.StatusText(status), msg)}
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
-}
-
-func writeErr(w http.ResponseWriter, e *apiErr) {
-	if s, ok := e.body.(string); ok {
-		w.Header().Set("Content-Type", "text/plain; charset=UTF-8")
-		w.WriteHeader(e.status)
-		_, _ = w.Write([]byte(s))
-		return
-	}
-	writeJSON(w, e.status, e.body)
+	return &apiErr{Status: status, Body: fmt.Sprintf("%d %s\n\n%s\n\n   ", status, http.StatusText(status), msg)}
 }
 
 // errUnauthorized is keystonemiddleware's answer to a missing, unknown or
 // expired token, the same in front of every service.
 var errUnauthorized = keystoneErr(http.StatusUnauthorized, "The request you have made requires authentication.")
-
-// base is the scheme and host links are built on.
-func base(r *http.Request) string {
-	scheme := "http"
-	if r.TLS != nil {
-		scheme = "https"
-	}
-	return scheme + "://" + r.Host
-}
 
 // decode reads a JSON body into v; mk builds the service's 400.
 func decode(r *http.Request, v any, mk func(string) *apiErr) *apiErr {
@@ -176,7 +146,7 @@ func writeList(w http.ResponseWriter, r *http.Request, key string, objs []obj, s
 	if m := q.Get("marker"); m != "" && style != keystoneLinks {
 		i := slices.IndexFunc(objs, func(o obj) bool { return o["id"] == m })
 		if i < 0 {
-			writeErr(w, errf(http.StatusBadRequest, "marker ["+m+"] not found"))
+			simkit.WriteError(w, errf(http.StatusBadRequest, "marker ["+m+"] not found"))
 			return
 		}
 		page = objs[i+1:]
@@ -184,7 +154,7 @@ func writeList(w http.ResponseWriter, r *http.Request, key string, objs []obj, s
 	if l := q.Get("limit"); l != "" && style != keystoneLinks {
 		n, err := strconv.Atoi(l)
 		if err != nil || n < 0 {
-			writeErr(w, errf(http.StatusBadRequest, "Invalid limit "+strconv.Quote(l)))
+			simkit.WriteError(w, errf(http.StatusBadRequest, "Invalid limit "+strconv.Quote(l)))
 			return
 		}
 		if n > 0 && len(page) > n {
@@ -211,7 +181,7 @@ func writeList(w http.ResponseWriter, r *http.Request, key string, objs []obj, s
 				lk = "volume_type_links" // gophercloud reads Cinder's singular key
 			}
 			body[lk] = []obj{{"rel": "next",
-				"href": base(r) + r.URL.Path + "?" + nextQuery()}}
+				"href": simkit.BaseURL(r) + r.URL.Path + "?" + nextQuery()}}
 		}
 	case glanceNext:
 		body["first"] = "/v2/images"
@@ -220,13 +190,13 @@ func writeList(w http.ResponseWriter, r *http.Request, key string, objs []obj, s
 			body["next"] = "/v2/images?" + nextQuery()
 		}
 	case keystoneLinks:
-		self := base(r) + r.URL.Path
+		self := simkit.BaseURL(r) + r.URL.Path
 		if r.URL.RawQuery != "" {
 			self += "?" + r.URL.RawQuery
 		}
 		body["links"] = obj{"self": self, "next": nil, "previous": nil}
 	}
-	writeJSON(w, http.StatusOK, body)
+	simkit.WriteJSON(w, http.StatusOK, body)
 }
 
 // Time formats of the services' JSON.
@@ -242,14 +212,4 @@ func orNil(s string) any {
 		return nil
 	}
 	return s
-}
-
-// sortedBySeq returns m's values in creation order.
-func sortedBySeq[T any](m map[string]*T, seq func(*T) uint64) []*T {
-	out := make([]*T, 0, len(m))
-	for _, v := range m {
-		out = append(out, v)
-	}
-	slices.SortFunc(out, func(a, b *T) int { return cmp.Compare(seq(a), seq(b)) })
-	return out
 }

@@ -3,6 +3,8 @@ package openstacksim
 import (
 	"net/http"
 	"strings"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // handler serves one authenticated API request under s.mu; a returned error
@@ -12,36 +14,38 @@ type handler func(w http.ResponseWriter, r *http.Request, c *caller) *apiErr
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	api := func(pattern string, h handler) { mux.Handle(pattern, s.authed(h)) }
+	// root serves a service's version discovery, with and without the
+	// trailing slash.
+	root := func(path string, h http.HandlerFunc) {
+		mux.HandleFunc("GET "+path, h)
+		mux.HandleFunc("GET "+path+"/{$}", h)
+	}
 
 	// Keystone.
-	mux.HandleFunc("GET /identity", s.identityVersions)
-	mux.HandleFunc("GET /identity/{$}", s.identityVersions)
-	mux.HandleFunc("GET /identity/v3", s.identityVersion)
-	mux.HandleFunc("GET /identity/v3/{$}", s.identityVersion)
+	root("/identity", s.identityVersions)
+	root("/identity/v3", s.identityVersion)
 	mux.HandleFunc("POST /identity/v3/auth/tokens", s.issueToken)
 	api("GET /identity/v3/auth/tokens", s.validateToken)
 	api("DELETE /identity/v3/auth/tokens", s.revokeToken)
-	api("POST /identity/v3/projects", s.createProject)
+	api("POST /identity/v3/projects", admin("identity:create_project", s.createProject))
 	api("GET /identity/v3/projects", projects.list(s))
 	api("GET /identity/v3/projects/{id}", projects.get(s))
-	api("PATCH /identity/v3/projects/{id}", s.updateProject)
-	api("DELETE /identity/v3/projects/{id}", s.deleteProject)
-	api("POST /identity/v3/users", s.createUser)
+	api("PATCH /identity/v3/projects/{id}", admin("identity:update_project", s.updateProject))
+	api("DELETE /identity/v3/projects/{id}", admin("identity:delete_project", s.deleteProject))
+	api("POST /identity/v3/users", admin("identity:create_user", s.createUser))
 	api("GET /identity/v3/users", users.list(s))
 	api("GET /identity/v3/users/{id}", users.get(s))
-	api("DELETE /identity/v3/users/{id}", s.deleteUser)
+	api("DELETE /identity/v3/users/{id}", admin("identity:delete_user", s.deleteUser))
 	api("GET /identity/v3/roles", s.listRoles)
 	api("GET /identity/v3/projects/{project}/users/{user}/roles", s.listUserProjectRoles)
-	api("PUT /identity/v3/projects/{project}/users/{user}/roles/{role}", s.assignRole)
-	api("DELETE /identity/v3/projects/{project}/users/{user}/roles/{role}", s.unassignRole)
+	api("PUT /identity/v3/projects/{project}/users/{user}/roles/{role}", admin("identity:create_grant", s.assignRole))
+	api("DELETE /identity/v3/projects/{project}/users/{user}/roles/{role}", admin("identity:revoke_grant", s.unassignRole))
 	api("POST /identity/v3/users/{user}/application_credentials", s.createAppCred)
 	api("DELETE /identity/v3/users/{user}/application_credentials/{id}", s.deleteAppCred)
 
 	// Nova.
-	mux.HandleFunc("GET /compute", s.computeVersions)
-	mux.HandleFunc("GET /compute/{$}", s.computeVersions)
-	mux.HandleFunc("GET /compute/v2.1", s.computeVersion)
-	mux.HandleFunc("GET /compute/v2.1/{$}", s.computeVersion)
+	root("/compute", versionDoc(http.StatusOK, "versions", computeVersionDoc))
+	root("/compute/v2.1", versionDoc(http.StatusOK, "version", computeVersionDoc))
 	api("GET /compute/v2.1/flavors", s.listFlavors)
 	api("GET /compute/v2.1/flavors/detail", s.listFlavors)
 	api("GET /compute/v2.1/flavors/{id}", s.getFlavor)
@@ -57,42 +61,39 @@ func (s *Server) routes() http.Handler {
 	api("POST /compute/v2.1/servers/{id}/os-volume_attachments", s.attachVolume)
 	api("GET /compute/v2.1/servers/{id}/os-volume_attachments/{vol}", s.getAttachment)
 	api("DELETE /compute/v2.1/servers/{id}/os-volume_attachments/{vol}", s.detachVolume)
-	api("GET /compute/v2.1/os-quota-sets/{project}", s.getNovaQuota)
-	api("PUT /compute/v2.1/os-quota-sets/{project}", s.putNovaQuota)
+	novaQuotas := func() []string { return novaQuotaNames }
+	api("GET /compute/v2.1/os-quota-sets/{project}", s.getQuotaSet("project", "os_compute_api:os-quota-sets:show", novaQuotas))
+	api("PUT /compute/v2.1/os-quota-sets/{project}", s.putQuotaSet("project", "os_compute_api:os-quota-sets:update", novaQuotas))
 
 	// Neutron.
-	mux.HandleFunc("GET /network", s.networkVersions)
-	mux.HandleFunc("GET /network/{$}", s.networkVersions)
+	root("/network", versionDoc(http.StatusOK, "versions", networkVersionDoc))
 	n := func(pattern string, h handler) { api(pattern, s.neutron(h)) }
-	crud := func(path string, list, create, get, update, del handler) {
-		n("GET /network/v2.0/"+path, list)
-		n("POST /network/v2.0/"+path, create)
-		n("GET /network/v2.0/"+path+"/{id}", get)
-		n("PUT /network/v2.0/"+path+"/{id}", update)
-		n("DELETE /network/v2.0/"+path+"/{id}", del)
-	}
-	crud("networks", networks.list(s), s.createNetwork, networks.get(s), s.updateNetwork, s.deleteNetwork)
-	crud("subnets", subnets.list(s), s.createSubnet, subnets.get(s), s.updateSubnet, s.deleteSubnet)
-	crud("ports", ports.list(s), s.createPort, ports.get(s), s.updatePort, s.deletePort)
-	crud("security-groups", secGroups.list(s), s.createSecGroup, secGroups.get(s), s.updateSecGroup, s.deleteSecGroup)
-	crud("security-group-rules", s.listRules, s.createRule, s.getRule, s.updateRule, s.deleteRule)
-	crud("routers", routers.list(s), s.createRouter, routers.get(s), s.updateRouter, s.deleteRouter)
-	crud("floatingips", floatingIPs.list(s), s.createFloatingIP, floatingIPs.get(s), s.updateFloatingIP, s.deleteFloatingIP)
+	const neutronV2 = "/network/v2.0/"
+	crud(s, n, neutronV2+"networks", networks, (*Server).createNetwork, (*Server).updateNetwork, (*Server).deleteNetwork)
+	crud(s, n, neutronV2+"subnets", subnets, (*Server).createSubnet, (*Server).updateSubnet, (*Server).deleteSubnet)
+	crud(s, n, neutronV2+"ports", ports, (*Server).createPort, (*Server).updatePort, (*Server).deletePort)
+	crud(s, n, neutronV2+"security-groups", secGroups, (*Server).createSecGroup, (*Server).updateSecGroup, (*Server).deleteSecGroup)
+	n("GET /network/v2.0/security-group-rules", s.listRules)
+	n("POST /network/v2.0/security-group-rules", s.createRule)
+	n("GET /network/v2.0/security-group-rules/{id}", s.getRule)
+	n("PUT /network/v2.0/security-group-rules/{id}", s.updateRule)
+	n("DELETE /network/v2.0/security-group-rules/{id}", s.deleteRule)
+	crud(s, n, neutronV2+"routers", routers, (*Server).createRouter, (*Server).updateRouter, (*Server).deleteRouter)
+	crud(s, n, neutronV2+"floatingips", floatingIPs, (*Server).createFloatingIP, (*Server).updateFloatingIP, (*Server).deleteFloatingIP)
 	n("PUT /network/v2.0/routers/{id}/add_router_interface", s.addRouterInterface)
 	n("PUT /network/v2.0/routers/{id}/remove_router_interface", s.removeRouterInterface)
-	n("GET /network/v2.0/{res}/{id}/tags", s.listTags)
-	n("PUT /network/v2.0/{res}/{id}/tags", s.replaceTags)
-	n("DELETE /network/v2.0/{res}/{id}/tags", s.deleteAllTags)
-	n("PUT /network/v2.0/{res}/{id}/tags/{tag}", s.addTag)
-	n("GET /network/v2.0/{res}/{id}/tags/{tag}", s.confirmTag)
-	n("DELETE /network/v2.0/{res}/{id}/tags/{tag}", s.deleteTag)
+	n("GET /network/v2.0/{res}/{id}/tags", s.tagged(s.listTags))
+	n("PUT /network/v2.0/{res}/{id}/tags", s.tagged(s.replaceTags))
+	n("DELETE /network/v2.0/{res}/{id}/tags", s.tagged(s.deleteAllTags))
+	n("PUT /network/v2.0/{res}/{id}/tags/{tag}", s.tagged(s.addTag))
+	n("GET /network/v2.0/{res}/{id}/tags/{tag}", s.tagged(s.confirmTag))
+	n("DELETE /network/v2.0/{res}/{id}/tags/{tag}", s.tagged(s.deleteTag))
 	n("GET /network/v2.0/quotas/{project}", s.getNeutronQuota)
 	n("PUT /network/v2.0/quotas/{project}", s.putNeutronQuota)
 
 	// Cinder.
-	mux.HandleFunc("GET /volume", s.volumeVersions)
-	mux.HandleFunc("GET /volume/{$}", s.volumeVersions)
-	mux.HandleFunc("GET /volume/v3/{$}", s.volumeVersion)
+	root("/volume", versionDoc(http.StatusMultipleChoices, "versions", volumeVersionDoc))
+	mux.HandleFunc("GET /volume/v3/{$}", versionDoc(http.StatusOK, "versions", volumeVersionDoc))
 	cinder := func(pattern string, h handler) {
 		api(strings.Replace(pattern, " ", " /volume/v3/{project}", 1), s.cinder(h))
 	}
@@ -103,13 +104,12 @@ func (s *Server) routes() http.Handler {
 	cinder("GET /volumes/detail", s.listVolumes)
 	cinder("GET /volumes/{id}", s.getVolume)
 	cinder("DELETE /volumes/{id}", s.deleteVolume)
-	cinder("GET /os-quota-sets/{target}", s.getCinderQuota)
-	cinder("PUT /os-quota-sets/{target}", s.putCinderQuota)
+	cinder("GET /os-quota-sets/{target}", s.getQuotaSet("target", "volume_extension:quotas:show", s.cinderQuotaNames))
+	cinder("PUT /os-quota-sets/{target}", s.putQuotaSet("target", "volume_extension:quotas:update", s.cinderQuotaNames))
 
 	// Glance.
-	mux.HandleFunc("GET /image", s.imageVersions)
-	mux.HandleFunc("GET /image/{$}", s.imageVersions)
-	mux.HandleFunc("GET /image/versions", s.imageVersions)
+	root("/image", versionDoc(http.StatusOK, "versions", imageVersionDoc))
+	mux.HandleFunc("GET /image/versions", versionDoc(http.StatusOK, "versions", imageVersionDoc))
 	api("GET /image/v2/images", s.listImages)
 	api("GET /image/v2/images/{id}", s.getImage)
 
@@ -121,7 +121,7 @@ func (s *Server) routes() http.Handler {
 	// locked out of inspecting the simulator.
 	top := http.NewServeMux()
 	s.adminRoutes(top)
-	top.Handle("/", s.faults.Middleware(mux))
+	top.Handle("/", s.Faults.Middleware(mux))
 	return top
 }
 
@@ -149,12 +149,12 @@ func (s *Server) authed(h handler) http.Handler {
 		s.tick()
 		c := s.authenticate(r)
 		if c == nil {
-			w.Header().Set("WWW-Authenticate", `Keystone uri="`+base(r)+`/identity"`)
-			writeErr(w, errUnauthorized)
+			w.Header().Set("WWW-Authenticate", `Keystone uri="`+simkit.BaseURL(r)+`/identity"`)
+			simkit.WriteError(w, errUnauthorized)
 			return
 		}
 		if e := h(w, r, c); e != nil {
-			writeErr(w, e)
+			simkit.WriteError(w, e)
 		}
 	})
 }
@@ -170,12 +170,16 @@ func (s *Server) cinder(h handler) handler {
 	}
 }
 
-func (s *Server) computeVersions(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, obj{"versions": []obj{computeVersionDoc(base(r))}})
-}
-
-func (s *Server) computeVersion(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, obj{"version": computeVersionDoc(base(r))})
+// versionDoc serves a service's version discovery: the document mk makes
+// for the request's base URL under key, in a list under "versions".
+func versionDoc(status int, key string, mk func(base string) obj) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var doc any = mk(simkit.BaseURL(r))
+		if key == "versions" {
+			doc = []obj{doc.(obj)}
+		}
+		simkit.WriteJSON(w, status, obj{key: doc})
+	}
 }
 
 func computeVersionDoc(b string) obj {
@@ -183,9 +187,8 @@ func computeVersionDoc(b string) obj {
 		"updated": "2013-07-23T11:33:21Z", "links": []obj{{"rel": "self", "href": b + "/compute/v2.1/"}}}
 }
 
-func (s *Server) networkVersions(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, obj{"versions": []obj{{"id": "v2.0", "status": "CURRENT",
-		"links": []obj{{"rel": "self", "href": base(r) + "/network/v2.0/"}}}}})
+func networkVersionDoc(b string) obj {
+	return obj{"id": "v2.0", "status": "CURRENT", "links": []obj{{"rel": "self", "href": b + "/network/v2.0/"}}}
 }
 
 func volumeVersionDoc(b string) obj {
@@ -193,15 +196,6 @@ func volumeVersionDoc(b string) obj {
 		"updated": "2023-08-31T00:00:00Z", "links": []obj{{"rel": "self", "href": b + "/volume/v3/"}}}
 }
 
-func (s *Server) volumeVersions(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusMultipleChoices, obj{"versions": []obj{volumeVersionDoc(base(r))}})
-}
-
-func (s *Server) volumeVersion(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, obj{"versions": []obj{volumeVersionDoc(base(r))}})
-}
-
-func (s *Server) imageVersions(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, obj{"versions": []obj{{"id": "v2.15", "status": "CURRENT",
-		"links": []obj{{"rel": "self", "href": base(r) + "/image/v2/"}}}}})
+func imageVersionDoc(b string) obj {
+	return obj{"id": "v2.15", "status": "CURRENT", "links": []obj{{"rel": "self", "href": b + "/image/v2/"}}}
 }

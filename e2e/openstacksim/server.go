@@ -1,17 +1,17 @@
 package openstacksim
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"net/netip"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/sitebus/sitebus/e2e/simhttp"
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // Defaults of Options.
@@ -122,27 +122,16 @@ type Server struct {
 	mu sync.Mutex
 	st *state
 
-	faults *simhttp.Faults
-
-	handler http.Handler
-	srv     *simhttp.Server
+	simkit.Base
 }
 
 // New builds a simulator; it does not listen (see Start, NewTestServer,
 // Handler).
 func New(opts Options) (*Server, error) {
-	if opts.Region == "" {
-		opts.Region = DefaultRegion
-	}
-	if opts.AdminUser == "" {
-		opts.AdminUser = DefaultAdminUser
-	}
-	if opts.AdminPassword == "" {
-		opts.AdminPassword = DefaultAdminPassword
-	}
-	if opts.AdminProject == "" {
-		opts.AdminProject = DefaultAdminProject
-	}
+	opts.Region = cmp.Or(opts.Region, DefaultRegion)
+	opts.AdminUser = cmp.Or(opts.AdminUser, DefaultAdminUser)
+	opts.AdminPassword = cmp.Or(opts.AdminPassword, DefaultAdminPassword)
+	opts.AdminProject = cmp.Or(opts.AdminProject, DefaultAdminProject)
 	if len(opts.AvailabilityZones) == 0 {
 		opts.AvailabilityZones = []string{"nova"}
 	}
@@ -157,46 +146,26 @@ func New(opts Options) (*Server, error) {
 		opts.Images = []Image{{Name: "ubuntu-22.04", MinDisk: 10}}
 	}
 	for i := range opts.Images {
-		if opts.Images[i].ID == "" {
-			opts.Images[i].ID = newUUID()
-		}
+		opts.Images[i].ID = cmp.Or(opts.Images[i].ID, simkit.NewUUID())
 	}
 	if len(opts.VolumeTypes) == 0 {
 		opts.VolumeTypes = []VolumeType{{Name: "__DEFAULT__"}}
 	}
 	for i := range opts.VolumeTypes {
-		if opts.VolumeTypes[i].ID == "" {
-			opts.VolumeTypes[i].ID = newUUID()
-		}
+		opts.VolumeTypes[i].ID = cmp.Or(opts.VolumeTypes[i].ID, simkit.NewUUID())
 	}
 	ext := &opts.ExternalNetwork
-	if ext.Name == "" {
-		ext.Name = "public"
-	}
-	if ext.CIDR == "" {
-		ext.CIDR = "172.24.4.0/24"
-	}
-	if ext.NetworkID == "" {
-		ext.NetworkID = newUUID()
-	}
-	if ext.SubnetID == "" {
-		ext.SubnetID = newUUID()
-	}
+	ext.Name = cmp.Or(ext.Name, "public")
+	ext.CIDR = cmp.Or(ext.CIDR, "172.24.4.0/24")
+	ext.NetworkID = cmp.Or(ext.NetworkID, simkit.NewUUID())
+	ext.SubnetID = cmp.Or(ext.SubnetID, simkit.NewUUID())
 	if _, err := netip.ParsePrefix(ext.CIDR); err != nil {
 		return nil, fmt.Errorf("openstacksim: external network CIDR: %w", err)
 	}
-	if opts.BuildPolls == 0 {
-		opts.BuildPolls = DefaultBuildPolls
-	}
-	if opts.VolumePolls == 0 {
-		opts.VolumePolls = DefaultVolumePolls
-	}
-	if opts.DeletePolls == 0 {
-		opts.DeletePolls = DefaultDeletePolls
-	}
-	if opts.TokenTTL == 0 {
-		opts.TokenTTL = DefaultTokenTTL
-	}
+	opts.BuildPolls = cmp.Or(opts.BuildPolls, DefaultBuildPolls)
+	opts.VolumePolls = cmp.Or(opts.VolumePolls, DefaultVolumePolls)
+	opts.DeletePolls = cmp.Or(opts.DeletePolls, DefaultDeletePolls)
+	opts.TokenTTL = cmp.Or(opts.TokenTTL, DefaultTokenTTL)
 	opts.Quotas = opts.Quotas.withDefaults()
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -204,49 +173,27 @@ func New(opts Options) (*Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	s := &Server{opts: opts, log: opts.Logger.With("component", "openstacksim"), faults: newFaults()}
+	s := &Server{opts: opts, log: opts.Logger.With("component", "openstacksim")}
+	s.Faults = newFaults()
 	st, err := newState(&s.opts, s.now())
 	if err != nil {
 		return nil, fmt.Errorf("openstacksim: %w", err)
 	}
 	s.st = st
-	s.handler = s.routes()
-	s.srv = &simhttp.Server{Handler: s.handler, Log: s.log, ShutdownTimeout: 2 * time.Second, Cut: true}
+	s.Init(s.routes(), s.log)
 	return s, nil
 }
 
-// Handler serves every API at the root: /identity/v3/…, /compute/v2.1/…,
-// /network/v2.0/…, /volume/v3/…, /image/v2/…, and /sim/….
-func (s *Server) Handler() http.Handler { return s.handler }
-
-// Start listens on addr (e.g. 127.0.0.1:5000, or 127.0.0.1:0) and serves in
-// the background until Close.
-func (s *Server) Start(addr string) error { return s.srv.Start(addr) }
-
-// URL is the base URL (no trailing slash) once Start or NewTestServer ran.
-func (s *Server) URL() string { return s.srv.URL() }
-
 // AuthURL is Keystone's v3 endpoint: gophercloud's IdentityEndpoint, a
 // clouds.yaml auth_url.
-func (s *Server) AuthURL() string { return s.srv.URL() + "/identity/v3" }
+func (s *Server) AuthURL() string { return s.URL() + "/identity/v3" }
 
 // Options returns the effective options (defaults filled in).
 func (s *Server) Options() Options { return s.opts }
 
-// Close stops serving. Requests held by a hanging fault are cut.
-func (s *Server) Close() error { return s.srv.Close() }
-
 // NewTestServer starts a simulator on 127.0.0.1 (an httptest server) closed
 // by t.Cleanup.
-func NewTestServer(t testing.TB, opts Options) *Server {
-	t.Helper()
-	s, err := New(opts)
-	if err != nil {
-		t.Fatalf("openstacksim: %v", err)
-	}
-	s.srv.ServeTest(t, s.Close)
-	return s
-}
+func NewTestServer(t testing.TB, opts Options) *Server { return simkit.NewTestServer(t, New, opts) }
 
 func (s *Server) now() time.Time { return s.opts.Now().UTC() }
 

@@ -358,7 +358,7 @@ func newState(o *Options, now time.Time) (*state, error) {
 	sub, err := st.newSubnet(subnetSpec{id: ext.SubnetID, name: ext.Name + "-subnet", projectID: p.ID, networkID: n.ID,
 		cidr: ext.CIDR, gateway: &gw, pools: pools}, now)
 	if err != nil {
-		return nil, fmt.Errorf("external network: %v", err.body)
+		return nil, fmt.Errorf("external network: %v", err.Body)
 	}
 	sub.builtin = true
 	st.extNetID, st.extSubnetID = n.ID, sub.ID
@@ -407,16 +407,6 @@ func randomHex(n int) string {
 
 // newHexID is a Keystone id: 32 hex digits.
 func newHexID() string { return randomHex(16) }
-
-// newUUID is a random (version 4) UUID, the ids of the other services.
-func newUUID() string {
-	b := make([]byte, 16)
-	_, _ = rand.Read(b)
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	h := hex.EncodeToString(b)
-	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
-}
 
 // newMAC is a MAC in OpenStack's default fa:16:3e prefix.
 func newMAC() string {

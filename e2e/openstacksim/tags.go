@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // tagsOf resolves {res}/{id} of Neutron's tag API to the tags of a resource
@@ -52,20 +54,23 @@ func (s *Server) tagsOf(r *http.Request, c *caller) (*[]string, *apiErr) {
 	return tags, nil
 }
 
-func (s *Server) listTags(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	tags, e := s.tagsOf(r, c)
-	if e != nil {
-		return e
+// tagged serves a route of Neutron's tag API on the tags tagsOf resolves.
+func (s *Server) tagged(h func(w http.ResponseWriter, r *http.Request, tags *[]string) *apiErr) handler {
+	return func(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+		tags, e := s.tagsOf(r, c)
+		if e != nil {
+			return e
+		}
+		return h(w, r, tags)
 	}
-	writeJSON(w, http.StatusOK, obj{"tags": append([]string{}, *tags...)})
+}
+
+func (s *Server) listTags(w http.ResponseWriter, r *http.Request, tags *[]string) *apiErr {
+	simkit.WriteJSON(w, http.StatusOK, obj{"tags": append([]string{}, *tags...)})
 	return nil
 }
 
-func (s *Server) replaceTags(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	tags, e := s.tagsOf(r, c)
-	if e != nil {
-		return e
-	}
+func (s *Server) replaceTags(w http.ResponseWriter, r *http.Request, tags *[]string) *apiErr {
 	var in struct {
 		Tags []string `json:"tags"`
 	}
@@ -73,35 +78,23 @@ func (s *Server) replaceTags(w http.ResponseWriter, r *http.Request, c *caller) 
 		return e
 	}
 	*tags = uniqueTags(in.Tags)
-	writeJSON(w, http.StatusOK, obj{"tags": append([]string{}, *tags...)})
+	simkit.WriteJSON(w, http.StatusOK, obj{"tags": append([]string{}, *tags...)})
 	return nil
 }
 
-func (s *Server) deleteAllTags(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	tags, e := s.tagsOf(r, c)
-	if e != nil {
-		return e
-	}
+func (s *Server) deleteAllTags(w http.ResponseWriter, r *http.Request, tags *[]string) *apiErr {
 	*tags = nil
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
 
-func (s *Server) addTag(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	tags, e := s.tagsOf(r, c)
-	if e != nil {
-		return e
-	}
+func (s *Server) addTag(w http.ResponseWriter, r *http.Request, tags *[]string) *apiErr {
 	*tags = uniqueTags(append(*tags, r.PathValue("tag")))
 	w.WriteHeader(http.StatusCreated)
 	return nil
 }
 
-func (s *Server) confirmTag(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	tags, e := s.tagsOf(r, c)
-	if e != nil {
-		return e
-	}
+func (s *Server) confirmTag(w http.ResponseWriter, r *http.Request, tags *[]string) *apiErr {
 	if !slices.Contains(*tags, r.PathValue("tag")) {
 		return neutronErr(http.StatusNotFound, "TagNotFound", "Tag "+r.PathValue("tag")+" could not be found.")
 	}
@@ -109,11 +102,7 @@ func (s *Server) confirmTag(w http.ResponseWriter, r *http.Request, c *caller) *
 	return nil
 }
 
-func (s *Server) deleteTag(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	tags, e := s.tagsOf(r, c)
-	if e != nil {
-		return e
-	}
+func (s *Server) deleteTag(w http.ResponseWriter, r *http.Request, tags *[]string) *apiErr {
 	i := slices.Index(*tags, r.PathValue("tag"))
 	if i < 0 {
 		return neutronErr(http.StatusNotFound, "TagNotFound", "Tag "+r.PathValue("tag")+" could not be found.")

@@ -2,6 +2,7 @@ package ranchersim
 
 import (
 	"fmt"
+	"maps"
 	"sort"
 	"time"
 )
@@ -153,10 +154,6 @@ func (s *Server) DeleteProject(id string) bool {
 		return false
 	}
 	delete(s.projects, id)
-	for bid, b := range s.bindings {
-		if b.projectID == id {
-			delete(s.bindings, bid)
-		}
-	}
+	maps.DeleteFunc(s.bindings, func(_ string, b *binding) bool { return b.projectID == id })
 	return true
 }

@@ -1,10 +1,9 @@
 package ranchersim
 
 import (
-	"encoding/json"
 	"net/http"
 
-	"github.com/sitebus/sitebus/e2e/simhttp"
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // adminRoutes serve the inspection API under /sim/ for a simulator run as
@@ -23,7 +22,7 @@ import (
 // stands in for a node's agent and goes through faults and the call log.
 func (s *Server) adminRoutes(mux *http.ServeMux) {
 	get := func(path string, f func() any) {
-		mux.HandleFunc("GET "+path, func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, f()) })
+		mux.HandleFunc("GET "+path, func(w http.ResponseWriter, _ *http.Request) { simkit.WriteJSON(w, http.StatusOK, f()) })
 	}
 	get("/sim/projects", func() any { return s.Projects() })
 	get("/sim/bindings", func() any { return s.Bindings("") })
@@ -31,19 +30,14 @@ func (s *Server) adminRoutes(mux *http.ServeMux) {
 	get("/sim/calls", func() any { return s.Calls() })
 	get("/sim/inventory", func() any { return s.Inventory() })
 	get("/sim/drains", func() any { return s.Drains() })
-	mux.HandleFunc("POST /sim/node-faults", func(w http.ResponseWriter, r *http.Request) {
-		var f NodeFault
-		if err := json.NewDecoder(r.Body).Decode(&f); err != nil {
-			writeErr(w, invalidBody(err.Error()))
-			return
-		}
+	bad := func(w http.ResponseWriter, msg string) { writeErr(w, invalidBody(msg)) }
+	mux.HandleFunc("POST /sim/node-faults", simkit.JSONBody(bad, func(w http.ResponseWriter, _ *http.Request, f NodeFault) {
 		s.AddNodeFault(f)
 		w.WriteHeader(http.StatusNoContent)
-	})
+	}))
 	mux.HandleFunc("DELETE /sim/node-faults", func(w http.ResponseWriter, _ *http.Request) {
 		s.ClearNodeFaults()
 		w.WriteHeader(http.StatusNoContent)
 	})
-	simhttp.Admin{ResetCalls: s.ResetCalls, AddFault: s.AddFault, ClearFaults: s.ClearFaults, Down: s.Down,
-		BadRequest: func(w http.ResponseWriter, msg string) { writeErr(w, invalidBody(msg)) }}.Routes(mux)
+	s.AdminRoutes(mux, bad)
 }

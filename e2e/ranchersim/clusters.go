@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // mgmtCluster is the management (v3) cluster of a provisioning cluster.
@@ -117,7 +119,7 @@ func (s *Server) mgmtClusterRep(b string, mc *mgmtCluster, read bool) map[string
 }
 
 func (s *Server) listAllClusters(w http.ResponseWriter, r *http.Request) *apiError {
-	b := base(r)
+	b := simkit.BaseURL(r)
 	s.mu.Lock()
 	objs := []map[string]any{s.clusterRep(b)}
 	for _, mc := range s.prov.clusters {
@@ -139,7 +141,7 @@ func (s *Server) getAnyCluster(w http.ResponseWriter, r *http.Request) *apiError
 	if mc == nil {
 		return notFoundCluster(id)
 	}
-	writeJSON(w, http.StatusOK, s.mgmtClusterRep(base(r), mc, true))
+	simkit.WriteJSON(w, http.StatusOK, s.mgmtClusterRep(simkit.BaseURL(r), mc, true))
 	return nil
 }
 
@@ -173,9 +175,9 @@ func (s *Server) anyClusterAction(w http.ResponseWriter, r *http.Request) *apiEr
 		mc.kubeconfigs++
 		name = mc.name
 	}
-	writeJSON(w, http.StatusOK, map[string]any{
+	simkit.WriteJSON(w, http.StatusOK, map[string]any{
 		"type": "generateKubeConfigOutput", "baseType": "generateKubeConfigOutput",
-		"config": kubeconfigYAML(base(r), id, name, "kubeconfig-"+s.opts.UserID+":"+randName(54)),
+		"config": kubeconfigYAML(simkit.BaseURL(r), id, name, "kubeconfig-"+s.opts.UserID+":"+randName(54)),
 	})
 	return nil
 }
@@ -233,7 +235,7 @@ func (s *Server) updateCluster(w http.ResponseWriter, r *http.Request) *apiError
 		}
 		mc.name = *in.Name
 	}
-	writeJSON(w, http.StatusOK, s.mgmtClusterRep(base(r), mc, false))
+	simkit.WriteJSON(w, http.StatusOK, s.mgmtClusterRep(simkit.BaseURL(r), mc, false))
 	return nil
 }
 
@@ -249,11 +251,11 @@ func (s *Server) deleteCluster(w http.ResponseWriter, r *http.Request) *apiError
 	if mc == nil {
 		return notFoundCluster(id)
 	}
-	rep := s.mgmtClusterRep(base(r), mc, false)
+	rep := s.mgmtClusterRep(simkit.BaseURL(r), mc, false)
 	s.removeCluster(id)
 	rep["state"] = "removing"
 	rep["transitioning"] = "yes"
-	writeJSON(w, http.StatusOK, rep)
+	simkit.WriteJSON(w, http.StatusOK, rep)
 	return nil
 }
 
@@ -274,46 +276,14 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) *apiError {
 	if !s.knownCluster(in.ClusterID) {
 		return invalidReference("clusterId", `clusters.management.cattle.io "`+in.ClusterID+`" not found`)
 	}
-	t := &regToken{clusterID: in.ClusterID, token: randName(54), uuid: newUUID(), created: s.now()}
+	t := &regToken{clusterID: in.ClusterID, token: randName(54), uuid: simkit.NewUUID(), created: s.now()}
 	for t.id == "" || s.prov.tokens[t.id] != nil {
 		t.name = "crt-" + randName(5)
 		t.id = in.ClusterID + ":" + t.name
 	}
 	s.prov.tokens[t.id] = t
 	s.log.Debug("registration token created", "id", t.id)
-	writeJSON(w, http.StatusCreated, tokenRep(base(r), t))
-	return nil
-}
-
-func (s *Server) getToken(w http.ResponseWriter, r *http.Request) *apiError {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	t := s.prov.tokens[r.PathValue("id")]
-	if t == nil {
-		return notFound(`clusterregistrationtokens.management.cattle.io "` + r.PathValue("id") + `" not found`)
-	}
-	writeJSON(w, http.StatusOK, tokenRep(base(r), t))
-	return nil
-}
-
-// listTokens lists tokens with norman filters (clusterId=…), or those of
-// the {cluster} in the path.
-func (s *Server) listTokens(w http.ResponseWriter, r *http.Request) *apiError {
-	cluster := r.PathValue("cluster")
-	b := base(r)
-	s.mu.Lock()
-	if cluster != "" && !s.knownCluster(cluster) {
-		s.mu.Unlock()
-		return notFoundCluster(cluster)
-	}
-	objs := []map[string]any{}
-	for _, t := range s.prov.tokens {
-		if cluster == "" || t.clusterID == cluster {
-			objs = append(objs, tokenRep(b, t))
-		}
-	}
-	s.mu.Unlock()
-	writeCollection(w, r, "clusterRegistrationToken", b+"/v3/clusterregistrationtokens", objs)
+	simkit.WriteJSON(w, http.StatusCreated, tokenRep(simkit.BaseURL(r), t))
 	return nil
 }
 
@@ -354,14 +324,6 @@ type clusterBindingBody struct {
 	GroupPrincipalID string `json:"groupPrincipalId"`
 }
 
-func notFoundClusterBinding(id string) *apiError {
-	name := id
-	if _, n, ok := strings.Cut(id, ":"); ok {
-		name = n
-	}
-	return notFound(`clusterroletemplatebindings.management.cattle.io "` + name + `" not found`)
-}
-
 // createClusterBinding validates as norman and Rancher's webhook do (see
 // createBinding); the name derives from subject, role and cluster, so an
 // identical binding is a 409.
@@ -389,62 +351,14 @@ func (s *Server) createClusterBinding(w http.ResponseWriter, r *http.Request) *a
 	}
 	cb := &clusterBinding{clusterID: in.ClusterID, roleTemplateID: in.RoleTemplateID,
 		userID: in.UserID, userPrincipalID: in.UserPrincipalID, groupID: in.GroupID, groupPrincipalID: in.GroupPrincipalID,
-		creatorID: s.opts.UserID, uuid: newUUID(), created: s.now()}
+		creatorID: s.opts.UserID, uuid: simkit.NewUUID(), created: s.now()}
 	cb.name = "crtb-" + derivedName(cb.subject()+"/"+cb.roleTemplateID+"/"+cb.clusterID)
 	cb.id = cb.clusterID + ":" + cb.name
 	if s.prov.crtbs[cb.id] != nil {
 		return alreadyExists(`clusterroletemplatebindings.management.cattle.io "` + cb.name + `" already exists`)
 	}
 	s.prov.crtbs[cb.id] = cb
-	writeJSON(w, http.StatusCreated, clusterBindingRep(base(r), cb))
-	return nil
-}
-
-func (s *Server) getClusterBinding(w http.ResponseWriter, r *http.Request) *apiError {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	cb := s.prov.crtbs[r.PathValue("id")]
-	if cb == nil {
-		return notFoundClusterBinding(r.PathValue("id"))
-	}
-	writeJSON(w, http.StatusOK, clusterBindingRep(base(r), cb))
-	return nil
-}
-
-// listClusterBindings serves the collection with norman filters from the
-// raw query (roleTemplateId, clusterId, groupPrincipalId unencoded, as
-// Waldur sends them).
-func (s *Server) listClusterBindings(w http.ResponseWriter, r *http.Request) *apiError {
-	cluster := r.PathValue("cluster")
-	b := base(r)
-	s.mu.Lock()
-	if cluster != "" && !s.knownCluster(cluster) {
-		s.mu.Unlock()
-		return notFoundCluster(cluster)
-	}
-	objs := []map[string]any{}
-	for _, cb := range s.prov.crtbs {
-		if cluster == "" || cb.clusterID == cluster {
-			objs = append(objs, clusterBindingRep(b, cb))
-		}
-	}
-	s.mu.Unlock()
-	writeCollection(w, r, "clusterRoleTemplateBinding", b+"/v3/clusterRoleTemplateBindings", objs)
-	return nil
-}
-
-func (s *Server) deleteClusterBinding(w http.ResponseWriter, r *http.Request) *apiError {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	id := r.PathValue("id")
-	cb := s.prov.crtbs[id]
-	if cb == nil {
-		return notFoundClusterBinding(id)
-	}
-	delete(s.prov.crtbs, id)
-	rep := clusterBindingRep(base(r), cb)
-	rep["state"] = "removing"
-	writeJSON(w, http.StatusOK, rep)
+	simkit.WriteJSON(w, http.StatusCreated, clusterBindingRep(simkit.BaseURL(r), cb))
 	return nil
 }
 

@@ -2,7 +2,8 @@ package ranchersim
 
 import (
 	"net/http"
-	"strings"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 type bindingBody struct {
@@ -16,39 +17,6 @@ type bindingBody struct {
 	ServiceAccount   string            `json:"serviceAccount"`
 	Annotations      map[string]string `json:"annotations"`
 	Labels           map[string]string `json:"labels"`
-}
-
-func notFoundBinding(id string) *apiError {
-	name := id
-	if _, n, ok := strings.Cut(id, ":"); ok {
-		name = n
-	}
-	return notFound(`projectroletemplatebindings.management.cattle.io "` + name + `" not found`)
-}
-
-// listBindings serves GET /v3/projectroletemplatebindings with norman
-// filters taken from the raw query (see rawParams).
-func (s *Server) listBindings(w http.ResponseWriter, r *http.Request) *apiError {
-	b := base(r)
-	s.mu.Lock()
-	objs := make([]map[string]any, 0, len(s.bindings))
-	for _, pb := range s.bindings {
-		objs = append(objs, bindingRep(b, pb))
-	}
-	s.mu.Unlock()
-	writeCollection(w, r, "projectRoleTemplateBinding", b+"/v3/projectRoleTemplateBindings", objs)
-	return nil
-}
-
-func (s *Server) getBinding(w http.ResponseWriter, r *http.Request) *apiError {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	pb := s.bindings[r.PathValue("id")]
-	if pb == nil {
-		return notFoundBinding(r.PathValue("id"))
-	}
-	writeJSON(w, http.StatusOK, bindingRep(base(r), pb))
-	return nil
 }
 
 // createBinding validates as norman and Rancher's webhook do: required
@@ -94,22 +62,7 @@ func (s *Server) createBinding(w http.ResponseWriter, r *http.Request) *apiError
 	}
 	s.storeBinding(pb)
 	s.log.Debug("binding created", "id", pb.id, "role", pb.roleTemplateID, "subject", pb.subject())
-	writeJSON(w, http.StatusCreated, bindingRep(base(r), pb))
-	return nil
-}
-
-func (s *Server) deleteBinding(w http.ResponseWriter, r *http.Request) *apiError {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	id := r.PathValue("id")
-	pb := s.bindings[id]
-	if pb == nil {
-		return notFoundBinding(id)
-	}
-	delete(s.bindings, id)
-	rep := bindingRep(base(r), pb)
-	rep["state"] = "removing"
-	writeJSON(w, http.StatusOK, rep)
+	simkit.WriteJSON(w, http.StatusCreated, bindingRep(simkit.BaseURL(r), pb))
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package ranchersim
 
 import (
+	"cmp"
 	"errors"
 	"net/http"
 	"strings"
@@ -8,6 +9,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 type namespaceBody struct {
@@ -27,13 +30,9 @@ func kubeErr(err error) *apiError {
 	if errors.As(err, &st) {
 		s := st.Status()
 		code := string(s.Reason)
-		if code == "" {
-			code = "ServerError"
-		}
+		code = cmp.Or(code, "ServerError")
 		status := int(s.Code)
-		if status == 0 {
-			status = http.StatusInternalServerError
-		}
+		status = cmp.Or(status, http.StatusInternalServerError)
 		return newErr(status, code, s.Message)
 	}
 	return newErr(http.StatusServiceUnavailable, "ClusterUnavailable", "cluster not available: "+err.Error())
@@ -84,7 +83,7 @@ func (s *Server) listNamespaces(w http.ResponseWriter, r *http.Request) *apiErro
 	if err != nil {
 		return kubeErr(err)
 	}
-	b := base(r)
+	b := simkit.BaseURL(r)
 	objs := make([]map[string]any, 0, len(list.Items))
 	for i := range list.Items {
 		objs = append(objs, s.namespaceRep(b, &list.Items[i]))
@@ -101,7 +100,7 @@ func (s *Server) getNamespace(w http.ResponseWriter, r *http.Request) *apiError 
 	if err != nil {
 		return kubeErr(err)
 	}
-	writeJSON(w, http.StatusOK, s.namespaceRep(base(r), ns))
+	simkit.WriteJSON(w, http.StatusOK, s.namespaceRep(simkit.BaseURL(r), ns))
 	return nil
 }
 
@@ -144,7 +143,7 @@ func (s *Server) createNamespace(w http.ResponseWriter, r *http.Request) *apiErr
 		return kubeErr(err)
 	}
 	s.log.Debug("namespace created", "name", in.Name, "project", in.ProjectID)
-	writeJSON(w, http.StatusCreated, s.namespaceRep(base(r), created))
+	simkit.WriteJSON(w, http.StatusCreated, s.namespaceRep(simkit.BaseURL(r), created))
 	return nil
 }
 
@@ -161,9 +160,9 @@ func (s *Server) deleteNamespace(w http.ResponseWriter, r *http.Request) *apiErr
 	if err := s.kube.namespaces().Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 		return kubeErr(err)
 	}
-	rep := s.namespaceRep(base(r), ns)
+	rep := s.namespaceRep(simkit.BaseURL(r), ns)
 	rep["state"] = "removing"
-	writeJSON(w, http.StatusOK, rep)
+	simkit.WriteJSON(w, http.StatusOK, rep)
 	return nil
 }
 

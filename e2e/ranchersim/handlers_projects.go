@@ -1,7 +1,10 @@
 package ranchersim
 
 import (
+	"maps"
 	"net/http"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // projectBody is what POST and PUT /v3/projects accept. Pointers tell a
@@ -23,33 +26,6 @@ func str(p *string) string {
 		return ""
 	}
 	return *p
-}
-
-func notFoundProject(id string) *apiError {
-	return notFound(`projects.management.cattle.io "` + projectShortID(id) + `" not found`)
-}
-
-func (s *Server) listProjects(w http.ResponseWriter, r *http.Request) *apiError {
-	b := base(r)
-	s.mu.Lock()
-	objs := make([]map[string]any, 0, len(s.projects))
-	for _, p := range s.projects {
-		objs = append(objs, projectRep(b, p))
-	}
-	s.mu.Unlock()
-	writeCollection(w, r, "project", b+"/v3/projects", objs)
-	return nil
-}
-
-func (s *Server) getProject(w http.ResponseWriter, r *http.Request) *apiError {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	p := s.projects[r.PathValue("id")]
-	if p == nil {
-		return notFoundProject(r.PathValue("id"))
-	}
-	writeJSON(w, http.StatusOK, projectRep(base(r), p))
-	return nil
 }
 
 func (s *Server) createProject(w http.ResponseWriter, r *http.Request) *apiError {
@@ -82,7 +58,7 @@ func (s *Server) createProject(w http.ResponseWriter, r *http.Request) *apiError
 	}
 	s.addProject(p, true)
 	s.log.Debug("project created", "id", p.id, "name", p.name)
-	writeJSON(w, http.StatusCreated, projectRep(base(r), p))
+	simkit.WriteJSON(w, http.StatusCreated, projectRep(simkit.BaseURL(r), p))
 	return nil
 }
 
@@ -97,7 +73,7 @@ func (s *Server) updateProject(w http.ResponseWriter, r *http.Request) *apiError
 	defer s.mu.Unlock()
 	p := s.projects[r.PathValue("id")]
 	if p == nil {
-		return notFoundProject(r.PathValue("id"))
+		return projectsType.notFound(r.PathValue("id"))
 	}
 	if in.ClusterID != nil && *in.ClusterID != p.clusterID {
 		return newErr(http.StatusUnprocessableEntity, "InvalidFormat", "clusterId cannot be changed")
@@ -126,7 +102,7 @@ func (s *Server) updateProject(w http.ResponseWriter, r *http.Request) *apiError
 	if in.ContainerDefaultResourceLimit != nil {
 		p.containerLimit = in.ContainerDefaultResourceLimit
 	}
-	writeJSON(w, http.StatusOK, projectRep(base(r), p))
+	simkit.WriteJSON(w, http.StatusOK, projectRep(simkit.BaseURL(r), p))
 	return nil
 }
 
@@ -140,15 +116,11 @@ func (s *Server) deleteProject(w http.ResponseWriter, r *http.Request) *apiError
 	p := s.projects[id]
 	if p == nil {
 		s.mu.Unlock()
-		return notFoundProject(id)
+		return projectsType.notFound(id)
 	}
 	delete(s.projects, id)
-	for bid, b := range s.bindings {
-		if b.projectID == id {
-			delete(s.bindings, bid)
-		}
-	}
-	rep := projectRep(base(r), p)
+	maps.DeleteFunc(s.bindings, func(_ string, b *binding) bool { return b.projectID == id })
+	rep := projectRep(simkit.BaseURL(r), p)
 	s.mu.Unlock()
 	if s.kube != nil {
 		if err := s.kube.deleteProjectNamespaces(r.Context(), id); err != nil {
@@ -158,17 +130,17 @@ func (s *Server) deleteProject(w http.ResponseWriter, r *http.Request) *apiError
 	}
 	rep["state"] = "removing"
 	rep["transitioning"] = "yes"
-	writeJSON(w, http.StatusOK, rep)
+	simkit.WriteJSON(w, http.StatusOK, rep)
 	return nil
 }
 
 func (s *Server) listProjectBindings(w http.ResponseWriter, r *http.Request) *apiError {
 	id := r.PathValue("id")
-	b := base(r)
+	b := simkit.BaseURL(r)
 	s.mu.Lock()
 	if s.projects[id] == nil {
 		s.mu.Unlock()
-		return notFoundProject(id)
+		return projectsType.notFound(id)
 	}
 	var objs []map[string]any
 	for _, pb := range s.bindings {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/sitebus/sitebus/e2e/kube"
 	"github.com/sitebus/sitebus/e2e/ranchersim"
-	"github.com/sitebus/sitebus/e2e/simhttp"
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 func TestMain(m *testing.M) { os.Exit(kube.RunShared(m)) }
@@ -49,7 +49,7 @@ func (c *client) doCtx(ctx context.Context, method, pathAndQuery string, body an
 	if c.user != "" {
 		auth = func(req *http.Request) { req.SetBasicAuth(c.user, c.pass) }
 	}
-	status, raw := simhttp.TestCall(ctx, c.t, c.hc, method, c.base, pathAndQuery, "application/json", body, auth)
+	status, raw := simkit.TestCall(ctx, c.t, c.hc, method, c.base, pathAndQuery, "application/json", body, auth)
 	r := response{status: status, raw: string(raw)}
 	_ = json.Unmarshal(raw, &r.obj)
 	return r

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/sitebus/sitebus/e2e/kube/manifest"
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // Import is one importYaml call as received: YAML is the exact string of
@@ -71,7 +72,7 @@ func (s *Server) importYAML(w http.ResponseWriter, r *http.Request) *apiError {
 	s.mu.Lock()
 	s.imports = append(s.imports, imp)
 	s.mu.Unlock()
-	writeJSON(w, imp.Status, map[string]any{"type": "importYamlOutput", "message": imp.Message})
+	simkit.WriteJSON(w, imp.Status, map[string]any{"type": "importYamlOutput", "message": imp.Message})
 	return nil
 }
 

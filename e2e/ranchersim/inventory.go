@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sort"
 	"time"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // ProvisioningCluster is a v1 provisioning cluster as tests see it.
@@ -234,7 +236,7 @@ func (s *Server) AddProvisioningCluster(name string, labels, annotations map[str
 	if s.prov.v1[key] != nil {
 		return ProvisioningCluster{}, fmt.Errorf("ranchersim: cluster %s exists", key)
 	}
-	pc := &provCluster{namespace: FleetNamespace, name: name, uid: newUUID(), body: body,
+	pc := &provCluster{namespace: FleetNamespace, name: name, uid: simkit.NewUUID(), body: body,
 		labels: cloneMap(labels), annotations: cloneMap(annotations), created: s.now(),
 		reads: s.opts.Provisioning.ClusterNamePolls}
 	s.storeProvCluster(pc)

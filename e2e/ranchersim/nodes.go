@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // RegisterPath is the sim-only endpoint that stands in for a node running
@@ -187,9 +189,9 @@ func (s *Server) registerHTTP(w http.ResponseWriter, r *http.Request) {
 		status = http.StatusCreated
 	}
 	s.mu.Lock()
-	rep := s.nodeRep(base(r), s.prov.nodes[n.ID], false)
+	rep := s.nodeRep(simkit.BaseURL(r), s.prov.nodes[n.ID], false)
 	s.mu.Unlock()
-	writeJSON(w, status, rep)
+	simkit.WriteJSON(w, status, rep)
 }
 
 func (s *Server) register(reg Registration) (Node, bool, *apiError) {
@@ -262,7 +264,7 @@ func notFoundNode(id string) *apiError {
 // {cluster} in the path. Each listed node counts as read.
 func (s *Server) listNodes(w http.ResponseWriter, r *http.Request) *apiError {
 	cluster := r.PathValue("cluster")
-	b := base(r)
+	b := simkit.BaseURL(r)
 	s.mu.Lock()
 	if cluster != "" && !s.knownCluster(cluster) {
 		s.mu.Unlock()
@@ -294,7 +296,7 @@ func (s *Server) getNode(w http.ResponseWriter, r *http.Request) *apiError {
 	if n == nil {
 		return notFoundNode(r.PathValue("id"))
 	}
-	writeJSON(w, http.StatusOK, s.nodeRep(base(r), n, true))
+	simkit.WriteJSON(w, http.StatusOK, s.nodeRep(simkit.BaseURL(r), n, true))
 	return nil
 }
 
@@ -308,11 +310,11 @@ func (s *Server) deleteNode(w http.ResponseWriter, r *http.Request) *apiError {
 	if n == nil {
 		return notFoundNode(id)
 	}
-	rep := s.nodeRep(base(r), n, false)
+	rep := s.nodeRep(simkit.BaseURL(r), n, false)
 	delete(s.prov.nodes, id)
 	rep["state"] = "removing"
 	rep["transitioning"] = "yes"
-	writeJSON(w, http.StatusOK, rep)
+	simkit.WriteJSON(w, http.StatusOK, rep)
 	return nil
 }
 
@@ -348,7 +350,7 @@ func (s *Server) nodeAction(w http.ResponseWriter, r *http.Request) *apiError {
 	s.prov.drains = append(s.prov.drains, DrainCall{NodeID: n.id, ClusterID: n.clusterID, Hostname: n.hostname,
 		Body: buf.String(), Input: in, Time: s.now()})
 	s.log.Debug("node drain", "id", n.id, "body", buf.String())
-	writeJSON(w, http.StatusOK, s.nodeRep(base(r), n, false))
+	simkit.WriteJSON(w, http.StatusOK, s.nodeRep(simkit.BaseURL(r), n, false))
 	return nil
 }
 

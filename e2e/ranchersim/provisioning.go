@@ -2,12 +2,16 @@ package ranchersim
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // Provisioned clusters (issue 13's cluster-provisioner).
@@ -161,21 +165,21 @@ func (s *Server) provisioningRoutes(mux *http.ServeMux, api func(string, handler
 	// Waldur's client posts to the singular; the collection link is the
 	// plural. norman matches type names case-insensitively.
 	for _, coll := range []string{"/v3/clusterregistrationtoken", "/v3/clusterregistrationtokens", "/v3/clusterRegistrationTokens"} {
-		api("GET "+coll, s.listTokens)
+		api("GET "+coll, tokensType.list(s))
 		api("POST "+coll, s.createToken)
-		api("GET "+coll+"/{id}", s.getToken)
+		api("GET "+coll+"/{id}", tokensType.get(s))
 	}
-	api("GET /v3/clusters/{cluster}/clusterregistrationtokens", s.listTokens)
-	api("GET /v3/clusters/{cluster}/clusterRegistrationTokens", s.listTokens)
+	api("GET /v3/clusters/{cluster}/clusterregistrationtokens", tokensType.list(s))
+	api("GET /v3/clusters/{cluster}/clusterRegistrationTokens", tokensType.list(s))
 
 	for _, coll := range []string{"/v3/clusterroletemplatebindings", "/v3/clusterRoleTemplateBindings"} {
-		api("GET "+coll, s.listClusterBindings)
+		api("GET "+coll, clusterBindingsType.list(s))
 		api("POST "+coll, s.createClusterBinding)
-		api("GET "+coll+"/{id}", s.getClusterBinding)
-		api("DELETE "+coll+"/{id}", s.deleteClusterBinding)
+		api("GET "+coll+"/{id}", clusterBindingsType.get(s))
+		api("DELETE "+coll+"/{id}", clusterBindingsType.remove(s))
 	}
-	api("GET /v3/clusters/{cluster}/clusterroletemplatebindings", s.listClusterBindings)
-	api("GET /v3/clusters/{cluster}/clusterRoleTemplateBindings", s.listClusterBindings)
+	api("GET /v3/clusters/{cluster}/clusterroletemplatebindings", clusterBindingsType.list(s))
+	api("GET /v3/clusters/{cluster}/clusterRoleTemplateBindings", clusterBindingsType.list(s))
 
 	api("GET /v3/nodes", s.listNodes)
 	api("GET /v3/clusters/{cluster}/nodes", s.listNodes)
@@ -192,7 +196,7 @@ func (s *Server) provisioningRoutes(mux *http.ServeMux, api func(string, handler
 // v1Err is steve's error body: {"type":"error","links":{},"code":…,
 // "message":…,"status":…}.
 func v1Err(w http.ResponseWriter, status int, code, msg string) {
-	writeJSON(w, status, map[string]any{"type": "error", "links": map[string]string{}, "code": code, "message": msg, "status": status})
+	simkit.WriteJSON(w, status, map[string]any{"type": "error", "links": map[string]string{}, "code": code, "message": msg, "status": status})
 }
 
 // dnsLabelRe is a Kubernetes object name as Rancher's webhook accepts for a
@@ -255,12 +259,12 @@ func (s *Server) createV1Cluster(w http.ResponseWriter, r *http.Request) *apiErr
 		return nil
 	}
 	pc := &provCluster{
-		namespace: meta.Metadata.Namespace, name: name, uid: newUUID(), body: body,
+		namespace: meta.Metadata.Namespace, name: name, uid: simkit.NewUUID(), body: body,
 		labels: cloneMap(meta.Metadata.Labels), annotations: cloneMap(meta.Metadata.Annotations), created: s.now(),
 	}
 	s.storeProvCluster(pc)
 	s.log.Debug("provisioning cluster created", "id", key, "cluster", pc.clusterID)
-	writeJSON(w, http.StatusCreated, s.v1ClusterRep(base(r), pc, false))
+	simkit.WriteJSON(w, http.StatusCreated, s.v1ClusterRep(simkit.BaseURL(r), pc, false))
 	return nil
 }
 
@@ -272,13 +276,13 @@ func (s *Server) getV1Cluster(w http.ResponseWriter, r *http.Request) *apiError 
 		v1Err(w, http.StatusNotFound, "NotFound", `clusters.provisioning.cattle.io "`+r.PathValue("name")+`" not found`)
 		return nil
 	}
-	writeJSON(w, http.StatusOK, s.v1ClusterRep(base(r), pc, true))
+	simkit.WriteJSON(w, http.StatusOK, s.v1ClusterRep(simkit.BaseURL(r), pc, true))
 	return nil
 }
 
 func (s *Server) listV1Clusters(w http.ResponseWriter, r *http.Request) *apiError {
 	ns := r.PathValue("ns")
-	b := base(r)
+	b := simkit.BaseURL(r)
 	s.mu.Lock()
 	data := []map[string]any{}
 	for _, pc := range s.prov.v1 {
@@ -299,13 +303,13 @@ func (s *Server) deleteV1Cluster(w http.ResponseWriter, r *http.Request) *apiErr
 		v1Err(w, http.StatusNotFound, "NotFound", `clusters.provisioning.cattle.io "`+r.PathValue("name")+`" not found`)
 		return nil
 	}
-	rep := s.v1ClusterRep(base(r), pc, false)
+	rep := s.v1ClusterRep(simkit.BaseURL(r), pc, false)
 	s.removeCluster(pc.clusterID)
 	meta, _ := rep["metadata"].(map[string]any)
 	if meta != nil {
 		meta["deletionTimestamp"] = s.now().Format(time.RFC3339)
 	}
-	writeJSON(w, http.StatusOK, rep)
+	simkit.WriteJSON(w, http.StatusOK, rep)
 	return nil
 }
 
@@ -331,21 +335,9 @@ func (s *Server) removeCluster(id string) {
 	}
 	delete(s.prov.clusters, id)
 	delete(s.prov.v1, mc.provID)
-	for k, n := range s.prov.nodes {
-		if n.clusterID == id {
-			delete(s.prov.nodes, k)
-		}
-	}
-	for k, t := range s.prov.tokens {
-		if t.clusterID == id {
-			delete(s.prov.tokens, k)
-		}
-	}
-	for k, b := range s.prov.crtbs {
-		if b.clusterID == id {
-			delete(s.prov.crtbs, k)
-		}
-	}
+	maps.DeleteFunc(s.prov.nodes, func(_ string, n *node) bool { return n.clusterID == id })
+	maps.DeleteFunc(s.prov.tokens, func(_ string, t *regToken) bool { return t.clusterID == id })
+	maps.DeleteFunc(s.prov.crtbs, func(_ string, b *clusterBinding) bool { return b.clusterID == id })
 	s.log.Debug("cluster removed", "cluster", id, "provisioning", mc.provID)
 }
 
@@ -413,10 +405,10 @@ func pyBool(b bool) string {
 // writeV1Collection writes steve's collection envelope.
 func writeV1Collection(w http.ResponseWriter, r *http.Request, typ string, data []map[string]any) {
 	sortByID(data)
-	writeJSON(w, http.StatusOK, map[string]any{
+	simkit.WriteJSON(w, http.StatusOK, map[string]any{
 		"type": "collection", "resourceType": typ, "count": len(data), "revision": "1",
-		"links":       map[string]string{"self": base(r) + r.URL.Path},
-		"createTypes": map[string]string{typ: base(r) + r.URL.Path},
+		"links":       map[string]string{"self": simkit.BaseURL(r) + r.URL.Path},
+		"createTypes": map[string]string{typ: simkit.BaseURL(r) + r.URL.Path},
 		"actions":     map[string]string{},
 		"data":        data,
 	})
@@ -440,9 +432,7 @@ func (s *Server) createSecret(w http.ResponseWriter, r *http.Request) *apiError 
 	if typ == "" && in.Type != "" && in.Type != "secret" {
 		typ = in.Type
 	}
-	if typ == "" {
-		typ = "Opaque"
-	}
+	typ = cmp.Or(typ, "Opaque")
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	name := meta.Metadata.Name
@@ -458,11 +448,11 @@ func (s *Server) createSecret(w http.ResponseWriter, r *http.Request) *apiError 
 		v1Err(w, http.StatusConflict, "AlreadyExists", `secrets "`+name+`" already exists`)
 		return nil
 	}
-	sec := &v1Secret{namespace: meta.Metadata.Namespace, name: name, uid: newUUID(), typ: typ, body: body,
+	sec := &v1Secret{namespace: meta.Metadata.Namespace, name: name, uid: simkit.NewUUID(), typ: typ, body: body,
 		labels: cloneMap(meta.Metadata.Labels), annotations: cloneMap(meta.Metadata.Annotations),
 		data: cloneMap(in.Data), created: s.now()}
 	s.prov.secrets[sec.id()] = sec
-	writeJSON(w, http.StatusCreated, secretRep(base(r), sec))
+	simkit.WriteJSON(w, http.StatusCreated, secretRep(simkit.BaseURL(r), sec))
 	return nil
 }
 
@@ -474,7 +464,7 @@ func (s *Server) getSecret(w http.ResponseWriter, r *http.Request) *apiError {
 		v1Err(w, http.StatusNotFound, "NotFound", `secrets "`+r.PathValue("name")+`" not found`)
 		return nil
 	}
-	writeJSON(w, http.StatusOK, secretRep(base(r), sec))
+	simkit.WriteJSON(w, http.StatusOK, secretRep(simkit.BaseURL(r), sec))
 	return nil
 }
 
@@ -487,7 +477,7 @@ func (s *Server) listSecrets(w http.ResponseWriter, r *http.Request) *apiError {
 		v1Err(w, http.StatusBadRequest, "BadRequest", err)
 		return nil
 	}
-	b := base(r)
+	b := simkit.BaseURL(r)
 	s.mu.Lock()
 	data := []map[string]any{}
 	for _, sec := range s.prov.secrets {
@@ -510,7 +500,7 @@ func (s *Server) deleteSecret(w http.ResponseWriter, r *http.Request) *apiError 
 		return nil
 	}
 	delete(s.prov.secrets, key)
-	writeJSON(w, http.StatusOK, secretRep(base(r), sec))
+	simkit.WriteJSON(w, http.StatusOK, secretRep(simkit.BaseURL(r), sec))
 	return nil
 }
 

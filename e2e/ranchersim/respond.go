@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"sort"
 	"strings"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // apiError is a norman error: {"baseType":"error","type":"error",
@@ -52,12 +54,6 @@ var (
 // there is no code (rancher/rancher#14235), unlike every other error.
 const unauthorizedBody = `{"type":"error","status":"401","message":"must authenticate"}`
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
-}
-
 func writeErr(w http.ResponseWriter, e *apiError) {
 	body := map[string]any{
 		"baseType": "error", "type": "error",
@@ -66,17 +62,7 @@ func writeErr(w http.ResponseWriter, e *apiError) {
 	if e.fieldName != "" {
 		body["fieldName"] = e.fieldName
 	}
-	writeJSON(w, e.status, body)
-}
-
-// base is the scheme and host links are built on, taken from the request as
-// Rancher does.
-func base(r *http.Request) string {
-	scheme := "http"
-	if r.TLS != nil {
-		scheme = "https"
-	}
-	return scheme + "://" + r.Host
+	simkit.WriteJSON(w, e.status, body)
 }
 
 // param is one query parameter as sent.
@@ -186,7 +172,7 @@ func writeCollection(w http.ResponseWriter, r *http.Request, resourceType, creat
 		}
 	}
 	sort.Slice(data, func(i, j int) bool { return fmt.Sprint(data[i]["id"]) < fmt.Sprint(data[j]["id"]) })
-	self := base(r) + r.URL.Path
+	self := simkit.BaseURL(r) + r.URL.Path
 	if r.URL.RawQuery != "" {
 		self += "?" + r.URL.RawQuery
 	}
@@ -203,7 +189,7 @@ func writeCollection(w http.ResponseWriter, r *http.Request, resourceType, creat
 	if createURL != "" {
 		coll["createTypes"] = map[string]string{resourceType: createURL}
 	}
-	writeJSON(w, http.StatusOK, coll)
+	simkit.WriteJSON(w, http.StatusOK, coll)
 }
 
 // decodeBody reads a JSON object body; norman answers a malformed one with

@@ -5,6 +5,8 @@ import (
 	"io"
 	"net/http"
 	"strings"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // handler serves one authenticated API request; a returned error is written
@@ -31,18 +33,18 @@ func (s *Server) routes() http.Handler {
 	api("POST /v3/clusters/{cluster}", s.anyClusterAction)
 	s.provisioningRoutes(mux, api)
 
-	api("GET /v3/projects", s.listProjects)
+	api("GET /v3/projects", projectsType.list(s))
 	api("POST /v3/projects", s.createProject)
-	api("GET /v3/projects/{id}", s.getProject)
+	api("GET /v3/projects/{id}", projectsType.get(s))
 	api("PUT /v3/projects/{id}", s.updateProject)
 	api("DELETE /v3/projects/{id}", s.deleteProject)
 	api("GET /v3/projects/{id}/projectroletemplatebindings", s.listProjectBindings)
 	api("GET /v3/projects/{id}/projectRoleTemplateBindings", s.listProjectBindings)
 
-	prtb("GET", "", s.listBindings)
+	prtb("GET", "", bindingsType.list(s))
 	prtb("POST", "", s.createBinding)
-	prtb("GET", "/{id}", s.getBinding)
-	prtb("DELETE", "/{id}", s.deleteBinding)
+	prtb("GET", "/{id}", bindingsType.get(s))
+	prtb("DELETE", "/{id}", bindingsType.remove(s))
 
 	// Namespaces are cluster-scoped: reachable under the cluster's link
 	// (/v3/clusters/<id>/namespaces) and, as their self links say, under
@@ -62,7 +64,7 @@ func (s *Server) routes() http.Handler {
 	// lock a test out of inspecting the simulator.
 	top := http.NewServeMux()
 	s.adminRoutes(top)
-	top.Handle("/", s.faults.Middleware(mux))
+	top.Handle("/", s.Faults.Middleware(mux))
 	return top
 }
 
@@ -104,8 +106,8 @@ func (s *Server) authenticated(r *http.Request) bool {
 // root is the v3 API root; the agent POSTs to it as a login probe and only
 // looks at the status.
 func (s *Server) root(w http.ResponseWriter, r *http.Request) *apiError {
-	b := base(r) + "/v3"
-	writeJSON(w, http.StatusOK, map[string]any{
+	b := simkit.BaseURL(r) + "/v3"
+	simkit.WriteJSON(w, http.StatusOK, map[string]any{
 		"id": "v3", "type": "apiRoot", "baseType": "apiRoot", "apiVersion": map[string]string{
 			"group": "management.cattle.io", "path": "/v3", "version": "v3",
 		},
@@ -130,7 +132,7 @@ func (s *Server) getCluster(w http.ResponseWriter, r *http.Request) *apiError {
 	if err := s.cluster(r); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, s.clusterRep(base(r)))
+	simkit.WriteJSON(w, http.StatusOK, s.clusterRep(simkit.BaseURL(r)))
 	return nil
 }
 

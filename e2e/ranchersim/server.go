@@ -1,9 +1,9 @@
 package ranchersim
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -11,7 +11,7 @@ import (
 
 	"k8s.io/client-go/rest"
 
-	"github.com/sitebus/sitebus/e2e/simhttp"
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // Defaults of Options.
@@ -92,30 +92,17 @@ type Server struct {
 	imports  []Import
 	prov     provState // provisioned clusters, their nodes, tokens, bindings; v1 secrets
 
-	faults *simhttp.Faults // call log and injected faults
-
-	handler http.Handler
-	srv     *simhttp.Server // serves handler (Start, NewTestServer)
+	simkit.Base
 }
 
 // New builds a simulator; it does not listen (see Start, NewTestServer,
 // Handler).
 func New(opts Options) (*Server, error) {
-	if opts.AccessKey == "" {
-		opts.AccessKey = DefaultAccessKey
-	}
-	if opts.SecretKey == "" {
-		opts.SecretKey = DefaultSecretKey
-	}
-	if opts.ClusterID == "" {
-		opts.ClusterID = DefaultClusterID
-	}
-	if opts.ClusterName == "" {
-		opts.ClusterName = DefaultClusterName
-	}
-	if opts.UserID == "" {
-		opts.UserID = DefaultUserID
-	}
+	opts.AccessKey = cmp.Or(opts.AccessKey, DefaultAccessKey)
+	opts.SecretKey = cmp.Or(opts.SecretKey, DefaultSecretKey)
+	opts.ClusterID = cmp.Or(opts.ClusterID, DefaultClusterID)
+	opts.ClusterName = cmp.Or(opts.ClusterName, DefaultClusterName)
+	opts.UserID = cmp.Or(opts.UserID, DefaultUserID)
 	if len(opts.RoleTemplates) == 0 {
 		opts.RoleTemplates = DefaultRoleTemplates
 	}
@@ -136,9 +123,9 @@ func New(opts Options) (*Server, error) {
 		created:  opts.Now().UTC(),
 		projects: map[string]*project{},
 		bindings: map[string]*binding{},
-		faults:   newFaults(),
 		prov:     newProvState(opts.ClusterRoleTemplates),
 	}
+	s.Faults = newFaults()
 	for _, r := range opts.RoleTemplates {
 		s.roles[r] = true
 	}
@@ -155,38 +142,15 @@ func New(opts Options) (*Server, error) {
 				labels: map[string]string{"authz.management.cattle.io/" + strings.ToLower(name) + "-project": "true"}}, false)
 		}
 	}
-	s.handler = s.routes()
-	s.srv = &simhttp.Server{Handler: s.handler, Log: s.log, ShutdownTimeout: 2 * time.Second, Cut: true}
+	s.Init(s.routes(), s.log)
 	return s, nil
 }
-
-// Handler serves the API at the root: /v3/…, /k8s/clusters/….
-func (s *Server) Handler() http.Handler { return s.handler }
-
-// Start listens on addr (e.g. 127.0.0.1:8443, or 127.0.0.1:0) and serves in
-// the background until Close.
-func (s *Server) Start(addr string) error { return s.srv.Start(addr) }
-
-// URL is the base URL (no trailing slash, no /v3) once Start or
-// NewTestServer ran: what backend_url points at.
-func (s *Server) URL() string { return s.srv.URL() }
 
 // Options returns the effective options (defaults filled in).
 func (s *Server) Options() Options { return s.opts }
 
-// Close stops serving. Requests held by a hanging fault are cut.
-func (s *Server) Close() error { return s.srv.Close() }
-
 // NewTestServer starts a simulator on 127.0.0.1 (an httptest server) closed
 // by t.Cleanup.
-func NewTestServer(t testing.TB, opts Options) *Server {
-	t.Helper()
-	s, err := New(opts)
-	if err != nil {
-		t.Fatalf("ranchersim: %v", err)
-	}
-	s.srv.ServeTest(t, s.Close)
-	return s
-}
+func NewTestServer(t testing.TB, opts Options) *Server { return simkit.NewTestServer(t, New, opts) }
 
 func (s *Server) now() time.Time { return s.opts.Now().UTC() }

@@ -1,13 +1,15 @@
 package ranchersim
 
 import (
+	"cmp"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base32"
-	"encoding/hex"
 	"maps"
 	"strings"
 	"time"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // project is a Rancher project (management.cattle.io/v3 Project).
@@ -57,9 +59,7 @@ func projectShortID(id string) string {
 // and, unless disabled, Rancher's creator-project-owner binding. Caller
 // holds s.mu (or owns s exclusively).
 func (s *Server) addProject(p *project, creatorBinding bool) {
-	if p.clusterID == "" {
-		p.clusterID = s.opts.ClusterID
-	}
+	p.clusterID = cmp.Or(p.clusterID, s.opts.ClusterID)
 	for p.id == "" || s.projects[p.id] != nil {
 		p.id = p.clusterID + ":p-" + randName(5)
 	}
@@ -69,12 +69,10 @@ func (s *Server) addProject(p *project, creatorBinding bool) {
 	if p.labels == nil {
 		p.labels = map[string]string{}
 	}
-	if p.creatorID == "" {
-		p.creatorID = s.opts.UserID
-	}
+	p.creatorID = cmp.Or(p.creatorID, s.opts.UserID)
 	p.annotations["field.cattle.io/creatorId"] = p.creatorID
 	p.labels["cattle.io/creator"] = "norman"
-	p.uuid = newUUID()
+	p.uuid = simkit.NewUUID()
 	p.created = s.now()
 	s.projects[p.id] = p
 	if creatorBinding && !s.opts.NoCreatorBinding {
@@ -89,9 +87,7 @@ func (s *Server) addProject(p *project, creatorBinding bool) {
 
 // storeBinding fills in ids and stores b. Caller holds s.mu.
 func (s *Server) storeBinding(b *binding) {
-	if b.name == "" {
-		b.name = bindingName(b, s.opts.AllowDuplicateBindings)
-	}
+	b.name = cmp.Or(b.name, bindingName(b, s.opts.AllowDuplicateBindings))
 	b.id = projectShortID(b.projectID) + ":" + b.name
 	for s.opts.AllowDuplicateBindings && s.bindings[b.id] != nil {
 		b.name = bindingName(b, true)
@@ -103,10 +99,8 @@ func (s *Server) storeBinding(b *binding) {
 	if b.labels == nil {
 		b.labels = map[string]string{}
 	}
-	if b.creatorID == "" {
-		b.creatorID = s.opts.UserID
-	}
-	b.uuid = newUUID()
+	b.creatorID = cmp.Or(b.creatorID, s.opts.UserID)
+	b.uuid = simkit.NewUUID()
 	b.created = s.now()
 	s.bindings[b.id] = b
 }
@@ -134,15 +128,6 @@ func randName(n int) string {
 		b[i] = nameAlphabet[int(b[i])%len(nameAlphabet)]
 	}
 	return string(b)
-}
-
-func newUUID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	h := hex.EncodeToString(b[:])
-	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }
 
 func cloneMap(m map[string]string) map[string]string {

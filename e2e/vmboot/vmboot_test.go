@@ -13,7 +13,7 @@ import (
 
 	"github.com/sitebus/sitebus/e2e/harness"
 	"github.com/sitebus/sitebus/e2e/ranchersim"
-	"github.com/sitebus/sitebus/e2e/simhttp"
+	"github.com/sitebus/sitebus/e2e/simkit"
 	"github.com/sitebus/sitebus/e2e/vmboot"
 	"github.com/sitebus/sitebus/pkg/backend"
 	"github.com/sitebus/sitebus/pkg/cloudinit"
@@ -204,7 +204,7 @@ func deletePolicy(t *testing.T, v *harness.Vault, name string) {
 func TestBootRegistersWithTheRancherSimulator(t *testing.T) {
 	const clusterID = "c-m-vmboot"
 	sim := ranchersim.NewTestServer(t, ranchersim.Options{ClusterID: clusterID, ClusterName: "vmboot"})
-	status, raw := simhttp.TestCall(ctxFor(t), t, http.DefaultClient, http.MethodPost, sim.URL(), "/v3/clusterregistrationtokens",
+	status, raw := simkit.TestCall(ctxFor(t), t, http.DefaultClient, http.MethodPost, sim.URL(), "/v3/clusterregistrationtokens",
 		"application/json", map[string]any{"clusterId": clusterID},
 		func(r *http.Request) { r.SetBasicAuth(ranchersim.DefaultAccessKey, ranchersim.DefaultSecretKey) })
 	var created struct {

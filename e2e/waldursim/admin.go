@@ -1,11 +1,14 @@
 package waldursim
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // CreateOrderRequest is the body of POST /sim/orders. For Create (and
@@ -95,17 +98,10 @@ func (s *Server) adminRoutes() http.Handler {
 				writeErr(w, err)
 				return
 			}
-			writeJSON(w, status, v)
+			simkit.WriteJSON(w, status, v)
 		})
 	}
-	h("POST /sim/orders", func(r *http.Request) (int, any, error) {
-		var req CreateOrderRequest
-		if err := decodeStrict(r, &req); err != nil {
-			return 0, nil, err
-		}
-		res, err := s.CreateOrder(r.Context(), req)
-		return publishStatus(http.StatusCreated, res, err)
-	})
+	h("POST /sim/orders", publishing(http.StatusCreated, s.CreateOrder))
 	h("GET /sim/orders/{uuid}", func(r *http.Request) (int, any, error) {
 		id, err := pathUUID(r)
 		if err != nil {
@@ -133,29 +129,12 @@ func (s *Server) adminRoutes() http.Handler {
 		return http.StatusOK, s.st.resourceView(baseURL(r), res), nil
 	})
 	h("POST /sim/resources/{uuid}/flags", func(r *http.Request) (int, any, error) {
-		var req FlagsRequest
-		if err := decodeStrict(r, &req); err != nil {
-			return 0, nil, err
-		}
-		res, err := s.SetResourceFlags(r.Context(), r.PathValue("uuid"), req)
-		return publishStatus(http.StatusOK, res, err)
+		return publishing(http.StatusOK, func(ctx context.Context, req FlagsRequest) (*FlagsResult, error) {
+			return s.SetResourceFlags(ctx, r.PathValue("uuid"), req)
+		})(r)
 	})
-	h("POST /sim/team", func(r *http.Request) (int, any, error) {
-		var req TeamRequest
-		if err := decodeStrict(r, &req); err != nil {
-			return 0, nil, err
-		}
-		res, err := s.SetTeam(r.Context(), req)
-		return publishStatus(http.StatusOK, res, err)
-	})
-	h("POST /sim/events", func(r *http.Request) (int, any, error) {
-		var req RawEventRequest
-		if err := decodeStrict(r, &req); err != nil {
-			return 0, nil, err
-		}
-		res, err := s.PublishRaw(r.Context(), req)
-		return publishStatus(http.StatusOK, res, err)
-	})
+	h("POST /sim/team", publishing(http.StatusOK, s.SetTeam))
+	h("POST /sim/events", publishing(http.StatusOK, s.PublishRaw))
 	h("GET /sim/calls", func(r *http.Request) (int, any, error) {
 		return http.StatusOK, s.Calls(), nil
 	})
@@ -180,6 +159,19 @@ func (s *Server) adminRoutes() http.Handler {
 	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { writeErr(w, errNotFound) })
 	return mux
+}
+
+// publishing serves an admin POST of a Req whose operation publishes
+// events (see publishStatus).
+func publishing[Req, Res any](ok int, op func(ctx context.Context, req Req) (Res, error)) func(r *http.Request) (int, any, error) {
+	return func(r *http.Request) (int, any, error) {
+		var req Req
+		if err := decodeStrict(r, &req); err != nil {
+			return 0, nil, err
+		}
+		res, err := op(r.Context(), req)
+		return publishStatus(ok, res, err)
+	}
 }
 
 // publishStatus answers 502 with the partial result when publishing failed.
@@ -221,12 +213,8 @@ func onlyKey[V any](m map[string]V, what string) (string, error) {
 // publishes the order event when the state is pending-provider or
 // pending-consumer, unless Silent.
 func (s *Server) CreateOrder(ctx context.Context, req CreateOrderRequest) (*CreateOrderResult, error) {
-	if req.Type == "" {
-		req.Type = "Create"
-	}
-	if req.State == "" {
-		req.State = "pending-provider"
-	}
+	req.Type = cmp.Or(req.Type, "Create")
+	req.State = cmp.Or(req.State, "pending-provider")
 	if !slices.Contains(orderTypes, req.Type) || !slices.Contains(orderStates, req.State) {
 		return nil, badRequest("invalid type %q or state %q", req.Type, req.State)
 	}
@@ -253,13 +241,9 @@ func (s *Server) CreateOrder(ctx context.Context, req CreateOrderRequest) (*Crea
 			}
 			id := newUUID()
 			name := req.ResourceName
-			if name == "" {
-				name = "res-" + id[:8]
-			}
+			name = cmp.Or(name, "res-"+id[:8])
 			slug := req.ResourceSlug
-			if slug == "" {
-				slug = name
-			}
+			slug = cmp.Or(slug, name)
 			res = &Resource{UUID: id, Name: name, Slug: slug, State: "Creating", Offering: off, Project: proj,
 				Plan: req.PlanUUID, Limits: req.Limits, Attributes: req.Attributes, Created: s.now(), Modified: s.now()}
 			s.st.resources[id] = res
@@ -287,8 +271,8 @@ func (s *Server) CreateOrder(ctx context.Context, req CreateOrderRequest) (*Crea
 		return nil, err
 	}
 	out := &CreateOrderResult{
-		Order:    s.st.orderView(s.srv.URL(), order),
-		Resource: s.st.resourceView(s.srv.URL(), res),
+		Order:    s.st.orderView(s.URL(), order),
+		Resource: s.st.resourceView(s.URL(), res),
 	}
 	s.mu.Unlock()
 	return out, s.finishPublish(ctx, ev, &out.EventResult)
@@ -353,7 +337,7 @@ func (s *Server) SetResourceFlags(ctx context.Context, resourceUUID string, req 
 			ev = s.resourceEvent(res)
 		}
 	}
-	out := &FlagsResult{Resource: s.st.resourceView(s.srv.URL(), res)}
+	out := &FlagsResult{Resource: s.st.resourceView(s.URL(), res)}
 	s.mu.Unlock()
 	return out, s.finishPublish(ctx, ev, &out.EventResult)
 }
@@ -363,20 +347,14 @@ func (s *Server) SetResourceFlags(ctx context.Context, resourceUUID string, req 
 func (s *Server) SetTeam(ctx context.Context, req TeamRequest) (*TeamResult, error) {
 	id, _ := normUUID(req.ResourceUUID)
 	m := req.Member
-	if m.UUID == "" {
-		m.UUID = derivedUUID("user", m.Username)
-	}
+	m.UUID = cmp.Or(m.UUID, derivedUUID("user", m.Username))
 	uid, ok := normUUID(m.UUID)
 	if !ok || m.Username == "" {
 		return nil, badRequest("member.username and a valid member.uuid are required")
 	}
 	m.UUID = uid
-	if m.OfferingUserUsername == "" {
-		m.OfferingUserUsername = m.Username
-	}
-	if m.OfferingUserState == "" {
-		m.OfferingUserState = "OK"
-	}
+	m.OfferingUserUsername = cmp.Or(m.OfferingUserUsername, m.Username)
+	m.OfferingUserState = cmp.Or(m.OfferingUserState, "OK")
 	if req.Granted && m.Role == "" {
 		return nil, badRequest("member.role is required to grant")
 	}
@@ -393,9 +371,7 @@ func (s *Server) SetTeam(ctx context.Context, req TeamRequest) (*TeamResult, err
 	case req.Granted:
 		res.Team = append(res.Team, m)
 	case i >= 0:
-		if m.Role == "" {
-			m.Role = res.Team[i].Role
-		}
+		m.Role = cmp.Or(m.Role, res.Team[i].Role)
 		res.Team = slices.Delete(res.Team, i, i+1)
 	}
 	var ev *pendingEvent
@@ -420,37 +396,6 @@ func (s *Server) PublishRaw(ctx context.Context, req RawEventRequest) (*EventRes
 	s.mu.Unlock()
 	out := &EventResult{}
 	return out, s.finishPublish(ctx, ev, out)
-}
-
-// Calls returns the log of /api/ calls.
-func (s *Server) Calls() []Call {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Call{}, s.calls...)
-}
-
-// ResetCalls clears the call log.
-func (s *Server) ResetCalls() {
-	s.mu.Lock()
-	s.calls = nil
-	s.mu.Unlock()
-}
-
-// AddFault injects a fault (see Fault).
-func (s *Server) AddFault(f Fault) {
-	if f.Count <= 0 {
-		f.Count = 1
-	}
-	s.mu.Lock()
-	s.fault = append(s.fault, &activeFault{Fault: f, left: f.Count})
-	s.mu.Unlock()
-}
-
-// ClearFaults removes all injected faults.
-func (s *Server) ClearFaults() {
-	s.mu.Lock()
-	s.fault = nil
-	s.mu.Unlock()
 }
 
 // Subscriptions lists event subscriptions with their queues.

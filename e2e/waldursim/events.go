@@ -1,6 +1,7 @@
 package waldursim
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -121,9 +122,7 @@ func (s *Server) publish(ctx context.Context, ev *pendingEvent) ([]Published, er
 		topic := Topic(t.subUUID, ev.offering, ev.objectType)
 		p := Published{Vhost: t.vhost, Queue: t.queue, Destination: "/amq/queue/" + t.queue, Topic: topic,
 			Body: ev.body, MessageID: ev.messageID}
-		if p.MessageID == "" {
-			p.MessageID = MessageID(t.vhost, topic, ev.body)
-		}
+		p.MessageID = cmp.Or(p.MessageID, MessageID(t.vhost, topic, ev.body))
 		for range max(ev.repeat, 1) {
 			if s.pub == nil {
 				errs = append(errs, errors.New("no RabbitMQ configured"))

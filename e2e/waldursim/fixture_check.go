@@ -2,6 +2,7 @@ package waldursim
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"io"
 	"slices"
@@ -54,9 +55,7 @@ func (f *Fixture) normalize() error {
 		c := &f.Customers[i]
 		fix("customer", &c.UUID, true)
 		fix("customer service_provider_uuid", &c.ServiceProviderUUID, false)
-		if c.ServiceProviderUUID == "" {
-			c.ServiceProviderUUID = derivedUUID("service-provider", c.UUID)
-		}
+		c.ServiceProviderUUID = cmp.Or(c.ServiceProviderUUID, derivedUUID("service-provider", c.UUID))
 		unique("customer", c.UUID)
 	}
 	for i := range f.Projects {
@@ -96,18 +95,14 @@ func (f *Fixture) normalize() error {
 		if !has("offering", r.Offering) || !has("project", r.Project) {
 			errs = append(errs, fmt.Errorf("resource %s: unknown offering or project", r.UUID))
 		}
-		if r.State == "" {
-			r.State = "OK"
-		}
+		r.State = cmp.Or(r.State, "OK")
 		if !slices.Contains(resourceStates, r.State) {
 			errs = append(errs, fmt.Errorf("resource %s: invalid state %q", r.UUID, r.State))
 		}
 		for j := range r.Team {
 			m := &r.Team[j]
 			fix("team member", &m.UUID, true)
-			if m.OfferingUserState == "" {
-				m.OfferingUserState = "OK"
-			}
+			m.OfferingUserState = cmp.Or(m.OfferingUserState, "OK")
 		}
 	}
 	for i := range f.Orders {

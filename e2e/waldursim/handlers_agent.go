@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 	"slices"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 func identityURL(base, id string) string {
@@ -48,18 +50,12 @@ func (s *Server) listIdentities(w http.ResponseWriter, r *http.Request, _ *User)
 	return nil
 }
 
-func (s *Server) getIdentity(w http.ResponseWriter, r *http.Request, _ *User) error {
-	uid, err := pathUUID(r)
-	if err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+func (s *Server) getIdentity(w http.ResponseWriter, r *http.Request, _ *User, uid string) error {
 	id := s.st.identities[uid]
 	if id == nil {
 		return errNotFound
 	}
-	writeJSON(w, http.StatusOK, restrictFields(r, s.identityView(baseURL(r), id)))
+	simkit.WriteJSON(w, http.StatusOK, restrictFields(r, s.identityView(baseURL(r), id)))
 	return nil
 }
 
@@ -107,27 +103,17 @@ func (s *Server) createIdentity(w http.ResponseWriter, r *http.Request, _ *User)
 	}
 	for _, other := range s.st.identities {
 		if other.Name == id.Name {
-			return &apiError{http.StatusBadRequest, map[string][]string{
+			return &apiError{Status: http.StatusBadRequest, Body: map[string][]string{
 				"name": {"Agent identity with this name already exists."}}}
 		}
 	}
 	s.st.identities[id.UUID] = id
 	s.st.identOrder = append(s.st.identOrder, id.UUID)
-	writeJSON(w, http.StatusCreated, s.identityView(baseURL(r), id))
+	simkit.WriteJSON(w, http.StatusCreated, s.identityView(baseURL(r), id))
 	return nil
 }
 
-func (s *Server) updateIdentity(w http.ResponseWriter, r *http.Request, _ *User) error {
-	uid, err := pathUUID(r)
-	if err != nil {
-		return err
-	}
-	body, aerr := decodeBody(r)
-	if aerr != nil {
-		return aerr
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+func (s *Server) updateIdentity(w http.ResponseWriter, r *http.Request, _ *User, uid string, body map[string]any) error {
 	id := s.st.identities[uid]
 	if id == nil {
 		return errNotFound
@@ -145,24 +131,14 @@ func (s *Server) updateIdentity(w http.ResponseWriter, r *http.Request, _ *User)
 	}
 	upd.Modified = s.now()
 	*id = upd
-	writeJSON(w, http.StatusOK, s.identityView(baseURL(r), id))
+	simkit.WriteJSON(w, http.StatusOK, s.identityView(baseURL(r), id))
 	return nil
 }
 
-func (s *Server) registerService(w http.ResponseWriter, r *http.Request, _ *User) error {
-	uid, err := pathUUID(r)
-	if err != nil {
-		return err
-	}
-	body, aerr := decodeBody(r)
-	if aerr != nil {
-		return aerr
-	}
+func (s *Server) registerService(w http.ResponseWriter, r *http.Request, _ *User, uid string, body map[string]any) error {
 	fe := fieldErrors{}
 	name, _ := strField(body, fe, "name", true, false)
 	mode, _ := strField(body, fe, "mode", true, false)
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.st.identities[uid] == nil {
 		return errNotFound
 	}
@@ -175,7 +151,7 @@ func (s *Server) registerService(w http.ResponseWriter, r *http.Request, _ *User
 			svc.Mode, svc.State, svc.Modified = mode, "Active", s.now()
 			v := *svc
 			v.URL = base + "/api/marketplace-site-agent-services/" + svc.UUID + "/"
-			writeJSON(w, http.StatusOK, v)
+			simkit.WriteJSON(w, http.StatusOK, v)
 			return nil
 		}
 	}
@@ -184,25 +160,15 @@ func (s *Server) registerService(w http.ResponseWriter, r *http.Request, _ *User
 	s.st.services[svc.UUID] = svc
 	v := *svc
 	v.URL = base + "/api/marketplace-site-agent-services/" + svc.UUID + "/"
-	writeJSON(w, http.StatusCreated, v)
+	simkit.WriteJSON(w, http.StatusCreated, v)
 	return nil
 }
 
-func (s *Server) registerProcessor(w http.ResponseWriter, r *http.Request, _ *User) error {
-	uid, err := pathUUID(r)
-	if err != nil {
-		return err
-	}
-	body, aerr := decodeBody(r)
-	if aerr != nil {
-		return aerr
-	}
+func (s *Server) registerProcessor(w http.ResponseWriter, r *http.Request, _ *User, uid string, body map[string]any) error {
 	fe := fieldErrors{}
 	name, _ := strField(body, fe, "name", true, false)
 	btype, _ := strField(body, fe, "backend_type", true, false)
 	bversion, _ := strField(body, fe, "backend_version", false, true)
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	svc := s.st.services[uid]
 	if svc == nil {
 		return errNotFound
@@ -213,14 +179,14 @@ func (s *Server) registerProcessor(w http.ResponseWriter, r *http.Request, _ *Us
 	for i := range svc.Processors {
 		if p := &svc.Processors[i]; p.Name == name {
 			p.BackendType, p.BackendVersion, p.Modified = btype, bversion, s.now()
-			writeJSON(w, http.StatusOK, *p)
+			simkit.WriteJSON(w, http.StatusOK, *p)
 			return nil
 		}
 	}
 	p := AgentProcessor{UUID: newUUID(), Service: uid, Name: name, BackendType: btype,
 		BackendVersion: bversion, Created: s.now(), Modified: s.now()}
 	svc.Processors = append(svc.Processors, p)
-	writeJSON(w, http.StatusCreated, p)
+	simkit.WriteJSON(w, http.StatusCreated, p)
 	return nil
 }
 
@@ -265,7 +231,7 @@ func (s *Server) registerEventSubscription(w http.ResponseWriter, r *http.Reques
 	s.st.subOrder = append(s.st.subOrder, sub.UUID)
 	v := subView(baseURL(r), sub)
 	s.mu.Unlock()
-	writeJSON(w, http.StatusCreated, v)
+	simkit.WriteJSON(w, http.StatusCreated, v)
 	return nil
 }
 
@@ -317,7 +283,7 @@ func (s *Server) getSubscription(w http.ResponseWriter, r *http.Request, u *User
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, restrictFields(r, toMap(subView(baseURL(r), sub))))
+	simkit.WriteJSON(w, http.StatusOK, restrictFields(r, toMap(subView(baseURL(r), sub))))
 	return nil
 }
 
@@ -376,7 +342,7 @@ func (s *Server) createQueue(w http.ResponseWriter, r *http.Request, u *User) er
 		if q.EventSubscriptionUUID == sub.UUID && q.OfferingUUID == off && q.ObjectType == objType {
 			v := queueView(baseURL(r), q)
 			s.mu.Unlock()
-			writeJSON(w, http.StatusOK, v)
+			simkit.WriteJSON(w, http.StatusOK, v)
 			return nil
 		}
 	}
@@ -393,7 +359,7 @@ func (s *Server) createQueue(w http.ResponseWriter, r *http.Request, u *User) er
 	s.st.queues = append(s.st.queues, q)
 	v := queueView(baseURL(r), q)
 	s.mu.Unlock()
-	writeJSON(w, http.StatusCreated, v)
+	simkit.WriteJSON(w, http.StatusCreated, v)
 	return nil
 }
 

@@ -107,7 +107,7 @@ func validateComponent(body map[string]any, existing map[string]any, partial boo
 	if !prepaid {
 		for _, k := range prepaidOnlyFields {
 			if v, ok := attrs[k]; ok && v != nil {
-				return nil, &apiError{http.StatusBadRequest, map[string][]string{k: {"This field can only be set on prepaid components."}}}
+				return nil, &apiError{Status: http.StatusBadRequest, Body: map[string][]string{k: {"This field can only be set on prepaid components."}}}
 			}
 		}
 	}
@@ -136,17 +136,7 @@ func drfInteger(v any) (int64, bool) {
 // createComponent is POST .../create_offering_component/: 201 without a
 // body; a type the offering has is a 400 whose body is a bare list (the
 // serializer's create raises it, outside field validation).
-func (s *Server) createComponent(w http.ResponseWriter, r *http.Request, _ *User) error {
-	id, err := pathUUID(r)
-	if err != nil {
-		return err
-	}
-	body, aerr := decodeBody(r)
-	if aerr != nil {
-		return aerr
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+func (s *Server) createComponent(w http.ResponseWriter, r *http.Request, _ *User, id string, body map[string]any) error {
 	off := s.st.offerings[id]
 	if off == nil {
 		return errNotFound
@@ -157,7 +147,7 @@ func (s *Server) createComponent(w http.ResponseWriter, r *http.Request, _ *User
 	}
 	typ := attrs["type"].(string)
 	if slices.ContainsFunc(off.Components, func(c map[string]any) bool { return c["type"] == typ }) {
-		return &apiError{http.StatusBadRequest, []string{fmt.Sprintf("Component %s already exists.", typ)}}
+		return &apiError{Status: http.StatusBadRequest, Body: []string{fmt.Sprintf("Component %s already exists.", typ)}}
 	}
 	c := componentDefaults()
 	maps.Copy(c, attrs)
@@ -170,24 +160,14 @@ func (s *Server) createComponent(w http.ResponseWriter, r *http.Request, _ *User
 // updateComponent is POST .../update_offering_component/: the component
 // named by the body's uuid, partially updated; 200 without a body, 404
 // without one for a uuid the offering does not have.
-func (s *Server) updateComponent(w http.ResponseWriter, r *http.Request, _ *User) error {
-	id, err := pathUUID(r)
-	if err != nil {
-		return err
-	}
-	body, aerr := decodeBody(r)
-	if aerr != nil {
-		return aerr
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+func (s *Server) updateComponent(w http.ResponseWriter, r *http.Request, _ *User, id string, body map[string]any) error {
 	off := s.st.offerings[id]
 	if off == nil {
 		return errNotFound
 	}
 	raw, _ := body["uuid"].(string)
 	if raw == "" {
-		return &apiError{http.StatusBadRequest, map[string]string{"details": "UUID for offering component was not provided."}}
+		return &apiError{Status: http.StatusBadRequest, Body: map[string]string{"details": "UUID for offering component was not provided."}}
 	}
 	cid, _ := normUUID(raw)
 	i := slices.IndexFunc(off.Components, func(c map[string]any) bool { return cid != "" && c["uuid"] == cid })

@@ -3,15 +3,17 @@ package waldursim
 import (
 	"net/http"
 	"strings"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 func (s *Server) getVersion(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"version": s.cfg.Version, "latest_version": s.cfg.Version})
+	simkit.WriteJSON(w, http.StatusOK, map[string]any{"version": s.cfg.Version, "latest_version": s.cfg.Version})
 }
 
 func (s *Server) getMe(w http.ResponseWriter, r *http.Request, u *User) error {
 	first, last, _ := strings.Cut(u.FullName, " ")
-	writeJSON(w, http.StatusOK, restrictFields(r, map[string]any{
+	simkit.WriteJSON(w, http.StatusOK, restrictFields(r, map[string]any{
 		"uuid": u.UUID, "url": baseURL(r) + "/api/users/" + u.UUID + "/", "username": u.Username,
 		"full_name": u.FullName, "first_name": first, "last_name": last, "email": u.Email,
 		"is_staff": false, "is_support": false, "is_active": true,
@@ -19,18 +21,12 @@ func (s *Server) getMe(w http.ResponseWriter, r *http.Request, u *User) error {
 	return nil
 }
 
-func (s *Server) getOffering(w http.ResponseWriter, r *http.Request, _ *User) error {
-	id, err := pathUUID(r)
-	if err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+func (s *Server) getOffering(w http.ResponseWriter, r *http.Request, _ *User, id string) error {
 	o := s.st.offerings[id]
 	if o == nil {
 		return errNotFound
 	}
-	writeJSON(w, http.StatusOK, restrictFields(r, s.st.offeringView(baseURL(r), o)))
+	simkit.WriteJSON(w, http.StatusOK, restrictFields(r, s.st.offeringView(baseURL(r), o)))
 	return nil
 }
 
@@ -43,7 +39,7 @@ func (s *Server) listServiceProviders(w http.ResponseWriter, r *http.Request, _ 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var items []map[string]any
-	for _, c := range sortedCustomers(s.st) {
+	for _, c := range simkit.SortedBy(s.st.customers, func(c *Customer) string { return c.UUID }) {
 		if !matchAny(c.UUID, customers) {
 			continue
 		}
@@ -56,31 +52,11 @@ func (s *Server) listServiceProviders(w http.ResponseWriter, r *http.Request, _ 
 	return nil
 }
 
-func sortedCustomers(st *state) []*Customer {
-	var out []*Customer
-	for _, c := range st.customers {
-		out = append(out, c)
-	}
-	// Map order is random; keep lists stable.
-	for i := 1; i < len(out); i++ {
-		for j := i; j > 0 && out[j].UUID < out[j-1].UUID; j-- {
-			out[j], out[j-1] = out[j-1], out[j]
-		}
-	}
-	return out
-}
-
-func (s *Server) getPlan(w http.ResponseWriter, r *http.Request, _ *User) error {
-	id, err := pathUUID(r)
-	if err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+func (s *Server) getPlan(w http.ResponseWriter, r *http.Request, _ *User, id string) error {
 	p := s.st.plans[id]
 	if p == nil {
 		return errNotFound
 	}
-	writeJSON(w, http.StatusOK, restrictFields(r, s.st.planView(baseURL(r), p)))
+	simkit.WriteJSON(w, http.StatusOK, restrictFields(r, s.st.planView(baseURL(r), p)))
 	return nil
 }

@@ -3,6 +3,8 @@ package waldursim
 import (
 	"net/http"
 	"time"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 var timeLayouts = []string{time.RFC3339Nano, "2006-01-02T15:04:05.999999", "2006-01-02T15:04", "2006-01-02"}
@@ -56,18 +58,12 @@ func (s *Server) listOrders(w http.ResponseWriter, r *http.Request, _ *User) err
 	return nil
 }
 
-func (s *Server) getOrder(w http.ResponseWriter, r *http.Request, _ *User) error {
-	id, err := pathUUID(r)
-	if err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+func (s *Server) getOrder(w http.ResponseWriter, r *http.Request, _ *User, id string) error {
 	o := s.st.orders[id]
 	if o == nil {
 		return errNotFound
 	}
-	writeJSON(w, http.StatusOK, restrictFields(r, toMap(s.st.orderView(baseURL(r), o))))
+	simkit.WriteJSON(w, http.StatusOK, restrictFields(r, toMap(s.st.orderView(baseURL(r), o))))
 	return nil
 }
 
@@ -145,7 +141,7 @@ func (s *Server) orderAction(w http.ResponseWriter, r *http.Request, _ *User) er
 		// reported to the API caller.
 		_, _ = s.publish(r.Context(), emit)
 	}
-	writeJSON(w, status, resp)
+	simkit.WriteJSON(w, status, resp)
 	return nil
 }
 

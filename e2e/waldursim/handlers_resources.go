@@ -2,6 +2,8 @@ package waldursim
 
 import (
 	"net/http"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 func (s *Server) listResources(w http.ResponseWriter, r *http.Request, _ *User) error {
@@ -33,30 +35,18 @@ func (s *Server) listResources(w http.ResponseWriter, r *http.Request, _ *User) 
 	return nil
 }
 
-func (s *Server) getResource(w http.ResponseWriter, r *http.Request, _ *User) error {
-	id, err := pathUUID(r)
-	if err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+func (s *Server) getResource(w http.ResponseWriter, r *http.Request, _ *User, id string) error {
 	res := s.st.resources[id]
 	if res == nil {
 		return errNotFound
 	}
 	v := s.st.resourceView(baseURL(r), res)
 	v.MembershipSyncStatuses = nil
-	writeJSON(w, http.StatusOK, restrictFields(r, toMap(v)))
+	simkit.WriteJSON(w, http.StatusOK, restrictFields(r, toMap(v)))
 	return nil
 }
 
-func (s *Server) getTeam(w http.ResponseWriter, r *http.Request, _ *User) error {
-	id, err := pathUUID(r)
-	if err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+func (s *Server) getTeam(w http.ResponseWriter, r *http.Request, _ *User, id string) error {
 	res := s.st.resources[id]
 	if res == nil {
 		return errNotFound
@@ -65,24 +55,14 @@ func (s *Server) getTeam(w http.ResponseWriter, r *http.Request, _ *User) error 
 	for _, m := range res.Team {
 		out = append(out, restrictFields(r, teamView(baseURL(r), m)))
 	}
-	writeJSON(w, http.StatusOK, out)
+	simkit.WriteJSON(w, http.StatusOK, out)
 	return nil
 }
 
 var resourceOK = map[string]string{"status": "OK"}
 
 // resourceAction implements the provider-side resource updates.
-func (s *Server) resourceAction(w http.ResponseWriter, r *http.Request, _ *User) error {
-	id, err := pathUUID(r)
-	if err != nil {
-		return err
-	}
-	body, aerr := decodeBody(r)
-	if aerr != nil {
-		return aerr
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+func (s *Server) resourceAction(w http.ResponseWriter, r *http.Request, _ *User, id string, body map[string]any) error {
 	res := s.st.resources[id]
 	if res == nil {
 		return errNotFound
@@ -165,6 +145,6 @@ func (s *Server) resourceAction(w http.ResponseWriter, r *http.Request, _ *User)
 		return err
 	}
 	res.Modified = s.now()
-	writeJSON(w, http.StatusOK, resp)
+	simkit.WriteJSON(w, http.StatusOK, resp)
 	return nil
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 func billingPeriod(t string) (string, bool) {
@@ -13,6 +15,19 @@ func billingPeriod(t string) (string, bool) {
 		return "", false
 	}
 	return tm.Format("2006-01") + "-01", true
+}
+
+// queryPeriod reads a billing period filter (any date in the month).
+func queryPeriod(r *http.Request, fe fieldErrors, key string) string {
+	v := r.URL.Query().Get(key)
+	if v == "" {
+		return ""
+	}
+	p, ok := billingPeriod(v)
+	if !ok {
+		fe.add(key, "Enter a valid date.")
+	}
+	return p
 }
 
 // decimalField accepts "12.50" or 12.5 and renders Waldur's two decimals.
@@ -46,14 +61,7 @@ func (s *Server) listUsages(w http.ResponseWriter, r *http.Request, _ *User) err
 	fe := fieldErrors{}
 	resources := queryUUIDs(r, fe, "resource_uuid")
 	offerings := queryUUIDs(r, fe, "offering_uuid")
-	var period string
-	if v := r.URL.Query().Get("billing_period"); v != "" {
-		p, ok := billingPeriod(v)
-		if !ok {
-			fe.add("billing_period", "Enter a valid date.")
-		}
-		period = p
-	}
+	period := queryPeriod(r, fe, "billing_period")
 	if err := fe.err(); err != nil {
 		return err
 	}
@@ -139,7 +147,7 @@ func (s *Server) setUsage(w http.ResponseWriter, r *http.Request, _ *User) error
 		}
 		u.Usage, u.Date, u.Modified = e.amount, date, s.now()
 	}
-	writeJSON(w, http.StatusCreated, map[string]any{})
+	simkit.WriteJSON(w, http.StatusCreated, map[string]any{})
 	return nil
 }
 
@@ -157,17 +165,7 @@ func (s *Server) component(offering, typ string) map[string]any {
 	return nil
 }
 
-func (s *Server) setUserUsages(w http.ResponseWriter, r *http.Request, _ *User) error {
-	id, err := pathUUID(r)
-	if err != nil {
-		return err
-	}
-	body, aerr := decodeBody(r)
-	if aerr != nil {
-		return aerr
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+func (s *Server) setUserUsages(w http.ResponseWriter, r *http.Request, _ *User, id string, body map[string]any) error {
 	var u *ComponentUsage
 	for _, x := range s.st.usages {
 		if x.UUID == id {
@@ -202,21 +200,14 @@ func (s *Server) setUserUsages(w http.ResponseWriter, r *http.Request, _ *User) 
 		return err
 	}
 	u.UserUsages = out
-	writeJSON(w, http.StatusCreated, map[string]any{})
+	simkit.WriteJSON(w, http.StatusCreated, map[string]any{})
 	return nil
 }
 
 func (s *Server) listUserUsages(w http.ResponseWriter, r *http.Request, _ *User) error {
 	fe := fieldErrors{}
 	resources := queryUUIDs(r, fe, "resource_uuid")
-	var period string
-	if v := r.URL.Query().Get("component_usage__billing_period"); v != "" {
-		p, ok := billingPeriod(v)
-		if !ok {
-			fe.add("component_usage__billing_period", "Enter a valid date.")
-		}
-		period = p
-	}
+	period := queryPeriod(r, fe, "component_usage__billing_period")
 	if err := fe.err(); err != nil {
 		return err
 	}

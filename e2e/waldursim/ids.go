@@ -1,10 +1,11 @@
 package waldursim
 
 import (
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"strings"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // normUUID accepts a dashed or hex UUID (any case) and returns 32 lower-case
@@ -23,14 +24,8 @@ func normUUID(s string) (string, bool) {
 	return h, true
 }
 
-// newUUID returns a random version-4 UUID as hex.
-func newUUID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return hex.EncodeToString(b[:])
-}
+// newUUID returns a random version-4 UUID as hex, as Waldur writes them.
+func newUUID() string { return strings.ReplaceAll(simkit.NewUUID(), "-", "") }
 
 // derivedUUID is a stable UUID for objects the fixture does not name.
 func derivedUUID(kind, from string) string {

@@ -1,13 +1,11 @@
 package waldursim
 
 import (
-	"bytes"
-	"io"
 	"net/http"
 	"strings"
 	"time"
 
-	"github.com/sitebus/sitebus/e2e/simhttp"
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // Call is one logged /api/ request.
@@ -33,70 +31,45 @@ type Fault struct {
 	Count      int    `json:"count"`
 }
 
-type activeFault struct {
-	Fault
-	left int
-}
-
-// apiMiddleware logs every /api/ call, applies injected faults and then
-// authenticates.
-func (s *Server) apiMiddleware(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(io.LimitReader(r.Body, 10<<20))
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		rec := simhttp.NewRecorder(w)
-		defer func() {
-			s.mu.Lock()
-			s.calls = append(s.calls, Call{
-				Time: time.Now(), Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery,
-				Body: string(body), Status: rec.Status(), UserAgent: r.UserAgent(),
-			})
-			s.mu.Unlock()
-		}()
-		if s.cfg.Latency > 0 {
-			select {
-			case <-time.After(s.cfg.Latency):
-			case <-r.Context().Done():
-				return
-			}
-		}
-		if f := s.takeFault(r); f != nil {
-			if f.DelayMS > 0 {
-				select {
-				case <-time.After(time.Duration(f.DelayMS) * time.Millisecond):
-				case <-r.Context().Done():
-					return
-				}
-			}
-			if f.Status != 0 {
-				b := f.Body
-				if b == "" {
-					b = `{"detail": "Injected fault."}`
-				}
-				rec.Header().Set("Content-Type", "application/json")
-				rec.WriteHeader(f.Status)
-				_, _ = io.WriteString(rec, b)
-				return
-			}
-		}
-		next.ServeHTTP(rec, r)
+func newFaults() *simkit.Faults {
+	return simkit.NewFaults(simkit.FaultOptions{
+		DownBody:  `{"detail": "Service temporarily unavailable, try again later."}`, // DRF's 503
+		ErrorBody: func(int) string { return `{"detail": "Injected fault."}` },
+		KeepBody:  func(*http.Request) bool { return true },
+		Label:     func(r *http.Request) string { return r.UserAgent() },
 	})
 }
 
-func (s *Server) takeFault(r *http.Request) *Fault {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for i, f := range s.fault {
-		if (f.Method == "" || strings.EqualFold(f.Method, r.Method)) && strings.HasPrefix(r.URL.Path, f.PathPrefix) {
-			f.left--
-			if f.left <= 0 {
-				s.fault = append(s.fault[:i], s.fault[i+1:]...)
-			}
-			cp := f.Fault
-			return &cp
-		}
+// latency delays every /api/ answer by Config.Latency.
+func (s *Server) latency(next http.Handler) http.Handler {
+	if s.cfg.Latency <= 0 {
+		return next
 	}
-	return nil
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t := time.NewTimer(s.cfg.Latency)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			next.ServeHTTP(w, r)
+		case <-r.Context().Done():
+		}
+	})
+}
+
+// Calls returns the log of /api/ calls.
+func (s *Server) Calls() []Call {
+	out := []Call{}
+	for _, c := range s.Faults.Calls() {
+		out = append(out, Call{Time: c.Time, Method: c.Method, Path: c.Path, Query: c.Query, Body: c.Body,
+			Status: c.Status, UserAgent: c.Label})
+	}
+	return out
+}
+
+// AddFault injects a fault (see Fault).
+func (s *Server) AddFault(f Fault) {
+	s.Faults.Add(simkit.Fault{Method: f.Method, PathPrefix: f.PathPrefix, Status: f.Status, Body: f.Body,
+		Delay: time.Duration(f.DelayMS) * time.Millisecond, Count: max(f.Count, 1)})
 }
 
 // authenticate resolves "Authorization: Token <t>" or "Bearer <t>" to a

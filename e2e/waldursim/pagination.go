@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // Waldur's REST_FRAMEWORK settings: LinkHeaderPagination, PAGE_SIZE 10,
@@ -58,7 +60,7 @@ func writeList(w http.ResponseWriter, r *http.Request, items []map[string]any) {
 	w.Header().Set("Link", strings.Join(parts, ", "))
 	w.Header().Set("X-Result-Count", strconv.Itoa(len(items)))
 	w.Header().Set("Access-Control-Expose-Headers", "Link, X-Result-Count")
-	writeJSON(w, http.StatusOK, out)
+	simkit.WriteJSON(w, http.StatusOK, out)
 }
 
 var errInvalidPage = detail(http.StatusNotFound, "Invalid page.")

@@ -7,18 +7,15 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // apiError is a DRF-shaped error: {"detail": "..."} or field errors.
-type apiError struct {
-	status int
-	body   any
-}
-
-func (e *apiError) Error() string { return fmt.Sprintf("HTTP %d: %v", e.status, e.body) }
+type apiError = simkit.Error
 
 func detail(status int, msg string) *apiError {
-	return &apiError{status, map[string]string{"detail": msg}}
+	return &apiError{Status: status, Body: map[string]string{"detail": msg}}
 }
 
 var errNotFound = detail(http.StatusNotFound, "Not found.")
@@ -32,7 +29,7 @@ func (fe fieldErrors) err() *apiError {
 	if len(fe) == 0 {
 		return nil
 	}
-	return &apiError{http.StatusBadRequest, map[string][]string(fe)}
+	return &apiError{Status: http.StatusBadRequest, Body: map[string][]string(fe)}
 }
 
 // stateConflict is Waldur's IncorrectStateException (HTTP 409).
@@ -40,18 +37,12 @@ func stateConflict(valid ...string) *apiError {
 	return detail(http.StatusConflict, "Valid states for operation: "+strings.Join(valid, ", ")+".")
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
-}
-
 func writeErr(w http.ResponseWriter, err error) {
 	if ae, ok := err.(*apiError); ok {
-		writeJSON(w, ae.status, ae.body)
+		simkit.WriteJSON(w, ae.Status, ae.Body)
 		return
 	}
-	writeJSON(w, http.StatusInternalServerError, map[string]string{"detail": err.Error()})
+	simkit.WriteJSON(w, http.StatusInternalServerError, map[string]string{"detail": err.Error()})
 }
 
 // decodeBody parses a JSON object body. An empty body is an empty object
@@ -72,7 +63,7 @@ func decodeBody(r *http.Request) (map[string]any, *apiError) {
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
-		return nil, &apiError{http.StatusBadRequest, map[string][]string{
+		return nil, &apiError{Status: http.StatusBadRequest, Body: map[string][]string{
 			"non_field_errors": {"Invalid data. Expected a dictionary, but got " + pyTypeName(v) + "."}}}
 	}
 	return m, nil

@@ -21,42 +21,42 @@ func (s *Server) routes() http.Handler {
 
 	handle("GET /api/marketplace-site-agent-identities/{$}", s.listIdentities)
 	handle("POST /api/marketplace-site-agent-identities/{$}", s.createIdentity)
-	handle("GET /api/marketplace-site-agent-identities/{uuid}/{$}", s.getIdentity)
-	handle("PUT /api/marketplace-site-agent-identities/{uuid}/{$}", s.updateIdentity)
-	handle("PATCH /api/marketplace-site-agent-identities/{uuid}/{$}", s.updateIdentity)
-	handle("POST /api/marketplace-site-agent-identities/{uuid}/register_service/{$}", s.registerService)
+	handle("GET /api/marketplace-site-agent-identities/{uuid}/{$}", s.byUUID(s.getIdentity))
+	handle("PUT /api/marketplace-site-agent-identities/{uuid}/{$}", s.byUUIDBody(s.updateIdentity))
+	handle("PATCH /api/marketplace-site-agent-identities/{uuid}/{$}", s.byUUIDBody(s.updateIdentity))
+	handle("POST /api/marketplace-site-agent-identities/{uuid}/register_service/{$}", s.byUUIDBody(s.registerService))
 	handle("POST /api/marketplace-site-agent-identities/{uuid}/register_event_subscription/{$}", s.registerEventSubscription)
-	handle("POST /api/marketplace-site-agent-services/{uuid}/register_processor/{$}", s.registerProcessor)
+	handle("POST /api/marketplace-site-agent-services/{uuid}/register_processor/{$}", s.byUUIDBody(s.registerProcessor))
 
 	handle("GET /api/event-subscriptions/{$}", s.listSubscriptions)
 	handle("GET /api/event-subscriptions/{uuid}/{$}", s.getSubscription)
 	handle("DELETE /api/event-subscriptions/{uuid}/{$}", s.deleteSubscription)
 	handle("POST /api/event-subscriptions/{uuid}/create_queue/{$}", s.createQueue)
 
-	handle("GET /api/marketplace-provider-offerings/{uuid}/{$}", s.getOffering)
-	handle("POST /api/marketplace-provider-offerings/{uuid}/create_offering_component/{$}", s.createComponent)
-	handle("POST /api/marketplace-provider-offerings/{uuid}/update_offering_component/{$}", s.updateComponent)
+	handle("GET /api/marketplace-provider-offerings/{uuid}/{$}", s.byUUID(s.getOffering))
+	handle("POST /api/marketplace-provider-offerings/{uuid}/create_offering_component/{$}", s.byUUIDBody(s.createComponent))
+	handle("POST /api/marketplace-provider-offerings/{uuid}/update_offering_component/{$}", s.byUUIDBody(s.updateComponent))
 	handle("GET /api/marketplace-service-providers/{$}", s.listServiceProviders)
-	handle("GET /api/marketplace-plans/{uuid}/{$}", s.getPlan)
+	handle("GET /api/marketplace-plans/{uuid}/{$}", s.byUUID(s.getPlan))
 
 	handle("GET /api/marketplace-orders/{$}", s.listOrders)
-	handle("GET /api/marketplace-orders/{uuid}/{$}", s.getOrder)
+	handle("GET /api/marketplace-orders/{uuid}/{$}", s.byUUID(s.getOrder))
 	handle("POST /api/marketplace-orders/{uuid}/{action}/{$}", s.orderAction)
 
 	handle("GET /api/marketplace-provider-resources/{$}", s.listResources)
-	handle("GET /api/marketplace-provider-resources/{uuid}/{$}", s.getResource)
-	handle("GET /api/marketplace-provider-resources/{uuid}/team/{$}", s.getTeam)
-	handle("POST /api/marketplace-provider-resources/{uuid}/{action}/{$}", s.resourceAction)
+	handle("GET /api/marketplace-provider-resources/{uuid}/{$}", s.byUUID(s.getResource))
+	handle("GET /api/marketplace-provider-resources/{uuid}/team/{$}", s.byUUID(s.getTeam))
+	handle("POST /api/marketplace-provider-resources/{uuid}/{action}/{$}", s.byUUIDBody(s.resourceAction))
 
 	handle("GET /api/marketplace-component-usages/{$}", s.listUsages)
 	handle("POST /api/marketplace-component-usages/set_usage/{$}", s.setUsage)
-	handle("POST /api/marketplace-component-usages/{uuid}/set_user_usages/{$}", s.setUserUsages)
+	handle("POST /api/marketplace-component-usages/{uuid}/set_user_usages/{$}", s.byUUIDBody(s.setUserUsages))
 	handle("GET /api/marketplace-component-user-usages/{$}", s.listUserUsages)
 
 	api.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { writeErr(w, errNotFound) })
 
 	root := http.NewServeMux()
-	root.Handle("/api/", s.apiMiddleware(api))
+	root.Handle("/api/", s.latency(s.Faults.Middleware(api)))
 	root.Handle("/sim/", s.adminRoutes())
 	root.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { writeErr(w, errNotFound) })
 	return root
@@ -74,6 +74,39 @@ func (s *Server) authed(h apiHandler) http.Handler {
 			writeErr(w, err)
 		}
 	})
+}
+
+// byUUID serves a route on one object: {uuid} read as pathUUID does, then
+// h under s.mu.
+func (s *Server) byUUID(h func(w http.ResponseWriter, r *http.Request, u *User, id string) error) apiHandler {
+	return s.onObject(false, func(w http.ResponseWriter, r *http.Request, u *User, id string, _ map[string]any) error {
+		return h(w, r, u, id)
+	})
+}
+
+// byUUIDBody is byUUID for a route that takes a body (decodeBody's).
+func (s *Server) byUUIDBody(h func(w http.ResponseWriter, r *http.Request, u *User, id string, body map[string]any) error) apiHandler {
+	return s.onObject(true, h)
+}
+
+func (s *Server) onObject(withBody bool, h func(http.ResponseWriter, *http.Request, *User, string, map[string]any) error) apiHandler {
+	return func(w http.ResponseWriter, r *http.Request, u *User) error {
+		id, err := pathUUID(r)
+		if err != nil {
+			return err
+		}
+		var body map[string]any
+		if withBody {
+			b, aerr := decodeBody(r)
+			if aerr != nil {
+				return aerr
+			}
+			body = b
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return h(w, r, u, id, body)
+	}
 }
 
 // pathUUID reads {uuid}; anything that is not a UUID cannot match Waldur's

@@ -1,13 +1,13 @@
 package waldursim
 
 import (
+	"cmp"
 	"log/slog"
-	"net/http"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/sitebus/sitebus/e2e/simhttp"
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // Config configures a simulator.
@@ -43,13 +43,10 @@ type Server struct {
 	log *slog.Logger
 	pub *publisher
 
-	mu    sync.Mutex
-	st    *state
-	calls []Call
-	fault []*activeFault
+	mu sync.Mutex
+	st *state
 
-	handler http.Handler
-	srv     *simhttp.Server // serves handler (Start, NewTestServer)
+	simkit.Base
 }
 
 // New builds a simulator from cfg; it does not listen (see Start, Handler).
@@ -60,13 +57,12 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if cfg.Version == "" {
-		cfg.Version = "7.7.0"
-	}
+	cfg.Version = cmp.Or(cfg.Version, "7.7.0")
 	if cfg.Fixture == nil {
 		cfg.Fixture = &Fixture{}
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger.With("component", "waldursim")}
+	s.Faults = newFaults()
 	st, err := newState(cfg.Fixture, s.now)
 	if err != nil {
 		return nil, err
@@ -75,26 +71,15 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Rabbit != nil {
 		s.pub = newPublisher(*cfg.Rabbit, s.log)
 	}
-	s.handler = s.routes()
-	s.srv = &simhttp.Server{Handler: s.handler, Log: s.log, ShutdownTimeout: 5 * time.Second} // Close waits for requests in flight
+	s.InitGraceful(s.routes(), s.log, 5*time.Second)
 	return s, nil
 }
 
 func (s *Server) now() string { return s.cfg.Now().UTC().Format("2006-01-02T15:04:05.000000Z") }
 
-// Handler serves the Waldur API under /api/ and the admin API under /sim/.
-func (s *Server) Handler() http.Handler { return s.handler }
-
-// Start listens on addr (e.g. 127.0.0.1:8080, or :0) and serves in the
-// background. URL returns the base URL.
-func (s *Server) Start(addr string) error { return s.srv.Start(addr) }
-
-// URL is the base URL (no trailing slash) once Start or NewTestServer ran.
-func (s *Server) URL() string { return s.srv.URL() }
-
 // Close stops serving and drops the broker connections.
 func (s *Server) Close() error {
-	err := s.srv.Close()
+	err := s.Base.Close()
 	if s.pub != nil {
 		s.pub.close()
 	}
@@ -103,15 +88,7 @@ func (s *Server) Close() error {
 
 // NewTestServer starts a simulator on an httptest server closed by
 // t.Cleanup.
-func NewTestServer(t testing.TB, cfg Config) *Server {
-	t.Helper()
-	s, err := New(cfg)
-	if err != nil {
-		t.Fatalf("waldursim: %v", err)
-	}
-	s.srv.ServeTest(t, s.Close)
-	return s
-}
+func NewTestServer(t testing.TB, cfg Config) *Server { return simkit.NewTestServer(t, New, cfg) }
 
 // Admin returns an AdminClient for this server (after Start/NewTestServer).
-func (s *Server) Admin() *AdminClient { return NewAdminClient(s.srv.URL()) }
+func (s *Server) Admin() *AdminClient { return NewAdminClient(s.URL()) }

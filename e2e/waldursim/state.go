@@ -1,9 +1,12 @@
 package waldursim
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // state is the simulator's world; every access holds Server.mu.
@@ -130,10 +133,10 @@ func newState(f *Fixture, now func() string) (*state, error) {
 	}
 	st := &state{
 		now:        now,
-		customers:  map[string]*Customer{},
-		projects:   map[string]*Project{},
+		customers:  simkit.Index(cp.Customers, func(c Customer) string { return c.UUID }),
+		projects:   simkit.Index(cp.Projects, func(p Project) string { return p.UUID }),
 		offerings:  map[string]*Offering{},
-		plans:      map[string]*Plan{},
+		plans:      simkit.Index(cp.Plans, func(p Plan) string { return p.UUID }),
 		resources:  map[string]*Resource{},
 		orders:     map[string]*Order{},
 		identities: map[string]*Identity{},
@@ -145,22 +148,10 @@ func newState(f *Fixture, now func() string) (*state, error) {
 		u := cp.Users[i]
 		st.users = append(st.users, &u)
 	}
-	for i := range cp.Customers {
-		c := cp.Customers[i]
-		st.customers[c.UUID] = &c
-	}
-	for i := range cp.Projects {
-		p := cp.Projects[i]
-		st.projects[p.UUID] = &p
-	}
 	for i := range cp.Offerings {
 		o := cp.Offerings[i]
-		if o.Type == "" {
-			o.Type = "Marketplace.Slurm"
-		}
-		if o.State == "" {
-			o.State = "Active"
-		}
+		o.Type = cmp.Or(o.Type, "Marketplace.Slurm")
+		o.State = cmp.Or(o.State, "Active")
 		// Components are the simulator's own (create and update change
 		// them); each has a uuid, as Waldur's have.
 		comps := make([]map[string]any, len(o.Components))
@@ -172,10 +163,6 @@ func newState(f *Fixture, now func() string) (*state, error) {
 		}
 		o.Components = comps
 		st.offerings[o.UUID] = &o
-	}
-	for i := range cp.Plans {
-		p := cp.Plans[i]
-		st.plans[p.UUID] = &p
 	}
 	for i := range cp.Resources {
 		r := cp.Resources[i]

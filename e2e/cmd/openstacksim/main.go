@@ -11,89 +11,65 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"os"
-	"os/signal"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/sitebus/sitebus/e2e/openstacksim"
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 func main() {
-	if err := run(); err != nil {
-		fmt.Fprintln(os.Stderr, "openstacksim:", err)
-		os.Exit(1)
-	}
+	simkit.Main("openstacksim", "127.0.0.1:5000", func(fs *flag.FlagSet) simkit.Build {
+		region := fs.String("region", openstacksim.DefaultRegion, "region in the catalog")
+		adminUser := fs.String("admin-user", openstacksim.DefaultAdminUser, "admin user name")
+		adminPassword := fs.String("admin-password", openstacksim.DefaultAdminPassword, "admin password")
+		adminProject := fs.String("admin-project", openstacksim.DefaultAdminProject, "admin project name")
+		azs := fs.String("azs", "nova", "availability zones, comma-separated")
+		flavors := fs.String("flavors", "", "flavors as id:name:vcpus:ram_mib:disk_gib, comma-separated (default: m1.small, m1.medium, m1.large)")
+		images := fs.String("images", "", "image names, comma-separated (default: ubuntu-22.04)")
+		volumeTypes := fs.String("volume-types", "", "volume type names, comma-separated, the first the default (default: __DEFAULT__)")
+		extCIDR := fs.String("external-cidr", "172.24.4.0/24", "CIDR of the external network")
+		buildPolls := fs.Int("build-polls", openstacksim.DefaultBuildPolls, "GETs a server answers BUILD before it boots (negative: none)")
+		volumePolls := fs.Int("volume-polls", openstacksim.DefaultVolumePolls, "GETs a volume answers creating (negative: none)")
+		deletePolls := fs.Int("delete-polls", openstacksim.DefaultDeletePolls, "API requests a deleted server is still seen, deleting (negative: none)")
+		dhcpPorts := fs.Bool("dhcp-ports", false, "give networks a DHCP port that takes a pool address, as a real cloud does")
+		return func(_ context.Context, log *slog.Logger) (simkit.Sim, []any, error) {
+			opts := openstacksim.Options{
+				Region: *region, AdminUser: *adminUser, AdminPassword: *adminPassword, AdminProject: *adminProject,
+				AvailabilityZones: split(*azs), ExternalNetwork: openstacksim.ExternalNetwork{CIDR: *extCIDR},
+				// Zero means the default in Options; the flags' 0 means "no polls".
+				BuildPolls: noZero(*buildPolls), VolumePolls: noZero(*volumePolls), DeletePolls: noZero(*deletePolls),
+				DHCPPorts: *dhcpPorts, Logger: log,
+			}
+			for _, f := range split(*flavors) {
+				fl, err := parseFlavor(f)
+				if err != nil {
+					return nil, nil, err
+				}
+				opts.Flavors = append(opts.Flavors, fl)
+			}
+			for _, name := range split(*images) {
+				opts.Images = append(opts.Images, openstacksim.Image{Name: name})
+			}
+			for _, name := range split(*volumeTypes) {
+				opts.VolumeTypes = append(opts.VolumeTypes, openstacksim.VolumeType{Name: name})
+			}
+			srv, err := openstacksim.New(opts)
+			if err != nil {
+				return nil, nil, err
+			}
+			return srv, []any{"auth_url", srv.AuthURL(), "admin_user", *adminUser, "project", *adminProject,
+				"external_network", srv.ExternalNetworkID()}, nil
+		}
+	})
 }
 
-func run() error {
-	listen := flag.String("listen", "127.0.0.1:5000", "address to serve the APIs on (plain HTTP)")
-	region := flag.String("region", openstacksim.DefaultRegion, "region in the catalog")
-	adminUser := flag.String("admin-user", openstacksim.DefaultAdminUser, "admin user name")
-	adminPassword := flag.String("admin-password", openstacksim.DefaultAdminPassword, "admin password")
-	adminProject := flag.String("admin-project", openstacksim.DefaultAdminProject, "admin project name")
-	azs := flag.String("azs", "nova", "availability zones, comma-separated")
-	flavors := flag.String("flavors", "", "flavors as id:name:vcpus:ram_mib:disk_gib, comma-separated (default: m1.small, m1.medium, m1.large)")
-	images := flag.String("images", "", "image names, comma-separated (default: ubuntu-22.04)")
-	volumeTypes := flag.String("volume-types", "", "volume type names, comma-separated, the first the default (default: __DEFAULT__)")
-	extCIDR := flag.String("external-cidr", "172.24.4.0/24", "CIDR of the external network")
-	buildPolls := flag.Int("build-polls", openstacksim.DefaultBuildPolls, "GETs a server answers BUILD before it boots (negative: none)")
-	volumePolls := flag.Int("volume-polls", openstacksim.DefaultVolumePolls, "GETs a volume answers creating (negative: none)")
-	deletePolls := flag.Int("delete-polls", openstacksim.DefaultDeletePolls, "API requests a deleted server is still seen, deleting (negative: none)")
-	dhcpPorts := flag.Bool("dhcp-ports", false, "give networks a DHCP port that takes a pool address, as a real cloud does")
-	verbose := flag.Bool("v", false, "debug logging")
-	flag.Parse()
-
-	level := slog.LevelInfo
-	if *verbose {
-		level = slog.LevelDebug
+// noZero is n, or -1 (none) for 0.
+func noZero(n int) int {
+	if n == 0 {
+		return -1
 	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-	opts := openstacksim.Options{
-		Region: *region, AdminUser: *adminUser, AdminPassword: *adminPassword, AdminProject: *adminProject,
-		AvailabilityZones: split(*azs), ExternalNetwork: openstacksim.ExternalNetwork{CIDR: *extCIDR},
-		BuildPolls: *buildPolls, VolumePolls: *volumePolls, DeletePolls: *deletePolls, DHCPPorts: *dhcpPorts, Logger: log,
-	}
-	for _, f := range split(*flavors) {
-		fl, err := parseFlavor(f)
-		if err != nil {
-			return err
-		}
-		opts.Flavors = append(opts.Flavors, fl)
-	}
-	for _, name := range split(*images) {
-		opts.Images = append(opts.Images, openstacksim.Image{Name: name})
-	}
-	for _, name := range split(*volumeTypes) {
-		opts.VolumeTypes = append(opts.VolumeTypes, openstacksim.VolumeType{Name: name})
-	}
-	// Zero means the default in Options; the flags' 0 means "no polls".
-	if opts.BuildPolls == 0 {
-		opts.BuildPolls = -1
-	}
-	if opts.VolumePolls == 0 {
-		opts.VolumePolls = -1
-	}
-	if opts.DeletePolls == 0 {
-		opts.DeletePolls = -1
-	}
-	srv, err := openstacksim.New(opts)
-	if err != nil {
-		return err
-	}
-	if err := srv.Start(*listen); err != nil {
-		return err
-	}
-	defer func() { _ = srv.Close() }()
-	log.Info("openstacksim listening", "auth_url", srv.AuthURL(), "admin", *adminUser, "project", *adminProject,
-		"external_network", srv.ExternalNetworkID(), "inventory", srv.URL()+"/sim/inventory")
-
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	<-ctx.Done()
-	log.Info("shutting down")
-	return nil
+	return n
 }
 
 func split(s string) []string {

@@ -8,71 +8,47 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
+	"github.com/sitebus/sitebus/e2e/simkit"
 	"github.com/sitebus/sitebus/e2e/waldursim"
 )
 
 func main() {
-	if err := run(); err != nil {
-		fmt.Fprintln(os.Stderr, "waldursim:", err)
-		os.Exit(1)
-	}
-}
-
-func run() error {
-	listen := flag.String("listen", "127.0.0.1:8080", "address to serve the API on")
-	fixture := flag.String("fixture", "", "YAML fixture with the initial state (required)")
-	mgmtURL := flag.String("rabbit-mgmt-url", "", "RabbitMQ management API base URL; empty disables event publishing")
-	stompAddr := flag.String("rabbit-stomp-addr", "127.0.0.1:61613", "RabbitMQ STOMP host:port")
-	adminUser := flag.String("rabbit-admin-user", "guest", "RabbitMQ admin user")
-	adminPass := flag.String("rabbit-admin-pass", "guest", "RabbitMQ admin password")
-	demo := flag.Duration("demo-interval", 0, "when > 0, create a demo order this often")
-	verbose := flag.Bool("v", false, "debug logging")
-	flag.Parse()
-
-	level := slog.LevelInfo
-	if *verbose {
-		level = slog.LevelDebug
-	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-	if *fixture == "" {
-		return fmt.Errorf("-fixture is required")
-	}
-	fx, err := waldursim.LoadFixture(*fixture)
-	if err != nil {
-		return err
-	}
-	cfg := waldursim.Config{Fixture: fx, Logger: log}
-	if *mgmtURL != "" {
-		cfg.Rabbit = &waldursim.RabbitConfig{MgmtURL: *mgmtURL, STOMPAddr: *stompAddr,
-			AdminUser: *adminUser, AdminPass: *adminPass}
-	}
-	srv, err := waldursim.New(cfg)
-	if err != nil {
-		return err
-	}
-	if err := srv.Start(*listen); err != nil {
-		return err
-	}
-	defer func() { _ = srv.Close() }()
-	log.Info("waldursim listening", "url", srv.URL(), "api", srv.URL()+"/api/", "admin", srv.URL()+"/sim/",
-		"rabbitmq", *mgmtURL != "")
-
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if *demo > 0 {
-		go demoOrders(ctx, srv, *demo, log)
-	}
-	<-ctx.Done()
-	log.Info("shutting down")
-	return nil
+	simkit.Main("waldursim", "127.0.0.1:8080", func(fs *flag.FlagSet) simkit.Build {
+		fixture := fs.String("fixture", "", "YAML fixture with the initial state (required)")
+		mgmtURL := fs.String("rabbit-mgmt-url", "", "RabbitMQ management API base URL; empty disables event publishing")
+		stompAddr := fs.String("rabbit-stomp-addr", "127.0.0.1:61613", "RabbitMQ STOMP host:port")
+		adminUser := fs.String("rabbit-admin-user", "guest", "RabbitMQ admin user")
+		adminPass := fs.String("rabbit-admin-pass", "guest", "RabbitMQ admin password")
+		demo := fs.Duration("demo-interval", 0, "when > 0, create a demo order this often")
+		return func(ctx context.Context, log *slog.Logger) (simkit.Sim, []any, error) {
+			if *fixture == "" {
+				return nil, nil, errors.New("-fixture is required")
+			}
+			fx, err := waldursim.LoadFixture(*fixture)
+			if err != nil {
+				return nil, nil, err
+			}
+			cfg := waldursim.Config{Fixture: fx, Logger: log}
+			if *mgmtURL != "" {
+				cfg.Rabbit = &waldursim.RabbitConfig{MgmtURL: *mgmtURL, STOMPAddr: *stompAddr,
+					AdminUser: *adminUser, AdminPass: *adminPass}
+			}
+			srv, err := waldursim.New(cfg)
+			if err != nil {
+				return nil, nil, err
+			}
+			if *demo > 0 {
+				go demoOrders(ctx, srv, *demo, log)
+			}
+			return srv, []any{"api", "/api/", "rabbitmq", *mgmtURL != ""}, nil
+		}
+	})
 }
 
 // demoOrders keeps events flowing for someone watching a local run.

@@ -1,7 +1,6 @@
-package simhttp
+package simkit
 
 import (
-	"encoding/json"
 	"net/http"
 	"time"
 )
@@ -48,28 +47,19 @@ func (a Admin) Routes(mux *http.ServeMux) {
 		a.ResetCalls()
 		w.WriteHeader(http.StatusNoContent)
 	})
-	mux.HandleFunc("POST /sim/faults", func(w http.ResponseWriter, r *http.Request) {
-		var f AdminFault
-		if err := json.NewDecoder(r.Body).Decode(&f); err != nil {
-			a.BadRequest(w, err.Error())
-			return
-		}
+	mux.HandleFunc("POST /sim/faults", JSONBody(a.BadRequest, func(w http.ResponseWriter, _ *http.Request, f AdminFault) {
 		a.AddFault(f.Fault())
 		w.WriteHeader(http.StatusNoContent)
-	})
+	}))
 	mux.HandleFunc("DELETE /sim/faults", func(w http.ResponseWriter, _ *http.Request) {
 		a.ClearFaults()
 		w.WriteHeader(http.StatusNoContent)
 	})
-	mux.HandleFunc("POST /sim/down", func(w http.ResponseWriter, r *http.Request) {
-		var in struct {
-			Down bool `json:"down"`
-		}
-		if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
-			a.BadRequest(w, err.Error())
-			return
-		}
+	type downIn struct {
+		Down bool `json:"down"`
+	}
+	mux.HandleFunc("POST /sim/down", JSONBody(a.BadRequest, func(w http.ResponseWriter, _ *http.Request, in downIn) {
 		a.Down(in.Down)
 		w.WriteHeader(http.StatusNoContent)
-	})
+	}))
 }

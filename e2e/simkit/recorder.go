@@ -1,4 +1,6 @@
-package simhttp
+package simkit
+
+import "cmp"
 
 import "net/http"
 
@@ -18,17 +20,13 @@ func (r *Recorder) Status() int { return r.status }
 
 // WriteHeader records the first status.
 func (r *Recorder) WriteHeader(code int) {
-	if r.status == 0 {
-		r.status = code
-	}
+	r.status = cmp.Or(r.status, code)
 	r.ResponseWriter.WriteHeader(code)
 }
 
 // Write records an implicit 200.
 func (r *Recorder) Write(b []byte) (int, error) {
-	if r.status == 0 {
-		r.status = http.StatusOK
-	}
+	r.status = cmp.Or(r.status, http.StatusOK)
 	return r.ResponseWriter.Write(b)
 }
 

@@ -1,4 +1,4 @@
-package simhttp
+package simkit
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package simhttp
+package simkit
 
 import (
 	"bytes"
@@ -18,7 +18,8 @@ type Call struct {
 	Body     string // empty unless FaultOptions.KeepBody keeps it
 	Status   int    // 0 when the connection was dropped or the client left
 	Duration time.Duration
-	Faulted  bool // answered (or delayed) by a fault or Down
+	Faulted  bool   // answered (or delayed) by a fault or Down
+	Label    string `json:",omitempty"` // FaultOptions.Label's
 }
 
 // Fault makes requests matching Method (empty: any), PathPrefix (empty:
@@ -51,6 +52,9 @@ type FaultOptions struct {
 	// MaxLoggedBody bytes, which is then all the handler reads); nil keeps
 	// none (e.g. token requests carry passwords).
 	KeepBody func(r *http.Request) bool
+	// Label, when set, gives a logged call its Label (e.g. which token it
+	// carried, named without revealing it).
+	Label func(r *http.Request) string
 }
 
 // MaxLoggedBody bounds what the call log keeps of a request body.
@@ -164,8 +168,12 @@ func (fs *Faults) Middleware(next http.Handler) http.Handler {
 		rec := NewRecorder(w)
 		f := fs.take(r)
 		defer func() {
+			label := ""
+			if fs.opts.Label != nil {
+				label = fs.opts.Label(r)
+			}
 			fs.mu.Lock()
-			fs.calls = append(fs.calls, Call{
+			fs.calls = append(fs.calls, Call{Label: label,
 				Time: start, Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Body: string(body),
 				Status: rec.Status(), Duration: time.Since(start), Faulted: f != nil,
 			})

@@ -1,0 +1,69 @@
+package simkit
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+)
+
+// Error is an error answer with its body already in the simulated
+// service's format: a string is sent as text/plain, anything else as JSON.
+type Error struct {
+	Status int
+	Body   any
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("HTTP %d: %v", e.Status, e.Body) }
+
+// WriteJSON answers status with v as JSON.
+func WriteJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// WriteError answers e.
+func WriteError(w http.ResponseWriter, e *Error) {
+	if s, ok := e.Body.(string); ok {
+		w.Header().Set("Content-Type", "text/plain; charset=UTF-8")
+		w.WriteHeader(e.Status)
+		_, _ = w.Write([]byte(s))
+		return
+	}
+	WriteJSON(w, e.Status, e.Body)
+}
+
+// JSONBody adapts a handler of a typed JSON request body: a malformed
+// body is answered by bad, in the simulated service's error format, the
+// rest by h.
+func JSONBody[In any](bad func(w http.ResponseWriter, msg string), h func(w http.ResponseWriter, r *http.Request, in In)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var in In
+		if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
+			bad(w, err.Error())
+			return
+		}
+		h(w, r, in)
+	}
+}
+
+// BaseURL is the scheme and host of r, which links are built on.
+func BaseURL(r *http.Request) string {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
+}
+
+// NewUUID returns a random version 4 UUID in its dashed form.
+func NewUUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b[:])
+	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
