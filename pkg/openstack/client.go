@@ -16,8 +16,8 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/config/clouds"
 	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/tokens"
 
-	"github.com/sitebus/sitebus/pkg/backend"
 	"github.com/sitebus/sitebus/pkg/backend/ranchercluster"
+	"github.com/sitebus/sitebus/pkg/fault"
 )
 
 // Defaults of Config.
@@ -155,13 +155,13 @@ func (c *Client) UserID() string { return c.userID }
 // gone, or where the user has no role, refuses the login (401, terminal).
 func (c *Client) Scoped(ctx context.Context, project Project) (*Client, error) {
 	if project.ID == "" {
-		return nil, backend.Invalidf("openstack: cannot act in project %q: no project id", project.Name)
+		return nil, fault.Errorf(fault.Invalid, "openstack: cannot act in project %q: no project id", project.Name)
 	}
 	if project.ID == c.projectID {
 		return c, nil
 	}
 	if c.auth.ApplicationCredentialID != "" || c.auth.ApplicationCredentialName != "" {
-		return nil, backend.Invalidf("openstack: cannot act in project %s (%s): the cloud logs in with an application "+
+		return nil, fault.Errorf(fault.Invalid, "openstack: cannot act in project %s (%s): the cloud logs in with an application "+
 			"credential, which Keystone binds to its own project; managed mode needs a password credential of an admin user",
 			project.Name, project.ID)
 	}
@@ -183,7 +183,7 @@ func (c *Client) login(ctx context.Context) error {
 	ao.AllowReauth = true
 	p, err := gos.NewClient(ao.IdentityEndpoint)
 	if err != nil {
-		return backend.Invalidf("openstack: auth_url %q: %v", ao.IdentityEndpoint, err)
+		return fault.Errorf(fault.Invalid, "openstack: auth_url %q: %v", ao.IdentityEndpoint, err)
 	}
 	p.HTTPClient = c.http
 	if err := gos.Authenticate(ctx, p, ao); err != nil {
@@ -201,7 +201,7 @@ func (c *Client) login(ctx context.Context) error {
 		}
 	}
 	if c.userID == "" || c.projectID == "" {
-		return backend.Invalidf("openstack: the token from %s is not scoped to a project: give the cloud's project_name or project_id",
+		return fault.Errorf(fault.Invalid, "openstack: the token from %s is not scoped to a project: give the cloud's project_name or project_id",
 			ao.IdentityEndpoint)
 	}
 	for _, s := range []struct {
@@ -217,7 +217,7 @@ func (c *Client) login(ctx context.Context) error {
 	} {
 		sc, err := s.make(p, c.eo)
 		if err != nil {
-			return backend.Invalidf("openstack: no %s endpoint in the catalog for region %q: %v", s.name, c.eo.Region, err)
+			return fault.Errorf(fault.Invalid, "openstack: no %s endpoint in the catalog for region %q: %v", s.name, c.eo.Region, err)
 		}
 		*s.dst = sc
 	}
@@ -239,7 +239,7 @@ func authOptions(cfg Config) (gophercloud.AuthOptions, gophercloud.EndpointOpts,
 		}
 		ao, eo, tc, err := clouds.Parse(opts...)
 		if err != nil {
-			return ao, eo, nil, backend.Invalidf("openstack: cloud %q: %v", c.Name, err)
+			return ao, eo, nil, fault.Errorf(fault.Invalid, "openstack: cloud %q: %v", c.Name, err)
 		}
 		return ao, eo, tc, nil
 	}
@@ -273,11 +273,11 @@ func authOptions(cfg Config) (gophercloud.AuthOptions, gophercloud.EndpointOpts,
 	if c.CACert != "" {
 		pem, err := os.ReadFile(c.CACert)
 		if err != nil {
-			return ao, eo, nil, backend.Invalidf("openstack: cacert: %v", err)
+			return ao, eo, nil, fault.Errorf(fault.Invalid, "openstack: cacert: %v", err)
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
-			return ao, eo, nil, backend.Invalidf("openstack: cacert %s holds no PEM certificate", c.CACert)
+			return ao, eo, nil, fault.Errorf(fault.Invalid, "openstack: cacert %s holds no PEM certificate", c.CACert)
 		}
 		tc.RootCAs = pool
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2"
 
 	"github.com/sitebus/sitebus/pkg/backend"
+	"github.com/sitebus/sitebus/pkg/fault"
 )
 
 // ErrQuota matches an OpenStack quota refusal (Neutron's 409 OverQuota,
@@ -100,7 +101,7 @@ func (e *Error) Is(target error) bool {
 }
 
 // IsTerminal reports whether retrying err cannot help (backend.IsTerminal).
-func IsTerminal(err error) bool { return backend.IsTerminal(err) }
+func IsTerminal(err error) bool { return fault.IsTerminal(err) }
 
 // IsNotFound reports whether err is a 404.
 func IsNotFound(err error) bool { return errors.Is(err, backend.ErrNotFound) }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sitebus/sitebus/pkg/backend"
+	"github.com/sitebus/sitebus/pkg/fault"
 )
 
 const (
@@ -157,7 +158,7 @@ func TestErrorClassification(t *testing.T) {
 					t.Errorf("errors.Is(%v) = %v", k, k != tc.kind)
 				}
 			}
-			if backend.IsTerminal(err) != tc.terminal {
+			if fault.IsTerminal(err) != tc.terminal {
 				t.Errorf("IsTerminal = %v", !tc.terminal)
 			}
 			for _, f := range tc.fragments {
@@ -185,7 +186,7 @@ func TestNoAnswerIsRetryable(t *testing.T) {
 			ctx, cancel := context.WithTimeout(testCtx(t), 200*time.Millisecond)
 			defer cancel()
 			err := testBackendAt(t, url, true).Ping(ctx)
-			if err == nil || backend.IsTerminal(err) || errors.Is(err, backend.ErrNotFound) {
+			if err == nil || fault.IsTerminal(err) || errors.Is(err, backend.ErrNotFound) {
 				t.Errorf("err = %v, want a retryable error", err)
 			}
 		})

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sitebus/sitebus/pkg/backend"
 	"github.com/sitebus/sitebus/pkg/config"
+	"github.com/sitebus/sitebus/pkg/fault"
 )
 
 // RegistrationToken is a cluster registration token. Token is the
@@ -190,7 +191,7 @@ func (c *ClusterClient) ownedNode(ctx context.Context, ref ClusterRef, nodeID st
 		return Node{}, false, err
 	}
 	if n.ClusterID != id {
-		return Node{}, false, backend.NotManagedf("Rancher node %s (%s) is in cluster %s, not in %s; refusing to touch it",
+		return Node{}, false, fault.Errorf(fault.NotManaged, "Rancher node %s (%s) is in cluster %s, not in %s; refusing to touch it",
 			nodeID, n.RequestedHostname, n.ClusterID, id)
 	}
 	return n, true, nil
@@ -432,7 +433,7 @@ func checkClusterBinding(role, group string) error {
 		return err
 	}
 	if !roleRe.MatchString(role) {
-		return backend.Invalidf("%q is not a Rancher role template id", role)
+		return fault.Errorf(fault.Invalid, "%q is not a Rancher role template id", role)
 	}
 	return nil
 }
