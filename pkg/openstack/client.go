@@ -16,7 +16,6 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/config/clouds"
 	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/tokens"
 
-	"github.com/sitebus/sitebus/pkg/backend/ranchercluster"
 	"github.com/sitebus/sitebus/pkg/fault"
 )
 
@@ -39,7 +38,7 @@ type Config struct {
 	// inline cloud's Verify false turns TLS verification off (the settings
 	// decode it true unless the cloud says verify: false; a Cloud built by
 	// hand must set it).
-	Cloud ranchercluster.Cloud
+	Cloud Cloud
 	// CloudsYAML is the clouds.yaml a named Cloud is read from; "" is
 	// gophercloud's search (OS_CLIENT_CONFIG_FILE, ./, ~/.config/openstack,
 	// /etc/openstack).
@@ -64,11 +63,6 @@ type Config struct {
 	// (tests).
 	HTTPClient *http.Client
 	Logger     *slog.Logger
-}
-
-// ConfigFor is the Config of one zone of the offering.
-func ConfigFor(s *ranchercluster.Settings, az ranchercluster.AZ) Config {
-	return Config{Cloud: az.Cloud, CloudsYAML: s.CloudsYAML, Region: az.Region}
 }
 
 func (c *Config) defaults() {
