@@ -176,7 +176,7 @@ func (o *oauthToken) grantLocked(ctx context.Context) (string, error) {
 	case resp.StatusCode == http.StatusBadRequest || resp.StatusCode == http.StatusUnauthorized:
 		// invalid_grant, invalid_client: the configuration is wrong or the
 		// refresh token revoked; no retry fixes that.
-		return "", fault.Errorf(fault.Invalid, "okd: OAuth token endpoint %s refused the refresh token (%d %s): "+
+		return "", fault.Errorf(fault.Credentials, "okd: OAuth token endpoint %s refused the refresh token (%d %s): "+
 			"check backend_settings.token_config.oauth_config", o.cfg.TokenEndpoint, resp.StatusCode, ans.Error)
 	case resp.StatusCode != http.StatusOK:
 		return "", fmt.Errorf("okd: OAuth token refresh at %s: %s", o.cfg.TokenEndpoint, resp.Status)

@@ -18,7 +18,7 @@ import (
 const AnnotationResourceUUID = "sitebus.io/resource-uuid"
 
 func notFoundf(format string, args ...any) error {
-	return &APIError{kind: backend.ErrNotFound, msg: fmt.Sprintf(format, args...)}
+	return &APIError{kind: fault.NotFound, msg: fmt.Sprintf(format, args...)}
 }
 
 // resolve finds the project a backend id names: a project id, or a

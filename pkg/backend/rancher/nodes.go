@@ -346,8 +346,10 @@ func (e *DrainError) Error() string {
 	return e.Kind.Error() + " (Rancher node " + e.NodeID + ": " + e.Detail + ")"
 }
 
-// Is makes a DrainError match its kind and backend.ErrInvalid (terminal).
-func (e *DrainError) Is(target error) bool { return target == e.Kind || target == backend.ErrInvalid }
+// Is makes a DrainError match its kind and fault.Rejected (terminal):
+// Mastermind's drain errs the order too, as a disruption budget or a stuck
+// pod does not yield to a retry.
+func (e *DrainError) Is(target error) bool { return target == e.Kind || target == fault.Rejected }
 
 // DrainStatus reads the node's Drained condition as Rancher's drain
 // controller sets it: "True" is drained, "False" (Rancher) or "error"
