@@ -244,6 +244,9 @@ func (c *ClusterClient) NodesActive(ctx context.Context, clusterID string, hostn
 
 // WaitNodesActive polls until every hostname is an active node of the
 // cluster, at most timeout; progress (optional) sees each read's result.
+// A node in error (ErrNodeFailed) or nodes not all active in time
+// (ErrNodesInactive) are fault.Rejected, terminal: the wait already lasted
+// longer than a retry would be worth, and Mastermind errs the order too.
 func (c *ClusterClient) WaitNodesActive(ctx context.Context, clusterID string, hostnames []string, timeout time.Duration,
 	progress func(NodeProgress)) error {
 	var last NodeProgress
@@ -259,24 +262,17 @@ func (c *ClusterClient) WaitNodesActive(ctx context.Context, clusterID string, h
 		return p.Active == p.Total, nil
 	})
 	if errors.Is(err, ErrNodeFailed) {
-		return &terminal{err}
+		return fault.Mark(err, fault.Rejected)
 	}
 	if err != nil {
 		return err
 	}
 	if !done {
-		return &terminal{fmt.Errorf("%w within %s in cluster %s: %d of %d active; waiting for %s", ErrNodesInactive, timeout,
-			clusterID, last.Active, last.Total, strings.Join(last.Waiting, ", "))}
+		return fault.Mark(fmt.Errorf("%w within %s in cluster %s: %d of %d active; waiting for %s", ErrNodesInactive, timeout,
+			clusterID, last.Active, last.Total, strings.Join(last.Waiting, ", ")), fault.Rejected)
 	}
 	return nil
 }
-
-// terminal marks err as no retry can fix (backend.IsTerminal).
-type terminal struct{ err error }
-
-func (e *terminal) Error() string        { return e.err.Error() }
-func (e *terminal) Unwrap() error        { return e.err }
-func (e *terminal) Is(target error) bool { return target == backend.ErrInvalid }
 
 // DeleteNode deletes a node of the cluster sitebus made for ref; a node
 // already gone is done.
