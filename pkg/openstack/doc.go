@@ -2,7 +2,7 @@
 // cluster-provisioner (issue 13), on gophercloud/v2: the Keystone
 // projects and users, Neutron networks, subnets, routers, security groups,
 // ports and floating IPs, Cinder volumes and Nova servers one rancher-cluster
-// order makes (Plan), made and removed one object at a time
+// order makes (ranchercluster.Plan), made and removed one object at a time
 // so a saga can record and compensate each.
 //
 // # Clients and scope

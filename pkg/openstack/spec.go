@@ -9,7 +9,7 @@ import (
 // What sitebus asks OpenStack for and reads back from it: the cloud to log
 // in to, a zone's flavors and volume types, a tenant's quota, network,
 // router and security groups, and volumes. A cluster's plan
-// (Plan) is written in these types, which it names under the
+// (ranchercluster.Plan) is written in these types and names them under the
 // same names; they are the client's vocabulary, so they live here and the
 // planner imports them.
 
