@@ -29,6 +29,7 @@ import (
 	"github.com/sitebus/sitebus/pkg/backend/backendtest"
 	"github.com/sitebus/sitebus/pkg/backend/managedns"
 	"github.com/sitebus/sitebus/pkg/config"
+	"github.com/sitebus/sitebus/pkg/fault"
 )
 
 func TestMain(m *testing.M) { os.Exit(kube.RunShared(m)) }
@@ -322,7 +323,7 @@ func TestManagedNamespaceUnreachableIsRetryable(t *testing.T) {
 		t.Error("Ping of a closed port succeeded")
 	}
 	_, err = b.Create(testCtx(t), backendtest.DefaultResource("unreachable"))
-	if err == nil || backend.IsTerminal(err) || errors.Is(err, backend.ErrNotFound) {
+	if err == nil || fault.IsTerminal(err) || errors.Is(err, backend.ErrNotFound) {
 		t.Errorf("Create against a closed port: err = %v, want a retryable error", err)
 	}
 }
@@ -348,7 +349,7 @@ func TestManagedNamespaceCreateWhileDeletingIsRetryable(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = b.Create(testCtx(t), r)
-	if err == nil || backend.IsTerminal(err) {
+	if err == nil || fault.IsTerminal(err) {
 		t.Fatalf("Create while deleting: err = %v, want a retryable error", err)
 	}
 	finalizers(nil)

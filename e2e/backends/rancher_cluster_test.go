@@ -16,6 +16,7 @@ import (
 	"github.com/sitebus/sitebus/pkg/backend"
 	"github.com/sitebus/sitebus/pkg/backend/rancher"
 	"github.com/sitebus/sitebus/pkg/config"
+	"github.com/sitebus/sitebus/pkg/fault"
 )
 
 // Tests of rancher.ClusterClient (issue 13's cluster-provisioner) against
@@ -257,7 +258,7 @@ func TestRancherClusterProvisioning(t *testing.T) {
 					Registry: &rancher.Registry{URL: "registry.example.com:5000", Username: "u", Password: "p"}}
 				sim.AddFault(ranchersim.Fault{Method: "POST", PathPrefix: "/v1/provisioning.cattle.io.clusters", Status: 503, Count: 1})
 				_, err := c.CreateProvisioningCluster(ctx, sp)
-				if err == nil || backend.IsTerminal(err) {
+				if err == nil || fault.IsTerminal(err) {
 					t.Fatalf("create with Rancher failing: err = %v, want a retryable error", err)
 				}
 				_, err = c.CreateProvisioningCluster(ctx, sp)
@@ -360,12 +361,12 @@ func TestRancherClusterProvisioning(t *testing.T) {
 				}
 				err := c.WaitNodesActive(ctx, p.ref.ID, []string{"server-1", "worker-9", "worker-7"}, 30*time.Millisecond, nil)
 				wantErr(t, "never active", err, rancher.ErrNodesInactive)
-				if !backend.IsTerminal(err) || !strings.Contains(err.Error(), "worker-9 (registering), worker-7 (missing)") {
+				if !fault.IsTerminal(err) || !strings.Contains(err.Error(), "worker-9 (registering), worker-7 (missing)") {
 					t.Errorf("err %v: want terminal, naming the waiting nodes", err)
 				}
 				err = c.WaitNodesActive(ctx, p.ref.ID, []string{"server-1", "worker-8"}, 10*time.Second, nil)
 				wantErr(t, "error state", err, rancher.ErrNodeFailed)
-				if !backend.IsTerminal(err) || !strings.Contains(err.Error(), "rke2 install failed") {
+				if !fault.IsTerminal(err) || !strings.Contains(err.Error(), "rke2 install failed") {
 					t.Errorf("err %v", err)
 				}
 			}},
@@ -375,7 +376,7 @@ func TestRancherClusterProvisioning(t *testing.T) {
 				_, err := c.CreateProvisioningCluster(ctx, spec("k8s-a", clusterUUID))
 				noErr(t, "create", err)
 				_, err = c.WaitV3ClusterID(ctx, "k8s-a", 20*time.Millisecond)
-				if err == nil || backend.IsTerminal(err) || !strings.Contains(err.Error(), "fleet-default/k8s-a") {
+				if err == nil || fault.IsTerminal(err) || !strings.Contains(err.Error(), "fleet-default/k8s-a") {
 					t.Fatalf("err = %v, want a retryable error naming the cluster", err)
 				}
 				if n := sim.CallCount("GET", "/v1/provisioning.cattle.io.clusters/fleet-default/k8s-a", 200); n < 2 {
@@ -431,7 +432,7 @@ func TestRancherClusterNodes(t *testing.T) {
 				noErr(t, "drain", c.DrainNode(ctx, p.ref, nodes["worker-2"], rancher.DefaultDrainInput()))
 				err := c.WaitDrained(ctx, nodes["worker-2"], 30*time.Millisecond)
 				wantErr(t, "stuck", err, rancher.ErrDrainTimeout)
-				if !backend.IsTerminal(err) || !strings.HasPrefix(err.Error(), "Node drain timeout.") || !strings.Contains(err.Error(), "Drained is Unknown") {
+				if !fault.IsTerminal(err) || !strings.HasPrefix(err.Error(), "Node drain timeout.") || !strings.Contains(err.Error(), "Drained is Unknown") {
 					t.Errorf("err %v: want terminal, Mastermind's message first, the last condition", err)
 				}
 			}},
@@ -441,7 +442,7 @@ func TestRancherClusterNodes(t *testing.T) {
 				noErr(t, "drain", c.DrainNode(ctx, p.ref, nodes["worker-2"], rancher.DefaultDrainInput()))
 				err := c.WaitDrained(ctx, nodes["worker-2"], 10*time.Second)
 				wantErr(t, "failed", err, rancher.ErrDrainFailed)
-				if !backend.IsTerminal(err) || !strings.HasPrefix(err.Error(), "Node drain failed.") || !strings.Contains(err.Error(), "disruption budget") {
+				if !fault.IsTerminal(err) || !strings.HasPrefix(err.Error(), "Node drain failed.") || !strings.Contains(err.Error(), "disruption budget") {
 					t.Errorf("err %v", err)
 				}
 			}},

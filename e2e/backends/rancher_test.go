@@ -26,6 +26,7 @@ import (
 	"github.com/sitebus/sitebus/pkg/backend/backendtest"
 	"github.com/sitebus/sitebus/pkg/backend/rancher"
 	"github.com/sitebus/sitebus/pkg/config"
+	"github.com/sitebus/sitebus/pkg/fault"
 )
 
 // rancherComponents are the components of the reference configuration,
@@ -256,11 +257,11 @@ func TestRancherGroupBinding(t *testing.T) {
 func TestRancherWrongKeyIsTerminal(t *testing.T) {
 	b, sim := newRancher(t, map[string]any{"password": "not-the-secret-at-all"}, ranchersim.Options{})
 	_, err := b.Create(testCtx(t), backendtest.DefaultResource("denied"))
-	if !backend.IsTerminal(err) || !strings.Contains(err.Error(), sim.Options().AccessKey) ||
+	if !fault.IsTerminal(err) || !strings.Contains(err.Error(), sim.Options().AccessKey) ||
 		strings.Contains(err.Error(), "not-the-secret-at-all") {
 		t.Fatalf("err = %v, want a terminal error naming the access key", err)
 	}
-	if err := b.Ping(testCtx(t)); !backend.IsTerminal(err) {
+	if err := b.Ping(testCtx(t)); !fault.IsTerminal(err) {
 		t.Errorf("Ping: err = %v, want terminal", err)
 	}
 }
@@ -270,7 +271,7 @@ func TestRancherOutageIsRetryable(t *testing.T) {
 	b, sim := newRancher(t, nil, ranchersim.Options{})
 	sim.Down(true)
 	_, err := b.Create(testCtx(t), backendtest.DefaultResource("outage"))
-	if err == nil || backend.IsTerminal(err) || errors.Is(err, backend.ErrNotFound) {
+	if err == nil || fault.IsTerminal(err) || errors.Is(err, backend.ErrNotFound) {
 		t.Fatalf("Create while Rancher is down: err = %v, want retryable", err)
 	}
 	sim.Down(false)
@@ -285,7 +286,7 @@ func TestRancherCreateFinishesAHalfDoneCreate(t *testing.T) {
 	b, sim := newRancher(t, nil, ranchersim.Options{})
 	r := backendtest.DefaultResource("half")
 	sim.AddFault(ranchersim.Fault{Method: http.MethodPost, QueryContains: "action=importYaml", Status: http.StatusServiceUnavailable, Count: 1})
-	if _, err := b.Create(testCtx(t), r); err == nil || backend.IsTerminal(err) {
+	if _, err := b.Create(testCtx(t), r); err == nil || fault.IsTerminal(err) {
 		t.Fatalf("Create with importYaml failing: err = %v, want retryable", err)
 	}
 	c, err := b.Create(testCtx(t), r)
@@ -425,7 +426,7 @@ func TestRancherUsageAllForbiddenNamesThePermission(t *testing.T) {
 		Status: http.StatusForbidden, Body: `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"pods is forbidden: ` +
 			`User \"u-abc\" cannot list resource \"pods\" in API group \"\" at the cluster scope","reason":"Forbidden","code":403}`})
 	_, err = b.UsageAll(testCtx(t), []string{cr.BackendID})
-	if err == nil || !backend.IsTerminal(err) {
+	if err == nil || !fault.IsTerminal(err) {
 		t.Fatalf("UsageAll without pod access: err = %v, want terminal", err)
 	}
 	for _, s := range []string{"may not list pods", sim.Options().AccessKey, "cannot list resource", "persistentvolumeclaims"} {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sitebus/sitebus/e2e/keycloaksim"
+	"github.com/sitebus/sitebus/pkg/fault"
 	"github.com/sitebus/sitebus/pkg/keycloak"
 )
 
@@ -172,7 +173,7 @@ func TestClientGroups(t *testing.T) {
 		}},
 		{"an empty name is invalid", func(t *testing.T, e *clientEnv) {
 			_, _, err := e.kc.EnsureGroup(ctx, "", "", "")
-			if !keycloak.IsTerminal(err) {
+			if !fault.IsTerminal(err) {
 				t.Fatalf("got %v", err)
 			}
 		}},
@@ -190,7 +191,7 @@ func TestClientGroups(t *testing.T) {
 			id, err := e.sim.AddGroup("waldur", "", keycloaksim.Group{Name: "admins"})
 			must(t, err)
 			err = e.kc.DeleteGroup(ctx, id)
-			if !errors.Is(err, keycloak.ErrNotManaged) || !keycloak.IsTerminal(err) {
+			if !errors.Is(err, keycloak.ErrNotManaged) || !fault.IsTerminal(err) {
 				t.Fatalf("got %v", err)
 			}
 			eq(t, "groups left", len(e.sim.Groups("waldur")), 1)
@@ -290,7 +291,7 @@ func TestClientMembersAndUsers(t *testing.T) {
 			g, _, err := e.kc.EnsureGroup(ctx, "g", "", "")
 			must(t, err)
 			err = e.kc.AddMember(ctx, g.ID, "99999999-9999-4999-8999-999999999999")
-			if !errors.Is(err, keycloak.ErrNotFound) || keycloak.IsRetryable(err) || keycloak.IsTerminal(err) {
+			if !errors.Is(err, keycloak.ErrNotFound) || errors.Is(err, fault.Unavailable) || fault.IsTerminal(err) {
 				t.Fatalf("got %v", err)
 			}
 		}},
@@ -447,7 +448,7 @@ func TestClientResilience(t *testing.T) {
 			run: func(t *testing.T, e *clientEnv) {
 				e.sim.Down(true)
 				_, _, err := e.kc.EnsureGroup(ctx, "g", "", "")
-				if err == nil || !keycloak.IsRetryable(err) || keycloak.IsTerminal(err) {
+				if err == nil || !errors.Is(err, fault.Unavailable) || fault.IsTerminal(err) {
 					t.Fatalf("got %v", err)
 				}
 				eq(t, "attempts", e.sim.CallCount("POST", tokenPath, http.StatusServiceUnavailable), keycloak.DefaultMaxAttempts)
@@ -481,7 +482,7 @@ func TestClientResilience(t *testing.T) {
 			tweak: func(c *keycloak.Config) { c.Password = "wrong" },
 			run: func(t *testing.T, e *clientEnv) {
 				err := e.kc.Ping(ctx)
-				if !errors.Is(err, keycloak.ErrCredentials) || !keycloak.IsTerminal(err) || strings.Contains(err.Error(), "wrong") {
+				if !errors.Is(err, keycloak.ErrCredentials) || !fault.IsTerminal(err) || strings.Contains(err.Error(), "wrong") {
 					t.Fatalf("got %v", err)
 				}
 				eq(t, "logins", e.sim.CallCount("POST", tokenPath, 0), 1)
@@ -490,7 +491,7 @@ func TestClientResilience(t *testing.T) {
 			run: func(t *testing.T, e *clientEnv) {
 				e.sim.AddFault(keycloaksim.Fault{PathPrefix: groupsPath, Status: 403, Body: `{"error":"HTTP 403 Forbidden"}`})
 				_, _, err := e.kc.EnsureGroup(ctx, "g", "", "")
-				if !keycloak.IsTerminal(err) {
+				if !fault.IsTerminal(err) {
 					t.Fatalf("got %v", err)
 				}
 				eq(t, "attempts", e.sim.CallCount("", groupsPath, 403), 1)

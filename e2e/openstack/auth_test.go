@@ -15,6 +15,7 @@ import (
 	"github.com/sitebus/sitebus/pkg/backend"
 	"github.com/sitebus/sitebus/pkg/backend/ranchercluster"
 	"github.com/sitebus/sitebus/pkg/config"
+	"github.com/sitebus/sitebus/pkg/fault"
 	"github.com/sitebus/sitebus/pkg/openstack"
 )
 
@@ -112,7 +113,7 @@ func TestConnect(t *testing.T) {
 				}
 				return
 			}
-			if err == nil || !openstack.IsTerminal(err) || !strings.Contains(err.Error(), tc.fails) {
+			if err == nil || !fault.IsTerminal(err) || !strings.Contains(err.Error(), tc.fails) {
 				t.Fatalf("err %v, want terminal mentioning %s", err, tc.fails)
 			}
 			if strings.Contains(err.Error(), o.AdminPassword) || strings.Contains(err.Error(), "not-the-password") {

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/sitebus/sitebus/e2e/openstacksim"
-	"github.com/sitebus/sitebus/pkg/backend"
 	"github.com/sitebus/sitebus/pkg/backend/ranchercluster"
+	"github.com/sitebus/sitebus/pkg/fault"
 	"github.com/sitebus/sitebus/pkg/openstack"
 )
 
@@ -69,7 +69,7 @@ func TestQuotaIsTerminalAndNamesTheQuota(t *testing.T) {
 			t.Cleanup(func() { sim.SetQuota(p.ID, tc.resource, -1) })
 			err := tc.call()
 			switch {
-			case !openstack.IsQuota(err) || !openstack.IsTerminal(err):
+			case !openstack.IsQuota(err) || !fault.IsTerminal(err):
 				t.Fatalf("err %v, want a terminal quota error", err)
 			case !strings.Contains(err.Error(), tc.quota):
 				t.Fatalf("err %q does not name the quota %s", err, tc.quota)
@@ -95,8 +95,8 @@ func TestErrorsAreClassified(t *testing.T) {
 		{"500 once is retryable", http.StatusInternalServerError, false, nil},
 		{"503 once is retryable", http.StatusServiceUnavailable, false, nil},
 		{"409 that clears is retryable", http.StatusConflict, false, openstack.ErrConflict},
-		{"400 is terminal", http.StatusBadRequest, true, backend.ErrInvalid},
-		{"403 is terminal", http.StatusForbidden, true, backend.ErrInvalid},
+		{"400 is a terminal refusal", http.StatusBadRequest, true, fault.Rejected},
+		{"403 is a terminal refusal", http.StatusForbidden, true, fault.Rejected},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			name := "net-" + strings.ReplaceAll(tc.name, " ", "-")
@@ -106,8 +106,8 @@ func TestErrorsAreClassified(t *testing.T) {
 			switch {
 			case err == nil:
 				t.Fatal("no error")
-			case openstack.IsTerminal(err) != tc.terminal:
-				t.Fatalf("err %v: terminal %v, want %v", err, openstack.IsTerminal(err), tc.terminal)
+			case fault.IsTerminal(err) != tc.terminal:
+				t.Fatalf("err %v: terminal %v, want %v", err, fault.IsTerminal(err), tc.terminal)
 			case tc.is != nil && !errors.Is(err, tc.is):
 				t.Fatalf("err %v is not %v", err, tc.is)
 			case !errors.As(err, &oe) || oe.Status != tc.status || !strings.Contains(err.Error(), name):
@@ -132,14 +132,14 @@ func TestErrorsAreClassified(t *testing.T) {
 	t.Run("a poll answered 500 is retryable", func(t *testing.T) {
 		sim.FailCall(http.MethodGet, "/compute/v2.1/servers/", http.StatusInternalServerError, 1)
 		_, err := c.WaitServerActive(ctx, "4f9d2a61-0000-4000-8000-000000000000")
-		if err == nil || openstack.IsTerminal(err) {
+		if err == nil || fault.IsTerminal(err) {
 			t.Fatalf("err %v, want retryable", err)
 		}
 	})
 
 	t.Run("a missing object that must exist is terminal", func(t *testing.T) {
 		_, err := c.WaitServerActive(ctx, "4f9d2a61-0000-4000-8000-000000000000")
-		if !openstack.IsNotFound(err) || !openstack.IsTerminal(err) {
+		if !openstack.IsNotFound(err) || !fault.IsTerminal(err) {
 			t.Fatalf("err %v, want terminal not found", err)
 		}
 	})
@@ -151,7 +151,7 @@ func TestErrorsAreClassified(t *testing.T) {
 			Password: "x", ProjectName: "admin", UserDomainName: "Default", Verify: true}}
 		fast(&cfg)
 		_, err := openstack.Connect(ctx, cfg)
-		if err == nil || openstack.IsTerminal(err) {
+		if err == nil || fault.IsTerminal(err) {
 			t.Fatalf("err %v, want retryable", err)
 		}
 	})

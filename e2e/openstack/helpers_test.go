@@ -106,7 +106,7 @@ func settings(t *testing.T, sim *openstacksim.Server, n int) *ranchercluster.Set
 }
 
 // plan is a managed order's plan over the settings' zones, one worker per
-// zone, read from the simulator's catalog through openstack.Catalog.
+// zone, read from the simulator's catalog through ranchercluster.OpenStackCatalog.
 func plan(t *testing.T, s *ranchercluster.Settings) *ranchercluster.Plan {
 	t.Helper()
 	var uuids []string
@@ -121,7 +121,7 @@ func plan(t *testing.T, s *ranchercluster.Settings) *ranchercluster.Plan {
 	if err != nil {
 		t.Fatalf("attributes: %v", err)
 	}
-	cat := &openstack.Catalog{Settings: s, Configure: fast}
+	cat := &ranchercluster.OpenStackCatalog{Settings: s, Configure: fast}
 	p, err := ranchercluster.PlanManaged(ctxT(t), s, a, backend.Resource{UUID: resourceUUID, Slug: "production-cluster",
 		ProjectSlug: "physics", Name: "production-cluster"}, cat)
 	if err != nil {
@@ -139,7 +139,7 @@ func fast(c *openstack.Config) {
 // connect logs in to a zone of the settings.
 func connect(t *testing.T, s *ranchercluster.Settings, az ranchercluster.AZ, configure ...func(*openstack.Config)) *openstack.Client {
 	t.Helper()
-	cfg := openstack.ConfigFor(s, az)
+	cfg := ranchercluster.OpenStackConfig(s, az)
 	fast(&cfg)
 	for _, f := range configure {
 		f(&cfg)

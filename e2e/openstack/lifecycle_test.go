@@ -9,6 +9,7 @@ import (
 
 	"github.com/sitebus/sitebus/e2e/openstacksim"
 	"github.com/sitebus/sitebus/pkg/backend/ranchercluster"
+	"github.com/sitebus/sitebus/pkg/fault"
 	"github.com/sitebus/sitebus/pkg/openstack"
 )
 
@@ -56,7 +57,7 @@ func TestWaitsAreBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = c.WaitServerActive(ctx, srv.ID)
-	if !errors.Is(err, openstack.ErrTimeout) || !openstack.IsTerminal(err) || !strings.Contains(err.Error(), "slow-vm") ||
+	if !errors.Is(err, openstack.ErrTimeout) || !fault.IsTerminal(err) || !strings.Contains(err.Error(), "slow-vm") ||
 		!strings.Contains(err.Error(), "BUILD") {
 		t.Fatalf("err %v, want a terminal timeout naming slow-vm in BUILD", err)
 	}
@@ -69,7 +70,7 @@ func TestAHangingCallIsRetryable(t *testing.T) {
 	c, _ := tenantClient(t, sim, "os-tenant-hang", func(cfg *openstack.Config) { cfg.RequestTimeout = 200 * time.Millisecond })
 	sim.AddFault(openstacksim.Fault{Method: http.MethodGet, PathPrefix: "/network/v2.0/networks", Delay: time.Hour, Count: 1})
 	_, _, err := c.EnsureNetwork(ctxT(t), openstack.Owner(resourceUUID), ranchercluster.NetworkPlan{Name: "hang-net"})
-	if err == nil || openstack.IsTerminal(err) {
+	if err == nil || fault.IsTerminal(err) {
 		t.Fatalf("err %v, want retryable", err)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/sitebus/sitebus/e2e/openstacksim"
 	"github.com/sitebus/sitebus/pkg/backend"
 	"github.com/sitebus/sitebus/pkg/backend/ranchercluster"
+	"github.com/sitebus/sitebus/pkg/fault"
 	"github.com/sitebus/sitebus/pkg/openstack"
 )
 
@@ -190,7 +191,7 @@ func TestForeignObjectsAreRefused(t *testing.T) {
 			sim.ResetCalls()
 			err := tc.call(ctxT(t))
 			switch {
-			case !errors.Is(err, backend.ErrNotManaged) || !openstack.IsTerminal(err):
+			case !errors.Is(err, backend.ErrNotManaged) || !fault.IsTerminal(err):
 				t.Fatalf("err %v, want terminal ErrNotManaged", err)
 			case !strings.Contains(err.Error(), tc.object):
 				t.Fatalf("err %q does not name %s", err, tc.object)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sitebus/sitebus/e2e/openstacksim"
 	"github.com/sitebus/sitebus/pkg/backend/ranchercluster"
+	"github.com/sitebus/sitebus/pkg/fault"
 	"github.com/sitebus/sitebus/pkg/openstack"
 )
 
@@ -260,7 +261,7 @@ func TestServerErrorIsTerminalWithTheFault(t *testing.T) {
 	switch {
 	case err == nil:
 		t.Fatal("the zone built, want the failed server's error")
-	case !errors.Is(err, openstack.ErrServerFailed) || !openstack.IsTerminal(err):
+	case !errors.Is(err, openstack.ErrServerFailed) || !fault.IsTerminal(err):
 		t.Fatalf("err %v: want terminal ErrServerFailed", err)
 	case !strings.Contains(err.Error(), "disk full on all hosts") || !strings.Contains(err.Error(), second):
 		t.Fatalf("err %q does not name the server and its fault", err)

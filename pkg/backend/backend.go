@@ -1,14 +1,15 @@
 // Package backend defines what a platform backend (ManagedNamespace,
-// Rancher, OKD) does for sitebus, and the errors that tell the services
-// whether retrying can help. Every backend passes the same conformance
-// suite (package backendtest).
+// Rancher, OKD) does for sitebus. Its errors are package fault's kinds, so
+// that the services decide retries by fault.IsTerminal. Every backend
+// passes the same conformance suite (package backendtest).
 package backend
 
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
+
+	"github.com/sitebus/sitebus/pkg/fault"
 )
 
 // Resource is what a backend needs to know about a Waldur resource to
@@ -131,38 +132,15 @@ type Backend interface {
 	Diagnostics(ctx context.Context) (map[string]any, error)
 }
 
-// Errors a backend wraps. ErrInvalid and ErrNotManaged are terminal: no
-// retry can fix them. ErrNotFound is returned where an object must exist.
-var (
-	ErrInvalid    = errors.New("invalid")
-	ErrNotManaged = errors.New("not managed by sitebus")
-	ErrNotFound   = errors.New("not found")
+// Errors a backend wraps are package fault's kinds, under the names the
+// backends and services have always used: ErrInvalid and ErrNotManaged are
+// terminal (fault.IsTerminal); ErrNotFound is returned where an object must
+// exist. Build one with a message of its own with fault.Errorf.
+const (
+	ErrInvalid    = fault.Invalid
+	ErrNotManaged = fault.NotManaged
+	ErrNotFound   = fault.NotFound
 )
-
-// IsTerminal reports whether retrying err cannot help.
-func IsTerminal(err error) bool {
-	return errors.Is(err, ErrInvalid) || errors.Is(err, ErrNotManaged)
-}
-
-// classified carries a message of its own (it goes to Waldur as the order's
-// error as it is) while matching a sentinel with errors.Is.
-type classified struct {
-	kind error
-	msg  string
-}
-
-func (e *classified) Error() string        { return e.msg }
-func (e *classified) Is(target error) bool { return target == e.kind }
-
-// Invalidf returns an ErrInvalid with a message a person can act on.
-func Invalidf(format string, args ...any) error {
-	return &classified{kind: ErrInvalid, msg: fmt.Sprintf(format, args...)}
-}
-
-// NotManagedf returns an ErrNotManaged with a message a person can act on.
-func NotManagedf(format string, args ...any) error {
-	return &classified{kind: ErrNotManaged, msg: fmt.Sprintf(format, args...)}
-}
 
 // UsageLister is implemented by backends that read the usage of many
 // objects at once: the usage reporter asks for every resource of an

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/sitebus/sitebus/pkg/fault"
 )
 
 // CheckLimits refuses limits no quota can hold, with the message every
@@ -26,14 +28,14 @@ func CheckLimits(limits map[string]float64, number func(float64) string) error {
 	for _, k := range keys {
 		v := limits[k]
 		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return Invalidf("Resource limit %s is not a number: %v", k, v)
+			return fault.Errorf(fault.Invalid, "Resource limit %s is not a number: %v", k, v)
 		}
 		if v < 0 {
 			negative = append(negative, fmt.Sprintf("'%s': %s", k, number(v)))
 		}
 	}
 	if len(negative) > 0 {
-		return Invalidf("Negative resource limits are not allowed: {%s}", strings.Join(negative, ", "))
+		return fault.Errorf(fault.Invalid, "Negative resource limits are not allowed: {%s}", strings.Join(negative, ", "))
 	}
 	return nil
 }

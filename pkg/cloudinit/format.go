@@ -4,11 +4,11 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/sitebus/sitebus/pkg/backend"
+	"github.com/sitebus/sitebus/pkg/fault"
 )
 
 // TemplateError is a cloud_init_template that cannot be rendered. It is
-// backend.ErrInvalid: only the template (or the settings) can fix it.
+// fault.Invalid: only the template (or the settings) can fix it.
 type TemplateError struct {
 	// Source names the template: "the default template", an inline
 	// template or the file it was read from.
@@ -28,7 +28,7 @@ func (e *TemplateError) Error() string {
 	return where + ": " + e.Msg
 }
 
-func (e *TemplateError) Is(target error) bool { return target == backend.ErrInvalid }
+func (e *TemplateError) Is(target error) bool { return target == fault.Invalid }
 
 // field is one {name} of a template.
 type field struct {

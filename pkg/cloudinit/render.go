@@ -12,7 +12,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/sitebus/sitebus/pkg/backend"
+	"github.com/sitebus/sitebus/pkg/fault"
 )
 
 // Header starts every cloud-config user_data.
@@ -92,10 +92,10 @@ func LoadTemplate(setting string) (*Template, error) {
 	}
 	b, err := os.ReadFile(setting)
 	if err != nil {
-		return nil, backend.Invalidf("cloud_init_template: cannot read the file: %v", err)
+		return nil, fault.Errorf(fault.Invalid, "cloud_init_template: cannot read the file: %v", err)
 	}
 	if strings.TrimSpace(string(b)) == "" {
-		return nil, backend.Invalidf("cloud_init_template: the file %s is empty", setting)
+		return nil, fault.Errorf(fault.Invalid, "cloud_init_template: the file %s is empty", setting)
 	}
 	return ParseTemplate(string(b), setting)
 }
@@ -183,7 +183,7 @@ var checksumRe = regexp.MustCompile(`^[0-9a-f]{64}$`)
 // and, when the node has data volumes, Mastermind's per-node rewrite of
 // bootcmd (wait for each volume's device), disk_setup, fs_setup and
 // mounts on /dev/<driver>b, c, ... Errors are TemplateErrors or
-// backend.ErrInvalid.
+// fault.Invalid.
 func Render(s Settings, n Node) ([]byte, error) {
 	values, err := nodeValues(s, n)
 	if err != nil {
@@ -255,11 +255,11 @@ func Render(s Settings, n Node) ([]byte, error) {
 // absent, and available() says why a template needing it cannot be used.
 func nodeValues(s Settings, n Node) (map[string]string, error) {
 	if n.Role != Server && n.Role != Agent {
-		return nil, backend.Invalidf("cloudinit: node role %q is neither %q nor %q", n.Role, Server, Agent)
+		return nil, fault.Errorf(fault.Invalid, "cloudinit: node role %q is neither %q nor %q", n.Role, Server, Agent)
 	}
 	u, err := url.Parse(s.RancherURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-		return nil, backend.Invalidf("cloudinit: Rancher URL %q is not an http(s) URL without credentials, query or fragment", s.RancherURL)
+		return nil, fault.Errorf(fault.Invalid, "cloudinit: Rancher URL %q is not an http(s) URL without credentials, query or fragment", s.RancherURL)
 	}
 	v := map[string]string{
 		"rke_role":       string(n.Role),
@@ -271,7 +271,7 @@ func nodeValues(s Settings, n Node) (map[string]string, error) {
 	}
 	if c := strings.ToLower(s.RancherCAChecksum); c != "" {
 		if !checksumRe.MatchString(c) {
-			return nil, backend.Invalidf("cloudinit: Rancher CA checksum is not a sha256 in hex (64 digits)")
+			return nil, fault.Errorf(fault.Invalid, "cloudinit: Rancher CA checksum is not a sha256 in hex (64 digits)")
 		}
 		v["rancher_ca_checksum_flag"] = " --ca-checksum " + c
 	}
@@ -304,10 +304,10 @@ func nodeValues(s Settings, n Node) (map[string]string, error) {
 // space would change the script.
 func scriptValue(name, val string) error {
 	if val == "" {
-		return backend.Invalidf("cloudinit: no %s for the node", name)
+		return fault.Errorf(fault.Invalid, "cloudinit: no %s for the node", name)
 	}
 	if strings.ContainsAny(val, "\n\r\"'`$\\ ") {
-		return backend.Invalidf("cloudinit: the %s holds characters that cannot go into the install script", name)
+		return fault.Errorf(fault.Invalid, "cloudinit: the %s holds characters that cannot go into the install script", name)
 	}
 	return nil
 }
@@ -322,7 +322,7 @@ func rewriteVolumes(root *yaml.Node, driver string, vols []Volume) error {
 		driver = DefaultDiskDriver
 	}
 	if len(vols) > 25 {
-		return backend.Invalidf("cloudinit: %d data volumes, at most 25 device letters (b..z)", len(vols))
+		return fault.Errorf(fault.Invalid, "cloudinit: %d data volumes, at most 25 device letters (b..z)", len(vols))
 	}
 	var bootcmd []*yaml.Node
 	diskSetup := &yaml.Node{Kind: yaml.MappingNode}

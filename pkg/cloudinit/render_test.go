@@ -10,8 +10,8 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/sitebus/sitebus/pkg/backend"
 	"github.com/sitebus/sitebus/pkg/cloudinit"
+	"github.com/sitebus/sitebus/pkg/fault"
 )
 
 const (
@@ -182,7 +182,7 @@ func TestDefaultTemplateWithoutVaultCarriesTheToken(t *testing.T) {
 	if strings.Contains(script, "vault") || c.hasFile("/etc/vault/role-id") || c.hasFile("/etc/vault/secret-id") {
 		t.Fatalf("Vault parts without Vault:\n%s", script)
 	}
-	if _, err := cloudinit.Render(cloudinit.Settings{RancherURL: rancherURL}, cloudinit.Node{Role: cloudinit.Server}); !errors.Is(err, backend.ErrInvalid) {
+	if _, err := cloudinit.Render(cloudinit.Settings{RancherURL: rancherURL}, cloudinit.Node{Role: cloudinit.Server}); !errors.Is(err, fault.Invalid) {
 		t.Fatalf("neither Vault nor token: %v", err)
 	}
 }
@@ -280,7 +280,7 @@ func TestCustomTemplates(t *testing.T) {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("error %v, want one containing %q", err, tt.wantErr)
 				}
-				if !errors.Is(err, backend.ErrInvalid) {
+				if !errors.Is(err, fault.Invalid) {
 					t.Fatalf("template error %v is not terminal", err)
 				}
 				if !strings.Contains(err.Error(), "cloud_init_template (inline)") {
@@ -311,7 +311,7 @@ func TestTemplateFromAFile(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "cloud_init_template ("+path+") line 4: unknown placeholder {oops}") {
 		t.Fatalf("error %v", err)
 	}
-	if _, err := cloudinit.LoadTemplate(filepath.Join(t.TempDir(), "missing.yaml")); !errors.Is(err, backend.ErrInvalid) {
+	if _, err := cloudinit.LoadTemplate(filepath.Join(t.TempDir(), "missing.yaml")); !errors.Is(err, fault.Invalid) {
 		t.Fatalf("missing file: %v", err)
 	}
 	if tmpl, err := cloudinit.LoadTemplate("#cloud-config {rke_role}"); err != nil || tmpl.Source() != "inline" {
@@ -349,7 +349,7 @@ func TestBadNodeValuesAreRefused(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if _, err := cloudinit.Render(tt.s, tt.n); !errors.Is(err, backend.ErrInvalid) {
+			if _, err := cloudinit.Render(tt.s, tt.n); !errors.Is(err, fault.Invalid) {
 				t.Fatalf("error %v, want ErrInvalid", err)
 			}
 		})

@@ -106,7 +106,7 @@ func (c *Client) do(ctx context.Context, op string, call func(ctx context.Contex
 				}
 			}
 		}
-		if !IsRetryable(err) || attempt >= c.cfg.MaxAttempts {
+		if !retryable(err) || attempt >= c.cfg.MaxAttempts {
 			return err
 		}
 		wait := c.backoff(attempt)

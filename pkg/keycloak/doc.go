@@ -5,9 +5,9 @@
 //
 // It owns the admin token (password grant, cached, renewed before expiry
 // and once on a 401), retries what a retry can fix (5xx, 429, transport
-// errors) with bounded backoff, and classifies the rest so that callers can
-// tell "try again later" (IsRetryable) from "this will never work"
-// (IsTerminal). Groups it creates carry managed_by: ["sitebus"]; it deletes
+// errors) with bounded backoff, and gives every error a kind of package
+// fault (ErrNotFound is fault.NotFound, ...), so that fault.IsTerminal tells
+// "try again later" from "this will never work". Groups it creates carry managed_by: ["sitebus"]; it deletes
 // only groups marked by sitebus or by the Python waldur-site-agent, so a
 // site can switch from one to the other.
 //

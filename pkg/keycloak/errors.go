@@ -9,34 +9,38 @@ import (
 
 	"github.com/Nerzal/gocloak/v13"
 
-	"github.com/sitebus/sitebus/pkg/backend"
+	"github.com/sitebus/sitebus/pkg/fault"
 )
 
-// Kinds of errors; match them with errors.Is.
-var (
-	// ErrNotFound: the group or user does not exist (404).
-	ErrNotFound = errors.New("not found")
-	// ErrConflict: a sibling group has that name already (409).
-	ErrConflict = errors.New("conflict")
-	// ErrUnauthorized: an admin call was refused with 401 even with a
-	// fresh token; retryable (tokens may be invalidated by a restart).
-	ErrUnauthorized = errors.New("unauthorized")
-	// ErrUnavailable: Keycloak did not answer, answered 5xx or 429.
-	// Retryable.
-	ErrUnavailable = errors.New("unavailable")
+// Kinds of errors, as package fault names them; match them with errors.Is.
+// fault.IsTerminal decides whether retrying can help.
+const (
+	// ErrNotFound: the group or user does not exist (404). Retried when
+	// unhandled, but callers decide: a user not in Keycloak yet is pending.
+	ErrNotFound = fault.NotFound
+	// ErrConflict: Keycloak answers 409 when a sibling group has the name
+	// already; the caller re-reads the group.
+	ErrConflict = fault.Conflict
+	// ErrUnavailable: Keycloak did not answer, answered 5xx or 429, or
+	// refused a fresh token with 401. Retried.
+	ErrUnavailable = fault.Unavailable
 	// ErrCredentials: the token endpoint refused the configured client or
 	// credentials. Terminal: retrying only feeds brute-force detection.
-	ErrCredentials = errors.New("credentials rejected")
+	ErrCredentials = fault.Credentials
 	// ErrRejected: any other 4xx (400, 403, ...). Terminal.
-	ErrRejected = errors.New("rejected")
+	ErrRejected = fault.Rejected
 	// ErrNotManaged: the group is not marked as sitebus's (or the Python
-	// agent's), so it is not ours to delete. Terminal; it is
-	// backend.ErrNotManaged, so backend.IsTerminal agrees.
-	ErrNotManaged = backend.ErrNotManaged
-	// ErrInvalid: a bad argument (an empty name). Terminal; it is
-	// backend.ErrInvalid.
-	ErrInvalid = backend.ErrInvalid
+	// agent's), so it is not ours to delete. Terminal.
+	ErrNotManaged = fault.NotManaged
+	// ErrInvalid: a bad argument (an empty name), or an answer sitebus
+	// cannot read. Terminal.
+	ErrInvalid = fault.Invalid
 )
+
+// ErrUnauthorized matches an admin call refused with 401 even with a fresh
+// token. Such an error is of kind ErrUnavailable too, so it is retried:
+// Keycloak invalidates tokens when it restarts, and the next login works.
+var ErrUnauthorized = errors.New("unauthorized")
 
 // Error is a failed Keycloak call. Its message says what sitebus was doing
 // and what Keycloak said; it never contains a token or password.
@@ -44,7 +48,9 @@ type Error struct {
 	Op     string // e.g. "create group ns_x_admin"
 	Status int    // HTTP status; 0 when no response came
 	Msg    string // Keycloak's message, or the transport error
-	kind   error
+	kind   fault.Kind
+	// unauthorized: a 401 on an admin call (ErrUnauthorized).
+	unauthorized bool
 }
 
 func (e *Error) Error() string {
@@ -54,37 +60,30 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("keycloak: %s: HTTP %d: %s", e.Op, e.Status, e.Msg)
 }
 
-// Is matches the error's kind (ErrNotFound, ErrUnavailable, ...).
-func (e *Error) Is(target error) bool { return target == e.kind }
-
-// IsRetryable reports whether the same call may succeed later: Keycloak
-// was unreachable, overloaded (5xx, 429) or refused a fresh token (401).
-func IsRetryable(err error) bool {
-	return errors.Is(err, ErrUnavailable) || errors.Is(err, ErrUnauthorized)
+// Is matches the error's kind (ErrNotFound, ErrUnavailable, ...), and
+// ErrUnauthorized for a 401.
+func (e *Error) Is(target error) bool {
+	return target == e.kind || e.unauthorized && target == ErrUnauthorized
 }
 
-// IsTerminal reports whether retrying err cannot help: a 4xx other than
-// 401, 404, 409 and 429, rejected credentials, a group that is not ours,
-// or a bad argument. 404 and 409 are neither: callers decide (a user not in
-// Keycloak yet is pending, a name taken is re-read).
-func IsTerminal(err error) bool {
-	return errors.Is(err, ErrRejected) || errors.Is(err, ErrCredentials) ||
-		errors.Is(err, ErrNotManaged) || errors.Is(err, ErrInvalid)
-}
+// retryable reports whether the client's own retry loop should repeat a
+// call: Keycloak was unreachable, overloaded (5xx, 429) or refused a fresh
+// token (401). A 404 or 409 is an answer, not a failure to get one.
+func retryable(err error) bool { return errors.Is(err, fault.Unavailable) }
 
-// kindOf classifies an HTTP status of an admin call.
-func kindOf(status int) error {
+// kindOf classifies an HTTP status of an admin call: 401 is ErrUnavailable
+// (see ErrUnauthorized), 404 and 409 their own kinds, 429 and 5xx
+// unavailable, and any other 4xx a refusal no retry changes.
+func kindOf(status int) fault.Kind {
 	switch {
-	case status == 0, status == http.StatusTooManyRequests, status >= 500:
-		return ErrUnavailable
-	case status == http.StatusUnauthorized:
-		return ErrUnauthorized
+	case status == 0, status == http.StatusTooManyRequests, status >= 500, status == http.StatusUnauthorized:
+		return fault.Unavailable
 	case status == http.StatusNotFound:
-		return ErrNotFound
+		return fault.NotFound
 	case status == http.StatusConflict:
-		return ErrConflict
+		return fault.Conflict
 	default:
-		return ErrRejected
+		return fault.Rejected
 	}
 }
 
@@ -102,7 +101,8 @@ func classify(ctx context.Context, op string, err error) error {
 	if !errors.As(err, &ae) {
 		return &Error{Op: op, Msg: err.Error(), kind: ErrInvalid}
 	}
-	return &Error{Op: op, Status: ae.Code, Msg: trimStatus(ae.Message, ae.Code), kind: kindOf(ae.Code)}
+	return &Error{Op: op, Status: ae.Code, Msg: trimStatus(ae.Message, ae.Code), kind: kindOf(ae.Code),
+		unauthorized: ae.Code == http.StatusUnauthorized}
 }
 
 // classifyLogin is classify for the token endpoint, where 400 and 401 mean
@@ -111,7 +111,7 @@ func classifyLogin(ctx context.Context, err error) error {
 	err = classify(ctx, "log in", err)
 	var e *Error
 	if errors.As(err, &e) && (e.Status == http.StatusBadRequest || e.Status == http.StatusUnauthorized) {
-		e.kind = ErrCredentials
+		e.kind, e.unauthorized = ErrCredentials, false
 		e.Msg += " (check keycloak_username, keycloak_password, client_id and keycloak_user_realm)"
 	}
 	return err

@@ -9,24 +9,26 @@ import (
 
 	"github.com/Nerzal/gocloak/v13"
 
-	"github.com/sitebus/sitebus/pkg/backend"
+	"github.com/sitebus/sitebus/pkg/fault"
 )
 
 func TestClassify(t *testing.T) {
 	apiErr := func(code int, msg string) error { return &gocloak.APIError{Code: code, Message: msg} }
 	tests := []struct {
-		name                string
-		err                 error
-		kind                error
-		retryable, terminal bool
+		name string
+		err  error
+		kind error
+		// retried by the client's own loop; terminal by fault.IsTerminal.
+		retried, terminal bool
 	}{
 		{"a transport error is retryable", apiErr(0, "could not get groups: dial tcp: connection refused"), ErrUnavailable, true, false},
 		{"a 500 is retryable", apiErr(500, "500 Internal Server Error"), ErrUnavailable, true, false},
 		{"a 503 is retryable", apiErr(503, "503 Service Unavailable"), ErrUnavailable, true, false},
 		{"a 429 is retryable", apiErr(429, "429 Too Many Requests"), ErrUnavailable, true, false},
 		{"a 401 is retryable", apiErr(401, "401 Unauthorized: HttpUnauthorizedException"), ErrUnauthorized, true, false},
-		{"a 404 is neither", apiErr(404, "404 Not Found: Could not find group by id"), ErrNotFound, false, false},
-		{"a 409 is neither", apiErr(409, "409 Conflict: Top level group named 'x' already exists."), ErrConflict, false, false},
+		{"a 401 is of the unavailable kind", apiErr(401, "401 Unauthorized: HttpUnauthorizedException"), fault.Unavailable, true, false},
+		{"a 404 is an answer the caller handles, retried if it does not", apiErr(404, "404 Not Found: Could not find group by id"), ErrNotFound, false, false},
+		{"a 409 (a sibling group has the name) is an answer the caller handles", apiErr(409, "409 Conflict: Top level group named 'x' already exists."), ErrConflict, false, false},
 		{"a 400 is terminal", apiErr(400, "400 Bad Request: Group name is missing"), ErrRejected, false, true},
 		{"a 403 is terminal", apiErr(403, "403 Forbidden"), ErrRejected, false, true},
 		{"a non-API error is a terminal bug", errors.New("could not get groups: json: bad"), ErrInvalid, false, true},
@@ -37,10 +39,10 @@ func TestClassify(t *testing.T) {
 			if !errors.Is(err, tc.kind) {
 				t.Errorf("%v is not %v", err, tc.kind)
 			}
-			if IsRetryable(err) != tc.retryable || IsTerminal(err) != tc.terminal {
-				t.Errorf("retryable %v terminal %v, want %v %v", IsRetryable(err), IsTerminal(err), tc.retryable, tc.terminal)
+			if retryable(err) != tc.retried || fault.IsTerminal(err) != tc.terminal {
+				t.Errorf("retried %v terminal %v, want %v %v", retryable(err), fault.IsTerminal(err), tc.retried, tc.terminal)
 			}
-			if wrapped := fmt.Errorf("step: %w", err); IsRetryable(wrapped) != tc.retryable || IsTerminal(wrapped) != tc.terminal {
+			if wrapped := fmt.Errorf("step: %w", err); retryable(wrapped) != tc.retried || fault.IsTerminal(wrapped) != tc.terminal {
 				t.Error("classification lost through wrapping")
 			}
 		})
@@ -52,13 +54,13 @@ func TestClassifySpecialCases(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 		err := classify(ctx, "op", &gocloak.APIError{Message: "context canceled"})
-		if !errors.Is(err, context.Canceled) || IsRetryable(err) || IsTerminal(err) {
+		if !errors.Is(err, context.Canceled) || retryable(err) || fault.IsTerminal(err) {
 			t.Errorf("got %v", err)
 		}
 	})
 	t.Run("rejected credentials are terminal and say which keys to check", func(t *testing.T) {
 		err := classifyLogin(context.Background(), &gocloak.APIError{Code: 401, Message: "401 Unauthorized: invalid_grant: Invalid user credentials"})
-		if !errors.Is(err, ErrCredentials) || !IsTerminal(err) || IsRetryable(err) {
+		if !errors.Is(err, ErrCredentials) || errors.Is(err, ErrUnauthorized) || !fault.IsTerminal(err) || retryable(err) {
 			t.Errorf("got %v", err)
 		}
 		want := "keycloak: log in: HTTP 401: invalid_grant: Invalid user credentials (check keycloak_username"
@@ -68,13 +70,13 @@ func TestClassifySpecialCases(t *testing.T) {
 	})
 	t.Run("a token endpoint that is down stays retryable", func(t *testing.T) {
 		err := classifyLogin(context.Background(), &gocloak.APIError{Code: 503, Message: "503 Service Unavailable"})
-		if !IsRetryable(err) {
+		if !retryable(err) || fault.IsTerminal(err) {
 			t.Errorf("got %v", err)
 		}
 	})
-	t.Run("not managed is backend's terminal kind", func(t *testing.T) {
+	t.Run("a group that is not ours is terminal", func(t *testing.T) {
 		err := &Error{Op: "delete group x", Msg: "not ours", kind: ErrNotManaged}
-		if !backend.IsTerminal(err) || !IsTerminal(err) {
+		if !fault.IsTerminal(err) || !errors.Is(err, fault.NotManaged) {
 			t.Error("not terminal")
 		}
 	})

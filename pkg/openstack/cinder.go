@@ -8,8 +8,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/blockstorage/v3/volumes"
 	"github.com/gophercloud/gophercloud/v2/openstack/blockstorage/v3/volumetypes"
 
-	"github.com/sitebus/sitebus/pkg/backend"
-	"github.com/sitebus/sitebus/pkg/backend/ranchercluster"
+	"github.com/sitebus/sitebus/pkg/fault"
 )
 
 // ownsVolume: a volume is marked in its description or metadata.
@@ -72,11 +71,11 @@ func (c *Client) waitVolume(ctx context.Context, id, obj string) (Volume, error)
 		case "available", "in-use":
 			return volumeOf(r), nil
 		case "error", "error_restoring", "error_extending":
-			return volumeOf(r), newError("create", obj, fmt.Sprintf("Cinder put volume %s in status %s", id, r.Status), backend.ErrInvalid)
+			return volumeOf(r), newError("create", obj, fmt.Sprintf("Cinder put volume %s in status %s", id, r.Status), fault.Rejected)
 		}
 		if time.Now().After(deadline) {
 			return volumeOf(r), newError("wait for", obj, fmt.Sprintf("volume %s still %s after %s", id, r.Status, c.cfg.VolumeTimeout),
-				ErrTimeout, backend.ErrInvalid)
+				ErrTimeout, fault.Rejected)
 		}
 		if err := sleep(ctx, c.cfg.PollInterval); err != nil {
 			return Volume{}, err
@@ -107,14 +106,14 @@ func (c *Client) DeleteVolume(ctx context.Context, owner Owner, volumeID string)
 }
 
 // VolumeTypes lists the Cinder volume types.
-func (c *Client) VolumeTypes(ctx context.Context) ([]ranchercluster.VolumeType, error) {
+func (c *Client) VolumeTypes(ctx context.Context) ([]VolumeType, error) {
 	ts, err := list(ctx, "list volume types", "", volumetypes.List(c.volume, volumetypes.ListOpts{}), volumetypes.ExtractVolumeTypes)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]ranchercluster.VolumeType, len(ts))
+	out := make([]VolumeType, len(ts))
 	for i, t := range ts {
-		out[i] = ranchercluster.VolumeType{ID: t.ID, Name: t.Name}
+		out[i] = VolumeType{ID: t.ID, Name: t.Name}
 	}
 	return out, nil
 }

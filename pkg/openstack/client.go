@@ -16,8 +16,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/config/clouds"
 	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/tokens"
 
-	"github.com/sitebus/sitebus/pkg/backend"
-	"github.com/sitebus/sitebus/pkg/backend/ranchercluster"
+	"github.com/sitebus/sitebus/pkg/fault"
 )
 
 // Defaults of Config.
@@ -39,7 +38,7 @@ type Config struct {
 	// inline cloud's Verify false turns TLS verification off (the settings
 	// decode it true unless the cloud says verify: false; a Cloud built by
 	// hand must set it).
-	Cloud ranchercluster.Cloud
+	Cloud Cloud
 	// CloudsYAML is the clouds.yaml a named Cloud is read from; "" is
 	// gophercloud's search (OS_CLIENT_CONFIG_FILE, ./, ~/.config/openstack,
 	// /etc/openstack).
@@ -64,11 +63,6 @@ type Config struct {
 	// (tests).
 	HTTPClient *http.Client
 	Logger     *slog.Logger
-}
-
-// ConfigFor is the Config of one zone of the offering.
-func ConfigFor(s *ranchercluster.Settings, az ranchercluster.AZ) Config {
-	return Config{Cloud: az.Cloud, CloudsYAML: s.CloudsYAML, Region: az.Region}
 }
 
 func (c *Config) defaults() {
@@ -155,13 +149,13 @@ func (c *Client) UserID() string { return c.userID }
 // gone, or where the user has no role, refuses the login (401, terminal).
 func (c *Client) Scoped(ctx context.Context, project Project) (*Client, error) {
 	if project.ID == "" {
-		return nil, backend.Invalidf("openstack: cannot act in project %q: no project id", project.Name)
+		return nil, fault.Errorf(fault.Invalid, "openstack: cannot act in project %q: no project id", project.Name)
 	}
 	if project.ID == c.projectID {
 		return c, nil
 	}
 	if c.auth.ApplicationCredentialID != "" || c.auth.ApplicationCredentialName != "" {
-		return nil, backend.Invalidf("openstack: cannot act in project %s (%s): the cloud logs in with an application "+
+		return nil, fault.Errorf(fault.Invalid, "openstack: cannot act in project %s (%s): the cloud logs in with an application "+
 			"credential, which Keystone binds to its own project; managed mode needs a password credential of an admin user",
 			project.Name, project.ID)
 	}
@@ -183,7 +177,7 @@ func (c *Client) login(ctx context.Context) error {
 	ao.AllowReauth = true
 	p, err := gos.NewClient(ao.IdentityEndpoint)
 	if err != nil {
-		return backend.Invalidf("openstack: auth_url %q: %v", ao.IdentityEndpoint, err)
+		return fault.Errorf(fault.Invalid, "openstack: auth_url %q: %v", ao.IdentityEndpoint, err)
 	}
 	p.HTTPClient = c.http
 	if err := gos.Authenticate(ctx, p, ao); err != nil {
@@ -201,7 +195,7 @@ func (c *Client) login(ctx context.Context) error {
 		}
 	}
 	if c.userID == "" || c.projectID == "" {
-		return backend.Invalidf("openstack: the token from %s is not scoped to a project: give the cloud's project_name or project_id",
+		return fault.Errorf(fault.Invalid, "openstack: the token from %s is not scoped to a project: give the cloud's project_name or project_id",
 			ao.IdentityEndpoint)
 	}
 	for _, s := range []struct {
@@ -217,7 +211,7 @@ func (c *Client) login(ctx context.Context) error {
 	} {
 		sc, err := s.make(p, c.eo)
 		if err != nil {
-			return backend.Invalidf("openstack: no %s endpoint in the catalog for region %q: %v", s.name, c.eo.Region, err)
+			return fault.Errorf(fault.Invalid, "openstack: no %s endpoint in the catalog for region %q: %v", s.name, c.eo.Region, err)
 		}
 		*s.dst = sc
 	}
@@ -239,7 +233,7 @@ func authOptions(cfg Config) (gophercloud.AuthOptions, gophercloud.EndpointOpts,
 		}
 		ao, eo, tc, err := clouds.Parse(opts...)
 		if err != nil {
-			return ao, eo, nil, backend.Invalidf("openstack: cloud %q: %v", c.Name, err)
+			return ao, eo, nil, fault.Errorf(fault.Invalid, "openstack: cloud %q: %v", c.Name, err)
 		}
 		return ao, eo, tc, nil
 	}
@@ -273,11 +267,11 @@ func authOptions(cfg Config) (gophercloud.AuthOptions, gophercloud.EndpointOpts,
 	if c.CACert != "" {
 		pem, err := os.ReadFile(c.CACert)
 		if err != nil {
-			return ao, eo, nil, backend.Invalidf("openstack: cacert: %v", err)
+			return ao, eo, nil, fault.Errorf(fault.Invalid, "openstack: cacert: %v", err)
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
-			return ao, eo, nil, backend.Invalidf("openstack: cacert %s holds no PEM certificate", c.CACert)
+			return ao, eo, nil, fault.Errorf(fault.Invalid, "openstack: cacert %s holds no PEM certificate", c.CACert)
 		}
 		tc.RootCAs = pool
 	}

@@ -5,13 +5,13 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2"
 
-	"github.com/sitebus/sitebus/pkg/backend/ranchercluster"
+	"github.com/sitebus/sitebus/pkg/fault"
 )
 
 func TestAuthOptionsOfAnInlineCloud(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
-		cloud     ranchercluster.Cloud
+		cloud     Cloud
 		region    string
 		scope     *gophercloud.AuthScope
 		domain    string
@@ -19,16 +19,16 @@ func TestAuthOptionsOfAnInlineCloud(t *testing.T) {
 		avail     gophercloud.Availability
 		skipCheck bool
 	}{
-		{"project by name takes its domain", ranchercluster.Cloud{AuthURL: "https://k/v3", Username: "u", Password: "p",
+		{"project by name takes its domain", Cloud{AuthURL: "https://k/v3", Username: "u", Password: "p",
 			UserDomainName: "Users", ProjectName: "admin", ProjectDomainName: "Projects", RegionName: "R1", Verify: true},
 			"", &gophercloud.AuthScope{ProjectName: "admin", DomainName: "Projects"}, "Users", "R1", gophercloud.AvailabilityPublic, false},
-		{"project by name without a domain takes the user's", ranchercluster.Cloud{AuthURL: "https://k/v3", Username: "u", Password: "p",
+		{"project by name without a domain takes the user's", Cloud{AuthURL: "https://k/v3", Username: "u", Password: "p",
 			UserDomainID: "default", ProjectName: "admin", Interface: "internal", Verify: true},
 			"", &gophercloud.AuthScope{ProjectName: "admin", DomainID: "default"}, "", "", gophercloud.AvailabilityInternal, false},
-		{"project by id; the zone's region wins", ranchercluster.Cloud{AuthURL: "https://k/v3", Username: "u", Password: "p",
+		{"project by id; the zone's region wins", Cloud{AuthURL: "https://k/v3", Username: "u", Password: "p",
 			DomainName: "Default", ProjectID: "p1", RegionName: "R1", Interface: "adminURL"},
 			"R2", &gophercloud.AuthScope{ProjectID: "p1"}, "Default", "R2", gophercloud.AvailabilityAdmin, true},
-		{"an application credential has its own scope", ranchercluster.Cloud{AuthURL: "https://k/v3",
+		{"an application credential has its own scope", Cloud{AuthURL: "https://k/v3",
 			AuthType: "v3applicationcredential", ApplicationCredentialID: "ac", ApplicationCredentialSecret: "s", ProjectName: "ignored", Verify: true},
 			"", nil, "", "", gophercloud.AvailabilityPublic, false},
 	} {
@@ -57,8 +57,8 @@ func TestAuthOptionsOfAnInlineCloud(t *testing.T) {
 }
 
 func TestAuthOptionsRefusesABadCACert(t *testing.T) {
-	_, _, _, err := authOptions(Config{Cloud: ranchercluster.Cloud{AuthURL: "https://k/v3", CACert: t.TempDir() + "/missing.pem"}})
-	if !IsTerminal(err) {
+	_, _, _, err := authOptions(Config{Cloud: Cloud{AuthURL: "https://k/v3", CACert: t.TempDir() + "/missing.pem"}})
+	if !fault.IsTerminal(err) {
 		t.Fatalf("err %v, want terminal", err)
 	}
 }

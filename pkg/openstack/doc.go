@@ -51,13 +51,11 @@
 //
 // # Errors
 //
-// Errors are *Error and match the backend sentinels, as the other
-// backends' do: backend.ErrInvalid (terminal: 400, 401, 403, a quota,
-// which also matches ErrQuota and names the quota, a certificate that does
-// not verify, a server in ERROR with its fault), backend.ErrNotManaged
-// (terminal: an object not the owner's), backend.ErrNotFound (404 where
-// the object must exist: misconfiguration, terminal through
-// IsTerminal) and ErrConflict (409 that clears, retryable). 5xx, 429,
-// timeouts and refused connections are retryable. IsTerminal tells the
-// two apart for a saga step.
+// Errors are *Error and match the kinds of package fault (see Error for
+// the mapping of OpenStack's answers), so that fault.IsTerminal tells a
+// saga step whether a retry can help: refusals (400, 403, a quota, which
+// also matches ErrQuota and names the quota, a server in ERROR), refused
+// credentials (401), an object not the owner's and a 404 where the object
+// must exist are terminal; a 409 that clears (ErrConflict), 5xx, 429,
+// timeouts and refused connections are retried.
 package openstack

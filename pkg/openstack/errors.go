@@ -11,38 +11,51 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2"
 
-	"github.com/sitebus/sitebus/pkg/backend"
+	"github.com/sitebus/sitebus/pkg/fault"
 )
 
 // ErrQuota matches an OpenStack quota refusal (Neutron's 409 OverQuota,
-// Nova's 403 "Quota exceeded", Cinder's 413): terminal, since the tenant's
-// quota or the order's size must change first.
+// Nova's 403 "Quota exceeded", Cinder's 413); such an error is
+// fault.Rejected too, terminal, since the tenant's quota or the order's size
+// must change first.
 var ErrQuota = errors.New("quota exceeded")
 
 // ErrConflict matches a 409 that clears by itself (an object busy in
-// another task, a port still being unbound): retryable.
-var ErrConflict = errors.New("conflict")
+// another task, a port still being unbound): fault.Conflict, retried.
+const ErrConflict = fault.Conflict
 
 // ErrServerFailed matches a server that went ERROR; its message holds
-// Nova's fault. Terminal.
+// Nova's fault. Such an error is fault.Rejected too: Nova gave up on the
+// server ("No valid host was found"), and booting it again is a new server.
 var ErrServerFailed = errors.New("server failed")
 
 // ErrTimeout matches a bounded wait that ran out (a volume never
-// available, a server never ACTIVE or never gone). Terminal: the step's
-// wait already took longer than any retry would be worth.
+// available, a server never ACTIVE or never gone). Such an error is
+// fault.Rejected too, terminal: the step's wait already took longer than
+// any retry would be worth.
 var ErrTimeout = errors.New("timed out")
 
-// Error is a failed OpenStack call or wait. It matches (errors.Is) what
-// classifies it:
-//   - backend.ErrInvalid (terminal): 400, 401, 403 (and 413), 404 where
-//     the object had to exist (backend.ErrNotFound too), a quota (ErrQuota
+// Error is a failed OpenStack call or wait. It matches (errors.Is) the kind
+// of package fault that classifies it, and openstack's own sentinels:
+//   - fault.Rejected (terminal): 400, 403 and 413, a quota (ErrQuota
 //     too), a server in ERROR (ErrServerFailed), a wait that ran out
-//     (ErrTimeout), a certificate that does not verify;
-//   - backend.ErrNotManaged (terminal): an object that is not the owner's;
-//   - ErrConflict (retryable): a 409 other than a quota or an address
-//     already taken;
-//   - nothing (retryable): 5xx, 429, other statuses, timeouts and refused
-//     connections.
+//     (ErrTimeout), a 409 for an address someone else holds, a certificate
+//     that does not verify;
+//   - fault.Credentials (terminal): 401. gophercloud logs in again by
+//     itself when a token expires (AllowReauth), so a 401 that reaches
+//     sitebus means Keystone refused the credentials or the scope;
+//   - fault.NotFound and fault.Invalid (terminal): 404. sitebus reads
+//     objects by the ids it made or was given, so an object that is gone
+//     will not come back; callers for whom absence is fine (deletes) test
+//     IsNotFound first;
+//   - fault.Invalid (terminal): what sitebus refuses before any call, and
+//     names in the settings (a role, an image) OpenStack does not have
+//     (fault.NotFound too);
+//   - fault.NotManaged (terminal): an object that is not the owner's;
+//   - fault.Conflict (ErrConflict, retried): a 409 other than a quota or
+//     an address already taken;
+//   - fault.Unavailable (retried): 5xx, 429, other statuses, timeouts and
+//     refused connections.
 //
 // Messages name the operation, the object and OpenStack's own text, never
 // a credential.
@@ -99,11 +112,9 @@ func (e *Error) Is(target error) bool {
 	return false
 }
 
-// IsTerminal reports whether retrying err cannot help (backend.IsTerminal).
-func IsTerminal(err error) bool { return backend.IsTerminal(err) }
-
-// IsNotFound reports whether err is a 404.
-func IsNotFound(err error) bool { return errors.Is(err, backend.ErrNotFound) }
+// IsNotFound reports whether err is a 404, or a name OpenStack does not
+// have.
+func IsNotFound(err error) bool { return errors.Is(err, fault.NotFound) }
 
 // IsQuota reports whether err is a quota refusal.
 func IsQuota(err error) bool { return errors.Is(err, ErrQuota) }
@@ -121,7 +132,7 @@ func notManaged(op, object, project string, o Owner) *Error {
 		where = " in project " + project
 	}
 	return newError(op, object, fmt.Sprintf("it exists%s and is not managed by sitebus for %s (no %q mark): refusing to touch it",
-		where, o, o.Mark()), backend.ErrNotManaged)
+		where, o, o.Mark()), fault.NotManaged)
 }
 
 // classify turns a gophercloud error into an *Error (nil stays nil).
@@ -133,7 +144,7 @@ func classify(op, object string, err error) error {
 	if errors.As(err, &already) {
 		return err
 	}
-	e := &Error{Op: op, Object: object, err: err}
+	e := &Error{Op: op, Object: object, err: err, kinds: []error{fault.Unavailable}}
 	var ue gophercloud.ErrUnexpectedResponseCode
 	if errors.As(err, &ue) {
 		e.Status = ue.Actual
@@ -146,30 +157,32 @@ func classify(op, object string, err error) error {
 	var invalid x509.CertificateInvalidError
 	var verify *tls.CertificateVerificationError
 	if errors.As(err, &unknownCA) || errors.As(err, &hostname) || errors.As(err, &invalid) || errors.As(err, &verify) {
-		e.kinds = []error{backend.ErrInvalid}
+		e.kinds = []error{fault.Rejected}
 		e.Message = err.Error() + " (the certificate does not verify: set the cloud's cacert, or verify: false)"
 	}
 	return e
 }
 
-// statusKinds classifies an answered call.
+// statusKinds classifies an answered call (see Error).
 func statusKinds(status int, typ, msg string) []error {
 	switch {
 	case typ == "OverQuota" || status == http.StatusRequestEntityTooLarge ||
 		status == http.StatusForbidden && strings.Contains(strings.ToLower(msg), "quota exceeded"):
-		return []error{ErrQuota, backend.ErrInvalid}
+		return []error{ErrQuota, fault.Rejected}
 	case status == http.StatusNotFound:
-		return []error{backend.ErrNotFound, backend.ErrInvalid}
+		return []error{fault.NotFound, fault.Invalid}
 	case status == http.StatusConflict && (typ == "IpAddressAlreadyAllocated" || typ == "IpAddressGenerationFailure"):
 		// Someone else holds the address (the load balancer's .10, say):
 		// waiting does not free it.
-		return []error{backend.ErrInvalid}
+		return []error{fault.Rejected}
 	case status == http.StatusConflict:
-		return []error{ErrConflict}
-	case status == http.StatusBadRequest, status == http.StatusUnauthorized, status == http.StatusForbidden:
-		return []error{backend.ErrInvalid}
+		return []error{fault.Conflict}
+	case status == http.StatusUnauthorized:
+		return []error{fault.Credentials}
+	case status == http.StatusBadRequest, status == http.StatusForbidden:
+		return []error{fault.Rejected}
 	}
-	return nil
+	return []error{fault.Unavailable}
 }
 
 // parseBody reads the error text of each service's error body: Neutron's

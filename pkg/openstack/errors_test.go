@@ -1,6 +1,7 @@
 package openstack
 
 import (
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"strings"
@@ -8,7 +9,7 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2"
 
-	"github.com/sitebus/sitebus/pkg/backend"
+	"github.com/sitebus/sitebus/pkg/fault"
 )
 
 func TestClassifyReadsEachServicesErrorBody(t *testing.T) {
@@ -17,32 +18,33 @@ func TestClassifyReadsEachServicesErrorBody(t *testing.T) {
 		status     int
 		body       string
 		wantMsg    string
+		kind       fault.Kind // fault.KindOf: the kind that decides
 		terminal   bool
 		quota      bool
-		conflict   bool
 		notFound   bool
 		wantInText string
 	}{
-		{"Neutron OverQuota", 409, `{"NeutronError":{"type":"OverQuota","message":"Quota exceeded for resources: ['port'].","detail":""}}`,
-			"Quota exceeded for resources: ['port'].", true, true, false, false, "OverQuota"},
-		{"Neutron address taken", 409, `{"NeutronError":{"type":"IpAddressAlreadyAllocated","message":"IP address 10.0.0.10 already allocated","detail":""}}`,
-			"IP address 10.0.0.10 already allocated", true, false, false, false, "IpAddressAlreadyAllocated"},
-		{"Neutron in use", 409, `{"NeutronError":{"type":"NetworkInUse","message":"Unable to complete operation on network x.","detail":""}}`,
-			"Unable to complete operation on network x.", false, false, true, false, "NetworkInUse"},
-		{"Nova quota", 403, `{"forbidden":{"code":403,"message":"Quota exceeded for cores: Requested 4, but already used 20 of 20 cores"}}`,
-			"Quota exceeded for cores: Requested 4, but already used 20 of 20 cores", true, true, false, false, "cores"},
-		{"Nova policy", 403, `{"forbidden":{"code":403,"message":"Policy doesn't allow x to be performed."}}`,
-			"Policy doesn't allow x to be performed.", true, false, false, false, "Policy"},
-		{"Cinder over limit", 413, `{"overLimit":{"code":413,"message":"VolumeSizeExceedsAvailableQuota: gigabytes","retryAfter":"0"}}`,
-			"VolumeSizeExceedsAvailableQuota: gigabytes", true, true, false, false, "gigabytes"},
-		{"Keystone 401", 401, `{"error":{"code":401,"message":"The request you have made requires authentication.","title":"Unauthorized"}}`,
-			"The request you have made requires authentication.", true, false, false, false, "401 Unauthorized"},
-		{"Nova not found", 404, `{"itemNotFound":{"code":404,"message":"Instance x could not be found."}}`,
-			"Instance x could not be found.", true, false, false, true, "404"},
-		{"Glance text", 500, "500 Internal Server Error\n\n  boom\n\n   ", "500 Internal Server Error boom", false, false, false, false, "boom"},
-		{"Nova conflict", 409, `{"conflictingRequest":{"code":409,"message":"Cannot 'delete' instance x while it is in task_state rebuilding"}}`,
-			"Cannot 'delete' instance x while it is in task_state rebuilding", false, false, true, false, "task_state"},
-		{"502 from a proxy", 502, "<html>Bad Gateway</html>", "<html>Bad Gateway</html>", false, false, false, false, "502"},
+		{"Neutron OverQuota is a terminal refusal", 409, `{"NeutronError":{"type":"OverQuota","message":"Quota exceeded for resources: ['port'].","detail":""}}`,
+			"Quota exceeded for resources: ['port'].", fault.Rejected, true, true, false, "OverQuota"},
+		{"Neutron address taken is a terminal refusal", 409, `{"NeutronError":{"type":"IpAddressAlreadyAllocated","message":"IP address 10.0.0.10 already allocated","detail":""}}`,
+			"IP address 10.0.0.10 already allocated", fault.Rejected, true, false, false, "IpAddressAlreadyAllocated"},
+		{"Neutron in use is a conflict, retried", 409, `{"NeutronError":{"type":"NetworkInUse","message":"Unable to complete operation on network x.","detail":""}}`,
+			"Unable to complete operation on network x.", fault.Conflict, false, false, false, "NetworkInUse"},
+		{"Nova quota is a terminal refusal", 403, `{"forbidden":{"code":403,"message":"Quota exceeded for cores: Requested 4, but already used 20 of 20 cores"}}`,
+			"Quota exceeded for cores: Requested 4, but already used 20 of 20 cores", fault.Rejected, true, true, false, "cores"},
+		{"Nova policy is a terminal refusal", 403, `{"forbidden":{"code":403,"message":"Policy doesn't allow x to be performed."}}`,
+			"Policy doesn't allow x to be performed.", fault.Rejected, true, false, false, "Policy"},
+		{"Cinder over limit is a terminal quota", 413, `{"overLimit":{"code":413,"message":"VolumeSizeExceedsAvailableQuota: gigabytes","retryAfter":"0"}}`,
+			"VolumeSizeExceedsAvailableQuota: gigabytes", fault.Rejected, true, true, false, "gigabytes"},
+		{"Keystone 401 is refused credentials", 401, `{"error":{"code":401,"message":"The request you have made requires authentication.","title":"Unauthorized"}}`,
+			"The request you have made requires authentication.", fault.Credentials, true, false, false, "401 Unauthorized"},
+		{"Nova not found is terminal", 404, `{"itemNotFound":{"code":404,"message":"Instance x could not be found."}}`,
+			"Instance x could not be found.", fault.Invalid, true, false, true, "404"},
+		{"a Glance 500 in plain text is unavailable, retried", 500, "500 Internal Server Error\n\n  boom\n\n   ", "500 Internal Server Error boom", fault.Unavailable, false, false, false, "boom"},
+		{"Nova conflict is retried", 409, `{"conflictingRequest":{"code":409,"message":"Cannot 'delete' instance x while it is in task_state rebuilding"}}`,
+			"Cannot 'delete' instance x while it is in task_state rebuilding", fault.Conflict, false, false, false, "task_state"},
+		{"a 502 from a proxy is unavailable, retried", 502, "<html>Bad Gateway</html>", "<html>Bad Gateway</html>", fault.Unavailable, false, false, false, "502"},
+		{"a 429 is unavailable, retried", 429, `{"message":"slow down"}`, "slow down", fault.Unavailable, false, false, false, "429"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			raw := gophercloud.ErrUnexpectedResponseCode{Method: "POST", URL: "http://x/y", Expected: []int{201},
@@ -56,10 +58,10 @@ func TestClassifyReadsEachServicesErrorBody(t *testing.T) {
 				what string
 				got  bool
 				want bool
-			}{{"terminal", IsTerminal(err), tc.terminal}, {"quota", IsQuota(err), tc.quota},
-				{"conflict", errors.Is(err, ErrConflict), tc.conflict}, {"not found", IsNotFound(err), tc.notFound}} {
+			}{{"kind " + string(tc.kind), fault.KindOf(err) == tc.kind, true}, {"terminal", fault.IsTerminal(err), tc.terminal},
+				{"quota", IsQuota(err), tc.quota}, {"not found", IsNotFound(err), tc.notFound}} {
 				if c.got != c.want {
-					t.Errorf("%s = %v, want %v (%v)", c.what, c.got, c.want, err)
+					t.Errorf("%s = %v, want %v (%v, kind %q)", c.what, c.got, c.want, err, fault.KindOf(err))
 				}
 			}
 			if !strings.Contains(err.Error(), tc.wantInText) || !strings.Contains(err.Error(), "network n") {
@@ -71,14 +73,17 @@ func TestClassifyReadsEachServicesErrorBody(t *testing.T) {
 
 func TestClassifyKeepsAnErrorOfItsOwn(t *testing.T) {
 	own := notManaged("delete", "port p", "proj", Owner("u"))
-	if got := classify("other", "x", fmt.Errorf("wrapped: %w", own)); !errors.Is(got, backend.ErrNotManaged) {
+	if got := classify("other", "x", fmt.Errorf("wrapped: %w", own)); !errors.Is(got, fault.NotManaged) || !fault.IsTerminal(got) {
 		t.Fatalf("got %v", got)
 	}
 	if classify("x", "y", nil) != nil {
 		t.Fatal("nil became an error")
 	}
-	if err := classify("x", "y", errors.New("connection refused")); IsTerminal(err) {
+	if err := classify("x", "y", errors.New("connection refused")); fault.IsTerminal(err) || !errors.Is(err, fault.Unavailable) {
 		t.Fatalf("a transport error is terminal: %v", err)
+	}
+	if err := classify("x", "y", x509.UnknownAuthorityError{}); !errors.Is(err, fault.Rejected) || !strings.Contains(err.Error(), "cacert") {
+		t.Fatalf("an unverified certificate: %v, want a terminal refusal naming cacert", err)
 	}
 }
 

@@ -12,9 +12,8 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/roles"
 	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/users"
 
-	"github.com/sitebus/sitebus/pkg/backend"
-	"github.com/sitebus/sitebus/pkg/backend/ranchercluster"
 	"github.com/sitebus/sitebus/pkg/config"
+	"github.com/sitebus/sitebus/pkg/fault"
 )
 
 // EnsureProject makes the Keystone project name (in the connecting user's
@@ -149,7 +148,7 @@ func (c *Client) assignRole(ctx context.Context, role, userID, projectID string)
 		return classify("list roles", "role "+role, err)
 	}
 	if len(rs) == 0 {
-		return newError("find", "role "+role, "Keystone has no role of that name", backend.ErrInvalid, backend.ErrNotFound)
+		return newError("find", "role "+role, "Keystone has no role of that name", fault.Invalid, fault.NotFound)
 	}
 	err = roles.Assign(ctx, c.identity, rs[0].ID, roles.AssignOpts{UserID: userID, ProjectID: projectID}).ExtractErr()
 	return classify("assign", fmt.Sprintf("role %s to user %s on project %s", role, userID, projectID), err)
@@ -160,7 +159,7 @@ func (c *Client) assignRole(ctx context.Context, role, userID, projectID string)
 // push_tenant_quotas. Instances and volumes are the counts the plan puts
 // there (Cinder's default of 10 volumes is less than a zone of a cluster
 // needs). It needs the admin role.
-func (c *Client) SetQuota(ctx context.Context, projectID string, q ranchercluster.Quota, instances, volumes int) error {
+func (c *Client) SetQuota(ctx context.Context, projectID string, q Quota, instances, volumes int) error {
 	obj := "quota of project " + projectID
 	_, err := computequotas.Update(ctx, c.compute, projectID, computequotas.UpdateOpts{
 		Cores: &q.Cores, RAM: &q.RAMMB, Instances: &instances}).Extract()

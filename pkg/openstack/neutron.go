@@ -14,8 +14,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
 	"github.com/gophercloud/gophercloud/v2/pagination"
 
-	"github.com/sitebus/sitebus/pkg/backend"
-	"github.com/sitebus/sitebus/pkg/backend/ranchercluster"
+	"github.com/sitebus/sitebus/pkg/fault"
 )
 
 // list reads every page of a pager and extracts it.
@@ -32,7 +31,7 @@ func list[T any](ctx context.Context, op, obj string, p pagination.Pager, extrac
 }
 
 // EnsureNetwork makes the network n.Name in the client's project.
-func (c *Client) EnsureNetwork(ctx context.Context, owner Owner, n ranchercluster.NetworkPlan) (Network, bool, error) {
+func (c *Client) EnsureNetwork(ctx context.Context, owner Owner, n NetworkPlan) (Network, bool, error) {
 	obj := "network " + n.Name
 	found, err := list(ctx, "list networks", obj,
 		networks.List(c.network, networks.ListOpts{Name: n.Name, ProjectID: c.projectID}), networks.ExtractNetworks)
@@ -74,7 +73,7 @@ func (c *Client) DeleteNetwork(ctx context.Context, owner Owner, networkID strin
 // pools (the plan's .11-.200), DNS servers, DHCP. An existing subnet whose
 // pools differ from the plan's is updated to them (Mastermind narrows the
 // pool after the tenant is made).
-func (c *Client) EnsureSubnet(ctx context.Context, owner Owner, networkID string, s ranchercluster.SubnetPlan) (Subnet, bool, error) {
+func (c *Client) EnsureSubnet(ctx context.Context, owner Owner, networkID string, s SubnetPlan) (Subnet, bool, error) {
 	obj := "subnet " + s.Name
 	found, err := list(ctx, "list subnets", obj,
 		subnets.List(c.network, subnets.ListOpts{Name: s.Name, NetworkID: networkID, ProjectID: c.projectID}), subnets.ExtractSubnets)
@@ -96,7 +95,7 @@ func (c *Client) EnsureSubnet(ctx context.Context, owner Owner, networkID string
 	if i >= 0 {
 		sub := subnetOf(&found[i])
 		if found[i].CIDR != s.CIDR {
-			return sub, false, newError("use", obj, fmt.Sprintf("it has CIDR %s, the plan %s", found[i].CIDR, s.CIDR), backend.ErrInvalid)
+			return sub, false, newError("use", obj, fmt.Sprintf("it has CIDR %s, the plan %s", found[i].CIDR, s.CIDR), fault.Invalid)
 		}
 		if slices.Equal(sub.AllocationPools, s.AllocationPools) {
 			return sub, false, nil
@@ -139,7 +138,7 @@ func (c *Client) DeleteSubnet(ctx context.Context, owner Owner, subnetID string)
 
 // EnsureRouter makes the router r with its gateway on r.ExternalNetworkID
 // and gives it an interface on subnetID when it has none there.
-func (c *Client) EnsureRouter(ctx context.Context, owner Owner, r ranchercluster.RouterPlan, subnetID string) (Router, bool, error) {
+func (c *Client) EnsureRouter(ctx context.Context, owner Owner, r RouterPlan, subnetID string) (Router, bool, error) {
 	obj := "router " + r.Name
 	found, err := list(ctx, "list routers", obj,
 		routers.List(c.network, routers.ListOpts{Name: r.Name, ProjectID: c.projectID}), routers.ExtractRouters)
@@ -229,7 +228,7 @@ func (c *Client) DeleteRouter(ctx context.Context, owner Owner, routerID string)
 
 // EnsureSecurityGroup makes the group g with its rules; on an existing
 // group it adds the rules that are missing (none is removed).
-func (c *Client) EnsureSecurityGroup(ctx context.Context, owner Owner, g ranchercluster.SecurityGroupPlan) (SecurityGroup, bool, error) {
+func (c *Client) EnsureSecurityGroup(ctx context.Context, owner Owner, g SecurityGroupPlan) (SecurityGroup, bool, error) {
 	obj := "security group " + g.Name
 	found, err := list(ctx, "list security groups", obj,
 		groups.List(c.network, groups.ListOpts{Name: g.Name, ProjectID: c.projectID}), groups.ExtractGroups)
@@ -277,7 +276,7 @@ func (c *Client) EnsureSecurityGroup(ctx context.Context, owner Owner, g rancher
 }
 
 // sameRule compares rules as Neutron does when it refuses a duplicate.
-func sameRule(a, b ranchercluster.RulePlan) bool {
+func sameRule(a, b RulePlan) bool {
 	norm := func(p string) string {
 		if p == "0.0.0.0/0" || p == "::/0" {
 			return ""
@@ -320,7 +319,7 @@ func (c *Client) securityGroupIDs(ctx context.Context, namesOrIDs []string) ([]s
 		}
 		if i < 0 {
 			return nil, newError("find", "security group "+n, "no group of that name or id in project "+c.projectID,
-				backend.ErrInvalid, backend.ErrNotFound)
+				fault.Invalid, fault.NotFound)
 		}
 		out = append(out, all[i].ID)
 	}
@@ -337,7 +336,7 @@ func (c *Client) EnsurePort(ctx context.Context, owner Owner, p PortSpec) (Port,
 		// Neutron requires network_id on a port; a self-managed order
 		// names only its subnet, whose network it is.
 		if p.SubnetID == "" {
-			return Port{}, false, newError("create", obj, "neither a network nor a subnet is given", backend.ErrInvalid)
+			return Port{}, false, newError("create", obj, "neither a network nor a subnet is given", fault.Invalid)
 		}
 		sub, err := subnets.Get(ctx, c.network, p.SubnetID).Extract()
 		if err != nil {
@@ -365,7 +364,7 @@ func (c *Client) EnsurePort(ctx context.Context, owner Owner, p PortSpec) (Port,
 	if i >= 0 {
 		out := portOf(&found[i])
 		if p.FixedIP != "" && !slices.ContainsFunc(out.FixedIPs, func(ip FixedIP) bool { return ip.IPAddress == p.FixedIP }) {
-			return out, false, newError("use", obj, fmt.Sprintf("it has addresses %v, the plan %s", out.FixedIPs, p.FixedIP), backend.ErrInvalid)
+			return out, false, newError("use", obj, fmt.Sprintf("it has addresses %v, the plan %s", out.FixedIPs, p.FixedIP), fault.Invalid)
 		}
 		if sameSet(out.SecurityGroupIDs, sgs) {
 			return out, false, nil
@@ -458,15 +457,15 @@ func networkOf(n *networks.Network) Network {
 
 func subnetOf(s *subnets.Subnet) Subnet {
 	out := Subnet{ID: s.ID, Name: s.Name, ProjectID: s.ProjectID, NetworkID: s.NetworkID, CIDR: s.CIDR, GatewayIP: s.GatewayIP,
-		DNSNameservers: s.DNSNameservers, AllocationPools: []ranchercluster.AllocationPool{}}
+		DNSNameservers: s.DNSNameservers, AllocationPools: []AllocationPool{}}
 	for _, p := range s.AllocationPools {
-		out.AllocationPools = append(out.AllocationPools, ranchercluster.AllocationPool{Start: p.Start, End: p.End})
+		out.AllocationPools = append(out.AllocationPools, AllocationPool{Start: p.Start, End: p.End})
 	}
 	return out
 }
 
 func ruleOf(r rules.SecGroupRule) Rule {
-	return Rule{ID: r.ID, RulePlan: ranchercluster.RulePlan{Direction: r.Direction, EtherType: r.EtherType, Protocol: r.Protocol,
+	return Rule{ID: r.ID, RulePlan: RulePlan{Direction: r.Direction, EtherType: r.EtherType, Protocol: r.Protocol,
 		PortRangeMin: r.PortRangeMin, PortRangeMax: r.PortRangeMax, RemoteIPPrefix: r.RemoteIPPrefix}}
 }
 

@@ -13,8 +13,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
 	"github.com/gophercloud/gophercloud/v2/openstack/image/v2/images"
 
-	"github.com/sitebus/sitebus/pkg/backend"
-	"github.com/sitebus/sitebus/pkg/backend/ranchercluster"
+	"github.com/sitebus/sitebus/pkg/fault"
 )
 
 // ownsServer: a server is marked in its metadata (Nova has no description
@@ -30,7 +29,7 @@ func (c *Client) ownsServer(owner Owner, s *servers.Server) bool {
 func (c *Client) EnsureServer(ctx context.Context, owner Owner, s ServerSpec) (Server, bool, error) {
 	obj := "server " + s.Name
 	if len(s.VolumeIDs) == 0 {
-		return Server{}, false, newError("create", obj, "no boot volume given", backend.ErrInvalid)
+		return Server{}, false, newError("create", obj, "no boot volume given", fault.Invalid)
 	}
 	// Nova's name filter is a regular expression.
 	found, err := list(ctx, "list servers", obj,
@@ -99,15 +98,15 @@ func (c *Client) WaitServerActive(ctx context.Context, serverID string) (Server,
 		case "ACTIVE":
 			return s, nil
 		case "ERROR":
-			fault := s.Fault
-			if fault == "" {
-				fault = "Nova gave no fault message"
+			why := s.Fault
+			if why == "" {
+				why = "Nova gave no fault message"
 			}
-			return s, newError("boot", obj, "went ERROR: "+fault, ErrServerFailed, backend.ErrInvalid)
+			return s, newError("boot", obj, "went ERROR: "+why, ErrServerFailed, fault.Rejected)
 		}
 		if time.Now().After(deadline) {
 			return s, newError("wait for", obj, fmt.Sprintf("still %s after %s (%d polls)", s.Status, c.cfg.ServerTimeout, polls),
-				ErrTimeout, backend.ErrInvalid)
+				ErrTimeout, fault.Rejected)
 		}
 		c.log.DebugContext(ctx, "waiting for server", "server", s.Name, "status", s.Status, "polls", polls)
 		if err := sleep(ctx, c.cfg.PollInterval); err != nil {
@@ -116,7 +115,7 @@ func (c *Client) WaitServerActive(ctx context.Context, serverID string) (Server,
 	}
 }
 
-// GetServer reads a server (backend.ErrNotFound when absent).
+// GetServer reads a server (fault.NotFound when absent).
 func (c *Client) GetServer(ctx context.Context, serverID string) (Server, error) {
 	res := servers.Get(ctx, c.compute, serverID)
 	r, err := res.Extract()
@@ -169,7 +168,7 @@ func (c *Client) DeleteServer(ctx context.Context, owner Owner, serverID string)
 			return classify("read", obj, err)
 		}
 		if time.Now().After(deadline) {
-			return newError("wait for the deletion of", obj, fmt.Sprintf("still there after %s", c.cfg.DeleteTimeout), ErrTimeout, backend.ErrInvalid)
+			return newError("wait for the deletion of", obj, fmt.Sprintf("still there after %s", c.cfg.DeleteTimeout), ErrTimeout, fault.Rejected)
 		}
 		if err := sleep(ctx, c.cfg.PollInterval); err != nil {
 			return err
@@ -202,14 +201,14 @@ func (c *Client) DeleteServer(ctx context.Context, owner Owner, serverID string)
 }
 
 // Flavors lists the Nova flavors.
-func (c *Client) Flavors(ctx context.Context) ([]ranchercluster.Flavor, error) {
+func (c *Client) Flavors(ctx context.Context) ([]Flavor, error) {
 	fs, err := list(ctx, "list flavors", "", flavors.ListDetail(c.compute, flavors.ListOpts{AccessType: flavors.AllAccess}), flavors.ExtractFlavors)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]ranchercluster.Flavor, len(fs))
+	out := make([]Flavor, len(fs))
 	for i, f := range fs {
-		out[i] = ranchercluster.Flavor{ID: f.ID, Name: f.Name, VCPUs: f.VCPUs, RAMMB: f.RAM, DiskGB: f.Disk}
+		out[i] = Flavor{ID: f.ID, Name: f.Name, VCPUs: f.VCPUs, RAMMB: f.RAM, DiskGB: f.Disk}
 	}
 	return out, nil
 }
@@ -223,16 +222,16 @@ func (c *Client) ImageID(ctx context.Context, name string) (string, error) {
 	}
 	switch len(is) {
 	case 0:
-		return "", newError("find", "image "+name, "Glance has no image of that name (base_image_name)", backend.ErrInvalid, backend.ErrNotFound)
+		return "", newError("find", "image "+name, "Glance has no image of that name (base_image_name)", fault.Invalid, fault.NotFound)
 	case 1:
 		return is[0].ID, nil
 	}
 	return "", newError("find", "image "+name, fmt.Sprintf("Glance has %d images of that name: give a unique base_image_name", len(is)),
-		backend.ErrInvalid)
+		fault.Invalid)
 }
 
 // Usage sums what owner's servers in the project take, leaving out its
-// load balancers (MetadataRole ranchercluster.RoleLoadBalancer): nodes,
+// load balancers (MetadataRole RoleLoadBalancer): nodes,
 // their flavors' vCPUs and RAM, and the sizes of their volumes.
 func (c *Client) Usage(ctx context.Context, owner Owner) (Usage, error) {
 	all, err := list(ctx, "list servers", "", servers.List(c.compute, servers.ListOpts{}), servers.ExtractServers)
@@ -253,12 +252,12 @@ func (c *Client) Usage(ctx context.Context, owner Owner) (Usage, error) {
 	}
 	var u Usage
 	for _, s := range all {
-		if !c.ownsServer(owner, &s) || s.Metadata[MetadataRole] == ranchercluster.RoleLoadBalancer {
+		if !c.ownsServer(owner, &s) || s.Metadata[MetadataRole] == RoleLoadBalancer {
 			continue
 		}
 		u.Nodes++
 		id := flavorID(&s)
-		if i := slices.IndexFunc(fl, func(f ranchercluster.Flavor) bool { return f.ID == id || f.Name == id }); i >= 0 {
+		if i := slices.IndexFunc(fl, func(f Flavor) bool { return f.ID == id || f.Name == id }); i >= 0 {
 			u.VCPUs += fl[i].VCPUs
 			u.RAMMB += fl[i].RAMMB
 		} else if v, ok := s.Flavor["vcpus"].(float64); ok {

@@ -2,8 +2,6 @@ package openstack
 
 import (
 	"strings"
-
-	"github.com/sitebus/sitebus/pkg/backend/ranchercluster"
 )
 
 // Owner is the sitebus resource (the Waldur resource UUID) objects are
@@ -17,10 +15,14 @@ const MarkPrefix = "managed by sitebus for "
 const (
 	// MetadataOwner holds the Owner.
 	MetadataOwner = "sitebus_resource"
-	// MetadataRole holds the node's role (ranchercluster.RoleServer,
-	// RoleAgent, RoleLoadBalancer).
+	// MetadataRole holds the node's role (ranchercluster's RoleServer,
+	// RoleAgent, or RoleLoadBalancer).
 	MetadataRole = "sitebus_role"
 )
+
+// RoleLoadBalancer is the MetadataRole of a zone's load balancer, which is
+// no cluster node: Usage does not count it.
+const RoleLoadBalancer = "load-balancer"
 
 // Mark is the text an object's description carries: "managed by sitebus
 // for <uuid>".
@@ -65,14 +67,14 @@ type Network struct {
 
 // Subnet is a Neutron subnet.
 type Subnet struct {
-	ID              string                          `json:"id"`
-	Name            string                          `json:"name"`
-	ProjectID       string                          `json:"project_id"`
-	NetworkID       string                          `json:"network_id"`
-	CIDR            string                          `json:"cidr"`
-	GatewayIP       string                          `json:"gateway_ip"`
-	AllocationPools []ranchercluster.AllocationPool `json:"allocation_pools"`
-	DNSNameservers  []string                        `json:"dns_nameservers,omitempty"`
+	ID              string           `json:"id"`
+	Name            string           `json:"name"`
+	ProjectID       string           `json:"project_id"`
+	NetworkID       string           `json:"network_id"`
+	CIDR            string           `json:"cidr"`
+	GatewayIP       string           `json:"gateway_ip"`
+	AllocationPools []AllocationPool `json:"allocation_pools"`
+	DNSNameservers  []string         `json:"dns_nameservers,omitempty"`
 }
 
 // Router is a Neutron router: its gateway network and the subnets it has
@@ -96,7 +98,7 @@ type SecurityGroup struct {
 // Rule is a security group rule.
 type Rule struct {
 	ID string `json:"id"`
-	ranchercluster.RulePlan
+	RulePlan
 }
 
 // FixedIP is one address of a port.
@@ -154,7 +156,7 @@ type Volume struct {
 // VolumeSpec is a volume to ensure: the plan's volume in a zone, from an
 // image (a bootable system volume) or blank.
 type VolumeSpec struct {
-	ranchercluster.VolumePlan
+	VolumePlan
 	AvailabilityZone string
 	// ImageID makes the volume from a Glance image ("" blank).
 	ImageID string
@@ -180,7 +182,7 @@ type Server struct {
 type ServerSpec struct {
 	Name string
 	// Role goes to the MetadataRole key (the usage counts every role but
-	// ranchercluster.RoleLoadBalancer).
+	// RoleLoadBalancer).
 	Role             string
 	FlavorID         string
 	AvailabilityZone string

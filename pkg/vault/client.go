@@ -10,7 +10,7 @@ import (
 
 	vaultapi "github.com/hashicorp/vault/api"
 
-	"github.com/sitebus/sitebus/pkg/backend"
+	"github.com/sitebus/sitebus/pkg/fault"
 )
 
 // requestTimeout bounds one Vault call.
@@ -83,7 +83,7 @@ func (c *Client) EnableAppRole(ctx context.Context) error {
 	}
 	if m, ok := mounts["approle/"]; ok {
 		if m.Type != "approle" {
-			return backend.Invalidf("vault: auth path approle/ holds a %q method, not approle", m.Type)
+			return fault.Errorf(fault.Invalid, "vault: auth path approle/ holds a %q method, not approle", m.Type)
 		}
 		return nil
 	}
@@ -107,7 +107,7 @@ func (c *Client) EnableAppRole(ctx context.Context) error {
 // the secret, and POST it only when it differs.
 func (c *Client) Ensure(ctx context.Context, cl Cluster, registrationToken string) error {
 	if registrationToken == "" {
-		return backend.Invalidf("vault: no registration token to store for cluster %s", cl.UUID())
+		return fault.Errorf(fault.Invalid, "vault: no registration token to store for cluster %s", cl.UUID())
 	}
 	if err := c.EnableAppRole(ctx); err != nil {
 		return err
@@ -165,26 +165,26 @@ func (c *Client) EnsureToken(ctx context.Context, cl Cluster, registrationToken 
 // KVMount, which no retry fixes.
 func (c *Client) kvError(op, path string, err error) error {
 	err = classify(op, path, err)
-	if errors.Is(err, backend.ErrNotFound) {
-		return backend.Invalidf("%v (is a KV v2 engine mounted at %s/? vault secrets enable -path=%s kv-v2)", err, KVMount, KVMount)
+	if errors.Is(err, fault.NotFound) {
+		return fault.Errorf(fault.Invalid, "%v (is a KV v2 engine mounted at %s/? vault secrets enable -path=%s kv-v2)", err, KVMount, KVMount)
 	}
 	return err
 }
 
 // RoleID is the cluster's AppRole role-id. A missing role is
-// backend.ErrNotFound: call Ensure first.
+// fault.NotFound: call Ensure first.
 func (c *Client) RoleID(ctx context.Context, cl Cluster) (string, error) {
 	path := cl.rolePath() + "/role-id"
 	s, err := c.api.Logical().ReadWithContext(ctx, path)
 	if err != nil {
 		err = classify("read role-id", path, err)
 		if e := (*Error)(nil); errors.As(err, &e) && e.Status == http.StatusBadRequest && roleMissing(e.Errors) {
-			e.kind = backend.ErrNotFound
+			e.kind = fault.NotFound
 		}
 		return "", err
 	}
 	if s == nil {
-		return "", &Error{Op: "read role-id", Path: path, Status: http.StatusNotFound, kind: backend.ErrNotFound,
+		return "", &Error{Op: "read role-id", Path: path, Status: http.StatusNotFound, kind: fault.NotFound,
 			Errors: []string{"role " + cl.RoleName() + " does not exist"}}
 	}
 	id, _ := s.Data["role_id"].(string)
@@ -196,7 +196,7 @@ func (c *Client) RoleID(ctx context.Context, cl Cluster) (string, error) {
 
 // NewSecretID issues a secret-id for one node (each call a new one, good
 // for one login within SecretIDTTL); node goes into its metadata, which
-// Vault's audit log shows. A missing role is backend.ErrNotFound.
+// Vault's audit log shows. A missing role is fault.NotFound.
 func (c *Client) NewSecretID(ctx context.Context, cl Cluster, node string) (string, error) {
 	path := cl.rolePath() + "/secret-id"
 	body := map[string]any{}
@@ -207,7 +207,7 @@ func (c *Client) NewSecretID(ctx context.Context, cl Cluster, node string) (stri
 	if err != nil {
 		err = classify("issue secret-id", path, err)
 		if e := (*Error)(nil); errors.As(err, &e) && e.Status == http.StatusBadRequest && roleMissing(e.Errors) {
-			e.kind = backend.ErrNotFound
+			e.kind = fault.NotFound
 		}
 		return "", err
 	}
@@ -250,7 +250,7 @@ func (c *Client) Cleanup(ctx context.Context, cl Cluster) error {
 
 // gone drops a not-found: deleting what is gone is success.
 func gone(err error) error {
-	if errors.Is(err, backend.ErrNotFound) {
+	if errors.Is(err, fault.NotFound) {
 		return nil
 	}
 	return err

@@ -15,7 +15,7 @@
 // in once and reads the token. Every call is ensure-style: repeating one
 // after a crash neither fails nor duplicates, and deleting what is gone is
 // success. Errors are classified as the backends classify theirs:
-// errors.Is(err, backend.ErrInvalid) for what no retry fixes (403, 400, a
+// errors.Is(err, fault.Invalid) for what no retry fixes (403, 400, a
 // certificate that does not verify), anything else (5xx, 429, no answer)
 // is worth retrying.
 //

@@ -10,20 +10,19 @@ import (
 
 	vaultapi "github.com/hashicorp/vault/api"
 
-	"github.com/sitebus/sitebus/pkg/backend"
+	"github.com/sitebus/sitebus/pkg/fault"
 )
 
-// Error is a failed Vault call. It matches (errors.Is) the backend
-// sentinel that classifies it, as the backends' own errors do:
-//   - 400, 401, 403: backend.ErrInvalid, terminal. A token without the
-//     rights (403 permission denied), a used or expired secret-id (400
-//     invalid secret id) or a malformed request: no retry changes that.
-//   - 404: backend.ErrNotFound (the caller decides whether absence is
-//     fine).
+// Error is a failed Vault call. It matches (errors.Is) the kind of package
+// fault that classifies it:
+//   - 400, 401, 403: fault.Rejected, terminal. A token without the rights
+//     (403 permission denied), a used or expired secret-id (400 invalid
+//     secret id) or a malformed request: no retry changes that.
+//   - 404: fault.NotFound (the caller decides whether absence is fine).
 //   - 5xx (a sealed or standby Vault answers 503), 429, other statuses,
-//     timeouts and refused connections: retryable. A certificate that
-//     does not verify is terminal: it needs vault_ca_file or
-//     vault_tls_verify.
+//     timeouts and refused connections: fault.Unavailable, retried.
+//   - a certificate that does not verify: fault.Rejected, terminal; it
+//     needs vault_ca_file or vault_tls_verify.
 //
 // Messages hold the operation, path and Vault's error text, never a token
 // or secret-id.
@@ -37,8 +36,9 @@ type Error struct {
 	// Errors are Vault's error strings.
 	Errors []string
 
-	kind error
-	err  error
+	kind    fault.Kind
+	badCert bool // the server's certificate did not verify
+	err     error
 }
 
 func (e *Error) Error() string {
@@ -53,14 +53,14 @@ func (e *Error) Error() string {
 	case e.err != nil:
 		b.WriteString(e.err.Error())
 	}
-	if e.kind == backend.ErrInvalid && e.Status == 0 {
+	if e.badCert {
 		b.WriteString(" (the certificate does not verify: set vault_ca_file, or vault_tls_verify: false)")
 	}
 	return b.String()
 }
 
 func (e *Error) Unwrap() error        { return e.err }
-func (e *Error) Is(target error) bool { return e.kind != nil && target == e.kind }
+func (e *Error) Is(target error) bool { return e.kind != "" && target == e.kind }
 
 // PermissionDenied reports whether err is Vault's 403: the token lacks the
 // policy for the path.
@@ -74,16 +74,11 @@ func classify(op, path string, err error) error {
 	if err == nil {
 		return nil
 	}
-	e := &Error{Op: op, Path: path, err: err}
+	e := &Error{Op: op, Path: path, err: err, kind: fault.Unavailable}
 	var re *vaultapi.ResponseError
 	if errors.As(err, &re) {
 		e.Status, e.Errors = re.StatusCode, re.Errors
-		switch re.StatusCode {
-		case http.StatusBadRequest, http.StatusUnauthorized, http.StatusForbidden:
-			e.kind = backend.ErrInvalid
-		case http.StatusNotFound:
-			e.kind = backend.ErrNotFound
-		}
+		e.kind = statusKind(re.StatusCode)
 		return e
 	}
 	var unknownCA x509.UnknownAuthorityError
@@ -91,7 +86,18 @@ func classify(op, path string, err error) error {
 	var invalid x509.CertificateInvalidError
 	var verify *tls.CertificateVerificationError
 	if errors.As(err, &unknownCA) || errors.As(err, &hostname) || errors.As(err, &invalid) || errors.As(err, &verify) {
-		e.kind = backend.ErrInvalid
+		e.kind, e.badCert = fault.Rejected, true
 	}
 	return e
+}
+
+// statusKind classifies Vault's answer by its status (see Error).
+func statusKind(status int) fault.Kind {
+	switch status {
+	case http.StatusBadRequest, http.StatusUnauthorized, http.StatusForbidden:
+		return fault.Rejected
+	case http.StatusNotFound:
+		return fault.NotFound
+	}
+	return fault.Unavailable
 }

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sitebus/sitebus/pkg/backend"
 	"github.com/sitebus/sitebus/pkg/config"
+	"github.com/sitebus/sitebus/pkg/fault"
 	"github.com/sitebus/sitebus/pkg/vault"
 )
 
@@ -18,16 +18,16 @@ func TestErrorsAreClassifiedByStatus(t *testing.T) {
 	tests := []struct {
 		name     string
 		status   int
+		kind     fault.Kind
 		terminal bool
-		notFound bool
 	}{
-		{"permission denied is terminal", http.StatusForbidden, true, false},
-		{"a bad request is terminal", http.StatusBadRequest, true, false},
-		{"unauthorized is terminal", http.StatusUnauthorized, true, false},
-		{"a sealed vault is retryable", http.StatusServiceUnavailable, false, false},
-		{"an internal error is retryable", http.StatusInternalServerError, false, false},
-		{"too many requests is retryable", http.StatusTooManyRequests, false, false},
-		{"not found is ErrNotFound", http.StatusNotFound, false, true},
+		{"permission denied is a terminal refusal", http.StatusForbidden, fault.Rejected, true},
+		{"a bad request is a terminal refusal", http.StatusBadRequest, fault.Rejected, true},
+		{"unauthorized is a terminal refusal", http.StatusUnauthorized, fault.Rejected, true},
+		{"a sealed vault is unavailable, retried", http.StatusServiceUnavailable, fault.Unavailable, false},
+		{"an internal error is unavailable, retried", http.StatusInternalServerError, fault.Unavailable, false},
+		{"too many requests is unavailable, retried", http.StatusTooManyRequests, fault.Unavailable, false},
+		{"not found is retried unless the caller handles it", http.StatusNotFound, fault.NotFound, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -48,11 +48,11 @@ func TestErrorsAreClassifiedByStatus(t *testing.T) {
 			if err == nil {
 				t.Fatal("no error")
 			}
-			if got := backend.IsTerminal(err); got != tt.terminal {
+			if got := fault.IsTerminal(err); got != tt.terminal {
 				t.Fatalf("terminal = %v, want %v: %v", got, tt.terminal, err)
 			}
-			if got := errors.Is(err, backend.ErrNotFound); got != tt.notFound {
-				t.Fatalf("not found = %v, want %v: %v", got, tt.notFound, err)
+			if got := fault.KindOf(err); got != tt.kind {
+				t.Fatalf("kind = %q, want %q: %v", got, tt.kind, err)
 			}
 			if !strings.Contains(err.Error(), "some reason") || strings.Contains(err.Error(), "s.secrettoken") {
 				t.Fatalf("message %q: want Vault's reason and never the token", err)
@@ -76,7 +76,7 @@ func TestNoAnswerIsRetryable(t *testing.T) {
 	}
 	cl, _ := vault.ParseCluster(clusterA)
 	err = c.EnsureRole(context.Background(), cl)
-	if err == nil || backend.IsTerminal(err) {
+	if err == nil || fault.IsTerminal(err) || !errors.Is(err, fault.Unavailable) {
 		t.Fatalf("refused connection: %v; want a retryable error", err)
 	}
 }
@@ -93,7 +93,7 @@ func TestAnUnverifiedCertificateIsTerminal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.EnsurePolicy(context.Background(), cl); !backend.IsTerminal(err) || !strings.Contains(err.Error(), "vault_ca_file") {
+	if err := c.EnsurePolicy(context.Background(), cl); !fault.IsTerminal(err) || !strings.Contains(err.Error(), "vault_ca_file") {
 		t.Fatalf("self-signed certificate with vault_tls_verify on: %v; want terminal, naming vault_ca_file", err)
 	}
 	s.TLSVerify = false

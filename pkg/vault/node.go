@@ -9,7 +9,7 @@ import (
 
 	vaultapi "github.com/hashicorp/vault/api"
 
-	"github.com/sitebus/sitebus/pkg/backend"
+	"github.com/sitebus/sitebus/pkg/fault"
 )
 
 // Node is what a booting node does with its cloud-init's role-id and
@@ -21,14 +21,14 @@ type Node struct {
 }
 
 // NodeLogin logs in at addr with an AppRole role-id and secret-id. A used,
-// expired or foreign secret-id is Vault's 400, backend.ErrInvalid.
+// expired or foreign secret-id is Vault's 400, fault.Invalid.
 // tlsVerify false is the template's -tls-skip-verify.
 func NodeLogin(ctx context.Context, addr string, tlsVerify bool, caFile, roleID, secretID string) (*Node, error) {
 	// VAULT_ADDR as the CLI takes it: a URL whose port defaults to the
 	// scheme's, not Vault's 8200.
 	u, err := url.Parse(addr)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, backend.Invalidf("vault: node login: VAULT_ADDR %q is not an http(s) URL", addr)
+		return nil, fault.Errorf(fault.Invalid, "vault: node login: VAULT_ADDR %q is not an http(s) URL", addr)
 	}
 	a := u.Scheme + "://" + u.Host
 	api, err := newAPI(a, tlsConfig(Settings{TLSVerify: tlsVerify, CAFile: caFile}))
@@ -53,11 +53,11 @@ func NodeLogin(ctx context.Context, addr string, tlsVerify bool, caFile, roleID,
 func (n *Node) ReadToken(ctx context.Context, cliPath string) (string, error) {
 	mount, path, ok := strings.Cut(strings.Trim(cliPath, "/"), "/")
 	if !ok || mount == "" || path == "" {
-		return "", backend.Invalidf("vault: %q is not a KV path <mount>/<path>", cliPath)
+		return "", fault.Errorf(fault.Invalid, "vault: %q is not a KV path <mount>/<path>", cliPath)
 	}
 	s, err := n.c.api.KVv2(mount).Get(ctx, path)
 	if errors.Is(err, vaultapi.ErrSecretNotFound) {
-		return "", &Error{Op: "read secret", Path: mount + "/data/" + path, Status: 404, kind: backend.ErrNotFound,
+		return "", &Error{Op: "read secret", Path: mount + "/data/" + path, Status: 404, kind: fault.NotFound,
 			Errors: []string{"no secret at " + cliPath}}
 	}
 	if err != nil {
@@ -65,7 +65,7 @@ func (n *Node) ReadToken(ctx context.Context, cliPath string) (string, error) {
 	}
 	t, _ := s.Data["token"].(string)
 	if t == "" {
-		return "", backend.Invalidf("vault: secret %s has no token field", cliPath)
+		return "", fault.Errorf(fault.Invalid, "vault: secret %s has no token field", cliPath)
 	}
 	return t, nil
 }

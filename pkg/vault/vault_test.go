@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sitebus/sitebus/pkg/backend"
+	"github.com/sitebus/sitebus/pkg/fault"
 	"github.com/sitebus/sitebus/pkg/vault"
 	"github.com/sitebus/sitebus/pkg/vault/vaulttest"
 )
@@ -121,7 +121,7 @@ func TestProvisioningLifecycleAgainstRealVault(t *testing.T) {
 			t.Fatalf("node read %q, %v; want reg-token-1", tok, err)
 		}
 		_, err = vault.NodeLogin(ctx, srv.URL, true, "", roleID, secretID)
-		if !errors.Is(err, backend.ErrInvalid) {
+		if !errors.Is(err, fault.Rejected) || !fault.IsTerminal(err) {
 			t.Fatalf("second login with the same secret-id: %v; want a terminal error", err)
 		}
 		var e *vault.Error
@@ -142,7 +142,7 @@ func TestProvisioningLifecycleAgainstRealVault(t *testing.T) {
 		if _, err := n.ReadToken(ctx, cl.CLISecretPath()); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := n.ReadToken(ctx, cl.CLISecretPath()); !errors.Is(err, backend.ErrInvalid) {
+		if _, err := n.ReadToken(ctx, cl.CLISecretPath()); !errors.Is(err, fault.Rejected) {
 			t.Fatalf("second read with a token_num_uses=1 token: %v; want refused", err)
 		}
 	})
@@ -162,7 +162,7 @@ func TestProvisioningLifecycleAgainstRealVault(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err = nodeBoot(ctx, srv, otherRole, sid, cl.CLISecretPath())
-		if !vault.PermissionDenied(err) || !errors.Is(err, backend.ErrInvalid) {
+		if !vault.PermissionDenied(err) || !errors.Is(err, fault.Rejected) || !fault.IsTerminal(err) {
 			t.Fatalf("reading cluster A's secret with cluster B's role: %v; want 403, terminal", err)
 		}
 	})
@@ -175,10 +175,10 @@ func TestProvisioningLifecycleAgainstRealVault(t *testing.T) {
 		if err := c.Cleanup(ctx, cl); err != nil {
 			t.Fatalf("cleanup of what is gone: %v", err)
 		}
-		if _, err := c.RoleID(ctx, cl); !errors.Is(err, backend.ErrNotFound) {
+		if _, err := c.RoleID(ctx, cl); !errors.Is(err, fault.NotFound) {
 			t.Fatalf("role-id of a deleted role: %v; want ErrNotFound", err)
 		}
-		if _, err := c.NewSecretID(ctx, cl, "late"); !errors.Is(err, backend.ErrNotFound) {
+		if _, err := c.NewSecretID(ctx, cl, "late"); !errors.Is(err, fault.NotFound) {
 			t.Fatalf("secret-id of a deleted role: %v; want ErrNotFound", err)
 		}
 	})
@@ -243,7 +243,7 @@ func TestAManagementTokenWithoutRightsIsTerminal(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = c.Ensure(ctxFor(t), mustCluster(t, clusterA), "tok")
-	if !errors.Is(err, backend.ErrInvalid) || !vault.PermissionDenied(err) {
+	if !errors.Is(err, fault.Rejected) || !fault.IsTerminal(err) || !vault.PermissionDenied(err) {
 		t.Fatalf("Ensure with a bad token: %v; want 403, terminal", err)
 	}
 }

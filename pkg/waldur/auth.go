@@ -10,6 +10,8 @@ import (
 
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/clientcredentials"
+
+	"github.com/sitebus/sitebus/pkg/fault"
 )
 
 const (
@@ -47,6 +49,16 @@ func (e *TokenError) Error() string {
 }
 
 func (e *TokenError) Unwrap() error { return e.Err }
+
+// Is matches fault.Unavailable when the token endpoint failed for a
+// passing reason (no answer, 5xx, 429), and fault.Credentials when it
+// refused the configured client id and secret.
+func (e *TokenError) Is(target error) bool {
+	if e.retryable {
+		return target == fault.Unavailable
+	}
+	return target == fault.Credentials
+}
 
 // oidcSource caches a client_credentials token.
 //

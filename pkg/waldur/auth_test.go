@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/sitebus/sitebus/pkg/fault"
 )
 
 const testClientSecret = "client-s3cret"
@@ -177,8 +179,8 @@ func TestOIDCTokenEndpointFailures(t *testing.T) {
 			if !errors.As(err, &te) {
 				t.Errorf("err = %T %v, want *TokenError", err, err)
 			}
-			if IsRetryable(err) != tc.wantRetryable {
-				t.Errorf("IsRetryable = %v, want %v", IsRetryable(err), tc.wantRetryable)
+			if retryable(err) != tc.wantRetryable || fault.IsTerminal(err) == tc.wantRetryable {
+				t.Errorf("retried %v, terminal %v; want retried %v", retryable(err), fault.IsTerminal(err), tc.wantRetryable)
 			}
 			if strings.Contains(err.Error(), testClientSecret) {
 				t.Errorf("error leaks the client secret: %v", err)

@@ -23,6 +23,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sitebus/sitebus/pkg/fault"
 )
 
 // Version is reported in the default User-Agent. Release builds set it with
@@ -271,7 +273,9 @@ func New(cfg Config) (*Client, error) {
 // BaseURL returns the normalised root URL (without the /api suffix).
 func (c *Client) BaseURL() string { return c.base.String() }
 
-// APIError is a non-2xx answer from Waldur.
+// APIError is a non-2xx answer from Waldur. It is of the kind of package
+// fault its status says (Kind), so that errors.Is(err, fault.NotFound) and
+// fault.IsTerminal read it.
 type APIError struct {
 	Method     string
 	Path       string
@@ -288,8 +292,31 @@ func (e *APIError) Error() string {
 	return msg
 }
 
+// Kind classifies Waldur's answer: 404 and 409 are answers a caller
+// handles (an order that is gone, a state transition done already), 429
+// and 5xx are Waldur busy or restarting, and any other status (400, 401,
+// 403, ...) is a refusal a retry does not change: a wrong token or a
+// request Waldur's validation rejects stays wrong.
+func (e *APIError) Kind() fault.Kind {
+	switch {
+	case e.StatusCode == http.StatusNotFound:
+		return fault.NotFound
+	case e.StatusCode == http.StatusConflict:
+		return fault.Conflict
+	case e.StatusCode == http.StatusTooManyRequests, e.StatusCode >= 500:
+		return fault.Unavailable
+	}
+	return fault.Rejected
+}
+
+// Is matches e's Kind.
+func (e *APIError) Is(target error) bool { return target == e.Kind() }
+
 // TransportError is a failure to get any HTTP answer (DNS, connect, TLS,
-// timeout of a single attempt, truncated body).
+// timeout of a single attempt, truncated body). It is fault.Unavailable,
+// except a server certificate that does not verify, which is
+// fault.Rejected: it will not fix itself (waldur_api_url or the CA must
+// change).
 type TransportError struct {
 	Method string
 	Path   string
@@ -302,11 +329,21 @@ func (e *TransportError) Error() string {
 
 func (e *TransportError) Unwrap() error { return e.Err }
 
-// IsNotFound reports whether err is an HTTP 404 from Waldur.
-func IsNotFound(err error) bool { return statusOf(err) == http.StatusNotFound }
+// Is matches fault.Rejected for a certificate that does not verify, and
+// fault.Unavailable for any other failure to get an answer.
+func (e *TransportError) Is(target error) bool {
+	var cv *tls.CertificateVerificationError
+	if errors.As(e.Err, &cv) {
+		return target == fault.Rejected
+	}
+	return target == fault.Unavailable
+}
 
-// IsConflict reports whether err is an HTTP 409 from Waldur.
-func IsConflict(err error) bool { return statusOf(err) == http.StatusConflict }
+// IsNotFound reports whether err is a 404 (errors.Is(err, fault.NotFound)).
+func IsNotFound(err error) bool { return errors.Is(err, fault.NotFound) }
+
+// IsConflict reports whether err is a 409 (errors.Is(err, fault.Conflict)).
+func IsConflict(err error) bool { return errors.Is(err, fault.Conflict) }
 
 // StatusCode returns the HTTP status of an *APIError in err's chain, or 0.
 func StatusCode(err error) int { return statusOf(err) }
@@ -319,28 +356,11 @@ func statusOf(err error) int {
 	return 0
 }
 
-// IsRetryable reports whether err is transient: HTTP 5xx, HTTP 429, a
-// transport error, or a transient failure of the OIDC token endpoint.
-// Errors caused by the caller's context ending are not retryable.
-func IsRetryable(err error) bool {
-	if err == nil {
-		return false
-	}
-	var ae *APIError
-	if errors.As(err, &ae) {
-		return ae.StatusCode >= 500 || ae.StatusCode == http.StatusTooManyRequests
-	}
-	var te *TokenError
-	if errors.As(err, &te) {
-		return te.retryable
-	}
-	var tr *TransportError
-	if errors.As(err, &tr) {
-		var cv *tls.CertificateVerificationError
-		return !errors.As(tr.Err, &cv) // a bad certificate will not fix itself
-	}
-	return false
-}
+// retryable reports whether the client's own loop repeats a call: Waldur
+// answered 5xx or 429, gave no answer, or the OIDC token endpoint failed
+// for a passing reason (fault.Unavailable). Errors caused by the caller's
+// context ending are not retried (the loop checks the context first).
+func retryable(err error) bool { return errors.Is(err, fault.Unavailable) }
 
 // call is one logical API call; the retry loop turns it into HTTP attempts.
 type call struct {
@@ -409,8 +429,8 @@ func (c *Client) doURL(ctx context.Context, method string, u *url.URL, in, out a
 		if errors.As(err, &ae) && ae.StatusCode == http.StatusUnauthorized {
 			c.auth.reset() // a revoked or expired OIDC token: fetch a new one next call
 		}
-		if !IsRetryable(err) || attempt >= c.retry.MaxAttempts {
-			return nil, err
+		if !retryable(err) || attempt >= c.retry.MaxAttempts {
+			return nil, retryAfter(err, hdr, ae)
 		}
 		wait := c.backoff(attempt, hdr, ae)
 		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
@@ -428,7 +448,7 @@ func (c *Client) doURL(ctx context.Context, method string, u *url.URL, in, out a
 
 // aborted builds the error returned when the caller's context ends. It wraps
 // ctx's error (so errors.Is(err, context.DeadlineExceeded) works and
-// IsRetryable is false) and quotes the last failure for the operator.
+// it is not retried here) and quotes the last failure for the operator.
 func (c *Client) aborted(ctx context.Context, cl call, attempts int, last error) error {
 	cause := context.Cause(ctx)
 	if cause == nil {
@@ -516,6 +536,19 @@ func (c *Client) backoff(attempt int, hdr http.Header, ae *APIError) time.Durati
 		return 0
 	}
 	return rand.N(ceil)
+}
+
+// retryAfter gives the error the loop gives up with the delay Waldur asked
+// for (a 429's or 503's Retry-After), as fault.RetryAfter, so that the
+// message bus redelivers no sooner.
+func retryAfter(err error, hdr http.Header, ae *APIError) error {
+	if ae == nil || hdr == nil || ae.Kind() != fault.Unavailable {
+		return err
+	}
+	if d, ok := parseRetryAfter(hdr.Get("Retry-After"), time.Now()); ok && d > 0 {
+		return fault.RetryAfter(err, d)
+	}
+	return err
 }
 
 // parseRetryAfter accepts delta-seconds or an HTTP date (RFC 9110 §10.2.3).

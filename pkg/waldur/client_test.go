@@ -3,7 +3,10 @@ package waldur
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
+	"fmt"
 	"io"
 	"log"
 	"log/slog"
@@ -16,6 +19,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/sitebus/sitebus/pkg/fault"
 )
 
 const testToken = "s3cr3t-t0ken-value"
@@ -277,8 +282,8 @@ func TestRetries(t *testing.T) {
 				if got := StatusCode(err); got != tc.wantStatus {
 					t.Errorf("StatusCode = %d, want %d", got, tc.wantStatus)
 				}
-				if got := IsRetryable(err); got != tc.retryable {
-					t.Errorf("IsRetryable = %v, want %v", got, tc.retryable)
+				if got := retryable(err); got != tc.retryable {
+					t.Errorf("retried = %v, want %v", got, tc.retryable)
 				}
 			}
 			// Every attempt re-sends the same body.
@@ -452,8 +457,8 @@ func TestTransportErrorExhaustsAttempts(t *testing.T) {
 	if !errors.As(err, &te) {
 		t.Fatalf("err = %v, want *TransportError", err)
 	}
-	if !IsRetryable(err) {
-		t.Errorf("IsRetryable(%v) = false", err)
+	if !retryable(err) || fault.IsTerminal(err) {
+		t.Errorf("a refused connection is not retried: %v", err)
 	}
 	if got := dials.Load(); got != 5 {
 		t.Errorf("dials = %d, want 5", got)
@@ -482,8 +487,8 @@ func TestContextDeadlineStopsRetries(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("err = %v, want DeadlineExceeded", err)
 	}
-	if IsRetryable(err) {
-		t.Errorf("IsRetryable(%v) = true after the caller's deadline", err)
+	if retryable(err) || fault.IsTerminal(err) {
+		t.Errorf("after the caller's deadline, %v is retried here or final for the bus", err)
 	}
 	if !strings.Contains(err.Error(), "503") {
 		t.Errorf("err %q does not quote the last failure", err)
@@ -591,8 +596,8 @@ func TestAPIErrorMessage(t *testing.T) {
 			if !errors.As(err, &ae) || ae.Method != "POST" || ae.Path != "/api/marketplace-orders/abc/set_state_done/" || ae.StatusCode != tc.status {
 				t.Errorf("APIError = %+v", ae)
 			}
-			if IsNotFound(err) != tc.notFound || IsConflict(err) != tc.conflict || IsRetryable(err) != tc.retryable {
-				t.Errorf("IsNotFound=%v IsConflict=%v IsRetryable=%v", IsNotFound(err), IsConflict(err), IsRetryable(err))
+			if IsNotFound(err) != tc.notFound || IsConflict(err) != tc.conflict || retryable(err) != tc.retryable {
+				t.Errorf("IsNotFound=%v IsConflict=%v retried=%v", IsNotFound(err), IsConflict(err), retryable(err))
 			}
 		})
 	}
@@ -682,8 +687,8 @@ func TestTLSVerification(t *testing.T) {
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("err = %v, wantErr %v", err, tc.wantErr)
 			}
-			if err != nil && IsRetryable(err) {
-				t.Errorf("certificate errors must not be retryable: %v", err)
+			if err != nil && (retryable(err) || !fault.IsTerminal(err) || !errors.Is(err, fault.Rejected)) {
+				t.Errorf("certificate errors must be terminal refusals: %v", err)
 			}
 		})
 	}
@@ -729,5 +734,56 @@ func TestWaitPastDeadlineFailsFast(t *testing.T) {
 	}
 	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "maintenance") {
 		t.Errorf("err = %v", err)
+	}
+}
+
+func TestAnswersMapToFaultKinds(t *testing.T) {
+	certErr := &tls.CertificateVerificationError{Err: x509.UnknownAuthorityError{}}
+	tests := []struct {
+		name string
+		err  error
+		kind fault.Kind
+		want fault.Decision
+	}{
+		{"a 404 is not found, retried unless the caller handles it", &APIError{StatusCode: 404}, fault.NotFound, fault.Decision{}},
+		{"a 409 is a conflict, retried unless the caller handles it", &APIError{StatusCode: 409}, fault.Conflict, fault.Decision{}},
+		{"a 429 is unavailable, retried", &APIError{StatusCode: 429}, fault.Unavailable, fault.Decision{}},
+		{"a 500 is unavailable, retried", &APIError{StatusCode: 500}, fault.Unavailable, fault.Decision{}},
+		{"a 503 is unavailable, retried", &APIError{StatusCode: 503}, fault.Unavailable, fault.Decision{}},
+		{"a 400 is a terminal refusal", &APIError{StatusCode: 400}, fault.Rejected, fault.Decision{Terminal: true}},
+		{"a 401 is a terminal refusal", &APIError{StatusCode: 401}, fault.Rejected, fault.Decision{Terminal: true}},
+		{"a 403 is a terminal refusal", &APIError{StatusCode: 403}, fault.Rejected, fault.Decision{Terminal: true}},
+		{"a 422 is a terminal refusal", &APIError{StatusCode: 422}, fault.Rejected, fault.Decision{Terminal: true}},
+		{"no answer is unavailable, retried", &TransportError{Err: errors.New("connection refused")}, fault.Unavailable, fault.Decision{}},
+		{"a certificate that does not verify is a terminal refusal", &TransportError{Err: fmt.Errorf("tls: %w", certErr)}, fault.Rejected, fault.Decision{Terminal: true}},
+		{"a token endpoint that is down is unavailable, retried", &TokenError{Err: errors.New("502"), retryable: true}, fault.Unavailable, fault.Decision{}},
+		{"a token endpoint that refuses the client is terminal", &TokenError{Err: errors.New("invalid_client")}, fault.Credentials, fault.Decision{Terminal: true}},
+		{"a 429's Retry-After reaches the bus", retryAfter(&APIError{StatusCode: 429}, http.Header{"Retry-After": {"7"}}, &APIError{StatusCode: 429}),
+			fault.Unavailable, fault.Decision{After: 7 * time.Second}},
+		{"a 400's Retry-After is ignored", retryAfter(&APIError{StatusCode: 400}, http.Header{"Retry-After": {"7"}}, &APIError{StatusCode: 400}),
+			fault.Rejected, fault.Decision{Terminal: true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := fmt.Errorf("approve order: %w", tt.err)
+			if got := fault.KindOf(err); got != tt.kind {
+				t.Errorf("kind %q, want %q", got, tt.kind)
+			}
+			if got := fault.Decide(err); got != tt.want {
+				t.Errorf("Decide = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestA429GivenUpCarriesRetryAfter(t *testing.T) {
+	srv := newRecorder(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", "30")
+		writeJSON(w, 429, `{"detail":"slow down"}`)
+	})
+	c := newTestClient(t, srv.URL, func(c *Config) { c.Retry.MaxAttempts = 1 })
+	err := c.ApproveOrderByProvider(context.Background(), "o1")
+	if d := fault.Decide(err); d.Terminal || d.After != 30*time.Second || StatusCode(err) != 429 {
+		t.Fatalf("err %v: decision %+v, status %d; want a retry after 30s of a 429", err, d, StatusCode(err))
 	}
 }

@@ -111,7 +111,7 @@ func rancherLogin(ctx context.Context, s *ranchercluster.Settings, timeout time.
 func zoneChecks(ctx context.Context, s *ranchercluster.Settings, az ranchercluster.AZ, i int, timeout time.Duration) []checkResult {
 	label := az.Label()
 	key := fmt.Sprintf("backend_settings.openstack_offering_uuid_list[%d].cloud", i)
-	cfg := openstack.ConfigFor(s, az)
+	cfg := ranchercluster.OpenStackConfig(s, az)
 	cfg.Logger = slog.New(slog.DiscardHandler)
 	cfg.RequestTimeout = timeout
 	cctx, cancel := context.WithTimeout(ctx, timeout)

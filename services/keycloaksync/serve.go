@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/sitebus/sitebus/pkg/bus"
+	"github.com/sitebus/sitebus/pkg/fault"
 	"github.com/sitebus/sitebus/pkg/keycloak"
 )
 
@@ -70,7 +71,7 @@ func classify(err error) error {
 	if err == nil || bus.IsTerminal(err) {
 		return err
 	}
-	if keycloak.IsTerminal(err) || errors.Is(err, keycloak.ErrNotFound) {
+	if fault.IsTerminal(err) || errors.Is(err, keycloak.ErrNotFound) {
 		return bus.Terminal(err)
 	}
 	return err

@@ -23,6 +23,7 @@ import (
 	"github.com/sitebus/sitebus/pkg/bus"
 	"github.com/sitebus/sitebus/pkg/config"
 	"github.com/sitebus/sitebus/pkg/events"
+	"github.com/sitebus/sitebus/pkg/fault"
 	sitebusv1 "github.com/sitebus/sitebus/pkg/gen/sitebus/v1"
 	"github.com/sitebus/sitebus/pkg/telemetry"
 	"github.com/sitebus/sitebus/pkg/waldur"
@@ -389,7 +390,7 @@ func (s *Service) syncRoleBindings(ctx context.Context, o Offering, binder RoleB
 	}
 	if err != nil {
 		err = fmt.Errorf("set role bindings of %s %s: %w", o.Backend.Type(), res.BackendID, err)
-		if backend.IsTerminal(err) {
+		if fault.IsTerminal(err) {
 			// A foreign project or a username that cannot name a binding
 			// does not heal by redelivery; the period tries again.
 			return bus.Terminal(err)

@@ -24,6 +24,7 @@ import (
 	"github.com/sitebus/sitebus/pkg/bus"
 	"github.com/sitebus/sitebus/pkg/config"
 	"github.com/sitebus/sitebus/pkg/events"
+	"github.com/sitebus/sitebus/pkg/fault"
 	sitebusv1 "github.com/sitebus/sitebus/pkg/gen/sitebus/v1"
 	"github.com/sitebus/sitebus/pkg/keylock"
 	"github.com/sitebus/sitebus/pkg/saga"
@@ -245,7 +246,7 @@ func (s *Service) handle(ctx context.Context, ev *sitebusv1.WaldurEvent) error {
 	typ, outcome, err := p.process(ctx)
 	if err != nil {
 		d, _ := bus.DeliveryFromContext(ctx)
-		if d.LastAttempt() || backend.IsTerminal(err) || isTerminalWaldur(err) {
+		if d.LastAttempt() || fault.IsTerminal(err) || isTerminalWaldur(err) {
 			// Settle it: Waldur is told what failed, and the message is done.
 			if erredErr := p.markErred(ctx, err); erredErr != nil {
 				return erredErr

@@ -11,6 +11,7 @@ import (
 	"github.com/sitebus/sitebus/pkg/bus"
 	"github.com/sitebus/sitebus/pkg/events"
 	"github.com/sitebus/sitebus/pkg/failpoint"
+	"github.com/sitebus/sitebus/pkg/fault"
 	sitebusv1 "github.com/sitebus/sitebus/pkg/gen/sitebus/v1"
 	"github.com/sitebus/sitebus/pkg/keylock"
 	"github.com/sitebus/sitebus/pkg/waldur"
@@ -84,7 +85,7 @@ func (p *processor) process(ctx context.Context) (typ, outcome string, err error
 	case waldur.OrderTypeUpdate:
 		return typ, outcomeDelegated, p.delegateUpdate(ctx, order)
 	default:
-		err = backend.Invalidf("order type %q is not supported", order.Type)
+		err = fault.Errorf(fault.Invalid, "order type %q is not supported", order.Type)
 	}
 	if err != nil {
 		return typ, "", err

@@ -11,6 +11,7 @@ import (
 	"github.com/sitebus/sitebus/pkg/backend"
 	"github.com/sitebus/sitebus/pkg/bus"
 	"github.com/sitebus/sitebus/pkg/events"
+	"github.com/sitebus/sitebus/pkg/fault"
 	sitebusv1 "github.com/sitebus/sitebus/pkg/gen/sitebus/v1"
 	"github.com/sitebus/sitebus/pkg/saga"
 	"github.com/sitebus/sitebus/pkg/waldur"
@@ -156,7 +157,7 @@ func (s *Service) offering(hex string) (Offering, error) {
 // terminal marks backend errors that no retry can fix as the command's
 // final answer.
 func terminal(err error) error {
-	if backend.IsTerminal(err) {
+	if fault.IsTerminal(err) {
 		return bus.Terminal(err)
 	}
 	return err

@@ -10,11 +10,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/sitebus/sitebus/pkg/backend"
 	"github.com/sitebus/sitebus/pkg/backend/rancher"
 	"github.com/sitebus/sitebus/pkg/backend/ranchercluster"
 	"github.com/sitebus/sitebus/pkg/bus"
 	"github.com/sitebus/sitebus/pkg/cloudinit"
+	"github.com/sitebus/sitebus/pkg/fault"
 	"github.com/sitebus/sitebus/pkg/openstack"
 	"github.com/sitebus/sitebus/pkg/saga"
 	"github.com/sitebus/sitebus/pkg/vault"
@@ -106,7 +106,7 @@ func (a *activities) all() map[string]saga.Activity {
 func terminalErrors(fn saga.Activity) saga.Activity {
 	return func(ctx context.Context, in saga.ActivityInput) (json.RawMessage, error) {
 		out, err := fn(ctx, in)
-		if err != nil && !bus.IsTerminal(err) && backend.IsTerminal(err) {
+		if err != nil && !bus.IsTerminal(err) && fault.IsTerminal(err) {
 			err = bus.Terminal(err)
 		}
 		return out, err
@@ -236,7 +236,7 @@ func (a *activities) plan(ctx context.Context, in saga.ActivityInput) (json.RawM
 	}
 	p, err := ranchercluster.PlanCreate(ctx, &r.o.Settings, r.in.Attributes, r.in.Resource.backend(), catalog{r.o.Cloud})
 	if err != nil {
-		if backend.IsTerminal(err) {
+		if fault.IsTerminal(err) {
 			return nil, bus.Terminal(err)
 		}
 		return nil, err

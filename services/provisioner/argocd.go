@@ -17,7 +17,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/sitebus/sitebus/pkg/backend"
+	"github.com/sitebus/sitebus/pkg/fault"
 	"github.com/sitebus/sitebus/pkg/saga"
 )
 
@@ -76,10 +76,10 @@ type kubeconfig struct {
 func parseKubeconfig(text string) (kubeconfig, error) {
 	var k kubeconfig
 	if err := yaml.Unmarshal([]byte(text), &k); err != nil {
-		return k, backend.Invalidf("kubeconfig: %v", err)
+		return k, fault.Errorf(fault.Invalid, "kubeconfig: %v", err)
 	}
 	if len(k.Clusters) == 0 || len(k.Users) == 0 {
-		return k, backend.Invalidf("kubeconfig: no cluster or no user")
+		return k, fault.Errorf(fault.Invalid, "kubeconfig: no cluster or no user")
 	}
 	return k, nil
 }
@@ -114,7 +114,7 @@ func clusterSecretData(kc string) (map[string]string, error) {
 		return nil, err
 	}
 	if k.Users[0].User.Token == "" {
-		return nil, backend.Invalidf("the cluster's kubeconfig has no bearer token")
+		return nil, fault.Errorf(fault.Invalid, "the cluster's kubeconfig has no bearer token")
 	}
 	cfg, err := json.Marshal(map[string]string{"bearerToken": k.Users[0].User.Token})
 	if err != nil {
@@ -143,27 +143,27 @@ func NewArgoCD(kubeconfigText string) (ArgoCD, error) {
 	if c.CertificateAuthorityData != "" {
 		pem, err := base64.StdEncoding.DecodeString(c.CertificateAuthorityData)
 		if err != nil {
-			return nil, backend.Invalidf("argocd_k8s_kubeconfig: certificate-authority-data: %v", err)
+			return nil, fault.Errorf(fault.Invalid, "argocd_k8s_kubeconfig: certificate-authority-data: %v", err)
 		}
 		tc.RootCAs = x509.NewCertPool()
 		if !tc.RootCAs.AppendCertsFromPEM(pem) {
-			return nil, backend.Invalidf("argocd_k8s_kubeconfig: certificate-authority-data holds no PEM certificate")
+			return nil, fault.Errorf(fault.Invalid, "argocd_k8s_kubeconfig: certificate-authority-data holds no PEM certificate")
 		}
 	}
 	if u.ClientCertificateData != "" {
 		cert, err1 := base64.StdEncoding.DecodeString(u.ClientCertificateData)
 		key, err2 := base64.StdEncoding.DecodeString(u.ClientKeyData)
 		if err := errors.Join(err1, err2); err != nil {
-			return nil, backend.Invalidf("argocd_k8s_kubeconfig: client certificate: %v", err)
+			return nil, fault.Errorf(fault.Invalid, "argocd_k8s_kubeconfig: client certificate: %v", err)
 		}
 		pair, err := tls.X509KeyPair(cert, key)
 		if err != nil {
-			return nil, backend.Invalidf("argocd_k8s_kubeconfig: client certificate: %v", err)
+			return nil, fault.Errorf(fault.Invalid, "argocd_k8s_kubeconfig: client certificate: %v", err)
 		}
 		tc.Certificates = []tls.Certificate{pair}
 	}
 	if _, err := url.Parse(c.Server); err != nil || c.Server == "" {
-		return nil, backend.Invalidf("argocd_k8s_kubeconfig: server %q is not a URL", c.Server)
+		return nil, fault.Errorf(fault.Invalid, "argocd_k8s_kubeconfig: server %q is not a URL", c.Server)
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.TLSClientConfig = tc
@@ -213,7 +213,7 @@ func (k *kubeSecrets) do(ctx context.Context, method, path string, body any, out
 	case resp.StatusCode == http.StatusNotFound:
 		return resp.StatusCode, nil
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden || resp.StatusCode == http.StatusUnprocessableEntity:
-		return resp.StatusCode, backend.Invalidf("argocd cluster: %s %s: %s", method, path, resp.Status)
+		return resp.StatusCode, fault.Errorf(fault.Invalid, "argocd cluster: %s %s: %s", method, path, resp.Status)
 	case resp.StatusCode >= 300:
 		return resp.StatusCode, fmt.Errorf("argocd cluster: %s %s: %s", method, path, resp.Status)
 	}
@@ -249,7 +249,7 @@ func (k *kubeSecrets) EnsureClusterSecret(ctx context.Context, cs ClusterSecret)
 	}
 	if got != nil {
 		if got.Metadata.Annotations[ownerAnnotation] != cs.ResourceUUID {
-			return false, backend.NotManagedf("ArgoCD Secret %s/%s is not this cluster's (annotation %s)", cs.Namespace, cs.Name, ownerAnnotation)
+			return false, fault.Errorf(fault.NotManaged, "ArgoCD Secret %s/%s is not this cluster's (annotation %s)", cs.Namespace, cs.Name, ownerAnnotation)
 		}
 		return false, nil
 	}
@@ -271,7 +271,7 @@ func (k *kubeSecrets) DeleteClusterSecret(ctx context.Context, namespace, name, 
 		return err
 	}
 	if got.Metadata.Annotations[ownerAnnotation] != resourceUUID {
-		return backend.NotManagedf("ArgoCD Secret %s/%s is not this cluster's; left alone", namespace, name)
+		return fault.Errorf(fault.NotManaged, "ArgoCD Secret %s/%s is not this cluster's; left alone", namespace, name)
 	}
 	_, err = k.do(ctx, http.MethodDelete, secretPath(namespace, name), nil, nil)
 	return err

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/sitebus/sitebus/pkg/backend"
+	"github.com/sitebus/sitebus/pkg/fault"
 	"github.com/sitebus/sitebus/pkg/saga"
 	"github.com/sitebus/sitebus/pkg/waldur"
 )
@@ -141,7 +142,7 @@ func TestArgoCDClusterSecret(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := bad.EnsureClusterSecret(ctx, cs); !backend.IsTerminal(err) {
+	if _, err := bad.EnsureClusterSecret(ctx, cs); !fault.IsTerminal(err) {
 		t.Errorf("a refused token: %v, want a terminal error", err)
 	}
 }

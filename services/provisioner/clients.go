@@ -92,7 +92,7 @@ func (c *clouds) Connect(ctx context.Context, az ranchercluster.AZ) (Zone, error
 	if cl, ok := c.admins[az.UUID]; ok {
 		return cl, nil
 	}
-	cfg := openstack.ConfigFor(c.settings, az)
+	cfg := ranchercluster.OpenStackConfig(c.settings, az)
 	if c.configure != nil {
 		c.configure(&cfg)
 	}

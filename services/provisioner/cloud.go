@@ -11,10 +11,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sitebus/sitebus/pkg/backend"
 	"github.com/sitebus/sitebus/pkg/backend/ranchercluster"
 	"github.com/sitebus/sitebus/pkg/bus"
 	"github.com/sitebus/sitebus/pkg/config"
+	"github.com/sitebus/sitebus/pkg/fault"
 	"github.com/sitebus/sitebus/pkg/openstack"
 	"github.com/sitebus/sitebus/pkg/saga"
 )
@@ -32,7 +32,7 @@ const cleanupTimeout = 10 * time.Minute
 // itself, from the record it kept while going. A retryable error on an
 // earlier attempt keeps everything: the next attempt adopts it.
 func (r *run) failed(ctx context.Context, in saga.ActivityInput, err error, undo func(context.Context) error) error {
-	if !bus.IsTerminal(err) && !backend.IsTerminal(err) && in.Attempt < stepAttempts {
+	if !bus.IsTerminal(err) && !fault.IsTerminal(err) && in.Attempt < stepAttempts {
 		return err
 	}
 	// A cancelled context is this coordinator stopping (or losing the

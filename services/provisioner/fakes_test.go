@@ -14,6 +14,7 @@ import (
 	"github.com/sitebus/sitebus/pkg/backend/rancher"
 	"github.com/sitebus/sitebus/pkg/backend/ranchercluster"
 	"github.com/sitebus/sitebus/pkg/config"
+	"github.com/sitebus/sitebus/pkg/fault"
 	"github.com/sitebus/sitebus/pkg/openstack"
 	"github.com/sitebus/sitebus/pkg/vault"
 	"github.com/sitebus/sitebus/pkg/waldur"
@@ -121,7 +122,7 @@ func (c fakeCloud) Scoped(_ context.Context, _ Zone, p openstack.Project) (Zone,
 	c.w.mu.Lock()
 	defer c.w.mu.Unlock()
 	if _, ok := c.w.objs[p.ID]; !ok {
-		return nil, backend.Invalidf("scope: project %s does not exist", p.ID)
+		return nil, fault.Errorf(fault.Invalid, "scope: project %s does not exist", p.ID)
 	}
 	return &fakeZone{w: c.w, project: p.ID}, nil
 }
@@ -159,7 +160,7 @@ func (z *fakeZone) ensure(kind, name, scope string, owner openstack.Owner, fill 
 	for _, o := range z.w.objs {
 		if o.kind == kind && o.name == name && o.project == scope {
 			if o.owner != string(owner) {
-				return nil, false, backend.NotManagedf("%s %s is not ours", kind, name)
+				return nil, false, fault.Errorf(fault.NotManaged, "%s %s is not ours", kind, name)
 			}
 			return o, false, nil
 		}
@@ -182,7 +183,7 @@ func (z *fakeZone) remove(kind, id string, owner openstack.Owner) error {
 		return nil
 	}
 	if o.kind != kind || o.owner != string(owner) {
-		return backend.NotManagedf("%s %s is not ours", kind, id)
+		return fault.Errorf(fault.NotManaged, "%s %s is not ours", kind, id)
 	}
 	delete(z.w.objs, id)
 	z.w.log("delete %s %s", kind, o.name)
@@ -325,11 +326,11 @@ func (z *fakeZone) WaitServerActive(_ context.Context, id string) (openstack.Ser
 	defer z.w.mu.Unlock()
 	o, ok := z.w.objs[id]
 	if !ok {
-		return openstack.Server{}, backend.Invalidf("server %s is gone", id)
+		return openstack.Server{}, fault.Errorf(fault.Invalid, "server %s is gone", id)
 	}
 	if o.name == z.w.failServer {
 		o.status = "ERROR"
-		return openstack.Server{}, backend.Invalidf("server %s (%s) went to ERROR: No valid host was found", o.name, id)
+		return openstack.Server{}, fault.Errorf(fault.Invalid, "server %s (%s) went to ERROR: No valid host was found", o.name, id)
 	}
 	o.status = "ACTIVE"
 	var addrs []string

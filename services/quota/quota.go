@@ -21,6 +21,7 @@ import (
 	"github.com/sitebus/sitebus/pkg/backend"
 	"github.com/sitebus/sitebus/pkg/bus"
 	"github.com/sitebus/sitebus/pkg/events"
+	"github.com/sitebus/sitebus/pkg/fault"
 	sitebusv1 "github.com/sitebus/sitebus/pkg/gen/sitebus/v1"
 	"github.com/sitebus/sitebus/pkg/telemetry"
 	"github.com/sitebus/sitebus/pkg/waldur"
@@ -153,7 +154,7 @@ func (s *Service) handleCommand(ctx context.Context, cmd *sitebusv1.ProvisionCom
 		return order.MarkDone(ctx, o.Waldur, cmd.OrderUuid)
 	}
 	d, _ := bus.DeliveryFromContext(ctx)
-	if d.LastAttempt() || backend.IsTerminal(err) {
+	if d.LastAttempt() || fault.IsTerminal(err) {
 		return order.MarkErred(ctx, o.Waldur, cmd.OrderUuid, err, log)
 	}
 	return err
@@ -169,7 +170,7 @@ func (s *Service) applyLimits(ctx context.Context, o order.Offering, ref *sitebu
 		backendID = res.BackendID
 	}
 	if backendID == "" {
-		return backend.Invalidf("resource %q (%s) has no backend object to set limits on", ref.GetName(), ref.GetResourceUuid())
+		return fault.Errorf(fault.Invalid, "resource %q (%s) has no backend object to set limits on", ref.GetName(), ref.GetResourceUuid())
 	}
 	changed, err := o.Backend.SetLimits(ctx, backendID, limits)
 	if err != nil {
@@ -200,7 +201,7 @@ func (s *Service) handleResourceEvent(ctx context.Context, ev *sitebusv1.WaldurE
 		return fmt.Errorf("get resource %s: %w", msg.ResourceUUID, err)
 	}
 	err = s.applyFlags(ctx, o, res)
-	if backend.IsTerminal(err) {
+	if fault.IsTerminal(err) {
 		return bus.Terminal(err)
 	}
 	return err

@@ -28,6 +28,7 @@ import (
 	"github.com/sitebus/sitebus/pkg/backend"
 	"github.com/sitebus/sitebus/pkg/config"
 	"github.com/sitebus/sitebus/pkg/events"
+	"github.com/sitebus/sitebus/pkg/fault"
 	"github.com/sitebus/sitebus/pkg/telemetry"
 	"github.com/sitebus/sitebus/pkg/waldur"
 )
@@ -385,7 +386,7 @@ func isPastPeriodRefusal(err error) bool {
 // retryable tells an operator whether waiting can fix err (a 4xx other
 // than throttling cannot: the request itself is refused).
 func retryable(err error) bool {
-	if backend.IsTerminal(err) {
+	if fault.IsTerminal(err) {
 		return false
 	}
 	if code := waldur.StatusCode(err); code >= 400 && code < 500 && code != 429 {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sitebus/sitebus/pkg/backend"
+	"github.com/sitebus/sitebus/pkg/fault"
 )
 
 // Run runs the conformance suite against the backend h makes. Subtests
@@ -238,7 +239,7 @@ func (s suite) onlyManagedIsTouched(t *testing.T) {
 	untouched := tg.Foreign(t, id)
 	refused := func(op string, err error) {
 		t.Helper()
-		if !errors.Is(err, backend.ErrNotManaged) || !backend.IsTerminal(err) {
+		if !errors.Is(err, backend.ErrNotManaged) || !fault.IsTerminal(err) {
 			t.Errorf("%s on a foreign object: err = %v, want terminal ErrNotManaged", op, err)
 		}
 	}
@@ -262,7 +263,7 @@ func (s suite) invalidSlug(t *testing.T) {
 	b := tg.Backend
 	for _, slug := range s.h.InvalidSlugs {
 		r := s.h.Resource(slug)
-		if id, err := b.BackendID(r); !errors.Is(err, backend.ErrInvalid) || !backend.IsTerminal(err) {
+		if id, err := b.BackendID(r); !errors.Is(err, backend.ErrInvalid) || !fault.IsTerminal(err) {
 			t.Errorf("BackendID(slug %q) = %q, %v; want terminal ErrInvalid", slug, id, err)
 		}
 		if c, err := b.Create(ctx(t), r); !errors.Is(err, backend.ErrInvalid) {

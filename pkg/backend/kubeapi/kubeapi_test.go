@@ -11,30 +11,44 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 
-	"github.com/sitebus/sitebus/pkg/backend"
+	"github.com/sitebus/sitebus/pkg/fault"
 )
 
 func TestKind(t *testing.T) {
 	gr := schema.GroupResource{Resource: "namespaces"}
 	tests := []struct {
-		err  error
-		kind error
+		name     string
+		err      error
+		kind     fault.Kind
+		terminal bool
 	}{
-		{apierrors.NewNotFound(gr, "x"), backend.ErrNotFound},
-		{apierrors.NewBadRequest("bad"), backend.ErrInvalid},
-		{apierrors.NewInvalid(schema.GroupKind{Kind: "Namespace"}, "x", nil), backend.ErrInvalid},
-		{apierrors.NewConflict(gr, "x", errors.New("changed")), nil},
-		{apierrors.NewServiceUnavailable("later"), nil},
-		{context.DeadlineExceeded, nil},
+		{"an absent object is not found, for the caller to handle", apierrors.NewNotFound(gr, "x"), fault.NotFound, false},
+		{"a bad request is invalid, terminal", apierrors.NewBadRequest("bad"), fault.Invalid, true},
+		{"an object the schema refuses is invalid, terminal", apierrors.NewInvalid(schema.GroupKind{Kind: "Namespace"}, "x", nil), fault.Invalid, true},
+		{"an object changed meanwhile is a conflict, retried", apierrors.NewConflict(gr, "x", errors.New("changed")), fault.Conflict, false},
+		{"a name taken is a conflict, retried", apierrors.NewAlreadyExists(gr, "x"), fault.Conflict, false},
+		{"an unsupported method is a terminal refusal", apierrors.NewMethodNotSupported(gr, "patch"), fault.Rejected, true},
+		{"a 503 is unavailable, retried", apierrors.NewServiceUnavailable("later"), fault.Unavailable, false},
+		{"a 429 is unavailable, retried", apierrors.NewTooManyRequests("slow down", 3), fault.Unavailable, false},
+		{"a server timeout is unavailable, retried", apierrors.NewServerTimeout(gr, "create", 1), fault.Unavailable, false},
+		{"RBAC not granted yet is retried", apierrors.NewForbidden(gr, "x", errors.New("no rolebinding yet")), fault.Unavailable, false},
+		{"a refused token is retried until it is re-read", apierrors.NewUnauthorized("expired"), fault.Unavailable, false},
+		{"a deadline is never final", context.DeadlineExceeded, fault.Unavailable, false},
 	}
 	for _, tt := range tests {
-		if got := Kind(tt.err); got != tt.kind {
-			t.Errorf("Kind(%v) = %v, want %v", tt.err, got, tt.kind)
-		}
-		e := &Error{Kind: Kind(tt.err), Msg: "m", Err: tt.err}
-		if !errors.Is(e, tt.err) || (tt.kind != nil && !errors.Is(e, tt.kind)) || (tt.kind == nil && errors.Is(e, backend.ErrInvalid)) {
-			t.Errorf("Error of %v does not match as it should", tt.err)
-		}
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Kind(tt.err); got != tt.kind {
+				t.Errorf("Kind(%v) = %q, want %q", tt.err, got, tt.kind)
+			}
+			e := &Error{Kind: Kind(tt.err), Msg: "m", Err: tt.err}
+			if !errors.Is(e, tt.err) || !errors.Is(e, tt.kind) || fault.IsTerminal(e) != tt.terminal {
+				t.Errorf("Error of %v: matches cause %v, kind %v; terminal %v, want %v",
+					tt.err, errors.Is(e, tt.err), errors.Is(e, tt.kind), fault.IsTerminal(e), tt.terminal)
+			}
+		})
+	}
+	if Kind(nil) != "" {
+		t.Error("nil has a kind")
 	}
 }
 
@@ -68,7 +82,7 @@ func TestValidateName(t *testing.T) {
 	}
 	for _, n := range []string{"", "-a", "A", strings.Repeat("a", 64)} {
 		err := ValidateName("Namespace name", n)
-		if !errors.Is(err, backend.ErrInvalid) || !strings.HasPrefix(err.Error(), "Namespace name") {
+		if !errors.Is(err, fault.Invalid) || !strings.HasPrefix(err.Error(), "Namespace name") {
 			t.Errorf("%q: %v", n, err)
 		}
 	}

@@ -3,7 +3,7 @@ package kubeapi
 import (
 	"regexp"
 
-	"github.com/sitebus/sitebus/pkg/backend"
+	"github.com/sitebus/sitebus/pkg/fault"
 )
 
 // MaxNameLen is the longest namespace name (an RFC 1123 label).
@@ -16,13 +16,13 @@ var rfc1123Label = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`)
 // the Python plugin's and reach Waldur as the order's error.
 func ValidateName(what, name string) error {
 	if name == "" {
-		return backend.Invalidf("%s must not be empty", what)
+		return fault.Errorf(fault.Invalid, "%s must not be empty", what)
 	}
 	if len(name) > MaxNameLen {
-		return backend.Invalidf("%s '%s' exceeds %d characters (%d)", what, name, MaxNameLen, len(name))
+		return fault.Errorf(fault.Invalid, "%s '%s' exceeds %d characters (%d)", what, name, MaxNameLen, len(name))
 	}
 	if !rfc1123Label.MatchString(name) {
-		return backend.Invalidf("%s '%s' is not a valid RFC 1123 label: "+
+		return fault.Errorf(fault.Invalid, "%s '%s' is not a valid RFC 1123 label: "+
 			"must be lowercase alphanumeric or '-', must start and end with an alphanumeric character", what, name)
 	}
 	return nil

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/sitebus/sitebus/pkg/backend"
+	"github.com/sitebus/sitebus/pkg/fault"
 )
 
 func TestWrapAPI(t *testing.T) {
@@ -37,7 +38,7 @@ func TestWrapAPI(t *testing.T) {
 			if want := "Failed to patch ManagedNamespace waldur-x: " + tt.err.Error(); err.Error() != want {
 				t.Errorf("message %q, want %q", err, want)
 			}
-			if backend.IsTerminal(err) != tt.terminal {
+			if fault.IsTerminal(err) != tt.terminal {
 				t.Errorf("IsTerminal = %v", !tt.terminal)
 			}
 			for _, k := range []error{backend.ErrNotFound, backend.ErrInvalid, backend.ErrNotManaged} {

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/sitebus/sitebus/pkg/backend"
+	"github.com/sitebus/sitebus/pkg/fault"
 )
 
 // Create makes the CR, or returns the one sitebus made before for this
@@ -50,7 +51,7 @@ func (b *Backend) Create(ctx context.Context, r backend.Resource) (backend.Creat
 			b.settings.CRNamespace, name)
 	}
 	if other, ok := ownedByOther(cr, r.UUID); ok {
-		return backend.Created{}, backend.NotManagedf(
+		return backend.Created{}, fault.Errorf(fault.NotManaged,
 			"ManagedNamespace %s/%s belongs to resource %s, not %s; refusing to touch it",
 			b.settings.CRNamespace, name, other, r.UUID)
 	}
@@ -209,6 +210,6 @@ func (b *Backend) getManaged(ctx context.Context, name string) (*unstructured.Un
 }
 
 func (b *Backend) notManaged(name string) error {
-	return backend.NotManagedf("ManagedNamespace %s/%s exists and is not managed by sitebus; refusing to touch it",
+	return fault.Errorf(fault.NotManaged, "ManagedNamespace %s/%s exists and is not managed by sitebus; refusing to touch it",
 		b.settings.CRNamespace, name)
 }

@@ -3,6 +3,7 @@ package managedns
 import (
 	"github.com/sitebus/sitebus/pkg/backend"
 	"github.com/sitebus/sitebus/pkg/backend/kubeapi"
+	"github.com/sitebus/sitebus/pkg/fault"
 )
 
 // maxNameLen is the longest RFC 1123 label, hence the longest namespace.
@@ -13,7 +14,7 @@ const maxNameLen = kubeapi.MaxNameLen
 // different tenants, to one namespace, so an invalid slug is refused.
 func namespaceName(prefix string, r backend.Resource) (string, error) {
 	if r.Slug == "" {
-		return "", backend.Invalidf("Resource %s has no slug, cannot create ManagedNamespace", r.UUID)
+		return "", fault.Errorf(fault.Invalid, "Resource %s has no slug, cannot create ManagedNamespace", r.UUID)
 	}
 	name := prefix + r.Slug
 	if err := validateName(name); err != nil {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/sitebus/sitebus/pkg/backend"
+	"github.com/sitebus/sitebus/pkg/fault"
 )
 
 func TestNamespaceName(t *testing.T) {
@@ -52,7 +53,7 @@ func TestNamespaceName(t *testing.T) {
 				if err == nil || err.Error() != tt.wantErr {
 					t.Fatalf("err = %v, want %q", err, tt.wantErr)
 				}
-				if !errors.Is(err, backend.ErrInvalid) || !backend.IsTerminal(err) {
+				if !errors.Is(err, backend.ErrInvalid) || !fault.IsTerminal(err) {
 					t.Fatalf("err %v is not a terminal ErrInvalid", err)
 				}
 				if tt.slug != "" && !strings.Contains(err.Error(), tt.slug) {

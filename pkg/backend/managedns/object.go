@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/sitebus/sitebus/pkg/backend"
+	"github.com/sitebus/sitebus/pkg/fault"
 )
 
 // newCR builds a ManagedNamespace with the Python plugin's spec, marked as
@@ -88,7 +89,7 @@ func savedQuota(cr *unstructured.Unstructured) (quota map[string]string, ok bool
 		return nil, false, nil
 	}
 	if err := json.Unmarshal([]byte(raw), &quota); err != nil {
-		return nil, true, backend.Invalidf("ManagedNamespace %s/%s: annotation %s is not a JSON quota: %v",
+		return nil, true, fault.Errorf(fault.Invalid, "ManagedNamespace %s/%s: annotation %s is not a JSON quota: %v",
 			cr.GetNamespace(), cr.GetName(), AnnotationSavedQuota, err)
 	}
 	if quota == nil {

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/sitebus/sitebus/pkg/backend"
+	"github.com/sitebus/sitebus/pkg/fault"
 )
 
 // crWith is a managed CR at resourceVersion 7 with quota and annotations.
@@ -112,7 +113,7 @@ func TestRestorePatch(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			p, err := restorePatch(tt.cr)
 			if tt.wantErr {
-				if !backend.IsTerminal(err) {
+				if !fault.IsTerminal(err) {
 					t.Fatalf("err = %v, want terminal", err)
 				}
 				return

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sitebus/sitebus/pkg/backend"
 	"github.com/sitebus/sitebus/pkg/config"
+	"github.com/sitebus/sitebus/pkg/fault"
 )
 
 // Quotas of the status operations, exactly as the Python plugin patches
@@ -87,7 +88,7 @@ func (c quotaCodec) fromQuota(quota map[string]string) (map[string]float64, erro
 		}
 		v, err := parseQuantity(quota[field], gibTypes[tg.typ])
 		if err != nil {
-			return nil, backend.Invalidf("quota %s: %v", field, err)
+			return nil, fault.Errorf(fault.Invalid, "quota %s: %v", field, err)
 		}
 		limits[tg.key] = v
 	}

@@ -14,7 +14,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sitebus/sitebus/pkg/backend"
+	"github.com/sitebus/sitebus/pkg/fault"
 )
 
 // tokenSource supplies the bearer token. Token returns the current one
@@ -152,7 +152,7 @@ func (o *oauthToken) grantLocked(ctx context.Context) (string, error) {
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, o.cfg.TokenEndpoint, strings.NewReader(form.Encode()))
 	if err != nil {
-		return "", backend.Invalidf("okd: OAuth token endpoint %s: %v", o.cfg.TokenEndpoint, err)
+		return "", fault.Errorf(fault.Invalid, "okd: OAuth token endpoint %s: %v", o.cfg.TokenEndpoint, err)
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Accept", "application/json")
@@ -176,7 +176,7 @@ func (o *oauthToken) grantLocked(ctx context.Context) (string, error) {
 	case resp.StatusCode == http.StatusBadRequest || resp.StatusCode == http.StatusUnauthorized:
 		// invalid_grant, invalid_client: the configuration is wrong or the
 		// refresh token revoked; no retry fixes that.
-		return "", backend.Invalidf("okd: OAuth token endpoint %s refused the refresh token (%d %s): "+
+		return "", fault.Errorf(fault.Credentials, "okd: OAuth token endpoint %s refused the refresh token (%d %s): "+
 			"check backend_settings.token_config.oauth_config", o.cfg.TokenEndpoint, resp.StatusCode, ans.Error)
 	case resp.StatusCode != http.StatusOK:
 		return "", fmt.Errorf("okd: OAuth token refresh at %s: %s", o.cfg.TokenEndpoint, resp.Status)

@@ -3,6 +3,7 @@ package okd
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -13,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sitebus/sitebus/pkg/fault"
 )
 
 // tokenServer accepts only the bearer token *valid and records every
@@ -209,7 +212,7 @@ func TestOAuthRefreshToken(t *testing.T) {
 	}
 	revoked := &oauthToken{cfg: OAuth{ClientID: "cid", TokenEndpoint: oauth.URL}, client: oauth.Client(), now: time.Now, refresh: "revoked"}
 	_, err := revoked.Token(t.Context())
-	if err == nil || !strings.Contains(err.Error(), "refused the refresh token") || strings.Contains(err.Error(), "revoked") {
+	if !errors.Is(err, fault.Credentials) || !fault.IsTerminal(err) || !strings.Contains(err.Error(), "refused the refresh token") || strings.Contains(err.Error(), "revoked") {
 		t.Errorf("revoked refresh token: err = %v", err)
 	}
 }

@@ -8,26 +8,26 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
-	"github.com/sitebus/sitebus/pkg/backend"
 	"github.com/sitebus/sitebus/pkg/backend/kubeapi"
+	"github.com/sitebus/sitebus/pkg/fault"
 )
 
 // wrapAPI classifies err of operation op ("create ProjectRequest", ...)
-// on what (a name) as kubeapi.Kind does (404 not found, 400 and 422
-// invalid, the rest retryable), and beyond that, for what OpenShift's
-// token and TLS settings add:
-//   - a certificate that does not verify: backend.ErrInvalid, it needs
-//     verify_cert or the server's certificate fixed;
-//   - a refresh token the OAuth server refused: backend.ErrInvalid;
+// on what (a name) as kubeapi.Kind does, and beyond that, for what
+// OpenShift's token and TLS settings add:
+//   - a certificate that does not verify: fault.Rejected, terminal; it
+//     needs verify_cert or the server's certificate fixed;
+//   - a refresh token the OAuth server refused: fault.Credentials,
+//     terminal (the token source says so);
 //   - a 401 that outlived the transport's one refresh (a token file the
-//     rotating system has not rewritten yet) stays retryable, with a hint.
+//     rotating system has not rewritten yet) stays retried, with a hint.
 func wrapAPI(op, what string, err error) error {
 	if err == nil {
 		return nil
 	}
 	e := &kubeapi.Error{Kind: kubeapi.Kind(err), Msg: fmt.Sprintf("OpenShift: failed to %s %s: %v", op, what, err), Err: err}
-	if e.Kind != nil {
-		return e
+	if e.Kind != fault.Unavailable {
+		return e // the API server answered, and kubeapi.Kind read it
 	}
 	var unknownCA x509.UnknownAuthorityError
 	var hostname x509.HostnameError
@@ -35,10 +35,10 @@ func wrapAPI(op, what string, err error) error {
 	var verify *tls.CertificateVerificationError
 	switch {
 	case errors.As(err, &unknownCA), errors.As(err, &hostname), errors.As(err, &invalid), errors.As(err, &verify):
-		e.Kind = backend.ErrInvalid
+		e.Kind = fault.Rejected
 		e.Msg += " (the certificate does not verify: fix it, or set backend_settings.verify_cert: false)"
-	case errors.Is(err, backend.ErrInvalid):
-		e.Kind = backend.ErrInvalid // the OAuth server refused the refresh token
+	case fault.KindOf(err) != "":
+		e.Kind = fault.KindOf(err) // sitebus's token source said what failed
 	case apierrors.IsUnauthorized(err):
 		e.Msg += " (the token was refused, also after a refresh: check backend_settings.token / token_config)"
 	}
@@ -46,5 +46,5 @@ func wrapAPI(op, what string, err error) error {
 }
 
 func notFoundf(format string, args ...any) error {
-	return &kubeapi.Error{Kind: backend.ErrNotFound, Msg: fmt.Sprintf(format, args...)}
+	return &kubeapi.Error{Kind: fault.NotFound, Msg: fmt.Sprintf(format, args...)}
 }

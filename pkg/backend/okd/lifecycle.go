@@ -16,6 +16,7 @@ import (
 
 	"github.com/sitebus/sitebus/pkg/backend"
 	"github.com/sitebus/sitebus/pkg/backend/kubeapi"
+	"github.com/sitebus/sitebus/pkg/fault"
 )
 
 // Create makes the project through a ProjectRequest, marks its namespace
@@ -69,7 +70,7 @@ func (b *Backend) checkOwn(ns *unstructured.Unstructured, r backend.Resource) er
 		return b.notManaged(name)
 	}
 	if other := ns.GetAnnotations()[AnnotationResourceUUID]; other != "" && other != r.UUID {
-		return backend.NotManagedf("OpenShift project %s belongs to resource %s, not %s; refusing to touch it", name, other, r.UUID)
+		return fault.Errorf(fault.NotManaged, "OpenShift project %s belongs to resource %s, not %s; refusing to touch it", name, other, r.UUID)
 	}
 	if ns.GetDeletionTimestamp() != nil {
 		// Reporting it would hand Waldur a project about to vanish; once
@@ -406,7 +407,7 @@ func (b *Backend) getQuota(ctx context.Context, ns string) (*unstructured.Unstru
 }
 
 func (b *Backend) notManaged(name string) error {
-	return backend.NotManagedf("OpenShift project %s exists and is not managed by sitebus (no %s=%s label); refusing to touch it",
+	return fault.Errorf(fault.NotManaged, "OpenShift project %s exists and is not managed by sitebus (no %s=%s label); refusing to touch it",
 		name, LabelManagedBy, ManagedByValue)
 }
 
@@ -451,7 +452,7 @@ func savedHard(q *unstructured.Unstructured) (map[string]string, error) {
 	}
 	var m map[string]string
 	if err := json.Unmarshal([]byte(raw), &m); err != nil {
-		return nil, backend.Invalidf("ResourceQuota %s/%s: annotation %s is not a JSON map of quantities: %v",
+		return nil, fault.Errorf(fault.Invalid, "ResourceQuota %s/%s: annotation %s is not a JSON map of quantities: %v",
 			q.GetNamespace(), q.GetName(), AnnotationSavedHard, err)
 	}
 	if m == nil {

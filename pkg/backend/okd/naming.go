@@ -3,6 +3,7 @@ package okd
 import (
 	"github.com/sitebus/sitebus/pkg/backend"
 	"github.com/sitebus/sitebus/pkg/backend/kubeapi"
+	"github.com/sitebus/sitebus/pkg/fault"
 )
 
 // maxNameLen is the longest RFC 1123 label, hence the longest project
@@ -24,7 +25,7 @@ type Names struct {
 // (backend.ErrInvalid), never turned into another one.
 func (s Settings) ProjectName(r backend.Resource) (string, error) {
 	if r.Slug == "" {
-		return "", backend.Invalidf("Resource %s has no slug, cannot name its OpenShift project", r.UUID)
+		return "", fault.Errorf(fault.Invalid, "Resource %s has no slug, cannot name its OpenShift project", r.UUID)
 	}
 	name := s.NamespacePrefix + s.AllocationPrefix + r.Slug
 	if err := validateName(name); err != nil {

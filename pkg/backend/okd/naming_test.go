@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/sitebus/sitebus/pkg/backend"
+	"github.com/sitebus/sitebus/pkg/fault"
 )
 
 func TestNames(t *testing.T) {
@@ -39,7 +40,7 @@ func TestProjectNameRefusesInvalid(t *testing.T) {
 	s := DefaultSettings()
 	for _, slug := range []string{"", "Upper", "under_score", "dot.ted", "trailing-", strings.Repeat("a", 64-len("waldur-alloc-"))} {
 		name, err := s.ProjectName(backend.Resource{UUID: "u", Slug: slug})
-		if !errors.Is(err, backend.ErrInvalid) || !backend.IsTerminal(err) {
+		if !errors.Is(err, backend.ErrInvalid) || !fault.IsTerminal(err) {
 			t.Errorf("ProjectName(%q) = %q, %v; want terminal ErrInvalid", slug, name, err)
 		}
 	}

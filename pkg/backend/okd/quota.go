@@ -10,6 +10,7 @@ import (
 
 	"github.com/sitebus/sitebus/pkg/backend"
 	"github.com/sitebus/sitebus/pkg/config"
+	"github.com/sitebus/sitebus/pkg/fault"
 )
 
 // QuotaName is the ResourceQuota holding a project's limits.
@@ -190,7 +191,7 @@ func (c quotaCodec) usage(used map[string]string) (map[string]float64, error) {
 func ParseQuantity(kind, s string) (float64, error) {
 	q, err := resource.ParseQuantity(s)
 	if err != nil {
-		return 0, backend.Invalidf("quota %s: %q is not a quantity", kind, s)
+		return 0, fault.Errorf(fault.Invalid, "quota %s: %q is not a quantity", kind, s)
 	}
 	// The decimal form is exact; AsApproximateFloat64 is not (0.3 cores
 	// would come back as 0.30000000000000004).

@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 
-	"github.com/sitebus/sitebus/pkg/backend"
+	"github.com/sitebus/sitebus/pkg/fault"
 )
 
 // BindingPrefix starts the name of a user's RoleBinding: waldur-<username>,
@@ -125,7 +125,7 @@ func (b *Backend) createBinding(ctx context.Context, rbs dynamic.ResourceInterfa
 				// Made meanwhile by a racing reconcile; the next one checks it.
 				return false, fmt.Errorf("OpenShift RoleBinding %s/%s appeared while being created; retry", project, name)
 			}
-			return false, backend.NotManagedf("OpenShift RoleBinding %s/%s exists and is not managed by sitebus; refusing to touch it", project, name)
+			return false, fault.Errorf(fault.NotManaged, "OpenShift RoleBinding %s/%s exists and is not managed by sitebus; refusing to touch it", project, name)
 		}
 		if err := deleteBinding(ctx, rbs, old); err != nil {
 			return false, wrapAPI("replace the Python agent's RoleBinding", project+"/"+name, err)
@@ -193,7 +193,7 @@ func bindingUser(rb *unstructured.Unstructured) (user, role string, ok bool) {
 // segment: no '/', no '%', not "." or "..") or is blank.
 func validUsername(user string) error {
 	if strings.TrimSpace(user) == "" || strings.ContainsAny(user, "/%") || user == "." || user == ".." {
-		return backend.Invalidf("username %q cannot name an OpenShift RoleBinding (%s<username>)", user, BindingPrefix)
+		return fault.Errorf(fault.Invalid, "username %q cannot name an OpenShift RoleBinding (%s<username>)", user, BindingPrefix)
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/sitebus/sitebus/pkg/backend"
 	"github.com/sitebus/sitebus/pkg/backend/kubeapi"
 	"github.com/sitebus/sitebus/pkg/config"
+	"github.com/sitebus/sitebus/pkg/fault"
 )
 
 // Type is the backend_type this package serves.
@@ -103,12 +104,12 @@ func isProjectID(id string) bool { return projectIDRe.MatchString(id) }
 func (b *Backend) checkID(id string) error {
 	if isProjectID(id) {
 		if cluster, _, _ := strings.Cut(id, ":"); cluster != b.settings.ClusterID {
-			return backend.NotManagedf("Rancher project %s is not in cluster %s; refusing to touch it", id, b.settings.ClusterID)
+			return fault.Errorf(fault.NotManaged, "Rancher project %s is not in cluster %s; refusing to touch it", id, b.settings.ClusterID)
 		}
 		return nil
 	}
 	if kubeapi.ValidateName("Rancher project name", id) != nil {
-		return backend.Invalidf("%q is neither a Rancher project id (c-xxx:p-yyy) nor a project name", id)
+		return fault.Errorf(fault.Invalid, "%q is neither a Rancher project id (c-xxx:p-yyy) nor a project name", id)
 	}
 	return nil
 }
@@ -116,7 +117,7 @@ func (b *Backend) checkID(id string) error {
 func isManaged(p project) bool { return p.Annotations[AnnotationManaged] == "true" }
 
 func (b *Backend) notManaged(p project) error {
-	return backend.NotManagedf("Rancher project %s (%s) exists and is not managed by sitebus (no %s: \"true\" annotation); "+
+	return fault.Errorf(fault.NotManaged, "Rancher project %s (%s) exists and is not managed by sitebus (no %s: \"true\" annotation); "+
 		"refusing to touch it", p.Name, p.ID, AnnotationManaged)
 }
 

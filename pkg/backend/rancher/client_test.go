@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sitebus/sitebus/pkg/backend"
+	"github.com/sitebus/sitebus/pkg/fault"
 )
 
 const (
@@ -63,7 +64,7 @@ func clusterServer(t *testing.T, tls bool) *httptest.Server {
 func TestTLSVerification(t *testing.T) {
 	srv := clusterServer(t, true) // a certificate no system root signs
 	err := testBackend(t, srv, true).Ping(testCtx(t))
-	if !errors.Is(err, backend.ErrInvalid) || !strings.Contains(err.Error(), "verify_cert") {
+	if !errors.Is(err, fault.Rejected) || !fault.IsTerminal(err) || !strings.Contains(err.Error(), "verify_cert") {
 		t.Errorf("Ping with verification on: err = %v, want a terminal certificate error naming verify_cert", err)
 	}
 	if err := testBackend(t, srv, false).Ping(testCtx(t)); err != nil {
@@ -99,46 +100,46 @@ func TestErrorClassification(t *testing.T) {
 	tests := map[string]struct {
 		status    int
 		body      string
-		kind      error // nil: none of the backend sentinels
+		kind      fault.Kind // fault.KindOf
 		terminal  bool
 		fragments []string
 	}{
 		"401 with Rancher's body is terminal and names the access key": {
 			status: 401, body: `{"type":"error","status":"401","message":"must authenticate"}`,
-			kind: backend.ErrInvalid, terminal: true,
+			kind: fault.Credentials, terminal: true,
 			fragments: []string{`Rancher refused access key "token-abcde"`, "401 Unauthorized: must authenticate", "backend_settings.username"},
 		},
-		"403 is terminal": {
+		"403 is a terminal refusal": {
 			status: 403, body: `{"type":"error","status":403,"code":"Forbidden","message":"projects is forbidden"}`,
-			kind: backend.ErrInvalid, terminal: true, fragments: []string{"403 Forbidden Forbidden: projects is forbidden"},
+			kind: fault.Rejected, terminal: true, fragments: []string{"403 Forbidden Forbidden: projects is forbidden"},
 		},
 		"a body that echoes the secret key has it redacted": {
 			status: 401, body: `{"type":"error","message":"bad key token-abcde:very-secret-key-123 (dG9rZW4tYWJjZGU6dmVyeS1zZWNyZXQta2V5LTEyMw==)"}`,
-			kind: backend.ErrInvalid, terminal: true, fragments: []string{"[redacted] ([redacted])"},
+			kind: fault.Credentials, terminal: true, fragments: []string{"[redacted] ([redacted])"},
 		},
 		"404 is not found": {
 			status: 404, body: `{"type":"error","status":404,"code":"NotFound","message":"projects.management.cattle.io \"p-x\" not found"}`,
-			kind: backend.ErrNotFound, fragments: []string{`404 Not Found NotFound: projects.management.cattle.io "p-x" not found`},
+			kind: fault.NotFound, fragments: []string{`404 Not Found NotFound: projects.management.cattle.io "p-x" not found`},
 		},
 		"409 is a retryable conflict": {
 			status: 409, body: `{"type":"error","status":409,"code":"AlreadyExists","message":"exists"}`,
-			kind: ErrConflict, fragments: []string{"409 Conflict AlreadyExists: exists"},
+			kind: fault.Conflict, fragments: []string{"409 Conflict AlreadyExists: exists"},
 		},
 		"422 is invalid and terminal": {
 			status: 422, body: `{"type":"error","status":422,"code":"MissingRequired","fieldName":"name"}`,
-			kind: backend.ErrInvalid, terminal: true, fragments: []string{"422 Unprocessable Entity MissingRequired"},
+			kind: fault.Invalid, terminal: true, fragments: []string{"422 Unprocessable Entity MissingRequired"},
 		},
 		"an importYaml refused by the API server as invalid is terminal": {
 			status: 400, body: `{"type":"importYamlOutput","message":"Error from server (Invalid): error when creating \"resourcequota/custom-resource-quota\": bad quantity\n"}`,
-			kind: backend.ErrInvalid, terminal: true, fragments: []string{"bad quantity"},
+			kind: fault.Invalid, terminal: true, fragments: []string{"bad quantity"},
 		},
 		"an importYaml failing inside the API server is retryable": {
 			status: 400, body: `{"type":"importYamlOutput","message":"Error from server (InternalError): error when creating \"resourcequota/custom-resource-quota\": etcd\n"}`,
-			fragments: []string{"InternalError"},
+			kind: fault.Unavailable, fragments: []string{"InternalError"},
 		},
-		"500 is retryable": {status: 500, body: `{"type":"error","status":500,"code":"ServerError","message":"boom"}`, fragments: []string{"500 Internal Server Error ServerError: boom"}},
-		"503 from an ingress without a JSON body is retryable": {status: 503, body: "<html>upstream unavailable</html>", fragments: []string{"<html>upstream unavailable</html>"}},
-		"429 is retryable": {status: 429, body: "", fragments: []string{"429 Too Many Requests"}},
+		"500 is retryable": {status: 500, kind: fault.Unavailable, body: `{"type":"error","status":500,"code":"ServerError","message":"boom"}`, fragments: []string{"500 Internal Server Error ServerError: boom"}},
+		"503 from an ingress without a JSON body is retryable": {status: 503, kind: fault.Unavailable, body: "<html>upstream unavailable</html>", fragments: []string{"<html>upstream unavailable</html>"}},
+		"429 is retryable": {status: 429, kind: fault.Unavailable, body: "", fragments: []string{"429 Too Many Requests"}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -152,12 +153,10 @@ func TestErrorClassification(t *testing.T) {
 			if err == nil {
 				t.Fatal("no error")
 			}
-			for _, k := range []error{backend.ErrInvalid, backend.ErrNotFound, backend.ErrNotManaged, ErrConflict} {
-				if errors.Is(err, k) != (k == tc.kind) {
-					t.Errorf("errors.Is(%v) = %v", k, k != tc.kind)
-				}
+			if got := fault.KindOf(err); got != tc.kind {
+				t.Errorf("kind %q, want %q", got, tc.kind)
 			}
-			if backend.IsTerminal(err) != tc.terminal {
+			if fault.IsTerminal(err) != tc.terminal {
 				t.Errorf("IsTerminal = %v", !tc.terminal)
 			}
 			for _, f := range tc.fragments {
@@ -185,7 +184,7 @@ func TestNoAnswerIsRetryable(t *testing.T) {
 			ctx, cancel := context.WithTimeout(testCtx(t), 200*time.Millisecond)
 			defer cancel()
 			err := testBackendAt(t, url, true).Ping(ctx)
-			if err == nil || backend.IsTerminal(err) || errors.Is(err, backend.ErrNotFound) {
+			if err == nil || fault.IsTerminal(err) || errors.Is(err, backend.ErrNotFound) {
 				t.Errorf("err = %v, want a retryable error", err)
 			}
 		})

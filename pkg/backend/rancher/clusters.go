@@ -13,6 +13,7 @@ import (
 
 	"github.com/sitebus/sitebus/pkg/backend"
 	"github.com/sitebus/sitebus/pkg/config"
+	"github.com/sitebus/sitebus/pkg/fault"
 )
 
 // Provisioning whole clusters (issue 13's cluster-provisioner), with the
@@ -85,10 +86,10 @@ type ClusterClient struct {
 // NewClusterClient checks the options; it does not contact Rancher.
 func NewClusterClient(o ClusterOptions) (*ClusterClient, error) {
 	if !validBackendURL(o.BackendURL) {
-		return nil, backend.Invalidf("Rancher backend_url %q is not an http(s) URL without credentials, query or fragment", o.BackendURL)
+		return nil, fault.Errorf(fault.Invalid, "Rancher backend_url %q is not an http(s) URL without credentials, query or fragment", o.BackendURL)
 	}
 	if (o.AccessKey == "") != (o.SecretKey == "") {
-		return nil, backend.Invalidf("the Rancher access key and secret key go together: set both or neither")
+		return nil, fault.Errorf(fault.Invalid, "the Rancher access key and secret key go together: set both or neither")
 	}
 	if o.PollInterval <= 0 {
 		o.PollInterval = DefaultPollInterval
@@ -234,22 +235,22 @@ func ours(meta v1Metadata, resourceUUID string) bool {
 
 func notOurs(what string, meta v1Metadata, resourceUUID string) error {
 	if meta.Annotations[AnnotationManaged] != "true" {
-		return backend.NotManagedf("Rancher %s %s/%s exists and is not managed by sitebus (no %s: \"true\" annotation); refusing to touch it",
+		return fault.Errorf(fault.NotManaged, "Rancher %s %s/%s exists and is not managed by sitebus (no %s: \"true\" annotation); refusing to touch it",
 			what, meta.Namespace, meta.Name, AnnotationManaged)
 	}
-	return backend.NotManagedf("Rancher %s %s/%s belongs to Waldur resource %q, not %q; refusing to touch it",
+	return fault.Errorf(fault.NotManaged, "Rancher %s %s/%s belongs to Waldur resource %q, not %q; refusing to touch it",
 		what, meta.Namespace, meta.Name, meta.Annotations[AnnotationResourceUUID], resourceUUID)
 }
 
 func (s ClusterSpec) validate() error {
 	if !clusterNameRe.MatchString(s.Name) {
-		return backend.Invalidf("%q cannot name a Rancher cluster (lowercase alphanumeric or '-', starting and ending with an alphanumeric, at most 63 characters)", s.Name)
+		return fault.Errorf(fault.Invalid, "%q cannot name a Rancher cluster (lowercase alphanumeric or '-', starting and ending with an alphanumeric, at most 63 characters)", s.Name)
 	}
 	if s.ResourceUUID == "" {
-		return backend.Invalidf("Rancher cluster %s: the Waldur resource UUID is required", s.Name)
+		return fault.Errorf(fault.Invalid, "Rancher cluster %s: the Waldur resource UUID is required", s.Name)
 	}
 	if r := s.Registry; r != nil && (r.URL == "" || r.Username == "" || r.Password == "") {
-		return backend.Invalidf("Rancher cluster %s: a private registry needs its URL, user and password (private_registry_url, _user, _password)", s.Name)
+		return fault.Errorf(fault.Invalid, "Rancher cluster %s: a private registry needs its URL, user and password (private_registry_url, _user, _password)", s.Name)
 	}
 	return nil
 }
@@ -506,7 +507,7 @@ func (c *ClusterClient) GetCluster(ctx context.Context, id string) (Cluster, err
 // cluster of ref.ID either), backend.ErrNotManaged when it is another's.
 func (c *ClusterClient) owned(ctx context.Context, ref ClusterRef) (v1Cluster, error) {
 	if ref.ResourceUUID == "" {
-		return v1Cluster{}, backend.Invalidf("Rancher cluster %s: the Waldur resource UUID is required to change it", ref)
+		return v1Cluster{}, fault.Errorf(fault.Invalid, "Rancher cluster %s: the Waldur resource UUID is required to change it", ref)
 	}
 	var v v1Cluster
 	switch {
@@ -516,7 +517,7 @@ func (c *ClusterClient) owned(ctx context.Context, ref ClusterRef) (v1Cluster, e
 			return v1Cluster{}, err
 		}
 		if ref.ID != "" && v.Status.ClusterName != "" && v.Status.ClusterName != ref.ID {
-			return v1Cluster{}, backend.NotManagedf("Rancher cluster %s/%s is v3 cluster %s, not %s; refusing to touch it",
+			return v1Cluster{}, fault.Errorf(fault.NotManaged, "Rancher cluster %s/%s is v3 cluster %s, not %s; refusing to touch it",
 				FleetNamespace, ref.Name, v.Status.ClusterName, ref.ID)
 		}
 	case ref.ID != "":
@@ -535,11 +536,11 @@ func (c *ClusterClient) owned(ctx context.Context, ref ClusterRef) (v1Cluster, e
 			if _, err := c.GetCluster(ctx, ref.ID); err != nil {
 				return v1Cluster{}, err
 			}
-			return v1Cluster{}, backend.NotManagedf("Rancher cluster %s has no provisioning cluster in %s (not made by sitebus); refusing to touch it",
+			return v1Cluster{}, fault.Errorf(fault.NotManaged, "Rancher cluster %s has no provisioning cluster in %s (not made by sitebus); refusing to touch it",
 				ref.ID, FleetNamespace)
 		}
 	default:
-		return v1Cluster{}, backend.Invalidf("a Rancher cluster reference needs a name or an id")
+		return v1Cluster{}, fault.Errorf(fault.Invalid, "a Rancher cluster reference needs a name or an id")
 	}
 	if !ours(v.Metadata, ref.ResourceUUID) {
 		return v1Cluster{}, notOurs("cluster", v.Metadata, ref.ResourceUUID)
@@ -564,7 +565,7 @@ func (c *ClusterClient) ownedV3(ctx context.Context, ref ClusterRef) (string, er
 // v1 object keeps its name), as Mastermind's update_cluster.
 func (c *ClusterClient) RenameCluster(ctx context.Context, ref ClusterRef, name string) error {
 	if name == "" {
-		return backend.Invalidf("Rancher cluster %s: the new name is empty", ref)
+		return fault.Errorf(fault.Invalid, "Rancher cluster %s: the new name is empty", ref)
 	}
 	id, err := c.ownedV3(ctx, ref)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/sitebus/sitebus/pkg/backend"
+	"github.com/sitebus/sitebus/pkg/fault"
 )
 
 // groupNameRe: a group name goes into the binding lookup's query string
@@ -16,7 +17,7 @@ var groupNameRe = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
 
 func checkGroup(group string) error {
 	if !groupNameRe.MatchString(group) {
-		return backend.Invalidf("Keycloak group name %q cannot name a Rancher group principal", group)
+		return fault.Errorf(fault.Invalid, "Keycloak group name %q cannot name a Rancher group principal", group)
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sitebus/sitebus/pkg/backend"
 	"github.com/sitebus/sitebus/pkg/backend/kubeapi"
+	"github.com/sitebus/sitebus/pkg/fault"
 )
 
 // AnnotationResourceUUID records the Waldur resource a project was made
@@ -17,7 +18,7 @@ import (
 const AnnotationResourceUUID = "sitebus.io/resource-uuid"
 
 func notFoundf(format string, args ...any) error {
-	return &APIError{kind: backend.ErrNotFound, msg: fmt.Sprintf(format, args...)}
+	return &APIError{kind: fault.NotFound, msg: fmt.Sprintf(format, args...)}
 }
 
 // resolve finds the project a backend id names: a project id, or a
@@ -57,7 +58,7 @@ func (b *Backend) byName(projects []project, name string) (project, error) {
 	case len(managed) == 1:
 		return managed[0], nil
 	case len(managed) > 1:
-		return project{}, backend.Invalidf("%d Rancher projects named %s in cluster %s are marked %s; refusing to guess which is the resource's",
+		return project{}, fault.Errorf(fault.Invalid, "%d Rancher projects named %s in cluster %s are marked %s; refusing to guess which is the resource's",
 			len(managed), name, b.settings.ClusterID, AnnotationManaged)
 	case len(named) > 0:
 		return named[0], nil
@@ -96,7 +97,7 @@ func (b *Backend) Create(ctx context.Context, r backend.Resource) (backend.Creat
 	manifest := ""
 	if len(hard) > 0 {
 		if manifest, err = QuotaYAML(name, hard); err != nil {
-			return backend.Created{}, backend.Invalidf("Resource %s: %v", r.UUID, err)
+			return backend.Created{}, fault.Errorf(fault.Invalid, "Resource %s: %v", r.UUID, err)
 		}
 	}
 	p, projectExisted, err := b.ensureProject(ctx, name, r)
@@ -147,7 +148,7 @@ func (b *Backend) ensureProject(ctx context.Context, name string, r backend.Reso
 			return project{}, false, b.notManaged(p)
 		}
 		if other := p.Annotations[AnnotationResourceUUID]; other != "" && other != r.UUID {
-			return project{}, false, backend.NotManagedf("Rancher project %s (%s) belongs to resource %s, not %s; refusing to touch it",
+			return project{}, false, fault.Errorf(fault.NotManaged, "Rancher project %s (%s) belongs to resource %s, not %s; refusing to touch it",
 				name, p.ID, other, r.UUID)
 		}
 		if p.State == "removing" {
@@ -198,7 +199,7 @@ func (b *Backend) ensureNamespace(ctx context.Context, p project, name string) (
 		return false, err
 	}
 	if ns.ProjectID != p.ID {
-		return false, backend.NotManagedf("namespace %s exists outside Rancher project %s (in %q); refusing to touch it",
+		return false, fault.Errorf(fault.NotManaged, "namespace %s exists outside Rancher project %s (in %q); refusing to touch it",
 			name, p.ID, ns.ProjectID)
 	}
 	if ns.State == "removing" {
@@ -350,7 +351,7 @@ func (b *Backend) apply(ctx context.Context, p project, ns string, hard map[stri
 	}
 	manifest, err := QuotaYAML(ns, hard)
 	if err != nil {
-		return backend.Invalidf("Rancher project %s: %v", p.ID, err)
+		return fault.Errorf(fault.Invalid, "Rancher project %s: %v", p.ID, err)
 	}
 	if err := b.api.importYAML(ctx, ns, manifest); err != nil {
 		return err
@@ -473,7 +474,7 @@ func savedLimits(p project) (map[string]string, error) {
 	}
 	var hard map[string]string
 	if err := json.Unmarshal([]byte(raw), &hard); err != nil {
-		return nil, backend.Invalidf("Rancher project %s: annotation %s is not a quota: %v", p.ID, AnnotationSavedLimits, err)
+		return nil, fault.Errorf(fault.Invalid, "Rancher project %s: annotation %s is not a quota: %v", p.ID, AnnotationSavedLimits, err)
 	}
 	return hard, nil
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/sitebus/sitebus/pkg/backend"
 	"github.com/sitebus/sitebus/pkg/backend/kubeapi"
+	"github.com/sitebus/sitebus/pkg/fault"
 )
 
 // ProjectName computes the name of a resource's Rancher project, which is
@@ -20,13 +21,13 @@ func ProjectName(prefix string, r backend.Resource) (string, error) {
 		// str(uuid) is lower-case hex whether Waldur sent dashes or not.
 		u := strings.ToLower(r.UUID)
 		if len(u) < 8 {
-			return "", backend.Invalidf("Resource %q has no slug and no UUID to name its Rancher project by", r.UUID)
+			return "", fault.Errorf(fault.Invalid, "Resource %q has no slug and no UUID to name its Rancher project by", r.UUID)
 		}
 		part = "resource-" + u[:8]
 	}
 	name := prefix + part
 	if err := kubeapi.ValidateName("Rancher project name", name); err != nil {
-		return "", backend.Invalidf("%v (from slug %q); it names the project's namespace too", err, r.Slug)
+		return "", fault.Errorf(fault.Invalid, "%v (from slug %q); it names the project's namespace too", err, r.Slug)
 	}
 	return name, nil
 }
@@ -37,7 +38,7 @@ func checkSlugs(r backend.Resource) error {
 	if r.CustomerSlug != "" && r.ProjectSlug != "" {
 		return nil
 	}
-	return backend.Invalidf("Resource %s has unset or missing slug fields. customer_slug: %s, project_slug: %s. "+
+	return fault.Errorf(fault.Invalid, "Resource %s has unset or missing slug fields. customer_slug: %s, project_slug: %s. "+
 		"Cannot create Rancher projects with invalid slug values.", r.UUID, pyStr(r.CustomerSlug), pyStr(r.ProjectSlug))
 }
 

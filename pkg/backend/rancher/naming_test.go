@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/sitebus/sitebus/pkg/backend"
+	"github.com/sitebus/sitebus/pkg/fault"
 )
 
 func TestProjectName(t *testing.T) {
@@ -35,7 +36,7 @@ func TestProjectName(t *testing.T) {
 func TestProjectNameRefusesInvalidSlugs(t *testing.T) {
 	for _, slug := range []string{"Upper", "under_score", "dot.ted", "trailing-", "sp ace", strings.Repeat("a", 57)} {
 		name, err := ProjectName("waldur-", backend.Resource{Slug: slug, UUID: "1a2b3c4d"})
-		if !errors.Is(err, backend.ErrInvalid) || !backend.IsTerminal(err) || !strings.Contains(err.Error(), `"`+slug+`"`) {
+		if !errors.Is(err, backend.ErrInvalid) || !fault.IsTerminal(err) || !strings.Contains(err.Error(), `"`+slug+`"`) {
 			t.Errorf("ProjectName(%q) = %q, %v; want a terminal ErrInvalid naming the slug", slug, name, err)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sitebus/sitebus/pkg/backend"
 	"github.com/sitebus/sitebus/pkg/config"
+	"github.com/sitebus/sitebus/pkg/fault"
 )
 
 // RegistrationToken is a cluster registration token. Token is the
@@ -190,7 +191,7 @@ func (c *ClusterClient) ownedNode(ctx context.Context, ref ClusterRef, nodeID st
 		return Node{}, false, err
 	}
 	if n.ClusterID != id {
-		return Node{}, false, backend.NotManagedf("Rancher node %s (%s) is in cluster %s, not in %s; refusing to touch it",
+		return Node{}, false, fault.Errorf(fault.NotManaged, "Rancher node %s (%s) is in cluster %s, not in %s; refusing to touch it",
 			nodeID, n.RequestedHostname, n.ClusterID, id)
 	}
 	return n, true, nil
@@ -243,6 +244,9 @@ func (c *ClusterClient) NodesActive(ctx context.Context, clusterID string, hostn
 
 // WaitNodesActive polls until every hostname is an active node of the
 // cluster, at most timeout; progress (optional) sees each read's result.
+// A node in error (ErrNodeFailed) or nodes not all active in time
+// (ErrNodesInactive) are fault.Rejected, terminal: the wait already lasted
+// longer than a retry would be worth, and Mastermind errs the order too.
 func (c *ClusterClient) WaitNodesActive(ctx context.Context, clusterID string, hostnames []string, timeout time.Duration,
 	progress func(NodeProgress)) error {
 	var last NodeProgress
@@ -258,24 +262,17 @@ func (c *ClusterClient) WaitNodesActive(ctx context.Context, clusterID string, h
 		return p.Active == p.Total, nil
 	})
 	if errors.Is(err, ErrNodeFailed) {
-		return &terminal{err}
+		return fault.Mark(err, fault.Rejected)
 	}
 	if err != nil {
 		return err
 	}
 	if !done {
-		return &terminal{fmt.Errorf("%w within %s in cluster %s: %d of %d active; waiting for %s", ErrNodesInactive, timeout,
-			clusterID, last.Active, last.Total, strings.Join(last.Waiting, ", "))}
+		return fault.Mark(fmt.Errorf("%w within %s in cluster %s: %d of %d active; waiting for %s", ErrNodesInactive, timeout,
+			clusterID, last.Active, last.Total, strings.Join(last.Waiting, ", ")), fault.Rejected)
 	}
 	return nil
 }
-
-// terminal marks err as no retry can fix (backend.IsTerminal).
-type terminal struct{ err error }
-
-func (e *terminal) Error() string        { return e.err.Error() }
-func (e *terminal) Unwrap() error        { return e.err }
-func (e *terminal) Is(target error) bool { return target == backend.ErrInvalid }
 
 // DeleteNode deletes a node of the cluster sitebus made for ref; a node
 // already gone is done.
@@ -345,8 +342,10 @@ func (e *DrainError) Error() string {
 	return e.Kind.Error() + " (Rancher node " + e.NodeID + ": " + e.Detail + ")"
 }
 
-// Is makes a DrainError match its kind and backend.ErrInvalid (terminal).
-func (e *DrainError) Is(target error) bool { return target == e.Kind || target == backend.ErrInvalid }
+// Is makes a DrainError match its kind and fault.Rejected (terminal):
+// Mastermind's drain errs the order too, as a disruption budget or a stuck
+// pod does not yield to a retry.
+func (e *DrainError) Is(target error) bool { return target == e.Kind || target == fault.Rejected }
 
 // DrainStatus reads the node's Drained condition as Rancher's drain
 // controller sets it: "True" is drained, "False" (Rancher) or "error"
@@ -432,7 +431,7 @@ func checkClusterBinding(role, group string) error {
 		return err
 	}
 	if !roleRe.MatchString(role) {
-		return backend.Invalidf("%q is not a Rancher role template id", role)
+		return fault.Errorf(fault.Invalid, "%q is not a Rancher role template id", role)
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sitebus/sitebus/pkg/backend"
 	"github.com/sitebus/sitebus/pkg/config"
+	"github.com/sitebus/sitebus/pkg/fault"
 )
 
 // QuotaName is the ResourceQuota sitebus (and the Python plugin) imports
@@ -132,7 +133,7 @@ func (c quotaCodec) toHard(limits map[string]float64) (map[string]string, error)
 		}
 		s, err := FormatQuotaValue(h, limits[k])
 		if err != nil {
-			return nil, backend.Invalidf("Resource limit %s: %v", k, err)
+			return nil, fault.Errorf(fault.Invalid, "Resource limit %s: %v", k, err)
 		}
 		hard[h] = s
 	}

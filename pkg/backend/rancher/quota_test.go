@@ -8,6 +8,7 @@ import (
 
 	"github.com/sitebus/sitebus/pkg/backend"
 	"github.com/sitebus/sitebus/pkg/config"
+	"github.com/sitebus/sitebus/pkg/fault"
 )
 
 // The expected bytes below are PyYAML 6.0.3's yaml.dump of the same
@@ -259,7 +260,7 @@ func TestLimitsNoQuotaCanHoldAreInvalid(t *testing.T) {
 		"beyond a quota": {"storage": 1e300},
 	} {
 		_, err := c.toHard(limits)
-		if !errors.Is(err, backend.ErrInvalid) || !backend.IsTerminal(err) {
+		if !errors.Is(err, backend.ErrInvalid) || !fault.IsTerminal(err) {
 			t.Errorf("%s: err = %v, want terminal ErrInvalid", name, err)
 		}
 	}

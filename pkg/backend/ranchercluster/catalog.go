@@ -7,21 +7,6 @@ import (
 	"slices"
 )
 
-// Flavor is a Nova flavor of a zone.
-type Flavor struct {
-	ID     string
-	Name   string
-	VCPUs  int
-	RAMMB  int
-	DiskGB int
-}
-
-// VolumeType is a Cinder volume type of a zone.
-type VolumeType struct {
-	ID   string
-	Name string
-}
-
 // Catalog looks up what a zone offers, for validation and planning. The
 // saga implements it on OpenStack (with the zone's credentials); tests use
 // a fake. Its errors are not the order's fault: they are passed on as they

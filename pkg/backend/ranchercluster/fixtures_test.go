@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/sitebus/sitebus/pkg/backend"
+	"github.com/sitebus/sitebus/pkg/fault"
 )
 
 // Zone UUIDs of the fixtures: a, b, c and d.
@@ -192,7 +193,7 @@ func wantTerminal(t *testing.T, err error, want string) {
 	if err == nil || err.Error() != want {
 		t.Fatalf("err = %v\nwant  %s", err, want)
 	}
-	if !errors.Is(err, backend.ErrInvalid) || !backend.IsTerminal(err) {
+	if !errors.Is(err, backend.ErrInvalid) || !fault.IsTerminal(err) {
 		t.Errorf("%v is not terminal", err)
 	}
 	var ae *AttributeError

@@ -240,18 +240,6 @@ func (v vmSpec) quota(dynamic bool) Quota {
 	return q
 }
 
-// times is n VMs' quota.
-func (q Quota) times(n int) Quota {
-	out := Quota{Cores: q.Cores * n, RAMMB: q.RAMMB * n, Gigabytes: q.Gigabytes * n}
-	for k, v := range q.GigabytesByType {
-		if out.GigabytesByType == nil {
-			out.GigabytesByType = map[string]int{}
-		}
-		out.GigabytesByType[k] = v * n
-	}
-	return out
-}
-
 // node names a spec's VM and its volumes.
 func (v vmSpec) node(name string, number int, role string, az AZ) NodePlan {
 	n := NodePlan{Name: name, Number: number, Role: role, OfferingUUID: az.UUID, Flavor: flavorRef(v.flavor)}
@@ -272,8 +260,8 @@ type zoneSpecs struct {
 
 // quota is get_tenant_limits: 3 servers, workers agents and 1 load balancer.
 func (z zoneSpecs) quota(workers int) Quota {
-	return z.server.quota(z.dynamic).times(ServersPerAZ).
-		Add(z.worker.quota(z.dynamic).times(workers)).
+	return z.server.quota(z.dynamic).Times(ServersPerAZ).
+		Add(z.worker.quota(z.dynamic).Times(workers)).
 		Add(z.lb.quota(z.dynamic))
 }
 

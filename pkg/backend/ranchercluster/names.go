@@ -12,6 +12,7 @@ import (
 
 	"github.com/sitebus/sitebus/pkg/backend"
 	"github.com/sitebus/sitebus/pkg/backend/kubeapi"
+	"github.com/sitebus/sitebus/pkg/openstack"
 )
 
 // Fixed names and numbers of Mastermind's managed mode
@@ -51,7 +52,7 @@ const (
 const (
 	RoleServer       = "server"
 	RoleAgent        = "agent"
-	RoleLoadBalancer = "load-balancer"
+	RoleLoadBalancer = openstack.RoleLoadBalancer
 )
 
 // fit returns name when it has at most max bytes, else a prefix of it and

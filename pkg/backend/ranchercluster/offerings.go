@@ -48,40 +48,6 @@ func (az AZ) Label() string {
 	return az.Slug
 }
 
-// Cloud is how sitebus reaches one zone's OpenStack: an entry of
-// clouds.yaml by name, or the same entry written inline (auth, auth_type,
-// region_name, interface, verify, cacert), password or application
-// credential, as gophercloud's openstack/config/clouds reads it.
-type Cloud struct {
-	// Name is the clouds.yaml entry; the other fields are then unset.
-	Name string
-
-	AuthType                    string
-	AuthURL                     string
-	Username, UserID            string
-	Password                    config.Secret
-	UserDomainName              string
-	UserDomainID                string
-	ProjectName, ProjectID      string
-	ProjectDomainName           string
-	ProjectDomainID             string
-	DomainName, DomainID        string
-	ApplicationCredentialID     string
-	ApplicationCredentialName   string
-	ApplicationCredentialSecret config.Secret
-
-	RegionName string
-	Interface  string
-	Verify     bool
-	CACert     string
-}
-
-// ApplicationCredential reports whether the cloud logs in with an
-// application credential rather than a password.
-func (c Cloud) ApplicationCredential() bool {
-	return c.ApplicationCredentialSecret != "" || strings.Contains(c.AuthType, "applicationcredential")
-}
-
 // defaultCIDR gives the i-th zone of the list 192.168.(42+i).0/24: each
 // zone is its own tenant and network, but the cluster's nodes span them, so
 // overlapping node addresses would make two nodes look alike to Kubernetes.

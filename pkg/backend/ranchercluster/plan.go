@@ -83,77 +83,6 @@ type TenantPlan struct {
 	LoadBalancer   NodePlan            `json:"load_balancer"`
 }
 
-// Quota is a tenant's limits in OpenStack's units: Nova cores and RAM (MB),
-// Cinder gigabytes in total and, in dynamic storage mode, per volume type.
-type Quota struct {
-	Cores           int            `json:"cores"`
-	RAMMB           int            `json:"ram_mb"`
-	Gigabytes       int            `json:"gigabytes"`
-	GigabytesByType map[string]int `json:"gigabytes_by_type,omitempty"`
-}
-
-// Add returns the sum of two quotas.
-func (q Quota) Add(o Quota) Quota {
-	out := Quota{Cores: q.Cores + o.Cores, RAMMB: q.RAMMB + o.RAMMB, Gigabytes: q.Gigabytes + o.Gigabytes}
-	for _, m := range []map[string]int{q.GigabytesByType, o.GigabytesByType} {
-		for k, v := range m {
-			if out.GigabytesByType == nil {
-				out.GigabytesByType = map[string]int{}
-			}
-			out.GigabytesByType[k] += v
-		}
-	}
-	return out
-}
-
-// NetworkPlan is the tenant's network and subnet.
-type NetworkPlan struct {
-	Name   string     `json:"name"`
-	Subnet SubnetPlan `json:"subnet"`
-}
-
-// SubnetPlan is the tenant's subnet: the pool leaves .1-.10 to the gateway
-// and the load balancer.
-type SubnetPlan struct {
-	Name            string           `json:"name"`
-	CIDR            string           `json:"cidr"`
-	GatewayIP       string           `json:"gateway_ip"`
-	AllocationPools []AllocationPool `json:"allocation_pools"`
-	DNSNameservers  []string         `json:"dns_nameservers,omitempty"`
-	IPVersion       int              `json:"ip_version"`
-	EnableDHCP      bool             `json:"enable_dhcp"`
-}
-
-// AllocationPool is one DHCP range.
-type AllocationPool struct {
-	Start string `json:"start"`
-	End   string `json:"end"`
-}
-
-// RouterPlan connects the subnet to the external network.
-type RouterPlan struct {
-	Name              string `json:"name"`
-	ExternalNetworkID string `json:"external_network_id"`
-}
-
-// SecurityGroupPlan is a group and its rules (Mastermind makes k8s_admin
-// and k8s_public without any).
-type SecurityGroupPlan struct {
-	Name        string     `json:"name"`
-	Description string     `json:"description"`
-	Rules       []RulePlan `json:"rules"`
-}
-
-// RulePlan is one ingress rule.
-type RulePlan struct {
-	Direction      string `json:"direction"`
-	EtherType      string `json:"ethertype"`
-	Protocol       string `json:"protocol"`
-	PortRangeMin   int    `json:"port_range_min"`
-	PortRangeMax   int    `json:"port_range_max"`
-	RemoteIPPrefix string `json:"remote_ip_prefix"`
-}
-
 // NodePlan is one VM: a cluster node or a zone's load balancer.
 type NodePlan struct {
 	Name string `json:"name"`
@@ -182,18 +111,6 @@ type FlavorRef struct {
 	Name  string `json:"name"`
 	VCPUs int    `json:"vcpus"`
 	RAMMB int    `json:"ram_mb"`
-}
-
-// VolumePlan is one Cinder volume; Type is "" for the zone's default.
-type VolumePlan struct {
-	Name   string `json:"name"`
-	SizeGB int    `json:"size_gb"`
-	Type   string `json:"type,omitempty"`
-	// Device, MountPoint and Filesystem are for data volumes: cloud-init
-	// formats Device with Filesystem and mounts it on MountPoint.
-	Device     string `json:"device,omitempty"`
-	MountPoint string `json:"mount_point,omitempty"`
-	Filesystem string `json:"filesystem,omitempty"`
 }
 
 // KeycloakPlan are the cluster's Keycloak groups and the cluster role

@@ -82,7 +82,7 @@ func TestManagedPlanMakesWhatTheAcceptanceScenarioExpects(t *testing.T) {
 			t.Errorf("tenant %d: %s", i, tp.Name)
 		}
 		sn := tp.Network.Subnet
-		if sn.CIDR != net+".0/24" || !reflect.DeepEqual(sn.AllocationPools, []AllocationPool{{net + ".11", net + ".200"}}) ||
+		if sn.CIDR != net+".0/24" || !reflect.DeepEqual(sn.AllocationPools, []AllocationPool{{Start: net + ".11", End: net + ".200"}}) ||
 			sn.GatewayIP != net+".1" || !sn.EnableDHCP {
 			t.Errorf("tenant %d subnet %+v", i, sn)
 		}

@@ -54,7 +54,7 @@ func PlanResize(s *Settings, p *Plan, workers int) (*Plan, Resize, error) {
 				rs.Add = append(rs.Add, n)
 				out.Nodes = append(out.Nodes, n)
 			}
-			t.Quota = t.Quota.Add(per.times(d))
+			t.Quota = t.Quota.Add(per.Times(d))
 		case d < 0:
 			slices.SortFunc(agents, func(a, b NodePlan) int { return b.Number - a.Number })
 			gone := agents[:-d]
@@ -62,7 +62,7 @@ func PlanResize(s *Settings, p *Plan, workers int) (*Plan, Resize, error) {
 			out.Nodes = slices.DeleteFunc(out.Nodes, func(n NodePlan) bool {
 				return slices.ContainsFunc(gone, func(g NodePlan) bool { return g.Name == n.Name })
 			})
-			t.Quota = subtract(t.Quota, per.times(-d))
+			t.Quota = subtract(t.Quota, per.Times(-d))
 		}
 		total = total.Add(t.Quota)
 	}

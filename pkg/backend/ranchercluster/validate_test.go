@@ -5,7 +5,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/sitebus/sitebus/pkg/backend"
+	"github.com/sitebus/sitebus/pkg/fault"
 )
 
 // dynamicZone makes zone name of the managed fixture use dynamic storage.
@@ -150,8 +150,8 @@ func TestValidateManagedPassesCatalogFailuresOnAsRetryable(t *testing.T) {
 	cat := newCatalog()
 	cat.err = errors.New("503 Service Unavailable")
 	err := ValidateManaged(context.Background(), s, mustManaged(t, managedOrder("abc")), cat)
-	if err == nil || backend.IsTerminal(err) || err.Error() != "listing the flavors of Zone a: 503 Service Unavailable" {
-		t.Fatalf("err = %v (terminal %v)", err, backend.IsTerminal(err))
+	if err == nil || fault.IsTerminal(err) || err.Error() != "listing the flavors of Zone a: 503 Service Unavailable" {
+		t.Fatalf("err = %v (terminal %v)", err, fault.IsTerminal(err))
 	}
 }
 
