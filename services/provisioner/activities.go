@@ -36,13 +36,10 @@ type Offering struct {
 	ArgoCD ArgoCD
 }
 
-// Waldur is what the service asks of and tells Waldur (waldur.Client).
+// Waldur is what the sagas ask of and tell Waldur about resources
+// (waldur.Client); orders are the order lifecycle's (Orders).
 type Waldur interface {
-	GetOrder(ctx context.Context, uuid string, fields ...string) (*waldur.Order, error)
-	ApproveOrderByProvider(ctx context.Context, uuid string) error
 	GetResource(ctx context.Context, uuid string, fields ...string) (*waldur.Resource, error)
-	SetOrderStateDone(ctx context.Context, uuid string) error
-	SetOrderStateErred(ctx context.Context, uuid, message, traceback string) error
 	SetResourceBackendID(ctx context.Context, uuid, backendID string) error
 	SetResourceBackendMetadata(ctx context.Context, uuid string, metadata map[string]any) error
 	SetResourceEndpoints(ctx context.Context, uuid string, endpoints []waldur.Endpoint) error
@@ -62,6 +59,7 @@ type PlanStore interface {
 type activities struct {
 	offerings map[string]*Offering // by offering UUID hex
 	groups    Groups
+	orders    Orders
 	plans     PlanStore
 	timeouts  Timeouts
 	log       *slog.Logger
