@@ -105,7 +105,7 @@ func (s *Service) binder(hex string) (GroupBinder, Offering, error) {
 	}
 	b, ok := o.Backend.(GroupBinder)
 	if !ok {
-		return nil, o, fault.Terminal(fmt.Errorf("backend %s of offering %s binds no groups", o.Backend.Type(), o.Config.Name))
+		return nil, o, fault.Terminal(fmt.Errorf("backend %s of offering %s binds no groups", o.Backend.Type(), hex))
 	}
 	return b, o, nil
 }
