@@ -38,6 +38,14 @@ type fakeWaldur struct {
 	calls      map[string]int
 	limitsSet  map[string]int64
 	metadata   map[string]any
+	// settled, when set, receives each state the order is set to.
+	settled chan string
+}
+
+func (w *fakeWaldur) notify(state string) {
+	if w.settled != nil {
+		w.settled <- state
+	}
 }
 
 func newFakeWaldur(o *waldur.Order, r *waldur.Resource) *fakeWaldur {
@@ -99,6 +107,7 @@ func (w *fakeWaldur) SetOrderStateDone(_ context.Context, uuid string) error {
 		return err
 	}
 	w.orders[uuid].State = waldur.OrderStateDone
+	w.notify(waldur.OrderStateDone)
 	return nil
 }
 
@@ -109,6 +118,7 @@ func (w *fakeWaldur) SetOrderStateErred(_ context.Context, uuid, msg, _ string) 
 		return err
 	}
 	w.orders[uuid].State, w.erred = waldur.OrderStateErred, msg
+	w.notify(waldur.OrderStateErred)
 	return nil
 }
 
