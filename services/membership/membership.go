@@ -294,8 +294,8 @@ func (s *Service) syncResource(ctx context.Context, o Offering, resourceUUID, ke
 			for _, m := range byRole[g.Role] {
 				req.Members = append(req.Members, &sitebusv1.UserRef{Ref: m.Ref, ById: o.UsersByID})
 			}
-			var resp sitebusv1.SetGroupMembersResponse
-			if err := s.bus.Call(ctx, contract.KeycloakSync, contract.CmdSetGroupMembers, req, &resp, bus.WithKey(key+":"+g.Role)); err != nil {
+			resp, err := contract.SetGroupMembers.Call(ctx, s.bus, req, bus.WithKey(key+":"+g.Role))
+			if err != nil {
 				return nil, fmt.Errorf("set members of group %s: %w", g.Name, err)
 			}
 			out.Added += int32(len(resp.Added))

@@ -87,7 +87,7 @@ func (s *Service) syncProjectGroups(ctx context.Context, o Offering, res *waldur
 		for _, g := range groups {
 			ensure.Groups = append(ensure.Groups, &sitebusv1.GroupSpec{Name: g.Name, Description: g.Description, ParentName: g.Parent})
 		}
-		if err := s.bus.Call(ctx, contract.KeycloakSync, contract.CmdEnsureGroups, ensure, &sitebusv1.EnsureGroupsResponse{}, bus.WithKey(key+":groups")); err != nil {
+		if _, err := contract.EnsureGroups.Call(ctx, s.bus, ensure, bus.WithKey(key+":groups")); err != nil {
 			return fmt.Errorf("ensure groups of %s: %w", child.Name, err)
 		}
 		if !created {
@@ -102,8 +102,8 @@ func (s *Service) syncProjectGroups(ctx context.Context, o Offering, res *waldur
 	}
 	set := &sitebusv1.SetGroupMembersRequest{OfferingUuid: offering, Group: &sitebusv1.GroupRef{Name: child.Name, ParentName: child.Parent},
 		Members: refs, IfExists: len(refs) == 0}
-	var resp sitebusv1.SetGroupMembersResponse
-	if err := s.bus.Call(ctx, contract.KeycloakSync, contract.CmdSetGroupMembers, set, &resp, bus.WithKey(key+":child")); err != nil {
+	resp, err := contract.SetGroupMembers.Call(ctx, s.bus, set, bus.WithKey(key+":child"))
+	if err != nil {
 		return fmt.Errorf("set members of group %s: %w", child.Name, err)
 	}
 	out.Added += int32(len(resp.Added))
@@ -129,8 +129,8 @@ func (s *Service) syncProjectGroups(ctx context.Context, o Offering, res *waldur
 		s.log.Info("group emptied but still bound to other projects; kept", "group", child.Name, "projects", len(left))
 		return nil
 	}
-	var deleted sitebusv1.DeleteGroupsResponse
-	if err := s.bus.Call(ctx, contract.KeycloakSync, contract.CmdDeleteGroups, contract.ProjectGroupsCleanup(offering, groups), &deleted, bus.WithKey(key+":cleanup")); err != nil {
+	deleted, err := contract.DeleteGroups.Call(ctx, s.bus, contract.ProjectGroupsCleanup(offering, groups), bus.WithKey(key+":cleanup"))
+	if err != nil {
 		return fmt.Errorf("delete emptied group %s: %w", child.Name, err)
 	}
 	s.log.Info("last member left: binding and emptied groups removed", "resource", res.UUID, "group", child.Name, "deleted", len(deleted.DeletedIds), "kept", len(deleted.Kept))
