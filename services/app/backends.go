@@ -55,20 +55,8 @@ func (bs *backends) get(i int, name string) (backend.Backend, error) {
 
 // orderOfferings are the offerings with an order_processing_backend.
 func (d *deps) orderOfferings() ([]orderflow.Offering, error) {
-	// Update orders change limits: the quota service's code does that, in
-	// this process, as the order lifecycle's Update verb.
-	qo, err := d.quotaOfferings()
-	if err != nil {
-		return nil, err
-	}
-	limits, err := quota.NewLimits(qo, d.log, d.reg)
-	if err != nil {
-		return nil, err
-	}
-	update := func(ctx context.Context, o *orderflow.Order) (*orderflow.Saga, error) {
-		return nil, limits.Apply(ctx, o.OfferingUUID, o.ResourceUUID(), o.Limits)
-	}
 	var out []orderflow.Offering
+	var limits []quota.Offering
 	for i, o := range d.offerings {
 		if o.Config.OrderProcessingBackend == "" || clusterBackend(o.Config.OrderProcessingBackend) {
 			continue
@@ -81,7 +69,19 @@ func (d *deps) orderOfferings() ([]orderflow.Offering, error) {
 		// configured, a direct create asks it to bind the team at once.
 		_, binds := b.(membership.RoleBinder)
 		out = append(out, orderflow.Offering{Config: o.Config, Waldur: o.Waldur, Backend: b, Groups: accessGroups(b), ProjectGroups: projectGroups(b),
-			SyncTeam: binds && o.Config.MembershipSyncBackend != "", Update: update})
+			SyncTeam: binds && o.Config.MembershipSyncBackend != ""})
+		limits = append(limits, quota.Offering{Config: o.Config, Waldur: o.Waldur, Backend: b})
+	}
+	// Update orders change limits: the quota service's code does that, in
+	// this process, as the order lifecycle's Update verb.
+	l, err := quota.NewLimits(limits, d.log, d.reg)
+	if err != nil {
+		return nil, err
+	}
+	for i := range out {
+		out[i].Update = func(ctx context.Context, o *orderflow.Order) (*orderflow.Saga, error) {
+			return nil, l.Apply(ctx, o.OfferingUUID, o.ResourceUUID(), o.Limits)
+		}
 	}
 	return out, nil
 }
