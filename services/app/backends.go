@@ -80,7 +80,7 @@ func (d *deps) orderOfferings() ([]orderflow.Offering, error) {
 	}
 	for i := range out {
 		out[i].Update = func(ctx context.Context, o *orderflow.Order) (*orderflow.Saga, error) {
-			return nil, l.Apply(ctx, o.OfferingUUID, o.ResourceUUID(), o.Limits)
+			return nil, l.Apply(ctx, o.OfferingUUID, o.ChangedResource(), o.Limits)
 		}
 	}
 	return out, nil

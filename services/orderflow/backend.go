@@ -98,9 +98,9 @@ func (h *backendHandler) Update(ctx context.Context, o *Order) (*Saga, error) {
 }
 
 func (h *backendHandler) resource(ctx context.Context, o *Order) (*waldur.Resource, error) {
-	res, err := h.o.Waldur.GetResource(ctx, o.ResourceUUID())
+	res, err := h.o.Waldur.GetResource(ctx, o.ChangedResource())
 	if err != nil {
-		return nil, fmt.Errorf("get resource %s: %w", o.ResourceUUID(), err)
+		return nil, fmt.Errorf("get resource %s: %w", o.ChangedResource(), err)
 	}
 	return res, nil
 }
@@ -199,14 +199,14 @@ func (h *backendHandler) create(ctx context.Context, o *Order) error {
 // does not fail the order: the object is there, and membership events and
 // the period retry.
 func (h *backendHandler) syncTeam(ctx context.Context, o *Order) error {
-	req := &sitebusv1.SyncResourceRequest{OfferingUuid: o.OfferingUUID, ResourceUuid: o.ResourceUUID()}
+	req := &sitebusv1.SyncResourceRequest{OfferingUuid: o.OfferingUUID, ResourceUuid: o.ChangedResource()}
 	err := h.sync(ctx, req, "created:"+o.UUID)
 	if fault.IsTerminal(err) {
 		o.Log.Warn("team of the created resource not applied; membership retries", "err", err)
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("sync team of resource %s: %w", o.ResourceUUID(), err)
+		return fmt.Errorf("sync team of resource %s: %w", o.ChangedResource(), err)
 	}
 	return nil
 }

@@ -49,8 +49,9 @@ type Order struct {
 	Log          *slog.Logger
 }
 
-// ResourceUUID is the Waldur resource the order changes.
-func (o *Order) ResourceUUID() string { return resourceUUID(o.Order) }
+// ChangedResource is the UUID of the Waldur resource the order changes
+// (its marketplace resource, or the resource for older Waldur versions).
+func (o *Order) ChangedResource() string { return resourceUUID(o.Order) }
 
 // OrderHex is the order's UUID in hex, as saga inputs carry it.
 func (o *Order) OrderHex() string { return events.HexUUID(o.UUID) }
@@ -419,7 +420,7 @@ func (f *Flow) startSaga(ctx context.Context, o *Order, sg *Saga) error {
 	if _, err := f.starter.Start(ctx, sg.Definition, contract.SagaID(o.OrderHex()), sg.Input); err != nil {
 		return fmt.Errorf("start %s: %w", sg.Definition, err)
 	}
-	o.Log.Info("saga started", "saga", sg.Definition, "resource", o.ResourceUUID())
+	o.Log.Info("saga started", "saga", sg.Definition, "resource", o.ChangedResource())
 	return nil
 }
 
@@ -428,7 +429,7 @@ func (f *Flow) startSaga(ctx context.Context, o *Order, sg *Saga) error {
 // event held the order's key, and only the order says which resource it
 // changes.
 func (f *Flow) holdingResource(ctx context.Context, o *Order, fn func(context.Context) error) error {
-	uuid := o.ResourceUUID()
+	uuid := o.ChangedResource()
 	if uuid == "" || f.resources == nil {
 		return fn(ctx)
 	}
