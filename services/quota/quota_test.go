@@ -12,7 +12,10 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/sitebus/sitebus/pkg/backend"
+	"github.com/sitebus/sitebus/pkg/bus"
+	"github.com/sitebus/sitebus/pkg/bus/bustest"
 	"github.com/sitebus/sitebus/pkg/config"
+	"github.com/sitebus/sitebus/pkg/events"
 	"github.com/sitebus/sitebus/pkg/fault"
 	sitebusv1 "github.com/sitebus/sitebus/pkg/gen/sitebus/v1"
 	"github.com/sitebus/sitebus/pkg/waldur"
@@ -56,6 +59,8 @@ type fakeBackend struct {
 	limits map[string]map[string]float64
 	status map[string]backend.Status
 	fail   error
+	// applied, when set, receives each status set.
+	applied chan backend.Status
 }
 
 func (b *fakeBackend) Type() string { return "fake" }
@@ -80,6 +85,9 @@ func (b *fakeBackend) set(id string, st backend.Status) error {
 		return fmt.Errorf("object %s: %w", id, backend.ErrNotFound)
 	}
 	b.status[id] = st
+	if b.applied != nil {
+		b.applied <- st
+	}
 	return nil
 }
 
@@ -232,5 +240,38 @@ func TestPeriodicReconcileAppliesEveryResourcesFlags(t *testing.T) {
 	}
 	if b.status["ns-alpha"] != backend.StatusDownscaled {
 		t.Errorf("status %q, want downscaled", b.status["ns-alpha"])
+	}
+}
+
+// TestQuotaServiceOnTheBus runs the service on an embedded NATS server: a
+// resource event on the events stream applies the resource's flags.
+func TestQuotaServiceOnTheBus(t *testing.T) {
+	b := bustest.New(t, bus.Config{})
+	w := &fakeWaldur{resources: map[string]*waldur.Resource{resUUID: {UUID: resUUID, BackendID: "ns-alpha", State: waldur.ResourceStateOK, Paused: true}}}
+	fb := &fakeBackend{limits: map[string]map[string]float64{"ns-alpha": {"cpu": 1}}, status: map[string]backend.Status{}, applied: make(chan backend.Status, 1)}
+	s, err := New(b, Config{Offerings: []Offering{{Config: &config.Offering{Name: "test", WaldurOfferingUUID: offeringUUID}, Waldur: w, Backend: fb}},
+		Logger: slog.New(slog.DiscardHandler), Registerer: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	stopped := make(chan error, 1)
+	go func() { stopped <- s.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-stopped; err != nil {
+			t.Error(err)
+		}
+	}()
+	subject, err := bus.EventSubject(offeringHex, events.Resource, events.ResourceKey(resUUID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := &sitebusv1.WaldurEvent{OfferingUuid: offeringHex, Body: []byte(`{"resource_uuid": "` + resUUID + `"}`)}
+	if _, err := b.Publish(t.Context(), subject, ev); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-fb.applied; got != backend.StatusPaused {
+		t.Errorf("status %q, want paused", got)
 	}
 }
