@@ -20,8 +20,9 @@ const Coordinator = "saga-coordinator"
 // undoes it.
 const (
 	// NamespaceCreate makes a platform object whose access goes through
-	// identity-provider groups (the Python agent's Keycloak groups per namespace): groups, then the object naming
-	// them, then the team into the groups, then Waldur. A failure undoes
+	// identity-provider groups (the Python agent's Keycloak groups per
+	// namespace): groups, then the object naming them, then the team into
+	// the groups, then Waldur. A failure undoes
 	// the groups and the object this saga made (groups that existed before
 	// stay).
 	NamespaceCreate = "namespace-create"
