@@ -25,7 +25,7 @@ import (
 	"github.com/sitebus/sitebus/pkg/events"
 	"github.com/sitebus/sitebus/pkg/telemetry"
 	"github.com/sitebus/sitebus/pkg/waldur"
-	"github.com/sitebus/sitebus/services/order"
+	"github.com/sitebus/sitebus/services/orderflow"
 	"github.com/sitebus/sitebus/services/stompbridge"
 )
 
@@ -95,7 +95,7 @@ func TestOneOrderIsOneTrace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	orders, err := order.New(b, order.Config{Offerings: []order.Offering{{Config: oc, Waldur: wc, Backend: be}}, Logger: log, TracerProvider: tp})
+	orders, err := orderflow.New(b, orderflow.Config{Offerings: []orderflow.Offering{{Config: oc, Waldur: wc, Backend: be}}, Logger: log, TracerProvider: tp})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,12 +30,12 @@ import (
 	"github.com/sitebus/sitebus/pkg/natsembed"
 	"github.com/sitebus/sitebus/pkg/telemetry"
 	"github.com/sitebus/sitebus/pkg/waldur"
+	"github.com/sitebus/sitebus/services/coordinator"
 	"github.com/sitebus/sitebus/services/keycloaksync"
 	"github.com/sitebus/sitebus/services/membership"
-	"github.com/sitebus/sitebus/services/order"
+	"github.com/sitebus/sitebus/services/orderflow"
 	"github.com/sitebus/sitebus/services/provisioner"
 	"github.com/sitebus/sitebus/services/quota"
-	"github.com/sitebus/sitebus/services/sagas"
 	"github.com/sitebus/sitebus/services/stompbridge"
 	"github.com/sitebus/sitebus/services/usage"
 )
@@ -49,7 +49,7 @@ type Service interface {
 }
 
 // ServiceNames lists the services `--only` accepts, in start order.
-var ServiceNames = []string{stompbridge.Name, order.Name, quota.Name, membership.Name, keycloaksync.Name, sagas.Name, usage.Name, provisioner.Name}
+var ServiceNames = []string{stompbridge.Name, orderflow.Name, quota.Name, membership.Name, keycloaksync.Name, coordinator.Name, usage.Name, provisioner.Name}
 
 // Options are the command-line settings of `sitebus run`; each non-empty
 // field overrides the config file's sitebus section.
@@ -343,12 +343,12 @@ func (d *deps) build(name string) (Service, error) {
 			Offerings: d.offerings, Stomp: d.cfg.Sitebus.Stomp, OrderPollPeriod: d.cfg.Periods.OrderProcess,
 			AgentVersion: d.version, Logger: d.log, Registerer: d.reg, TracerProvider: d.tp,
 		})
-	case order.Name:
+	case orderflow.Name:
 		offerings, err := d.orderOfferings()
 		if err != nil {
 			return nil, err
 		}
-		return order.New(d.bus, order.Config{Offerings: offerings, Owner: d.identity, Logger: d.log, Registerer: d.reg, TracerProvider: d.tp})
+		return orderflow.New(d.bus, orderflow.Config{Offerings: offerings, Owner: d.identity, Logger: d.log, Registerer: d.reg, TracerProvider: d.tp})
 	case quota.Name:
 		offerings, err := d.quotaOfferings()
 		if err != nil {
@@ -380,15 +380,14 @@ func (d *deps) build(name string) (Service, error) {
 		}
 		return usage.New(usage.Config{Offerings: offerings, Period: d.cfg.Periods.Report, ReportingPeriods: d.cfg.ReportingPeriods,
 			Location: loc, Logger: d.log, Registerer: d.reg, TracerProvider: d.tp})
-	case sagas.Name:
-		return sagas.New(d.bus, sagas.Config{Logger: d.log, Registerer: d.reg, TracerProvider: d.tp, LeaseTTL: d.cfg.Sitebus.SagaLease, Owner: d.identity})
+	case coordinator.Name:
+		return coordinator.New(d.bus, coordinator.Config{Logger: d.log, Registerer: d.reg, TracerProvider: d.tp, LeaseTTL: d.cfg.Sitebus.SagaLease, Owner: d.identity})
 	case provisioner.Name:
 		offerings, err := d.clusterOfferings()
 		if err != nil {
 			return nil, err
 		}
-		return provisioner.New(d.bus, provisioner.Config{Offerings: offerings, Logger: d.log, Registerer: d.reg, TracerProvider: d.tp,
-			LeaseTTL: d.cfg.Sitebus.SagaLease, Owner: d.identity})
+		return d.clusterProvisioner(offerings)
 	}
 	return nil, errors.New("unknown service")
 }

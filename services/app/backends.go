@@ -1,18 +1,20 @@
 package app
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/sitebus/sitebus/pkg/backend"
 	"github.com/sitebus/sitebus/pkg/backend/managedns"
 	"github.com/sitebus/sitebus/pkg/backend/okd"
+	"github.com/sitebus/sitebus/pkg/contract"
 	"github.com/sitebus/sitebus/pkg/openstack"
 	"github.com/sitebus/sitebus/pkg/telemetry"
 	"github.com/sitebus/sitebus/services/keycloaksync"
 	"github.com/sitebus/sitebus/services/membership"
-	"github.com/sitebus/sitebus/services/order"
+	"github.com/sitebus/sitebus/services/orderflow"
 	"github.com/sitebus/sitebus/services/provisioner"
-	"github.com/sitebus/sitebus/services/sagas"
+	"github.com/sitebus/sitebus/services/quota"
 	"github.com/sitebus/sitebus/services/usage"
 )
 
@@ -52,8 +54,9 @@ func (bs *backends) get(i int, name string) (backend.Backend, error) {
 }
 
 // orderOfferings are the offerings with an order_processing_backend.
-func (d *deps) orderOfferings() ([]order.Offering, error) {
-	var out []order.Offering
+func (d *deps) orderOfferings() ([]orderflow.Offering, error) {
+	var out []orderflow.Offering
+	var limits []quota.Offering
 	for i, o := range d.offerings {
 		if o.Config.OrderProcessingBackend == "" || clusterBackend(o.Config.OrderProcessingBackend) {
 			continue
@@ -65,23 +68,35 @@ func (d *deps) orderOfferings() ([]order.Offering, error) {
 		// The membership service binds a RoleBinder's users; with it
 		// configured, a direct create asks it to bind the team at once.
 		_, binds := b.(membership.RoleBinder)
-		out = append(out, order.Offering{Config: o.Config, Waldur: o.Waldur, Backend: b, Groups: accessGroups(b), ProjectGroups: projectGroups(b),
+		out = append(out, orderflow.Offering{Config: o.Config, Waldur: o.Waldur, Backend: b, Groups: accessGroups(b), ProjectGroups: projectGroups(b),
 			SyncTeam: binds && o.Config.MembershipSyncBackend != ""})
+		limits = append(limits, quota.Offering{Config: o.Config, Waldur: o.Waldur, Backend: b})
+	}
+	// Update orders change limits: the quota service's code does that, in
+	// this process, as the order lifecycle's Update verb.
+	l, err := quota.NewLimits(limits, d.log, d.reg)
+	if err != nil {
+		return nil, err
+	}
+	for i := range out {
+		out[i].Update = func(ctx context.Context, o *orderflow.Order) (*orderflow.Saga, error) {
+			return nil, l.Apply(ctx, o.OfferingUUID, o.ChangedResource(), o.Limits)
+		}
 	}
 	return out, nil
 }
 
 // accessGroups names a backend's identity-provider groups when its
 // offering has Keycloak enabled (nil otherwise: no groups, no sagas).
-func accessGroups(b backend.Backend) func(slug string) []sagas.GroupSpec {
+func accessGroups(b backend.Backend) func(slug string) []contract.GroupSpec {
 	mns, ok := b.(*managedns.Backend)
 	if !ok || !mns.Settings().KeycloakEnabled {
 		return nil
 	}
-	return func(slug string) []sagas.GroupSpec {
-		out := make([]sagas.GroupSpec, 0, len(backend.Roles))
+	return func(slug string) []contract.GroupSpec {
+		out := make([]contract.GroupSpec, 0, len(backend.Roles))
 		for _, r := range backend.Roles {
-			out = append(out, sagas.GroupSpec{Role: r, Name: managedns.GroupName(slug, r), Description: managedns.GroupDescription(slug, r)})
+			out = append(out, contract.GroupSpec{Role: r, Name: managedns.GroupName(slug, r), Description: managedns.GroupDescription(slug, r)})
 		}
 		return out
 	}
@@ -116,8 +131,8 @@ func (d *deps) membershipOfferings() ([]membership.Offering, error) {
 // quotaOfferings are the offerings whose limits and flags sitebus manages:
 // those with an order or a membership backend (the Python agent applies
 // flags in membership sync, limits in order processing).
-func (d *deps) quotaOfferings() ([]order.Offering, error) {
-	var out []order.Offering
+func (d *deps) quotaOfferings() ([]quota.Offering, error) {
+	var out []quota.Offering
 	for i, o := range d.offerings {
 		name := o.Config.OrderProcessingBackend
 		if name == "" {
@@ -130,7 +145,7 @@ func (d *deps) quotaOfferings() ([]order.Offering, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, order.Offering{Config: o.Config, Waldur: o.Waldur, Backend: b})
+		out = append(out, quota.Offering{Config: o.Config, Waldur: o.Waldur, Backend: b})
 	}
 	return out, nil
 }

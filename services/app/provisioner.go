@@ -1,6 +1,8 @@
 package app
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net/http"
 
@@ -10,6 +12,8 @@ import (
 	"github.com/sitebus/sitebus/pkg/openstack"
 	"github.com/sitebus/sitebus/pkg/telemetry"
 	"github.com/sitebus/sitebus/pkg/vault"
+	"github.com/sitebus/sitebus/pkg/waldur"
+	"github.com/sitebus/sitebus/services/orderflow"
 	"github.com/sitebus/sitebus/services/provisioner"
 )
 
@@ -17,6 +21,76 @@ import (
 // its orders go to the cluster-provisioner, not to the order service, and
 // it has no backend.Backend for the quota, membership and usage services.
 func clusterBackend(name string) bool { return name == ranchercluster.Type }
+
+// clusterProvisioner is the cluster-provisioner service: the order
+// lifecycle (orderflow) over the rancher-cluster offerings, whose verbs
+// start the provisioner's sagas, and the provisioner running them.
+func (d *deps) clusterProvisioner(offerings map[string]*provisioner.Offering) (Service, error) {
+	// The verbs need the provisioner, which settles through the flow:
+	// the verbs read prov when an order comes, after both are built.
+	var prov *provisioner.Service
+	verbs := clusterVerbs(func() *provisioner.Service { return prov })
+	var fo []orderflow.FlowOffering
+	for _, o := range d.offerings {
+		if po, ok := offerings[o.Config.OfferingUUIDHex()]; ok {
+			fo = append(fo, orderflow.FlowOffering{UUID: o.Config.OfferingUUIDHex(), Name: po.Name, Waldur: o.Waldur, Handler: verbs})
+		}
+	}
+	flow, err := orderflow.NewFlow(d.bus, orderflow.FlowConfig{Name: provisioner.Name, OutcomesConsumer: provisioner.Name + "-outcomes",
+		Sagas: provisioner.Definitions(), Owner: d.identity, Logger: d.log, Registerer: d.reg, TracerProvider: d.tp, Offerings: fo})
+	if err != nil {
+		return nil, err
+	}
+	prov, err = provisioner.New(d.bus, provisioner.Config{Offerings: offerings, Orders: flow, Logger: d.log, Registerer: d.reg, TracerProvider: d.tp,
+		LeaseTTL: d.cfg.Sitebus.SagaLease, Owner: d.identity})
+	if err != nil {
+		return nil, err
+	}
+	return &clusterService{flow: flow, prov: prov}, nil
+}
+
+// clusterVerbs are the rancher-cluster offering's verbs: each order type
+// starts its saga (no Restore: Mastermind's plugin has none either).
+func clusterVerbs(prov func() *provisioner.Service) orderflow.Verbs {
+	start := func(def string) func(context.Context, *orderflow.Order) (*orderflow.Saga, error) {
+		return func(ctx context.Context, o *orderflow.Order) (*orderflow.Saga, error) {
+			if o.Type == waldur.OrderTypeRestore {
+				return nil, orderflow.Unsupported(o, ranchercluster.Type)
+			}
+			in, err := prov().Input(ctx, o.OfferingUUID, o.Order)
+			if err != nil {
+				return nil, err
+			}
+			return &orderflow.Saga{Definition: def, Input: in}, nil
+		}
+	}
+	return orderflow.Verbs{Kind: ranchercluster.Type, OnCreate: start(provisioner.ClusterCreate),
+		OnUpdate: start(provisioner.ClusterUpdate), OnTerminate: start(provisioner.ClusterTerminate)}
+}
+
+// clusterService runs the lifecycle and the provisioner together.
+type clusterService struct {
+	flow *orderflow.Flow
+	prov *provisioner.Service
+}
+
+func (c *clusterService) Name() string { return provisioner.Name }
+
+// Run runs both until ctx ends or one of them fails, which stops the other.
+func (c *clusterService) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make(chan error, 2)
+	go func() { errs <- c.prov.Run(ctx) }()
+	go func() { errs <- c.flow.Run(ctx) }()
+	first := <-errs
+	cancel()
+	return errors.Join(first, <-errs)
+}
+
+func (c *clusterService) Ready(ctx context.Context) error {
+	return errors.Join(c.prov.Ready(ctx), c.flow.Ready(ctx))
+}
 
 // clusterOfferings are the offerings whose order_processing_backend is
 // rancher-cluster, with the clients their sagas use.

@@ -23,21 +23,23 @@ import (
 
 	"github.com/sitebus/sitebus/pkg/bus"
 	"github.com/sitebus/sitebus/pkg/config"
+	"github.com/sitebus/sitebus/pkg/contract"
 	"github.com/sitebus/sitebus/pkg/keycloak"
 	"github.com/sitebus/sitebus/pkg/waldur"
 )
 
 // Name is the service name used by --only and in command subjects.
-const Name = "keycloak-sync"
+const Name = contract.KeycloakSync
 
-// Commands the service serves, the last token of cmd.keycloak-sync.<command>.
+// Commands the service serves, the last token of cmd.keycloak-sync.<command>
+// (declared with their types in pkg/contract).
 const (
-	CmdEnsureGroups    = "ensure-groups"
-	CmdDeleteGroups    = "delete-groups"
-	CmdSetGroupMembers = "set-group-members"
-	CmdAddMember       = "add-member"
-	CmdRemoveMember    = "remove-member"
-	CmdListMembers     = "list-members"
+	CmdEnsureGroups    = contract.CmdEnsureGroups
+	CmdDeleteGroups    = contract.CmdDeleteGroups
+	CmdSetGroupMembers = contract.CmdSetGroupMembers
+	CmdAddMember       = contract.CmdAddMember
+	CmdRemoveMember    = contract.CmdRemoveMember
+	CmdListMembers     = contract.CmdListMembers
 )
 
 // Defaults of the periodic jobs (seed 003).

@@ -22,16 +22,16 @@ import (
 	"github.com/sitebus/sitebus/pkg/backend"
 	"github.com/sitebus/sitebus/pkg/bus"
 	"github.com/sitebus/sitebus/pkg/config"
+	"github.com/sitebus/sitebus/pkg/contract"
 	"github.com/sitebus/sitebus/pkg/events"
 	"github.com/sitebus/sitebus/pkg/fault"
 	sitebusv1 "github.com/sitebus/sitebus/pkg/gen/sitebus/v1"
 	"github.com/sitebus/sitebus/pkg/telemetry"
 	"github.com/sitebus/sitebus/pkg/waldur"
-	"github.com/sitebus/sitebus/services/sagas"
 )
 
 // Name is the service name used by --only.
-const Name = "membership"
+const Name = contract.Membership
 
 // Offering is one offering whose access this service manages.
 type Offering struct {
@@ -40,11 +40,11 @@ type Offering struct {
 	Backend backend.Backend
 	// Groups names the access groups of a slug; nil when the offering has
 	// no identity provider (then only users in the object are synced).
-	Groups func(slug string) []sagas.GroupSpec
+	Groups func(slug string) []contract.GroupSpec
 	// ProjectGroups names a Rancher project's groups by the Waldur
 	// project's slug (the cluster's group, then the child bound to the
 	// project, last); every member of the team goes into the child.
-	ProjectGroups func(projectSlug string) []sagas.GroupSpec
+	ProjectGroups func(projectSlug string) []contract.GroupSpec
 	// RoleMapping is merged over DefaultRoleMapping; DefaultRole is for
 	// roles it does not name.
 	RoleMapping map[string]string
@@ -112,14 +112,14 @@ func (s *Service) Run(ctx context.Context) error {
 		filters = append(filters, "waldur."+hex+"."+events.UserRole, "waldur."+hex+"."+events.Resource)
 	}
 	slices.Sort(filters)
-	serve, err := bus.Serve(ctx, s.bus, bus.ServeConfig{Service: Name, Command: sagas.CmdSyncResource,
+	serve, err := bus.Serve(ctx, s.bus, bus.ServeConfig{Service: Name, Command: contract.CmdSyncResource,
 		Consumer: bus.ConsumerConfig{MaxDeliver: s.cfg.MaxDeliver, Backoff: s.cfg.Backoff}}, s.serveSync)
 	if err != nil {
 		return err
 	}
 	defer s.subs.Stop(30 * time.Second)
 	s.subs.Add(serve)
-	serveCreated, err := bus.Serve(ctx, s.bus, bus.ServeConfig{Service: Name, Command: sagas.CmdSyncCreated,
+	serveCreated, err := bus.Serve(ctx, s.bus, bus.ServeConfig{Service: Name, Command: contract.CmdSyncCreated,
 		Consumer: bus.ConsumerConfig{MaxDeliver: s.cfg.MaxDeliver, Backoff: s.cfg.Backoff}}, s.serveSyncCreated)
 	if err != nil {
 		return err
@@ -166,7 +166,7 @@ func (s *Service) serveSync(ctx context.Context, req *sitebusv1.SyncResourceRequ
 
 // serveSyncCreated is sync-resource for the team step of a create saga
 // whose earlier steps made the object and bound the project group to it
-// (sagas.CmdSyncCreated): it does not look the object up again nor bind
+// (contract.SyncCreated): it does not look the object up again nor bind
 // again. A redelivery or a resumed saga is the same: the team step runs
 // only after those steps' results are recorded.
 func (s *Service) serveSyncCreated(ctx context.Context, req *sitebusv1.SyncResourceRequest) (*sitebusv1.SyncResourceResponse, error) {
@@ -295,8 +295,8 @@ func (s *Service) syncResource(ctx context.Context, o Offering, resourceUUID, ke
 			for _, m := range byRole[g.Role] {
 				req.Members = append(req.Members, &sitebusv1.UserRef{Ref: m.Ref, ById: o.UsersByID})
 			}
-			var resp sitebusv1.SetGroupMembersResponse
-			if err := s.bus.Call(ctx, "keycloak-sync", "set-group-members", req, &resp, bus.WithKey(key+":"+g.Role)); err != nil {
+			resp, err := contract.SetGroupMembers.Call(ctx, s.bus, req, bus.WithKey(key+":"+g.Role))
+			if err != nil {
 				return nil, fmt.Errorf("set members of group %s: %w", g.Name, err)
 			}
 			out.Added += int32(len(resp.Added))

@@ -8,19 +8,30 @@ import (
 
 	"github.com/sitebus/sitebus/pkg/backend"
 	"github.com/sitebus/sitebus/pkg/bus"
+	"github.com/sitebus/sitebus/pkg/contract"
 	sitebusv1 "github.com/sitebus/sitebus/pkg/gen/sitebus/v1"
 	"github.com/sitebus/sitebus/pkg/waldur"
-	"github.com/sitebus/sitebus/services/sagas"
 )
 
-// Commands this file sends to the services that own what they change.
-const (
-	svcKeycloak     = "keycloak-sync"
-	svcOrder        = "order"
-	cmdEnsureGroups = "ensure-groups"
-	cmdSetMembers   = "set-group-members"
-	cmdDeleteGroups = "delete-groups"
-)
+// GroupBinder is a backend that grants access by binding an
+// identity-provider group to its objects (Rancher's
+// projectRoleTemplateBindings). Membership binds through its own backend:
+// the order service serves the same verbs to sagas, and asking it here
+// would have the two services call each other.
+type GroupBinder interface {
+	BindGroup(ctx context.Context, backendID, group string) (created bool, err error)
+	UnbindGroup(ctx context.Context, backendID, group string) error
+	// GroupBindings lists the objects the group is bound to.
+	GroupBindings(ctx context.Context, group string) ([]string, error)
+}
+
+func groupBinder(o Offering) (GroupBinder, error) {
+	b, ok := o.Backend.(GroupBinder)
+	if !ok {
+		return nil, bus.Terminal(fmt.Errorf("backend %s of offering %s binds no groups", o.Backend.Type(), o.Config.Name))
+	}
+	return b, nil
+}
 
 // syncProjectGroups makes the child group of a Rancher project hold the
 // resource's whole team (OIDC grants access by group; roles do not split
@@ -29,7 +40,8 @@ const (
 // member has the binding removed and, when no other project is bound to
 // the child group, the child and then an empty parent deleted (the Python
 // agent's cleanup of empty groups). Each step is a command to the service
-// that owns it: bindings to order, groups to keycloak-sync.
+// that owns it: groups to keycloak-sync; bindings through the offering's
+// backend (GroupBinder).
 //
 // created (the team step of rancher-project-create) skips what that saga's
 // earlier steps did in this run: the project lookup and the binding. The
@@ -75,20 +87,23 @@ func (s *Service) syncProjectGroups(ctx context.Context, o Offering, res *waldur
 		for _, g := range groups {
 			ensure.Groups = append(ensure.Groups, &sitebusv1.GroupSpec{Name: g.Name, Description: g.Description, ParentName: g.Parent})
 		}
-		if err := s.bus.Call(ctx, svcKeycloak, cmdEnsureGroups, ensure, &sitebusv1.EnsureGroupsResponse{}, bus.WithKey(key+":groups")); err != nil {
+		if _, err := contract.EnsureGroups.Call(ctx, s.bus, ensure, bus.WithKey(key+":groups")); err != nil {
 			return fmt.Errorf("ensure groups of %s: %w", child.Name, err)
 		}
 		if !created {
-			bind := &sitebusv1.BindGroupRequest{OfferingUuid: offering, BackendId: projectID, Group: child.Name}
-			if err := s.bus.Call(ctx, svcOrder, sagas.CmdBindGroup, bind, &sitebusv1.BindGroupResponse{}, bus.WithKey(key+":bind")); err != nil {
+			binder, err := groupBinder(o)
+			if err != nil {
+				return err
+			}
+			if _, err := binder.BindGroup(ctx, projectID, child.Name); err != nil {
 				return fmt.Errorf("bind group %s to %s: %w", child.Name, projectID, err)
 			}
 		}
 	}
 	set := &sitebusv1.SetGroupMembersRequest{OfferingUuid: offering, Group: &sitebusv1.GroupRef{Name: child.Name, ParentName: child.Parent},
 		Members: refs, IfExists: len(refs) == 0}
-	var resp sitebusv1.SetGroupMembersResponse
-	if err := s.bus.Call(ctx, svcKeycloak, cmdSetMembers, set, &resp, bus.WithKey(key+":child")); err != nil {
+	resp, err := contract.SetGroupMembers.Call(ctx, s.bus, set, bus.WithKey(key+":child"))
+	if err != nil {
 		return fmt.Errorf("set members of group %s: %w", child.Name, err)
 	}
 	out.Added += int32(len(resp.Added))
@@ -99,17 +114,23 @@ func (s *Service) syncProjectGroups(ctx context.Context, o Offering, res *waldur
 	if len(refs) > 0 || len(resp.Removed) == 0 {
 		return nil
 	}
-	var unbound sitebusv1.UnbindGroupResponse
-	unbind := &sitebusv1.UnbindGroupRequest{OfferingUuid: offering, BackendId: projectID, Group: child.Name}
-	if err := s.bus.Call(ctx, svcOrder, sagas.CmdUnbindGroup, unbind, &unbound, bus.WithKey(key+":unbind")); err != nil {
+	binder, err := groupBinder(o)
+	if err != nil {
+		return err
+	}
+	if err := binder.UnbindGroup(ctx, projectID, child.Name); err != nil {
 		return fmt.Errorf("unbind group %s from %s: %w", child.Name, projectID, err)
 	}
-	if unbound.StillBound > 0 {
-		s.log.Info("group emptied but still bound to other projects; kept", "group", child.Name, "projects", unbound.StillBound)
+	left, err := binder.GroupBindings(ctx, child.Name)
+	if err != nil {
+		return fmt.Errorf("list bindings of group %s: %w", child.Name, err)
+	}
+	if len(left) > 0 {
+		s.log.Info("group emptied but still bound to other projects; kept", "group", child.Name, "projects", len(left))
 		return nil
 	}
-	var deleted sitebusv1.DeleteGroupsResponse
-	if err := s.bus.Call(ctx, svcKeycloak, cmdDeleteGroups, sagas.ProjectGroupsCleanup(offering, groups), &deleted, bus.WithKey(key+":cleanup")); err != nil {
+	deleted, err := contract.DeleteGroups.Call(ctx, s.bus, contract.ProjectGroupsCleanup(offering, groups), bus.WithKey(key+":cleanup"))
+	if err != nil {
 		return fmt.Errorf("delete emptied group %s: %w", child.Name, err)
 	}
 	s.log.Info("last member left: binding and emptied groups removed", "resource", res.UUID, "group", child.Name, "deleted", len(deleted.DeletedIds), "kept", len(deleted.Kept))

@@ -36,13 +36,10 @@ type Offering struct {
 	ArgoCD ArgoCD
 }
 
-// Waldur is what the service asks of and tells Waldur (waldur.Client).
+// Waldur is what the sagas ask of and tell Waldur about resources
+// (waldur.Client); orders are the order lifecycle's (Orders).
 type Waldur interface {
-	GetOrder(ctx context.Context, uuid string, fields ...string) (*waldur.Order, error)
-	ApproveOrderByProvider(ctx context.Context, uuid string) error
 	GetResource(ctx context.Context, uuid string, fields ...string) (*waldur.Resource, error)
-	SetOrderStateDone(ctx context.Context, uuid string) error
-	SetOrderStateErred(ctx context.Context, uuid, message, traceback string) error
 	SetResourceBackendID(ctx context.Context, uuid, backendID string) error
 	SetResourceBackendMetadata(ctx context.Context, uuid string, metadata map[string]any) error
 	SetResourceEndpoints(ctx context.Context, uuid string, endpoints []waldur.Endpoint) error
@@ -62,6 +59,7 @@ type PlanStore interface {
 type activities struct {
 	offerings map[string]*Offering // by offering UUID hex
 	groups    Groups
+	orders    Orders
 	plans     PlanStore
 	timeouts  Timeouts
 	log       *slog.Logger
@@ -93,24 +91,11 @@ func (a *activities) all() map[string]saga.Activity {
 		actArgoCD:        a.argocd,
 		actDeleteArgoCD:  a.deleteArgoCD,
 	}
+	// What the platforms refused for good (fault's terminal kinds: invalid,
+	// not ours, quota, a VM in ERROR) the saga sees as terminal through
+	// fault.Decide, and compensates at once instead of retrying.
 	maps.Copy(acts, a.updateActivities())
-	for name, fn := range acts {
-		acts[name] = terminalErrors(fn)
-	}
 	return acts
-}
-
-// terminalErrors marks what the platforms refused for good (a backend's
-// terminal error: invalid, not ours, quota, a VM in ERROR) as terminal for
-// the saga, which then compensates at once instead of retrying.
-func terminalErrors(fn saga.Activity) saga.Activity {
-	return func(ctx context.Context, in saga.ActivityInput) (json.RawMessage, error) {
-		out, err := fn(ctx, in)
-		if err != nil && !bus.IsTerminal(err) && fault.IsTerminal(err) {
-			err = bus.Terminal(err)
-		}
-		return out, err
-	}
 }
 
 // run is what every activity starts from: the input, the offering and

@@ -23,9 +23,6 @@ const (
 	ClusterTerminate = "rancher-cluster-terminate"
 )
 
-// Definitions are the sagas whose outcome settles a rancher-cluster order.
-var Definitions = []string{ClusterCreate, ClusterTerminate, ClusterUpdate}
-
 // Activity names: cluster-provisioner.<what>.
 const (
 	actPlan          = "cluster-provisioner.plan"

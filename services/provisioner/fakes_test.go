@@ -51,7 +51,6 @@ type world struct {
 	groups map[string]bool
 
 	orderState string
-	erred      string
 	backendID  string
 	metadata   map[string]any
 	endpoints  []waldur.Endpoint
@@ -598,29 +597,20 @@ func (g fakeGroups) Delete(_ context.Context, _, _, parent string, children []st
 
 type fakeWaldur struct{ w *world }
 
-func (f fakeWaldur) GetOrder(_ context.Context, uuid string, _ ...string) (*waldur.Order, error) {
-	f.w.mu.Lock()
-	defer f.w.mu.Unlock()
-	return &waldur.Order{UUID: uuid, State: f.w.orderState}, nil
-}
-
-func (f fakeWaldur) ApproveOrderByProvider(context.Context, string) error { return nil }
-
 func (f fakeWaldur) GetResource(_ context.Context, uuid string, _ ...string) (*waldur.Resource, error) {
 	return &waldur.Resource{UUID: uuid}, nil
 }
 
-func (f fakeWaldur) SetOrderStateDone(context.Context, string) error {
-	f.w.mu.Lock()
-	defer f.w.mu.Unlock()
-	f.w.orderState = waldur.OrderStateDone
-	return nil
-}
+// fakeOrders settles the world's one order as the order lifecycle does:
+// done only while it is executing.
+type fakeOrders struct{ w *world }
 
-func (f fakeWaldur) SetOrderStateErred(_ context.Context, _, msg, _ string) error {
+func (f fakeOrders) MarkDone(context.Context, string, string) error {
 	f.w.mu.Lock()
 	defer f.w.mu.Unlock()
-	f.w.orderState, f.w.erred = waldur.OrderStateErred, msg
+	if f.w.orderState == waldur.OrderStateExecuting {
+		f.w.orderState = waldur.OrderStateDone
+	}
 	return nil
 }
 

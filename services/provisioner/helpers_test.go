@@ -1,10 +1,7 @@
 package provisioner
 
 import (
-	"strings"
 	"testing"
-
-	"github.com/sitebus/sitebus/pkg/saga"
 )
 
 func TestLoadBalancerUserDataGetsTheSubnetsFirstOctets(t *testing.T) {
@@ -19,33 +16,6 @@ func TestLoadBalancerUserDataGetsTheSubnetsFirstOctets(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			if got := string(lbUserData(tc.tmpl, tc.ip)); got != tc.want {
 				t.Errorf("got %q, want %q", got, tc.want)
-			}
-		})
-	}
-}
-
-func TestOutcomeMessageSaysWhatWasUndone(t *testing.T) {
-	tests := map[string]struct {
-		sg   saga.Saga
-		want []string
-	}{
-		"compensated": {saga.Saga{ID: "order-1", Status: saga.StatusCompensated, Error: "step nodes failed: VM x: ERROR"},
-			[]string{"step nodes failed: VM x: ERROR", "everything this order made was removed"}},
-		"failed before anything was made": {saga.Saga{ID: "order-2", Status: saga.StatusFailed, Error: "step plan failed: worker_nodes_count: must be at least 1"},
-			[]string{"worker_nodes_count"}},
-		"parked": {saga.Saga{ID: "order-3", Status: saga.StatusParked, Error: "step nodes failed", ParkReason: "delete VM x: 503"},
-			[]string{"step nodes failed", "parked", "sitebus sagas show order-3", "delete VM x: 503"}},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			got := outcomeMessage(tc.sg)
-			for _, w := range tc.want {
-				if !strings.Contains(got, w) {
-					t.Errorf("%q lacks %q", got, w)
-				}
-			}
-			if tc.sg.Status == saga.StatusFailed && strings.Contains(got, "removed") {
-				t.Errorf("%q claims a removal for a saga that made nothing", got)
 			}
 		})
 	}

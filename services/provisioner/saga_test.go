@@ -16,6 +16,7 @@ import (
 	"github.com/sitebus/sitebus/pkg/backend/ranchercluster"
 	"github.com/sitebus/sitebus/pkg/bus/bustest"
 	"github.com/sitebus/sitebus/pkg/cloudinit"
+	"github.com/sitebus/sitebus/pkg/contract"
 	"github.com/sitebus/sitebus/pkg/saga"
 	"github.com/sitebus/sitebus/pkg/waldur"
 )
@@ -92,7 +93,7 @@ func newHarness(t *testing.T) *harness {
 		log = slog.Default()
 	}
 	plans := &memPlans{m: map[string][]byte{}}
-	acts := &activities{offerings: map[string]*Offering{offeringHex: o}, groups: fakeGroups{w}, plans: plans,
+	acts := &activities{offerings: map[string]*Offering{offeringHex: o}, groups: fakeGroups{w}, orders: fakeOrders{w}, plans: plans,
 		timeouts: Timeouts{Step: 30 * time.Second, Nodes: 30 * time.Second}, log: log,
 		nodesActive: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "a"}, []string{"cluster"}),
 		nodesWanted: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "w"}, []string{"cluster"})}
@@ -127,10 +128,10 @@ func (h *harness) run(t *testing.T, def, orderHex string, attrs json.RawMessage)
 		Resource: ResourceRef{UUID: resourceUUID, Name: "production-cluster", Slug: "production-cluster", ProjectSlug: "physics", CustomerSlug: "uni"}}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if _, err := h.coord.Start(ctx, def, SagaID(orderHex), in); err != nil {
+	if _, err := h.coord.Start(ctx, def, contract.SagaID(orderHex), in); err != nil {
 		t.Fatal(err)
 	}
-	sg, err := h.coord.Wait(ctx, SagaID(orderHex))
+	sg, err := h.coord.Wait(ctx, contract.SagaID(orderHex))
 	if err != nil {
 		t.Fatalf("wait: %v", err)
 	}

@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strings"
 
 	"github.com/sitebus/sitebus/pkg/backend"
 	"github.com/sitebus/sitebus/pkg/bus"
+	"github.com/sitebus/sitebus/pkg/fault"
 	"github.com/sitebus/sitebus/pkg/saga"
 	"github.com/sitebus/sitebus/pkg/waldur"
 )
@@ -126,7 +126,10 @@ func (a *activities) settle(ctx context.Context, in saga.ActivityInput) (json.Ra
 			return nil, fmt.Errorf("set_backend_metadata: %w", err)
 		}
 	}
-	if err := markDone(ctx, w, r.in.OrderUUID); err != nil {
+	if a.orders == nil {
+		return nil, fault.Terminal(errors.New("this cluster-provisioner settles no orders"))
+	}
+	if err := a.orders.MarkDone(ctx, r.in.OfferingUUID, r.in.OrderUUID); err != nil {
 		return nil, err
 	}
 	r.log.Info("order done", "order", r.in.OrderUUID)
@@ -174,39 +177,4 @@ func (r *run) endpoints(clusterID string) []waldur.Endpoint {
 		}
 	}
 	return eps
-}
-
-// markDone sets the order done unless it is settled already.
-func markDone(ctx context.Context, w Waldur, orderUUID string) error {
-	o, err := w.GetOrder(ctx, orderUUID, "uuid", "state")
-	if err != nil {
-		return fmt.Errorf("get order state: %w", err)
-	}
-	if o.State != waldur.OrderStateExecuting {
-		return nil
-	}
-	if err := w.SetOrderStateDone(ctx, orderUUID); err != nil && !waldur.IsConflict(err) {
-		return fmt.Errorf("set_state_done: %w", err)
-	}
-	return nil
-}
-
-// markErred tells Waldur why the order failed unless it is settled.
-func markErred(ctx context.Context, w Waldur, orderUUID, msg string, log *slog.Logger) error {
-	log.Warn("order failed", "order", orderUUID, "err", msg)
-	o, err := w.GetOrder(ctx, orderUUID, "uuid", "state")
-	if waldur.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("get order state: %w", err)
-	}
-	switch o.State {
-	case waldur.OrderStateDone, waldur.OrderStateErred, waldur.OrderStateCanceled, waldur.OrderStateRejected:
-		return nil
-	}
-	if err := w.SetOrderStateErred(ctx, orderUUID, msg, ""); err != nil && !waldur.IsConflict(err) {
-		return fmt.Errorf("set_state_erred: %w", err)
-	}
-	return nil
 }

@@ -1,6 +1,7 @@
 // Package quota is the quota service: it alone changes limits on the
-// platforms. It applies Update orders (sent by the order service as
-// commands) and Waldur's resource flags — paused → zero quota, downscaled →
+// platforms. It applies Update orders (its Limits are the Update verb of
+// the order lifecycle, services/orderflow, which settles the order) and
+// Waldur's resource flags — paused → zero quota, downscaled →
 // minimal quota, neither → the limits from before — on every resource event
 // and, as a full reconcile, every membership-sync period.
 package quota
@@ -20,20 +21,36 @@ import (
 
 	"github.com/sitebus/sitebus/pkg/backend"
 	"github.com/sitebus/sitebus/pkg/bus"
+	"github.com/sitebus/sitebus/pkg/config"
+	"github.com/sitebus/sitebus/pkg/contract"
 	"github.com/sitebus/sitebus/pkg/events"
 	"github.com/sitebus/sitebus/pkg/fault"
 	sitebusv1 "github.com/sitebus/sitebus/pkg/gen/sitebus/v1"
 	"github.com/sitebus/sitebus/pkg/telemetry"
 	"github.com/sitebus/sitebus/pkg/waldur"
-	"github.com/sitebus/sitebus/services/order"
 )
 
 // Name is the service name used by --only.
-const Name = "quota"
+const Name = contract.Quota
+
+// Offering is one offering whose limits and flags this service manages.
+type Offering struct {
+	Config  *config.Offering
+	Waldur  Waldur
+	Backend backend.Backend
+}
+
+// Waldur is what the service asks of Waldur (waldur.Client).
+type Waldur interface {
+	GetResource(ctx context.Context, uuid string, fields ...string) (*waldur.Resource, error)
+	ListProviderResources(ctx context.Context, f waldur.ResourceFilter) ([]waldur.Resource, error)
+}
+
+var _ Waldur = (*waldur.Client)(nil)
 
 // Config configures the service.
 type Config struct {
-	Offerings []order.Offering
+	Offerings []Offering
 	// SyncPeriod is how often every resource's flags are reconciled
 	// (the membership-sync period). Zero disables the periodic pass.
 	SyncPeriod time.Duration
@@ -56,67 +73,68 @@ func (c *Config) setDefaults() {
 
 // Service is the quota service.
 type Service struct {
-	bus       *bus.Bus
-	cfg       Config
-	log       *slog.Logger
-	tracer    trace.Tracer
-	offerings map[string]order.Offering
-	applied   *prometheus.CounterVec
-	subs      bus.Subscriptions
+	*Limits
+	bus    *bus.Bus
+	cfg    Config
+	tracer trace.Tracer
+	subs   bus.Subscriptions
 }
 
 // New builds the service; Run starts it.
 func New(b *bus.Bus, cfg Config) (*Service, error) {
 	cfg.setDefaults()
-	s := &Service{
-		bus: b, cfg: cfg, log: cfg.Logger.With("service", Name),
-		tracer:    cfg.TracerProvider.Tracer("github.com/sitebus/sitebus/services/quota"),
-		offerings: map[string]order.Offering{},
-		applied: telemetry.Register(cfg.Registerer, prometheus.NewCounterVec(prometheus.CounterOpts{
+	l, err := NewLimits(cfg.Offerings, cfg.Logger, cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	return &Service{Limits: l, bus: b, cfg: cfg,
+		tracer: cfg.TracerProvider.Tracer("github.com/sitebus/sitebus/services/quota")}, nil
+}
+
+// Limits changes limits and flags on the offerings' platforms: the
+// service's periodic and event-driven flags, and the Update verb of the
+// order lifecycle (services/app hands Apply to services/orderflow).
+type Limits struct {
+	log       *slog.Logger
+	offerings map[string]Offering
+	applied   *prometheus.CounterVec
+}
+
+// NewLimits builds the Limits of offerings.
+func NewLimits(offerings []Offering, log *slog.Logger, reg prometheus.Registerer) (*Limits, error) {
+	if log == nil {
+		log = slog.Default()
+	}
+	l := &Limits{log: log.With("service", Name), offerings: map[string]Offering{},
+		applied: telemetry.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sitebus_quota_changes_total", Help: "Quota changes applied, by kind (limits, pause, downscale, restore) and outcome.",
 		}, []string{"kind", "outcome"})),
 	}
-	for _, o := range cfg.Offerings {
+	for _, o := range offerings {
 		if o.Config == nil || o.Waldur == nil || o.Backend == nil {
 			return nil, errors.New("quota: offering without config, Waldur client or backend")
 		}
-		s.offerings[o.Config.OfferingUUIDHex()] = o
+		l.offerings[o.Config.OfferingUUIDHex()] = o
 	}
-	return s, nil
+	return l, nil
 }
 
 // Name implements the service interface.
 func (s *Service) Name() string { return Name }
 
-// Run consumes limit commands and resource events, and reconciles flags
+// Run consumes resource events and reconciles flags
 // periodically, until ctx ends.
 func (s *Service) Run(ctx context.Context) error {
 	if len(s.offerings) == 0 {
 		<-ctx.Done()
 		return nil
 	}
-	if err := s.bus.EnsureCommandStream(ctx, order.QuotaCommandService); err != nil {
-		return err
-	}
 	var resourceSubjects []string
 	for hex := range s.offerings {
 		resourceSubjects = append(resourceSubjects, "waldur."+hex+"."+events.Resource)
 	}
 	slices.Sort(resourceSubjects)
-	cmds, err := bus.Subscribe(ctx, s.bus, bus.ConsumerConfig{
-		Name: "quota-commands", Stream: bus.CommandStream(order.QuotaCommandService),
-		// cmd.quota.<offering>.<partition>, partitioned by resource like
-		// the resource events: in cluster ordering two Update orders of
-		// one resource set its limits one after the other, in order,
-		// whichever replicas take them (the last limits win).
-		FilterSubjects: []string{order.QuotaCommandFilter}, Partitioned: true,
-		MaxDeliver: s.cfg.MaxDeliver, Backoff: s.cfg.Backoff,
-	}, s.handleCommand)
-	if err != nil {
-		return err
-	}
 	defer s.subs.Stop(30 * time.Second)
-	s.subs.Add(cmds)
 	flags, err := bus.Subscribe(ctx, s.bus, bus.ConsumerConfig{
 		Name: "quota-flags", Stream: bus.EventsStream, FilterSubjects: resourceSubjects, Partitioned: true,
 		MaxDeliver: s.cfg.MaxDeliver, Backoff: s.cfg.Backoff, OrderingKey: bus.WaldurEventKey,
@@ -133,7 +151,7 @@ func (s *Service) Run(ctx context.Context) error {
 	return nil
 }
 
-// Ready reports whether both consumers are bound.
+// Ready reports whether the consumer is bound.
 func (s *Service) Ready(ctx context.Context) error {
 	if len(s.offerings) == 0 {
 		return nil
@@ -141,44 +159,29 @@ func (s *Service) Ready(ctx context.Context) error {
 	return s.subs.Check(ctx)
 }
 
-// handleCommand applies an Update order's limits and settles the order.
-func (s *Service) handleCommand(ctx context.Context, cmd *sitebusv1.ProvisionCommand) error {
-	ref := cmd.GetResource()
-	o, ok := s.offerings[ref.GetOfferingUuid()]
+// Apply sets an Update order's limits on the resource's object: the
+// Update verb of the order lifecycle, which settles the order from its
+// error (a resource without an object can never get limits: invalid).
+func (l *Limits) Apply(ctx context.Context, offeringUUID, resourceUUID string, limits map[string]float64) error {
+	o, ok := l.offerings[offeringUUID]
 	if !ok {
-		return bus.Terminal(fmt.Errorf("limits command for offering %s, which is not configured here", ref.GetOfferingUuid()))
+		return fault.Terminal(fmt.Errorf("limits for offering %s, which is not configured here", offeringUUID))
 	}
-	log := s.log.With("offering", o.Config.Name, "order", cmd.OrderUuid, "resource", ref.GetResourceUuid())
-	err := s.applyLimits(ctx, o, ref, cmd.Limits)
-	if err == nil {
-		return order.MarkDone(ctx, o.Waldur, cmd.OrderUuid)
+	res, err := o.Waldur.GetResource(ctx, resourceUUID)
+	if err != nil {
+		return fmt.Errorf("get resource %s: %w", resourceUUID, err)
 	}
-	d, _ := bus.DeliveryFromContext(ctx)
-	if d.LastAttempt() || fault.IsTerminal(err) {
-		return order.MarkErred(ctx, o.Waldur, cmd.OrderUuid, err, log)
-	}
-	return err
-}
-
-func (s *Service) applyLimits(ctx context.Context, o order.Offering, ref *sitebusv1.ResourceRef, limits map[string]float64) error {
-	backendID := ref.GetBackendId()
+	backendID := res.BackendID
 	if backendID == "" {
-		res, err := o.Waldur.GetResource(ctx, ref.GetResourceUuid())
-		if err != nil {
-			return fmt.Errorf("get resource %s: %w", ref.GetResourceUuid(), err)
-		}
-		backendID = res.BackendID
-	}
-	if backendID == "" {
-		return fault.Errorf(fault.Invalid, "resource %q (%s) has no backend object to set limits on", ref.GetName(), ref.GetResourceUuid())
+		return fault.Errorf(fault.Invalid, "resource %q (%s) has no backend object to set limits on", res.Name, res.UUID)
 	}
 	changed, err := o.Backend.SetLimits(ctx, backendID, limits)
 	if err != nil {
-		s.applied.WithLabelValues("limits", "error").Inc()
+		l.applied.WithLabelValues("limits", "error").Inc()
 		return fmt.Errorf("set limits on %s %s: %w", o.Backend.Type(), backendID, err)
 	}
-	s.applied.WithLabelValues("limits", map[bool]string{true: "changed", false: "unchanged"}[changed]).Inc()
-	s.log.Info("limits applied", "backend_id", backendID, "changed", changed)
+	l.applied.WithLabelValues("limits", map[bool]string{true: "changed", false: "unchanged"}[changed]).Inc()
+	l.log.Info("limits applied", "offering", o.Config.Name, "resource", res.UUID, "backend_id", backendID, "changed", changed)
 	return nil
 }
 
@@ -187,28 +190,24 @@ func (s *Service) applyLimits(ctx context.Context, o order.Offering, ref *sitebu
 func (s *Service) handleResourceEvent(ctx context.Context, ev *sitebusv1.WaldurEvent) error {
 	o, ok := s.offerings[ev.OfferingUuid]
 	if !ok {
-		return bus.Terminal(fmt.Errorf("resource event for offering %s, which is not configured here", ev.OfferingUuid))
+		return fault.Terminal(fmt.Errorf("resource event for offering %s, which is not configured here", ev.OfferingUuid))
 	}
 	var msg events.ResourceMessage
 	if err := json.Unmarshal(ev.Body, &msg); err != nil || !events.IsUUID(msg.ResourceUUID) {
-		return bus.Terminal(fmt.Errorf("resource event body %q has no valid resource_uuid", ev.Body))
+		return fault.Terminal(fmt.Errorf("resource event body %q has no valid resource_uuid", ev.Body))
 	}
 	res, err := o.Waldur.GetResource(ctx, msg.ResourceUUID)
-	if waldur.IsNotFound(err) {
-		return nil
+	if errors.Is(err, fault.NotFound) {
+		return nil // gone: nothing to apply flags to
 	}
 	if err != nil {
 		return fmt.Errorf("get resource %s: %w", msg.ResourceUUID, err)
 	}
-	err = s.applyFlags(ctx, o, res)
-	if fault.IsTerminal(err) {
-		return bus.Terminal(err)
-	}
-	return err
+	return s.applyFlags(ctx, o, res)
 }
 
 // applyFlags brings one resource's quota in line with its flags.
-func (s *Service) applyFlags(ctx context.Context, o order.Offering, res *waldur.Resource) error {
+func (l *Limits) applyFlags(ctx context.Context, o Offering, res *waldur.Resource) error {
 	if res.BackendID == "" || (res.State != waldur.ResourceStateOK && res.State != waldur.ResourceStateErred) {
 		return nil
 	}
@@ -223,11 +222,11 @@ func (s *Service) applyFlags(ctx context.Context, o order.Offering, res *waldur.
 		if errors.Is(err, backend.ErrNotFound) {
 			return nil // not created yet, or gone: the order service owns that
 		}
-		s.applied.WithLabelValues(kind, "error").Inc()
+		l.applied.WithLabelValues(kind, "error").Inc()
 		return fmt.Errorf("%s %s %s: %w", kind, o.Backend.Type(), res.BackendID, err)
 	}
-	s.applied.WithLabelValues(kind, "ok").Inc()
-	s.log.Debug("flags applied", "backend_id", res.BackendID, "action", kind)
+	l.applied.WithLabelValues(kind, "ok").Inc()
+	l.log.Debug("flags applied", "backend_id", res.BackendID, "action", kind)
 	return nil
 }
 
@@ -246,7 +245,7 @@ func (s *Service) syncLoop(ctx context.Context) {
 	}
 }
 
-func (s *Service) syncOffering(ctx context.Context, o order.Offering) {
+func (s *Service) syncOffering(ctx context.Context, o Offering) {
 	ctx, span := s.tracer.Start(ctx, "reconcile resource flags")
 	defer span.End()
 	resources, err := o.Waldur.ListProviderResources(ctx, waldur.ResourceFilter{

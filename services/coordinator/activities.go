@@ -1,4 +1,4 @@
-package sagas
+package coordinator
 
 import (
 	"context"
@@ -10,31 +10,11 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/sitebus/sitebus/pkg/bus"
+	"github.com/sitebus/sitebus/pkg/contract"
 	"github.com/sitebus/sitebus/pkg/events"
 	"github.com/sitebus/sitebus/pkg/failpoint"
 	sitebusv1 "github.com/sitebus/sitebus/pkg/gen/sitebus/v1"
 	"github.com/sitebus/sitebus/pkg/saga"
-)
-
-// Commands of the services the steps call.
-const (
-	svcKeycloak   = "keycloak-sync"
-	svcOrder      = "order"
-	svcMembership = "membership"
-
-	CmdEnsureGroups = "ensure-groups"
-	CmdDeleteGroups = "delete-groups"
-	CmdCreateObject = "create-object"
-	CmdDeleteObject = "delete-object"
-	CmdSettleOrder  = "settle-order"
-	CmdSyncResource = "sync-resource"
-	// CmdSyncCreated is sync-resource sent by the team step of
-	// rancher-project-create: the project and its group binding were made
-	// by the saga's earlier steps, so membership does not look them up or
-	// bind again.
-	CmdSyncCreated = "sync-created-resource"
-	CmdBindGroup   = "bind-group"
-	CmdUnbindGroup = "unbind-group"
 )
 
 // activities turn saga steps into commands.
@@ -42,18 +22,18 @@ type activities struct{ bus *bus.Bus }
 
 func (a activities) all() map[string]saga.Activity {
 	return map[string]saga.Activity{
-		actEnsureGroups:        a.ensureGroups,
-		actDeleteCreatedGroups: a.deleteCreatedGroups,
-		actDeleteGroups:        a.deleteGroups,
-		actCreateObject:        a.createObject,
-		actDeleteCreatedObject: a.deleteCreatedObject,
-		actDeleteObject:        a.deleteObject,
-		actSyncTeam:            a.syncTeam,
-		actSettle:              a.settle,
-		actBindGroup:           a.bindGroup,
-		actUnbindCreated:       a.unbindCreated,
-		actUnbindGroup:         a.unbindGroup,
-		actDeleteProjectGroups: a.deleteProjectGroups,
+		contract.ActEnsureGroups:        a.ensureGroups,
+		contract.ActDeleteCreatedGroups: a.deleteCreatedGroups,
+		contract.ActDeleteGroups:        a.deleteGroups,
+		contract.ActCreateObject:        a.createObject,
+		contract.ActDeleteCreatedObject: a.deleteCreatedObject,
+		contract.ActDeleteObject:        a.deleteObject,
+		contract.ActSyncTeam:            a.syncTeam,
+		contract.ActSettle:              a.settle,
+		contract.ActBindGroup:           a.bindGroup,
+		contract.ActUnbindCreated:       a.unbindCreated,
+		contract.ActUnbindGroup:         a.unbindGroup,
+		contract.ActDeleteProjectGroups: a.deleteProjectGroups,
 	}
 }
 
@@ -76,7 +56,7 @@ func (a activities) call(ctx context.Context, in saga.ActivityInput, service, co
 		return nil, err
 	}
 	ordering := events.ResourceKey(v.ResourceUUID)
-	if command == CmdSettleOrder {
+	if command == contract.CmdSettleOrder {
 		ordering = events.OrderKey(v.OrderUUID)
 	}
 	if err := a.bus.Call(ctx, service, command, req, resp, bus.WithKey(key), bus.CallOrderingKey(ordering)); err != nil {
@@ -86,8 +66,8 @@ func (a activities) call(ctx context.Context, in saga.ActivityInput, service, co
 	return out, err
 }
 
-func input(in saga.ActivityInput) (NamespaceInput, error) {
-	var v NamespaceInput
+func input(in saga.ActivityInput) (contract.NamespaceInput, error) {
+	var v contract.NamespaceInput
 	if err := in.DecodeInput(&v); err != nil {
 		return v, bus.Terminal(fmt.Errorf("saga %s: input: %w", in.SagaID, err))
 	}
@@ -116,7 +96,7 @@ func (a activities) ensureGroups(ctx context.Context, in saga.ActivityInput) (js
 	for _, g := range v.Groups {
 		req.Groups = append(req.Groups, &sitebusv1.GroupSpec{Name: g.Name, Description: g.Description, ParentName: g.Parent})
 	}
-	return a.call(ctx, in, svcKeycloak, CmdEnsureGroups, req, &sitebusv1.EnsureGroupsResponse{})
+	return a.call(ctx, in, contract.KeycloakSync, contract.CmdEnsureGroups, req, &sitebusv1.EnsureGroupsResponse{})
 }
 
 // deleteCreatedGroups undoes ensureGroups: only the groups it created go;
@@ -141,7 +121,7 @@ func (a activities) deleteCreatedGroups(ctx context.Context, in saga.ActivityInp
 	if len(req.Groups) == 0 {
 		return nil, nil
 	}
-	return a.call(ctx, in, svcKeycloak, CmdDeleteGroups, req, &sitebusv1.DeleteGroupsResponse{})
+	return a.call(ctx, in, contract.KeycloakSync, contract.CmdDeleteGroups, req, &sitebusv1.DeleteGroupsResponse{})
 }
 
 func (a activities) deleteGroups(ctx context.Context, in saga.ActivityInput) (json.RawMessage, error) {
@@ -153,7 +133,7 @@ func (a activities) deleteGroups(ctx context.Context, in saga.ActivityInput) (js
 	for _, g := range v.Groups {
 		req.Groups = append(req.Groups, &sitebusv1.GroupRef{Name: g.Name})
 	}
-	return a.call(ctx, in, svcKeycloak, CmdDeleteGroups, req, &sitebusv1.DeleteGroupsResponse{})
+	return a.call(ctx, in, contract.KeycloakSync, contract.CmdDeleteGroups, req, &sitebusv1.DeleteGroupsResponse{})
 }
 
 func (a activities) createObject(ctx context.Context, in saga.ActivityInput) (json.RawMessage, error) {
@@ -165,7 +145,7 @@ func (a activities) createObject(ctx context.Context, in saga.ActivityInput) (js
 	if err := protojson.Unmarshal(v.Object, &req); err != nil {
 		return nil, bus.Terminal(fmt.Errorf("saga %s: create request: %w", in.SagaID, err))
 	}
-	return a.call(ctx, in, svcOrder, CmdCreateObject, &req, &sitebusv1.CreateObjectResponse{})
+	return a.call(ctx, in, contract.Order, contract.CmdCreateObject, &req, &sitebusv1.CreateObjectResponse{})
 }
 
 // deleteCreatedObject undoes createObject unless the object was there
@@ -179,7 +159,7 @@ func (a activities) deleteCreatedObject(ctx context.Context, in saga.ActivityInp
 	if ok, err := output(in, "object", &created); err != nil || !ok || created.Existed {
 		return nil, err
 	}
-	return a.call(ctx, in, svcOrder, CmdDeleteObject, &sitebusv1.DeleteObjectRequest{OfferingUuid: v.OfferingUUID, BackendId: created.BackendId}, &sitebusv1.DeleteObjectResponse{})
+	return a.call(ctx, in, contract.Order, contract.CmdDeleteObject, &sitebusv1.DeleteObjectRequest{OfferingUuid: v.OfferingUUID, BackendId: created.BackendId}, &sitebusv1.DeleteObjectResponse{})
 }
 
 func (a activities) deleteObject(ctx context.Context, in saga.ActivityInput) (json.RawMessage, error) {
@@ -190,7 +170,7 @@ func (a activities) deleteObject(ctx context.Context, in saga.ActivityInput) (js
 	if v.BackendID == "" {
 		return nil, nil
 	}
-	return a.call(ctx, in, svcOrder, CmdDeleteObject, &sitebusv1.DeleteObjectRequest{OfferingUuid: v.OfferingUUID, BackendId: v.BackendID}, &sitebusv1.DeleteObjectResponse{})
+	return a.call(ctx, in, contract.Order, contract.CmdDeleteObject, &sitebusv1.DeleteObjectRequest{OfferingUuid: v.OfferingUUID, BackendId: v.BackendID}, &sitebusv1.DeleteObjectResponse{})
 }
 
 func (a activities) syncTeam(ctx context.Context, in saga.ActivityInput) (json.RawMessage, error) {
@@ -198,11 +178,11 @@ func (a activities) syncTeam(ctx context.Context, in saga.ActivityInput) (json.R
 	if err != nil {
 		return nil, err
 	}
-	cmd := CmdSyncResource
-	if in.Definition == RancherProjectCreate {
-		cmd = CmdSyncCreated
+	cmd := contract.CmdSyncResource
+	if in.Definition == contract.RancherProjectCreate {
+		cmd = contract.CmdSyncCreated
 	}
-	return a.call(ctx, in, svcMembership, cmd, &sitebusv1.SyncResourceRequest{OfferingUuid: v.OfferingUUID, ResourceUuid: v.ResourceUUID}, &sitebusv1.SyncResourceResponse{})
+	return a.call(ctx, in, contract.Membership, cmd, &sitebusv1.SyncResourceRequest{OfferingUuid: v.OfferingUUID, ResourceUuid: v.ResourceUUID}, &sitebusv1.SyncResourceResponse{})
 }
 
 func (a activities) settle(ctx context.Context, in saga.ActivityInput) (json.RawMessage, error) {
@@ -211,7 +191,7 @@ func (a activities) settle(ctx context.Context, in saga.ActivityInput) (json.Raw
 		return nil, err
 	}
 	req := &sitebusv1.SettleOrderRequest{OfferingUuid: v.OfferingUUID, OrderUuid: v.OrderUUID, ResourceUuid: v.ResourceUUID}
-	if in.Definition == NamespaceCreate || in.Definition == RancherProjectCreate {
+	if in.Definition == contract.NamespaceCreate || in.Definition == contract.RancherProjectCreate {
 		// What was created goes to Waldur with the done order.
 		var created sitebusv1.CreateObjectResponse
 		if ok, err := output(in, "object", &created); err != nil {
@@ -220,7 +200,7 @@ func (a activities) settle(ctx context.Context, in saga.ActivityInput) (json.Raw
 			req.BackendId, req.Limits, req.Metadata = created.BackendId, created.Limits, created.Metadata
 		}
 	}
-	return a.call(ctx, in, svcOrder, CmdSettleOrder, req, &sitebusv1.SettleOrderResponse{})
+	return a.call(ctx, in, contract.Order, contract.CmdSettleOrder, req, &sitebusv1.SettleOrderResponse{})
 }
 
 // bindGroup binds the child group to the project the object step made.
@@ -235,7 +215,7 @@ func (a activities) bindGroup(ctx context.Context, in saga.ActivityInput) (json.
 	} else if !ok || created.BackendId == "" {
 		return nil, bus.Terminal(fmt.Errorf("saga %s: no project to bind %s to", in.SagaID, v.Bind))
 	}
-	return a.call(ctx, in, svcOrder, CmdBindGroup, &sitebusv1.BindGroupRequest{OfferingUuid: v.OfferingUUID, BackendId: created.BackendId, Group: v.Bind}, &sitebusv1.BindGroupResponse{})
+	return a.call(ctx, in, contract.Order, contract.CmdBindGroup, &sitebusv1.BindGroupRequest{OfferingUuid: v.OfferingUUID, BackendId: created.BackendId, Group: v.Bind}, &sitebusv1.BindGroupResponse{})
 }
 
 // unbindCreated undoes bindGroup only when it made the binding.
@@ -252,7 +232,7 @@ func (a activities) unbindCreated(ctx context.Context, in saga.ActivityInput) (j
 	if _, err := output(in, "object", &created); err != nil {
 		return nil, err
 	}
-	return a.call(ctx, in, svcOrder, CmdUnbindGroup, &sitebusv1.UnbindGroupRequest{OfferingUuid: v.OfferingUUID, BackendId: created.BackendId, Group: v.Bind}, &sitebusv1.UnbindGroupResponse{})
+	return a.call(ctx, in, contract.Order, contract.CmdUnbindGroup, &sitebusv1.UnbindGroupRequest{OfferingUuid: v.OfferingUUID, BackendId: created.BackendId, Group: v.Bind}, &sitebusv1.UnbindGroupResponse{})
 }
 
 // unbindGroup removes the child group's binding from the project being
@@ -265,7 +245,7 @@ func (a activities) unbindGroup(ctx context.Context, in saga.ActivityInput) (jso
 	if v.BackendID == "" {
 		return nil, nil
 	}
-	return a.call(ctx, in, svcOrder, CmdUnbindGroup, &sitebusv1.UnbindGroupRequest{OfferingUuid: v.OfferingUUID, BackendId: v.BackendID, Group: v.Bind}, &sitebusv1.UnbindGroupResponse{})
+	return a.call(ctx, in, contract.Order, contract.CmdUnbindGroup, &sitebusv1.UnbindGroupRequest{OfferingUuid: v.OfferingUUID, BackendId: v.BackendID, Group: v.Bind}, &sitebusv1.UnbindGroupResponse{})
 }
 
 // deleteProjectGroups deletes the child group when no project is bound to
@@ -281,16 +261,5 @@ func (a activities) deleteProjectGroups(ctx context.Context, in saga.ActivityInp
 	if ok, err := output(in, "binding", &unbound); err != nil || !ok || unbound.StillBound > 0 {
 		return nil, err
 	}
-	return a.call(ctx, in, svcKeycloak, CmdDeleteGroups, ProjectGroupsCleanup(v.OfferingUUID, v.Groups), &sitebusv1.DeleteGroupsResponse{})
-}
-
-// ProjectGroupsCleanup is the delete-groups request for a Rancher
-// project's groups: children (named under their parent) first, parents
-// only when no subgroup is left.
-func ProjectGroupsCleanup(offeringUUID string, groups []GroupSpec) *sitebusv1.DeleteGroupsRequest {
-	req := &sitebusv1.DeleteGroupsRequest{OfferingUuid: offeringUUID}
-	for _, g := range slices.Backward(groups) {
-		req.Groups = append(req.Groups, &sitebusv1.GroupRef{Name: g.Name, ParentName: g.Parent, IfNoSubgroups: g.Parent == ""})
-	}
-	return req
+	return a.call(ctx, in, contract.KeycloakSync, contract.CmdDeleteGroups, contract.ProjectGroupsCleanup(v.OfferingUUID, v.Groups), &sitebusv1.DeleteGroupsResponse{})
 }

@@ -1,10 +1,11 @@
-// Package sagas is the saga coordinator service: it runs the multi-step
+// Package coordinator is the saga coordinator service (the service around
+// the saga library pkg/saga; the definitions it runs are in pkg/contract): it runs the multi-step
 // operations that span services (Keycloak groups, the platform object, the
 // team, Waldur) and undoes what a failed one did. Each step is a command to
 // the service that owns it (bus.Call), keyed by saga, step and phase, so a
 // coordinator that crashed and resumed gets the stored answer of a command
 // that already ran instead of running it again.
-package sagas
+package coordinator
 
 import (
 	"context"
@@ -16,11 +17,12 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/sitebus/sitebus/pkg/bus"
+	"github.com/sitebus/sitebus/pkg/contract"
 	"github.com/sitebus/sitebus/pkg/saga"
 )
 
 // Name is the service name used by --only.
-const Name = "saga-coordinator"
+const Name = contract.Coordinator
 
 // Config configures the service.
 type Config struct {
@@ -58,7 +60,7 @@ func New(b *bus.Bus, cfg Config) (*Service, error) {
 	for name, fn := range a.all() {
 		coord.RegisterActivity(name, fn)
 	}
-	for _, def := range Definitions(cfg.StepTimeout) {
+	for _, def := range contract.Definitions(cfg.StepTimeout) {
 		if err := coord.Register(def); err != nil {
 			return nil, err
 		}

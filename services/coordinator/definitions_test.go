@@ -1,19 +1,21 @@
-package sagas
+package coordinator
 
 import (
 	"testing"
 	"time"
+
+	"github.com/sitebus/sitebus/pkg/contract"
 
 	sitebusv1 "github.com/sitebus/sitebus/pkg/gen/sitebus/v1"
 )
 
 func TestRancherSagasRunTheirStepsInOrder(t *testing.T) {
 	want := map[string][]string{
-		RancherProjectCreate:    {"object", "groups", "binding", "team", "settle"},
-		RancherProjectTerminate: {"binding", "object", "groups", "settle"},
+		contract.RancherProjectCreate:    {"object", "groups", "binding", "team", "settle"},
+		contract.RancherProjectTerminate: {"binding", "object", "groups", "settle"},
 	}
 	acts := activities{}.all()
-	for _, def := range Definitions(time.Minute) {
+	for _, def := range contract.Definitions(time.Minute) {
 		steps, ok := want[def.Name]
 		if !ok {
 			continue
@@ -39,7 +41,7 @@ func TestRancherSagasRunTheirStepsInOrder(t *testing.T) {
 }
 
 func TestProjectGroupsCleanupDeletesTheChildFirstAndTheParentOnlyWhenEmpty(t *testing.T) {
-	req := ProjectGroupsCleanup("off", []GroupSpec{
+	req := contract.ProjectGroupsCleanup("off", []contract.GroupSpec{
 		{Name: "c_cmtest"}, {Name: "project_alpha_workloads-manage", Parent: "c_cmtest"},
 	})
 	want := []*sitebusv1.GroupRef{
