@@ -354,12 +354,8 @@ func (s *Site) render() string {
 // prepareCRNamespace installs the ManagedNamespace CRD and makes the
 // namespace this test's CRs live in, named after the test.
 func (s *Site) prepareCRNamespace() string {
-	root, err := RepoRoot()
-	if err != nil {
-		s.t.Fatal(err)
-	}
 	c := Context(s.t, time.Minute)
-	if err := s.Cluster.ApplyFile(c, filepath.Join(root, "deploy/crds/managednamespaces.provisioning.hpc.ut.ee.yaml")); err != nil {
+	if err := InstallManagedNamespaceCRD(c, s.Cluster); err != nil {
 		s.t.Fatal(err)
 	}
 	name := "sitebus-" + strings.ToLower(strings.NewReplacer("/", "-", "_", "-", "'", "").Replace(s.t.Name()))
@@ -373,6 +369,16 @@ func (s *Site) prepareCRNamespace() string {
 		s.t.Fatal(err)
 	}
 	return name
+}
+
+// InstallManagedNamespaceCRD installs the ManagedNamespace CRD of
+// deploy/crds in c (again: applying is idempotent).
+func InstallManagedNamespaceCRD(ctx context.Context, c KubeCluster) error {
+	root, err := RepoRoot()
+	if err != nil {
+		return err
+	}
+	return c.ApplyFile(ctx, filepath.Join(root, "deploy/crds/managednamespaces.provisioning.hpc.ut.ee.yaml"))
 }
 
 var namespaces = corev1.SchemeGroupVersion.WithResource("namespaces")

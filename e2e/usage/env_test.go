@@ -8,7 +8,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -48,15 +47,8 @@ var crdOnce struct {
 
 func cluster(t testing.TB) *kube.Cluster {
 	t.Helper()
-	kube.Require(t)
 	c := kube.Shared(t)
-	crdOnce.Do(func() {
-		root, err := harness.RepoRoot()
-		if err == nil {
-			err = c.ApplyFile(context.Background(), filepath.Join(root, "deploy/crds/managednamespaces.provisioning.hpc.ut.ee.yaml"))
-		}
-		crdOnce.err = err
-	})
+	crdOnce.Do(func() { crdOnce.err = harness.InstallManagedNamespaceCRD(context.Background(), c) })
 	if crdOnce.err != nil {
 		t.Fatalf("install the CRD: %v", crdOnce.err)
 	}
