@@ -219,17 +219,13 @@ func NewSite(t testing.TB, opts ...SiteOption) *Site {
 	s.startPlatform()
 	s.Config = s.render()
 	o.env = append(append([]string(nil), quietPolling...), o.env...)
-	if o.services != nil {
-		if !o.noStart {
-			s.Start()
+	if o.services == nil {
+		var args []string
+		if o.bridgeOnly {
+			args = []string{"--only", "stomp-bridge"}
 		}
-		return s
+		s.Sitebus = PrepareSitebus(t, SitebusOptions{Config: s.Config, NATSURL: o.natsURL, Args: args})
 	}
-	var args []string
-	if o.bridgeOnly {
-		args = []string{"--only", "stomp-bridge"}
-	}
-	s.Sitebus = PrepareSitebus(t, SitebusOptions{Config: s.Config, NATSURL: o.natsURL, Args: args})
 	if !o.noStart {
 		s.Start()
 	}
