@@ -45,7 +45,7 @@ type env struct {
 
 func newEnv(t *testing.T, opts ...harness.SiteOption) *env {
 	t.Helper()
-	s := harness.NewSite(t, append([]harness.SiteOption{harness.WithBridgeOnly(), harness.WithFixture(harness.Fixture(t))}, opts...)...)
+	s := harness.NewSite(t, append([]harness.SiteOption{harness.WithOnly("stomp-bridge"), harness.WithFixture(harness.Fixture(t))}, opts...)...)
 	return &env{Site: s, t: t, reader: harness.NewReader(t, s.Sitebus.NATSURL)}
 }
 

@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -75,26 +74,31 @@ type Site struct {
 type SiteOption func(*siteOptions)
 
 type siteOptions struct {
-	broker                   *rabbitmq.Broker
-	cluster                  KubeCluster
-	fixture                  *waldursim.Fixture
-	latency                  time.Duration
-	kcPassword               string
-	kcUsers                  []keycloaksim.User
-	rancher                  *ranchersim.Options
-	okd                      bool
-	openstack                *openstacksim.Options
-	offering, settings, sb   []map[string]any
-	offeringYAML             func(*Site) string
-	env                      []string
-	natsURL                  string
-	services                 []string
-	replicas                 map[string]int
-	noStart, bridgeOnly, gpu bool
+	broker                 *rabbitmq.Broker
+	cluster                KubeCluster
+	fixture                *waldursim.Fixture
+	latency                time.Duration
+	kcPassword             string
+	kcUsers                []keycloaksim.User
+	rancher                *ranchersim.Options
+	okd                    bool
+	openstack              *openstacksim.Options
+	offering, settings, sb []map[string]any
+	offeringYAML           func(*Site) string
+	env                    []string
+	natsURL                string
+	services               []string
+	replicas               map[string]int
+	only                   string
+	noStart, noBroker, gpu bool
 }
 
 // WithBroker uses broker instead of the shared RabbitMQ.
 func WithBroker(b *rabbitmq.Broker) SiteOption { return func(o *siteOptions) { o.broker = b } }
+
+// WithoutBroker runs no RabbitMQ: the offering has no STOMP, for services
+// that only poll (the usage reporter).
+func WithoutBroker() SiteOption { return func(o *siteOptions) { o.noBroker = true } }
 
 // WithCluster puts the site's platform on c: the namespace backend gets
 // the ManagedNamespace CRD and a CR namespace of the test's own, the
@@ -169,10 +173,10 @@ func WithDistributed(services []string, replicas map[string]int) SiteOption {
 	return func(o *siteOptions) { o.services, o.replicas = services, replicas }
 }
 
-// WithBridgeOnly runs the STOMP bridge alone (`--only stomp-bridge`), for
-// tests of ingestion that need no platform; Start then waits for
-// readiness only, the tests wait for the queues they use.
-func WithBridgeOnly() SiteOption { return func(o *siteOptions) { o.bridgeOnly = true } }
+// WithOnly runs one service alone (`--only service`), e.g. the STOMP
+// bridge for tests of ingestion that need no platform; Start then waits
+// for readiness only, the tests wait for what their service does.
+func WithOnly(service string) SiteOption { return func(o *siteOptions) { o.only = service } }
 
 // WithoutStart prepares sitebus without starting it; Start does.
 func WithoutStart() SiteOption { return func(o *siteOptions) { o.noStart = true } }
@@ -191,7 +195,7 @@ func NewSite(t testing.TB, opts ...SiteOption) *Site {
 		opt(&s.o)
 	}
 	o := &s.o
-	if s.Broker = o.broker; s.Broker == nil {
+	if s.Broker = o.broker; s.Broker == nil && !o.noBroker {
 		rabbitmq.Require(t)
 		s.Broker = rabbitmq.Shared(t)
 	}
@@ -205,9 +209,12 @@ func NewSite(t testing.TB, opts ...SiteOption) *Site {
 	s.OfferingHex, s.Token = strings.ReplaceAll(s.Fixture.Offerings[0].UUID, "-", ""), s.Fixture.Users[0].Token
 	h := s.OfferingHex
 	s.OfferingUUID = h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
-	s.Waldur = waldursim.NewTestServer(t, waldursim.Config{Fixture: s.Fixture, Latency: o.latency,
-		Rabbit: &waldursim.RabbitConfig{MgmtURL: s.Broker.MgmtURL(), STOMPAddr: s.Broker.STOMPAddr(),
-			AdminUser: s.Broker.AdminUser, AdminPass: s.Broker.AdminPass}})
+	wc := waldursim.Config{Fixture: s.Fixture, Latency: o.latency}
+	if s.Broker != nil {
+		wc.Rabbit = &waldursim.RabbitConfig{MgmtURL: s.Broker.MgmtURL(), STOMPAddr: s.Broker.STOMPAddr(),
+			AdminUser: s.Broker.AdminUser, AdminPass: s.Broker.AdminPass}
+	}
+	s.Waldur = waldursim.NewTestServer(t, wc)
 	s.Admin = s.Waldur.Admin()
 	if o.kcPassword != "" {
 		s.Keycloak = keycloaksim.NewTestServer(t, keycloaksim.Config{AdminPassword: o.kcPassword,
@@ -221,8 +228,8 @@ func NewSite(t testing.TB, opts ...SiteOption) *Site {
 	o.env = append(append([]string(nil), quietPolling...), o.env...)
 	if o.services == nil {
 		var args []string
-		if o.bridgeOnly {
-			args = []string{"--only", "stomp-bridge"}
+		if o.only != "" {
+			args = []string{"--only", o.only}
 		}
 		s.Sitebus = PrepareSitebus(t, SitebusOptions{Config: s.Config, NATSURL: o.natsURL, Args: args})
 	}
@@ -233,7 +240,7 @@ func NewSite(t testing.TB, opts ...SiteOption) *Site {
 }
 
 // Start starts sitebus (again, after a Kill or Stop) with extraEnv, and
-// waits until it is ready and, unless the bridge runs alone, consumes the
+// waits until it is ready and, unless one service runs alone, consumes the
 // offering's orders.
 func (s *Site) Start(extraEnv ...string) {
 	s.t.Helper()
@@ -246,7 +253,7 @@ func (s *Site) Start(extraEnv ...string) {
 	}
 	s.Sitebus.Start(env...)
 	s.Sitebus.WaitReady(60 * time.Second)
-	if !s.o.bridgeOnly {
+	if s.o.only == "" {
 		s.Sitebus.WaitOrderSubscription(s.OfferingHex)
 	}
 }
@@ -292,8 +299,6 @@ func (s *Site) render() string {
 		}
 		return "offerings:\n" + o.offeringYAML(s) + string(sb)
 	}
-	host, port, _ := strings.Cut(s.Broker.WebSTOMPAddr(), ":")
-	portNum, _ := strconv.Atoi(port)
 	backend, unit, membership := "k8s-ut-namespace", "GiB", s.Keycloak != nil
 	settings := map[string]any{}
 	switch {
@@ -328,8 +333,12 @@ func (s *Site) render() string {
 	offering := map[string]any{
 		"name": "e2e-" + backend, "waldur_api_url": s.Waldur.URL() + "/api/", "waldur_api_token": s.Token,
 		"waldur_offering_uuid": s.OfferingUUID, "backend_type": backend, "order_processing_backend": backend,
-		"stomp_enabled": true, "websocket_use_tls": false, "stomp_ws_host": host, "stomp_ws_port": portNum,
-		"stomp_ws_path": rabbitmq.WebSTOMPPath, "backend_components": components,
+		"backend_components": components,
+	}
+	if s.Broker != nil {
+		host, port, _ := strings.Cut(s.Broker.WebSTOMPAddr(), ":")
+		merge(offering, map[string]any{"stomp_enabled": true, "websocket_use_tls": false, "stomp_ws_host": host,
+			"stomp_ws_port": port, "stomp_ws_path": rabbitmq.WebSTOMPPath})
 	}
 	if membership {
 		offering["membership_sync_backend"] = backend
@@ -399,11 +408,15 @@ func randomHex(n int) string {
 }
 
 // merge copies patch into dst, merging the maps both have (a map is
-// copied, never shared with the caller).
+// copied, never shared with the caller); a nil value deletes the key.
 func merge(dst, patch map[string]any) {
 	for k, v := range patch {
 		pm, ok := v.(map[string]any)
-		if !ok {
+		switch {
+		case v == nil:
+			delete(dst, k)
+			continue
+		case !ok:
 			dst[k] = v
 			continue
 		}
