@@ -16,9 +16,13 @@ import (
 func TestFrameBecomesExactlyOneEvent(t *testing.T) {
 	for _, transport := range []string{"websocket", "tcp"} {
 		t.Run("over "+transport, func(t *testing.T) {
-			e := newEnv(t, envOptions{transport: transport})
+			var opts []harness.SiteOption
+			if transport == "tcp" {
+				opts = append(opts, overTCP(t))
+			}
+			e := newEnv(t, opts...)
 			q := e.waitConsumer("order")
-			res, err := e.admin.CreateOrder(ctx(t), waldursim.CreateOrderRequest{ResourceName: "frame-" + transport})
+			res, err := e.Admin.CreateOrder(ctx(t), waldursim.CreateOrderRequest{ResourceName: "frame-" + transport})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -53,10 +57,10 @@ func TestFrameBecomesExactlyOneEvent(t *testing.T) {
 }
 
 func TestSameFrameTwiceIsStoredOnce(t *testing.T) {
-	e := newEnv(t, envOptions{})
+	e := newEnv(t)
 	q := e.waitConsumer("order")
 	body := fmt.Sprintf(`{"order_uuid": "%s", "order_state": "pending-provider", "offering_uuid": "%s"}`, "0000000000004000800000000000dead", offeringHex)
-	if _, err := e.admin.PublishRaw(ctx(t), waldursim.RawEventRequest{OfferingUUID: offeringHex, ObjectType: "order", Body: body, MessageID: "dup-frame-1", Repeat: 2}); err != nil {
+	if _, err := e.Admin.PublishRaw(ctx(t), waldursim.RawEventRequest{OfferingUUID: offeringHex, ObjectType: "order", Body: body, MessageID: "dup-frame-1", Repeat: 2}); err != nil {
 		t.Fatal(err)
 	}
 	// A frame is counted after its ack, so the two counts say that both
@@ -67,7 +71,7 @@ func TestSameFrameTwiceIsStoredOnce(t *testing.T) {
 	duplicate := `sitebus_stomp_frames_total{object_type="order",outcome="duplicate"}`
 	harness.Eventually(t, 30*time.Second, "both frames counted", func() bool { return e.metric(published)+e.metric(duplicate) >= 2 })
 	if p, d := e.metric(published), e.metric(duplicate); p != 1 || d != 1 {
-		_, metrics := e.sb.Get("/metrics")
+		_, metrics := e.Sitebus.Get("/metrics")
 		t.Errorf("frames counted %v published, %v duplicate; want 1 and 1:\n%s", p, d, grep(metrics, "sitebus_stomp_frames_total"))
 	}
 	if n := len(e.eventsWithID("dup-frame-1")); n != 1 {
@@ -87,10 +91,10 @@ func TestKilledBeforeAckThenRestartedStoresTheEventOnce(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			e := newEnv(t, envOptions{noStart: true})
-			e.start("SITEBUS_FAILPOINTS=" + tc.failpoint)
+			e := newEnv(t, harness.WithoutStart())
+			e.Start("SITEBUS_FAILPOINTS=" + tc.failpoint)
 			q := e.waitConsumer("order")
-			res, err := e.admin.CreateOrder(ctx(t), waldursim.CreateOrderRequest{ResourceName: "crash"})
+			res, err := e.Admin.CreateOrder(ctx(t), waldursim.CreateOrderRequest{ResourceName: "crash"})
 			if err != nil || len(res.Published) != 1 {
 				t.Fatalf("create order: %v %+v", err, res)
 			}
@@ -101,10 +105,10 @@ func TestKilledBeforeAckThenRestartedStoresTheEventOnce(t *testing.T) {
 			} else if n := len(e.eventsWithID(id)); n != 0 {
 				t.Fatalf("%d events stored before the publish failpoint", n)
 			}
-			e.sb.Kill()
+			e.Sitebus.Kill()
 			e.waitQueue(q, "the frame back in the queue", func(qi rabbitmq.QueueInfo) bool { return qi.MessagesReady == 1 && qi.Consumers == 0 })
 
-			e.start()
+			e.Start()
 			e.waitQueue(q, "the redelivered frame acked", func(qi rabbitmq.QueueInfo) bool { return qi.Messages == 0 && qi.Consumers == 1 })
 			harness.Eventually(t, 30*time.Second, "the event after restart", func() bool { return len(e.eventsWithID(id)) > 0 })
 			if n := len(e.eventsWithID(id)); n != 1 {
@@ -116,13 +120,13 @@ func TestKilledBeforeAckThenRestartedStoresTheEventOnce(t *testing.T) {
 
 func TestNATSOutageHoldsFramesUnackedUntilItIsBack(t *testing.T) {
 	nats := harness.StartNATS(t)
-	e := newEnv(t, envOptions{natsURL: nats.URL()})
+	e := newEnv(t, harness.WithNATS(nats.URL()))
 	q := e.waitConsumer("order")
 	nats.Stop()
 
 	var ids []string
 	for i := range 3 {
-		res, err := e.admin.CreateOrder(ctx(t), waldursim.CreateOrderRequest{ResourceName: fmt.Sprintf("outage-%d", i)})
+		res, err := e.Admin.CreateOrder(ctx(t), waldursim.CreateOrderRequest{ResourceName: fmt.Sprintf("outage-%d", i)})
 		if err != nil || len(res.Published) != 1 {
 			t.Fatalf("create order: %v %+v", err, res)
 		}
@@ -133,7 +137,7 @@ func TestNATSOutageHoldsFramesUnackedUntilItIsBack(t *testing.T) {
 	// failure of each) before the window below opens, so the window covers
 	// failed retries, not frames still on their way.
 	harness.Eventually(t, 60*time.Second, "a failed publish for each frame", func() bool {
-		return strings.Count(e.sb.Output(), "publish event failed") >= 3
+		return strings.Count(e.Sitebus.Output(), "publish event failed") >= 3
 	})
 	// The behaviour under test is that nothing is acked while NATS is away:
 	// a "nothing happens during X" check. A correct bridge passes it however
@@ -156,7 +160,7 @@ func TestNATSOutageHoldsFramesUnackedUntilItIsBack(t *testing.T) {
 }
 
 func TestMalformedFramesAreParkedAndLaterFramesFlow(t *testing.T) {
-	e := newEnv(t, envOptions{})
+	e := newEnv(t)
 	q := e.waitConsumer("order")
 	bad := map[string]struct{ body, reason string }{
 		"bad-not-json":     {body: `order 42, please`, reason: "order body is not a JSON object"},
@@ -164,11 +168,11 @@ func TestMalformedFramesAreParkedAndLaterFramesFlow(t *testing.T) {
 		"bad-invalid-uuid": {body: `{"order_uuid": "../../x"}`, reason: `invalid UUID: order_uuid="../../x"`},
 	}
 	for id, b := range bad {
-		if _, err := e.admin.PublishRaw(ctx(t), waldursim.RawEventRequest{OfferingUUID: offeringHex, ObjectType: "order", Body: b.body, MessageID: id}); err != nil {
+		if _, err := e.Admin.PublishRaw(ctx(t), waldursim.RawEventRequest{OfferingUUID: offeringHex, ObjectType: "order", Body: b.body, MessageID: id}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	res, err := e.admin.CreateOrder(ctx(t), waldursim.CreateOrderRequest{ResourceName: "after-bad"})
+	res, err := e.Admin.CreateOrder(ctx(t), waldursim.CreateOrderRequest{ResourceName: "after-bad"})
 	if err != nil || len(res.Published) != 1 {
 		t.Fatalf("create order: %v %+v", err, res)
 	}
@@ -208,11 +212,12 @@ func TestReconcilerPublishesOrdersTheBrokerNeverDelivered(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			// 0.05 minutes: the reconciler polls every 3 s.
-			e := newEnv(t, envOptions{stompEnabled: boolPtr(tc.stomp), orderPeriodMinutes: "0.05"})
+			e := newEnv(t, harness.WithOffering(map[string]any{"stomp_enabled": tc.stomp}),
+				harness.WithEnv("WALDUR_SITE_AGENT_ORDER_PROCESS_PERIOD_MINUTES=0.05"))
 			if tc.stomp {
 				e.waitConsumer("order")
 			}
-			res, err := e.admin.CreateOrder(ctx(t), waldursim.CreateOrderRequest{ResourceName: "silent", Silent: true})
+			res, err := e.Admin.CreateOrder(ctx(t), waldursim.CreateOrderRequest{ResourceName: "silent", Silent: true})
 			if err != nil || len(res.Published) != 0 {
 				t.Fatalf("create silent order: %v %+v", err, res)
 			}
@@ -236,7 +241,7 @@ func TestReconcilerPublishesOrdersTheBrokerNeverDelivered(t *testing.T) {
 				t.Errorf("%d reconciler events for one pending order, want 1", n)
 			}
 			if !tc.stomp {
-				subs, err := e.admin.Subscriptions(ctx(t))
+				subs, err := e.Admin.Subscriptions(ctx(t))
 				if err != nil {
 					t.Fatal(err)
 				}

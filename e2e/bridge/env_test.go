@@ -3,7 +3,6 @@ package bridge_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/sitebus/sitebus/e2e/harness"
 	"github.com/sitebus/sitebus/e2e/rabbitmq"
-	"github.com/sitebus/sitebus/e2e/waldursim"
 	"github.com/sitebus/sitebus/pkg/bus"
 	"github.com/sitebus/sitebus/pkg/events"
 	sitebusv1 "github.com/sitebus/sitebus/pkg/gen/sitebus/v1"
@@ -22,10 +20,8 @@ import (
 func TestMain(m *testing.M) { os.Exit(rabbitmq.RunShared(m)) }
 
 const (
-	offeringUUID = "d1a2b3c4-e5f6-4a7b-8c9d-0e1f2a3b4c5d"
-	offeringHex  = "d1a2b3c4e5f64a7b8c9d0e1f2a3b4c5d"
-	userHex      = "3f1c2b7e9a4d4c8e8f0a1b2c3d4e5f60" // the fixture's token user: the vhost
-	token        = "7d2f0c4b9e8a41d3a6b5c4d3e2f1a0b9"
+	offeringHex = "d1a2b3c4e5f64a7b8c9d0e1f2a3b4c5d"
+	userHex     = "3f1c2b7e9a4d4c8e8f0a1b2c3d4e5f60" // the fixture's token user: the vhost
 	// orderSubject is the filter of the offering's order events (every partition).
 	orderSubject = "waldur." + offeringHex + ".order.*"
 )
@@ -37,96 +33,29 @@ func orderSubjectOf(body []byte) string {
 	return s
 }
 
-// env is one simulated site: the shared RabbitMQ, a fresh Waldur simulator,
-// and a sitebus process configured against both.
+// env is one simulated site: the shared RabbitMQ, a fresh Waldur simulator
+// on the whole fixture, and the bridge alone (these tests are about
+// ingestion, with no platform), reading over websocket unless opts say
+// otherwise (overTCP).
 type env struct {
+	*harness.Site
 	t      *testing.T
-	broker *rabbitmq.Broker
-	sim    *waldursim.Server
-	admin  *waldursim.AdminClient
-	sb     *harness.Sitebus
 	reader *harness.Reader
-	// startEnv is the environment of every sitebus start.
-	startEnv []string
 }
 
-type envOptions struct {
-	transport    string // websocket (default) or tcp
-	natsURL      string // external NATS; "" = embedded
-	stompEnabled *bool
-	// orderPeriodMinutes is WALDUR_SITE_AGENT_ORDER_PROCESS_PERIOD_MINUTES.
-	orderPeriodMinutes string
-	env                []string
-	noStart            bool
-}
-
-func newEnv(t *testing.T, o envOptions) *env {
+func newEnv(t *testing.T, opts ...harness.SiteOption) *env {
 	t.Helper()
-	rabbitmq.Require(t)
-	broker := rabbitmq.Shared(t)
-	fx, err := waldursim.LoadFixture("../waldursim/testdata/fixture.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sim := waldursim.NewTestServer(t, waldursim.Config{
-		Fixture: fx,
-		Rabbit:  &waldursim.RabbitConfig{MgmtURL: broker.MgmtURL(), STOMPAddr: broker.STOMPAddr(), AdminUser: broker.AdminUser, AdminPass: broker.AdminPass},
-	})
-	if o.transport == "" {
-		o.transport = "websocket"
-	}
-	if o.orderPeriodMinutes == "" {
-		o.orderPeriodMinutes = "60"
-	}
-	stomp := true
-	if o.stompEnabled != nil {
-		stomp = *o.stompEnabled
-	}
-	wsHost, wsPort, _ := strings.Cut(broker.WebSTOMPAddr(), ":")
-	tcpHost, tcpPort, _ := strings.Cut(broker.STOMPAddr(), ":")
-	cfg := fmt.Sprintf(`offerings:
-  - name: e2e-namespaces
-    waldur_api_url: %s/api/
-    waldur_api_token: %s
-    waldur_offering_uuid: %s
-    backend_type: k8s-ut-namespace
-    order_processing_backend: k8s-ut-namespace
-    stomp_enabled: %v
-    websocket_use_tls: false
-    stomp_ws_host: %s
-    stomp_ws_port: %s
-    stomp_ws_path: %s
-    backend_components:
-      cpu: {measured_unit: cores, accounting_type: limit, label: CPU}
-sitebus:
-  log_format: text
-  stomp:
-    transport: %s
-    tcp_host: %s
-    tcp_port: %s
-`, sim.URL(), token, offeringUUID, stomp, wsHost, wsPort, rabbitmq.WebSTOMPPath, o.transport, tcpHost, tcpPort)
-	e := &env{t: t, broker: broker, sim: sim, admin: sim.Admin()}
-	// The bridge alone: these tests are about ingestion, with no platform.
-	e.sb = harness.PrepareSitebus(t, harness.SitebusOptions{Config: cfg, NATSURL: o.natsURL, Args: []string{"--only", "stomp-bridge"}})
-	e.reader = harness.NewReader(t, e.sb.NATSURL)
-	e.startEnv = append([]string{"WALDUR_SITE_AGENT_ORDER_PROCESS_PERIOD_MINUTES=" + o.orderPeriodMinutes}, o.env...)
-	if !o.noStart {
-		e.start()
-	}
-	return e
+	s := harness.NewSite(t, append([]harness.SiteOption{harness.WithOnly("stomp-bridge"), harness.WithFixture(harness.Fixture(t))}, opts...)...)
+	return &env{Site: s, t: t, reader: harness.NewReader(t, s.Sitebus.NATSURL)}
 }
 
-func (e *env) start(extraEnv ...string) {
-	e.t.Helper()
-	e.sb.Start(append(append([]string(nil), e.startEnv...), extraEnv...)...)
-	e.sb.WaitReady(60 * time.Second)
+// overTCP reads STOMP over TCP rather than websocket.
+func overTCP(t *testing.T) harness.SiteOption {
+	host, port, _ := strings.Cut(rabbitmq.Shared(t).STOMPAddr(), ":")
+	return harness.WithSitebusConfig(map[string]any{"stomp": map[string]any{"transport": "tcp", "tcp_host": host, "tcp_port": port}})
 }
 
-func ctx(t *testing.T) context.Context {
-	c, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	t.Cleanup(cancel)
-	return c
-}
+func ctx(t *testing.T) context.Context { return harness.Context(t, 2*time.Minute) }
 
 // queue returns the broker queue of this offering's subscription for
 // objectType, waiting until sitebus has registered it.
@@ -134,7 +63,7 @@ func (e *env) queue(objectType string) string {
 	e.t.Helper()
 	var name string
 	harness.Eventually(e.t, 30*time.Second, objectType+" subscription queue", func() bool {
-		subs, err := e.admin.Subscriptions(ctx(e.t))
+		subs, err := e.Admin.Subscriptions(ctx(e.t))
 		if err != nil {
 			return false
 		}
@@ -162,7 +91,7 @@ func (e *env) waitQueue(queue, what string, cond func(rabbitmq.QueueInfo) bool) 
 	e.t.Helper()
 	c, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	qi, err := e.broker.Mgmt().WaitQueue(c, userHex, queue, cond)
+	qi, err := e.Broker.Mgmt().WaitQueue(c, userHex, queue, cond)
 	if err != nil {
 		e.t.Fatalf("queue %s: waiting for %s: %v (last %+v)", queue, what, err, qi)
 	}
@@ -171,7 +100,7 @@ func (e *env) waitQueue(queue, what string, cond func(rabbitmq.QueueInfo) bool) 
 
 func (e *env) queueInfo(queue string) rabbitmq.QueueInfo {
 	e.t.Helper()
-	qi, err := e.broker.Mgmt().GetQueue(ctx(e.t), userHex, queue)
+	qi, err := e.Broker.Mgmt().GetQueue(ctx(e.t), userHex, queue)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -205,14 +134,12 @@ func (e *env) stompEventsForOrder(orderUUID string) []harness.StoredEvent {
 	return out
 }
 
-func boolPtr(b bool) *bool { return &b }
-
 func protoUnmarshal(b []byte, m *sitebusv1.WaldurEvent) error { return proto.Unmarshal(b, m) }
 
 // metric returns the value of the /metrics sample named by series (name
 // and labels as Prometheus prints them, labels sorted), or -1 if absent.
 func (e *env) metric(series string) float64 {
-	_, m := e.sb.Get("/metrics")
+	_, m := e.Sitebus.Get("/metrics")
 	for _, l := range strings.Split(m, "\n") {
 		if v, ok := strings.CutPrefix(l, series+" "); ok {
 			f, err := strconv.ParseFloat(v, 64)

@@ -29,12 +29,12 @@ func sitebusCmd(t *testing.T, wantOK bool, args ...string) string {
 }
 
 func TestOperatorToolsOnARunningSite(t *testing.T) {
-	e := newEnv(t, envOptions{})
+	e := newEnv(t)
 	q := e.waitConsumer("order")
-	if _, err := e.admin.PublishRaw(ctx(t), waldursim.RawEventRequest{OfferingUUID: offeringHex, ObjectType: "order", Body: "not json", MessageID: "tool-bad"}); err != nil {
+	if _, err := e.Admin.PublishRaw(ctx(t), waldursim.RawEventRequest{OfferingUUID: offeringHex, ObjectType: "order", Body: "not json", MessageID: "tool-bad"}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := e.admin.CreateOrder(ctx(t), waldursim.CreateOrderRequest{ResourceName: "tools"})
+	res, err := e.Admin.CreateOrder(ctx(t), waldursim.CreateOrderRequest{ResourceName: "tools"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func TestOperatorToolsOnARunningSite(t *testing.T) {
 	harness.Eventually(t, 30*time.Second, "a dead letter and an event", func() bool {
 		return len(e.reader.DeadLetters(t)) == 1 && len(e.eventsWithID(good)) == 1
 	})
-	nurl := "--nats-url=" + e.sb.NATSURL
+	nurl := "--nats-url=" + e.Sitebus.NATSURL
 
 	t.Run("dlq list shows the reason and source", func(t *testing.T) {
 		out := sitebusCmd(t, true, "dlq", "list", nurl)
@@ -97,14 +97,14 @@ func TestOperatorToolsOnARunningSite(t *testing.T) {
 		}
 	})
 	t.Run("metrics and probes answer", func(t *testing.T) {
-		if code, _ := e.sb.Get("/healthz"); code != 200 {
+		if code, _ := e.Sitebus.Get("/healthz"); code != 200 {
 			t.Errorf("/healthz = %d", code)
 		}
 		// The dead-letter counter moves after the letter is stored (which is
 		// what the test waited for above): poll, don't read once.
 		for _, want := range []string{`sitebus_stomp_connected{object_type="order",offering="` + offeringHex + `"} 1`, "sitebus_bus_dead_lettered_total", "go_goroutines"} {
 			harness.Eventually(t, 30*time.Second, "/metrics to show "+want, func() bool {
-				_, m := e.sb.Get("/metrics")
+				_, m := e.Sitebus.Get("/metrics")
 				return strings.Contains(m, want)
 			})
 		}

@@ -43,7 +43,7 @@ func (s *site) verify(t *testing.T, d *driver, w *workload, malformed []string) 
 	}
 	c.duplicates, c.lost = s.checkTransitions(t, orders)
 	s.checkNamespaces(t, outcomes)
-	if s.kc != nil {
+	if s.Keycloak != nil {
 		s.checkGroups(t, outcomes)
 	}
 	c.deadLetters = s.checkDeadLetters(t, malformed)
@@ -54,7 +54,7 @@ func (s *site) verify(t *testing.T, d *driver, w *workload, malformed []string) 
 // (set_state_done, or set_state_erred for the one meant to fail).
 func (s *site) checkTransitions(t *testing.T, orders []*orderRecord) (duplicates, lost int) {
 	t.Helper()
-	transitions := harness.TerminalTransitions(s.sim.Calls())
+	transitions := harness.TerminalTransitions(s.Waldur.Calls())
 	for _, o := range orders {
 		got := transitions[strings.ReplaceAll(o.uuid, "-", "")]
 		want := "set_state_done→200"
@@ -139,14 +139,14 @@ func (s *site) checkGroups(t *testing.T, outcomes []*outcome) {
 	deadline := time.Now().Add(convergeTimeout)
 	for {
 		got := map[string][]string{}
-		for _, g := range s.kc.Groups("waldur") {
+		for _, g := range s.Keycloak.Groups("waldur") {
 			if skip[g.Name] {
 				continue
 			}
 			if _, dup := got[g.Name]; dup {
 				got[g.Name+" (again)"] = nil
 			}
-			m := s.kc.MemberNames("waldur", g.ID)
+			m := s.Keycloak.MemberNames("waldur", g.ID)
 			slices.Sort(m)
 			if m == nil {
 				m = []string{}
@@ -164,7 +164,7 @@ func (s *site) checkGroups(t *testing.T, outcomes []*outcome) {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
-	if n := s.kc.CallCount("POST", "/admin/realms/waldur/groups", 201); n != 3*created {
+	if n := s.Keycloak.CallCount("POST", "/admin/realms/waldur/groups", 201); n != 3*created {
 		t.Errorf("%d Keycloak groups created, want %d (three per resource created, each once)", n, 3*created)
 	}
 }
@@ -261,7 +261,7 @@ func (c counts) summary(what string, seed uint64, extra string) string {
 // started again), for the summary: a crash is a finding even when the
 // restart hid it from the checks.
 func (s *site) exitsNote() string {
-	exits := s.sb.Exits()
+	exits := s.Distributed.Exits()
 	if len(exits) == 0 {
 		return ", no process exited on its own"
 	}
@@ -275,7 +275,7 @@ func (s *site) exitsNote() string {
 // deliverMalformed publishes an order frame without an order_uuid: the
 // bridge must dead-letter it (and only it).
 func (s *site) deliverMalformed(ctx context.Context, id string) error {
-	body := fmt.Sprintf(`{"order_state": "pending-provider", "offering_uuid": "%s", "note": "%s"}`, s.offering, id)
-	_, err := s.admin.PublishRaw(ctx, waldursim.RawEventRequest{OfferingUUID: s.offering, ObjectType: "order", Body: body, MessageID: id})
+	body := fmt.Sprintf(`{"order_state": "pending-provider", "offering_uuid": "%s", "note": "%s"}`, s.OfferingHex, id)
+	_, err := s.Admin.PublishRaw(ctx, waldursim.RawEventRequest{OfferingUUID: s.OfferingHex, ObjectType: "order", Body: body, MessageID: id})
 	return err
 }

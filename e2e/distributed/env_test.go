@@ -9,22 +9,16 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/sitebus/sitebus/e2e/harness"
-	"github.com/sitebus/sitebus/e2e/keycloaksim"
 	"github.com/sitebus/sitebus/e2e/kube"
 	"github.com/sitebus/sitebus/e2e/rabbitmq"
-	"github.com/sitebus/sitebus/e2e/waldursim"
 	"github.com/sitebus/sitebus/pkg/bus"
 	"github.com/sitebus/sitebus/services/app"
 )
@@ -64,16 +58,10 @@ type siteOptions struct {
 
 // site is the running topology.
 type site struct {
+	*harness.Site
 	t        *testing.T
 	nats     *harness.NATSCluster
-	broker   *rabbitmq.Broker
 	cluster  *kube.Cluster
-	sim      *waldursim.Server
-	admin    *waldursim.AdminClient
-	kc       *keycloaksim.Server
-	sb       *harness.Distributed
-	crNS     string
-	offering string // hex
 	projects []string
 }
 
@@ -82,15 +70,13 @@ func newSite(t *testing.T, o siteOptions) *site {
 	rabbitmq.Require(t)
 	kube.Require(t)
 	s := &site{t: t, nats: harness.StartNATSCluster(t, 3)}
+	var opts []harness.SiteOption
 	if o.dedicated {
-		s.broker = rabbitmq.StartForTest(t, rabbitmq.Options{})
+		opts = append(opts, harness.WithBroker(rabbitmq.StartForTest(t, rabbitmq.Options{})))
 		s.cluster = kube.StartForTest(t, kube.Options{})
 	} else {
-		s.broker = rabbitmq.Shared(t)
 		s.cluster = kube.Shared(t)
 	}
-	s.crNS = s.prepareCRNamespace()
-
 	fx := harness.Fixture(t)
 	// Only the orders the test makes, in projects of its own.
 	fx.Orders = nil
@@ -101,70 +87,31 @@ func newSite(t *testing.T, o siteOptions) *site {
 		fx.Projects = append(fx.Projects, p)
 		s.projects = append(s.projects, p.UUID)
 	}
-	s.sim = waldursim.NewTestServer(t, waldursim.Config{
-		Fixture: fx, Latency: o.waldurLatency,
-		Rabbit: &waldursim.RabbitConfig{MgmtURL: s.broker.MgmtURL(), STOMPAddr: s.broker.STOMPAddr(),
-			AdminUser: s.broker.AdminUser, AdminPass: s.broker.AdminPass},
-	})
-	s.admin = s.sim.Admin()
-	cfg, err := harness.FixtureSite(fx, s.sim, s.broker)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.offering = strings.ReplaceAll(cfg.OfferingUUID, "-", "")
-	cfg.Kubeconfig, cfg.CRNamespace = s.cluster.Kubeconfig, s.crNS
 	if o.ordering == "" {
 		o.ordering = "cluster"
 	}
 	if o.slots == 0 {
 		o.slots = bus.DefaultSlots
 	}
-	cfg.Sitebus = "  streams: {replicas: 3}\n  periods: {keycloak_pending_period: 2s, saga_lease: 3s}\n" +
-		fmt.Sprintf("  ordering: {mode: %s, slots: %d}\n", o.ordering, o.slots)
 	if o.keycloak {
-		s.kc = keycloaksim.NewTestServer(t, keycloaksim.Config{AdminPassword: kcAdminPassword,
-			Realms: []keycloaksim.Realm{{Name: "waldur", Users: harness.KeycloakUsers}}})
-		cfg.MembershipBackend = "k8s-ut-namespace"
-		cfg.KeycloakURL, cfg.KeycloakPassword = s.kc.URL(), kcAdminPassword
+		opts = append(opts, harness.WithKeycloak(kcAdminPassword, harness.KeycloakUsers...))
 	}
 	replicas := o.replicas
 	if replicas == nil {
 		replicas = map[string]int{"order": 2, "quota": 2}
 	}
-	s.sb = harness.StartDistributed(t, harness.DistributedOptions{
-		Config: cfg.YAML(), NATSURL: s.nats.URL(), Services: app.ServiceNames, Replicas: replicas,
-		Env: o.env,
-	})
-	// Orders arrive over STOMP: wait until the bridge consumes the queue.
-	s.sb.Service("stomp-bridge")[0].WaitOrderSubscription(s.offering)
+	s.Site = harness.NewSite(t, append(opts, harness.WithCluster(s.cluster), harness.WithFixture(fx), harness.WithWaldurLatency(o.waldurLatency),
+		harness.WithOffering(map[string]any{"waldur_offering_uuid": fx.Offerings[0].UUID}),
+		harness.WithSitebusConfig(map[string]any{"streams": map[string]any{"replicas": 3},
+			"periods":  map[string]any{"keycloak_pending_period": "2s", "saga_lease": "3s"},
+			"ordering": map[string]any{"mode": o.ordering, "slots": o.slots}}),
+		harness.WithNATS(s.nats.URL()), harness.WithDistributed(app.ServiceNames, replicas), harness.WithEnv(o.env...))...)
 	return s
-}
-
-// prepareCRNamespace installs the ManagedNamespace CRD and makes the
-// namespace this test's CRs live in.
-func (s *site) prepareCRNamespace() string {
-	root, err := harness.RepoRoot()
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	c := harness.Context(s.t, time.Minute)
-	if err := s.cluster.ApplyFile(c, filepath.Join(root, "deploy/crds/managednamespaces.provisioning.hpc.ut.ee.yaml")); err != nil {
-		s.t.Fatal(err)
-	}
-	name := "dist-" + strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(s.t.Name()))
-	if len(name) > 63 {
-		name = strings.TrimRight(name[:63], "-")
-	}
-	ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": name}}}
-	if _, err := s.cluster.Dynamic().Resource(corev1.SchemeGroupVersion.WithResource("namespaces")).Create(c, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		s.t.Fatal(err)
-	}
-	return name
 }
 
 // crs lists the ManagedNamespaces by name with their quota.
 func (s *site) crs(ctx context.Context) (map[string]map[string]string, error) {
-	l, err := s.cluster.Dynamic().Resource(mnsGVR).Namespace(s.crNS).List(ctx, metav1.ListOptions{})
+	l, err := s.cluster.Dynamic().Resource(mnsGVR).Namespace(s.CRNamespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, err
 	}

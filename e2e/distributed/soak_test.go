@@ -33,7 +33,7 @@ func TestChaosSoak(t *testing.T) {
 
 	s := newSite(t, siteOptions{dedicated: true, keycloak: true, projects: orders, env: soakPolling})
 	var procs []string
-	for _, p := range s.sb.Procs {
+	for _, p := range s.Distributed.Procs {
 		procs = append(procs, p.Name)
 	}
 	w := newWorkload(rng, orders, s.projects)
@@ -99,9 +99,9 @@ func (s *site) inject(t *testing.T, f harness.Fault) {
 	const back = 3 * time.Minute
 	switch f.Kind {
 	case harness.FaultKillService:
-		for _, p := range s.sb.Procs {
+		for _, p := range s.Distributed.Procs {
 			if p.Name == f.Target {
-				if err := s.sb.KillAndRestart(p, back); err != nil {
+				if err := s.Distributed.KillAndRestart(p, back); err != nil {
 					t.Fatalf("%s: %v", f, err)
 				}
 				return
@@ -113,7 +113,7 @@ func (s *site) inject(t *testing.T, f harness.Fault) {
 			t.Fatalf("%s: %v", f, err)
 		}
 	case harness.FaultRestartRabbitMQ:
-		if err := s.broker.Restart(harness.Context(t, back)); err != nil {
+		if err := s.Broker.Restart(harness.Context(t, back)); err != nil {
 			t.Fatalf("%s: %v", f, err)
 		}
 	case harness.FaultPauseAPIServer:

@@ -60,16 +60,16 @@ func measureThroughput(t *testing.T, replicas, n int, ordering string) float64 {
 	ctx := harness.Context(t, 20*time.Minute)
 	orders := make([]string, n)
 	for i := range orders {
-		res, err := s.admin.CreateOrder(ctx, waldursim.CreateOrderRequest{ResourceName: fmt.Sprintf("tp-%04d", i),
+		res, err := s.Admin.CreateOrder(ctx, waldursim.CreateOrderRequest{ResourceName: fmt.Sprintf("tp-%04d", i),
 			ProjectUUID: s.projects[0], Limits: map[string]int{"cpu": 1, "ram": 1, "storage": 10}, Silent: true})
 		if err != nil {
 			t.Fatal(err)
 		}
 		orders[i] = res.Order.UUID
 	}
-	orderProcs := s.sb.Service("order")
+	orderProcs := s.Distributed.Service("order")
 	for _, p := range orderProcs {
-		s.sb.Stop(p)
+		s.Distributed.Stop(p)
 	}
 	deliver := make(chan string)
 	var wg sync.WaitGroup
@@ -77,7 +77,7 @@ func measureThroughput(t *testing.T, replicas, n int, ordering string) float64 {
 	for range 16 {
 		wg.Go(func() {
 			for uuid := range deliver {
-				if err := harness.PublishOrderEvent(ctx, s.admin, s.offering, uuid, "deliver-"+uuid); err != nil {
+				if err := harness.PublishOrderEvent(ctx, s.Admin, s.OfferingHex, uuid, "deliver-"+uuid); err != nil {
 					errs <- err
 				}
 			}
@@ -94,14 +94,14 @@ func measureThroughput(t *testing.T, replicas, n int, ordering string) float64 {
 	}
 	reader := harness.NewReader(t, s.nats.URL())
 	harness.Eventually(t, 2*time.Minute, fmt.Sprintf("%d order events stored", n), func() bool {
-		return len(reader.Events(t, "waldur."+s.offering+".order.*")) >= n // every partition
+		return len(reader.Events(t, "waldur."+s.OfferingHex+".order.*")) >= n // every partition
 	})
 
 	start := time.Now()
 	var started sync.WaitGroup
 	for _, p := range orderProcs {
 		started.Go(func() {
-			if err := s.sb.Start(p, 2*time.Minute); err != nil {
+			if err := s.Distributed.Start(p, 2*time.Minute); err != nil {
 				t.Error(err)
 			}
 		})
@@ -112,7 +112,7 @@ func measureThroughput(t *testing.T, replicas, n int, ordering string) float64 {
 	}
 	for _, uuid := range orders {
 		wctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-		o, err := s.admin.WaitOrder(wctx, uuid, "done", "erred")
+		o, err := s.Admin.WaitOrder(wctx, uuid, "done", "erred")
 		cancel()
 		if err != nil || o.State != "done" {
 			t.Fatalf("order %s: %v %+v", uuid, err, o)
@@ -121,7 +121,7 @@ func measureThroughput(t *testing.T, replicas, n int, ordering string) float64 {
 	// The call log's times are when the answers went out: the first
 	// order call began one latency earlier.
 	var first, last time.Time
-	for _, c := range s.sim.Calls() {
+	for _, c := range s.Waldur.Calls() {
 		if c.Time.Before(start) || !strings.HasPrefix(c.Path, "/api/marketplace-orders/") {
 			continue
 		}

@@ -220,7 +220,7 @@ func (d *driver) run(ctx context.Context, w *workload, workers int) {
 // resource runs one plan; an order that does not settle as expected ends it.
 func (d *driver) resource(ctx context.Context, r *resourcePlan) *outcome {
 	o := &outcome{plan: r, limits: r.limits, team: map[string]string{}}
-	res, err := d.s.admin.CreateOrder(ctx, waldursim.CreateOrderRequest{ResourceName: r.name, ResourceSlug: r.slug,
+	res, err := d.s.Admin.CreateOrder(ctx, waldursim.CreateOrderRequest{ResourceName: r.name, ResourceSlug: r.slug,
 		ProjectUUID: r.project, Limits: r.limits, Silent: true})
 	if err != nil {
 		d.fail(fmt.Errorf("create order for %s: %w", r.name, err))
@@ -228,7 +228,7 @@ func (d *driver) resource(ctx context.Context, r *resourcePlan) *outcome {
 	}
 	o.uuid = res.Resource.UUID
 	for user, role := range r.team {
-		if _, err := d.s.admin.SetTeam(ctx, waldursim.TeamRequest{ResourceUUID: o.uuid, Member: harness.Member(user, role), Granted: true, Silent: true}); err != nil {
+		if _, err := d.s.Admin.SetTeam(ctx, waldursim.TeamRequest{ResourceUUID: o.uuid, Member: harness.Member(user, role), Granted: true, Silent: true}); err != nil {
 			d.fail(fmt.Errorf("team of %s: %w", r.name, err))
 			return o
 		}
@@ -238,7 +238,7 @@ func (d *driver) resource(ctx context.Context, r *resourcePlan) *outcome {
 	if r.invalid {
 		want = "erred"
 	}
-	if err := d.published(harness.PublishOrderEvent(ctx, d.s.admin, d.s.offering, res.Order.UUID, "deliver-"+res.Order.UUID)); err != nil {
+	if err := d.published(harness.PublishOrderEvent(ctx, d.s.Admin, d.s.OfferingHex, res.Order.UUID, "deliver-"+res.Order.UUID)); err != nil {
 		d.fail(fmt.Errorf("deliver create order of %s: %w", r.name, err))
 		return o
 	}
@@ -249,7 +249,7 @@ func (d *driver) resource(ctx context.Context, r *resourcePlan) *outcome {
 	for _, st := range r.steps {
 		switch st.kind {
 		case stepUpdate, stepTerminate:
-			res, err := d.s.admin.CreateOrder(ctx, waldursim.CreateOrderRequest{Type: string(st.kind), ResourceUUID: o.uuid, Limits: st.limits})
+			res, err := d.s.Admin.CreateOrder(ctx, waldursim.CreateOrderRequest{Type: string(st.kind), ResourceUUID: o.uuid, Limits: st.limits})
 			if err = d.published(err); err != nil {
 				d.fail(fmt.Errorf("%s order for %s: %w", st.kind, r.name, err))
 				return o
@@ -267,7 +267,7 @@ func (d *driver) resource(ctx context.Context, r *resourcePlan) *outcome {
 			if st.role == "" {
 				m.Role = o.team[st.user]
 			}
-			_, err := d.s.admin.SetTeam(ctx, waldursim.TeamRequest{ResourceUUID: o.uuid, Member: m, Granted: st.role != ""})
+			_, err := d.s.Admin.SetTeam(ctx, waldursim.TeamRequest{ResourceUUID: o.uuid, Member: m, Granted: st.role != ""})
 			if err = d.published(err); err != nil {
 				d.fail(fmt.Errorf("team change of %s: %w", r.name, err))
 				return o
@@ -278,7 +278,7 @@ func (d *driver) resource(ctx context.Context, r *resourcePlan) *outcome {
 				o.team[st.user] = st.role
 			}
 		case stepFlags:
-			_, err := d.s.admin.SetFlags(ctx, o.uuid, waldursim.FlagsRequest{Paused: st.paused, Downscaled: st.downscl})
+			_, err := d.s.Admin.SetFlags(ctx, o.uuid, waldursim.FlagsRequest{Paused: st.paused, Downscaled: st.downscl})
 			if err = d.published(err); err != nil {
 				d.fail(fmt.Errorf("flags of %s: %w", r.name, err))
 				return o
@@ -317,7 +317,7 @@ func (d *driver) settle(ctx context.Context, uuid, typ string, r *resourcePlan, 
 	defer d.finished.Add(1)
 	wctx, cancel := context.WithTimeout(ctx, d.orderTimeout)
 	defer cancel()
-	o, err := d.s.admin.WaitOrder(wctx, uuid, "done", "erred")
+	o, err := d.s.Admin.WaitOrder(wctx, uuid, "done", "erred")
 	if err != nil {
 		d.fail(fmt.Errorf("%s order %s of %s not settled within %s: %w", typ, uuid, r.name, d.orderTimeout, err))
 		return false

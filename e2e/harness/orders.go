@@ -84,6 +84,6 @@ func (s *Sitebus) WaitOrderSubscription(offeringHex string) {
 	s.t.Helper()
 	Eventually(s.t, 30*time.Second, "the order subscription", func() bool {
 		_, m := s.Get("/metrics")
-		return strings.Contains(m, `object_type="order",offering="`+offeringHex+`"} 1`)
+		return strings.Contains(m, `sitebus_stomp_connected{object_type="order",offering="`+offeringHex+`"} 1`)
 	})
 }

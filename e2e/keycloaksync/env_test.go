@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -55,15 +54,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 			{ID: aliceID, Username: "alice"}, {ID: bobID, Username: "bob"}, {ID: daveID, Username: "dave"},
 		},
 	}}})
-	root, err := harness.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	fx, err := waldursim.LoadFixture(filepath.Join(root, "e2e/waldursim/testdata/fixture.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ws := waldursim.NewTestServer(t, waldursim.Config{Fixture: fx, Logger: log})
+	ws := waldursim.NewTestServer(t, waldursim.Config{Fixture: harness.Fixture(t), Logger: log})
 
 	b := bustest.New(t, bus.Config{Logger: log})
 
@@ -117,11 +108,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 	return &env{t: t, kc: kc, ws: ws, bus: b, svc: svc}
 }
 
-func ctx(t *testing.T) context.Context {
-	c, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	t.Cleanup(cancel)
-	return c
-}
+func ctx(t *testing.T) context.Context { return harness.Context(t, 60*time.Second) }
 
 // group returns the simulator's group at a top-level path.
 func (e *env) group(name string) (keycloaksim.GroupInfo, bool) {

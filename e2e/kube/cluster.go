@@ -197,6 +197,9 @@ func (c *Cluster) restConfig(token string) *rest.Config {
 // RESTConfig returns a fresh copy of the admin client configuration.
 func (c *Cluster) RESTConfig() *rest.Config { return rest.CopyConfig(c.cfg) }
 
+// KubeconfigPath is Kubeconfig, for harness.KubeCluster.
+func (c *Cluster) KubeconfigPath() string { return c.Kubeconfig }
+
 // UserRESTConfig returns a client configuration for UserName, which RBAC
 // allows nothing beyond discovery until a test binds a role to it.
 func (c *Cluster) UserRESTConfig() *rest.Config { return c.restConfig(c.UserToken) }

@@ -46,31 +46,31 @@ func (s *site) waitBindings(what, ns string, want map[string]string) {
 func ptr[T any](v T) *T { return &v }
 
 func TestOKDProjectLifecycle(t *testing.T) {
-	s := newSite(t, siteOptions{})
-	orderUUID, resUUID := s.create("web-lab", map[string]int{"cpu": 2, "ram": 4, "storage": 10},
+	s := newSite(t)
+	orderUUID, resUUID := s.Create("web-lab", map[string]int{"cpu": 2, "ram": 4, "storage": 10},
 		member("alice01", "PROJECT.MANAGER"), member("bob01", "PROJECT.MEMBER"))
-	if o := s.waitOrder(orderUUID, "done", "erred"); o.State != "done" {
-		t.Fatalf("create: %s (%s)\n%s", o.State, o.ErrorMessage, s.sb.Tail(40))
+	if o := s.WaitOrder(orderUUID, "done", "erred"); o.State != "done" {
+		t.Fatalf("create: %s (%s)\n%s", o.State, o.ErrorMessage, s.Sitebus.Tail(40))
 	}
-	res, err := s.admin.Resource(ctx(t), resUUID)
+	res, err := s.Admin.Resource(ctx(t), resUUID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ns := res.BackendID
-	if want := s.prefix + "alloc-" + res.Slug; ns != want {
+	if want := s.Prefix + "alloc-" + res.Slug; ns != want {
 		t.Fatalf("backend_id %q, want %q", ns, want)
 	}
 
 	t.Run("the project carries the seed's annotations and sitebus's mark", func(t *testing.T) {
-		p, found, err := s.sim.Project(ctx(t), ns)
+		p, found, err := s.OKD.Project(ctx(t), ns)
 		if err != nil || !found {
 			t.Fatalf("project %s: %v, %v", ns, found, err)
 		}
 		want := map[string]string{
 			"openshift.io/display-name": "web-lab",
 			"openshift.io/description":  "web-lab",
-			"waldur/organization":       s.prefix + "org-" + res.CustomerSlug,
-			"waldur/parent":             s.prefix + "proj-" + res.ProjectSlug,
+			"waldur/organization":       s.Prefix + "org-" + res.CustomerSlug,
+			"waldur/parent":             s.Prefix + "proj-" + res.ProjectSlug,
 			okd.AnnotationResourceUUID:  resUUID,
 		}
 		for k, v := range want {
@@ -94,8 +94,8 @@ func TestOKDProjectLifecycle(t *testing.T) {
 
 	updated := map[string]string{"requests.cpu": "3", "limits.cpu": "6", "requests.memory": "6Gi", "limits.memory": "12Gi", "requests.storage": "10Gi"}
 	t.Run("an update changes the quota", func(t *testing.T) {
-		up := s.order(waldursim.CreateOrderRequest{Type: "Update", ResourceUUID: resUUID, Limits: map[string]int{"cpu": 3, "ram": 6, "storage": 10}})
-		if o := s.waitOrder(up, "done", "erred"); o.State != "done" {
+		up, _ := s.Order(waldursim.CreateOrderRequest{Type: "Update", ResourceUUID: resUUID, Limits: map[string]int{"cpu": 3, "ram": 6, "storage": 10}})
+		if o := s.WaitOrder(up, "done", "erred"); o.State != "done" {
 			t.Fatalf("update: %s (%s)", o.State, o.ErrorMessage)
 		}
 		s.waitQuota("quota after update", ns, updated)
@@ -124,7 +124,7 @@ func TestOKDProjectLifecycle(t *testing.T) {
 			{"clearing it restores the limits of before", waldursim.FlagsRequest{Downscaled: ptr(false)}, equal(updated)},
 		}
 		for _, st := range steps {
-			if _, err := s.admin.SetFlags(ctx(t), resUUID, st.flags); err != nil {
+			if _, err := s.Admin.SetFlags(ctx(t), resUUID, st.flags); err != nil {
 				t.Fatal(err)
 			}
 			var seen map[string]string
@@ -140,12 +140,12 @@ func TestOKDProjectLifecycle(t *testing.T) {
 	})
 
 	t.Run("terminate removes the project", func(t *testing.T) {
-		term := s.order(waldursim.CreateOrderRequest{Type: "Terminate", ResourceUUID: resUUID})
-		if o := s.waitOrder(term, "done", "erred"); o.State != "done" {
+		term, _ := s.Order(waldursim.CreateOrderRequest{Type: "Terminate", ResourceUUID: resUUID})
+		if o := s.WaitOrder(term, "done", "erred"); o.State != "done" {
 			t.Fatalf("terminate: %s (%s)", o.State, o.ErrorMessage)
 		}
 		harness.Eventually(t, 90*time.Second, "project "+ns+" gone", func() bool {
-			_, found, err := s.sim.Project(ctx(t), ns)
+			_, found, err := s.OKD.Project(ctx(t), ns)
 			return err == nil && !found
 		})
 	})
@@ -172,46 +172,46 @@ func equal(want map[string]string) func(map[string]string) bool {
 // next call gets one 401, sitebus reads the file again, the call succeeds
 // and no order errs.
 func TestOKDTokenRotatedMidRun(t *testing.T) {
-	s := newSite(t, siteOptions{})
-	create, resUUID := s.create("rotate", map[string]int{"cpu": 1, "ram": 1, "storage": 1})
-	if o := s.waitOrder(create, "done", "erred"); o.State != "done" {
-		t.Fatalf("create: %s (%s)\n%s", o.State, o.ErrorMessage, s.sb.Tail(40))
+	s := newSite(t)
+	create, resUUID := s.Create("rotate", map[string]int{"cpu": 1, "ram": 1, "storage": 1})
+	if o := s.WaitOrder(create, "done", "erred"); o.State != "done" {
+		t.Fatalf("create: %s (%s)\n%s", o.State, o.ErrorMessage, s.Sitebus.Tail(40))
 	}
-	res, err := s.admin.Resource(ctx(t), resUUID)
+	res, err := s.Admin.Resource(ctx(t), resUUID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fi, err := os.Stat(s.tokenFile)
+	fi, err := os.Stat(s.OKDTokenFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	old := s.sim.Token()
+	old := s.OKD.Token()
 	fresh := "sha256~" + strings.Repeat("r", len(old)-len("sha256~"))
-	if err := s.sim.RotateToken(fresh); err != nil {
+	if err := s.OKD.RotateToken(fresh); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(s.tokenFile, []byte(fresh+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(s.OKDTokenFile, []byte(fresh+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Chtimes(s.tokenFile, fi.ModTime(), fi.ModTime()); err != nil {
+	if err := os.Chtimes(s.OKDTokenFile, fi.ModTime(), fi.ModTime()); err != nil {
 		t.Fatal(err)
 	}
-	s.sim.ResetCalls()
-	up := s.order(waldursim.CreateOrderRequest{Type: "Update", ResourceUUID: resUUID, Limits: map[string]int{"cpu": 2, "ram": 1, "storage": 1}})
-	if o := s.waitOrder(up, "done", "erred"); o.State != "done" {
-		t.Fatalf("update after the rotation: %s (%s)\n%s", o.State, o.ErrorMessage, s.sb.Tail(40))
+	s.OKD.ResetCalls()
+	up, _ := s.Order(waldursim.CreateOrderRequest{Type: "Update", ResourceUUID: resUUID, Limits: map[string]int{"cpu": 2, "ram": 1, "storage": 1}})
+	if o := s.WaitOrder(up, "done", "erred"); o.State != "done" {
+		t.Fatalf("update after the rotation: %s (%s)\n%s", o.State, o.ErrorMessage, s.Sitebus.Tail(40))
 	}
 	s.waitQuota("quota after the rotation", res.BackendID, map[string]string{"requests.cpu": "2", "limits.cpu": "4",
 		"requests.memory": "1Gi", "limits.memory": "2Gi", "requests.storage": "1Gi"})
-	if n := s.sim.CallCount("", "/", 401); n != 1 {
+	if n := s.OKD.CallCount("", "/", 401); n != 1 {
 		t.Errorf("%d calls answered 401, want exactly one", n)
 	}
 	for _, uuid := range []string{create, up} {
-		if o, err := s.admin.Order(ctx(t), uuid); err != nil || o.State != "done" {
+		if o, err := s.Admin.Order(ctx(t), uuid); err != nil || o.State != "done" {
 			t.Errorf("order %s: %+v, %v", uuid, o, err)
 		}
 	}
-	if strings.Contains(s.sb.Output(), fresh) || strings.Contains(s.sb.Output(), old) {
+	if strings.Contains(s.Sitebus.Output(), fresh) || strings.Contains(s.Sitebus.Output(), old) {
 		t.Error("sitebus logged the OpenShift token")
 	}
 }
@@ -219,23 +219,23 @@ func TestOKDTokenRotatedMidRun(t *testing.T) {
 // A project of the same name that sitebus did not make (another user's)
 // fails the order and stays as it was: no quota, no bindings, no change.
 func TestOKDForeignProjectIsRefused(t *testing.T) {
-	s := newSite(t, siteOptions{})
-	res := s.createSilent("taken", map[string]int{"cpu": 1, "ram": 1, "storage": 1}, member("alice01", "PROJECT.MANAGER"))
-	name := s.prefix + "alloc-" + res.Resource.Slug
-	if err := s.sim.SeedProject(ctx(t), okdsim.Project{Name: name, DisplayName: "Theirs",
+	s := newSite(t)
+	res := harness.CreateOrderSilent(t, s.Admin, "taken", map[string]int{"cpu": 1, "ram": 1, "storage": 1}, member("alice01", "PROJECT.MANAGER"))
+	name := s.Prefix + "alloc-" + res.Resource.Slug
+	if err := s.OKD.SeedProject(ctx(t), okdsim.Project{Name: name, DisplayName: "Theirs",
 		Annotations: map[string]string{"waldur/organization": "someone"}, Labels: map[string]string{"team": "other"}}); err != nil {
 		t.Fatal(err)
 	}
-	before, err := s.kube.Dynamic().Resource(namespaceGVR).Get(ctx(t), name, metav1.GetOptions{})
+	before, err := s.Cluster.Dynamic().Resource(namespaceGVR).Get(ctx(t), name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.deliver(res.Order.UUID)
-	o := s.waitOrder(res.Order.UUID, "done", "erred")
+	s.Deliver(res.Order.UUID)
+	o := s.WaitOrder(res.Order.UUID, "done", "erred")
 	if o.State != "erred" {
 		t.Fatalf("order %s, want erred", o.State)
 	}
-	after, err := s.kube.Dynamic().Resource(namespaceGVR).Get(ctx(t), name, metav1.GetOptions{})
+	after, err := s.Cluster.Dynamic().Resource(namespaceGVR).Get(ctx(t), name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("foreign project: %v", err)
 	}

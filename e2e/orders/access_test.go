@@ -15,20 +15,13 @@ import (
 	"github.com/sitebus/sitebus/e2e/waldursim"
 )
 
-// Keycloak users; their usernames are the offering usernames in Waldur's team.
-var kcUsers = []keycloaksim.User{
-	{ID: "11111111-1111-4111-8111-111111111111", Username: "alice01", Email: "alice@acme.example"},
-	{ID: "22222222-2222-4222-8222-222222222222", Username: "bob01", Email: "bob@acme.example"},
-	{ID: "33333333-3333-4333-8333-333333333333", Username: "carol01", Email: "carol@acme.example"},
-}
-
 // kcAdminPassword is distinctive so that the harness's grep of sitebus's
 // logs for configured secrets would find it.
 const kcAdminPassword = "kc-admin-4f1d8e2b9c"
 
-func newKeycloak(t *testing.T) *keycloaksim.Server {
-	return keycloaksim.NewTestServer(t, keycloaksim.Config{AdminPassword: kcAdminPassword, Realms: []keycloaksim.Realm{{Name: "waldur", Users: kcUsers}}})
-}
+// withKeycloak turns access groups on in a Keycloak whose users' usernames
+// are the offering usernames in Waldur's team.
+var withKeycloak = harness.WithKeycloak(kcAdminPassword, harness.KeycloakUsers...)
 
 func member(user, role string) waldursim.TeamMember { return harness.Member(user, role) }
 
@@ -60,7 +53,7 @@ func waitMembers(t *testing.T, kc *keycloaksim.Server, group string, want ...str
 // delivered, then delivers the order and waits for the outcome.
 func (s *site) createWithTeam(name string, team ...waldursim.TeamMember) (orderUUID, resourceUUID string) {
 	s.t.Helper()
-	res := harness.CreateOrderSilent(s.t, s.admin, name, map[string]int{"cpu": 2}, team...)
+	res := harness.CreateOrderSilent(s.t, s.Admin, name, map[string]int{"cpu": 2}, team...)
 	s.deliverOrder(res.Order.UUID)
 	return res.Order.UUID, res.Resource.UUID
 }
@@ -71,14 +64,14 @@ func (s *site) deliverOrder(orderUUID string) { s.t.Helper(); s.deliverOrderAs(o
 // (prefix + order UUID): the same order delivered by another path.
 func (s *site) deliverOrderAs(orderUUID, prefix string) {
 	s.t.Helper()
-	harness.PublishOrder(s.t, s.admin, "d1a2b3c4e5f64a7b8c9d0e1f2a3b4c5d", orderUUID, prefix+orderUUID)
+	harness.PublishOrder(s.t, s.Admin, "d1a2b3c4e5f64a7b8c9d0e1f2a3b4c5d", orderUUID, prefix+orderUUID)
 }
 
 func TestCreateMakesGroupsAndPutsTheTeamInThem(t *testing.T) {
-	kc := newKeycloak(t)
-	s := newSite(t, siteOptions{keycloak: kc})
+	s := newSite(t, withKeycloak)
+	kc := s.Keycloak
 	orderUUID, resUUID := s.createWithTeam("team-lab", member("alice01", "PROJECT.ADMIN"), member("bob01", "PROJECT.MEMBER"))
-	if o := s.waitOrder(orderUUID, "done", "erred"); o.State != "done" {
+	if o := s.WaitOrder(orderUUID, "done", "erred"); o.State != "done" {
 		t.Fatalf("order %s (%s)", o.State, o.ErrorMessage)
 	}
 	cr := s.mustCR("waldur-team-lab")
@@ -97,14 +90,14 @@ func TestCreateMakesGroupsAndPutsTheTeamInThem(t *testing.T) {
 	logKeycloakCalls(t, kc, "one create order with a team of two")
 
 	t.Run("a role change moves the user", func(t *testing.T) {
-		if _, err := s.admin.SetTeam(ctx(t), waldursim.TeamRequest{ResourceUUID: resUUID, Member: member("bob01", "PROJECT.ADMIN"), Granted: true}); err != nil {
+		if _, err := s.Admin.SetTeam(ctx(t), waldursim.TeamRequest{ResourceUUID: resUUID, Member: member("bob01", "PROJECT.ADMIN"), Granted: true}); err != nil {
 			t.Fatal(err)
 		}
 		waitMembers(t, kc, "ns_team-lab_admin", "alice01", "bob01")
 		waitMembers(t, kc, "ns_team-lab_readwrite")
 	})
 	t.Run("a revoke removes the user", func(t *testing.T) {
-		if _, err := s.admin.SetTeam(ctx(t), waldursim.TeamRequest{ResourceUUID: resUUID, Member: member("bob01", "PROJECT.ADMIN"), Granted: false}); err != nil {
+		if _, err := s.Admin.SetTeam(ctx(t), waldursim.TeamRequest{ResourceUUID: resUUID, Member: member("bob01", "PROJECT.ADMIN"), Granted: false}); err != nil {
 			t.Fatal(err)
 		}
 		waitMembers(t, kc, "ns_team-lab_admin", "alice01")
@@ -114,13 +107,13 @@ func TestCreateMakesGroupsAndPutsTheTeamInThem(t *testing.T) {
 		// The events arrive the other way round, the revoke last; applying
 		// them as deltas would leave her out.
 		carol := member("carol01", "PROJECT.MEMBER")
-		if _, err := s.admin.SetTeam(ctx(t), waldursim.TeamRequest{ResourceUUID: resUUID, Member: carol, Granted: true, Silent: true}); err != nil {
+		if _, err := s.Admin.SetTeam(ctx(t), waldursim.TeamRequest{ResourceUUID: resUUID, Member: carol, Granted: true, Silent: true}); err != nil {
 			t.Fatal(err)
 		}
 		for i, granted := range []bool{true, false} {
 			body := fmt.Sprintf(`{"user_uuid": "%s", "user_username": "carol", "project_uuid": "%s", "project_name": "Genomics", "role_name": "PROJECT.MEMBER", "granted": %v, "offering_uuid": "d1a2b3c4e5f64a7b8c9d0e1f2a3b4c5d"}`,
 				"c0000000000040008000000000000009", strings.ReplaceAll(projectUUID, "-", ""), granted)
-			if _, err := s.admin.PublishRaw(ctx(t), waldursim.RawEventRequest{OfferingUUID: "d1a2b3c4e5f64a7b8c9d0e1f2a3b4c5d", ObjectType: "user_role", Body: body, MessageID: fmt.Sprintf("carol-%d", i)}); err != nil {
+			if _, err := s.Admin.PublishRaw(ctx(t), waldursim.RawEventRequest{OfferingUUID: "d1a2b3c4e5f64a7b8c9d0e1f2a3b4c5d", ObjectType: "user_role", Body: body, MessageID: fmt.Sprintf("carol-%d", i)}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -134,8 +127,8 @@ func TestCreateMakesGroupsAndPutsTheTeamInThem(t *testing.T) {
 		}
 	})
 	t.Run("terminate deletes the CR, then the groups", func(t *testing.T) {
-		term, _ := s.order(waldursim.CreateOrderRequest{Type: "Terminate", ResourceUUID: resUUID})
-		if o := s.waitOrder(term, "done", "erred"); o.State != "done" {
+		term, _ := s.Order(waldursim.CreateOrderRequest{Type: "Terminate", ResourceUUID: resUUID})
+		if o := s.WaitOrder(term, "done", "erred"); o.State != "done" {
 			t.Fatalf("terminate: %s (%s)", o.State, o.ErrorMessage)
 		}
 		if _, err := s.cr("waldur-team-lab"); err == nil {
@@ -166,22 +159,23 @@ func logKeycloakCalls(t *testing.T, kc *keycloaksim.Server, what string) {
 }
 
 func TestFailedCreateRemovesOnlyTheGroupsItMade(t *testing.T) {
-	kc := newKeycloak(t)
+	s := newSite(t, withKeycloak, harness.WithoutStart())
+	kc := s.Keycloak
 	preexisting, err := kc.AddGroup("waldur", "", keycloaksim.Group{Name: "ns_clash_readonly", Attributes: map[string][]string{"managed_by": {"sitebus"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := newSite(t, siteOptions{keycloak: kc})
+	s.Start()
 	foreign := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "provisioning.hpc.ut.ee/v1", "kind": "ManagedNamespace",
-		"metadata": map[string]any{"name": "waldur-clash", "namespace": s.crNS},
+		"metadata": map[string]any{"name": "waldur-clash", "namespace": s.CRNamespace},
 		"spec":     map[string]any{"name": "waldur-clash"},
 	}}
-	if _, err := s.dyn.Resource(mnsGVR).Namespace(s.crNS).Create(ctx(t), foreign, metav1.CreateOptions{}); err != nil {
+	if _, err := s.Cluster.Dynamic().Resource(mnsGVR).Namespace(s.CRNamespace).Create(ctx(t), foreign, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	orderUUID, _ := s.createWithTeam("clash", member("alice01", "PROJECT.ADMIN"))
-	o := s.waitOrder(orderUUID, "done", "erred")
+	o := s.WaitOrder(orderUUID, "done", "erred")
 	if o.State != "erred" || !strings.Contains(o.ErrorMessage, "not managed by sitebus") {
 		t.Fatalf("order %s: %q, want erred because the CR is foreign", o.State, o.ErrorMessage)
 	}
@@ -209,24 +203,24 @@ func TestCoordinatorKilledMidSagaFinishesOnce(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			kc := newKeycloak(t)
-			s := newSite(t, siteOptions{keycloak: kc, noStart: true})
+			s := newSite(t, withKeycloak, harness.WithoutStart())
+			kc := s.Keycloak
 			if tc.foreign {
 				foreign := &unstructured.Unstructured{Object: map[string]any{
 					"apiVersion": "provisioning.hpc.ut.ee/v1", "kind": "ManagedNamespace",
-					"metadata": map[string]any{"name": "waldur-crash", "namespace": s.crNS},
+					"metadata": map[string]any{"name": "waldur-crash", "namespace": s.CRNamespace},
 					"spec":     map[string]any{"name": "waldur-crash"},
 				}}
-				if _, err := s.dyn.Resource(mnsGVR).Namespace(s.crNS).Create(ctx(t), foreign, metav1.CreateOptions{}); err != nil {
+				if _, err := s.Cluster.Dynamic().Resource(mnsGVR).Namespace(s.CRNamespace).Create(ctx(t), foreign, metav1.CreateOptions{}); err != nil {
 					t.Fatal(err)
 				}
 			}
-			s.start("SITEBUS_FAILPOINTS=" + tc.failpoint)
+			s.Start("SITEBUS_FAILPOINTS=" + tc.failpoint)
 			orderUUID, _ := s.createWithTeam("crash", member("alice01", "PROJECT.ADMIN"))
-			harness.Eventually(t, 60*time.Second, "the failpoint", func() bool { return strings.Contains(s.sb.Output(), "failpoint reached") })
-			s.sb.Kill()
-			s.start()
-			if o := s.waitOrder(orderUUID, "done", "erred"); o.State != tc.wantState {
+			harness.Eventually(t, 60*time.Second, "the failpoint", func() bool { return strings.Contains(s.Sitebus.Output(), "failpoint reached") })
+			s.Sitebus.Kill()
+			s.Start()
+			if o := s.WaitOrder(orderUUID, "done", "erred"); o.State != tc.wantState {
 				t.Fatalf("order %s (%s), want %s", o.State, o.ErrorMessage, tc.wantState)
 			}
 			creates := kc.CallCount("POST", "/admin/realms/waldur/groups", 201)
@@ -249,13 +243,13 @@ func TestCoordinatorKilledMidSagaFinishesOnce(t *testing.T) {
 }
 
 func TestMembershipConvergesAfterKeycloakOutage(t *testing.T) {
-	kc := newKeycloak(t)
-	s := newSite(t, siteOptions{keycloak: kc})
+	s := newSite(t, withKeycloak)
+	kc := s.Keycloak
 	orderUUID, resUUID := s.createWithTeam("outage", member("alice01", "PROJECT.ADMIN"))
-	s.waitOrder(orderUUID, "done")
+	s.WaitOrder(orderUUID, "done")
 	waitMembers(t, kc, "ns_outage_admin", "alice01")
 	kc.Down(true)
-	if _, err := s.admin.SetTeam(ctx(t), waldursim.TeamRequest{ResourceUUID: resUUID, Member: member("bob01", "PROJECT.MEMBER"), Granted: true}); err != nil {
+	if _, err := s.Admin.SetTeam(ctx(t), waldursim.TeamRequest{ResourceUUID: resUUID, Member: member("bob01", "PROJECT.MEMBER"), Granted: true}); err != nil {
 		t.Fatal(err)
 	}
 	// The outage is the behaviour under test: a minute, as the issue puts
@@ -271,15 +265,15 @@ func TestMembershipConvergesAfterKeycloakOutage(t *testing.T) {
 }
 
 func TestUserNotYetInKeycloakIsAddedWhenTheyAppear(t *testing.T) {
-	kc := newKeycloak(t)
-	s := newSite(t, siteOptions{keycloak: kc})
+	s := newSite(t, withKeycloak)
+	kc := s.Keycloak
 	orderUUID, resUUID := s.createWithTeam("pending", member("alice01", "PROJECT.ADMIN"))
-	s.waitOrder(orderUUID, "done")
-	if _, err := s.admin.SetTeam(ctx(t), waldursim.TeamRequest{ResourceUUID: resUUID, Member: member("dave01", "PROJECT.MEMBER"), Granted: true}); err != nil {
+	s.WaitOrder(orderUUID, "done")
+	if _, err := s.Admin.SetTeam(ctx(t), waldursim.TeamRequest{ResourceUUID: resUUID, Member: member("dave01", "PROJECT.MEMBER"), Granted: true}); err != nil {
 		t.Fatal(err)
 	}
 	harness.Eventually(t, 30*time.Second, "a pending membership", func() bool {
-		return s.metric("sitebus_keycloak_pending_memberships") == "1"
+		return s.Metric("sitebus_keycloak_pending_memberships") == "1"
 	})
 	if got := members(kc, "ns_pending_readwrite"); len(got) != 0 {
 		t.Fatalf("readwrite has %v before dave exists", got)
@@ -291,10 +285,10 @@ func TestUserNotYetInKeycloakIsAddedWhenTheyAppear(t *testing.T) {
 }
 
 func TestUsersInTheCRAndRestrictedAccess(t *testing.T) {
-	kc := newKeycloak(t)
-	s := newSite(t, siteOptions{keycloak: kc, settings: "      sync_users_to_cr: true\n"})
+	s := newSite(t, withKeycloak, harness.WithSettings(map[string]any{"sync_users_to_cr": true}))
+	kc := s.Keycloak
 	orderUUID, resUUID := s.createWithTeam("users-lab", member("alice01", "PROJECT.ADMIN"), member("bob01", "PROJECT.MEMBER"))
-	if o := s.waitOrder(orderUUID, "done", "erred"); o.State != "done" {
+	if o := s.WaitOrder(orderUUID, "done", "erred"); o.State != "done" {
 		t.Fatalf("order %s (%s)", o.State, o.ErrorMessage)
 	}
 	users := func() map[string][]string {
@@ -311,7 +305,7 @@ func TestUsersInTheCRAndRestrictedAccess(t *testing.T) {
 	})
 	t.Run("restricted member access empties the groups and the CR's users", func(t *testing.T) {
 		restrict := true
-		if _, err := s.admin.SetFlags(ctx(t), resUUID, waldursim.FlagsRequest{RestrictMemberAccess: &restrict}); err != nil {
+		if _, err := s.Admin.SetFlags(ctx(t), resUUID, waldursim.FlagsRequest{RestrictMemberAccess: &restrict}); err != nil {
 			t.Fatal(err)
 		}
 		waitMembers(t, kc, "ns_users-lab_admin")

@@ -32,15 +32,15 @@ type crashOrder struct {
 // or not at all as its orders say, and (with Keycloak) every group was
 // created once and holds its member once. SITEBUS_CRASH_SEED replays a run.
 func TestBurstWithKillsSettlesEveryOrderOnce(t *testing.T) {
-	for name, withKeycloak := range map[string]bool{
+	for name, keycloak := range map[string]bool{
 		"orders handled directly":           false,
 		"orders run as sagas with Keycloak": true,
 	} {
-		t.Run(name, func(t *testing.T) { crashTest(t, withKeycloak) })
+		t.Run(name, func(t *testing.T) { crashTest(t, keycloak) })
 	}
 }
 
-func crashTest(t *testing.T, withKeycloak bool) {
+func crashTest(t *testing.T, keycloak bool) {
 	seed := uint64(time.Now().UnixNano())
 	if v := os.Getenv("SITEBUS_CRASH_SEED"); v != "" {
 		var err error
@@ -51,28 +51,29 @@ func crashTest(t *testing.T, withKeycloak bool) {
 	t.Logf("crash seed %d (replay with SITEBUS_CRASH_SEED=%d)", seed, seed)
 	rng := rand.New(rand.NewPCG(seed, seed^0x5eed))
 
-	var kc *keycloaksim.Server
-	if withKeycloak {
-		kc = newKeycloak(t)
+	var opts []harness.SiteOption
+	if keycloak {
+		opts = append(opts, withKeycloak)
 	}
-	s := newSite(t, siteOptions{keycloak: kc})
+	s := newSite(t, opts...)
+	kc := s.Keycloak
 	alice := member("alice01", "PROJECT.ADMIN")
 
 	// newResource makes a resource with a team, its Create order not yet
 	// delivered.
 	newResource := func(i int) crashOrder {
 		slug := fmt.Sprintf("crash-%02d", i)
-		res, err := s.admin.CreateOrder(ctx(t), waldursim.CreateOrderRequest{ResourceName: slug, Limits: map[string]int{"cpu": 1, "ram": 2}, Silent: true})
+		res, err := s.Admin.CreateOrder(ctx(t), waldursim.CreateOrderRequest{ResourceName: slug, Limits: map[string]int{"cpu": 1, "ram": 2}, Silent: true})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.admin.SetTeam(ctx(t), waldursim.TeamRequest{ResourceUUID: res.Resource.UUID, Member: alice, Granted: true, Silent: true}); err != nil {
+		if _, err := s.Admin.SetTeam(ctx(t), waldursim.TeamRequest{ResourceUUID: res.Resource.UUID, Member: alice, Granted: true, Silent: true}); err != nil {
 			t.Fatal(err)
 		}
 		return crashOrder{uuid: res.Order.UUID, typ: "Create", slug: slug, resource: res.Resource.UUID}
 	}
 	followUp := func(typ string, of crashOrder, limits map[string]int) crashOrder {
-		res, err := s.admin.CreateOrder(ctx(t), waldursim.CreateOrderRequest{Type: typ, ResourceUUID: of.resource, Limits: limits, Silent: true})
+		res, err := s.Admin.CreateOrder(ctx(t), waldursim.CreateOrderRequest{Type: typ, ResourceUUID: of.resource, Limits: limits, Silent: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -97,12 +98,12 @@ func crashTest(t *testing.T, withKeycloak bool) {
 			delay := 10*time.Millisecond + time.Duration(rng.Int64N(int64(maxDelay)))
 			time.Sleep(delay)
 			inFlight := s.notSettled(orders)
-			s.sb.Kill()
+			s.Sitebus.Kill()
 			totalKills++
 			inFlightAtLastKill = inFlight
 			t.Logf("kill %d of this burst after %s: %d of %d orders not settled", k+1, delay, inFlight, len(orders))
 			lastRestart = time.Now()
-			s.start()
+			s.Start()
 		}
 		wg.Wait()
 	}
@@ -141,7 +142,7 @@ func crashTest(t *testing.T, withKeycloak bool) {
 	s.waitAll(third)
 
 	all := append(append(slices.Clone(creates), second...), third...)
-	calls, err := s.admin.Calls(context.Background())
+	calls, err := s.Admin.Calls(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +204,7 @@ func crashTest(t *testing.T, withKeycloak bool) {
 		}
 	}
 
-	if withKeycloak {
+	if keycloak {
 		checkCrashGroups(t, kc, all, want)
 	}
 
@@ -255,7 +256,7 @@ func checkCrashGroups(t *testing.T, kc *keycloaksim.Server, all []crashOrder, wa
 func (s *site) notSettled(orders []crashOrder) int {
 	n := 0
 	for _, o := range orders {
-		got, err := s.admin.Order(context.Background(), o.uuid)
+		got, err := s.Admin.Order(context.Background(), o.uuid)
 		if err != nil || (got.State != "done" && got.State != "erred") {
 			n++
 		}
@@ -267,7 +268,7 @@ func (s *site) notSettled(orders []crashOrder) int {
 func (s *site) waitAll(orders []crashOrder) {
 	s.t.Helper()
 	for _, o := range orders {
-		if got := s.waitOrder(o.uuid, "done", "erred"); got.State != "done" {
+		if got := s.WaitOrder(o.uuid, "done", "erred"); got.State != "done" {
 			s.t.Errorf("%s order %s (%s) %s: %s", o.typ, o.uuid, o.slug, got.State, got.ErrorMessage)
 		}
 	}

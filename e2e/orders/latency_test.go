@@ -26,8 +26,8 @@ import (
 // the external API calls per order. Run with `make bench-orders`.
 func BenchmarkCreateOrderLatency(b *testing.B) {
 	const orders = 200
-	s := newSite(b, siteOptions{})
-	if err := s.admin.ResetCalls(ctx(b)); err != nil {
+	s := newSite(b)
+	if err := s.Admin.ResetCalls(ctx(b)); err != nil {
 		b.Fatal(err)
 	}
 	k8sBefore := s.k8sCalls()
@@ -39,12 +39,12 @@ func BenchmarkCreateOrderLatency(b *testing.B) {
 	b.ResetTimer()
 	for i := range orders {
 		start := time.Now()
-		u, _ := s.order(waldursim.CreateOrderRequest{ResourceName: fmt.Sprintf("lat-%03d", i), Limits: map[string]int{"cpu": 1, "ram": 2, "storage": 5}})
+		u, _ := s.Order(waldursim.CreateOrderRequest{ResourceName: fmt.Sprintf("lat-%03d", i), Limits: map[string]int{"cpu": 1, "ram": 2, "storage": 5}})
 		samples = append(samples, sample{u, start})
-		s.waitOrder(u, "done")
+		s.WaitOrder(u, "done")
 	}
 	b.StopTimer()
-	calls, err := s.admin.Calls(context.Background())
+	calls, err := s.Admin.Calls(context.Background())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func BenchmarkCreateOrderLatency(b *testing.B) {
 		orders, p(0.5).Round(100*time.Microsecond), p(0.99).Round(100*time.Microsecond), lat[len(lat)-1].Round(100*time.Microsecond),
 		float64(waldurCalls)/orders, k8s/orders)
 	// Where the time goes, from sitebus's own histograms (means).
-	_, m := s.sb.Get("/metrics")
+	_, m := s.Sitebus.Get("/metrics")
 	for _, h := range []string{
 		"sitebus_stomp_ingest_seconds",
 		`sitebus_bus_handler_duration_seconds{consumer="order"}`,
@@ -112,7 +112,7 @@ func meanOf(metrics, name string) string {
 
 // k8sCalls sums sitebus's requests to the Kubernetes API so far.
 func (s *site) k8sCalls() float64 {
-	_, m := s.sb.Get("/metrics")
+	_, m := s.Sitebus.Get("/metrics")
 	total := 0.0
 	for _, l := range strings.Split(m, "\n") {
 		if strings.HasPrefix(l, "sitebus_http_client_requests_total{") && strings.Contains(l, `target="kubernetes"`) {
@@ -131,17 +131,17 @@ func (s *site) k8sCalls() float64 {
 func BenchmarkCreateOrderBurst(b *testing.B) {
 	const orders = 200
 	const offeringHex = "d1a2b3c4e5f64a7b8c9d0e1f2a3b4c5d"
-	s := newSite(b, siteOptions{})
+	s := newSite(b)
 	var uuids []string
 	for i := range orders {
-		res, err := s.admin.CreateOrder(ctx(b), waldursim.CreateOrderRequest{ResourceName: fmt.Sprintf("burst-%03d", i), Limits: map[string]int{"cpu": 1, "ram": 2, "storage": 5}, Silent: true})
+		res, err := s.Admin.CreateOrder(ctx(b), waldursim.CreateOrderRequest{ResourceName: fmt.Sprintf("burst-%03d", i), Limits: map[string]int{"cpu": 1, "ram": 2, "storage": 5}, Silent: true})
 		if err != nil {
 			b.Fatal(err)
 		}
 		uuids = append(uuids, strings.ReplaceAll(res.Order.UUID, "-", ""))
 	}
-	bb := harness.NewReader(b, s.sb.NATSURL).Bus()
-	if err := s.admin.ResetCalls(ctx(b)); err != nil {
+	bb := harness.NewReader(b, s.Sitebus.NATSURL).Bus()
+	if err := s.Admin.ResetCalls(ctx(b)); err != nil {
 		b.Fatal(err)
 	}
 	b.ResetTimer()
@@ -165,10 +165,10 @@ func BenchmarkCreateOrderBurst(b *testing.B) {
 	wg.Wait()
 	published := time.Since(start)
 	for _, u := range uuids {
-		s.waitOrder(u, "done")
+		s.WaitOrder(u, "done")
 	}
 	b.StopTimer()
-	calls, err := s.admin.Calls(context.Background())
+	calls, err := s.Admin.Calls(context.Background())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -194,7 +194,7 @@ func BenchmarkCreateOrderBurst(b *testing.B) {
 	fmt.Printf("create order burst, %d orders on the bus at once (published in %s): all done after %s; p50 %s, p99 %s\n",
 		orders, published.Round(100*time.Microsecond), lat[len(lat)-1].Round(100*time.Microsecond),
 		p(0.5).Round(100*time.Microsecond), p(0.99).Round(100*time.Microsecond))
-	_, m := s.sb.Get("/metrics")
+	_, m := s.Sitebus.Get("/metrics")
 	for _, h := range []string{
 		`sitebus_bus_wait_seconds{consumer="order"}`,
 		`sitebus_bus_handler_duration_seconds{consumer="order"}`,

@@ -17,13 +17,13 @@ import (
 )
 
 func TestCreateMakesTheManagedNamespaceAndSettlesTheOrder(t *testing.T) {
-	s := newSite(t, siteOptions{})
-	orderUUID, resUUID := s.order(waldursim.CreateOrderRequest{ResourceName: "genome-lab", Limits: map[string]int{"cpu": 4, "ram": 8, "storage": 100, "gpu": 1}})
-	o := s.waitOrder(orderUUID, "done", "erred")
+	s := newSite(t)
+	orderUUID, resUUID := s.Order(waldursim.CreateOrderRequest{ResourceName: "genome-lab", Limits: map[string]int{"cpu": 4, "ram": 8, "storage": 100, "gpu": 1}})
+	o := s.WaitOrder(orderUUID, "done", "erred")
 	if o.State != "done" {
 		t.Fatalf("order %s: %s (%s)", orderUUID, o.State, o.ErrorMessage)
 	}
-	res, err := s.admin.Resource(ctx(t), resUUID)
+	res, err := s.Admin.Resource(ctx(t), resUUID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,12 +49,12 @@ func TestCreateMakesTheManagedNamespaceAndSettlesTheOrder(t *testing.T) {
 }
 
 func TestUpdateChangesOnlyTheQuota(t *testing.T) {
-	s := newSite(t, siteOptions{})
-	orderUUID, resUUID := s.order(waldursim.CreateOrderRequest{ResourceName: "upd", Limits: map[string]int{"cpu": 2, "ram": 4, "storage": 10}})
-	s.waitOrder(orderUUID, "done")
+	s := newSite(t)
+	orderUUID, resUUID := s.Order(waldursim.CreateOrderRequest{ResourceName: "upd", Limits: map[string]int{"cpu": 2, "ram": 4, "storage": 10}})
+	s.WaitOrder(orderUUID, "done")
 	before := s.mustCR("waldur-upd")
-	upd, _ := s.order(waldursim.CreateOrderRequest{Type: "Update", ResourceUUID: resUUID, Limits: map[string]int{"cpu": 8, "ram": 16, "storage": 10}})
-	if o := s.waitOrder(upd, "done", "erred"); o.State != "done" {
+	upd, _ := s.Order(waldursim.CreateOrderRequest{Type: "Update", ResourceUUID: resUUID, Limits: map[string]int{"cpu": 8, "ram": 16, "storage": 10}})
+	if o := s.WaitOrder(upd, "done", "erred"); o.State != "done" {
 		t.Fatalf("update order: %s (%s)", o.State, o.ErrorMessage)
 	}
 	after := s.mustCR("waldur-upd")
@@ -71,9 +71,9 @@ func TestUpdateChangesOnlyTheQuota(t *testing.T) {
 }
 
 func TestPauseDownscaleRestore(t *testing.T) {
-	s := newSite(t, siteOptions{})
-	orderUUID, resUUID := s.order(waldursim.CreateOrderRequest{ResourceName: "flags", Limits: map[string]int{"cpu": 6, "ram": 12, "storage": 50, "gpu": 2}})
-	s.waitOrder(orderUUID, "done")
+	s := newSite(t)
+	orderUUID, resUUID := s.Order(waldursim.CreateOrderRequest{ResourceName: "flags", Limits: map[string]int{"cpu": 6, "ram": 12, "storage": 50, "gpu": 2}})
+	s.WaitOrder(orderUUID, "done")
 	original := map[string]string{"cpu": "6", "memory": "12Gi", "storage": "50Gi", "gpu": "2"}
 	steps := []struct {
 		name  string
@@ -87,7 +87,7 @@ func TestPauseDownscaleRestore(t *testing.T) {
 		{"clearing both restores the original limits", waldursim.FlagsRequest{Paused: ptr(false), Downscaled: ptr(false)}, original},
 	}
 	for _, st := range steps {
-		if _, err := s.admin.SetFlags(ctx(t), resUUID, st.flags); err != nil {
+		if _, err := s.Admin.SetFlags(ctx(t), resUUID, st.flags); err != nil {
 			t.Fatal(err)
 		}
 		var got map[string]string
@@ -95,7 +95,7 @@ func TestPauseDownscaleRestore(t *testing.T) {
 		for got = quota(s.mustCR("waldur-flags")); !maps.Equal(got, st.want); got = quota(s.mustCR("waldur-flags")) {
 			if time.Now().After(deadline) {
 				cr := s.mustCR("waldur-flags")
-				t.Fatalf("%s: quota %v, want %v (annotations %v)\n%s", st.name, got, st.want, cr.GetAnnotations(), s.sb.Tail(20))
+				t.Fatalf("%s: quota %v, want %v (annotations %v)\n%s", st.name, got, st.want, cr.GetAnnotations(), s.Sitebus.Tail(20))
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
@@ -103,12 +103,12 @@ func TestPauseDownscaleRestore(t *testing.T) {
 }
 
 func TestTerminateDeletesTheCR(t *testing.T) {
-	s := newSite(t, siteOptions{})
-	orderUUID, resUUID := s.order(waldursim.CreateOrderRequest{ResourceName: "bye", Limits: map[string]int{"cpu": 1}})
-	s.waitOrder(orderUUID, "done")
+	s := newSite(t)
+	orderUUID, resUUID := s.Order(waldursim.CreateOrderRequest{ResourceName: "bye", Limits: map[string]int{"cpu": 1}})
+	s.WaitOrder(orderUUID, "done")
 	s.mustCR("waldur-bye")
-	term, _ := s.order(waldursim.CreateOrderRequest{Type: "Terminate", ResourceUUID: resUUID})
-	if o := s.waitOrder(term, "done", "erred"); o.State != "done" {
+	term, _ := s.Order(waldursim.CreateOrderRequest{Type: "Terminate", ResourceUUID: resUUID})
+	if o := s.WaitOrder(term, "done", "erred"); o.State != "done" {
 		t.Fatalf("terminate: %s (%s)", o.State, o.ErrorMessage)
 	}
 	if _, err := s.cr("waldur-bye"); err == nil {
@@ -117,48 +117,48 @@ func TestTerminateDeletesTheCR(t *testing.T) {
 }
 
 func TestSameOrderEventTwiceCreatesOnce(t *testing.T) {
-	s := newSite(t, siteOptions{})
-	res, err := s.admin.CreateOrder(ctx(t), waldursim.CreateOrderRequest{ResourceName: "twice", Limits: map[string]int{"cpu": 1}, Silent: true})
+	s := newSite(t)
+	res, err := s.Admin.CreateOrder(ctx(t), waldursim.CreateOrderRequest{ResourceName: "twice", Limits: map[string]int{"cpu": 1}, Silent: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	body := `{"order_uuid": "` + strings.ReplaceAll(res.Order.UUID, "-", "") + `", "order_state": "pending-provider", "offering_uuid": "d1a2b3c4e5f64a7b8c9d0e1f2a3b4c5d"}`
 	// Two frames with different ids: both reach the order service.
 	for _, id := range []string{"twice-1", "twice-2"} {
-		if _, err := s.admin.PublishRaw(ctx(t), waldursim.RawEventRequest{OfferingUUID: "d1a2b3c4e5f64a7b8c9d0e1f2a3b4c5d", ObjectType: "order", Body: body, MessageID: id}); err != nil {
+		if _, err := s.Admin.PublishRaw(ctx(t), waldursim.RawEventRequest{OfferingUUID: "d1a2b3c4e5f64a7b8c9d0e1f2a3b4c5d", ObjectType: "order", Body: body, MessageID: id}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	s.waitOrder(res.Order.UUID, "done")
+	s.WaitOrder(res.Order.UUID, "done")
 	// The order is done after the first event; the second may still be in
 	// its handler. Count once the order consumer has settled both.
 	waitHandled(t, s, "order", "twice-1", "twice-2")
 	if n := s.crCount(); n != 1 {
 		t.Errorf("%d ManagedNamespaces, want 1", n)
 	}
-	if got := s.metric(`sitebus_http_client_requests_total{code="201",method="POST",target="kubernetes"}`); got != "1" {
+	if got := s.Metric(`sitebus_http_client_requests_total{code="201",method="POST",target="kubernetes"}`); got != "1" {
 		t.Errorf("Kubernetes creates = %q, want 1", got)
 	}
 }
 
 func TestKilledBeforeSetStateDoneThenRestarted(t *testing.T) {
-	s := newSite(t, siteOptions{noStart: true})
-	s.start("SITEBUS_FAILPOINTS=order/before-done=pause")
-	orderUUID, _ := s.order(waldursim.CreateOrderRequest{ResourceName: "crashy", Limits: map[string]int{"cpu": 2}})
+	s := newSite(t, harness.WithoutStart())
+	s.Start("SITEBUS_FAILPOINTS=order/before-done=pause")
+	orderUUID, _ := s.Order(waldursim.CreateOrderRequest{ResourceName: "crashy", Limits: map[string]int{"cpu": 2}})
 	harness.Eventually(t, 60*time.Second, "the CR before the crash", func() bool { _, err := s.cr("waldur-crashy"); return err == nil })
-	if o, _ := s.admin.Order(ctx(t), orderUUID); o.State != "executing" {
+	if o, _ := s.Admin.Order(ctx(t), orderUUID); o.State != "executing" {
 		t.Fatalf("order is %s before the crash, want executing", o.State)
 	}
-	s.sb.Kill()
-	s.start()
-	s.waitOrder(orderUUID, "done")
+	s.Sitebus.Kill()
+	s.Start()
+	s.WaitOrder(orderUUID, "done")
 	if n := s.crCount(); n != 1 {
 		t.Errorf("%d ManagedNamespaces after crash and restart, want 1", n)
 	}
 }
 
 func TestInvalidNamesAreRefused(t *testing.T) {
-	s := newSite(t, siteOptions{})
+	s := newSite(t)
 	long := strings.Repeat("a", 60)
 	tests := map[string]struct{ slug, want string }{
 		"upper case and underscore": {slug: "Bad_Slug", want: "Namespace name 'waldur-Bad_Slug' is not a valid RFC 1123 label: must be lowercase alphanumeric or '-', must start and end with an alphanumeric character"},
@@ -167,8 +167,8 @@ func TestInvalidNamesAreRefused(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			orderUUID, _ := s.order(waldursim.CreateOrderRequest{ResourceName: "n-" + name, ResourceSlug: tc.slug, Limits: map[string]int{"cpu": 1}})
-			o := s.waitOrder(orderUUID, "done", "erred")
+			orderUUID, _ := s.Order(waldursim.CreateOrderRequest{ResourceName: "n-" + name, ResourceSlug: tc.slug, Limits: map[string]int{"cpu": 1}})
+			o := s.WaitOrder(orderUUID, "done", "erred")
 			if o.State != "erred" || !strings.Contains(o.ErrorMessage, tc.want) {
 				t.Errorf("order %s: %q, want erred with %q", o.State, o.ErrorMessage, tc.want)
 			}
@@ -180,18 +180,18 @@ func TestInvalidNamesAreRefused(t *testing.T) {
 }
 
 func TestForeignCRIsNotTouched(t *testing.T) {
-	s := newSite(t, siteOptions{})
+	s := newSite(t)
 	foreign := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "provisioning.hpc.ut.ee/v1", "kind": "ManagedNamespace",
-		"metadata": map[string]any{"name": "waldur-taken", "namespace": s.crNS, "labels": map[string]any{"owner": "another-team"}},
+		"metadata": map[string]any{"name": "waldur-taken", "namespace": s.CRNamespace, "labels": map[string]any{"owner": "another-team"}},
 		"spec":     map[string]any{"name": "waldur-taken", "quota": map[string]any{"cpu": "64"}},
 	}}
-	created, err := s.dyn.Resource(mnsGVR).Namespace(s.crNS).Create(ctx(t), foreign, metav1.CreateOptions{})
+	created, err := s.Cluster.Dynamic().Resource(mnsGVR).Namespace(s.CRNamespace).Create(ctx(t), foreign, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	orderUUID, _ := s.order(waldursim.CreateOrderRequest{ResourceName: "taken", Limits: map[string]int{"cpu": 1}})
-	o := s.waitOrder(orderUUID, "done", "erred")
+	orderUUID, _ := s.Order(waldursim.CreateOrderRequest{ResourceName: "taken", Limits: map[string]int{"cpu": 1}})
+	o := s.WaitOrder(orderUUID, "done", "erred")
 	if o.State != "erred" || !strings.Contains(o.ErrorMessage, "not managed by sitebus") {
 		t.Errorf("order %s: %q, want erred because the CR is foreign", o.State, o.ErrorMessage)
 	}
@@ -204,25 +204,25 @@ func TestForeignCRIsNotTouched(t *testing.T) {
 func TestAPIServerOutageDelaysButDoesNotFailOrders(t *testing.T) {
 	kube.Require(t)
 	cluster := kube.StartForTest(t, kube.Options{NoControllerManager: true})
-	s := newSite(t, siteOptions{cluster: cluster})
+	s := newSite(t, harness.WithCluster(cluster))
 	if err := cluster.StopAPIServer(); err != nil {
 		t.Fatal(err)
 	}
 	var orders []string
 	for i := range 3 {
-		u, _ := s.order(waldursim.CreateOrderRequest{ResourceName: "outage-" + string(rune('a'+i)), Limits: map[string]int{"cpu": 1}})
+		u, _ := s.Order(waldursim.CreateOrderRequest{ResourceName: "outage-" + string(rune('a'+i)), Limits: map[string]int{"cpu": 1}})
 		orders = append(orders, u)
 	}
 	// Approved (executing), then several failed attempts each: wait for
 	// those events rather than for a time they usually fit in.
 	for _, u := range orders {
-		if o := s.waitOrder(u, "executing", "done", "erred"); o.State != "executing" {
+		if o := s.WaitOrder(u, "executing", "done", "erred"); o.State != "executing" {
 			t.Fatalf("order %s is %s during the outage, want executing (%s)", u, o.State, o.ErrorMessage)
 		}
 	}
 	s.metricAtLeast(t, `sitebus_bus_handled_total{consumer="order",outcome="retry"}`, float64(2*len(orders)))
 	for _, u := range orders {
-		if o, _ := s.admin.Order(ctx(t), u); o.State != "executing" {
+		if o, _ := s.Admin.Order(ctx(t), u); o.State != "executing" {
 			t.Fatalf("order %s is %s during the outage, want executing (%s)", u, o.State, o.ErrorMessage)
 		}
 	}
@@ -230,7 +230,7 @@ func TestAPIServerOutageDelaysButDoesNotFailOrders(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, u := range orders {
-		if o := s.waitOrder(u, "done", "erred"); o.State != "done" {
+		if o := s.WaitOrder(u, "done", "erred"); o.State != "done" {
 			t.Errorf("order %s: %s (%s)", u, o.State, o.ErrorMessage)
 		}
 	}

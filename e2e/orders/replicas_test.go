@@ -27,8 +27,8 @@ import (
 func TestReplicatedStreamsKeepOrdersThroughANodeLoss(t *testing.T) {
 	const orders = 30
 	cluster := harness.StartNATSCluster(t, 3)
-	kc := newKeycloak(t)
-	s := newSite(t, siteOptions{keycloak: kc, natsURL: cluster.URL(), sitebus: "  streams: {replicas: 3}\n"})
+	s := newSite(t, withKeycloak, harness.WithNATS(cluster.URL()), harness.WithSitebusConfig(map[string]any{"streams": map[string]any{"replicas": 3}}))
+	kc := s.Keycloak
 	alice := member("alice01", "PROJECT.ADMIN")
 
 	nc, err := nats.Connect(cluster.URL(), nats.MaxReconnects(-1))
@@ -44,11 +44,11 @@ func TestReplicatedStreamsKeepOrdersThroughANodeLoss(t *testing.T) {
 	var all []crashOrder
 	for i := range orders {
 		slug := fmt.Sprintf("r3-%02d", i)
-		res, err := s.admin.CreateOrder(ctx(t), waldursim.CreateOrderRequest{ResourceName: slug, Limits: map[string]int{"cpu": 1, "ram": 2}, Silent: true})
+		res, err := s.Admin.CreateOrder(ctx(t), waldursim.CreateOrderRequest{ResourceName: slug, Limits: map[string]int{"cpu": 1, "ram": 2}, Silent: true})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.admin.SetTeam(ctx(t), waldursim.TeamRequest{ResourceUUID: res.Resource.UUID, Member: alice, Granted: true, Silent: true}); err != nil {
+		if _, err := s.Admin.SetTeam(ctx(t), waldursim.TeamRequest{ResourceUUID: res.Resource.UUID, Member: alice, Granted: true, Silent: true}); err != nil {
 			t.Fatal(err)
 		}
 		all = append(all, crashOrder{uuid: res.Order.UUID, typ: "Create", slug: slug, resource: res.Resource.UUID})
@@ -103,7 +103,7 @@ func TestReplicatedStreamsKeepOrdersThroughANodeLoss(t *testing.T) {
 
 	// One terminal transition per order, one namespace and three groups
 	// (made once) per resource.
-	calls, err := s.admin.Calls(context.Background())
+	calls, err := s.Admin.Calls(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,7 +43,7 @@ func TestOneOrderIsOneTrace(t *testing.T) {
 	if err := cluster.ApplyFile(c, filepath.Join(root, "deploy/crds/managednamespaces.provisioning.hpc.ut.ee.yaml")); err != nil {
 		t.Fatal(err)
 	}
-	s := newSite(t, siteOptions{noStart: true}) // for its simulator and CR namespace
+	s := newSite(t, harness.WithoutStart()) // for its simulator and CR namespace
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	log := slog.New(slog.DiscardHandler)
@@ -66,7 +66,7 @@ func TestOneOrderIsOneTrace(t *testing.T) {
     backend_settings: {cr_namespace: %s}
     backend_components:
       cpu: {type: cpu, measured_unit: cores, accounting_type: limit, label: CPU}
-`, s.sim.URL(), token, offeringUUID, wsHost, wsPort, rabbitmq.WebSTOMPPath, s.crNS)), "trace.yaml", nil)
+`, s.Waldur.URL(), token, offeringUUID, wsHost, wsPort, rabbitmq.WebSTOMPPath, s.CRNamespace)), "trace.yaml", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func TestOneOrderIsOneTrace(t *testing.T) {
 
 	// Wait for the subscription, then send one order.
 	harness.Eventually(t, 30*time.Second, "the STOMP subscription", func() bool {
-		subs, _ := s.admin.Subscriptions(c)
+		subs, _ := s.Admin.Subscriptions(c)
 		for _, sub := range subs {
 			for _, q := range sub.Queues {
 				if q.ObjectType == "order" {
@@ -119,8 +119,8 @@ func TestOneOrderIsOneTrace(t *testing.T) {
 		}
 		return false
 	})
-	orderUUID, _ := s.order(waldursim.CreateOrderRequest{ResourceName: "traced", Limits: map[string]int{"cpu": 1}})
-	s.waitOrder(orderUUID, "done")
+	orderUUID, _ := s.Order(waldursim.CreateOrderRequest{ResourceName: "traced", Limits: map[string]int{"cpu": 1}})
+	s.WaitOrder(orderUUID, "done")
 
 	// The order's own span names its trace: the frame that created it must
 	// be the root of that trace (the later "done" frame has one of its own).
@@ -138,7 +138,7 @@ func TestOneOrderIsOneTrace(t *testing.T) {
 		"process " + subject,
 		"waldur GET /api/marketplace-orders/",
 		"waldur POST /api/marketplace-orders/",
-		"kubernetes POST /apis/provisioning.hpc.ut.ee/v1/namespaces/" + s.crNS + "/managednamespaces",
+		"kubernetes POST /apis/provisioning.hpc.ut.ee/v1/namespaces/" + s.CRNamespace + "/managednamespaces",
 		"waldur POST /api/marketplace-provider-resources/",
 	}
 	var (

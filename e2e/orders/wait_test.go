@@ -19,7 +19,7 @@ import (
 // "done" in Waldur says nothing about a second event still in flight.
 func waitHandled(t testing.TB, s *site, consumer string, msgIDs ...string) {
 	t.Helper()
-	r := harness.NewReader(t, s.sb.NATSURL)
+	r := harness.NewReader(t, s.Sitebus.NATSURL)
 	var last uint64
 	harness.Eventually(t, 60*time.Second, "events "+strconv.Quote(consumer)+" must handle", func() bool {
 		last = 0
@@ -49,7 +49,7 @@ func waitHandled(t testing.TB, s *site, consumer string, msgIDs ...string) {
 func (s *site) metricAtLeast(t testing.TB, series string, min float64) {
 	t.Helper()
 	harness.Eventually(t, 60*time.Second, series+" ≥ "+strconv.FormatFloat(min, 'g', -1, 64), func() bool {
-		v, err := strconv.ParseFloat(s.metric(series), 64)
+		v, err := strconv.ParseFloat(s.Metric(series), 64)
 		return err == nil && v >= min
 	})
 }

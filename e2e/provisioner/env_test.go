@@ -8,19 +8,18 @@ package provisioner_test
 
 import (
 	"context"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/sitebus/sitebus/e2e/harness"
-	"github.com/sitebus/sitebus/e2e/keycloaksim"
 	"github.com/sitebus/sitebus/e2e/openstacksim"
 	"github.com/sitebus/sitebus/e2e/rabbitmq"
 	"github.com/sitebus/sitebus/e2e/ranchersim"
@@ -29,13 +28,6 @@ import (
 )
 
 func TestMain(m *testing.M) { os.Exit(rabbitmq.RunShared(m)) }
-
-// From e2e/waldursim/testdata/fixture.yaml: the offering and its token.
-const (
-	offeringUUID = "d1a2b3c4-e5f6-4a7b-8c9d-0e1f2a3b4c5d"
-	offeringHex  = "d1a2b3c4e5f64a7b8c9d0e1f2a3b4c5d"
-	token        = "7d2f0c4b9e8a41d3a6b5c4d3e2f1a0b9"
-)
 
 const (
 	kcAdminPassword = "kc-admin-cl4st3r-91"
@@ -54,17 +46,12 @@ var zones = []struct{ uuid, slug, az string }{
 
 // site is a sitebus process serving a rancher-cluster offering.
 type site struct {
+	*harness.Site
 	t     testing.TB
-	os    *openstacksim.Server
-	rs    *ranchersim.Server
-	kc    *keycloaksim.Server
-	ws    *waldursim.Server
 	vault *harness.Vault
 	// vaultCalls counts the requests that reach Vault (sitebus's and the
 	// VMs'), by method and path.
 	vaultCalls *counter
-	admin      *waldursim.AdminClient
-	sb         *harness.Sitebus
 	// boots counts the VMs' first boots by hostname.
 	boots *counter
 }
@@ -83,22 +70,13 @@ func (c *counter) add(k string) {
 func (c *counter) snapshot() map[string]int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := make(map[string]int, len(c.m))
-	for k, v := range c.m {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(c.m)
 }
 
-// newSite starts sitebus with env added to its environment.
+// newSite starts sitebus with env added to its environment (at this
+// start only).
 func newSite(t testing.TB, env ...string) *site {
 	t.Helper()
-	rabbitmq.Require(t)
-	broker := rabbitmq.Shared(t)
-	root, err := harness.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
 	s := &site{t: t, vaultCalls: &counter{m: map[string]int{}}, boots: &counter{m: map[string]int{}}}
 	s.vault = harness.StartVault(t)
 	// Vault behind a counting proxy: every Vault call of a create, by
@@ -114,75 +92,58 @@ func newSite(t testing.TB, env ...string) *site {
 	}))
 	t.Cleanup(vp.Close)
 
-	s.rs = ranchersim.NewTestServer(t, ranchersim.Options{})
 	register := vmboot.RancherSim(nil)
-	s.os = openstacksim.NewTestServer(t, openstacksim.Options{
-		AdminPassword:     osAdminPassword,
-		AvailabilityZones: []string{"nova-a", "nova-b", "nova-c"},
-		Flavors: []openstacksim.Flavor{
-			{ID: "f-medium", Name: "m1.medium", VCPUs: 2, RAM: 4096, Disk: 40},
-			{ID: "f-large", Name: "m1.large", VCPUs: 4, RAM: 8192, Disk: 80},
-			{ID: "f-xlarge", Name: "m1.xlarge", VCPUs: 8, RAM: 16384, Disk: 160},
-		},
-		Images:          []openstacksim.Image{{ID: "5b0c1a2e-0000-4000-8000-000000000001", Name: image}},
-		ExternalNetwork: openstacksim.ExternalNetwork{Name: "public", CIDR: "172.24.4.0/24", NetworkID: extNetworkID},
-		// Volumes and VMs are ready at the first look: the create's wall
-		// time is sitebus's, not the simulator's pacing.
-		BuildPolls: -1, VolumePolls: -1, DeletePolls: -1,
-		OnBoot: func(ctx context.Context, v openstacksim.Instance) error {
-			if strings.HasPrefix(v.Name, "k8s-lb-") {
-				return nil // the load balancer runs no RKE2
-			}
-			s.boots.add(v.Name)
-			return vmboot.Boot(ctx, v.UserData, v.Name, register)
-		},
-	})
-	s.kc = keycloaksim.NewTestServer(t, keycloaksim.Config{AdminPassword: kcAdminPassword, Realms: []keycloaksim.Realm{{Name: "waldur"}}})
-	fx, err := waldursim.LoadFixture(filepath.Join(root, "e2e/waldursim/testdata/fixture.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	fx.Orders = nil
-	s.ws = waldursim.NewTestServer(t, waldursim.Config{
-		Fixture: fx,
-		Rabbit:  &waldursim.RabbitConfig{MgmtURL: broker.MgmtURL(), STOMPAddr: broker.STOMPAddr(), AdminUser: broker.AdminUser, AdminPass: broker.AdminPass},
-	})
-	s.admin = s.ws.Admin()
+	s.Site = harness.NewSite(t, harness.WithoutStart(), harness.WithRancher(ranchersim.Options{}), harness.WithKeycloak(kcAdminPassword),
+		harness.WithOpenStack(openstacksim.Options{
+			AdminPassword:     osAdminPassword,
+			AvailabilityZones: []string{"nova-a", "nova-b", "nova-c"},
+			Flavors: []openstacksim.Flavor{
+				{ID: "f-medium", Name: "m1.medium", VCPUs: 2, RAM: 4096, Disk: 40},
+				{ID: "f-large", Name: "m1.large", VCPUs: 4, RAM: 8192, Disk: 80},
+				{ID: "f-xlarge", Name: "m1.xlarge", VCPUs: 8, RAM: 16384, Disk: 160},
+			},
+			Images:          []openstacksim.Image{{ID: "5b0c1a2e-0000-4000-8000-000000000001", Name: image}},
+			ExternalNetwork: openstacksim.ExternalNetwork{Name: "public", CIDR: "172.24.4.0/24", NetworkID: extNetworkID},
+			// Volumes and VMs are ready at the first look: the create's wall
+			// time is sitebus's, not the simulator's pacing.
+			BuildPolls: -1, VolumePolls: -1, DeletePolls: -1,
+			OnBoot: func(ctx context.Context, v openstacksim.Instance) error {
+				if strings.HasPrefix(v.Name, "k8s-lb-") {
+					return nil // the load balancer runs no RKE2
+				}
+				s.boots.add(v.Name)
+				return vmboot.Boot(ctx, v.UserData, v.Name, register)
+			},
+		}),
+		harness.WithOfferingYAML(func(hs *harness.Site) string { return clusterOffering(hs, vp.URL, s.vault.RootToken).YAML() }),
+		harness.WithSitebusConfig(map[string]any{"periods": map[string]any{"saga_lease": "3s"}}))
+	s.Start(env...)
+	return s
+}
 
-	o := s.rs.Options()
+// clusterOffering is the rancher-cluster offering over the zones, its
+// nodes given their registration token through Vault at vaultURL.
+func clusterOffering(s *harness.Site, vaultURL, vaultToken string) harness.ClusterOffering {
+	o := s.Rancher.Options()
 	offering := harness.ClusterOffering{
 		Name:      "e2e-clusters",
-		WaldurURL: s.ws.URL(), Token: token, OfferingUUID: offeringUUID,
-		WebSTOMPAddr: broker.WebSTOMPAddr(), WebSTOMPPath: rabbitmq.WebSTOMPPath,
-		RancherURL: s.rs.URL(), RancherAccessKey: o.AccessKey, RancherSecretKey: o.SecretKey,
+		WaldurURL: s.Waldur.URL(), Token: s.Token, OfferingUUID: s.OfferingUUID,
+		WebSTOMPAddr: s.Broker.WebSTOMPAddr(), WebSTOMPPath: rabbitmq.WebSTOMPPath,
+		RancherURL: s.Rancher.URL(), RancherAccessKey: o.AccessKey, RancherSecretKey: o.SecretKey,
 		Image:        image,
 		Server:       harness.ClusterNodeProfile{Flavor: "m1.large", SystemGB: 80, DataGB: 100},
 		Worker:       harness.ClusterNodeProfile{SystemGB: 40},
 		LoadBalancer: harness.ClusterNodeProfile{Flavor: "m1.medium", SystemGB: 20},
-		VaultURL:     vp.URL, VaultToken: s.vault.RootToken,
-		KeycloakURL: s.kc.URL(), KeycloakPassword: kcAdminPassword,
+		VaultURL:     vaultURL, VaultToken: vaultToken,
+		KeycloakURL: s.Keycloak.URL(), KeycloakPassword: kcAdminPassword,
 	}
 	for _, z := range zones {
 		offering.Zones = append(offering.Zones, harness.ClusterZone{
 			UUID: z.uuid, Slug: z.slug, Name: "Zone " + strings.TrimPrefix(z.slug, "az-"), AvailabilityZone: z.az,
-			ExternalNetworkID: extNetworkID, AuthURL: s.os.AuthURL(), Password: osAdminPassword,
+			ExternalNetworkID: extNetworkID, AuthURL: s.OpenStack.AuthURL(), Password: osAdminPassword,
 		})
 	}
-	cfg := "offerings:\n" + offering.YAML() + `sitebus:
-  log_format: text
-  periods: {saga_lease: 3s}
-`
-	s.sb = harness.PrepareSitebus(t, harness.SitebusOptions{Config: cfg})
-	s.start(env...)
-	s.sb.WaitOrderSubscription(offeringHex)
-	return s
-}
-
-// start starts (or restarts) sitebus.
-func (s *site) start(env ...string) {
-	s.t.Helper()
-	s.sb.Start(append([]string{"WALDUR_SITE_AGENT_ORDER_PROCESS_PERIOD_MINUTES=60", "WALDUR_SITE_AGENT_MEMBERSHIP_SYNC_PERIOD_MINUTES=60"}, env...)...)
-	s.sb.WaitReady(60 * time.Second)
+	return offering
 }
 
 func ctx(t testing.TB) context.Context { return harness.Context(t, 2*time.Minute) }
@@ -192,17 +153,9 @@ func ctx(t testing.TB) context.Context { return harness.Context(t, 2*time.Minute
 func (s *site) order(req waldursim.CreateOrderRequest) (orderUUID, resourceUUID string) {
 	s.t.Helper()
 	req.Silent = true
-	res, err := s.admin.CreateOrder(ctx(s.t), req)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	harness.DeliverOrder(s.t, s.admin, offeringHex, res.Order.UUID)
-	return res.Order.UUID, res.Resource.UUID
-}
-
-func (s *site) waitOrder(uuid string, states ...string) *waldursim.APIOrder {
-	s.t.Helper()
-	return harness.WaitOrder(s.t, s.admin, s.sb, 60, uuid, states...)
+	orderUUID, resourceUUID = s.Order(req)
+	s.Deliver(orderUUID)
+	return orderUUID, resourceUUID
 }
 
 // createAttributes are a managed order over the zones with workers

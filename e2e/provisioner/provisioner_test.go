@@ -61,7 +61,7 @@ func TestManagedCreateThreeZonesThenTerminate(t *testing.T) {
 	name := "physics-prod"
 	start := time.Now()
 	orderUUID, resUUID := s.order(waldursim.CreateOrderRequest{ResourceName: name, Attributes: createAttributes(name, 2)})
-	o := s.waitOrder(orderUUID, "done", "erred")
+	o := s.WaitOrder(orderUUID, "done", "erred")
 	wall := time.Since(start)
 	if o.State != "done" {
 		t.Fatalf("create order %s: %s", o.State, o.ErrorMessage)
@@ -71,7 +71,7 @@ func TestManagedCreateThreeZonesThenTerminate(t *testing.T) {
 	// OpenStack: per zone a project, network, subnet .11-.200, router,
 	// k8s_admin and k8s_public with their rules, a load balancer at .10;
 	// 3 servers and 2 workers per zone.
-	inv := s.os.Inventory("")
+	inv := s.OpenStack.Inventory("")
 	var projects []string
 	for _, p := range inv.Projects {
 		projects = append(projects, p.Name)
@@ -128,16 +128,16 @@ func TestManagedCreateThreeZonesThenTerminate(t *testing.T) {
 
 	// Rancher: the cluster as Mastermind makes it, every node registered
 	// once and active, the cluster groups bound.
-	pc, ok := s.rs.ProvisioningClusterNamed("k8s-" + name)
+	pc, ok := s.Rancher.ProvisioningClusterNamed("k8s-" + name)
 	if !ok {
-		t.Fatalf("no provisioning cluster k8s-%s: %v", name, s.rs.Inventory())
+		t.Fatalf("no provisioning cluster k8s-%s: %v", name, s.Rancher.Inventory())
 	}
 	spec := pc.Spec()
 	rke, _ := spec["rkeConfig"].(map[string]any)
 	if spec["kubernetesVersion"] != "v1.31.7+rke2r1" || rke["dataDirectories"] == nil {
 		t.Errorf("cluster spec %v", spec)
 	}
-	rnodes := s.rs.Nodes(pc.ClusterID)
+	rnodes := s.Rancher.Nodes(pc.ClusterID)
 	if len(rnodes) != 15 {
 		t.Errorf("%d Rancher nodes, want 15", len(rnodes))
 	}
@@ -152,11 +152,11 @@ func TestManagedCreateThreeZonesThenTerminate(t *testing.T) {
 		}
 	}
 	hex := strings.ReplaceAll(resUUID, "-", "")
-	if _, ok := s.kc.GroupByPath("waldur", "/c_"+hex+"/c_"+hex+"_cluster-owner"); !ok {
-		t.Errorf("no Keycloak group c_%s_cluster-owner under c_%s: %v", hex, hex, s.kc.Groups("waldur"))
+	if _, ok := s.Keycloak.GroupByPath("waldur", "/c_"+hex+"/c_"+hex+"_cluster-owner"); !ok {
+		t.Errorf("no Keycloak group c_%s_cluster-owner under c_%s: %v", hex, hex, s.Keycloak.Groups("waldur"))
 	}
 	bound := 0
-	for _, b := range s.rs.Inventory().ClusterBindings {
+	for _, b := range s.Rancher.Inventory().ClusterBindings {
 		if b.ClusterID == pc.ClusterID && strings.HasPrefix(b.GroupPrincipalID, "keycloakoidc_group://c_"+hex) {
 			bound++
 		}
@@ -169,7 +169,7 @@ func TestManagedCreateThreeZonesThenTerminate(t *testing.T) {
 	if p, r, sec, err := s.vault.Client(t).Exists(ctx(t), cl); err != nil || p || r || sec {
 		t.Errorf("Vault objects after the create: policy %v, role %v, secret %v (%v)", p, r, sec, err)
 	}
-	res, err := s.admin.Resource(ctx(t), resUUID)
+	res, err := s.Admin.Resource(ctx(t), resUUID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,18 +203,18 @@ func TestManagedCreateThreeZonesThenTerminate(t *testing.T) {
 	}
 
 	// What one create cost, from the simulators' logs and the Vault proxy.
-	report(t, "OpenStack calls per 3-zone create", callSummary(s.os.Calls()))
-	report(t, "Rancher calls per 3-zone create", callSummary(s.rs.Calls()))
+	report(t, "OpenStack calls per 3-zone create", callSummary(s.OpenStack.Calls()))
+	report(t, "Rancher calls per 3-zone create", callSummary(s.Rancher.Calls()))
 	report(t, "Vault calls per 3-zone create (sitebus and the 15 VMs)", s.vaultCalls.snapshot())
 
 	// Terminate leaves nothing behind.
 	start = time.Now()
 	termUUID, _ := s.order(waldursim.CreateOrderRequest{Type: "Terminate", ResourceUUID: resUUID})
-	if o := s.waitOrder(termUUID, "done", "erred"); o.State != "done" {
+	if o := s.WaitOrder(termUUID, "done", "erred"); o.State != "done" {
 		t.Fatalf("terminate order %s: %s", o.State, o.ErrorMessage)
 	}
 	t.Logf("terminate (15 nodes drained and deleted, then everything else): %s", time.Since(start).Round(time.Millisecond))
-	if n := len(s.rs.Drains()); n != 15 {
+	if n := len(s.Rancher.Drains()); n != 15 {
 		t.Errorf("%d drains on terminate, want 15", n)
 	}
 	s.wantNothingLeft(resUUID)
@@ -223,9 +223,9 @@ func TestManagedCreateThreeZonesThenTerminate(t *testing.T) {
 func TestAVMInErrorUndoesTheCreate(t *testing.T) {
 	s := newSite(t)
 	name := "chem-prod"
-	s.os.FailServers(openstacksim.ServerErrorRule{Name: "k8s-" + name + "-rancher-node-7", Message: "No valid host was found."})
+	s.OpenStack.FailServers(openstacksim.ServerErrorRule{Name: "k8s-" + name + "-rancher-node-7", Message: "No valid host was found."})
 	orderUUID, resUUID := s.order(waldursim.CreateOrderRequest{ResourceName: name, Attributes: createAttributes(name, 2)})
-	o := s.waitOrder(orderUUID, "done", "erred")
+	o := s.WaitOrder(orderUUID, "done", "erred")
 	if o.State != "erred" {
 		t.Fatalf("order %s, want erred", o.State)
 	}
@@ -241,15 +241,15 @@ func TestAVMInErrorUndoesTheCreate(t *testing.T) {
 // resource.
 func (s *site) wantNothingLeft(resUUID string) {
 	s.t.Helper()
-	if inv := s.os.Inventory(""); !inv.Empty() {
+	if inv := s.OpenStack.Inventory(""); !inv.Empty() {
 		s.t.Errorf("left in OpenStack: %d objects: %+v", inv.Count(), inv)
 	}
-	inv := s.rs.Inventory()
+	inv := s.Rancher.Inventory()
 	if len(inv.ProvisioningClusters)+len(inv.Clusters)+len(inv.Nodes)+len(inv.ClusterBindings)+len(inv.Secrets) != 0 {
 		s.t.Errorf("left in Rancher: %v", inv)
 	}
 	hex := strings.ReplaceAll(resUUID, "-", "")
-	if _, ok := s.kc.GroupByPath("waldur", "/c_"+hex); ok {
+	if _, ok := s.Keycloak.GroupByPath("waldur", "/c_"+hex); ok {
 		s.t.Errorf("Keycloak group c_%s is left", hex)
 	}
 	cl, _ := vault.ParseCluster(resUUID)
@@ -265,18 +265,18 @@ func TestKilledMidCreateResumesWithoutMakingAnythingTwice(t *testing.T) {
 	name := "bio-prod"
 	orderUUID, _ := s.order(waldursim.CreateOrderRequest{ResourceName: name, Attributes: createAttributes(name, 2)})
 	select {
-	case <-s.sb.Done():
+	case <-s.Sitebus.Done():
 	case <-time.After(90 * time.Second):
 		t.Fatal("sitebus did not reach the failpoint")
 	}
-	if n := len(s.os.Inventory("").Servers); n != 3+5 {
+	if n := len(s.OpenStack.Inventory("").Servers); n != 3+5 {
 		t.Fatalf("%d VMs at the crash, want the 3 load balancers and 5 nodes", n)
 	}
-	s.start()
-	if o := s.waitOrder(orderUUID, "done", "erred"); o.State != "done" {
+	s.Start()
+	if o := s.WaitOrder(orderUUID, "done", "erred"); o.State != "done" {
 		t.Fatalf("order %s after the restart: %s", o.State, o.ErrorMessage)
 	}
-	inv := s.os.Inventory("")
+	inv := s.OpenStack.Inventory("")
 	seen := map[string]int{}
 	// Names repeat across zones (each zone's load balancer), never
 	// within a project.
@@ -304,9 +304,9 @@ func TestKilledMidCreateResumesWithoutMakingAnythingTwice(t *testing.T) {
 			t.Errorf("VM %s booted %d times", host, n)
 		}
 	}
-	pc, _ := s.rs.ProvisioningClusterNamed("k8s-" + name)
-	if n := len(s.rs.Nodes(pc.ClusterID)); n != 15 || len(s.rs.Inventory().ProvisioningClusters) != 1 {
-		t.Errorf("%d Rancher nodes, clusters %v; want 15 nodes of one cluster", n, s.rs.Inventory())
+	pc, _ := s.Rancher.ProvisioningClusterNamed("k8s-" + name)
+	if n := len(s.Rancher.Nodes(pc.ClusterID)); n != 15 || len(s.Rancher.Inventory().ProvisioningClusters) != 1 {
+		t.Errorf("%d Rancher nodes, clusters %v; want 15 nodes of one cluster", n, s.Rancher.Inventory())
 	}
 }
 
@@ -335,21 +335,21 @@ func TestValidationRefusalsErrTheOrderWithNothingMade(t *testing.T) {
 			i++
 			attrs := createAttributes(fmt.Sprintf("refused-%d", i), 2)
 			maps.Copy(attrs, tc.attrs)
-			s.os.ResetCalls()
+			s.OpenStack.ResetCalls()
 			orderUUID, _ := s.order(waldursim.CreateOrderRequest{ResourceName: fmt.Sprintf("refused-%d", i), Attributes: attrs})
-			o := s.waitOrder(orderUUID, "done", "erred")
+			o := s.WaitOrder(orderUUID, "done", "erred")
 			if o.State != "erred" || !strings.Contains(o.ErrorMessage, tc.want) {
 				t.Fatalf("order %s: %q, want erred with %q", o.State, o.ErrorMessage, tc.want)
 			}
-			for _, c := range s.os.Calls() {
+			for _, c := range s.OpenStack.Calls() {
 				if c.Method != "GET" && !strings.HasSuffix(c.Path, "/auth/tokens") {
 					t.Errorf("OpenStack call %s %s for a refused order", c.Method, c.Path)
 				}
 			}
-			if inv := s.os.Inventory(""); !inv.Empty() {
+			if inv := s.OpenStack.Inventory(""); !inv.Empty() {
 				t.Errorf("OpenStack holds %d objects", inv.Count())
 			}
-			if inv := s.rs.Inventory(); len(inv.ProvisioningClusters) != 0 {
+			if inv := s.Rancher.Inventory(); len(inv.ProvisioningClusters) != 0 {
 				t.Errorf("Rancher holds %v", inv)
 			}
 		})
@@ -360,23 +360,23 @@ func TestScaleUpAndDown(t *testing.T) {
 	s := newSite(t)
 	name := "astro-prod"
 	orderUUID, resUUID := s.order(waldursim.CreateOrderRequest{ResourceName: name, Attributes: createAttributes(name, 1)})
-	if o := s.waitOrder(orderUUID, "done", "erred"); o.State != "done" {
+	if o := s.WaitOrder(orderUUID, "done", "erred"); o.State != "done" {
 		t.Fatalf("create %s: %s", o.State, o.ErrorMessage)
 	}
-	pc, _ := s.rs.ProvisioningClusterNamed("k8s-" + name)
+	pc, _ := s.Rancher.ProvisioningClusterNamed("k8s-" + name)
 	cl, _ := vault.ParseCluster(resUUID)
 
 	// Up: one more worker per zone, with the Vault objects made again for
 	// them (Mastermind's node-add fails here) and removed after.
 	up, _ := s.order(waldursim.CreateOrderRequest{Type: "Update", ResourceUUID: resUUID, Attributes: map[string]any{"worker_nodes_count": 2}})
-	if o := s.waitOrder(up, "done", "erred"); o.State != "done" {
+	if o := s.WaitOrder(up, "done", "erred"); o.State != "done" {
 		t.Fatalf("scale up %s: %s", o.State, o.ErrorMessage)
 	}
-	if n := len(s.os.Inventory("").Servers); n != 18 {
+	if n := len(s.OpenStack.Inventory("").Servers); n != 18 {
 		t.Errorf("%d VMs after scale up, want 18", n)
 	}
 	active := 0
-	for _, n := range s.rs.Nodes(pc.ClusterID) {
+	for _, n := range s.Rancher.Nodes(pc.ClusterID) {
 		if n.State == "active" {
 			active++
 		}
@@ -391,34 +391,34 @@ func TestScaleUpAndDown(t *testing.T) {
 	// Down: the highest-numbered worker of each zone is drained, its VM
 	// and volumes deleted, then its Rancher node.
 	down, _ := s.order(waldursim.CreateOrderRequest{Type: "Update", ResourceUUID: resUUID, Attributes: map[string]any{"worker_nodes_count": 1}})
-	if o := s.waitOrder(down, "done", "erred"); o.State != "done" {
+	if o := s.WaitOrder(down, "done", "erred"); o.State != "done" {
 		t.Fatalf("scale down %s: %s", o.State, o.ErrorMessage)
 	}
-	if n := len(s.rs.Drains()); n != 3 {
-		t.Errorf("%d drains, want 3: %v", n, s.rs.Drains())
+	if n := len(s.Rancher.Drains()); n != 3 {
+		t.Errorf("%d drains, want 3: %v", n, s.Rancher.Drains())
 	}
-	if n := len(s.os.Inventory("").Servers); n != 15 {
+	if n := len(s.OpenStack.Inventory("").Servers); n != 15 {
 		t.Errorf("%d VMs after scale down, want 15", n)
 	}
-	if n := len(s.rs.Nodes(pc.ClusterID)); n != 12 {
+	if n := len(s.Rancher.Nodes(pc.ClusterID)); n != 12 {
 		t.Errorf("%d Rancher nodes after scale down, want 12", n)
 	}
 
 	// A new name renames the Rancher cluster.
 	rename, _ := s.order(waldursim.CreateOrderRequest{Type: "Update", ResourceUUID: resUUID, Attributes: map[string]any{"name": "astro-production"}})
-	if o := s.waitOrder(rename, "done", "erred"); o.State != "done" {
+	if o := s.WaitOrder(rename, "done", "erred"); o.State != "done" {
 		t.Fatalf("rename %s: %s", o.State, o.ErrorMessage)
 	}
-	if c, ok := s.rs.ClusterByID(pc.ClusterID); !ok || c.Name != "astro-production" {
+	if c, ok := s.Rancher.ClusterByID(pc.ClusterID); !ok || c.Name != "astro-production" {
 		t.Errorf("Rancher cluster %+v after the rename, want the name astro-production", c)
 	}
 
 	// The last worker of a zone stays.
 	last, _ := s.order(waldursim.CreateOrderRequest{Type: "Update", ResourceUUID: resUUID, Attributes: map[string]any{"worker_nodes_count": 0}})
-	if o := s.waitOrder(last, "done", "erred"); o.State != "erred" || !strings.Contains(o.ErrorMessage, "worker_nodes_count") {
+	if o := s.WaitOrder(last, "done", "erred"); o.State != "erred" || !strings.Contains(o.ErrorMessage, "worker_nodes_count") {
 		t.Errorf("scale to 0 %s: %q, want erred naming worker_nodes_count", o.State, o.ErrorMessage)
 	}
-	if n := len(s.os.Inventory("").Servers); n != 15 {
+	if n := len(s.OpenStack.Inventory("").Servers); n != 15 {
 		t.Errorf("%d VMs after the refused scale down, want 15", n)
 	}
 }

@@ -18,7 +18,7 @@ import (
 func vmSums(t *testing.T, s *site) map[string]string {
 	t.Helper()
 	flavors := map[string][2]int{"f-medium": {2, 4096}, "f-large": {4, 8192}, "f-xlarge": {8, 16384}}
-	inv := s.os.Inventory("")
+	inv := s.OpenStack.Inventory("")
 	size := map[string]int{}
 	for _, v := range inv.Volumes {
 		size[v.ID] = v.Size
@@ -47,7 +47,7 @@ func vmSums(t *testing.T, s *site) map[string]string {
 // reported is the usage Waldur holds for a resource in month.
 func reported(s *site, resUUID, month string) map[string]string {
 	out := map[string]string{}
-	for _, u := range s.ws.Usages() {
+	for _, u := range s.Waldur.Usages() {
 		if u.BillingPeriod == month && strings.EqualFold(strings.ReplaceAll(u.ResourceUUID, "-", ""), strings.ReplaceAll(resUUID, "-", "")) {
 			out[u.Type] = u.Usage
 		}
@@ -57,7 +57,7 @@ func reported(s *site, resUUID, month string) map[string]string {
 
 func setUsageCalls(s *site) int {
 	n := 0
-	for _, c := range s.ws.Calls() {
+	for _, c := range s.Waldur.Calls() {
 		if c.Method == "POST" && strings.HasSuffix(c.Path, "/set_usage/") {
 			n++
 		}
@@ -68,7 +68,7 @@ func setUsageCalls(s *site) int {
 // usageCycles reads the usage reporter's completed cycles from /metrics.
 func usageCycles(t *testing.T, s *site) float64 {
 	t.Helper()
-	_, body := s.sb.Get("/metrics")
+	_, body := s.Sitebus.Get("/metrics")
 	for line := range strings.SplitSeq(body, "\n") {
 		if v, ok := strings.CutPrefix(line, `sitebus_usage_cycles_total{offering="e2e-clusters",outcome="ok"} `); ok {
 			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
@@ -90,18 +90,18 @@ func TestUsageOfAClusterIsItsVMs(t *testing.T) {
 	s := newSite(t, "WALDUR_SITE_AGENT_REPORT_PERIOD_MINUTES=0.01")
 	// The fixture's offering has cpu, ram and storage; a rancher-cluster
 	// offering also bills nodes.
-	wc, err := waldur.New(waldur.Config{APIURL: s.ws.URL() + "/api/", Token: token})
+	wc, err := waldur.New(waldur.Config{APIURL: s.Waldur.URL() + "/api/", Token: s.Token})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := wc.CreateOfferingComponent(ctx(t), offeringUUID, waldur.ComponentRequest{
+	if err := wc.CreateOfferingComponent(ctx(t), s.OfferingUUID, waldur.ComponentRequest{
 		Type: "nodes", Name: "Nodes", MeasuredUnit: "nodes", BillingType: "usage"}); err != nil {
 		t.Fatal(err)
 	}
 
 	name := "usage-prod"
 	orderUUID, resUUID := s.order(waldursim.CreateOrderRequest{ResourceName: name, Attributes: createAttributes(name, 1)})
-	if o := s.waitOrder(orderUUID, "done", "erred"); o.State != "done" {
+	if o := s.WaitOrder(orderUUID, "done", "erred"); o.State != "done" {
 		t.Fatalf("create %s: %s", o.State, o.ErrorMessage)
 	}
 	month := time.Now().UTC().Format("2006-01") + "-01"
@@ -118,7 +118,7 @@ func TestUsageOfAClusterIsItsVMs(t *testing.T) {
 
 	// Up: one more worker per zone (8 vCPUs, 16 GiB each).
 	up, _ := s.order(waldursim.CreateOrderRequest{Type: "Update", ResourceUUID: resUUID, Attributes: map[string]any{"worker_nodes_count": 2}})
-	if o := s.waitOrder(up, "done", "erred"); o.State != "done" {
+	if o := s.WaitOrder(up, "done", "erred"); o.State != "done" {
 		t.Fatalf("scale up %s: %s", o.State, o.ErrorMessage)
 	}
 	grown := vmSums(t, s)

@@ -48,20 +48,20 @@ func benchRancherCreate(b *testing.B, opts siteOptions) {
 	for i := range orders {
 		// The order and team are made silently; the clock starts when
 		// the order's frame is published.
-		res := harness.CreateOrderSilent(b, s.admin, fmt.Sprintf("lat-%03d", i), map[string]int{"cpu": 1, "ram": 2, "storage": 5, "gpu": 1}, team...)
+		res := harness.CreateOrderSilent(b, s.Admin, fmt.Sprintf("lat-%03d", i), map[string]int{"cpu": 1, "ram": 2, "storage": 5, "gpu": 1}, team...)
 		start := time.Now()
 		if i == 0 {
 			first = start
 		}
-		harness.DeliverOrder(b, s.admin, offeringHex, res.Order.UUID)
+		harness.DeliverOrder(b, s.Admin, offeringHex, res.Order.UUID)
 		samples = append(samples, sample{res.Order.UUID, start})
-		if o := s.waitOrder(res.Order.UUID, "done", "erred"); o.State != "done" {
-			b.Fatalf("order %d: %s (%s)\n%s", i, o.State, o.ErrorMessage, s.sb.Tail(40))
+		if o := s.WaitOrder(res.Order.UUID, "done", "erred"); o.State != "done" {
+			b.Fatalf("order %d: %s (%s)\n%s", i, o.State, o.ErrorMessage, s.Sitebus.Tail(40))
 		}
 	}
 	b.StopTimer()
 
-	wcalls, err := s.admin.Calls(context.Background())
+	wcalls, err := s.Admin.Calls(context.Background())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -77,7 +77,7 @@ func benchRancherCreate(b *testing.B, opts siteOptions) {
 		}
 	}
 	var rancher, keycloak []call
-	for _, c := range s.rs.Calls() {
+	for _, c := range s.Rancher.Calls() {
 		if !c.Time.Before(first) {
 			p := c.Path
 			if c.Query != "" {
@@ -86,7 +86,7 @@ func benchRancherCreate(b *testing.B, opts siteOptions) {
 			rancher = append(rancher, call{"rancher", c.Time, c.Method, p})
 		}
 	}
-	for _, c := range s.kc.Calls() {
+	for _, c := range s.Keycloak.Calls() {
 		if !c.Time.Before(first) {
 			keycloak = append(keycloak, call{"keycloak", c.Time, c.Method, c.Path})
 		}

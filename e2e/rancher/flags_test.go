@@ -17,7 +17,7 @@ import (
 // canonical quantities, so "4000m" and "4" compare equal.
 func (s *site) hardQuota(t *testing.T, ns string) map[string]string {
 	t.Helper()
-	q, err := s.kube.Dynamic().Resource(corev1.SchemeGroupVersion.WithResource("resourcequotas")).Namespace(ns).Get(ctx(t), "custom-resource-quota", metav1.GetOptions{})
+	q, err := s.Cluster.Dynamic().Resource(corev1.SchemeGroupVersion.WithResource("resourcequotas")).Namespace(ns).Get(ctx(t), "custom-resource-quota", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,11 +38,11 @@ func (s *site) hardQuota(t *testing.T, ns string) map[string]string {
 // force before (the Python plugin ignores both flags).
 func TestRancherPauseDownscaleRestore(t *testing.T) {
 	s := newSiteWith(t, siteOptions{})
-	orderUUID, resUUID := s.create("flags", map[string]int{"cpu": 6, "ram": 12, "storage": 50, "gpu": 2})
-	if o := s.waitOrder(orderUUID, "done", "erred"); o.State != "done" {
-		t.Fatalf("create: %s (%s)\n%s", o.State, o.ErrorMessage, s.sb.Tail(40))
+	orderUUID, resUUID := s.Create("flags", map[string]int{"cpu": 6, "ram": 12, "storage": 50, "gpu": 2})
+	if o := s.WaitOrder(orderUUID, "done", "erred"); o.State != "done" {
+		t.Fatalf("create: %s (%s)\n%s", o.State, o.ErrorMessage, s.Sitebus.Tail(40))
 	}
-	ns := s.prefix + "flags"
+	ns := s.Prefix + "flags"
 	original := map[string]string{"limits.cpu": "6", "limits.memory": "12Gi", "requests.storage": "50Gi", "requests.nvidia.com/gpu": "2"}
 	zero := map[string]string{"limits.cpu": "0", "limits.memory": "0", "requests.storage": "0", "requests.nvidia.com/gpu": "2"}
 	minimal := map[string]string{"limits.cpu": "1", "limits.memory": "1Gi", "requests.storage": "1Gi", "requests.nvidia.com/gpu": "2"}
@@ -61,7 +61,7 @@ func TestRancherPauseDownscaleRestore(t *testing.T) {
 		{"clearing both restores the limits of before", waldursim.FlagsRequest{Paused: ptr(false), Downscaled: ptr(false)}, original},
 	}
 	for _, st := range steps {
-		if _, err := s.admin.SetFlags(ctx(t), resUUID, st.flags); err != nil {
+		if _, err := s.Admin.SetFlags(ctx(t), resUUID, st.flags); err != nil {
 			t.Fatal(err)
 		}
 		var seen map[string]string

@@ -41,7 +41,7 @@ spec:
 
 func (s *site) imports(ns string) []ranchersim.Import {
 	var out []ranchersim.Import
-	for _, im := range s.rs.Imports() {
+	for _, im := range s.Rancher.Imports() {
 		if im.Namespace == ns || im.DefaultNamespace == ns {
 			out = append(out, im)
 		}
@@ -55,7 +55,7 @@ func (s *site) roleEvent(id, user, role string, granted bool) {
 	s.t.Helper()
 	body := fmt.Sprintf(`{"user_uuid": "c000000000004000800000000000000%d", "user_username": "%s", "project_uuid": "%s", "role_name": "%s", "granted": %v, "offering_uuid": "%s"}`,
 		len(user)%10, user, strings.ReplaceAll(projectUUID, "-", ""), role, granted, offeringHex)
-	if _, err := s.admin.PublishRaw(ctx(s.t), waldursim.RawEventRequest{OfferingUUID: offeringHex, ObjectType: "user_role", Body: body, MessageID: id}); err != nil {
+	if _, err := s.Admin.PublishRaw(ctx(s.t), waldursim.RawEventRequest{OfferingUUID: offeringHex, ObjectType: "user_role", Body: body, MessageID: id}); err != nil {
 		s.t.Fatal(err)
 	}
 }
@@ -64,7 +64,7 @@ func (s *site) roleEvent(id, user, role string, granted bool) {
 // event of id, then waits until the membership service acked it.
 func (s *site) setTeam(id, resUUID string, m waldursim.TeamMember, granted bool) {
 	s.t.Helper()
-	if _, err := s.admin.SetTeam(ctx(s.t), waldursim.TeamRequest{ResourceUUID: resUUID, Member: m, Granted: granted, Silent: true}); err != nil {
+	if _, err := s.Admin.SetTeam(ctx(s.t), waldursim.TeamRequest{ResourceUUID: resUUID, Member: m, Granted: granted, Silent: true}); err != nil {
 		s.t.Fatal(err)
 	}
 	s.roleEvent(id, m.Username, m.Role, granted)
@@ -74,7 +74,7 @@ func (s *site) setTeam(id, resUUID string, m waldursim.TeamMember, granted bool)
 // waitHandled waits until consumer acked the events with these message ids.
 func (s *site) waitHandled(consumer string, msgIDs ...string) {
 	s.t.Helper()
-	r := harness.NewReader(s.t, s.sb.NATSURL)
+	r := harness.NewReader(s.t, s.Sitebus.NATSURL)
 	var last uint64
 	harness.Eventually(s.t, 60*time.Second, "events "+strconv.Quote(consumer)+" must handle", func() bool {
 		last, found := uint64(0), 0
@@ -106,12 +106,12 @@ func (s *site) waitHandled(consumer string, msgIDs ...string) {
 func TestRancherProjectLifecycle(t *testing.T) {
 	s := newSite(t)
 	limits := map[string]int{"cpu": 4, "ram": 8, "storage": 100, "gpu": 2}
-	orderUUID, resUUID := s.create("gpu-lab", limits, member("alice01", "PROJECT.ADMIN"), member("bob01", "PROJECT.MEMBER"))
-	if o := s.waitOrder(orderUUID, "done", "erred"); o.State != "done" {
-		t.Fatalf("create: %s (%s)\n%s", o.State, o.ErrorMessage, s.sb.Tail(40))
+	orderUUID, resUUID := s.Create("gpu-lab", limits, member("alice01", "PROJECT.ADMIN"), member("bob01", "PROJECT.MEMBER"))
+	if o := s.WaitOrder(orderUUID, "done", "erred"); o.State != "done" {
+		t.Fatalf("create: %s (%s)\n%s", o.State, o.ErrorMessage, s.Sitebus.Tail(40))
 	}
-	name := s.prefix + "gpu-lab"
-	projects := s.rs.ProjectsNamed(name)
+	name := s.Prefix + "gpu-lab"
+	projects := s.Rancher.ProjectsNamed(name)
 	if len(projects) != 1 {
 		t.Fatalf("%d projects named %s, want 1", len(projects), name)
 	}
@@ -129,7 +129,7 @@ func TestRancherProjectLifecycle(t *testing.T) {
 		}
 	})
 	t.Run("the namespace has the pod-security labels and namespace_labels", func(t *testing.T) {
-		ns, err := s.kube.Dynamic().Resource(nsGVR).Get(ctx(t), name, metav1.GetOptions{})
+		ns, err := s.Cluster.Dynamic().Resource(nsGVR).Get(ctx(t), name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -154,9 +154,9 @@ func TestRancherProjectLifecycle(t *testing.T) {
 			"/" + parentGroup: "Cluster access group for c-m-sim00001",
 			childPath:         "Project genomics members with role workloads-manage",
 		} {
-			g, ok := s.kc.GroupByPath("waldur", path)
+			g, ok := s.Keycloak.GroupByPath("waldur", path)
 			if !ok {
-				t.Errorf("no group %s (groups: %v)", path, s.kc.Groups("waldur"))
+				t.Errorf("no group %s (groups: %v)", path, s.Keycloak.Groups("waldur"))
 				continue
 			}
 			if !slices.Equal(g.Attributes["managed_by"], []string{"sitebus"}) || !slices.Equal(g.Attributes["description"], []string{desc}) {
@@ -177,7 +177,7 @@ func TestRancherProjectLifecycle(t *testing.T) {
 		}
 	})
 	t.Run("Waldur got the project id and one done", func(t *testing.T) {
-		res, err := s.admin.Resource(ctx(t), resUUID)
+		res, err := s.Admin.Resource(ctx(t), resUUID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -194,15 +194,15 @@ func TestRancherProjectLifecycle(t *testing.T) {
 	logCalls(t, s, "one create order (team of two)")
 
 	t.Run("an update changes the quota", func(t *testing.T) {
-		up := s.order(waldursim.CreateOrderRequest{Type: "Update", ResourceUUID: resUUID, Limits: map[string]int{"cpu": 6, "ram": 8, "storage": 100, "gpu": 2}})
-		if o := s.waitOrder(up, "done", "erred"); o.State != "done" {
+		up, _ := s.Order(waldursim.CreateOrderRequest{Type: "Update", ResourceUUID: resUUID, Limits: map[string]int{"cpu": 6, "ram": 8, "storage": 100, "gpu": 2}})
+		if o := s.WaitOrder(up, "done", "erred"); o.State != "done" {
 			t.Fatalf("update: %s (%s)", o.State, o.ErrorMessage)
 		}
 		ims := s.imports(name)
 		if len(ims) != 2 || !strings.Contains(ims[1].YAML, "limits.cpu: 6000m\n") {
 			t.Fatalf("imports after the update: %+v", ims)
 		}
-		q, err := s.kube.Dynamic().Resource(corev1.SchemeGroupVersion.WithResource("resourcequotas")).Namespace(name).Get(ctx(t), "custom-resource-quota", metav1.GetOptions{})
+		q, err := s.Cluster.Dynamic().Resource(corev1.SchemeGroupVersion.WithResource("resourcequotas")).Namespace(name).Get(ctx(t), "custom-resource-quota", metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -234,7 +234,7 @@ func TestRancherProjectLifecycle(t *testing.T) {
 		if bs := s.groupBindings(p.ID); len(bs) != 0 {
 			t.Errorf("bindings left: %+v", bs)
 		}
-		if gs := s.kc.Groups("waldur"); len(gs) != 0 {
+		if gs := s.Keycloak.Groups("waldur"); len(gs) != 0 {
 			t.Errorf("groups left: %+v", gs)
 		}
 	})
@@ -246,17 +246,17 @@ func TestRancherProjectLifecycle(t *testing.T) {
 		}
 	})
 	t.Run("terminate removes the project, the binding and the groups", func(t *testing.T) {
-		term := s.order(waldursim.CreateOrderRequest{Type: "Terminate", ResourceUUID: resUUID})
-		if o := s.waitOrder(term, "done", "erred"); o.State != "done" {
+		term, _ := s.Order(waldursim.CreateOrderRequest{Type: "Terminate", ResourceUUID: resUUID})
+		if o := s.WaitOrder(term, "done", "erred"); o.State != "done" {
 			t.Fatalf("terminate: %s (%s)", o.State, o.ErrorMessage)
 		}
-		if _, ok := s.rs.Project(p.ID); ok {
+		if _, ok := s.Rancher.Project(p.ID); ok {
 			t.Error("the project is still there")
 		}
 		if bs := s.groupBindings(p.ID); len(bs) != 0 {
 			t.Errorf("bindings left: %+v", bs)
 		}
-		if gs := s.kc.Groups("waldur"); len(gs) != 0 {
+		if gs := s.Keycloak.Groups("waldur"); len(gs) != 0 {
 			t.Errorf("groups left: %+v", gs)
 		}
 	})
@@ -267,19 +267,19 @@ func TestRancherProjectLifecycle(t *testing.T) {
 // Keycloak's reason (the Python agent logs it and reports success).
 func TestKeycloakFailingDuringCreateLeavesNoProject(t *testing.T) {
 	s := newSite(t)
-	s.kc.AddFault(keycloaksim.Fault{Method: "POST", PathPrefix: "/admin/realms/waldur/groups", Status: 403, Body: `{"error":"HTTP 403 Forbidden"}`})
-	orderUUID, _ := s.create("kc-down", map[string]int{"cpu": 1}, member("alice01", "PROJECT.ADMIN"))
-	o := s.waitOrder(orderUUID, "done", "erred")
+	s.Keycloak.AddFault(keycloaksim.Fault{Method: "POST", PathPrefix: "/admin/realms/waldur/groups", Status: 403, Body: `{"error":"HTTP 403 Forbidden"}`})
+	orderUUID, _ := s.Create("kc-down", map[string]int{"cpu": 1}, member("alice01", "PROJECT.ADMIN"))
+	o := s.WaitOrder(orderUUID, "done", "erred")
 	if o.State != "erred" || !strings.Contains(o.ErrorMessage, "403") {
 		t.Fatalf("order %s: %q, want erred with Keycloak's 403", o.State, o.ErrorMessage)
 	}
-	if n := s.rs.CallCount("POST", "/v3/projects", 201); n != 1 {
+	if n := s.Rancher.CallCount("POST", "/v3/projects", 201); n != 1 {
 		t.Errorf("%d projects created, want 1 (the saga's first step)", n)
 	}
-	if ps := s.rs.ProjectsNamed(s.prefix + "kc-down"); len(ps) != 0 {
+	if ps := s.Rancher.ProjectsNamed(s.Prefix + "kc-down"); len(ps) != 0 {
 		t.Errorf("project left after the compensation: %+v", ps)
 	}
-	if gs := s.kc.Groups("waldur"); len(gs) != 0 {
+	if gs := s.Keycloak.Groups("waldur"); len(gs) != 0 {
 		t.Errorf("groups left: %+v", gs)
 	}
 }
@@ -288,27 +288,27 @@ func TestKeycloakFailingDuringCreateLeavesNoProject(t *testing.T) {
 // before anything is made, and stays as it was.
 func TestForeignProjectOfTheSameNameErrsUntouched(t *testing.T) {
 	s := newSite(t)
-	before, err := s.rs.AddProject(ranchersim.Project{Name: s.prefix + "taken", Description: "someone else's", Annotations: map[string]string{"team": "other"}})
+	before, err := s.Rancher.AddProject(ranchersim.Project{Name: s.Prefix + "taken", Description: "someone else's", Annotations: map[string]string{"team": "other"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	orderUUID, _ := s.create("taken", map[string]int{"cpu": 1}, member("alice01", "PROJECT.ADMIN"))
-	o := s.waitOrder(orderUUID, "done", "erred")
+	orderUUID, _ := s.Create("taken", map[string]int{"cpu": 1}, member("alice01", "PROJECT.ADMIN"))
+	o := s.WaitOrder(orderUUID, "done", "erred")
 	if o.State != "erred" || !strings.Contains(o.ErrorMessage, "not managed by sitebus") {
 		t.Fatalf("order %s: %q, want erred naming the foreign project", o.State, o.ErrorMessage)
 	}
-	after, ok := s.rs.Project(before.ID)
+	after, ok := s.Rancher.Project(before.ID)
 	if !ok || after.Description != before.Description || !maps.Equal(after.Annotations, before.Annotations) {
 		t.Errorf("foreign project changed: before %+v after %+v (exists %v)", before, after, ok)
 	}
-	if bs := s.rs.Bindings(before.ID); len(s.groupBindings(before.ID)) != 0 {
+	if bs := s.Rancher.Bindings(before.ID); len(s.groupBindings(before.ID)) != 0 {
 		t.Errorf("bindings made on the foreign project: %+v", bs)
 	}
-	if len(s.imports(s.prefix+"taken")) != 0 {
+	if len(s.imports(s.Prefix+"taken")) != 0 {
 		t.Error("a quota was imported")
 	}
-	if n := len(s.rs.ProjectsNamed(s.prefix + "taken")); n != 1 {
-		t.Errorf("%d projects named %staken, want the foreign one", n, s.prefix)
+	if n := len(s.Rancher.ProjectsNamed(s.Prefix + "taken")); n != 1 {
+		t.Errorf("%d projects named %staken, want the foreign one", n, s.Prefix)
 	}
 }
 
@@ -316,7 +316,7 @@ func TestForeignProjectOfTheSameNameErrsUntouched(t *testing.T) {
 // the closing notes.
 func logCalls(t *testing.T, s *site, what string) {
 	t.Helper()
-	wc, err := s.admin.Calls(ctx(t))
+	wc, err := s.Admin.Calls(ctx(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -337,10 +337,10 @@ func logCalls(t *testing.T, s *site, what string) {
 		return out
 	}
 	var r, k, w []string
-	for _, c := range s.rs.Calls() {
+	for _, c := range s.Rancher.Calls() {
 		r = append(r, shape(c.Method, c.Path))
 	}
-	for _, c := range s.kc.Calls() {
+	for _, c := range s.Keycloak.Calls() {
 		k = append(k, shape(c.Method, c.Path))
 	}
 	for _, c := range wc {

@@ -8,7 +8,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -48,15 +47,8 @@ var crdOnce struct {
 
 func cluster(t testing.TB) *kube.Cluster {
 	t.Helper()
-	kube.Require(t)
 	c := kube.Shared(t)
-	crdOnce.Do(func() {
-		root, err := harness.RepoRoot()
-		if err == nil {
-			err = c.ApplyFile(context.Background(), filepath.Join(root, "deploy/crds/managednamespaces.provisioning.hpc.ut.ee.yaml"))
-		}
-		crdOnce.err = err
-	})
+	crdOnce.Do(func() { crdOnce.err = harness.InstallManagedNamespaceCRD(context.Background(), c) })
 	if crdOnce.err != nil {
 		t.Fatalf("install the CRD: %v", crdOnce.err)
 	}
@@ -152,6 +144,22 @@ func fixture(t testing.TB, resources []waldursim.Resource) *waldursim.Fixture {
 	fx.Orders = nil
 	fx.Resources = resources
 	return fx
+}
+
+// usageReporter runs `sitebus run --only usage-reporter` on fx, reporting
+// from backend with settings: every component is accounted by usage, and
+// a cycle runs every 600 ms (0.01 minutes), so a test waits for cycles,
+// not minutes.
+func usageReporter(t testing.TB, fx *waldursim.Fixture, backend string, settings map[string]any) *harness.Site {
+	t.Helper()
+	components := map[string]any{}
+	for _, c := range []string{"cpu", "ram", "storage", "gpu"} {
+		components[c] = map[string]any{"accounting_type": "usage"}
+	}
+	return harness.NewSite(t, harness.WithoutBroker(), harness.WithFixture(fx), harness.WithOnly("usage-reporter"), harness.WithGPU(),
+		harness.WithEnv("WALDUR_SITE_AGENT_REPORT_PERIOD_MINUTES=0.01"),
+		harness.WithOffering(map[string]any{"name": "e2e-usage", "waldur_offering_uuid": offeringUUID,
+			"backend_type": backend, "order_processing_backend": nil, "reporting_backend": backend, "backend_settings": settings, "backend_components": components}))
 }
 
 func resource(i int, backendID string) waldursim.Resource {

@@ -66,33 +66,9 @@ func TestRancherUsageReporterSubmitsTheSums(t *testing.T) {
 	createPVC(t, dyn, noise, "other", "1Ti")
 
 	fx := fixture(t, []waldursim.Resource{rancherResource(1, projectA), rancherResource(2, projectB)})
-	wsim := waldursim.NewTestServer(t, waldursim.Config{Fixture: fx})
 	o := rsim.Options()
-	cfg := fmt.Sprintf(`offerings:
-  - name: e2e-usage
-    waldur_api_url: %s/api/
-    waldur_api_token: %s
-    waldur_offering_uuid: %s
-    backend_type: rancher
-    reporting_backend: rancher
-    backend_settings:
-      backend_url: %s
-      username: %s
-      password: %s
-      cluster_id: %s
-    backend_components:
-      cpu: {type: cpu, measured_unit: cores, accounting_type: usage, label: CPU}
-      ram: {type: ram, measured_unit: GiB, accounting_type: usage, label: RAM}
-      storage: {type: storage, measured_unit: GiB, accounting_type: usage, label: Storage}
-      gpu: {type: gpu, measured_unit: units, accounting_type: usage, label: GPU}
-sitebus:
-  log_format: text
-`, wsim.URL(), fx.Users[0].Token, offeringUUID, rsim.URL(), o.AccessKey, o.SecretKey, o.ClusterID)
-	sb := harness.StartSitebus(t, harness.SitebusOptions{
-		Config: cfg, Args: []string{"--only", "usage-reporter"},
-		// 0.01 minutes: a cycle every 600 ms, so the test waits for cycles, not minutes.
-		Env: []string{"WALDUR_SITE_AGENT_REPORT_PERIOD_MINUTES=0.01"},
-	})
+	site := usageReporter(t, fx, "rancher", map[string]any{"backend_url": rsim.URL(), "username": o.AccessKey, "password": o.SecretKey, "cluster_id": o.ClusterID})
+	wsim, sb := site.Waldur, site.Sitebus
 
 	month := time.Now().UTC().Format("2006-01") + "-01"
 	want := map[string]map[string]string{

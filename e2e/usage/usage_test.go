@@ -41,30 +41,8 @@ func TestUsageReporterSubmitsTheSumsOnceAndRefusesDecreases(t *testing.T) {
 	createPVC(t, dyn, noise, "other", "1Ti")
 
 	fx := fixture(t, []waldursim.Resource{resource(1, "waldur-usage-a"), resource(2, "waldur-usage-b")})
-	sim := waldursim.NewTestServer(t, waldursim.Config{Fixture: fx})
-	cfg := fmt.Sprintf(`offerings:
-  - name: e2e-usage
-    waldur_api_url: %s/api/
-    waldur_api_token: %s
-    waldur_offering_uuid: %s
-    backend_type: k8s-ut-namespace
-    reporting_backend: k8s-ut-namespace
-    backend_settings:
-      kubeconfig_path: %s
-      cr_namespace: %s
-    backend_components:
-      cpu: {type: cpu, measured_unit: cores, accounting_type: usage, label: CPU}
-      ram: {type: ram, measured_unit: GiB, accounting_type: usage, label: RAM}
-      storage: {type: storage, measured_unit: GiB, accounting_type: usage, label: Storage}
-      gpu: {type: gpu, measured_unit: units, accounting_type: usage, label: GPU}
-sitebus:
-  log_format: text
-`, sim.URL(), fx.Users[0].Token, offeringUUID, c.Kubeconfig, crNS)
-	sb := harness.StartSitebus(t, harness.SitebusOptions{
-		Config: cfg, Args: []string{"--only", "usage-reporter"},
-		// 0.01 minutes: a cycle every 600 ms, so the test waits for cycles, not minutes.
-		Env: []string{"WALDUR_SITE_AGENT_REPORT_PERIOD_MINUTES=0.01"},
-	})
+	site := usageReporter(t, fx, "k8s-ut-namespace", map[string]any{"kubeconfig_path": c.Kubeconfig, "cr_namespace": crNS})
+	sim, sb := site.Waldur, site.Sitebus
 
 	month := time.Now().UTC().Format("2006-01") + "-01"
 	want := map[string]map[string]string{
