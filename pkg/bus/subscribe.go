@@ -384,20 +384,7 @@ func (s *Subscription) process(m jetstream.Msg, ticket keylock.Ticket, decodeAnd
 
 	// Keep the message ours while it waits for its key and while the
 	// handler runs longer than AckWait allows.
-	stopKeepAlive := make(chan struct{})
-	defer close(stopKeepAlive)
-	go func() {
-		t := time.NewTicker(s.cfg.AckWait / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-stopKeepAlive:
-				return
-			case <-t.C:
-				_ = m.InProgress()
-			}
-		}
-	}()
+	defer keepAlive(m, s.cfg.AckWait/3)()
 	if !s.wait(ticket) {
 		return
 	}
@@ -445,6 +432,32 @@ func (s *Subscription) process(m jetstream.Msg, ticket keylock.Ticket, decodeAnd
 		log().Warn("handler failed; will retry", "err", herr, "retry_in", delay.Round(time.Millisecond))
 		_ = m.NakWithDelay(delay)
 		b.metrics.handled.WithLabelValues(s.cfg.Name, "retry").Inc()
+	}
+}
+
+// keepAlive tells the server every period that m is still being worked on,
+// until the returned stop is called. A timer that re-arms itself rather
+// than a goroutine with a ticker: every delivered message has one, and most
+// are acked long before it first fires.
+func keepAlive(m jetstream.Msg, period time.Duration) (stop func()) {
+	var mu sync.Mutex
+	stopped := false
+	var t *time.Timer
+	mu.Lock()
+	defer mu.Unlock()
+	t = time.AfterFunc(period, func() {
+		_ = m.InProgress()
+		mu.Lock()
+		defer mu.Unlock()
+		if !stopped {
+			t.Reset(period)
+		}
+	})
+	return func() {
+		mu.Lock()
+		defer mu.Unlock()
+		stopped = true
+		t.Stop()
 	}
 }
 
