@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -389,6 +390,65 @@ func TestStopWaitsForInFlightHandlers(t *testing.T) {
 	sub.Stop(context.Background())
 	if !finished.Load() {
 		t.Error("Stop returned before the in-flight handler finished")
+	}
+}
+
+func TestALongHandlerKeepsItsMessageWithInProgress(t *testing.T) {
+	// A handler running past AckWait must not lose its message to a
+	// redelivery: the subscription tells the server "+WPI" (work in
+	// progress) every AckWait/3, again and again, for as long as it runs.
+	// Counted per delivery (its ack subject), since a redelivered copy
+	// would start keep-alives of its own.
+	b := newBus(t, bus.Config{})
+	ctx := testCtx(t)
+	var mu sync.Mutex
+	perDelivery := map[string]int{}
+	mostForOneDelivery := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		most := 0
+		for _, n := range perDelivery {
+			most = max(most, n)
+		}
+		return most
+	}
+	acks, err := b.Conn().Subscribe("$JS.ACK."+bus.EventsStream+".svc.>", func(m *nats.Msg) {
+		if string(m.Data) == "+WPI" {
+			mu.Lock()
+			perDelivery[m.Subject]++
+			mu.Unlock()
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = acks.Unsubscribe() })
+	release := make(chan struct{})
+	var calls atomic.Int32
+	sub, err := bus.Subscribe(ctx, b, fastConsumer("svc"), func(context.Context, *sitebusv1.WaldurEvent) error {
+		calls.Add(1)
+		<-release
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sub.Stop(context.Background()) })
+	// Runs before Stop (cleanups run last first), so a failing test
+	// does not leave Stop waiting for the held handler.
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { close(release) }) })
+	if _, err := b.Publish(ctx, "waldur.x.order", event("long")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the keep-alive sent twice for one delivery", func() bool { return mostForOneDelivery() >= 2 })
+	once.Do(func() { close(release) })
+	waitFor(t, "the message acked", func() bool {
+		info, err := sub.Consumers()[0].Info(ctx)
+		return err == nil && info.NumAckPending == 0 && info.AckFloor.Stream == 1
+	})
+	if calls.Load() < 1 {
+		t.Error("the handler never ran")
 	}
 }
 

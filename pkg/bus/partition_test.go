@@ -2,6 +2,7 @@ package bus_test
 
 import (
 	"fmt"
+	"hash/fnv"
 	"os"
 	"slices"
 	"strings"
@@ -35,6 +36,27 @@ func TestPartitionOfAKeyIsPinned(t *testing.T) {
 				t.Errorf("Partition(%q) = %d, want %d", tc.key, got, tc.want)
 			}
 		})
+	}
+}
+
+func TestPartitionIsFNV1a(t *testing.T) {
+	// Partition hashes in place for speed; it must stay hash/fnv's 32-bit
+	// FNV-1a modulo Partitions, the stored contract.
+	for i := range 1000 {
+		key := fmt.Sprintf("resource:%032x-%d", i*7919, i)
+		h := fnv.New32a()
+		_, _ = h.Write([]byte(key))
+		if got, want := bus.Partition(key), int(h.Sum32()%bus.Partitions); got != want {
+			t.Fatalf("Partition(%q) = %d, want %d", key, got, want)
+		}
+	}
+}
+
+func TestPartitionTokenIsThreeDigits(t *testing.T) {
+	for p, want := range map[int]string{0: "000", 7: "007", 42: "042", 255: "255"} {
+		if got := bus.PartitionToken(p); got != want {
+			t.Errorf("PartitionToken(%d) = %q, want %q", p, got, want)
+		}
 	}
 }
 

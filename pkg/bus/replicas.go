@@ -166,26 +166,41 @@ func RetryUnanswered(ctx context.Context, f func(context.Context) error) error {
 // until it succeeds, fails with an answer, or ctx ends. Only for requests
 // that are idempotent (a publish with a message id, a read).
 func retryUnanswered(ctx context.Context, f func(context.Context) error) error {
+	// The budget for a ctx without a deadline counts from the first
+	// attempt but is only made once that attempt went unanswered: nearly
+	// every call succeeds at once (every event the bridge ingests makes
+	// one), and the first attempt is bounded by requestTimeout anyway.
+	start := time.Now()
+	err := attemptUnanswered(ctx, f)
+	if err == nil || !unanswered(err) || ctx.Err() != nil {
+		return err
+	}
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, unansweredBudget)
+		ctx, cancel = context.WithDeadline(ctx, start.Add(unansweredBudget))
 		defer cancel()
 	}
 	delay := 50 * time.Millisecond
 	for {
-		actx, cancel := context.WithTimeout(ctx, requestTimeout)
-		err := f(actx)
-		cancel()
-		if err == nil || !unanswered(err) || ctx.Err() != nil {
-			return err
-		}
 		select {
 		case <-ctx.Done():
 			return err
 		case <-time.After(delay):
 		}
 		delay = min(2*delay, time.Second)
+		err = attemptUnanswered(ctx, f)
+		if err == nil || !unanswered(err) || ctx.Err() != nil {
+			return err
+		}
 	}
+}
+
+// attemptUnanswered is one attempt of retryUnanswered, bounded by
+// requestTimeout.
+func attemptUnanswered(ctx context.Context, f func(context.Context) error) error {
+	actx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	return f(actx)
 }
 
 // unanswered reports an error that says nothing about the request's

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
@@ -156,11 +158,16 @@ type Subscription struct {
 	ccs        []jetstream.ConsumeContext
 	advisories []*nats.Subscription
 	checked    atomic.Uint32 // Check calls, to take the consumers in turn
-	inflight   sync.WaitGroup
-	sem        chan struct{}
-	ctx        context.Context
-	cancel     context.CancelFunc
-	stopOnce   sync.Once
+	// This consumer's series of the bus metrics every message touches,
+	// looked up once rather than by label on each message.
+	waited   prometheus.Observer
+	latency  prometheus.Observer
+	acked    prometheus.Counter
+	inflight sync.WaitGroup
+	sem      chan struct{}
+	ctx      context.Context
+	cancel   context.CancelFunc
+	stopOnce sync.Once
 }
 
 // Subscribe creates (or updates) the durable consumer and starts handling
@@ -196,7 +203,11 @@ func subscribe(ctx context.Context, b *Bus, cfg ConsumerConfig, decodeAndHandle 
 		return nil, fmt.Errorf("bus: create consumer %s on %s: %w", cfg.Name, cfg.Stream, err)
 	}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	s := &Subscription{bus: b, cfg: cfg, consumers: consumers, sem: make(chan struct{}, cfg.Concurrency), ctx: runCtx, cancel: cancel}
+	s := &Subscription{bus: b, cfg: cfg, consumers: consumers, sem: make(chan struct{}, cfg.Concurrency), ctx: runCtx, cancel: cancel,
+		waited:  b.metrics.wait.WithLabelValues(cfg.Name),
+		latency: b.metrics.latency.WithLabelValues(cfg.Name),
+		acked:   b.metrics.handled.WithLabelValues(cfg.Name, "ack"),
+	}
 
 	// The callback only queues the message under its ordering key (so the
 	// queue follows delivery order) and hands it to a goroutine; the wait
@@ -327,7 +338,7 @@ func (s *Subscription) orderingKey(m jetstream.Msg) string {
 
 // wait takes the message's turn on its key, then a handler slot. false:
 // the subscription stopped first; the message is left to redelivery.
-func (s *Subscription) wait(ticket keylock.Ticket, consumer string) bool {
+func (s *Subscription) wait(ticket keylock.Ticket) bool {
 	start := time.Now()
 	if ticket != nil {
 		if err := ticket.Wait(s.ctx); err != nil {
@@ -339,7 +350,7 @@ func (s *Subscription) wait(ticket keylock.Ticket, consumer string) bool {
 	case <-s.ctx.Done():
 		return false
 	}
-	s.bus.metrics.wait.WithLabelValues(consumer).Observe(time.Since(start).Seconds())
+	s.waited.Observe(time.Since(start).Seconds())
 	return true
 }
 
@@ -373,21 +384,8 @@ func (s *Subscription) process(m jetstream.Msg, ticket keylock.Ticket, decodeAnd
 
 	// Keep the message ours while it waits for its key and while the
 	// handler runs longer than AckWait allows.
-	stopKeepAlive := make(chan struct{})
-	defer close(stopKeepAlive)
-	go func() {
-		t := time.NewTicker(s.cfg.AckWait / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-stopKeepAlive:
-				return
-			case <-t.C:
-				_ = m.InProgress()
-			}
-		}
-	}()
-	if !s.wait(ticket, s.cfg.Name) {
+	defer keepAlive(m, s.cfg.AckWait/3)()
+	if !s.wait(ticket) {
 		return
 	}
 	defer func() { <-s.sem }()
@@ -395,15 +393,18 @@ func (s *Subscription) process(m jetstream.Msg, ticket keylock.Ticket, decodeAnd
 	defer cancel()
 	start := time.Now()
 	herr := safeCall(ctx, m.Data(), decodeAndHandle)
-	b.metrics.latency.WithLabelValues(s.cfg.Name).Observe(time.Since(start).Seconds())
+	s.latency.Observe(time.Since(start).Seconds())
 
-	log := b.log.With("consumer", s.cfg.Name, "subject", d.Subject, "seq", d.StreamSeq, "delivered", d.NumDelivered)
+	// Built only when there is something to log: most messages are acked.
+	log := func() *slog.Logger {
+		return b.log.With("consumer", s.cfg.Name, "subject", d.Subject, "seq", d.StreamSeq, "delivered", d.NumDelivered)
+	}
 	switch {
 	case herr == nil:
 		if err := m.Ack(); err != nil {
-			log.Warn("ack failed; the message will be redelivered", "err", err)
+			log().Warn("ack failed; the message will be redelivered", "err", err)
 		}
-		b.metrics.handled.WithLabelValues(s.cfg.Name, "ack").Inc()
+		s.acked.Inc()
 	case IsTerminal(herr) || int(d.NumDelivered) >= s.cfg.MaxDeliver:
 		span.RecordError(herr)
 		span.SetStatus(codes.Error, herr.Error())
@@ -413,13 +414,13 @@ func (s *Subscription) process(m jetstream.Msg, ticket keylock.Ticket, decodeAnd
 		}
 		if err := s.bus.deadLetter(s.ctx, rawFromMsg(m, d), s.cfg.Name, reason, d.NumDelivered); err != nil {
 			// The copy is not safe yet: keep the original and try again.
-			log.Error("dead-lettering failed; retrying later", "err", err, "reason", reason)
+			log().Error("dead-lettering failed; retrying later", "err", err, "reason", reason)
 			_ = m.NakWithDelay(s.cfg.Backoff(int(d.NumDelivered)))
 			b.metrics.handled.WithLabelValues(s.cfg.Name, "retry").Inc()
 			return
 		}
 		_ = m.TermWithReason(truncate(reason, 256))
-		log.Warn("message dead-lettered", "reason", reason)
+		log().Warn("message dead-lettered", "reason", reason)
 		b.metrics.handled.WithLabelValues(s.cfg.Name, "dead_letter").Inc()
 	default:
 		span.RecordError(herr)
@@ -428,9 +429,35 @@ func (s *Subscription) process(m jetstream.Msg, ticket keylock.Ticket, decodeAnd
 		if !ok {
 			delay = s.cfg.Backoff(int(d.NumDelivered))
 		}
-		log.Warn("handler failed; will retry", "err", herr, "retry_in", delay.Round(time.Millisecond))
+		log().Warn("handler failed; will retry", "err", herr, "retry_in", delay.Round(time.Millisecond))
 		_ = m.NakWithDelay(delay)
 		b.metrics.handled.WithLabelValues(s.cfg.Name, "retry").Inc()
+	}
+}
+
+// keepAlive tells the server every period that m is still being worked on,
+// until the returned stop is called. A timer that re-arms itself rather
+// than a goroutine with a ticker: every delivered message has one, and most
+// are acked long before it first fires.
+func keepAlive(m jetstream.Msg, period time.Duration) (stop func()) {
+	var mu sync.Mutex
+	stopped := false
+	var t *time.Timer
+	mu.Lock()
+	defer mu.Unlock()
+	t = time.AfterFunc(period, func() {
+		_ = m.InProgress()
+		mu.Lock()
+		defer mu.Unlock()
+		if !stopped {
+			t.Reset(period)
+		}
+	})
+	return func() {
+		mu.Lock()
+		defer mu.Unlock()
+		stopped = true
+		t.Stop()
 	}
 }
 

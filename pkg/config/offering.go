@@ -112,8 +112,13 @@ func (o *Offering) OfferingUUIDHex() string {
 	return uuidHex(o.WaldurOfferingUUID)
 }
 
+// uuidNoise is what uuidHex strips. A Replacer is safe for concurrent use,
+// so one is built for the process: the STOMP bridge asks for an offering's
+// hex UUID on every frame.
+var uuidNoise = strings.NewReplacer("urn:", "", "uuid:", "", "-", "")
+
 func uuidHex(s string) string {
-	h := strings.NewReplacer("urn:", "", "uuid:", "", "-", "").Replace(strings.TrimSpace(s))
+	h := uuidNoise.Replace(strings.TrimSpace(s))
 	h = strings.ToLower(strings.Trim(h, "{}"))
 	if len(h) != 32 {
 		return ""

@@ -77,3 +77,34 @@ func TestOrderingKey(t *testing.T) {
 		})
 	}
 }
+
+func TestIsUUID(t *testing.T) {
+	// The forms Waldur sends (hex with or without dashes, either case) and
+	// near misses.
+	tests := map[string]struct {
+		s    string
+		want bool
+	}{
+		"32 hex digits":                 {"0123456789abcdef0123456789abcdef", true},
+		"32 upper-case hex digits":      {"0123456789ABCDEF0123456789ABCDEF", true},
+		"dashed":                        {"01234567-89ab-cdef-0123-456789abcdef", true},
+		"dashed upper-case":             {"01234567-89AB-CDEF-0123-456789ABCDEF", true},
+		"empty":                         {"", false},
+		"31 digits":                     {"0123456789abcdef0123456789abcde", false},
+		"33 digits":                     {"0123456789abcdef0123456789abcdef0", false},
+		"non-hex letter":                {"0123456789abcdeg0123456789abcdef", false},
+		"dash in the wrong place":       {"0123456-789ab-cdef-0123-456789abcdef", false},
+		"dashed with a non-hex letter":  {"01234567-89ab-cdef-0123-456789abcdeg", false},
+		"braces":                        {"{01234567-89ab-cdef-0123-456789abcd}", false},
+		"36 characters without dashes":  {"0123456789abcdef0123456789abcdef0123", false},
+		"dashes only at the four marks": {"01234567-89ab-cdef-0123-456789ab-def", false},
+		"non-ASCII in place of a digit": {"0123456789abcdef0123456789abcdé", false},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got := events.IsUUID(tc.s); got != tc.want {
+				t.Errorf("IsUUID(%q) = %v, want %v", tc.s, got, tc.want)
+			}
+		})
+	}
+}

@@ -132,16 +132,17 @@ func disconnect(conn *stomp.Conn) {
 // the write (or the dead letter), the frame stays unacked on the broker.
 func (br *Bridge) ingest(ctx context.Context, s *subscription, frame Frame, ack func() error) {
 	received := time.Now()
+	offeringHex := s.offering.Config.OfferingUUIDHex()
 	ctx, span := br.tracer.Start(ctx, "stomp frame "+s.objectType, trace.WithSpanKind(trace.SpanKindConsumer),
 		trace.WithAttributes(
 			attribute.String("messaging.system", "rabbitmq"),
 			attribute.String("messaging.destination.name", frame.Destination),
 			attribute.String("waldur.object_type", s.objectType),
-			attribute.String("waldur.offering_uuid", s.offering.Config.OfferingUUIDHex()),
+			attribute.String("waldur.offering_uuid", offeringHex),
 		))
 	defer span.End()
 
-	ev, subject, derr := Decode(s.offering.Config.OfferingUUIDHex(), s.objectType, frame, received)
+	ev, subject, key, derr := decode(offeringHex, s.objectType, frame, received)
 	span.SetAttributes(attribute.String("messaging.message.id", ev.MessageId))
 	if err := failpoint.Inject(ctx, "bridge/before-publish"); err != nil {
 		return
@@ -164,7 +165,7 @@ func (br *Bridge) ingest(ctx context.Context, s *subscription, frame Frame, ack 
 	} else {
 		var dup bool
 		err := retry(ctx, func() error {
-			ack, err := br.bus.Publish(ctx, subject, ev, bus.WithMsgID(ev.MessageId), bus.WithOrderingKey(events.OrderingKey(ev.ObjectType, ev.Body)))
+			ack, err := br.bus.Publish(ctx, subject, ev, bus.WithMsgID(ev.MessageId), bus.WithOrderingKey(key))
 			if err == nil {
 				dup = ack.Duplicate
 			}
@@ -230,38 +231,47 @@ type Frame struct {
 // frame it still returns the event (for the dead letter) and an error saying
 // what is wrong; subject is then where it would have gone, if known.
 func Decode(offeringHex, objectType string, f Frame, received time.Time) (*sitebusv1.WaldurEvent, string, error) {
+	ev, subject, _, err := decode(offeringHex, objectType, f, received)
+	return ev, subject, err
+}
+
+// decode is Decode that also returns the event's ordering key
+// (events.OrderingKey), which both its subject's partition and the
+// publish's ordering header carry: read from the body once per frame.
+func decode(offeringHex, objectType string, f Frame, received time.Time) (ev *sitebusv1.WaldurEvent, subject, key string, err error) {
 	id := f.MessageID
 	if id == "" {
 		sum := sha256.Sum256([]byte(f.Destination + "\n" + string(f.Body)))
 		id = hex.EncodeToString(sum[:16])
 	}
-	ev := &sitebusv1.WaldurEvent{
+	ev = &sitebusv1.WaldurEvent{
 		ObjectType: objectType, OfferingUuid: offeringHex, Body: f.Body, Destination: f.Destination,
 		MessageId: id, ReceivedAt: timestamppb.New(received), Source: sitebusv1.EventSource_EVENT_SOURCE_STOMP,
 	}
 	if off, typ, ok := parseDestination(f.Destination); ok {
 		if off != offeringHex {
-			return ev, "", fmt.Errorf("frame for offering %s arrived on a queue of offering %s", off, offeringHex)
+			return ev, "", "", fmt.Errorf("frame for offering %s arrived on a queue of offering %s", off, offeringHex)
 		}
 		ev.ObjectType = typ
 	}
 	// The subject's partition comes from the same key the publish puts in
 	// the ordering header, so consumers in cluster ordering keep one
 	// resource's events on one slot.
-	subject, serr := bus.EventSubject(ev.OfferingUuid, ev.ObjectType, events.OrderingKey(ev.ObjectType, f.Body))
+	key = events.OrderingKey(ev.ObjectType, f.Body)
+	subject, serr := bus.EventSubject(ev.OfferingUuid, ev.ObjectType, key)
 	if !events.Known(ev.ObjectType) {
 		if serr != nil {
 			subject = ""
 		}
-		return ev, subject, fmt.Errorf("unknown object type %q", ev.ObjectType)
+		return ev, subject, key, fmt.Errorf("unknown object type %q", ev.ObjectType)
 	}
 	if serr != nil {
-		return ev, "", serr
+		return ev, "", key, serr
 	}
 	if err := events.Validate(ev.ObjectType, f.Body); err != nil {
-		return ev, subject, err
+		return ev, subject, key, err
 	}
-	return ev, subject, nil
+	return ev, subject, key, nil
 }
 
 // parseDestination reads a subscription queue destination. Mastermind sends
