@@ -102,15 +102,6 @@ func (r *fakeRealm) addUser(id, username string) {
 	r.users[id] = keycloak.User{ID: id, Username: username}
 }
 
-func (r *fakeRealm) deleteUser(id string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	delete(r.users, id)
-	for _, m := range r.members {
-		delete(m, id)
-	}
-}
-
 func (r *fakeRealm) setMembers(groupID string, userIDs ...string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
