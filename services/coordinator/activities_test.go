@@ -1,4 +1,4 @@
-package sagas
+package coordinator
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/sitebus/sitebus/pkg/contract"
 	"github.com/sitebus/sitebus/pkg/events"
 	"github.com/sitebus/sitebus/pkg/fault"
 	sitebusv1 "github.com/sitebus/sitebus/pkg/gen/sitebus/v1"
@@ -24,8 +25,8 @@ const (
 )
 
 var (
-	nsGroups      = []GroupSpec{{Role: "admin", Name: "ns_alpha_admin"}, {Role: "readwrite", Name: "ns_alpha_readwrite"}}
-	rancherGroups = []GroupSpec{{Name: "c_cm1"}, {Name: "project_physics_member", Parent: "c_cm1"}}
+	nsGroups      = []contract.GroupSpec{{Role: "admin", Name: "ns_alpha_admin"}, {Role: "readwrite", Name: "ns_alpha_readwrite"}}
+	rancherGroups = []contract.GroupSpec{{Name: "c_cm1"}, {Name: "project_physics_member", Parent: "c_cm1"}}
 )
 
 func createRequest(t *testing.T) *sitebusv1.CreateObjectRequest {
@@ -34,7 +35,7 @@ func createRequest(t *testing.T) *sitebusv1.CreateObjectRequest {
 		Resource: &sitebusv1.ResourceRef{ResourceUuid: resourceHex, Slug: "alpha"}}
 }
 
-func rawInput(t *testing.T, v NamespaceInput) json.RawMessage {
+func rawInput(t *testing.T, v contract.NamespaceInput) json.RawMessage {
 	t.Helper()
 	raw, err := json.Marshal(v)
 	if err != nil {
@@ -56,13 +57,13 @@ func rawOutput(t *testing.T, m proto.Message) json.RawMessage {
 // the one command it sends (or that it sends none), its idempotency key
 // (saga, step, phase) and what the command is ordered by.
 func TestActivities(t *testing.T) {
-	createIn, err := NewCreateInput(createRequest(t), nsGroups)
+	createIn, err := contract.NewCreateInput(createRequest(t), nsGroups)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rancherIn, _ := NewCreateInput(createRequest(t), rancherGroups)
+	rancherIn, _ := contract.NewCreateInput(createRequest(t), rancherGroups)
 	rancherIn.Bind = "project_physics_member"
-	terminateIn := NamespaceInput{OfferingUUID: offeringHex, OrderUUID: orderHex, ResourceUUID: resourceHex, Groups: rancherGroups,
+	terminateIn := contract.NamespaceInput{OfferingUUID: offeringHex, OrderUUID: orderHex, ResourceUUID: resourceHex, Groups: rancherGroups,
 		BackendID: "p-physics", Bind: "project_physics_member"}
 	created := rawOutput(t, &sitebusv1.CreateObjectResponse{BackendId: "obj-alpha", Limits: map[string]float64{"cpu": 2}})
 	existed := rawOutput(t, &sitebusv1.CreateObjectResponse{BackendId: "obj-alpha", Existed: true})
@@ -75,7 +76,7 @@ func TestActivities(t *testing.T) {
 		definition string
 		step       string
 		undo       bool
-		input      NamespaceInput
+		input      contract.NamespaceInput
 		outputs    map[string]json.RawMessage
 		// want is the command sent ("" for none) and its request.
 		want         string
@@ -84,112 +85,112 @@ func TestActivities(t *testing.T) {
 		wantTerminal bool
 	}{
 		"ensure-groups sends every group with its parent": {
-			activity: actEnsureGroups, definition: RancherProjectCreate, step: "groups", input: rancherIn,
+			activity: contract.ActEnsureGroups, definition: contract.RancherProjectCreate, step: "groups", input: rancherIn,
 			want: "keycloak-sync ensure-groups",
 			wantReq: &sitebusv1.EnsureGroupsRequest{OfferingUuid: offeringHex, Groups: []*sitebusv1.GroupSpec{
 				{Name: "c_cm1"}, {Name: "project_physics_member", ParentName: "c_cm1"}}},
 		},
 		"delete-created-groups deletes only the groups the saga created, children first": {
-			activity: actDeleteCreatedGroups, definition: RancherProjectCreate, step: "groups", undo: true, input: rancherIn,
+			activity: contract.ActDeleteCreatedGroups, definition: contract.RancherProjectCreate, step: "groups", undo: true, input: rancherIn,
 			outputs: map[string]json.RawMessage{"groups": ensured},
 			want:    "keycloak-sync delete-groups",
 			wantReq: &sitebusv1.DeleteGroupsRequest{OfferingUuid: offeringHex, Groups: []*sitebusv1.GroupRef{
 				{Id: "g2", Name: "project_physics_member", IfNoSubgroups: true}}},
 		},
 		"delete-created-groups deletes nothing when every group was there before": {
-			activity: actDeleteCreatedGroups, definition: NamespaceCreate, step: "groups", undo: true, input: createIn,
+			activity: contract.ActDeleteCreatedGroups, definition: contract.NamespaceCreate, step: "groups", undo: true, input: createIn,
 			outputs: map[string]json.RawMessage{"groups": noneCreated},
 		},
 		"delete-created-groups deletes nothing when ensure-groups left no answer": {
-			activity: actDeleteCreatedGroups, definition: NamespaceCreate, step: "groups", undo: true, input: createIn,
+			activity: contract.ActDeleteCreatedGroups, definition: contract.NamespaceCreate, step: "groups", undo: true, input: createIn,
 		},
 		"delete-groups deletes the namespace's groups by name": {
-			activity: actDeleteGroups, definition: NamespaceTerminate, step: "groups", input: NamespaceInput{OfferingUUID: offeringHex, ResourceUUID: resourceHex, Groups: nsGroups},
+			activity: contract.ActDeleteGroups, definition: contract.NamespaceTerminate, step: "groups", input: contract.NamespaceInput{OfferingUUID: offeringHex, ResourceUUID: resourceHex, Groups: nsGroups},
 			want: "keycloak-sync delete-groups",
 			wantReq: &sitebusv1.DeleteGroupsRequest{OfferingUuid: offeringHex, Groups: []*sitebusv1.GroupRef{
 				{Name: "ns_alpha_admin"}, {Name: "ns_alpha_readwrite"}}},
 		},
 		"create-object sends the order's create request": {
-			activity: actCreateObject, definition: NamespaceCreate, step: "object", input: createIn,
+			activity: contract.ActCreateObject, definition: contract.NamespaceCreate, step: "object", input: createIn,
 			want: "order create-object", wantReq: createRequest(t),
 		},
 		"delete-created-object deletes the object the saga made": {
-			activity: actDeleteCreatedObject, definition: NamespaceCreate, step: "object", undo: true, input: createIn,
+			activity: contract.ActDeleteCreatedObject, definition: contract.NamespaceCreate, step: "object", undo: true, input: createIn,
 			outputs: map[string]json.RawMessage{"object": created},
 			want:    "order delete-object", wantReq: &sitebusv1.DeleteObjectRequest{OfferingUuid: offeringHex, BackendId: "obj-alpha"},
 		},
 		"delete-created-object keeps an object that was there before": {
-			activity: actDeleteCreatedObject, definition: NamespaceCreate, step: "object", undo: true, input: createIn,
+			activity: contract.ActDeleteCreatedObject, definition: contract.NamespaceCreate, step: "object", undo: true, input: createIn,
 			outputs: map[string]json.RawMessage{"object": existed},
 		},
 		"delete-object deletes the resource's object": {
-			activity: actDeleteObject, definition: NamespaceTerminate, step: "object", input: terminateIn,
+			activity: contract.ActDeleteObject, definition: contract.NamespaceTerminate, step: "object", input: terminateIn,
 			want: "order delete-object", wantReq: &sitebusv1.DeleteObjectRequest{OfferingUuid: offeringHex, BackendId: "p-physics"},
 		},
 		"delete-object of a resource that never got an object does nothing": {
-			activity: actDeleteObject, definition: NamespaceTerminate, step: "object", input: NamespaceInput{OfferingUUID: offeringHex, ResourceUUID: resourceHex},
+			activity: contract.ActDeleteObject, definition: contract.NamespaceTerminate, step: "object", input: contract.NamespaceInput{OfferingUUID: offeringHex, ResourceUUID: resourceHex},
 		},
 		"sync-resource puts the team in after a namespace create": {
-			activity: actSyncTeam, definition: NamespaceCreate, step: "team", input: createIn,
+			activity: contract.ActSyncTeam, definition: contract.NamespaceCreate, step: "team", input: createIn,
 			want: "membership sync-resource", wantReq: &sitebusv1.SyncResourceRequest{OfferingUuid: offeringHex, ResourceUuid: resourceHex},
 		},
 		"sync-resource of a Rancher create tells membership the project and binding are made": {
-			activity: actSyncTeam, definition: RancherProjectCreate, step: "team", input: rancherIn,
+			activity: contract.ActSyncTeam, definition: contract.RancherProjectCreate, step: "team", input: rancherIn,
 			want: "membership sync-created-resource", wantReq: &sitebusv1.SyncResourceRequest{OfferingUuid: offeringHex, ResourceUuid: resourceHex},
 		},
 		"settle of a create reports what was created": {
-			activity: actSettle, definition: NamespaceCreate, step: "settle", input: createIn,
+			activity: contract.ActSettle, definition: contract.NamespaceCreate, step: "settle", input: createIn,
 			outputs: map[string]json.RawMessage{"object": created},
 			want:    "order settle-order", wantOrdering: events.OrderKey(orderHex),
 			wantReq: &sitebusv1.SettleOrderRequest{OfferingUuid: offeringHex, OrderUuid: orderHex, ResourceUuid: resourceHex,
 				BackendId: "obj-alpha", Limits: map[string]float64{"cpu": 2}},
 		},
 		"settle of a terminate reports the order only": {
-			activity: actSettle, definition: RancherProjectTerminate, step: "settle", input: terminateIn,
+			activity: contract.ActSettle, definition: contract.RancherProjectTerminate, step: "settle", input: terminateIn,
 			outputs: map[string]json.RawMessage{"object": created},
 			want:    "order settle-order", wantOrdering: events.OrderKey(orderHex),
 			wantReq: &sitebusv1.SettleOrderRequest{OfferingUuid: offeringHex, OrderUuid: orderHex, ResourceUuid: resourceHex},
 		},
 		"bind-group binds the child group to the project the saga made": {
-			activity: actBindGroup, definition: RancherProjectCreate, step: "binding", input: rancherIn,
+			activity: contract.ActBindGroup, definition: contract.RancherProjectCreate, step: "binding", input: rancherIn,
 			outputs: map[string]json.RawMessage{"object": created},
 			want:    "order bind-group", wantReq: &sitebusv1.BindGroupRequest{OfferingUuid: offeringHex, BackendId: "obj-alpha", Group: "project_physics_member"},
 		},
 		"bind-group without a project is final": {
-			activity: actBindGroup, definition: RancherProjectCreate, step: "binding", input: rancherIn,
+			activity: contract.ActBindGroup, definition: contract.RancherProjectCreate, step: "binding", input: rancherIn,
 			wantTerminal: true,
 		},
 		"unbind-created-group removes a binding the saga made": {
-			activity: actUnbindCreated, definition: RancherProjectCreate, step: "binding", undo: true, input: rancherIn,
+			activity: contract.ActUnbindCreated, definition: contract.RancherProjectCreate, step: "binding", undo: true, input: rancherIn,
 			outputs: map[string]json.RawMessage{"object": created, "binding": bound},
 			want:    "order unbind-group", wantReq: &sitebusv1.UnbindGroupRequest{OfferingUuid: offeringHex, BackendId: "obj-alpha", Group: "project_physics_member"},
 		},
 		"unbind-created-group keeps a binding that was there before": {
-			activity: actUnbindCreated, definition: RancherProjectCreate, step: "binding", undo: true, input: rancherIn,
+			activity: contract.ActUnbindCreated, definition: contract.RancherProjectCreate, step: "binding", undo: true, input: rancherIn,
 			outputs: map[string]json.RawMessage{"object": created, "binding": rawOutput(t, &sitebusv1.BindGroupResponse{})},
 		},
 		"unbind-group removes the binding of the project being terminated": {
-			activity: actUnbindGroup, definition: RancherProjectTerminate, step: "binding", input: terminateIn,
+			activity: contract.ActUnbindGroup, definition: contract.RancherProjectTerminate, step: "binding", input: terminateIn,
 			want: "order unbind-group", wantReq: &sitebusv1.UnbindGroupRequest{OfferingUuid: offeringHex, BackendId: "p-physics", Group: "project_physics_member"},
 		},
 		"unbind-group of a resource that never got a project does nothing": {
-			activity: actUnbindGroup, definition: RancherProjectTerminate, step: "binding",
-			input: NamespaceInput{OfferingUUID: offeringHex, ResourceUUID: resourceHex, Bind: "project_physics_member"},
+			activity: contract.ActUnbindGroup, definition: contract.RancherProjectTerminate, step: "binding",
+			input: contract.NamespaceInput{OfferingUUID: offeringHex, ResourceUUID: resourceHex, Bind: "project_physics_member"},
 		},
 		"delete-project-groups deletes the child, then the parent if empty, when no project is bound": {
-			activity: actDeleteProjectGroups, definition: RancherProjectTerminate, step: "groups", input: terminateIn,
+			activity: contract.ActDeleteProjectGroups, definition: contract.RancherProjectTerminate, step: "groups", input: terminateIn,
 			outputs: map[string]json.RawMessage{"binding": rawOutput(t, &sitebusv1.UnbindGroupResponse{})},
-			want:    "keycloak-sync delete-groups", wantReq: ProjectGroupsCleanup(offeringHex, rancherGroups),
+			want:    "keycloak-sync delete-groups", wantReq: contract.ProjectGroupsCleanup(offeringHex, rancherGroups),
 		},
 		"delete-project-groups keeps the groups while another project is bound": {
-			activity: actDeleteProjectGroups, definition: RancherProjectTerminate, step: "groups", input: terminateIn,
+			activity: contract.ActDeleteProjectGroups, definition: contract.RancherProjectTerminate, step: "groups", input: terminateIn,
 			outputs: map[string]json.RawMessage{"binding": rawOutput(t, &sitebusv1.UnbindGroupResponse{StillBound: 1})},
 		},
 		"delete-project-groups keeps the groups when nothing was unbound": {
-			activity: actDeleteProjectGroups, definition: RancherProjectTerminate, step: "groups", input: terminateIn,
+			activity: contract.ActDeleteProjectGroups, definition: contract.RancherProjectTerminate, step: "groups", input: terminateIn,
 		},
 		"an earlier step's answer that cannot be read is final": {
-			activity: actDeleteCreatedObject, definition: NamespaceCreate, step: "object", undo: true, input: createIn,
+			activity: contract.ActDeleteCreatedObject, definition: contract.NamespaceCreate, step: "object", undo: true, input: createIn,
 			outputs:      map[string]json.RawMessage{"object": json.RawMessage(`{"backendId": 7}`)},
 			wantTerminal: true,
 		},
@@ -268,9 +269,9 @@ func TestActivityWithAnUnreadableInputIsFinal(t *testing.T) {
 func TestAResumedStepGetsTheAnswerOfItsCommand(t *testing.T) {
 	b, svc := newBus(t)
 	acts := activities{bus: b}.all()
-	in, _ := NewCreateInput(createRequest(t), nsGroups)
-	ai := saga.ActivityInput{SagaID: SagaID(orderHex), Definition: NamespaceCreate, Step: "object", Attempt: 1, Input: rawInput(t, in)}
-	first, err := acts[actCreateObject](t.Context(), ai)
+	in, _ := contract.NewCreateInput(createRequest(t), nsGroups)
+	ai := saga.ActivityInput{SagaID: contract.SagaID(orderHex), Definition: contract.NamespaceCreate, Step: "object", Attempt: 1, Input: rawInput(t, in)}
+	first, err := acts[contract.ActCreateObject](t.Context(), ai)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,7 +279,7 @@ func TestAResumedStepGetsTheAnswerOfItsCommand(t *testing.T) {
 	svc.existed = true // a second run would find the object there
 	svc.mu.Unlock()
 	ai.Attempt = 2
-	again, err := acts[actCreateObject](t.Context(), ai)
+	again, err := acts[contract.ActCreateObject](t.Context(), ai)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package sagas
+package coordinator
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/sitebus/sitebus/pkg/bus"
 	"github.com/sitebus/sitebus/pkg/bus/bustest"
+	"github.com/sitebus/sitebus/pkg/contract"
 	sitebusv1 "github.com/sitebus/sitebus/pkg/gen/sitebus/v1"
 )
 
@@ -101,39 +102,39 @@ func (s *services) start(t *testing.T, b *bus.Bus) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	subs := []*bus.Subscription{
-		serve(t, ctx, b, s, svcKeycloak, CmdEnsureGroups, func(req *sitebusv1.EnsureGroupsRequest) *sitebusv1.EnsureGroupsResponse {
+		serve(t, ctx, b, s, contract.KeycloakSync, contract.CmdEnsureGroups, func(req *sitebusv1.EnsureGroupsRequest) *sitebusv1.EnsureGroupsResponse {
 			resp := &sitebusv1.EnsureGroupsResponse{}
 			for _, g := range req.Groups {
 				resp.Groups = append(resp.Groups, &sitebusv1.EnsuredGroup{Id: "id-" + g.Name, Name: g.Name, Created: !s.existing[g.Name], Managed: true})
 			}
 			return resp
 		}),
-		serve(t, ctx, b, s, svcKeycloak, CmdDeleteGroups, func(req *sitebusv1.DeleteGroupsRequest) *sitebusv1.DeleteGroupsResponse {
+		serve(t, ctx, b, s, contract.KeycloakSync, contract.CmdDeleteGroups, func(req *sitebusv1.DeleteGroupsRequest) *sitebusv1.DeleteGroupsResponse {
 			resp := &sitebusv1.DeleteGroupsResponse{}
 			for _, g := range req.Groups {
 				resp.DeletedIds = append(resp.DeletedIds, "id-"+g.Name)
 			}
 			return resp
 		}),
-		serve(t, ctx, b, s, svcOrder, CmdCreateObject, func(req *sitebusv1.CreateObjectRequest) *sitebusv1.CreateObjectResponse {
+		serve(t, ctx, b, s, contract.Order, contract.CmdCreateObject, func(req *sitebusv1.CreateObjectRequest) *sitebusv1.CreateObjectResponse {
 			return &sitebusv1.CreateObjectResponse{BackendId: "obj-" + req.GetResource().GetSlug(), Existed: s.existed, Limits: map[string]float64{"cpu": 2}}
 		}),
-		serve(t, ctx, b, s, svcOrder, CmdDeleteObject, func(*sitebusv1.DeleteObjectRequest) *sitebusv1.DeleteObjectResponse {
+		serve(t, ctx, b, s, contract.Order, contract.CmdDeleteObject, func(*sitebusv1.DeleteObjectRequest) *sitebusv1.DeleteObjectResponse {
 			return &sitebusv1.DeleteObjectResponse{Deleted: true}
 		}),
-		serve(t, ctx, b, s, svcOrder, CmdSettleOrder, func(*sitebusv1.SettleOrderRequest) *sitebusv1.SettleOrderResponse {
+		serve(t, ctx, b, s, contract.Order, contract.CmdSettleOrder, func(*sitebusv1.SettleOrderRequest) *sitebusv1.SettleOrderResponse {
 			return &sitebusv1.SettleOrderResponse{OrderState: "done"}
 		}),
-		serve(t, ctx, b, s, svcOrder, CmdBindGroup, func(*sitebusv1.BindGroupRequest) *sitebusv1.BindGroupResponse {
+		serve(t, ctx, b, s, contract.Order, contract.CmdBindGroup, func(*sitebusv1.BindGroupRequest) *sitebusv1.BindGroupResponse {
 			return &sitebusv1.BindGroupResponse{Created: !s.bindingExisted}
 		}),
-		serve(t, ctx, b, s, svcOrder, CmdUnbindGroup, func(*sitebusv1.UnbindGroupRequest) *sitebusv1.UnbindGroupResponse {
+		serve(t, ctx, b, s, contract.Order, contract.CmdUnbindGroup, func(*sitebusv1.UnbindGroupRequest) *sitebusv1.UnbindGroupResponse {
 			return &sitebusv1.UnbindGroupResponse{StillBound: s.stillBound}
 		}),
-		serve(t, ctx, b, s, svcMembership, CmdSyncResource, func(*sitebusv1.SyncResourceRequest) *sitebusv1.SyncResourceResponse {
+		serve(t, ctx, b, s, contract.Membership, contract.CmdSyncResource, func(*sitebusv1.SyncResourceRequest) *sitebusv1.SyncResourceResponse {
 			return &sitebusv1.SyncResourceResponse{Added: 1}
 		}),
-		serve(t, ctx, b, s, svcMembership, CmdSyncCreated, func(*sitebusv1.SyncResourceRequest) *sitebusv1.SyncResourceResponse {
+		serve(t, ctx, b, s, contract.Membership, contract.CmdSyncCreated, func(*sitebusv1.SyncResourceRequest) *sitebusv1.SyncResourceResponse {
 			return &sitebusv1.SyncResourceResponse{Added: 1}
 		}),
 	}

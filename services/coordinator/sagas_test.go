@@ -1,4 +1,4 @@
-package sagas
+package coordinator
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sitebus/sitebus/pkg/bus"
+	"github.com/sitebus/sitebus/pkg/contract"
 	"github.com/sitebus/sitebus/pkg/saga"
 )
 
@@ -19,25 +20,25 @@ import (
 // with the activity that does it and the one that undoes it.
 func TestDefinitions(t *testing.T) {
 	want := map[string][]string{
-		NamespaceCreate: {
+		contract.NamespaceCreate: {
 			"groups keycloak-sync.ensure-groups keycloak-sync.delete-created-groups",
 			"object order.create-object order.delete-created-object",
 			"team membership.sync-resource -",
 			"settle order.settle -",
 		},
-		NamespaceTerminate: {
+		contract.NamespaceTerminate: {
 			"object order.delete-object -",
 			"groups keycloak-sync.delete-groups -",
 			"settle order.settle -",
 		},
-		RancherProjectCreate: {
+		contract.RancherProjectCreate: {
 			"object order.create-object order.delete-created-object",
 			"groups keycloak-sync.ensure-groups keycloak-sync.delete-created-groups",
 			"binding order.bind-group order.unbind-created-group",
 			"team membership.sync-resource -",
 			"settle order.settle -",
 		},
-		RancherProjectTerminate: {
+		contract.RancherProjectTerminate: {
 			"binding order.unbind-group -",
 			"object order.delete-object -",
 			"groups keycloak-sync.delete-project-groups -",
@@ -47,7 +48,7 @@ func TestDefinitions(t *testing.T) {
 	acts := activities{}.all()
 	used := map[string]bool{}
 	var names []string
-	for _, def := range Definitions(42 * time.Second) {
+	for _, def := range contract.Definitions(42 * time.Second) {
 		names = append(names, def.Name)
 		if err := def.Validate(); err != nil {
 			t.Errorf("%s: %v", def.Name, err)
@@ -79,8 +80,8 @@ func TestDefinitions(t *testing.T) {
 			t.Errorf("%s:\n%s\nwant\n%s", def.Name, strings.Join(got, "\n"), strings.Join(want[def.Name], "\n"))
 		}
 	}
-	if !slices.Equal(names, All) || len(names) != len(want) {
-		t.Errorf("definitions %v, All %v", names, All)
+	if !slices.Equal(names, contract.All) || len(names) != len(want) {
+		t.Errorf("definitions %v, contract.All %v", names, contract.All)
 	}
 	for a := range acts {
 		if !used[a] {
@@ -110,63 +111,63 @@ func TestAFailingStepCompensatesWhatTheSagaMade(t *testing.T) {
 		wantStatus                                   saga.Status
 	}{
 		"a namespace create runs every step": {
-			definition: NamespaceCreate,
+			definition: contract.NamespaceCreate,
 			want:       []string{ensure, create, sync, settle}, wantStatus: saga.StatusSucceeded,
 		},
 		"a namespace create whose groups fail has nothing to undo": {
-			definition: NamespaceCreate, fail: ensure,
+			definition: contract.NamespaceCreate, fail: ensure,
 			want: []string{ensure}, wantStatus: saga.StatusFailed,
 		},
 		"a namespace create whose object fails deletes the groups it made": {
-			definition: NamespaceCreate, fail: create,
+			definition: contract.NamespaceCreate, fail: create,
 			want: []string{ensure, create, delGroups}, wantStatus: saga.StatusCompensated,
 		},
 		"a namespace create whose object fails keeps groups that were there": {
-			definition: NamespaceCreate, fail: create, groupsExisted: true,
+			definition: contract.NamespaceCreate, fail: create, groupsExisted: true,
 			want: []string{ensure, create}, wantStatus: saga.StatusCompensated,
 		},
 		"a namespace create whose team fails deletes the object, then the groups": {
-			definition: NamespaceCreate, fail: sync,
+			definition: contract.NamespaceCreate, fail: sync,
 			want: []string{ensure, create, sync, delObject, delGroups}, wantStatus: saga.StatusCompensated,
 		},
 		"a namespace create whose settle fails keeps an object that was there": {
-			definition: NamespaceCreate, fail: settle, objectExisted: true,
+			definition: contract.NamespaceCreate, fail: settle, objectExisted: true,
 			want: []string{ensure, create, sync, settle, delGroups}, wantStatus: saga.StatusCompensated,
 		},
 		"a namespace terminate has nothing to undo": {
-			definition: NamespaceTerminate, fail: delGroups,
+			definition: contract.NamespaceTerminate, fail: delGroups,
 			want: []string{delObject, delGroups}, wantStatus: saga.StatusFailed,
 		},
 		"a Rancher create runs every step": {
-			definition: RancherProjectCreate,
+			definition: contract.RancherProjectCreate,
 			want:       []string{create, ensure, bind, syncCreated, settle}, wantStatus: saga.StatusSucceeded,
 		},
 		"a Rancher create whose groups fail deletes the project": {
-			definition: RancherProjectCreate, fail: ensure,
+			definition: contract.RancherProjectCreate, fail: ensure,
 			want: []string{create, ensure, delObject}, wantStatus: saga.StatusCompensated,
 		},
 		"a Rancher create whose binding fails deletes the groups, then the project": {
-			definition: RancherProjectCreate, fail: bind,
+			definition: contract.RancherProjectCreate, fail: bind,
 			want: []string{create, ensure, bind, delGroups, delObject}, wantStatus: saga.StatusCompensated,
 		},
 		"a Rancher create whose team fails unbinds, deletes the groups, then the project": {
-			definition: RancherProjectCreate, fail: syncCreated,
+			definition: contract.RancherProjectCreate, fail: syncCreated,
 			want: []string{create, ensure, bind, syncCreated, unbind, delGroups, delObject}, wantStatus: saga.StatusCompensated,
 		},
 		"a Rancher create keeps a binding that was there before": {
-			definition: RancherProjectCreate, fail: syncCreated, bindingExisted: true,
+			definition: contract.RancherProjectCreate, fail: syncCreated, bindingExisted: true,
 			want: []string{create, ensure, bind, syncCreated, delGroups, delObject}, wantStatus: saga.StatusCompensated,
 		},
 		"a Rancher terminate deletes the groups no other project is bound to": {
-			definition: RancherProjectTerminate,
+			definition: contract.RancherProjectTerminate,
 			want:       []string{unbind, delObject, delGroups, settle}, wantStatus: saga.StatusSucceeded,
 		},
 		"a Rancher terminate keeps groups another project is bound to": {
-			definition: RancherProjectTerminate, stillBound: 1,
+			definition: contract.RancherProjectTerminate, stillBound: 1,
 			want: []string{unbind, delObject, settle}, wantStatus: saga.StatusSucceeded,
 		},
 		"a Rancher terminate whose project cannot be deleted has nothing to undo": {
-			definition: RancherProjectTerminate, fail: delObject,
+			definition: contract.RancherProjectTerminate, fail: delObject,
 			want: []string{unbind, delObject}, wantStatus: saga.StatusFailed,
 		},
 	}
@@ -196,8 +197,8 @@ func TestAFailingStepCompensatesWhatTheSagaMade(t *testing.T) {
 // answer and nothing is compensated.
 func TestARetryableFailureIsRetriedNotCompensated(t *testing.T) {
 	b, svc := newBus(t)
-	svc.flaky[CmdCreateObject] = true
-	sg := run(t, b, NamespaceCreate, sagaInput(t, NamespaceCreate))
+	svc.flaky[contract.CmdCreateObject] = true
+	sg := run(t, b, contract.NamespaceCreate, sagaInput(t, contract.NamespaceCreate))
 	if sg.Status != saga.StatusSucceeded {
 		t.Errorf("status %s (%s), want succeeded", sg.Status, sg.Error)
 	}
@@ -207,28 +208,28 @@ func TestARetryableFailureIsRetriedNotCompensated(t *testing.T) {
 	}
 }
 
-func sagaInput(t *testing.T, definition string) NamespaceInput {
+func sagaInput(t *testing.T, definition string) contract.NamespaceInput {
 	t.Helper()
 	switch definition {
-	case NamespaceCreate:
-		in, err := NewCreateInput(createRequest(t), nsGroups)
+	case contract.NamespaceCreate:
+		in, err := contract.NewCreateInput(createRequest(t), nsGroups)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return in
-	case RancherProjectCreate:
-		in, _ := NewCreateInput(createRequest(t), rancherGroups)
+	case contract.RancherProjectCreate:
+		in, _ := contract.NewCreateInput(createRequest(t), rancherGroups)
 		in.Bind = "project_physics_member"
 		return in
-	case NamespaceTerminate:
-		return NamespaceInput{OfferingUUID: offeringHex, OrderUUID: orderHex, ResourceUUID: resourceHex, Groups: nsGroups, BackendID: "obj-alpha"}
+	case contract.NamespaceTerminate:
+		return contract.NamespaceInput{OfferingUUID: offeringHex, OrderUUID: orderHex, ResourceUUID: resourceHex, Groups: nsGroups, BackendID: "obj-alpha"}
 	}
-	return NamespaceInput{OfferingUUID: offeringHex, OrderUUID: orderHex, ResourceUUID: resourceHex, Groups: rancherGroups,
+	return contract.NamespaceInput{OfferingUUID: offeringHex, OrderUUID: orderHex, ResourceUUID: resourceHex, Groups: rancherGroups,
 		BackendID: "p-physics", Bind: "project_physics_member"}
 }
 
 // run runs one saga on the saga-coordinator service and waits for its end.
-func run(t *testing.T, b *bus.Bus, definition string, in NamespaceInput) saga.Saga {
+func run(t *testing.T, b *bus.Bus, definition string, in contract.NamespaceInput) saga.Saga {
 	t.Helper()
 	log := slog.New(slog.DiscardHandler)
 	if testing.Verbose() {
@@ -249,10 +250,10 @@ func run(t *testing.T, b *bus.Bus, definition string, in NamespaceInput) saga.Sa
 	}()
 	wctx, wcancel := context.WithTimeout(t.Context(), time.Minute)
 	defer wcancel()
-	if _, err := s.coord.Start(wctx, definition, SagaID(orderHex), in); err != nil {
+	if _, err := s.coord.Start(wctx, definition, contract.SagaID(orderHex), in); err != nil {
 		t.Fatal(err)
 	}
-	sg, err := s.coord.Wait(wctx, SagaID(orderHex))
+	sg, err := s.coord.Wait(wctx, contract.SagaID(orderHex))
 	if err != nil {
 		t.Fatalf("wait: %v", err)
 	}
