@@ -81,7 +81,7 @@ func TestDefinitions(t *testing.T) {
 		}
 	}
 	if !slices.Equal(names, contract.All) || len(names) != len(want) {
-		t.Errorf("definitions %v, contract.All %v", names, contract.All)
+		t.Errorf("definitions %v, All %v", names, contract.All)
 	}
 	for a := range acts {
 		if !used[a] {

@@ -607,15 +607,18 @@ func TestClassify(t *testing.T) {
 		err          error
 		wantTerminal bool
 	}{
-		"Keycloak answering 5xx is retried":                  {kcError("get group", 503, keycloak.ErrUnavailable), false},
-		"Keycloak answering 429 is retried":                  {kcError("get group", 429, keycloak.ErrUnavailable), false},
-		"Keycloak unreachable is retried":                    {kcError("get group", 0, keycloak.ErrUnavailable), false},
-		"a 401 with a fresh token is retried":                {kcError("get group", 401, keycloak.ErrUnauthorized), false},
-		"a 409 left over is retried":                         {kcError("create group", 409, keycloak.ErrConflict), false},
-		"a 400 or 403 is rejected for good":                  {kcError("create group", 403, keycloak.ErrRejected), true},
-		"credentials refused are final":                      {kcError("log in", 401, keycloak.ErrCredentials), true},
-		"a group not sitebus's is final":                     {kcError("delete group", 0, keycloak.ErrNotManaged), true},
-		"a bad argument is final":                            {kcError("create group", 0, keycloak.ErrInvalid), true},
+		"Keycloak answering 5xx is retried":   {kcError("get group", 503, keycloak.ErrUnavailable), false},
+		"Keycloak answering 429 is retried":   {kcError("get group", 429, keycloak.ErrUnavailable), false},
+		"Keycloak unreachable is retried":     {kcError("get group", 0, keycloak.ErrUnavailable), false},
+		"a 401 with a fresh token is retried": {kcError("get group", 401, keycloak.ErrUnauthorized), false},
+		"a 409 left over is retried":          {kcError("create group", 409, keycloak.ErrConflict), false},
+		"a 400 or 403 is rejected for good":   {kcError("create group", 403, keycloak.ErrRejected), true},
+		"credentials refused are final":       {kcError("log in", 401, keycloak.ErrCredentials), true},
+		"a group not sitebus's is final":      {kcError("delete group", 0, keycloak.ErrNotManaged), true},
+		"a bad argument is final":             {kcError("create group", 0, keycloak.ErrInvalid), true},
+		// fault retries NotFound by default; keycloak-sync's classify makes a
+		// 404 left after its handlers dealt with the expected ones final (a
+		// parent group that does not exist).
 		"a 404 the handler did not deal with is final":       {kcError("get parent", 404, keycloak.ErrNotFound), true},
 		"a cancelled call is retried":                        {context.Canceled, false},
 		"an error nobody classified is retried":              {errors.New("connection reset"), false},
