@@ -19,9 +19,9 @@ import (
 	"github.com/sitebus/sitebus/pkg/bus"
 	"github.com/sitebus/sitebus/pkg/bus/bustest"
 	"github.com/sitebus/sitebus/pkg/config"
+	"github.com/sitebus/sitebus/pkg/contract"
 	sitebusv1 "github.com/sitebus/sitebus/pkg/gen/sitebus/v1"
 	"github.com/sitebus/sitebus/pkg/waldur"
-	"github.com/sitebus/sitebus/services/sagas"
 )
 
 // fakeWaldur holds resources and their teams as Waldur's REST API gives
@@ -102,10 +102,18 @@ type platform struct {
 	objects   map[string]bool
 	existsErr error
 	idErr     error
+	// groupBindings are Rancher's group bindings (group → backend ids);
+	// bindCalls are the binds and unbinds asked, as "bind|unbind <backend
+	// id> <group>", in order; bindErr fails them while set.
+	groupBindings map[string]map[string]bool
+	bindCalls     []string
+	bindErr       error
 }
 
+var _ GroupBinder = (*platform)(nil)
+
 func newPlatform(objects ...string) *platform {
-	p := &platform{objects: map[string]bool{}}
+	p := &platform{objects: map[string]bool{}, groupBindings: map[string]map[string]bool{}}
 	for _, o := range objects {
 		p.objects[o] = true
 	}
@@ -128,6 +136,75 @@ func (p *platform) Exists(_ context.Context, id string) (bool, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.objects[id], p.existsErr
+}
+
+func (p *platform) BindGroup(_ context.Context, backendID, group string) (bool, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.bindCalls = append(p.bindCalls, "bind "+backendID+" "+group)
+	if p.bindErr != nil {
+		return false, p.bindErr
+	}
+	if p.groupBindings[group] == nil {
+		p.groupBindings[group] = map[string]bool{}
+	}
+	created := !p.groupBindings[group][backendID]
+	p.groupBindings[group][backendID] = true
+	return created, nil
+}
+
+func (p *platform) UnbindGroup(_ context.Context, backendID, group string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.bindCalls = append(p.bindCalls, "unbind "+backendID+" "+group)
+	if p.bindErr != nil {
+		return p.bindErr
+	}
+	delete(p.groupBindings[group], backendID)
+	return nil
+}
+
+func (p *platform) GroupBindings(_ context.Context, group string) ([]string, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.bindErr != nil {
+		return nil, p.bindErr
+	}
+	var out []string
+	for id := range p.groupBindings[group] {
+		out = append(out, id)
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// bind makes group bound to exactly projects.
+func (p *platform) bind(group string, projects ...string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.groupBindings[group] = map[string]bool{}
+	for _, id := range projects {
+		p.groupBindings[group][id] = true
+	}
+}
+
+// bound are the projects group is bound to.
+func (p *platform) bound(group string) []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []string
+	for id := range p.groupBindings[group] {
+		out = append(out, id)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// binds are the bind and unbind calls made.
+func (p *platform) binds() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.bindCalls)
 }
 
 // okd is an OpenShift-like platform: role bindings per user, made from
@@ -183,12 +260,11 @@ func (m *managedNS) SetUsers(_ context.Context, backendID string, users map[stri
 
 // siblings are the services membership sends commands to, on the bus as
 // they are in sitebus: keycloak-sync's groups (by name, members by ref,
-// users Keycloak knows) and order's group bindings (group → projects).
+// users Keycloak knows). Group bindings are the platform's (GroupBinder).
 type siblings struct {
-	mu       sync.Mutex
-	groups   map[string]map[string]bool // group name → member refs
-	known    map[string]bool            // refs of users in Keycloak
-	bindings map[string]map[string]bool // group → backend ids
+	mu     sync.Mutex
+	groups map[string]map[string]bool // group name → member refs
+	known  map[string]bool            // refs of users in Keycloak
 	// down makes keycloak-sync fail every command retryably (Keycloak
 	// unavailable) while set.
 	down bool
@@ -235,26 +311,6 @@ func (s *siblings) setMembers(group string, refs ...string) {
 	}
 }
 
-func (s *siblings) bind(group string, projects ...string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.bindings[group] = map[string]bool{}
-	for _, p := range projects {
-		s.bindings[group][p] = true
-	}
-}
-
-func (s *siblings) bound(group string) []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []string
-	for p := range s.bindings[group] {
-		out = append(out, p)
-	}
-	slices.Sort(out)
-	return out
-}
-
 func (s *siblings) hasGroup(name string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -265,7 +321,7 @@ func (s *siblings) hasGroup(name string) bool {
 func (s *siblings) setGroupMembers(ctx context.Context, req *sitebusv1.SetGroupMembersRequest) (*sitebusv1.SetGroupMembersResponse, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.record(ctx, svcKeycloak, cmdSetMembers, req)
+	s.record(ctx, contract.KeycloakSync, contract.CmdSetGroupMembers, req)
 	if s.down {
 		return nil, errors.New("keycloak: list members: HTTP 503: unavailable")
 	}
@@ -301,7 +357,7 @@ func (s *siblings) setGroupMembers(ctx context.Context, req *sitebusv1.SetGroupM
 func (s *siblings) ensureGroups(ctx context.Context, req *sitebusv1.EnsureGroupsRequest) (*sitebusv1.EnsureGroupsResponse, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.record(ctx, svcKeycloak, cmdEnsureGroups, req)
+	s.record(ctx, contract.KeycloakSync, contract.CmdEnsureGroups, req)
 	if s.down {
 		return nil, errors.New("keycloak: find group: HTTP 503: unavailable")
 	}
@@ -319,7 +375,7 @@ func (s *siblings) ensureGroups(ctx context.Context, req *sitebusv1.EnsureGroups
 func (s *siblings) deleteGroups(ctx context.Context, req *sitebusv1.DeleteGroupsRequest) (*sitebusv1.DeleteGroupsResponse, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.record(ctx, svcKeycloak, cmdDeleteGroups, req)
+	s.record(ctx, contract.KeycloakSync, contract.CmdDeleteGroups, req)
 	resp := &sitebusv1.DeleteGroupsResponse{}
 	for _, g := range req.Groups {
 		if _, ok := s.groups[g.Name]; ok {
@@ -328,26 +384,6 @@ func (s *siblings) deleteGroups(ctx context.Context, req *sitebusv1.DeleteGroups
 		}
 	}
 	return resp, nil
-}
-
-func (s *siblings) bindGroup(ctx context.Context, req *sitebusv1.BindGroupRequest) (*sitebusv1.BindGroupResponse, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.record(ctx, "order", sagas.CmdBindGroup, req)
-	if s.bindings[req.Group] == nil {
-		s.bindings[req.Group] = map[string]bool{}
-	}
-	created := !s.bindings[req.Group][req.BackendId]
-	s.bindings[req.Group][req.BackendId] = true
-	return &sitebusv1.BindGroupResponse{Created: created}, nil
-}
-
-func (s *siblings) unbindGroup(ctx context.Context, req *sitebusv1.UnbindGroupRequest) (*sitebusv1.UnbindGroupResponse, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.record(ctx, "order", sagas.CmdUnbindGroup, req)
-	delete(s.bindings[req.Group], req.BackendId)
-	return &sitebusv1.UnbindGroupResponse{StillBound: int32(len(s.bindings[req.Group]))}, nil
 }
 
 // serveSiblings serves the siblings' commands on b until the test ends;
@@ -366,11 +402,9 @@ func serveSiblings(t *testing.T, b *bus.Bus, s *siblings) {
 		}
 		subs = append(subs, sub)
 	}
-	add(bus.Serve(ctx, b, cfg(svcKeycloak, cmdSetMembers), s.setGroupMembers))
-	add(bus.Serve(ctx, b, cfg(svcKeycloak, cmdEnsureGroups), s.ensureGroups))
-	add(bus.Serve(ctx, b, cfg(svcKeycloak, cmdDeleteGroups), s.deleteGroups))
-	add(bus.Serve(ctx, b, cfg(svcOrder, sagas.CmdBindGroup), s.bindGroup))
-	add(bus.Serve(ctx, b, cfg(svcOrder, sagas.CmdUnbindGroup), s.unbindGroup))
+	add(bus.Serve(ctx, b, cfg(contract.KeycloakSync, contract.CmdSetGroupMembers), s.setGroupMembers))
+	add(bus.Serve(ctx, b, cfg(contract.KeycloakSync, contract.CmdEnsureGroups), s.ensureGroups))
+	add(bus.Serve(ctx, b, cfg(contract.KeycloakSync, contract.CmdDeleteGroups), s.deleteGroups))
 	t.Cleanup(func() {
 		cancel()
 		stop, done := context.WithTimeout(context.Background(), 10*time.Second)
@@ -389,16 +423,16 @@ const (
 	projectUUID  = "7a7a7a7a-7a7a-4a7a-8a7a-7a7a7a7a7a7a"
 )
 
-func nsGroups(slug string) []sagas.GroupSpec {
-	var out []sagas.GroupSpec
+func nsGroups(slug string) []contract.GroupSpec {
+	var out []contract.GroupSpec
 	for _, r := range backend.Roles {
-		out = append(out, sagas.GroupSpec{Role: r, Name: "ns_" + slug + "_" + r})
+		out = append(out, contract.GroupSpec{Role: r, Name: "ns_" + slug + "_" + r})
 	}
 	return out
 }
 
-func rancherGroups(projectSlug string) []sagas.GroupSpec {
-	return []sagas.GroupSpec{{Name: "c_cm1"}, {Name: "project_" + projectSlug + "_member", Parent: "c_cm1"}}
+func rancherGroups(projectSlug string) []contract.GroupSpec {
+	return []contract.GroupSpec{{Name: "c_cm1"}, {Name: "project_" + projectSlug + "_member", Parent: "c_cm1"}}
 }
 
 // env is a membership service on an embedded NATS, with its siblings
@@ -413,7 +447,7 @@ type env struct {
 
 func newEnv(t *testing.T, o Offering) *env {
 	t.Helper()
-	e := &env{w: newWaldur(), sib: &siblings{groups: map[string]map[string]bool{}, known: map[string]bool{}, bindings: map[string]map[string]bool{}}}
+	e := &env{w: newWaldur(), sib: &siblings{groups: map[string]map[string]bool{}, known: map[string]bool{}}}
 	e.b = bustest.New(t, bus.Config{})
 	if o.Groups != nil || o.ProjectGroups != nil {
 		serveSiblings(t, e.b, e.sib)

@@ -15,11 +15,11 @@ import (
 	"github.com/sitebus/sitebus/pkg/backend"
 	"github.com/sitebus/sitebus/pkg/bus"
 	"github.com/sitebus/sitebus/pkg/config"
+	"github.com/sitebus/sitebus/pkg/contract"
 	"github.com/sitebus/sitebus/pkg/events"
 	"github.com/sitebus/sitebus/pkg/fault"
 	sitebusv1 "github.com/sitebus/sitebus/pkg/gen/sitebus/v1"
 	"github.com/sitebus/sitebus/pkg/waldur"
-	"github.com/sitebus/sitebus/services/sagas"
 )
 
 func TestDesiredEdges(t *testing.T) {
@@ -283,7 +283,7 @@ func TestSyncUsersToObjectEdges(t *testing.T) {
 	if _, err := e.sync(t, resUUID(1), false); err != nil {
 		t.Errorf("a namespace that is not there: %v, want nothing to do", err)
 	}
-	p.idErr = backend.Invalidf("slug %q makes no namespace name", "gone")
+	p.idErr = fault.Errorf(fault.Invalid, "slug %q makes no namespace name", "gone")
 	if _, err := e.sync(t, resUUID(1), false); !fault.IsTerminal(err) {
 		t.Errorf("a slug that names no namespace: %v, want a terminal error", err)
 	}
@@ -346,6 +346,7 @@ func TestSyncProjectGroups(t *testing.T) {
 	team := []waldur.ProjectUser{user("bob", "PROJECT.MEMBER"), user("alice", "PROJECT.ADMIN"), {Username: "dave", Role: "PROJECT.ADMIN"}}
 	type want struct {
 		cmds    []string
+		binds   []string // the platform's bind and unbind calls
 		members []string
 		bound   []string
 		groups  bool // the child group exists afterwards
@@ -353,18 +354,21 @@ func TestSyncProjectGroups(t *testing.T) {
 		err     bool
 		term    bool
 	}
-	ensure, bind, set := "keycloak-sync ensure-groups", "order bind-group", "keycloak-sync set-group-members"
-	unbind, del := "order unbind-group", "keycloak-sync delete-groups"
+	ensure, set, del := "keycloak-sync ensure-groups", "keycloak-sync set-group-members", "keycloak-sync delete-groups"
+	// Bindings go through the offering's backend (GroupBinder), not a command.
+	bind, unbind := []string{"bind p-physics " + child}, []string{"unbind p-physics " + child}
 	tests := map[string]struct {
 		res     waldur.Resource
 		team    []waldur.ProjectUser
 		created bool
-		before  func(e *env, p *platform)
-		want    want
+		// notBinder hides the platform's GroupBinder methods.
+		notBinder bool
+		before    func(e *env, p *platform)
+		want      want
 	}{
 		"a team with members gets the groups, the binding and the members": {
 			res: waldur.Resource{BackendID: "p-physics"}, team: team,
-			want: want{cmds: []string{ensure, bind, set}, members: []string{"alice", "bob"}, bound: []string{"p-physics"}, groups: true,
+			want: want{cmds: []string{ensure, set}, binds: bind, members: []string{"alice", "bob"}, bound: []string{"p-physics"}, groups: true,
 				resp: &sitebusv1.SyncResourceResponse{Added: 2, Removed: 1}},
 		},
 		"the create saga's team step neither looks the project up nor binds again": {
@@ -375,7 +379,7 @@ func TestSyncProjectGroups(t *testing.T) {
 		},
 		"a resource without a backend id yet finds its project by name": {
 			res: waldur.Resource{}, team: team,
-			want: want{cmds: []string{ensure, bind, set}, members: []string{"alice", "bob"}, bound: []string{"p-physics"}, groups: true,
+			want: want{cmds: []string{ensure, set}, binds: bind, members: []string{"alice", "bob"}, bound: []string{"p-physics"}, groups: true,
 				resp: &sitebusv1.SyncResourceResponse{Added: 2, Removed: 1}},
 		},
 		"a resource whose project is not there changes nothing": {
@@ -384,14 +388,14 @@ func TestSyncProjectGroups(t *testing.T) {
 		},
 		"the last member leaving unbinds the group and deletes the emptied groups": {
 			res: waldur.Resource{BackendID: "p-physics", RestrictMemberAccess: true}, team: team,
-			want: want{cmds: []string{set, unbind, del}, resp: &sitebusv1.SyncResourceResponse{Removed: 1}},
+			want: want{cmds: []string{set, del}, binds: unbind, resp: &sitebusv1.SyncResourceResponse{Removed: 1}},
 		},
 		"the last member leaving keeps a group another project is still bound to": {
 			res: waldur.Resource{BackendID: "p-physics"},
 			before: func(e *env, p *platform) {
-				e.sib.bind(child, "p-physics", "p-physics-2")
+				p.bind(child, "p-physics", "p-physics-2")
 			},
-			want: want{cmds: []string{set, unbind}, groups: true, bound: []string{"p-physics-2"}, resp: &sitebusv1.SyncResourceResponse{Removed: 1}},
+			want: want{cmds: []string{set}, binds: unbind, groups: true, bound: []string{"p-physics-2"}, resp: &sitebusv1.SyncResourceResponse{Removed: 1}},
 		},
 		"an empty team that removed nobody keeps what the create saga made": {
 			res: waldur.Resource{BackendID: "p-physics"},
@@ -411,13 +415,27 @@ func TestSyncProjectGroups(t *testing.T) {
 		},
 		"a project that cannot be named is final": {
 			res: waldur.Resource{}, team: team,
-			before: func(e *env, p *platform) { p.idErr = backend.Invalidf("project slug too long") },
+			before: func(e *env, p *platform) { p.idErr = fault.Errorf(fault.Invalid, "project slug too long") },
 			want:   want{err: true, term: true, groups: true, members: []string{"zed"}, bound: []string{"p-physics"}},
 		},
 		"Rancher unavailable is retried": {
 			res: waldur.Resource{BackendID: "p-physics"}, team: team,
 			before: func(e *env, p *platform) { p.existsErr = errors.New("rancher: 503") },
 			want:   want{err: true, groups: true, members: []string{"zed"}, bound: []string{"p-physics"}},
+		},
+		"Rancher failing to bind is retried before any member is added": {
+			res: waldur.Resource{BackendID: "p-physics"}, team: team,
+			before: func(e *env, p *platform) { p.bindErr = errors.New("rancher: 503") },
+			want:   want{cmds: []string{ensure}, binds: bind, err: true, groups: true, members: []string{"zed"}, bound: []string{"p-physics"}},
+		},
+		"Rancher failing to unbind keeps the emptied groups for the retry": {
+			res: waldur.Resource{BackendID: "p-physics", RestrictMemberAccess: true}, team: team,
+			before: func(e *env, p *platform) { p.bindErr = errors.New("rancher: 503") },
+			want:   want{cmds: []string{set}, binds: unbind, err: true, groups: true, bound: []string{"p-physics"}},
+		},
+		"a backend that binds no groups is final": {
+			res: waldur.Resource{BackendID: "p-physics"}, team: team, notBinder: true,
+			want: want{cmds: []string{ensure}, err: true, term: true, groups: true, members: []string{"zed"}, bound: []string{"p-physics"}},
 		},
 		"Keycloak unavailable is retried": {
 			res: waldur.Resource{BackendID: "p-physics"}, team: team,
@@ -428,11 +446,15 @@ func TestSyncProjectGroups(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			p := newPlatform("p-physics")
-			e := newEnv(t, Offering{Backend: p, ProjectGroups: rancherGroups})
+			var be backend.Backend = p
+			if tc.notBinder {
+				be = struct{ backend.Backend }{p}
+			}
+			e := newEnv(t, Offering{Backend: be, ProjectGroups: rancherGroups})
 			e.sib.setMembers("c_cm1")
 			e.sib.setMembers(child, "zed")
 			e.sib.known["alice"], e.sib.known["bob"] = true, true
-			e.sib.bind(child, "p-physics")
+			p.bind(child, "p-physics")
 			tc.res.UUID, tc.res.Slug, tc.res.ProjectSlug, tc.res.State = resUUID(1), "physics-ns", "physics", waldur.ResourceStateOK
 			e.w.add(tc.res, tc.team...)
 			if tc.before != nil {
@@ -449,7 +471,10 @@ func TestSyncProjectGroups(t *testing.T) {
 			if got := e.sib.members(child); !slices.Equal(got, tc.want.members) {
 				t.Errorf("child group members %v, want %v", got, tc.want.members)
 			}
-			if got := e.sib.bound(child); !slices.Equal(got, tc.want.bound) {
+			if got := p.binds(); !slices.Equal(got, tc.want.binds) {
+				t.Errorf("platform calls %v, want %v", got, tc.want.binds)
+			}
+			if got := p.bound(child); !slices.Equal(got, tc.want.bound) {
 				t.Errorf("child group bound to %v, want %v", got, tc.want.bound)
 			}
 			if got := e.sib.hasGroup(child); got != tc.want.groups {
@@ -463,7 +488,8 @@ func TestSyncProjectGroups(t *testing.T) {
 }
 
 func TestSyncProjectGroupsRequests(t *testing.T) {
-	e := newEnv(t, Offering{Backend: newPlatform("p-physics"), ProjectGroups: rancherGroups, UsersByID: true})
+	p := newPlatform("p-physics")
+	e := newEnv(t, Offering{Backend: p, ProjectGroups: rancherGroups, UsersByID: true})
 	e.sib.setMembers("project_physics_member", "zed")
 	e.sib.known["alice"], e.sib.known["carol"] = true, true
 	e.w.add(waldur.Resource{UUID: resUUID(1), Slug: "physics-ns", ProjectSlug: "physics", BackendID: "p-physics", State: waldur.ResourceStateOK},
@@ -472,18 +498,19 @@ func TestSyncProjectGroupsRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 	key := "test:" + resUUID(1)
-	wantCalls := []string{"keycloak-sync ensure-groups " + key + ":groups", "order bind-group " + key + ":bind", "keycloak-sync set-group-members " + key + ":child"}
+	wantCalls := []string{"keycloak-sync ensure-groups " + key + ":groups", "keycloak-sync set-group-members " + key + ":child"}
 	if !slices.Equal(e.sib.calls, wantCalls) {
 		t.Fatalf("calls %v, want %v", e.sib.calls, wantCalls)
+	}
+	// The binding goes through the platform: the child group to the project.
+	if got, want := p.binds(), []string{"bind p-physics project_physics_member"}; !slices.Equal(got, want) {
+		t.Errorf("platform calls %v, want %v", got, want)
 	}
 	ensure := e.sib.reqs[0].(*sitebusv1.EnsureGroupsRequest)
 	if len(ensure.Groups) != 2 || ensure.Groups[0].Name != "c_cm1" || ensure.Groups[1].ParentName != "c_cm1" {
 		t.Errorf("ensure %v: the parent first, the child under it", ensure.Groups)
 	}
-	if bind := e.sib.reqs[1].(*sitebusv1.BindGroupRequest); bind.BackendId != "p-physics" || bind.Group != "project_physics_member" {
-		t.Errorf("bind %v", bind)
-	}
-	set := e.sib.reqs[2].(*sitebusv1.SetGroupMembersRequest)
+	set := e.sib.reqs[1].(*sitebusv1.SetGroupMembersRequest)
 	if set.Group.ParentName != "c_cm1" || set.IfExists || len(set.Members) != 2 || set.Members[0].Ref != "alice" || !set.Members[0].ById {
 		t.Errorf("set %v: the child under its parent, members sorted, by id", set)
 	}
@@ -494,20 +521,26 @@ func TestSyncProjectGroupsRequests(t *testing.T) {
 	e.sib.mu.Lock()
 	e.sib.calls, e.sib.reqs = nil, nil
 	e.sib.mu.Unlock()
+	p.mu.Lock()
+	p.bindCalls = nil
+	p.mu.Unlock()
 	// A sync of its own: the same key would get the first one's answers.
 	key = "test2:" + resUUID(1)
 	if _, err := e.s.syncResource(t.Context(), e.offering, resUUID(1), key, false); err != nil {
 		t.Fatal(err)
 	}
-	wantCalls = []string{"keycloak-sync set-group-members " + key + ":child", "order unbind-group " + key + ":unbind", "keycloak-sync delete-groups " + key + ":cleanup"}
+	wantCalls = []string{"keycloak-sync set-group-members " + key + ":child", "keycloak-sync delete-groups " + key + ":cleanup"}
 	if !slices.Equal(e.sib.calls, wantCalls) {
 		t.Fatalf("calls %v, want %v", e.sib.calls, wantCalls)
+	}
+	if got, want := p.binds(), []string{"unbind p-physics project_physics_member"}; !slices.Equal(got, want) {
+		t.Errorf("platform calls %v, want %v", got, want)
 	}
 	if set := e.sib.reqs[0].(*sitebusv1.SetGroupMembersRequest); !set.IfExists || len(set.Members) != 0 {
 		t.Errorf("emptying set %v: only if the group exists", set)
 	}
-	del := e.sib.reqs[2].(*sitebusv1.DeleteGroupsRequest)
-	if want := sagas.ProjectGroupsCleanup(offeringHex, rancherGroups("physics")); !proto.Equal(del, want) {
+	del := e.sib.reqs[1].(*sitebusv1.DeleteGroupsRequest)
+	if want := contract.ProjectGroupsCleanup(offeringHex, rancherGroups("physics")); !proto.Equal(del, want) {
 		t.Errorf("delete %v, want %v", del, want)
 	}
 }
@@ -694,12 +727,12 @@ func TestSyncCommandsOverTheBus(t *testing.T) {
 	defer ccancel()
 
 	var resp sitebusv1.SyncResourceResponse
-	if err := e.b.Call(cctx, Name, sagas.CmdSyncCreated, &sitebusv1.SyncResourceRequest{OfferingUuid: offeringHex, ResourceUuid: resUUID(1)}, &resp,
+	if err := e.b.Call(cctx, Name, contract.CmdSyncCreated, &sitebusv1.SyncResourceRequest{OfferingUuid: offeringHex, ResourceUuid: resUUID(1)}, &resp,
 		bus.WithKey("saga:order-1:team:do")); err != nil {
 		t.Fatal(err)
 	}
-	if resp.Added != 1 || !slices.Equal(e.sib.commands(), []string{"keycloak-sync ensure-groups", "keycloak-sync set-group-members"}) {
-		t.Errorf("sync-created-resource: %v, commands %v", &resp, e.sib.commands())
+	if resp.Added != 1 || !slices.Equal(e.sib.commands(), []string{"keycloak-sync ensure-groups", "keycloak-sync set-group-members"}) || len(p.binds()) != 0 {
+		t.Errorf("sync-created-resource: %v, commands %v, platform calls %v", &resp, e.sib.commands(), p.binds())
 	}
 	if !strings.HasPrefix(e.sib.calls[0], "keycloak-sync ensure-groups sync:saga:order-1:team:do:") {
 		t.Errorf("key %q does not derive from the command's", e.sib.calls[0])
@@ -707,14 +740,14 @@ func TestSyncCommandsOverTheBus(t *testing.T) {
 
 	// sync-resource looks the project up and binds.
 	p.objects["p-physics"] = true
-	if err := e.b.Call(cctx, Name, sagas.CmdSyncResource, &sitebusv1.SyncResourceRequest{OfferingUuid: offeringHex, ResourceUuid: resUUID(1)}, &resp,
+	if err := e.b.Call(cctx, Name, contract.CmdSyncResource, &sitebusv1.SyncResourceRequest{OfferingUuid: offeringHex, ResourceUuid: resUUID(1)}, &resp,
 		bus.WithKey("t:sync")); err != nil {
 		t.Fatal(err)
 	}
-	if got := e.sib.bound("project_physics_member"); !slices.Equal(got, []string{"p-physics"}) {
+	if got := p.bound("project_physics_member"); !slices.Equal(got, []string{"p-physics"}) {
 		t.Errorf("bound %v", got)
 	}
-	err := e.b.Call(cctx, Name, sagas.CmdSyncResource, &sitebusv1.SyncResourceRequest{OfferingUuid: "00000000000040008000000000000000", ResourceUuid: resUUID(1)}, &resp,
+	err := e.b.Call(cctx, Name, contract.CmdSyncResource, &sitebusv1.SyncResourceRequest{OfferingUuid: "00000000000040008000000000000000", ResourceUuid: resUUID(1)}, &resp,
 		bus.WithKey("t:other"))
 	if !fault.IsTerminal(err) {
 		t.Errorf("another offering's sync: %v, want a terminal refusal", err)
