@@ -49,7 +49,7 @@ func (s *Service) ensureGroups(ctx context.Context, req *sitebusv1.EnsureGroupsR
 	return resp, nil
 }
 
-func resolveParent(ctx context.Context, c *keycloak.Client, ensured map[string]string, name string) (string, error) {
+func resolveParent(ctx context.Context, c keycloakAPI, ensured map[string]string, name string) (string, error) {
 	if id, ok := ensured[name]; ok {
 		return id, nil
 	}
@@ -320,7 +320,7 @@ func (s *Service) managedGroup(ctx context.Context, offering string, ref *sitebu
 
 // findGroup resolves a GroupRef by id, else by name under its parent; nil
 // when there is no such group.
-func findGroup(ctx context.Context, c *keycloak.Client, ref *sitebusv1.GroupRef) (*keycloak.Group, error) {
+func findGroup(ctx context.Context, c keycloakAPI, ref *sitebusv1.GroupRef) (*keycloak.Group, error) {
 	switch {
 	case ref.GetId() != "":
 		return c.GetGroup(ctx, ref.GetId())

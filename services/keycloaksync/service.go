@@ -48,11 +48,34 @@ const (
 	DefaultCleanupPeriod = time.Hour
 )
 
+// Waldur is what the leftover cleanup asks Waldur (a *waldur.Client).
+type Waldur interface {
+	ListProviderResources(ctx context.Context, f waldur.ResourceFilter) ([]waldur.Resource, error)
+}
+
+// keycloakAPI is what the service calls in one realm: a *keycloak.Client,
+// or an in-memory realm in the unit tests.
+type keycloakAPI interface {
+	Realm() string
+	FindGroup(ctx context.Context, name, parentID string) (*keycloak.Group, error)
+	EnsureGroup(ctx context.Context, name, parentID, description string) (keycloak.Group, bool, error)
+	GetGroup(ctx context.Context, id string) (*keycloak.Group, error)
+	DeleteGroup(ctx context.Context, id string) error
+	HasSubGroups(ctx context.Context, id string) (bool, error)
+	ManagedGroups(ctx context.Context) ([]keycloak.Group, error)
+	FindUser(ctx context.Context, idOrUsername string, byID bool) (*keycloak.User, error)
+	AddMember(ctx context.Context, groupID, userID string) error
+	RemoveMember(ctx context.Context, groupID, userID string) error
+	Members(ctx context.Context, groupID string) ([]keycloak.User, error)
+}
+
+var _ keycloakAPI = (*keycloak.Client)(nil)
+
 // Offering is an offering whose groups sitebus keeps in Keycloak.
 type Offering struct {
 	Config *config.Offering
 	// Waldur lists the offering's resources for the leftover cleanup.
-	Waldur *waldur.Client
+	Waldur Waldur
 	// Keycloak is backend_settings.keycloak, parsed (see Settings).
 	Keycloak keycloak.Config
 }
@@ -114,7 +137,7 @@ func (c *Config) Validate() error {
 // them whether a group's resource is alive.
 type realm struct {
 	key       string // URL|realm
-	client    *keycloak.Client
+	client    keycloakAPI
 	offerings []Offering
 }
 
@@ -136,6 +159,11 @@ type Service struct {
 // New builds the service and its Keycloak clients (no call is made); Run
 // starts it.
 func New(b *bus.Bus, cfg Config) (*Service, error) {
+	return newService(b, cfg, func(kc keycloak.Config) (keycloakAPI, error) { return keycloak.New(kc) })
+}
+
+// newService is New with the realms' clients made by connect.
+func newService(b *bus.Bus, cfg Config, connect func(keycloak.Config) (keycloakAPI, error)) (*Service, error) {
 	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -153,7 +181,7 @@ func New(b *bus.Bus, cfg Config) (*Service, error) {
 			if kc.Logger == nil {
 				kc.Logger = s.log.With("offering", o.Config.Name)
 			}
-			c, err := keycloak.New(kc)
+			c, err := connect(kc)
 			if err != nil {
 				return nil, fmt.Errorf("offering %q: %w", o.Config.Name, err)
 			}

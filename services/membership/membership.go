@@ -33,10 +33,18 @@ import (
 // Name is the service name used by --only.
 const Name = contract.Membership
 
+// Waldur is what the service asks Waldur (a *waldur.Client): the
+// resources, and each one's team.
+type Waldur interface {
+	GetResource(ctx context.Context, uuid string, fields ...string) (*waldur.Resource, error)
+	GetResourceTeam(ctx context.Context, uuid string, hasConsent *bool) ([]waldur.ProjectUser, error)
+	ListProviderResources(ctx context.Context, f waldur.ResourceFilter) ([]waldur.Resource, error)
+}
+
 // Offering is one offering whose access this service manages.
 type Offering struct {
 	Config  *config.Offering
-	Waldur  *waldur.Client
+	Waldur  Waldur
 	Backend backend.Backend
 	// Groups names the access groups of a slug; nil when the offering has
 	// no identity provider (then only users in the object are synced).
