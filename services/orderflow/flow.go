@@ -324,7 +324,10 @@ func (f *Flow) handleEvent(ctx context.Context, ev *sitebusv1.WaldurEvent, lastA
 	log := f.log.With("offering", o.Name, "order", msg.OrderUUID)
 	typ, outcome, err := f.process(ctx, o, msg.OrderUUID, log)
 	if err != nil {
-		if errors.Is(err, context.Canceled) || !(lastAttempt || fault.IsTerminal(err)) {
+		// A shutdown is not a failure to report, and a retryable error
+		// goes back to the bus while attempts are left.
+		settle := lastAttempt || fault.IsTerminal(err)
+		if errors.Is(err, context.Canceled) || !settle {
 			return err
 		}
 		// Settle it: Waldur is told what failed, and the message is done.
