@@ -63,16 +63,15 @@ func serveCmd[Req, Resp any, PReq interface {
 	})
 }
 
-// classify marks what no retry can fix as terminal: Keycloak's terminal
-// errors and a 404 left over after the handlers dealt with the expected
-// ones (a parent group that does not exist). Unavailability stays
-// retryable, so a Keycloak outage is waited out, never skipped.
+// classify adds the one rule of keycloak-sync's own to the error
+// vocabulary: a 404 left over after the handlers dealt with the expected
+// ones (a parent group that does not exist) will not go away by asking
+// again, so it is marked final. Every other error keeps its kind, and
+// fault.Decide (run by the bus around this handler) decides as everywhere:
+// Keycloak's refusals are final, an outage is waited out, never skipped.
 func classify(err error) error {
-	if err == nil || bus.IsTerminal(err) {
-		return err
-	}
-	if fault.IsTerminal(err) || errors.Is(err, keycloak.ErrNotFound) {
-		return bus.Terminal(err)
+	if errors.Is(err, keycloak.ErrNotFound) && !fault.IsTerminal(err) {
+		return fault.Terminal(err)
 	}
 	return err
 }
