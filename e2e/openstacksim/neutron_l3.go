@@ -31,8 +31,6 @@ var routers = neutronCollection("routers", "router", "router",
 	func(st *state) map[string]*Router { return st.routers }, func(x *Router) uint64 { return x.seq },
 	owned(func(rt *Router) string { return rt.ProjectID }), (*Server).routerRep)
 
-func (s *Server) visibleRouter(c *caller, id string) *Router { return routers.lookup(s, c, id) }
-
 type routerIn struct {
 	attrsIn
 	Name      *string         `json:"name"`
@@ -294,8 +292,6 @@ func (s *Server) fipRep(f *FloatingIP) obj {
 var floatingIPs = neutronCollection("floatingips", "floatingip", "floating IP",
 	func(st *state) map[string]*FloatingIP { return st.fips }, func(x *FloatingIP) uint64 { return x.seq },
 	owned(func(f *FloatingIP) string { return f.ProjectID }), (*Server).fipRep)
-
-func (s *Server) visibleFIP(c *caller, id string) *FloatingIP { return floatingIPs.lookup(s, c, id) }
 
 type fipIn struct {
 	attrsIn
