@@ -216,11 +216,7 @@ func (s *Server) createTopGroup(w http.ResponseWriter, r *http.Request, rm *real
 }
 
 // createChild is POST /groups/{id}/children, the same under a parent.
-func (s *Server) createChild(w http.ResponseWriter, r *http.Request, rm *realm) *apiError {
-	parent := rm.groups[r.PathValue("id")]
-	if parent == nil {
-		return errGroupNotFound
-	}
+func (s *Server) createChild(w http.ResponseWriter, r *http.Request, rm *realm, parent *group) *apiError {
 	return s.addGroup(w, r, rm, parent.id)
 }
 
@@ -271,22 +267,14 @@ func (rm *realm) moveGroup(w http.ResponseWriter, b groupBody, parent string) *a
 
 // getGroup is GET /groups/{id}: the full representation with subGroupCount
 // and, since Keycloak 23, no inlined subGroups.
-func (s *Server) getGroup(w http.ResponseWriter, r *http.Request, rm *realm) *apiError {
-	g := rm.groups[r.PathValue("id")]
-	if g == nil {
-		return errGroupNotFound
-	}
+func (s *Server) getGroup(w http.ResponseWriter, r *http.Request, rm *realm, g *group) *apiError {
 	simkit.WriteJSON(w, http.StatusOK, rm.groupRepOf(g, false, true))
 	return nil
 }
 
 // updateGroup is PUT /groups/{id}: renames (unique among siblings) and
 // replaces the attributes when the body has them.
-func (s *Server) updateGroup(w http.ResponseWriter, r *http.Request, rm *realm) *apiError {
-	g := rm.groups[r.PathValue("id")]
-	if g == nil {
-		return errGroupNotFound
-	}
+func (s *Server) updateGroup(w http.ResponseWriter, r *http.Request, rm *realm, g *group) *apiError {
 	b, err := decodeGroup(r)
 	if err != nil {
 		return err
@@ -306,11 +294,7 @@ func (s *Server) updateGroup(w http.ResponseWriter, r *http.Request, rm *realm) 
 }
 
 // deleteGroup is DELETE /groups/{id}; the subtree and memberships go too.
-func (s *Server) deleteGroup(w http.ResponseWriter, r *http.Request, rm *realm) *apiError {
-	g := rm.groups[r.PathValue("id")]
-	if g == nil {
-		return errGroupNotFound
-	}
+func (s *Server) deleteGroup(w http.ResponseWriter, r *http.Request, rm *realm, g *group) *apiError {
 	rm.deleteGroup(g.id)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
@@ -319,11 +303,7 @@ func (s *Server) deleteGroup(w http.ResponseWriter, r *http.Request, rm *realm) 
 // listChildren is GET /groups/{id}/children: first (0), max (10, as in
 // Keycloak), briefRepresentation (false), and the search/exact filter of
 // Keycloak ≥ 25.
-func (s *Server) listChildren(w http.ResponseWriter, r *http.Request, rm *realm) *apiError {
-	g := rm.groups[r.PathValue("id")]
-	if g == nil {
-		return errGroupNotFound
-	}
+func (s *Server) listChildren(w http.ResponseWriter, r *http.Request, rm *realm, g *group) *apiError {
 	first, max, err := pageParams(r, 10)
 	if err != nil {
 		return err
@@ -339,11 +319,7 @@ func (s *Server) listChildren(w http.ResponseWriter, r *http.Request, rm *realm)
 
 // listMembers is GET /groups/{id}/members: direct members by username,
 // first (0), max (100, Keycloak's default page).
-func (s *Server) listMembers(w http.ResponseWriter, r *http.Request, rm *realm) *apiError {
-	g := rm.groups[r.PathValue("id")]
-	if g == nil {
-		return errGroupNotFound
-	}
+func (s *Server) listMembers(w http.ResponseWriter, r *http.Request, rm *realm, g *group) *apiError {
 	first, max, err := pageParams(r, 100)
 	if err != nil {
 		return err

@@ -10,6 +10,18 @@ import (
 // existing realm; it runs with s.mu held.
 type adminHandler func(w http.ResponseWriter, r *http.Request, rm *realm) *apiError
 
+// onGroup serves an admin endpoint on the group {id}, answering Keycloak's
+// "Could not find group by id" when there is none.
+func onGroup(h func(w http.ResponseWriter, r *http.Request, rm *realm, g *group) *apiError) adminHandler {
+	return func(w http.ResponseWriter, r *http.Request, rm *realm) *apiError {
+		g := rm.groups[r.PathValue("id")]
+		if g == nil {
+			return errGroupNotFound
+		}
+		return h(w, r, rm, g)
+	}
+}
+
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	admin := func(pattern string, h adminHandler) { mux.Handle(pattern, s.admin(h)) }
@@ -22,12 +34,12 @@ func (s *Server) routes() http.Handler {
 	admin("GET "+realmPath+"/groups", s.listGroups)
 	admin("POST "+realmPath+"/groups", s.createTopGroup)
 	admin("GET "+realmPath+"/groups/count", s.countGroups)
-	admin("GET "+realmPath+"/groups/{id}", s.getGroup)
-	admin("PUT "+realmPath+"/groups/{id}", s.updateGroup)
-	admin("DELETE "+realmPath+"/groups/{id}", s.deleteGroup)
-	admin("GET "+realmPath+"/groups/{id}/children", s.listChildren)
-	admin("POST "+realmPath+"/groups/{id}/children", s.createChild)
-	admin("GET "+realmPath+"/groups/{id}/members", s.listMembers)
+	admin("GET "+realmPath+"/groups/{id}", onGroup(s.getGroup))
+	admin("PUT "+realmPath+"/groups/{id}", onGroup(s.updateGroup))
+	admin("DELETE "+realmPath+"/groups/{id}", onGroup(s.deleteGroup))
+	admin("GET "+realmPath+"/groups/{id}/children", onGroup(s.listChildren))
+	admin("POST "+realmPath+"/groups/{id}/children", onGroup(s.createChild))
+	admin("GET "+realmPath+"/groups/{id}/members", onGroup(s.listMembers))
 	admin("GET "+realmPath+"/group-by-path/{path...}", s.groupByPath)
 
 	admin("GET "+realmPath+"/users", s.listUsers)

@@ -31,8 +31,6 @@ var routers = neutronCollection("routers", "router", "router",
 	func(st *state) map[string]*Router { return st.routers }, func(x *Router) uint64 { return x.seq },
 	owned(func(rt *Router) string { return rt.ProjectID }), (*Server).routerRep)
 
-func (s *Server) visibleRouter(c *caller, id string) *Router { return routers.lookup(s, c, id) }
-
 type routerIn struct {
 	attrsIn
 	Name      *string         `json:"name"`
@@ -164,17 +162,26 @@ func (s *Server) interfaceRep(rt *Router, p *Port) obj {
 		"network_id": p.NetworkID, "subnet_id": first, "subnet_ids": subs}
 }
 
+// routerInterface serves a router's add_router_interface or
+// remove_router_interface: the router {id} as a show finds it, then the
+// {"subnet_id"|"port_id"} body.
+func (s *Server) routerInterface(h func(*Server, http.ResponseWriter, *caller, *Router, interfaceIn) *apiErr) handler {
+	return func(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+		rt, e := routers.find(s, c, r.PathValue("id"))
+		if e != nil {
+			return e
+		}
+		var in interfaceIn
+		if e := decode(r, &in, badInput); e != nil {
+			return e
+		}
+		return h(s, w, c, rt, in)
+	}
+}
+
 // addRouterInterface plugs the router into a subnet, on the subnet's
 // gateway address, or into an existing unbound port.
-func (s *Server) addRouterInterface(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	rt := s.visibleRouter(c, r.PathValue("id"))
-	if rt == nil {
-		return nfound("router", r.PathValue("id"))
-	}
-	var in interfaceIn
-	if e := decode(r, &in, badInput); e != nil {
-		return e
-	}
+func (s *Server) addRouterInterface(w http.ResponseWriter, c *caller, rt *Router, in interfaceIn) *apiErr {
 	var p *Port
 	switch {
 	case in.SubnetID != "" && in.PortID != "":
@@ -228,15 +235,7 @@ func (s *Server) addRouterInterface(w http.ResponseWriter, r *http.Request, c *c
 
 // removeRouterInterface unplugs it and deletes its port, refusing while a
 // floating IP reaches a port on that subnet through the router.
-func (s *Server) removeRouterInterface(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	rt := s.visibleRouter(c, r.PathValue("id"))
-	if rt == nil {
-		return nfound("router", r.PathValue("id"))
-	}
-	var in interfaceIn
-	if e := decode(r, &in, badInput); e != nil {
-		return e
-	}
+func (s *Server) removeRouterInterface(w http.ResponseWriter, c *caller, rt *Router, in interfaceIn) *apiErr {
 	var p *Port
 	for _, pid := range rt.Interfaces {
 		x := s.st.ports[pid]
@@ -293,8 +292,6 @@ func (s *Server) fipRep(f *FloatingIP) obj {
 var floatingIPs = neutronCollection("floatingips", "floatingip", "floating IP",
 	func(st *state) map[string]*FloatingIP { return st.fips }, func(x *FloatingIP) uint64 { return x.seq },
 	owned(func(f *FloatingIP) string { return f.ProjectID }), (*Server).fipRep)
-
-func (s *Server) visibleFIP(c *caller, id string) *FloatingIP { return floatingIPs.lookup(s, c, id) }
 
 type fipIn struct {
 	attrsIn

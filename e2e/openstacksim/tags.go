@@ -8,56 +8,40 @@ import (
 	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
-// tagsOf resolves {res}/{id} of Neutron's tag API to the tags of a resource
-// c may see.
-func (s *Server) tagsOf(r *http.Request, c *caller) (*[]string, *apiErr) {
-	id := r.PathValue("id")
-	var tags *[]string
-	kind := ""
-	switch r.PathValue("res") {
-	case "networks":
-		kind = "network"
-		if n := s.visibleNetwork(c, id); n != nil && c.owns(n.ProjectID) {
-			tags = &n.Tags
-		}
-	case "subnets":
-		kind = "subnet"
-		if sub := s.visibleSubnet(c, id); sub != nil && c.owns(sub.ProjectID) {
-			tags = &sub.Tags
-		}
-	case "ports":
-		kind = "port"
-		if p := s.visiblePort(c, id); p != nil {
-			tags = &p.Tags
-		}
-	case "routers":
-		kind = "router"
-		if rt := s.visibleRouter(c, id); rt != nil {
-			tags = &rt.Tags
-		}
-	case "security-groups":
-		kind = "security group"
-		if g := s.visibleSG(c, id); g != nil {
-			tags = &g.Tags
-		}
-	case "floatingips":
-		kind = "floating IP"
-		if f := s.visibleFIP(c, id); f != nil {
-			tags = &f.Tags
-		}
-	default:
-		return nil, notFoundFor(r.URL.Path)
-	}
-	if tags == nil {
-		return nil, nfound(kind, id)
-	}
-	return tags, nil
+// taggable is, by the {res} of Neutron's tag API, how an {id} resolves to
+// the tags of a resource: one c may see and owns (a shared network's tags
+// are its owner's), else the resource's 404.
+var taggable = map[string]func(*Server, *caller, string) (*[]string, *apiErr){
+	"networks":        tagsIn(networks, func(n *Network) (*[]string, string) { return &n.Tags, n.ProjectID }),
+	"subnets":         tagsIn(subnets, func(sub *Subnet) (*[]string, string) { return &sub.Tags, sub.ProjectID }),
+	"ports":           tagsIn(ports, func(p *Port) (*[]string, string) { return &p.Tags, p.ProjectID }),
+	"routers":         tagsIn(routers, func(rt *Router) (*[]string, string) { return &rt.Tags, rt.ProjectID }),
+	"security-groups": tagsIn(secGroups, func(g *SecurityGroup) (*[]string, string) { return &g.Tags, g.ProjectID }),
+	"floatingips":     tagsIn(floatingIPs, func(f *FloatingIP) (*[]string, string) { return &f.Tags, f.ProjectID }),
 }
 
-// tagged serves a route of Neutron's tag API on the tags tagsOf resolves.
+func tagsIn[T any](col *collection[T], tags func(*T) (*[]string, string)) func(*Server, *caller, string) (*[]string, *apiErr) {
+	return func(s *Server, c *caller, id string) (*[]string, *apiErr) {
+		v, e := col.find(s, c, id)
+		if e != nil {
+			return nil, e
+		}
+		t, project := tags(v)
+		if !c.owns(project) {
+			return nil, col.notFound(id)
+		}
+		return t, nil
+	}
+}
+
+// tagged serves a route of Neutron's tag API on the tags taggable resolves.
 func (s *Server) tagged(h func(w http.ResponseWriter, r *http.Request, tags *[]string) *apiErr) handler {
 	return func(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-		tags, e := s.tagsOf(r, c)
+		of := taggable[r.PathValue("res")]
+		if of == nil {
+			return notFoundFor(r.URL.Path)
+		}
+		tags, e := of(s, c, r.PathValue("id"))
 		if e != nil {
 			return e
 		}

@@ -145,19 +145,9 @@ func (sec *v1Secret) id() string { return sec.namespace + "/" + sec.name }
 // provisioned clusters and the sim-only node registration.
 func (s *Server) provisioningRoutes(mux *http.ServeMux, api func(string, handler)) {
 	for _, coll := range []string{"/v1/provisioning.cattle.io.clusters", "/v1/provisioning.cattle.io.cluster"} {
-		api("GET "+coll, s.listV1Clusters)
-		api("POST "+coll, s.createV1Cluster)
-		api("GET "+coll+"/{ns}", s.listV1Clusters)
-		api("POST "+coll+"/{ns}", s.createV1Cluster)
-		api("GET "+coll+"/{ns}/{name}", s.getV1Cluster)
-		api("DELETE "+coll+"/{ns}/{name}", s.deleteV1Cluster)
+		v1Clusters.routes(s, api, coll, s.createV1Cluster)
 	}
-	api("GET /v1/secrets", s.listSecrets)
-	api("POST /v1/secrets", s.createSecret)
-	api("GET /v1/secrets/{ns}", s.listSecrets)
-	api("POST /v1/secrets/{ns}", s.createSecret)
-	api("GET /v1/secrets/{ns}/{name}", s.getSecret)
-	api("DELETE /v1/secrets/{ns}/{name}", s.deleteSecret)
+	v1Secrets.routes(s, api, "/v1/secrets", s.createSecret)
 
 	api("PUT /v3/clusters/{cluster}", s.updateCluster)
 	api("DELETE /v3/clusters/{cluster}", s.deleteCluster)
@@ -265,51 +255,6 @@ func (s *Server) createV1Cluster(w http.ResponseWriter, r *http.Request) *apiErr
 	s.storeProvCluster(pc)
 	s.log.Debug("provisioning cluster created", "id", key, "cluster", pc.clusterID)
 	simkit.WriteJSON(w, http.StatusCreated, s.v1ClusterRep(simkit.BaseURL(r), pc, false))
-	return nil
-}
-
-func (s *Server) getV1Cluster(w http.ResponseWriter, r *http.Request) *apiError {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	pc := s.prov.v1[r.PathValue("ns")+"/"+r.PathValue("name")]
-	if pc == nil {
-		v1Err(w, http.StatusNotFound, "NotFound", `clusters.provisioning.cattle.io "`+r.PathValue("name")+`" not found`)
-		return nil
-	}
-	simkit.WriteJSON(w, http.StatusOK, s.v1ClusterRep(simkit.BaseURL(r), pc, true))
-	return nil
-}
-
-func (s *Server) listV1Clusters(w http.ResponseWriter, r *http.Request) *apiError {
-	ns := r.PathValue("ns")
-	b := simkit.BaseURL(r)
-	s.mu.Lock()
-	data := []map[string]any{}
-	for _, pc := range s.prov.v1 {
-		if ns == "" || pc.namespace == ns {
-			data = append(data, s.v1ClusterRep(b, pc, true))
-		}
-	}
-	s.mu.Unlock()
-	writeV1Collection(w, r, "provisioning.cattle.io.cluster", data)
-	return nil
-}
-
-func (s *Server) deleteV1Cluster(w http.ResponseWriter, r *http.Request) *apiError {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	pc := s.prov.v1[r.PathValue("ns")+"/"+r.PathValue("name")]
-	if pc == nil {
-		v1Err(w, http.StatusNotFound, "NotFound", `clusters.provisioning.cattle.io "`+r.PathValue("name")+`" not found`)
-		return nil
-	}
-	rep := s.v1ClusterRep(simkit.BaseURL(r), pc, false)
-	s.removeCluster(pc.clusterID)
-	meta, _ := rep["metadata"].(map[string]any)
-	if meta != nil {
-		meta["deletionTimestamp"] = s.now().Format(time.RFC3339)
-	}
-	simkit.WriteJSON(w, http.StatusOK, rep)
 	return nil
 }
 
@@ -453,54 +398,6 @@ func (s *Server) createSecret(w http.ResponseWriter, r *http.Request) *apiError 
 		data: cloneMap(in.Data), created: s.now()}
 	s.prov.secrets[sec.id()] = sec
 	simkit.WriteJSON(w, http.StatusCreated, secretRep(simkit.BaseURL(r), sec))
-	return nil
-}
-
-func (s *Server) getSecret(w http.ResponseWriter, r *http.Request) *apiError {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sec := s.prov.secrets[r.PathValue("ns")+"/"+r.PathValue("name")]
-	if sec == nil {
-		v1Err(w, http.StatusNotFound, "NotFound", `secrets "`+r.PathValue("name")+`" not found`)
-		return nil
-	}
-	simkit.WriteJSON(w, http.StatusOK, secretRep(simkit.BaseURL(r), sec))
-	return nil
-}
-
-// listSecrets lists the secrets created through the simulator, with
-// steve's labelSelector (equality terms, comma-separated) applied.
-func (s *Server) listSecrets(w http.ResponseWriter, r *http.Request) *apiError {
-	ns := r.PathValue("ns")
-	sel, err := parseLabelSelector(r.URL.Query().Get("labelSelector"))
-	if err != "" {
-		v1Err(w, http.StatusBadRequest, "BadRequest", err)
-		return nil
-	}
-	b := simkit.BaseURL(r)
-	s.mu.Lock()
-	data := []map[string]any{}
-	for _, sec := range s.prov.secrets {
-		if (ns == "" || sec.namespace == ns) && sel.matches(sec.labels) {
-			data = append(data, secretRep(b, sec))
-		}
-	}
-	s.mu.Unlock()
-	writeV1Collection(w, r, "secret", data)
-	return nil
-}
-
-func (s *Server) deleteSecret(w http.ResponseWriter, r *http.Request) *apiError {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	key := r.PathValue("ns") + "/" + r.PathValue("name")
-	sec := s.prov.secrets[key]
-	if sec == nil {
-		v1Err(w, http.StatusNotFound, "NotFound", `secrets "`+r.PathValue("name")+`" not found`)
-		return nil
-	}
-	delete(s.prov.secrets, key)
-	simkit.WriteJSON(w, http.StatusOK, secretRep(simkit.BaseURL(r), sec))
 	return nil
 }
 

@@ -58,32 +58,24 @@ func (f *Fixture) normalize() error {
 		c.ServiceProviderUUID = cmp.Or(c.ServiceProviderUUID, derivedUUID("service-provider", c.UUID))
 		unique("customer", c.UUID)
 	}
-	for i := range f.Projects {
-		p := &f.Projects[i]
-		fix("project", &p.UUID, true)
-		fix("project customer_uuid", &p.CustomerUUID, true)
-		unique("project", p.UUID)
-		if !has("customer", p.CustomerUUID) {
-			errs = append(errs, fmt.Errorf("project %s: unknown customer %s", p.UUID, p.CustomerUUID))
+	// child checks an object that names its owner (a project's customer,
+	// an offering's customer, a plan's offering).
+	child := func(kind string, id *string, field, parent string, parentID *string) {
+		fix(kind, id, true)
+		fix(kind+" "+field, parentID, true)
+		unique(kind, *id)
+		if !has(parent, *parentID) {
+			errs = append(errs, fmt.Errorf("%s %s: unknown %s %s", kind, *id, parent, *parentID))
 		}
+	}
+	for i := range f.Projects {
+		child("project", &f.Projects[i].UUID, "customer_uuid", "customer", &f.Projects[i].CustomerUUID)
 	}
 	for i := range f.Offerings {
-		o := &f.Offerings[i]
-		fix("offering", &o.UUID, true)
-		fix("offering customer_uuid", &o.CustomerUUID, true)
-		unique("offering", o.UUID)
-		if !has("customer", o.CustomerUUID) {
-			errs = append(errs, fmt.Errorf("offering %s: unknown customer %s", o.UUID, o.CustomerUUID))
-		}
+		child("offering", &f.Offerings[i].UUID, "customer_uuid", "customer", &f.Offerings[i].CustomerUUID)
 	}
 	for i := range f.Plans {
-		p := &f.Plans[i]
-		fix("plan", &p.UUID, true)
-		fix("plan offering_uuid", &p.OfferingUUID, true)
-		unique("plan", p.UUID)
-		if !has("offering", p.OfferingUUID) {
-			errs = append(errs, fmt.Errorf("plan %s: unknown offering %s", p.UUID, p.OfferingUUID))
-		}
+		child("plan", &f.Plans[i].UUID, "offering_uuid", "offering", &f.Plans[i].OfferingUUID)
 	}
 	for i := range f.Resources {
 		r := &f.Resources[i]

@@ -50,15 +50,6 @@ func (s *Server) listIdentities(w http.ResponseWriter, r *http.Request, _ *User)
 	return nil
 }
 
-func (s *Server) getIdentity(w http.ResponseWriter, r *http.Request, _ *User, uid string) error {
-	id := s.st.identities[uid]
-	if id == nil {
-		return errNotFound
-	}
-	simkit.WriteJSON(w, http.StatusOK, restrictFields(r, s.identityView(baseURL(r), id)))
-	return nil
-}
-
 // parseIdentity validates the body the agent sends on create and update.
 func (s *Server) parseIdentity(body map[string]any, into *Identity) *apiError {
 	fe := fieldErrors{}

@@ -21,15 +21,6 @@ func (s *Server) getMe(w http.ResponseWriter, r *http.Request, u *User) error {
 	return nil
 }
 
-func (s *Server) getOffering(w http.ResponseWriter, r *http.Request, _ *User, id string) error {
-	o := s.st.offerings[id]
-	if o == nil {
-		return errNotFound
-	}
-	simkit.WriteJSON(w, http.StatusOK, restrictFields(r, s.st.offeringView(baseURL(r), o)))
-	return nil
-}
-
 func (s *Server) listServiceProviders(w http.ResponseWriter, r *http.Request, _ *User) error {
 	fe := fieldErrors{}
 	customers := queryUUIDs(r, fe, "customer_uuid")
@@ -49,14 +40,5 @@ func (s *Server) listServiceProviders(w http.ResponseWriter, r *http.Request, _ 
 		})
 	}
 	writeList(w, r, items)
-	return nil
-}
-
-func (s *Server) getPlan(w http.ResponseWriter, r *http.Request, _ *User, id string) error {
-	p := s.st.plans[id]
-	if p == nil {
-		return errNotFound
-	}
-	simkit.WriteJSON(w, http.StatusOK, restrictFields(r, s.st.planView(baseURL(r), p)))
 	return nil
 }

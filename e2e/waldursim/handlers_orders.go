@@ -58,15 +58,6 @@ func (s *Server) listOrders(w http.ResponseWriter, r *http.Request, _ *User) err
 	return nil
 }
 
-func (s *Server) getOrder(w http.ResponseWriter, r *http.Request, _ *User, id string) error {
-	o := s.st.orders[id]
-	if o == nil {
-		return errNotFound
-	}
-	simkit.WriteJSON(w, http.StatusOK, restrictFields(r, toMap(s.st.orderView(baseURL(r), o))))
-	return nil
-}
-
 // orderAction implements the provider-side order transitions.
 func (s *Server) orderAction(w http.ResponseWriter, r *http.Request, _ *User) error {
 	id, err := pathUUID(r)

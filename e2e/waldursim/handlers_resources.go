@@ -35,17 +35,6 @@ func (s *Server) listResources(w http.ResponseWriter, r *http.Request, _ *User) 
 	return nil
 }
 
-func (s *Server) getResource(w http.ResponseWriter, r *http.Request, _ *User, id string) error {
-	res := s.st.resources[id]
-	if res == nil {
-		return errNotFound
-	}
-	v := s.st.resourceView(baseURL(r), res)
-	v.MembershipSyncStatuses = nil
-	simkit.WriteJSON(w, http.StatusOK, restrictFields(r, toMap(v)))
-	return nil
-}
-
 func (s *Server) getTeam(w http.ResponseWriter, r *http.Request, _ *User, id string) error {
 	res := s.st.resources[id]
 	if res == nil {

@@ -3,6 +3,8 @@ package waldursim
 import (
 	"net/http"
 	"strings"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // apiHandler serves one authenticated endpoint; a returned *apiError is
@@ -21,7 +23,7 @@ func (s *Server) routes() http.Handler {
 
 	handle("GET /api/marketplace-site-agent-identities/{$}", s.listIdentities)
 	handle("POST /api/marketplace-site-agent-identities/{$}", s.createIdentity)
-	handle("GET /api/marketplace-site-agent-identities/{uuid}/{$}", s.byUUID(s.getIdentity))
+	handle("GET /api/marketplace-site-agent-identities/{uuid}/{$}", show(s, func(st *state) map[string]*Identity { return st.identities }, (*Server).identityView))
 	handle("PUT /api/marketplace-site-agent-identities/{uuid}/{$}", s.byUUIDBody(s.updateIdentity))
 	handle("PATCH /api/marketplace-site-agent-identities/{uuid}/{$}", s.byUUIDBody(s.updateIdentity))
 	handle("POST /api/marketplace-site-agent-identities/{uuid}/register_service/{$}", s.byUUIDBody(s.registerService))
@@ -33,18 +35,18 @@ func (s *Server) routes() http.Handler {
 	handle("DELETE /api/event-subscriptions/{uuid}/{$}", s.deleteSubscription)
 	handle("POST /api/event-subscriptions/{uuid}/create_queue/{$}", s.createQueue)
 
-	handle("GET /api/marketplace-provider-offerings/{uuid}/{$}", s.byUUID(s.getOffering))
+	handle("GET /api/marketplace-provider-offerings/{uuid}/{$}", show(s, func(st *state) map[string]*Offering { return st.offerings }, stateView((*state).offeringView)))
 	handle("POST /api/marketplace-provider-offerings/{uuid}/create_offering_component/{$}", s.byUUIDBody(s.createComponent))
 	handle("POST /api/marketplace-provider-offerings/{uuid}/update_offering_component/{$}", s.byUUIDBody(s.updateComponent))
 	handle("GET /api/marketplace-service-providers/{$}", s.listServiceProviders)
-	handle("GET /api/marketplace-plans/{uuid}/{$}", s.byUUID(s.getPlan))
+	handle("GET /api/marketplace-plans/{uuid}/{$}", show(s, func(st *state) map[string]*Plan { return st.plans }, stateView((*state).planView)))
 
 	handle("GET /api/marketplace-orders/{$}", s.listOrders)
-	handle("GET /api/marketplace-orders/{uuid}/{$}", s.byUUID(s.getOrder))
+	handle("GET /api/marketplace-orders/{uuid}/{$}", show(s, func(st *state) map[string]*Order { return st.orders }, stateView((*state).orderView)))
 	handle("POST /api/marketplace-orders/{uuid}/{action}/{$}", s.orderAction)
 
 	handle("GET /api/marketplace-provider-resources/{$}", s.listResources)
-	handle("GET /api/marketplace-provider-resources/{uuid}/{$}", s.byUUID(s.getResource))
+	handle("GET /api/marketplace-provider-resources/{uuid}/{$}", show(s, func(st *state) map[string]*Resource { return st.resources }, resourceDetail))
 	handle("GET /api/marketplace-provider-resources/{uuid}/team/{$}", s.byUUID(s.getTeam))
 	handle("POST /api/marketplace-provider-resources/{uuid}/{action}/{$}", s.byUUIDBody(s.resourceAction))
 
@@ -82,6 +84,39 @@ func (s *Server) byUUID(h func(w http.ResponseWriter, r *http.Request, u *User, 
 	return s.onObject(false, func(w http.ResponseWriter, r *http.Request, u *User, id string, _ map[string]any) error {
 		return h(w, r, u, id)
 	})
+}
+
+// show serves the GET of one object by {uuid}: the object of items (or
+// Waldur's 404) as view renders it, cut to the ?field= the caller asks for.
+func show[T any](s *Server, items func(*state) map[string]*T, view func(*Server, string, *T) map[string]any) apiHandler {
+	return s.byUUID(func(w http.ResponseWriter, r *http.Request, _ *User, id string) error {
+		v := items(s.st)[id]
+		if v == nil {
+			return errNotFound
+		}
+		simkit.WriteJSON(w, http.StatusOK, restrictFields(r, view(s, baseURL(r), v)))
+		return nil
+	})
+}
+
+// stateView is a view of the state as show takes it: a typed view is
+// turned into JSON's map, a map is kept as it is.
+func stateView[T, V any](view func(*state, string, *T) V) func(*Server, string, *T) map[string]any {
+	return func(s *Server, base string, v *T) map[string]any {
+		out := view(s.st, base, v)
+		if m, ok := any(out).(map[string]any); ok {
+			return m
+		}
+		return toMap(out)
+	}
+}
+
+// resourceDetail is a resource as Waldur's provider-resources show it:
+// without the membership sync statuses.
+func resourceDetail(s *Server, base string, res *Resource) map[string]any {
+	v := s.st.resourceView(base, res)
+	v.MembershipSyncStatuses = nil
+	return toMap(v)
 }
 
 // byUUIDBody is byUUID for a route that takes a body (decodeBody's).
