@@ -2,19 +2,16 @@ package rabbitmq
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"sync"
 	"testing"
+
+	"github.com/sitebus/sitebus/e2e/testenv"
 )
 
 // One broker per test binary: starting a node costs ~15 s.
-var shared struct {
-	mu     sync.Mutex
-	active bool
-	b      *Broker
-	err    error
-	tried  bool
+var shared = testenv.Shared[*Broker]{
+	Pkg: "rabbitmq", Noun: "broker", What: "RabbitMQ",
+	Start: func() (*Broker, error) { return Start(context.Background(), Options{}) },
+	Stop:  (*Broker).Stop,
 }
 
 // RunShared runs the tests of a package and stops the shared broker (if a
@@ -23,22 +20,8 @@ var shared struct {
 //	func TestMain(m *testing.M) { os.Exit(rabbitmq.RunShared(m)) }
 //
 // m is anything with Run() int, so shared instances compose:
-// rabbitmq.RunShared(kube.Shared(m)).
-func RunShared(m interface{ Run() int }) int {
-	shared.mu.Lock()
-	shared.active = true
-	shared.mu.Unlock()
-	code := m.Run()
-	shared.mu.Lock()
-	defer shared.mu.Unlock()
-	if shared.b != nil {
-		if err := shared.b.Stop(); err != nil {
-			fmt.Fprintf(os.Stderr, "rabbitmq: stop shared broker: %v\n", err)
-		}
-		shared.b = nil
-	}
-	return code
-}
+// rabbitmq.RunShared(kube.SharedRunner(m)).
+func RunShared(m testenv.Runner) int { return shared.Run(m) }
 
 // Shared returns the binary-wide broker, starting it on first use. It skips
 // t when RabbitMQ is not installed (fails in CI) and fails t when the broker
@@ -47,22 +30,8 @@ func RunShared(m interface{ Run() int }) int {
 // than leak a node.
 func Shared(t testing.TB) *Broker {
 	t.Helper()
-	if err := Available(); err != nil {
-		unavailable(t, err)
-	}
-	shared.mu.Lock()
-	defer shared.mu.Unlock()
-	if !shared.active {
-		t.Fatal("rabbitmq.Shared needs rabbitmq.RunShared in TestMain (it stops the broker)")
-	}
-	if !shared.tried {
-		shared.tried = true
-		shared.b, shared.err = Start(context.Background(), Options{})
-	}
-	if shared.err != nil {
-		t.Fatalf("start shared RabbitMQ: %v", shared.err)
-	}
-	return shared.b
+	Require(t)
+	return shared.Get(t)
 }
 
 // StartForTest starts a dedicated broker stopped by t.Cleanup, for tests
