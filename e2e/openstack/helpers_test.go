@@ -359,3 +359,37 @@ func writes(sim *openstacksim.Server) []string {
 	}
 	return out
 }
+
+// tenantClient makes a project for the fixture's owner and returns the
+// client acting in it.
+func tenantClient(t *testing.T, sim *openstacksim.Server, name string, configure ...func(*openstack.Config)) (*openstack.Client, openstack.Project) {
+	t.Helper()
+	s := settings(t, sim, 1)
+	admin := connect(t, s, s.OpenStackOfferings[0], configure...)
+	p, _, err := admin.EnsureProject(ctxT(t), openstack.Owner(resourceUUID), name, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := admin.Scoped(ctxT(t), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, p
+}
+
+// planOnSim is the usual opening of a zone test: a fresh simulator with n
+// availability zones offered and the plan of a cluster across them.
+func planOnSim(t *testing.T, n int) (*openstacksim.Server, *ranchercluster.Settings, *ranchercluster.Plan) {
+	t.Helper()
+	sim := newSim(t, openstacksim.Options{})
+	s := settings(t, sim, n)
+	return sim, s, plan(t, s)
+}
+
+// assertNothingLeft fails t if the simulator still holds any object.
+func assertNothingLeft(t *testing.T, sim *openstacksim.Server) {
+	t.Helper()
+	if inv := sim.Inventory(""); !inv.Empty() {
+		t.Fatalf("left behind: %+v", inv)
+	}
+}
