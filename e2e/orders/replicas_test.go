@@ -99,14 +99,7 @@ func TestReplicatedStreamsKeepOrdersThroughANodeLoss(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	transitions := map[string][]string{}
-	for _, c := range calls {
-		parts := strings.Split(strings.Trim(c.Path, "/"), "/") // api marketplace-orders <uuid> <action>
-		if len(parts) == 4 && parts[1] == "marketplace-orders" && (parts[3] == "set_state_done" || parts[3] == "set_state_erred") {
-			id := strings.ReplaceAll(parts[2], "-", "")
-			transitions[id] = append(transitions[id], fmt.Sprintf("%s→%d", parts[3], c.Status))
-		}
-	}
+	transitions := harness.TerminalTransitions(calls)
 	live := map[string]map[string]string{}
 	for _, o := range all {
 		if got := transitions[strings.ReplaceAll(o.uuid, "-", "")]; len(got) != 1 {
