@@ -489,11 +489,19 @@ func createUsagePod(t *testing.T, c *kube.Cluster, ns, name string, cs ...podCon
 		"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": name},
 		"spec": map[string]any{"containers": list, "automountServiceAccountToken": false},
 	}}
+	createWhenAdmitted(t, c, podGVR, ns, "pod", pod)
+}
+
+// createWhenAdmitted creates obj (a kind) in ns, retrying while admission
+// forbids it: quota admission refuses objects until the controller manager
+// has computed the quota's status.
+func createWhenAdmitted(t *testing.T, c *kube.Cluster, gvr schema.GroupVersionResource, ns, kind string, obj *unstructured.Unstructured) {
+	t.Helper()
 	var last error
-	harness.Eventually(t, time.Minute, "pod "+ns+"/"+name+" admitted", func() bool {
-		_, last = c.Dynamic().Resource(podGVR).Namespace(ns).Create(testCtx(t), pod, metav1.CreateOptions{})
+	harness.Eventually(t, time.Minute, kind+" "+ns+"/"+obj.GetName()+" admitted", func() bool {
+		_, last = c.Dynamic().Resource(gvr).Namespace(ns).Create(testCtx(t), obj, metav1.CreateOptions{})
 		if last != nil && !apierrors.IsForbidden(last) {
-			t.Fatalf("pod %s/%s: %v", ns, name, last)
+			t.Fatalf("%s %s/%s: %v", kind, ns, obj.GetName(), last)
 		}
 		return last == nil
 	})
@@ -521,14 +529,7 @@ func createUsagePVC(t *testing.T, c *kube.Cluster, ns, name, size string) {
 		"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": map[string]any{"name": name},
 		"spec": map[string]any{"accessModes": []any{"ReadWriteOnce"}, "resources": map[string]any{"requests": map[string]any{"storage": size}}},
 	}}
-	var last error
-	harness.Eventually(t, time.Minute, "PVC "+ns+"/"+name+" admitted", func() bool {
-		_, last = c.Dynamic().Resource(pvcGVR).Namespace(ns).Create(testCtx(t), pvc, metav1.CreateOptions{})
-		if last != nil && !apierrors.IsForbidden(last) {
-			t.Fatalf("PVC %s/%s: %v", ns, name, last)
-		}
-		return last == nil
-	})
+	createWhenAdmitted(t, c, pvcGVR, ns, "PVC", pvc)
 }
 
 // createProjectNamespace makes a namespace (removed at cleanup) in Rancher

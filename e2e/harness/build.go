@@ -5,6 +5,7 @@ package harness
 import (
 	"bytes"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -122,4 +123,30 @@ func FreePort(t testing.TB) int {
 		t.Fatal(err)
 	}
 	return ports[0]
+}
+
+// SitebusBinaryOrBuild is the sitebus binary a development command's
+// -sitebus flag names (made absolute; it must exist), or, when the flag is
+// empty, one built from this checkout. A failed build leaves no temporary
+// directory behind.
+func SitebusBinaryOrBuild(flagValue string) (string, error) {
+	if flagValue == "" {
+		slog.Info("building sitebus from this checkout")
+		bin, err := SitebusBinary()
+		if err != nil {
+			if bin != "" {
+				_ = os.RemoveAll(filepath.Dir(bin)) // the failed build's temporary directory
+			}
+			return "", fmt.Errorf("build sitebus: %w", err)
+		}
+		return bin, nil
+	}
+	bin, err := filepath.Abs(flagValue)
+	if err != nil {
+		return "", err
+	}
+	if _, err := os.Stat(bin); err != nil {
+		return "", fmt.Errorf("sitebus binary: %w (run `make build`, or leave -sitebus out to build it)", err)
+	}
+	return bin, nil
 }

@@ -2,6 +2,8 @@ package harness
 
 import (
 	"context"
+	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -91,4 +93,37 @@ func Eventually(t testing.TB, timeout time.Duration, what string, cond func() bo
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// WaitHandled waits until sitebus's consumer (on the events stream) has
+// settled the events carrying msgIDs: the events are in the stream and the
+// consumer's ack floor has passed them. What a handler did before its ack
+// (a Kubernetes create, a Keycloak change through keycloak-sync) is then
+// done, whichever of several deliveries ran last; the order reaching
+// "done" in Waldur says nothing about a second event still in flight.
+func WaitHandled(t testing.TB, natsURL, consumer string, msgIDs ...string) {
+	t.Helper()
+	r := NewReader(t, natsURL)
+	var last uint64
+	Eventually(t, 60*time.Second, "events "+strconv.Quote(consumer)+" must handle", func() bool {
+		last = 0
+		found := 0
+		for _, ev := range r.Events(t, "") {
+			if slices.Contains(msgIDs, ev.MsgID) {
+				found++
+				last = max(last, ev.Seq)
+			}
+		}
+		return found >= len(msgIDs)
+	})
+	Eventually(t, 60*time.Second, consumer+" to ack up to event "+strconv.FormatUint(last, 10), func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		c, err := r.Bus().JetStream().Consumer(ctx, bus.EventsStream, consumer)
+		if err != nil {
+			return false
+		}
+		ci, err := c.Info(ctx)
+		return err == nil && ci.AckFloor.Stream >= last
+	})
 }

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"strconv"
-
-	"github.com/sitebus/sitebus/e2e/harness"
 )
 
 func apiServerArgs(c *Cluster, port int, saKey, saPub, tokens string) []string {
@@ -35,19 +33,7 @@ func apiServerArgs(c *Cluster, port int, saKey, saPub, tokens string) []string {
 
 // startAPIServer starts kube-apiserver and waits until /readyz says 200.
 func (c *Cluster) startAPIServer(ctx context.Context) error {
-	p, err := harness.StartProcess(APIServer, filepath.Join(BinDir(), apiServerBin), c.apiArgs, nil)
-	if err != nil {
-		return err
-	}
-	c.mu.Lock()
-	c.apiserver = p
-	c.mu.Unlock()
-	wctx, cancel := context.WithTimeout(ctx, c.opts.StartTimeout)
-	defer cancel()
-	if err := (probe{url: c.Server + "/readyz", caFile: c.CAFile, token: c.Token, proc: p}).wait(wctx); err != nil {
-		return fmt.Errorf("kube-apiserver: %w", err)
-	}
-	return nil
+	return c.startProcess(ctx, APIServer, filepath.Join(BinDir(), apiServerBin), c.apiArgs, &c.apiserver, probe{url: c.Server + "/readyz", caFile: c.CAFile, token: c.Token})
 }
 
 // StopAPIServer stops the API server (SIGTERM) and leaves etcd and the

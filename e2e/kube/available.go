@@ -67,12 +67,5 @@ func InCI() bool { return testenv.InCI() }
 // locally, and fails it in CI.
 func Require(t testing.TB) {
 	t.Helper()
-	if err := Available(); err != nil {
-		unavailable(t, err)
-	}
-}
-
-func unavailable(t testing.TB, err error) {
-	t.Helper()
-	testenv.Require(t, "Kubernetes control plane", err)
+	testenv.Require(t, "Kubernetes control plane", Available())
 }

@@ -2,11 +2,8 @@ package kube
 
 import (
 	"context"
-	"fmt"
 	"path/filepath"
 	"strconv"
-
-	"github.com/sitebus/sitebus/e2e/harness"
 )
 
 func controllerManagerArgs(c *Cluster, port int, saKey string) []string {
@@ -34,17 +31,5 @@ func controllerManagerArgs(c *Cluster, port int, saKey string) []string {
 // startControllerManager starts kube-controller-manager and waits until its
 // /healthz says 200 (an always-allowed path, so no credentials).
 func (c *Cluster) startControllerManager(ctx context.Context) error {
-	p, err := harness.StartProcess(ControllerManager, filepath.Join(BinDir(), controllerManagerBin), c.kcmArgs, nil)
-	if err != nil {
-		return err
-	}
-	c.mu.Lock()
-	c.kcm = p
-	c.mu.Unlock()
-	wctx, cancel := context.WithTimeout(ctx, c.opts.StartTimeout)
-	defer cancel()
-	if err := (probe{url: c.kcmHealthz, caFile: c.kcmCAFile, proc: p}).wait(wctx); err != nil {
-		return fmt.Errorf("kube-controller-manager: %w", err)
-	}
-	return nil
+	return c.startProcess(ctx, ControllerManager, filepath.Join(BinDir(), controllerManagerBin), c.kcmArgs, &c.kcm, probe{url: c.kcmHealthz, caFile: c.kcmCAFile})
 }

@@ -2,10 +2,7 @@ package kube
 
 import (
 	"context"
-	"fmt"
 	"path/filepath"
-
-	"github.com/sitebus/sitebus/e2e/harness"
 )
 
 // startEtcd runs a single-member etcd with client and peer listeners on
@@ -23,17 +20,5 @@ func (c *Cluster) startEtcd(ctx context.Context, bin string, peerPort int) error
 		"--logger=zap",
 		"--log-level=warn",
 	}
-	p, err := harness.StartProcess(Etcd, bin, args, nil)
-	if err != nil {
-		return err
-	}
-	c.mu.Lock()
-	c.etcd = p
-	c.mu.Unlock()
-	wctx, cancel := context.WithTimeout(ctx, c.opts.StartTimeout)
-	defer cancel()
-	if err := (probe{url: c.EtcdURL + "/health", want: `"health":"true"`, proc: p}).wait(wctx); err != nil {
-		return fmt.Errorf("etcd: %w", err)
-	}
-	return nil
+	return c.startProcess(ctx, Etcd, bin, args, &c.etcd, probe{url: c.EtcdURL + "/health", want: `"health":"true"`})
 }

@@ -98,3 +98,22 @@ func (pr probe) client() (*http.Client, error) {
 	c.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}
 	return c, nil
 }
+
+// startProcess starts one of the cluster's processes, keeps it in *slot
+// (under c.mu, as Stop reads it) and waits until pr, probing it, passes.
+func (c *Cluster) startProcess(ctx context.Context, name, bin string, args []string, slot **harness.Process, pr probe) error {
+	p, err := harness.StartProcess(name, bin, args, nil)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	*slot = p
+	c.mu.Unlock()
+	wctx, cancel := context.WithTimeout(ctx, c.opts.StartTimeout)
+	defer cancel()
+	pr.proc = p
+	if err := pr.wait(wctx); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	return nil
+}

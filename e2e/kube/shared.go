@@ -2,55 +2,38 @@ package kube
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/sitebus/sitebus/e2e/testenv"
 )
 
-// One cluster per test binary: a start costs several seconds.
-var shared struct {
-	mu     sync.Mutex
-	active bool
-	tried  bool
-	c      *Cluster
-	err    error
+// One cluster (with controller manager) per test binary: a start costs
+// several seconds.
+var shared = testenv.Shared[*Cluster]{
+	Pkg: "kube", Noun: "cluster", What: "Kubernetes cluster",
+	Start: func() (*Cluster, error) { return Start(context.Background(), Options{}) },
+	Stop:  (*Cluster).Stop,
+	Started: func(t testing.TB, c *Cluster) {
+		t.Logf("kube: shared cluster at %s ready in %s", c.Server, c.Timings.Total.Round(100*time.Millisecond))
+	},
 }
 
 // Runner runs a test binary's tests: *testing.M, or another shared
 // instance's wrapper, so shared instances compose.
-type Runner interface{ Run() int }
+type Runner = testenv.Runner
 
 // RunShared runs the tests of a package and stops the shared cluster (if a
 // test asked for one) afterwards. Use it from TestMain:
 //
 //	func TestMain(m *testing.M) { os.Exit(kube.RunShared(m)) }
-func RunShared(m Runner) int {
-	shared.mu.Lock()
-	shared.active = true
-	shared.mu.Unlock()
-	code := m.Run()
-	shared.mu.Lock()
-	defer shared.mu.Unlock()
-	if shared.c != nil {
-		if err := shared.c.Stop(); err != nil {
-			fmt.Fprintf(os.Stderr, "kube: stop shared cluster: %v\n", err)
-		}
-		shared.c = nil
-	}
-	return code
-}
+func RunShared(m Runner) int { return shared.Run(m) }
 
 // SharedRunner wraps m so that running it runs RunShared(m), for a
 // TestMain that needs several shared instances:
 //
 //	func TestMain(m *testing.M) { os.Exit(rabbitmq.RunShared(kube.SharedRunner(m))) }
-func SharedRunner(m Runner) Runner { return runFunc(func() int { return RunShared(m) }) }
-
-type runFunc func() int
-
-func (f runFunc) Run() int { return f() }
+func SharedRunner(m Runner) Runner { return testenv.RunnerFunc(func() int { return RunShared(m) }) }
 
 // Shared returns the binary-wide cluster (with controller manager),
 // starting it on first use. It skips t when the binaries are missing (fails
@@ -61,31 +44,14 @@ func (f runFunc) Run() int { return f() }
 func Shared(t testing.TB) *Cluster {
 	t.Helper()
 	Require(t)
-	shared.mu.Lock()
-	defer shared.mu.Unlock()
-	if !shared.active {
-		t.Fatal("kube.Shared needs kube.RunShared in TestMain (it stops the cluster)")
-	}
-	if !shared.tried {
-		shared.tried = true
-		shared.c, shared.err = Start(context.Background(), Options{})
-		if shared.err == nil {
-			t.Logf("kube: shared cluster at %s ready in %s", shared.c.Server, shared.c.Timings.Total.Round(100*time.Millisecond))
-		}
-	}
-	if shared.err != nil {
-		t.Fatalf("start shared Kubernetes cluster: %v", shared.err)
-	}
-	return shared.c
+	return shared.Get(t)
 }
 
 // StartForTest starts a dedicated cluster stopped by t.Cleanup, for tests
 // that must not share one (e.g. ones that stop the API server).
 func StartForTest(t testing.TB, opts Options) *Cluster {
 	t.Helper()
-	if err := available(!opts.NoControllerManager); err != nil {
-		unavailable(t, err)
-	}
+	testenv.Require(t, "Kubernetes control plane", available(!opts.NoControllerManager))
 	c, err := Start(context.Background(), opts)
 	if err != nil {
 		t.Fatalf("start Kubernetes cluster: %v", err)

@@ -310,6 +310,16 @@ func teardown(ctx context.Context, b *built, owner openstack.Owner) error {
 	return teardownOf(ctx, b, owner, false)
 }
 
+// deleters name, for each kind teardown records, the client call that
+// deletes it.
+var deleters = map[string]func(*openstack.Client, context.Context, openstack.Owner, string) error{
+	"project": (*openstack.Client).DeleteProject, "user": (*openstack.Client).DeleteUser,
+	"network": (*openstack.Client).DeleteNetwork, "subnet": (*openstack.Client).DeleteSubnet,
+	"router": (*openstack.Client).DeleteRouter, "security group": (*openstack.Client).DeleteSecurityGroup,
+	"port": (*openstack.Client).DeletePort, "volume": (*openstack.Client).DeleteVolume,
+	"server": (*openstack.Client).DeleteServer, "floating IP": (*openstack.Client).DeleteFloatingIP,
+}
+
 // teardownOf deletes, in reverse, what b recorded in the tenant (scoped)
 // or the identity objects (not scoped).
 func teardownOf(ctx context.Context, b *built, owner openstack.Owner, scoped bool) error {
@@ -322,31 +332,11 @@ func teardownOf(ctx context.Context, b *built, owner openstack.Owner, scoped boo
 		if r.scoped {
 			c = b.scoped
 		}
-		var err error
-		switch r.kind {
-		case "project":
-			err = c.DeleteProject(ctx, owner, r.id)
-		case "user":
-			err = c.DeleteUser(ctx, owner, r.id)
-		case "network":
-			err = c.DeleteNetwork(ctx, owner, r.id)
-		case "subnet":
-			err = c.DeleteSubnet(ctx, owner, r.id)
-		case "router":
-			err = c.DeleteRouter(ctx, owner, r.id)
-		case "security group":
-			err = c.DeleteSecurityGroup(ctx, owner, r.id)
-		case "port":
-			err = c.DeletePort(ctx, owner, r.id)
-		case "volume":
-			err = c.DeleteVolume(ctx, owner, r.id)
-		case "server":
-			err = c.DeleteServer(ctx, owner, r.id)
-		case "floating IP":
-			err = c.DeleteFloatingIP(ctx, owner, r.id)
-		default:
-			err = fmt.Errorf("unknown record %s", r.kind)
+		del, ok := deleters[r.kind]
+		if !ok {
+			return fmt.Errorf("unknown record %s", r.kind)
 		}
+		err := del(c, ctx, owner, r.id)
 		if err != nil {
 			return fmt.Errorf("delete %s %s: %w", r.kind, r.id, err)
 		}
@@ -368,4 +358,38 @@ func writes(sim *openstacksim.Server) []string {
 		}
 	}
 	return out
+}
+
+// tenantClient makes a project for the fixture's owner and returns the
+// client acting in it.
+func tenantClient(t *testing.T, sim *openstacksim.Server, name string, configure ...func(*openstack.Config)) (*openstack.Client, openstack.Project) {
+	t.Helper()
+	s := settings(t, sim, 1)
+	admin := connect(t, s, s.OpenStackOfferings[0], configure...)
+	p, _, err := admin.EnsureProject(ctxT(t), openstack.Owner(resourceUUID), name, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := admin.Scoped(ctxT(t), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, p
+}
+
+// planOnSim is the usual opening of a zone test: a fresh simulator with n
+// availability zones offered and the plan of a cluster across them.
+func planOnSim(t *testing.T, n int) (*openstacksim.Server, *ranchercluster.Settings, *ranchercluster.Plan) {
+	t.Helper()
+	sim := newSim(t, openstacksim.Options{})
+	s := settings(t, sim, n)
+	return sim, s, plan(t, s)
+}
+
+// assertNothingLeft fails t if the simulator still holds any object.
+func assertNothingLeft(t *testing.T, sim *openstacksim.Server) {
+	t.Helper()
+	if inv := sim.Inventory(""); !inv.Empty() {
+		t.Fatalf("left behind: %+v", inv)
+	}
 }

@@ -3,6 +3,7 @@ package openstack_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -114,7 +115,7 @@ func TestForeignObjectsAreRefused(t *testing.T) {
 	for _, tc := range []struct {
 		name, object string
 		call         func(context.Context) error
-		exists       func(openstacksim.Inventory) bool
+		exists       *kept
 	}{
 		{"a project of the plan's name that an operator made", "os-tenant-taken",
 			func(ctx context.Context) error {
@@ -127,65 +128,38 @@ func TestForeignObjectsAreRefused(t *testing.T) {
 				return err
 			}, nil},
 		{"deleting an operator's project", "os-tenant-taken",
-			func(ctx context.Context) error { return admin.DeleteProject(ctx, mine, opProject.ID) },
-			func(inv openstacksim.Inventory) bool {
-				return hasID(inv.Projects, opProject.ID, func(p openstacksim.Project) string { return p.ID })
-			}},
+			func(ctx context.Context) error { return admin.DeleteProject(ctx, mine, opProject.ID) }, &kept{"projects", opProject.ID}},
 		{"deleting an operator's user", "os-tenant-taken-user",
-			func(ctx context.Context) error { return admin.DeleteUser(ctx, mine, opUser.ID) },
-			func(inv openstacksim.Inventory) bool {
-				return hasID(inv.Users, opUser.ID, func(u openstacksim.User) string { return u.ID })
-			}},
+			func(ctx context.Context) error { return admin.DeleteUser(ctx, mine, opUser.ID) }, &kept{"users", opUser.ID}},
 		{"deleting an operator's volume", "operator-disk",
-			func(ctx context.Context) error { return admin.DeleteVolume(ctx, mine, opVolume.ID) },
-			func(inv openstacksim.Inventory) bool {
-				return hasID(inv.Volumes, opVolume.ID, func(v openstacksim.Volume) string { return v.ID })
-			}},
+			func(ctx context.Context) error { return admin.DeleteVolume(ctx, mine, opVolume.ID) }, &kept{"volumes", opVolume.ID}},
 		{"deleting another cluster's project", "os-tenant-other",
-			func(ctx context.Context) error { return admin.DeleteProject(ctx, mine, otherProject.ID) },
-			func(inv openstacksim.Inventory) bool {
-				return hasID(inv.Projects, otherProject.ID, func(p openstacksim.Project) string { return p.ID })
-			}},
+			func(ctx context.Context) error { return admin.DeleteProject(ctx, mine, otherProject.ID) }, &kept{"projects", otherProject.ID}},
 		{"adopting another cluster's network by name", "other-int-net",
 			func(ctx context.Context) error {
 				_, _, err := mc.EnsureNetwork(ctx, mine, ranchercluster.NetworkPlan{Name: "other-int-net"})
 				return err
 			}, nil},
 		{"deleting another cluster's network", "other-int-net",
-			func(ctx context.Context) error { return mc.DeleteNetwork(ctx, mine, net.ID) },
-			func(inv openstacksim.Inventory) bool {
-				return hasID(inv.Networks, net.ID, func(n openstacksim.Network) string { return n.ID })
-			}},
+			func(ctx context.Context) error { return mc.DeleteNetwork(ctx, mine, net.ID) }, &kept{"networks", net.ID}},
 		{"deleting an operator's network in a tenant sitebus made", "operator-net",
-			func(ctx context.Context) error { return oc.DeleteNetwork(ctx, other, opNet.ID) },
-			func(inv openstacksim.Inventory) bool {
-				return hasID(inv.Networks, opNet.ID, func(n openstacksim.Network) string { return n.ID })
-			}},
+			func(ctx context.Context) error { return oc.DeleteNetwork(ctx, other, opNet.ID) }, &kept{"networks", opNet.ID}},
 		{"adopting an operator's network in a tenant sitebus made", "operator-net",
 			func(ctx context.Context) error {
 				_, _, err := oc.EnsureNetwork(ctx, other, ranchercluster.NetworkPlan{Name: "operator-net"})
 				return err
 			}, nil},
 		{"deleting another cluster's volume", "other-data",
-			func(ctx context.Context) error { return mc.DeleteVolume(ctx, mine, vol.ID) },
-			func(inv openstacksim.Inventory) bool {
-				return hasID(inv.Volumes, vol.ID, func(v openstacksim.Volume) string { return v.ID })
-			}},
+			func(ctx context.Context) error { return mc.DeleteVolume(ctx, mine, vol.ID) }, &kept{"volumes", vol.ID}},
 		{"adopting another cluster's server by name", "other-vm",
 			func(ctx context.Context) error {
 				_, _, err := mc.EnsureServer(ctx, mine, openstack.ServerSpec{Name: "other-vm", FlavorID: "1", VolumeIDs: []string{bootVol.ID}})
 				return err
 			}, nil},
 		{"deleting another cluster's server", "other-vm",
-			func(ctx context.Context) error { return mc.DeleteServer(ctx, mine, srv.ID) },
-			func(inv openstacksim.Inventory) bool {
-				return hasID(inv.Servers, srv.ID, func(s openstacksim.Instance) string { return s.ID })
-			}},
+			func(ctx context.Context) error { return mc.DeleteServer(ctx, mine, srv.ID) }, &kept{"servers", srv.ID}},
 		{"deleting Neutron's default group, even for the project's owner", "default",
-			func(ctx context.Context) error { return oc.DeleteSecurityGroup(ctx, other, defaultGroup) },
-			func(inv openstacksim.Inventory) bool {
-				return hasID(inv.SecurityGroups, defaultGroup, func(g openstacksim.SecurityGroup) string { return g.ID })
-			}},
+			func(ctx context.Context) error { return oc.DeleteSecurityGroup(ctx, other, defaultGroup) }, &kept{"security groups", defaultGroup}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sim.ResetCalls()
@@ -199,18 +173,39 @@ func TestForeignObjectsAreRefused(t *testing.T) {
 			if w := writes(sim); len(w) != 0 {
 				t.Errorf("refusing wrote: %v", w)
 			}
-			if tc.exists != nil && !tc.exists(sim.Inventory("")) {
+			if tc.exists != nil && !slices.Contains(idsIn(sim.Inventory(""), tc.exists.collection), tc.exists.id) {
 				t.Errorf("%s is gone", tc.object)
 			}
 		})
 	}
 }
 
-func hasID[T any](xs []T, id string, idOf func(T) string) bool {
-	for _, x := range xs {
-		if idOf(x) == id {
-			return true
-		}
+// kept names an object a refusal must leave in the simulator's inventory.
+type kept struct{ collection, id string }
+
+// idsIn lists the IDs of one collection of the simulator's inventory.
+func idsIn(inv openstacksim.Inventory, collection string) []string {
+	switch collection {
+	case "projects":
+		return idsOf(inv.Projects, func(p openstacksim.Project) string { return p.ID })
+	case "users":
+		return idsOf(inv.Users, func(u openstacksim.User) string { return u.ID })
+	case "volumes":
+		return idsOf(inv.Volumes, func(v openstacksim.Volume) string { return v.ID })
+	case "networks":
+		return idsOf(inv.Networks, func(n openstacksim.Network) string { return n.ID })
+	case "servers":
+		return idsOf(inv.Servers, func(s openstacksim.Instance) string { return s.ID })
+	case "security groups":
+		return idsOf(inv.SecurityGroups, func(g openstacksim.SecurityGroup) string { return g.ID })
 	}
-	return false
+	panic("no inventory collection " + collection)
+}
+
+func idsOf[T any](xs []T, idOf func(T) string) []string {
+	out := make([]string, 0, len(xs))
+	for _, x := range xs {
+		out = append(out, idOf(x))
+	}
+	return out
 }

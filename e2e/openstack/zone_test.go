@@ -16,9 +16,7 @@ import (
 // simulator holds exactly the plan's objects, re-runs every Ensure, reads
 // the usage, and tears it all down in reverse.
 func TestManagedZoneFromPlan(t *testing.T) {
-	sim := newSim(t, openstacksim.Options{})
-	s := settings(t, sim, 1)
-	p := plan(t, s)
+	sim, s, p := planOnSim(t, 1)
 	owner := openstack.Owner(p.ResourceUUID)
 	admin := connect(t, s, s.OpenStackOfferings[0])
 	ctx := ctxT(t)
@@ -241,9 +239,7 @@ func TestManagedZoneFromPlan(t *testing.T) {
 				}
 			}
 		}
-		if inv := sim.Inventory(""); !inv.Empty() {
-			t.Fatalf("left behind: %+v", inv)
-		}
+		assertNothingLeft(t, sim)
 	})
 }
 
@@ -251,9 +247,7 @@ func TestManagedZoneFromPlan(t *testing.T) {
 // WaitServerActive a terminal error carrying Nova's fault, and what was
 // built up to it is removed by the teardown.
 func TestServerErrorIsTerminalWithTheFault(t *testing.T) {
-	sim := newSim(t, openstacksim.Options{})
-	s := settings(t, sim, 1)
-	p := plan(t, s)
+	sim, s, p := planOnSim(t, 1)
 	second := nodesOf(p, p.Tenants[0].OfferingUUID)[1].Name
 	sim.FailServers(openstacksim.ServerErrorRule{Name: second, Message: "No valid host was found. disk full on all hosts"})
 	ctx := ctxT(t)
@@ -269,17 +263,13 @@ func TestServerErrorIsTerminalWithTheFault(t *testing.T) {
 	if err := teardown(ctx, b, openstack.Owner(p.ResourceUUID)); err != nil {
 		t.Fatalf("compensation: %v", err)
 	}
-	if inv := sim.Inventory(""); !inv.Empty() {
-		t.Fatalf("left behind: %+v", inv)
-	}
+	assertNothingLeft(t, sim)
 }
 
 // TestThreeZones builds every zone of a three-zone plan: each its own
 // project and subnet, all torn down.
 func TestThreeZones(t *testing.T) {
-	sim := newSim(t, openstacksim.Options{})
-	s := settings(t, sim, 3)
-	p := plan(t, s)
+	sim, s, p := planOnSim(t, 3)
 	ctx := ctxT(t)
 	var zones []*built
 	for i, az := range s.OpenStackOfferings {
@@ -305,9 +295,7 @@ func TestThreeZones(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if inv := sim.Inventory(""); !inv.Empty() {
-		t.Fatalf("left behind: %+v", inv)
-	}
+	assertNothingLeft(t, sim)
 }
 
 func portOf(inv openstacksim.Inventory, id string) openstacksim.Port {

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/sitebus/sitebus/e2e/harness"
@@ -166,14 +165,7 @@ func TestFailedCreateRemovesOnlyTheGroupsItMade(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Start()
-	foreign := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "provisioning.hpc.ut.ee/v1", "kind": "ManagedNamespace",
-		"metadata": map[string]any{"name": "waldur-clash", "namespace": s.CRNamespace},
-		"spec":     map[string]any{"name": "waldur-clash"},
-	}}
-	if _, err := s.Cluster.Dynamic().Resource(mnsGVR).Namespace(s.CRNamespace).Create(ctx(t), foreign, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	s.createForeignCR("waldur-clash")
 	orderUUID, _ := s.createWithTeam("clash", member("alice01", "PROJECT.ADMIN"))
 	o := s.WaitOrder(orderUUID, "done", "erred")
 	if o.State != "erred" || !strings.Contains(o.ErrorMessage, "not managed by sitebus") {
@@ -206,14 +198,7 @@ func TestCoordinatorKilledMidSagaFinishesOnce(t *testing.T) {
 			s := newSite(t, withKeycloak, harness.WithoutStart())
 			kc := s.Keycloak
 			if tc.foreign {
-				foreign := &unstructured.Unstructured{Object: map[string]any{
-					"apiVersion": "provisioning.hpc.ut.ee/v1", "kind": "ManagedNamespace",
-					"metadata": map[string]any{"name": "waldur-crash", "namespace": s.CRNamespace},
-					"spec":     map[string]any{"name": "waldur-crash"},
-				}}
-				if _, err := s.Cluster.Dynamic().Resource(mnsGVR).Namespace(s.CRNamespace).Create(ctx(t), foreign, metav1.CreateOptions{}); err != nil {
-					t.Fatal(err)
-				}
+				s.createForeignCR("waldur-crash")
 			}
 			s.Start("SITEBUS_FAILPOINTS=" + tc.failpoint)
 			orderUUID, _ := s.createWithTeam("crash", member("alice01", "PROJECT.ADMIN"))

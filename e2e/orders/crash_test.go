@@ -63,14 +63,7 @@ func crashTest(t *testing.T, keycloak bool) {
 	// delivered.
 	newResource := func(i int) crashOrder {
 		slug := fmt.Sprintf("crash-%02d", i)
-		res, err := s.Admin.CreateOrder(ctx(t), waldursim.CreateOrderRequest{ResourceName: slug, Limits: map[string]int{"cpu": 1, "ram": 2}, Silent: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := s.Admin.SetTeam(ctx(t), waldursim.TeamRequest{ResourceUUID: res.Resource.UUID, Member: alice, Granted: true, Silent: true}); err != nil {
-			t.Fatal(err)
-		}
-		return crashOrder{uuid: res.Order.UUID, typ: "Create", slug: slug, resource: res.Resource.UUID}
+		return s.undeliveredCreate(slug, alice)
 	}
 	followUp := func(typ string, of crashOrder, limits map[string]int) crashOrder {
 		res, err := s.Admin.CreateOrder(ctx(t), waldursim.CreateOrderRequest{Type: typ, ResourceUUID: of.resource, Limits: limits, Silent: true})

@@ -13,6 +13,7 @@ import (
 	"github.com/sitebus/sitebus/e2e/harness"
 	"github.com/sitebus/sitebus/e2e/kube"
 	"github.com/sitebus/sitebus/e2e/rabbitmq"
+	"github.com/sitebus/sitebus/e2e/waldursim"
 )
 
 func TestMain(m *testing.M) { os.Exit(rabbitmq.RunShared(kube.SharedRunner(m))) }
@@ -70,4 +71,32 @@ func (s *site) crCount() int {
 func quota(u *unstructured.Unstructured) map[string]string {
 	q, _, _ := unstructured.NestedStringMap(u.Object, "spec", "quota")
 	return q
+}
+
+// createForeignCR makes a ManagedNamespace named name that sitebus did not
+// make (no managed-by label), as an operator's hand-made one.
+func (s *site) createForeignCR(name string) {
+	s.t.Helper()
+	foreign := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "provisioning.hpc.ut.ee/v1", "kind": "ManagedNamespace",
+		"metadata": map[string]any{"name": name, "namespace": s.CRNamespace},
+		"spec":     map[string]any{"name": name},
+	}}
+	if _, err := s.Cluster.Dynamic().Resource(mnsGVR).Namespace(s.CRNamespace).Create(ctx(s.t), foreign, metav1.CreateOptions{}); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// undeliveredCreate makes a resource named slug with m on its team, its
+// Create order not yet delivered to sitebus.
+func (s *site) undeliveredCreate(slug string, m waldursim.TeamMember) crashOrder {
+	s.t.Helper()
+	res, err := s.Admin.CreateOrder(ctx(s.t), waldursim.CreateOrderRequest{ResourceName: slug, Limits: map[string]int{"cpu": 1, "ram": 2}, Silent: true})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if _, err := s.Admin.SetTeam(ctx(s.t), waldursim.TeamRequest{ResourceUUID: res.Resource.UUID, Member: m, Granted: true, Silent: true}); err != nil {
+		s.t.Fatal(err)
+	}
+	return crashOrder{uuid: res.Order.UUID, typ: "Create", slug: slug, resource: res.Resource.UUID}
 }

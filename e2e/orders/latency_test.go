@@ -44,21 +44,7 @@ func BenchmarkCreateOrderLatency(b *testing.B) {
 		s.WaitOrder(u, "done")
 	}
 	b.StopTimer()
-	calls, err := s.Admin.Calls(context.Background())
-	if err != nil {
-		b.Fatal(err)
-	}
-	doneAt := map[string]time.Time{}
-	waldurCalls := 0
-	for _, c := range calls {
-		if !strings.HasPrefix(c.Path, "/api/") {
-			continue
-		}
-		waldurCalls++
-		if strings.HasSuffix(c.Path, "/set_state_done/") {
-			doneAt[strings.ReplaceAll(strings.Split(c.Path, "/")[3], "-", "")] = c.Time
-		}
-	}
+	doneAt, waldurCalls := doneTimes(b, s)
 	var lat []time.Duration
 	for _, sm := range samples {
 		t, ok := doneAt[strings.ReplaceAll(sm.uuid, "-", "")]
@@ -86,6 +72,28 @@ func BenchmarkCreateOrderLatency(b *testing.B) {
 	} {
 		fmt.Printf("  mean %-58s %s\n", h, meanOf(m, h))
 	}
+}
+
+// doneTimes reads the simulator's call log: when each order (by UUID
+// without dashes) got its set_state_done, and how many Waldur API calls
+// were made in all.
+func doneTimes(b *testing.B, s *site) (doneAt map[string]time.Time, waldurCalls int) {
+	b.Helper()
+	calls, err := s.Admin.Calls(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	doneAt = map[string]time.Time{}
+	for _, c := range calls {
+		if !strings.HasPrefix(c.Path, "/api/") {
+			continue
+		}
+		waldurCalls++
+		if strings.HasSuffix(c.Path, "/set_state_done/") {
+			doneAt[strings.ReplaceAll(strings.Split(c.Path, "/")[3], "-", "")] = c.Time
+		}
+	}
+	return doneAt, waldurCalls
 }
 
 // meanOf computes a histogram's mean from its _sum and _count lines.
@@ -168,16 +176,7 @@ func BenchmarkCreateOrderBurst(b *testing.B) {
 		s.WaitOrder(u, "done")
 	}
 	b.StopTimer()
-	calls, err := s.Admin.Calls(context.Background())
-	if err != nil {
-		b.Fatal(err)
-	}
-	doneAt := map[string]time.Time{}
-	for _, c := range calls {
-		if strings.HasSuffix(c.Path, "/set_state_done/") {
-			doneAt[strings.ReplaceAll(strings.Split(c.Path, "/")[3], "-", "")] = c.Time
-		}
-	}
+	doneAt, _ := doneTimes(b, s)
 	var lat []time.Duration
 	for _, u := range uuids {
 		t, ok := doneAt[u]

@@ -13,7 +13,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/sitebus/sitebus/e2e/harness"
-	"github.com/sitebus/sitebus/e2e/waldursim"
 )
 
 // TestReplicatedStreamsKeepOrdersThroughANodeLoss runs `sitebus run
@@ -44,14 +43,7 @@ func TestReplicatedStreamsKeepOrdersThroughANodeLoss(t *testing.T) {
 	var all []crashOrder
 	for i := range orders {
 		slug := fmt.Sprintf("r3-%02d", i)
-		res, err := s.Admin.CreateOrder(ctx(t), waldursim.CreateOrderRequest{ResourceName: slug, Limits: map[string]int{"cpu": 1, "ram": 2}, Silent: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := s.Admin.SetTeam(ctx(t), waldursim.TeamRequest{ResourceUUID: res.Resource.UUID, Member: alice, Granted: true, Silent: true}); err != nil {
-			t.Fatal(err)
-		}
-		all = append(all, crashOrder{uuid: res.Order.UUID, typ: "Create", slug: slug, resource: res.Resource.UUID})
+		all = append(all, s.undeliveredCreate(slug, alice))
 	}
 	deliver := func(batch []crashOrder) {
 		var wg sync.WaitGroup
@@ -107,14 +99,7 @@ func TestReplicatedStreamsKeepOrdersThroughANodeLoss(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	transitions := map[string][]string{}
-	for _, c := range calls {
-		parts := strings.Split(strings.Trim(c.Path, "/"), "/") // api marketplace-orders <uuid> <action>
-		if len(parts) == 4 && parts[1] == "marketplace-orders" && (parts[3] == "set_state_done" || parts[3] == "set_state_erred") {
-			id := strings.ReplaceAll(parts[2], "-", "")
-			transitions[id] = append(transitions[id], fmt.Sprintf("%s→%d", parts[3], c.Status))
-		}
-	}
+	transitions := harness.TerminalTransitions(calls)
 	live := map[string]map[string]string{}
 	for _, o := range all {
 		if got := transitions[strings.ReplaceAll(o.uuid, "-", "")]; len(got) != 1 {

@@ -284,20 +284,11 @@ func (b *Broker) startEPMD(ctx context.Context) error {
 		return err
 	}
 	cmd := b.command(epmd, "-port", strconv.Itoa(b.EPMDPort), "-address", "127.0.0.1")
-	out, err := os.Create(filepath.Join(b.Dir, "log", "epmd.out"))
-	if err != nil {
+	b.epmdExited = make(chan struct{})
+	if err := b.startLogged(cmd, "epmd", "epmd.out", b.epmdExited); err != nil {
 		return err
 	}
-	defer out.Close()
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start epmd: %w", err)
-	}
-	b.epmd, b.epmdExited = cmd, make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		close(b.epmdExited)
-	}()
+	b.epmd = cmd
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	return waitPort(wctx, b.EPMDPort)
@@ -305,20 +296,10 @@ func (b *Broker) startEPMD(ctx context.Context) error {
 
 func (b *Broker) startServer() error {
 	cmd := b.command(serverScript)
-	out, err := os.OpenFile(filepath.Join(b.Dir, "log", "server.out"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
+	if err := b.startLogged(cmd, "rabbitmq-server", "server.out", b.exited); err != nil {
 		return err
 	}
-	defer out.Close()
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start rabbitmq-server: %w", err)
-	}
 	b.server = cmd
-	go func() {
-		_ = cmd.Wait()
-		close(b.exited)
-	}()
 	return nil
 }
 
@@ -488,4 +469,23 @@ func randomHex(n int) string {
 	buf := make([]byte, n)
 	_, _ = rand.Read(buf)
 	return hex.EncodeToString(buf)
+}
+
+// startLogged starts cmd (what, in errors) with its output appended to
+// logFile in the broker's log directory, and closes exited when it ends.
+func (b *Broker) startLogged(cmd *exec.Cmd, what, logFile string, exited chan struct{}) error {
+	out, err := os.OpenFile(filepath.Join(b.Dir, "log", logFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer out.Close()
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start %s: %w", what, err)
+	}
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	return nil
 }

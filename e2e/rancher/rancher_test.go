@@ -1,14 +1,11 @@
 package rancher_test
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,7 +14,6 @@ import (
 	"github.com/sitebus/sitebus/e2e/keycloaksim"
 	"github.com/sitebus/sitebus/e2e/ranchersim"
 	"github.com/sitebus/sitebus/e2e/waldursim"
-	"github.com/sitebus/sitebus/pkg/bus"
 )
 
 var nsGVR = corev1.SchemeGroupVersion.WithResource("namespaces")
@@ -74,33 +70,7 @@ func (s *site) setTeam(id, resUUID string, m waldursim.TeamMember, granted bool)
 // waitHandled waits until consumer acked the events with these message ids.
 func (s *site) waitHandled(consumer string, msgIDs ...string) {
 	s.t.Helper()
-	r := harness.NewReader(s.t, s.Sitebus.NATSURL)
-	var last uint64
-	harness.Eventually(s.t, 60*time.Second, "events "+strconv.Quote(consumer)+" must handle", func() bool {
-		last, found := uint64(0), 0
-		for _, ev := range r.Events(s.t, "") {
-			if slices.Contains(msgIDs, ev.MsgID) {
-				found++
-				last = max(last, ev.Seq)
-			}
-		}
-		return found >= len(msgIDs)
-	})
-	for _, ev := range r.Events(s.t, "") {
-		if slices.Contains(msgIDs, ev.MsgID) {
-			last = max(last, ev.Seq)
-		}
-	}
-	harness.Eventually(s.t, 60*time.Second, consumer+" to ack up to event "+strconv.FormatUint(last, 10), func() bool {
-		c, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		cons, err := r.Bus().JetStream().Consumer(c, bus.EventsStream, consumer)
-		if err != nil {
-			return false
-		}
-		ci, err := cons.Info(c)
-		return err == nil && ci.AckFloor.Stream >= last
-	})
+	harness.WaitHandled(s.t, s.Sitebus.NATSURL, consumer, msgIDs...)
 }
 
 func TestRancherProjectLifecycle(t *testing.T) {

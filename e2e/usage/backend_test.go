@@ -17,10 +17,8 @@ import (
 func TestManagedNamespaceUsageOfOneAgreesWithUsageAll(t *testing.T) {
 	c := cluster(t)
 	dyn := c.Dynamic()
-	crNS := uniqueName(t, "crs")
-	createNamespace(t, dyn, crNS)
-	ns := uniqueName(t, "tenant")
-	createNamespace(t, dyn, ns)
+	crNS := newNamespace(t, dyn, "crs")
+	ns := newNamespace(t, dyn, "tenant")
 	createCR(t, dyn, crNS, "waldur-one", ns)
 	createCR(t, dyn, crNS, "waldur-unborn", uniqueName(t, "never-created"))
 	createPod(t, dyn, ns, "p", container{"cpu": "1500m", "memory": "3Gi", "nvidia.com/gpu": "2"})

@@ -62,6 +62,14 @@ func createNamespace(t testing.TB, dyn dynamic.Interface, name string) {
 	createAnnotatedNamespace(t, dyn, name, nil)
 }
 
+// newNamespace is createNamespace of a name unique to t, which it returns.
+func newNamespace(t testing.TB, dyn dynamic.Interface, suffix string) string {
+	t.Helper()
+	name := uniqueName(t, suffix)
+	createNamespace(t, dyn, name)
+	return name
+}
+
 // createAnnotatedNamespace is createNamespace with annotations (Rancher's
 // field.cattle.io/projectId puts a namespace in a project).
 func createAnnotatedNamespace(t testing.TB, dyn dynamic.Interface, name string, annotations map[string]string) {

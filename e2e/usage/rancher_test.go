@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sitebus/sitebus/e2e/harness"
 	"github.com/sitebus/sitebus/e2e/ranchersim"
 	"github.com/sitebus/sitebus/e2e/waldursim"
 	"github.com/sitebus/sitebus/pkg/backend/rancher"
@@ -70,16 +69,14 @@ func TestRancherUsageReporterSubmitsTheSums(t *testing.T) {
 	site := usageReporter(t, fx, "rancher", map[string]any{"backend_url": rsim.URL(), "username": o.AccessKey, "password": o.SecretKey, "cluster_id": o.ClusterID})
 	wsim, sb := site.Waldur, site.Sitebus
 
-	month := time.Now().UTC().Format("2006-01") + "-01"
+	month := thisMonth()
 	want := map[string]map[string]string{
 		// Both namespaces: 0.5+0.25+1 cores; 1+0.5+2 GiB; 10+5 GiB of
 		// claims. The GPUs are counted but gpu is not an offering component.
 		rancherResource(1, "").UUID: {"cpu": "1.75", "ram": "3.50", "storage": "15.00"},
 		rancherResource(2, "").UUID: {"cpu": "0.10", "ram": "0.13", "storage": "0.00"},
 	}
-	harness.Eventually(t, 60*time.Second, "the first usage report", func() bool {
-		return maps.EqualFunc(usages(wsim, month), want, maps.Equal)
-	})
+	awaitUsages(t, wsim, month, "the first usage report", want)
 	if n := len(setUsageCalls(t, wsim)); n != 2 {
 		t.Errorf("%d set_usage calls for the first report, want one per resource", n)
 	}
@@ -103,9 +100,7 @@ func TestRancherUsageReporterSubmitsTheSums(t *testing.T) {
 	// More in the project's second namespace: reported.
 	createPod(t, dyn, nsA2, "grown", container{"cpu": "2", "memory": "1Gi"})
 	want[rancherResource(1, "").UUID] = map[string]string{"cpu": "3.75", "ram": "4.50", "storage": "15.00"}
-	harness.Eventually(t, 60*time.Second, "the grown usage reported", func() bool {
-		return maps.EqualFunc(usages(wsim, month), want, maps.Equal)
-	})
+	awaitUsages(t, wsim, month, "the grown usage reported", want)
 	if strings.Contains(sb.Output(), o.SecretKey) {
 		t.Error("the Rancher secret key is in the log")
 	}
@@ -181,7 +176,7 @@ func BenchmarkRancherUsageCycle1000Resources(b *testing.B) {
 		return time.Since(start), rancherCalls.n.Load() - r0, waldurCalls.n.Load() - w0
 	}
 	d, r, w := cycle()
-	month := time.Now().UTC().Format("2006-01") + "-01"
+	month := thisMonth()
 	// Each project: 0.5+0.25+1 cores, 1+0.25+2 GiB, 10 GiB claimed.
 	wantEach := map[string]string{"cpu": "1.75", "ram": "3.25", "storage": "10.00"}
 	got := usages(wsim, month)

@@ -21,8 +21,7 @@ import (
 func TestUsageReporterSubmitsTheSumsOnceAndRefusesDecreases(t *testing.T) {
 	c := cluster(t)
 	dyn := c.Dynamic()
-	crNS := uniqueName(t, "crs")
-	createNamespace(t, dyn, crNS)
+	crNS := newNamespace(t, dyn, "crs")
 
 	// Resource a's CR names a namespace other than its own name: usage is
 	// read where the CR says, not guessed from the backend_id.
@@ -44,16 +43,14 @@ func TestUsageReporterSubmitsTheSumsOnceAndRefusesDecreases(t *testing.T) {
 	site := usageReporter(t, fx, "k8s-ut-namespace", map[string]any{"kubeconfig_path": c.Kubeconfig, "cr_namespace": crNS})
 	sim, sb := site.Waldur, site.Sitebus
 
-	month := time.Now().UTC().Format("2006-01") + "-01"
+	month := thisMonth()
 	want := map[string]map[string]string{
 		// 0.5+0.25+1 cores; 1+0.5+2 GiB; 10+5 GiB of claims; the GPU is not an offering component.
 		resource(1, "").UUID: {"cpu": "1.75", "ram": "3.50", "storage": "15.00"},
 		// 128 MiB is 0.125 GiB: two decimals.
 		resource(2, "").UUID: {"cpu": "0.10", "ram": "0.13", "storage": "0.00"},
 	}
-	harness.Eventually(t, 60*time.Second, "the first usage report", func() bool {
-		return maps.EqualFunc(usages(sim, month), want, maps.Equal)
-	})
+	awaitUsages(t, sim, month, "the first usage report", want)
 	sets := setUsageCalls(t, sim)
 	if len(sets) != 2 {
 		t.Errorf("%d set_usage calls for the first report, want one per resource: %v", len(sets), sets)
@@ -92,12 +89,20 @@ func TestUsageReporterSubmitsTheSumsOnceAndRefusesDecreases(t *testing.T) {
 	// More again: reported.
 	createPod(t, dyn, nsB, "grown", container{"cpu": "2", "memory": "1Gi"})
 	want[resource(2, "").UUID] = map[string]string{"cpu": "2.10", "ram": "1.13", "storage": "0.00"}
-	harness.Eventually(t, 60*time.Second, "the grown usage reported", func() bool {
-		return maps.EqualFunc(usages(sim, month), want, maps.Equal)
-	})
+	awaitUsages(t, sim, month, "the grown usage reported", want)
 }
 
 // usages are Waldur's usages of the month, by resource and component.
+// thisMonth is the billing period this month's usage is filed under.
+func thisMonth() string { return time.Now().UTC().Format("2006-01") + "-01" }
+
+// awaitUsages waits until the simulator holds exactly want as month's
+// usage, per resource and component.
+func awaitUsages(t testing.TB, sim *waldursim.Server, month, what string, want map[string]map[string]string) {
+	t.Helper()
+	harness.Eventually(t, 60*time.Second, what, func() bool { return maps.EqualFunc(usages(sim, month), want, maps.Equal) })
+}
+
 func usages(sim *waldursim.Server, month string) map[string]map[string]string {
 	out := map[string]map[string]string{}
 	for _, u := range sim.Usages() {

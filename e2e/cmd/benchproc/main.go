@@ -13,10 +13,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"slices"
-	"syscall"
 	"time"
 
 	"github.com/sitebus/sitebus/e2e/harness"
@@ -39,7 +37,7 @@ type options struct {
 
 func parseFlags() options {
 	var o options
-	flag.StringVar(&o.sitebus, "sitebus", "", "sitebus binary (default: build it from this checkout)")
+	harness.SitebusFlag(&o.sitebus)
 	flag.StringVar(&o.only, "only", "stomp-bridge", "passed to `sitebus run --only`: the figures are about ingestion, which needs no platform")
 	flag.StringVar(&o.dataRoot, "data-root", "", "where the fresh data directories go (default: the temp dir); its disk's fsync speed bounds the ingest rate")
 	flag.IntVar(&o.starts, "starts", 5, "start-up measurements, each with a fresh data directory")
@@ -52,9 +50,7 @@ func parseFlags() options {
 
 func main() {
 	o := parseFlags()
-	log := slog.New(slog.NewTextHandler(os.Stderr, nil)).With("component", "benchproc")
-	slog.SetDefault(log)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop, log := harness.CommandContext("benchproc")
 	defer stop()
 	if err := run(ctx, o, log); err != nil {
 		fmt.Fprintln(os.Stderr, "benchproc:", err)
@@ -73,7 +69,7 @@ func run(ctx context.Context, o options, log *slog.Logger) error {
 	if err := rabbitmq.Available(); err != nil {
 		return fmt.Errorf("RabbitMQ is needed (install it with `make deps`): %w", err)
 	}
-	bin, err := sitebusBinary(o.sitebus)
+	bin, err := harness.SitebusBinaryOrBuild(o.sitebus)
 	if err != nil {
 		return err
 	}
@@ -120,21 +116,6 @@ func setup(ctx context.Context, bin string, o options, log *slog.Logger) (*env, 
 		return nil, err
 	}
 	return &env{bin: bin, only: o.only, dataRoot: o.dataRoot, broker: broker, fx: fx, log: log}, nil
-}
-
-func sitebusBinary(flagValue string) (string, error) {
-	if flagValue != "" {
-		return filepath.Abs(flagValue)
-	}
-	slog.Info("building sitebus from this checkout")
-	bin, err := harness.SitebusBinary()
-	if err != nil {
-		if bin != "" {
-			_ = os.RemoveAll(filepath.Dir(bin)) // the failed build's temporary directory
-		}
-		return "", fmt.Errorf("build sitebus: %w", err)
-	}
-	return bin, nil
 }
 
 // measureStarts starts sitebus n times, each with a fresh data directory,

@@ -19,9 +19,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/sitebus/sitebus/e2e/harness"
@@ -47,7 +45,7 @@ type options struct {
 
 func parseFlags() options {
 	var o options
-	flag.StringVar(&o.sitebus, "sitebus", "", "sitebus binary (default: build it from this checkout)")
+	harness.SitebusFlag(&o.sitebus)
 	flag.StringVar(&o.httpAddr, "http-addr", "127.0.0.1:9090", "sitebus's /healthz, /readyz and /metrics address")
 	flag.StringVar(&o.natsListen, "nats-listen", "127.0.0.1:4222", "client address of sitebus's embedded NATS server")
 	flag.StringVar(&o.simListen, "sim-listen", "127.0.0.1:8080", "address of the Waldur simulator")
@@ -68,11 +66,9 @@ func parseFlags() options {
 
 func main() {
 	o := parseFlags()
-	log := slog.New(slog.NewTextHandler(os.Stderr, nil)).With("component", "sitebus-dev")
-	slog.SetDefault(log)
-	// Signals stay caught until run has cleaned up: a second Ctrl-C does
-	// not cut the shutdown short and leave a broker behind.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// Signals stay caught until run has cleaned up (stop): a second
+	// Ctrl-C does not cut the shutdown short and leave a broker behind.
+	ctx, stop, log := harness.CommandContext("sitebus-dev")
 	defer stop()
 	err := run(ctx, o, log)
 	if err != nil && ctx.Err() != nil {
@@ -102,7 +98,7 @@ func run(ctx context.Context, o options, log *slog.Logger) error {
 	var cleanup stack
 	defer cleanup.unwind()
 
-	bin, err := sitebusBinary(o.sitebus)
+	bin, err := harness.SitebusBinaryOrBuild(o.sitebus)
 	if err != nil {
 		return err
 	}
@@ -156,28 +152,6 @@ func wait(ctx context.Context, sb, tail *harness.Process, log *slog.Logger) erro
 			tailDone = nil
 		}
 	}
-}
-
-func sitebusBinary(flagValue string) (string, error) {
-	if flagValue == "" {
-		slog.Info("building sitebus from this checkout")
-		bin, err := harness.SitebusBinary()
-		if err != nil {
-			if bin != "" {
-				_ = os.RemoveAll(filepath.Dir(bin)) // the failed build's temporary directory
-			}
-			return "", fmt.Errorf("build sitebus: %w", err)
-		}
-		return bin, nil
-	}
-	bin, err := filepath.Abs(flagValue)
-	if err != nil {
-		return "", err
-	}
-	if _, err := os.Stat(bin); err != nil {
-		return "", fmt.Errorf("sitebus binary: %w (run `make build`, or leave -sitebus out to build it)", err)
-	}
-	return bin, nil
 }
 
 // prepareDataDir returns the directory for the config and the JetStream
