@@ -297,7 +297,7 @@ func install(p *Plan, line string, vars map[string]string) error {
 // Boot runs a server's first boot: parse its user_data, log in to Vault
 // with its role-id and secret-id and read the token (when it uses Vault),
 // then register hostname with register. The error says which step failed;
-// Vault's refusals match backend.ErrInvalid.
+// Vault's refusals match fault.Rejected (pkg/vault marks a 4xx so).
 func Boot(ctx context.Context, userData []byte, hostname string, register Register) error {
 	p, err := Parse(userData)
 	if err != nil {

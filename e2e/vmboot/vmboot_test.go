@@ -15,8 +15,8 @@ import (
 	"github.com/sitebus/sitebus/e2e/ranchersim"
 	"github.com/sitebus/sitebus/e2e/simkit"
 	"github.com/sitebus/sitebus/e2e/vmboot"
-	"github.com/sitebus/sitebus/pkg/backend"
 	"github.com/sitebus/sitebus/pkg/cloudinit"
+	"github.com/sitebus/sitebus/pkg/fault"
 	"github.com/sitebus/sitebus/pkg/vault"
 )
 
@@ -141,7 +141,7 @@ func TestBootAgainstRealVault(t *testing.T) {
 		}
 		// The same user_data on a second VM (or a rebuilt one).
 		err := vmboot.Boot(ctxFor(t), ud, "k8s-agent-3", rec.register)
-		if !errors.Is(err, backend.ErrInvalid) || !strings.Contains(err.Error(), "vault login") {
+		if !errors.Is(err, fault.Rejected) || !strings.Contains(err.Error(), "vault login") {
 			t.Fatalf("second boot with the same secret-id: %v; want Vault's refusal", err)
 		}
 		if n := len(rec.calls()); n != 1 {
