@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/sitebus/sitebus/pkg/bus"
+	"github.com/sitebus/sitebus/pkg/contract"
 	"github.com/sitebus/sitebus/pkg/fault"
 	"github.com/sitebus/sitebus/pkg/keycloak"
 )
@@ -17,12 +18,14 @@ import (
 // Run stops, also after a failed start).
 func (s *Service) serve(ctx context.Context) error {
 	starts := []func() (*bus.Subscription, error){
-		func() (*bus.Subscription, error) { return serveCmd(ctx, s, CmdEnsureGroups, s.ensureGroups) },
-		func() (*bus.Subscription, error) { return serveCmd(ctx, s, CmdDeleteGroups, s.deleteGroups) },
-		func() (*bus.Subscription, error) { return serveCmd(ctx, s, CmdSetGroupMembers, s.setGroupMembers) },
-		func() (*bus.Subscription, error) { return serveCmd(ctx, s, CmdAddMember, s.addMember) },
-		func() (*bus.Subscription, error) { return serveCmd(ctx, s, CmdRemoveMember, s.removeMember) },
-		func() (*bus.Subscription, error) { return serveCmd(ctx, s, CmdListMembers, s.listMembers) },
+		func() (*bus.Subscription, error) { return serveCmd(ctx, s, contract.EnsureGroups, s.ensureGroups) },
+		func() (*bus.Subscription, error) { return serveCmd(ctx, s, contract.DeleteGroups, s.deleteGroups) },
+		func() (*bus.Subscription, error) {
+			return serveCmd(ctx, s, contract.SetGroupMembers, s.setGroupMembers)
+		},
+		func() (*bus.Subscription, error) { return serveCmd(ctx, s, contract.AddMember, s.addMember) },
+		func() (*bus.Subscription, error) { return serveCmd(ctx, s, contract.RemoveMember, s.removeMember) },
+		func() (*bus.Subscription, error) { return serveCmd(ctx, s, contract.ListMembers, s.listMembers) },
 	}
 	for _, start := range starts {
 		sub, err := start()
@@ -42,11 +45,9 @@ func serveCmd[Req, Resp any, PReq interface {
 }, PResp interface {
 	*Resp
 	proto.Message
-}](ctx context.Context, s *Service, cmd string, h func(context.Context, PReq) (PResp, error)) (*bus.Subscription, error) {
-	return bus.Serve(ctx, s.bus, bus.ServeConfig{
-		Service: Name, Command: cmd,
-		Consumer: bus.ConsumerConfig{MaxDeliver: s.cfg.MaxDeliver, Backoff: s.cfg.Backoff},
-	}, func(ctx context.Context, req PReq) (PResp, error) {
+}](ctx context.Context, s *Service, c contract.Command[PReq, PResp], h func(context.Context, PReq) (PResp, error)) (*bus.Subscription, error) {
+	cmd := c.Name
+	return contract.Serve(ctx, s.bus, c, bus.ConsumerConfig{MaxDeliver: s.cfg.MaxDeliver, Backoff: s.cfg.Backoff}, func(ctx context.Context, req PReq) (PResp, error) {
 		resp, err := h(ctx, req)
 		err = classify(err)
 		outcome := "ok"

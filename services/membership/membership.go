@@ -120,15 +120,14 @@ func (s *Service) Run(ctx context.Context) error {
 		filters = append(filters, "waldur."+hex+"."+events.UserRole, "waldur."+hex+"."+events.Resource)
 	}
 	slices.Sort(filters)
-	serve, err := bus.Serve(ctx, s.bus, bus.ServeConfig{Service: Name, Command: contract.CmdSyncResource,
-		Consumer: bus.ConsumerConfig{MaxDeliver: s.cfg.MaxDeliver, Backoff: s.cfg.Backoff}}, s.serveSync)
+	cc := bus.ConsumerConfig{MaxDeliver: s.cfg.MaxDeliver, Backoff: s.cfg.Backoff}
+	serve, err := contract.Serve(ctx, s.bus, contract.SyncResource, cc, s.serveSync)
 	if err != nil {
 		return err
 	}
 	defer s.subs.Stop(30 * time.Second)
 	s.subs.Add(serve)
-	serveCreated, err := bus.Serve(ctx, s.bus, bus.ServeConfig{Service: Name, Command: contract.CmdSyncCreated,
-		Consumer: bus.ConsumerConfig{MaxDeliver: s.cfg.MaxDeliver, Backoff: s.cfg.Backoff}}, s.serveSyncCreated)
+	serveCreated, err := contract.Serve(ctx, s.bus, contract.SyncCreated, cc, s.serveSyncCreated)
 	if err != nil {
 		return err
 	}
