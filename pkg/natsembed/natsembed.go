@@ -27,6 +27,12 @@ type Options struct {
 	// Logger receives the server's own log lines at debug level (nil: silent).
 	Logger *slog.Logger
 
+	// ReadyTimeout bounds the wait for the server to accept connections;
+	// 15 s by default. Tests raise it: under the race detector on a busy
+	// two-core machine, a node of a test cluster has been seen to need
+	// longer, and a server that is merely slow is not a failure there.
+	ReadyTimeout time.Duration
+
 	// Cluster, when set, makes the server one node of a JetStream cluster
 	// (replicated streams in tests; a production cluster runs nats-server).
 	// ServerName must then differ between the nodes.
@@ -97,9 +103,13 @@ func Start(o Options) (*server.Server, error) {
 		s.SetLoggerV2(&slogAdapter{l: o.Logger}, false, false, false)
 	}
 	go s.Start()
-	if !s.ReadyForConnections(15 * time.Second) {
+	ready := o.ReadyTimeout
+	if ready <= 0 {
+		ready = 15 * time.Second
+	}
+	if !s.ReadyForConnections(ready) {
 		s.Shutdown()
-		return nil, errors.New("natsembed: server not ready within 15s")
+		return nil, fmt.Errorf("natsembed: server not ready within %s", ready)
 	}
 	return s, nil
 }

@@ -17,9 +17,15 @@ import (
 )
 
 // Server starts an embedded JetStream server on a free loopback port.
+// ReadyTimeout is how long a test server may take to accept connections:
+// the unit tests run five times over under the race detector, several
+// packages at once on two cores (make test-repeat), where a cluster node
+// has taken longer than natsembed's default 15 s.
+const ReadyTimeout = 2 * time.Minute
+
 func Server(t testing.TB) *server.Server {
 	t.Helper()
-	s, err := natsembed.Start(natsembed.Options{StoreDir: t.TempDir(), Listen: "127.0.0.1:-1"})
+	s, err := natsembed.Start(natsembed.Options{StoreDir: t.TempDir(), Listen: "127.0.0.1:-1", ReadyTimeout: ReadyTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}

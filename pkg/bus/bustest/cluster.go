@@ -35,9 +35,10 @@ func StartCluster(t testing.TB, n int) *Cluster {
 	c := &Cluster{t: t}
 	for i := range n {
 		s, err := natsembed.Start(natsembed.Options{
-			StoreDir:   t.TempDir(),
-			Listen:     "127.0.0.1:-1",
-			ServerName: fmt.Sprintf("n%d", i+1),
+			StoreDir:     t.TempDir(),
+			Listen:       "127.0.0.1:-1",
+			ServerName:   fmt.Sprintf("n%d", i+1),
+			ReadyTimeout: ReadyTimeout,
 			Cluster: &natsembed.ClusterOptions{
 				Name:   "sitebus-test",
 				Listen: "127.0.0.1:" + strconv.Itoa(routePorts[i]),
