@@ -156,12 +156,20 @@ func (b *Bus) EnsureStreams(ctx context.Context) error {
 			Name:        EventsStream,
 			Description: "Waldur events as received by sitebus; kept for replay",
 			Subjects:    []string{EventsSubjects},
-			Retention:   jetstream.LimitsPolicy,
-			Storage:     jetstream.FileStorage,
-			MaxAge:      b.cfg.EventsMaxAge,
-			Duplicates:  b.cfg.DuplicateWindow,
-			Replicas:    b.cfg.Replicas,
-			Discard:     jetstream.DiscardOld,
+			// An event published without a partition (by a version from
+			// before partitions, or by hand with `nats pub`) is stored
+			// with the partition of an event that names nothing, so
+			// consumers need no second filter for it; see consumerSpecs.
+			SubjectTransform: &jetstream.SubjectTransformConfig{
+				Source:      "waldur.*.*",
+				Destination: "waldur.{{wildcard(1)}}.{{wildcard(2)}}." + PartitionToken(Partition("")),
+			},
+			Retention:  jetstream.LimitsPolicy,
+			Storage:    jetstream.FileStorage,
+			MaxAge:     b.cfg.EventsMaxAge,
+			Duplicates: b.cfg.DuplicateWindow,
+			Replicas:   b.cfg.Replicas,
+			Discard:    jetstream.DiscardOld,
 		},
 		{
 			Name:        DLQStream,

@@ -92,7 +92,7 @@ func TestHandlerOutcomes(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { sub.Stop(context.Background()) })
-			if _, err := b.Publish(ctx, "waldur.0123456789abcdef0123456789abcdef.order", event("a"), bus.WithMsgID("a")); err != nil {
+			if _, err := b.Publish(ctx, "waldur.0123456789abcdef0123456789abcdef.order.000", event("a"), bus.WithMsgID("a")); err != nil {
 				t.Fatal(err)
 			}
 			waitFor(t, "handler verdict", settled.Load)
@@ -124,7 +124,7 @@ func TestHandlerOutcomes(t *testing.T) {
 				t.Fatalf("got %d dead letters, want 1", len(dls))
 			}
 			dl := dls[0]
-			if dl.Source != "svc" || dl.Stream != bus.EventsStream || dl.StreamSeq != 1 || dl.Subject != "waldur.0123456789abcdef0123456789abcdef.order" {
+			if dl.Source != "svc" || dl.Stream != bus.EventsStream || dl.StreamSeq != 1 || dl.Subject != "waldur.0123456789abcdef0123456789abcdef.order.000" {
 				t.Errorf("dead letter provenance = %+v", dl)
 			}
 			if want := map[bool]uint64{true: 1, false: 3}[tc.wantCalls == 1]; dl.Deliveries != want {
@@ -163,7 +163,7 @@ func TestUndecodablePayloadIsDeadLetteredAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { sub.Stop(context.Background()) })
-	if _, err := b.PublishMsg(ctx, &nats.Msg{Subject: "waldur.x.order", Data: []byte{0xff, 0xff, 0xff}}); err != nil {
+	if _, err := b.PublishMsg(ctx, &nats.Msg{Subject: "waldur.x.order.000", Data: []byte{0xff, 0xff, 0xff}}); err != nil {
 		t.Fatal(err)
 	}
 	var dls []bus.DeadLetter
@@ -180,7 +180,7 @@ func TestPublishDeduplicatesByMsgID(t *testing.T) {
 	b := newBus(t, bus.Config{})
 	ctx := testCtx(t)
 	for i := range 3 {
-		ack, err := b.Publish(ctx, "waldur.x.order", event("dup"), bus.WithMsgID("frame-1"))
+		ack, err := b.Publish(ctx, "waldur.x.order.000", event("dup"), bus.WithMsgID("frame-1"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -256,7 +256,7 @@ func TestTraceContextCrossesTheBus(t *testing.T) {
 	}
 	t.Cleanup(func() { sub.Stop(context.Background()) })
 	pctx, root := tp.Tracer("test").Start(ctx, "frame received")
-	if _, err := b.Publish(pctx, "waldur.x.order", event("t")); err != nil {
+	if _, err := b.Publish(pctx, "waldur.x.order.000", event("t")); err != nil {
 		t.Fatal(err)
 	}
 	root.End()
@@ -265,7 +265,7 @@ func TestTraceContextCrossesTheBus(t *testing.T) {
 	}
 	waitFor(t, "process span", func() bool {
 		for _, s := range rec.Ended() {
-			if s.Name() == "process waldur.x.order" {
+			if s.Name() == "process waldur.x.order.000" {
 				return true
 			}
 		}
@@ -282,7 +282,7 @@ func TestReplayRedeliversCopiesMarkedAsReplays(t *testing.T) {
 	b := newBus(t, bus.Config{})
 	ctx := testCtx(t)
 	for i := range 3 {
-		if _, err := b.Publish(ctx, "waldur.x.order", event(fmt.Sprint(i)), bus.WithMsgID(fmt.Sprint(i))); err != nil {
+		if _, err := b.Publish(ctx, "waldur.x.order.000", event(fmt.Sprint(i)), bus.WithMsgID(fmt.Sprint(i))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -332,7 +332,7 @@ func TestDeadLetterRetryAndPurge(t *testing.T) {
 	}
 	t.Cleanup(func() { sub.Stop(context.Background()) })
 	for _, id := range []string{"a", "b"} {
-		if _, err := b.Publish(ctx, "waldur.x.order", event(id), bus.WithMsgID(id)); err != nil {
+		if _, err := b.Publish(ctx, "waldur.x.order.000", event(id), bus.WithMsgID(id)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -383,7 +383,7 @@ func TestStopWaitsForInFlightHandlers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Publish(ctx, "waldur.x.order", event("s")); err != nil {
+	if _, err := b.Publish(ctx, "waldur.x.order.000", event("s")); err != nil {
 		t.Fatal(err)
 	}
 	<-started
@@ -438,7 +438,7 @@ func TestALongHandlerKeepsItsMessageWithInProgress(t *testing.T) {
 	// does not leave Stop waiting for the held handler.
 	var once sync.Once
 	t.Cleanup(func() { once.Do(func() { close(release) }) })
-	if _, err := b.Publish(ctx, "waldur.x.order", event("long")); err != nil {
+	if _, err := b.Publish(ctx, "waldur.x.order.000", event("long")); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the keep-alive sent twice for one delivery", func() bool { return mostForOneDelivery() >= 2 })

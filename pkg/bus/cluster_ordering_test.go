@@ -351,6 +351,8 @@ func TestProcessOrderingSubscriptionIsOneConsumerForBothSubjectForms(t *testing.
 	// versions.
 	b := newBus(t, bus.Config{})
 	ctx := testCtx(t)
+	legacy := "waldur." + orderingOffering + ".resource"
+	storeAsOlderVersions(t, b, legacy, event("legacy"))
 	var handled atomic.Int32
 	cfg := orderedConsumer()
 	sub, err := bus.Subscribe(ctx, b, cfg, func(context.Context, *sitebusv1.WaldurEvent) error {
@@ -361,12 +363,13 @@ func TestProcessOrderingSubscriptionIsOneConsumerForBothSubjectForms(t *testing.
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { sub.Stop(context.Background()) })
-	legacy := "waldur." + orderingOffering + ".resource"
-	if _, err := b.Publish(ctx, legacy, event("legacy")); err != nil {
+	publishInterleaved(t, b, 10, 2)
+	// Published by hand without a partition after the start: the
+	// stream's subject transform gives it one.
+	if _, err := b.Publish(ctx, legacy, event("by hand")); err != nil {
 		t.Fatal(err)
 	}
-	publishInterleaved(t, b, 10, 2)
-	waitFor(t, "both subject forms handled", func() bool { return handled.Load() == 21 })
+	waitFor(t, "both subject forms handled", func() bool { return handled.Load() == 22 })
 	names := consumerNames(t, b, bus.EventsStream)
 	if len(names) != 1 || names[0] != "ordered" {
 		t.Fatalf("consumers %v, want just ordered", names)
@@ -377,6 +380,31 @@ func TestProcessOrderingSubscriptionIsOneConsumerForBothSubjectForms(t *testing.
 	}
 	if info.Config.MaxAckPending < 256 {
 		t.Errorf("process mode max ack pending %d, want the wide window as before", info.Config.MaxAckPending)
+	}
+}
+
+func TestProcessOrderingFiltersOnlyPartitionedSubjectsWhenNoneOlderAreStored(t *testing.T) {
+	// A stream without three-token subjects gets a consumer with one
+	// filter: the server's single-filter path is the fast one.
+	b := newBus(t, bus.Config{})
+	ctx := testCtx(t)
+	if _, err := b.Publish(ctx, "waldur."+orderingOffering+".resource.007", event("partitioned")); err != nil {
+		t.Fatal(err)
+	}
+	sub, err := bus.Subscribe(ctx, b, orderedConsumer(), func(context.Context, *sitebusv1.WaldurEvent) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sub.Stop(context.Background()) })
+	info, err := sub.Consumers()[0].Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{orderedConsumer().FilterSubjects[0] + ".*"}
+	got := append([]string{info.Config.FilterSubject}, info.Config.FilterSubjects...)
+	got = slices.DeleteFunc(got, func(s string) bool { return s == "" })
+	if !slices.Equal(got, want) {
+		t.Errorf("filters %v, want %v", got, want)
 	}
 }
 
@@ -408,6 +436,29 @@ func TestClusterOrderingTakesLegacySubjectsOnce(t *testing.T) {
 	}
 	if bad := log.disorder(1, 3); len(bad) > 0 {
 		t.Errorf("legacy events out of order: %v", bad)
+	}
+}
+
+// storeAsOlderVersions stores m on subject as versions before partitions
+// did: the events stream without its subject transform, which EnsureStreams
+// then puts back, as an upgrade does.
+func storeAsOlderVersions(t *testing.T, b *bus.Bus, subject string, m *sitebusv1.WaldurEvent) {
+	t.Helper()
+	ctx := testCtx(t)
+	st, err := b.JetStream().Stream(ctx, bus.EventsStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := st.CachedInfo().Config
+	cfg.SubjectTransform = nil
+	if _, err := b.JetStream().UpdateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Publish(ctx, subject, m); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.EnsureStreams(ctx); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -135,20 +135,33 @@ func EventFilters(filter string) []string {
 	return []string{filter}
 }
 
-// partitionLegacyEvent gives an events-stream subject stored before
-// partitions (three tokens) the partition of the message's ordering key
-// (its header, else its body), so that a replayed or retried copy is
-// handled in order with the events published since. Other subjects are
-// returned unchanged.
+// partitionLegacyEvent gives an events-stream event published without a
+// partition the partition of the message's ordering key (its header, else
+// its body), so that a replayed or retried copy is handled in order with
+// the events published since. Such an event is stored with three tokens
+// (before the stream had its subject transform) or in partition 000 (the
+// transform's, which cannot read the key). Other subjects are returned
+// unchanged.
 func partitionLegacyEvent(subject string, h nats.Header, data []byte) string {
-	if !strings.HasPrefix(subject, "waldur.") || strings.Count(subject, ".") != 2 {
+	if !strings.HasPrefix(subject, "waldur.") {
+		return subject
+	}
+	base := subject
+	switch strings.Count(subject, ".") {
+	case 2:
+	case 3:
+		var ok bool
+		if base, ok = strings.CutSuffix(subject, "."+PartitionToken(0)); !ok {
+			return subject
+		}
+	default:
 		return subject
 	}
 	key := h.Get(HeaderOrderingKey)
 	if key == "" {
-		key = WaldurEventKey(subject, data)
+		key = WaldurEventKey(base, data)
 	}
-	return PartitionedSubject(subject, key)
+	return PartitionedSubject(base, key)
 }
 
 // CommandStream is the work-queue stream of one service's commands.

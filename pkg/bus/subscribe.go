@@ -197,7 +197,7 @@ func subscribe(ctx context.Context, b *Bus, cfg ConsumerConfig, decodeAndHandle 
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	specs := consumerSpecs(cfg, b.cfg.Ordering)
+	specs := consumerSpecs(cfg, b.cfg.Ordering, func(base string) bool { return b.holdsSubjects(ctx, cfg.Stream, base) })
 	consumers, err := b.ensureConsumers(ctx, cfg, specs)
 	if err != nil {
 		return nil, fmt.Errorf("bus: create consumer %s on %s: %w", cfg.Name, cfg.Stream, err)
