@@ -90,6 +90,7 @@ type siteOptions struct {
 	services               []string
 	replicas               map[string]int
 	only                   string
+	args                   []string
 	noStart, noBroker, gpu bool
 }
 
@@ -178,6 +179,12 @@ func WithDistributed(services []string, replicas map[string]int) SiteOption {
 // for readiness only, the tests wait for what their service does.
 func WithOnly(service string) SiteOption { return func(o *siteOptions) { o.only = service } }
 
+// WithArgs adds arguments to `sitebus run` (e.g. the Python agent's
+// `-m MODE`).
+func WithArgs(args ...string) SiteOption {
+	return func(o *siteOptions) { o.args = append(o.args, args...) }
+}
+
 // WithoutStart prepares sitebus without starting it; Start does.
 func WithoutStart() SiteOption { return func(o *siteOptions) { o.noStart = true } }
 
@@ -231,6 +238,7 @@ func NewSite(t testing.TB, opts ...SiteOption) *Site {
 		if o.only != "" {
 			args = []string{"--only", o.only}
 		}
+		args = append(args, o.args...)
 		s.Sitebus = PrepareSitebus(t, SitebusOptions{Config: s.Config, NATSURL: o.natsURL, Args: args})
 	}
 	if !o.noStart {

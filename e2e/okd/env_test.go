@@ -42,10 +42,11 @@ type site struct {
 	roleEvents int
 }
 
-func newSite(t testing.TB) *site {
+func newSite(t testing.TB, opts ...harness.SiteOption) *site {
 	t.Helper()
-	return &site{t: t, Site: harness.NewSite(t, harness.WithCluster(kube.Shared(t)), harness.WithOKD(),
-		harness.WithSettings(map[string]any{"default_role": "view"}))}
+	opts = append([]harness.SiteOption{harness.WithCluster(kube.Shared(t)), harness.WithOKD(),
+		harness.WithSettings(map[string]any{"default_role": "view"})}, opts...)
+	return &site{t: t, Site: harness.NewSite(t, opts...)}
 }
 
 func ctx(t testing.TB) context.Context { return harness.Context(t, 2*time.Minute) }

@@ -48,6 +48,15 @@ func Parse(data []byte, source string, lookupEnv func(string) (string, bool)) (*
 			list = append(list, e)
 		}
 	}
+	// After the file's log_level is checked, so that a bad value in the
+	// file is reported even while the variable overrides it.
+	r.logLevelFrom = LogLevelFromDefault
+	if _, set := d.lines["log_level"]; set {
+		r.logLevelFrom = LogLevelFromFile
+	}
+	if e := r.logLevelFromEnv(lookupEnv); e != nil {
+		list = append(list, e)
+	}
 	if err := Join(append(list, d.warns...)); err != nil {
 		return nil, err
 	}

@@ -73,9 +73,10 @@ type Root struct {
 	// sitebus.periods.
 	Periods Periods `json:"periods"`
 
-	source string         // file name, for messages from Validate
-	lines  map[string]int // canonical key path -> line, for messages from Validate
-	warns  []*FieldError  // unknown keys, see Warnings
+	logLevelFrom string         // see LogLevelSource
+	source       string         // file name, for messages from Validate
+	lines        map[string]int // canonical key path -> line, for messages from Validate
+	warns        []*FieldError  // unknown keys, see Warnings
 }
 
 // Warnings lists what Parse ignored (unknown keys), each naming its file,

@@ -23,6 +23,8 @@ func NewLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 	case "WARNING", "WARN":
 		lvl = slog.LevelWarn
 	case "ERROR", "CRITICAL":
+		// sitebus logs nothing above ERROR, so Python's CRITICAL keeps
+		// the errors rather than silencing every record.
 		lvl = slog.LevelError
 	default:
 		return nil, fmt.Errorf("unknown log level %q", level)

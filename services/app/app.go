@@ -64,8 +64,14 @@ type Options struct {
 	HTTPAddr   string
 	// Only runs a subset of the services (one Kubernetes Deployment per
 	// service runs one each).
-	Only    []string
-	Version string
+	Only []string
+	// Mode runs the services that do the work of one of the Python agent's
+	// modes (see Modes); it cannot be combined with Only.
+	Mode string
+	// LogLevel, when set, overrides WALDUR_LOG_LEVEL and the file's
+	// log_level (a Python logging name, any case).
+	LogLevel string
+	Version  string
 	// LogOutput receives the logs (default stderr).
 	LogOutput io.Writer
 	// Ready, when set, receives the HTTP address once /readyz can be asked.
@@ -74,17 +80,23 @@ type Options struct {
 
 // Run starts sitebus and blocks until ctx ends, then shuts down gracefully.
 func Run(ctx context.Context, opts Options) error {
+	// A wrong mode or --only is named before the file is read.
+	if _, err := selectServices(opts.Mode, opts.Only, nil); err != nil {
+		return err
+	}
 	plan, err := LoadPlan(opts.ConfigPath)
 	if err != nil {
 		return err
 	}
 	cfg := plan.Config
-	applyOverrides(cfg, &opts)
-	if err := checkEmbeddedReplicas(cfg); err != nil {
+	services, err := selectServices(opts.Mode, opts.Only, cfg.Sitebus.Services)
+	if err != nil {
 		return err
 	}
-	services, err := selectServices(opts.Only)
-	if err != nil {
+	if err := applyOverrides(cfg, &opts); err != nil {
+		return err
+	}
+	if err := checkEmbeddedReplicas(cfg); err != nil {
 		return err
 	}
 	if opts.LogOutput == nil {
@@ -95,6 +107,7 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 	slog.SetDefault(log)
+	log.Debug("log level", "level", cfg.LogLevel, "from", cfg.LogLevelSource())
 	for _, w := range plan.Warnings {
 		log.Warn("configuration: "+w.Msg, "file", w.Source, "line", w.Line, "offering", w.Offering, "key", w.Path)
 	}
@@ -176,7 +189,7 @@ func Run(ctx context.Context, opts Options) error {
 		running = append(running, s)
 	}
 	h.setServices(running)
-	log.Info("sitebus running", "services", services, "http", addr, "version", opts.Version)
+	log.Info("sitebus running", "services", services, "mode", opts.Mode, "http", addr, "version", opts.Version)
 
 	var wg sync.WaitGroup
 	errs := make(chan error, len(running))
@@ -199,7 +212,14 @@ func Run(ctx context.Context, opts Options) error {
 	return err
 }
 
-func applyOverrides(cfg *config.Root, o *Options) {
+func applyOverrides(cfg *config.Root, o *Options) error {
+	if o.LogLevel != "" {
+		level, err := config.ParseLogLevel(o.LogLevel)
+		if err != nil {
+			return fmt.Errorf("--log-level: %w", err)
+		}
+		cfg.LogLevel = level
+	}
 	if o.NATSURL != "" {
 		cfg.Sitebus.NATSURL = o.NATSURL
 	}
@@ -209,15 +229,29 @@ func applyOverrides(cfg *config.Root, o *Options) {
 	if o.HTTPAddr != "" {
 		cfg.Sitebus.HTTPAddr = o.HTTPAddr
 	}
-	if len(o.Only) == 0 {
-		o.Only = cfg.Sitebus.Services
-	}
 	if o.NATSListen == "" {
 		o.NATSListen = "127.0.0.1:4222"
 	}
+	return nil
 }
 
-func selectServices(only []string) ([]string, error) {
+// selectServices says which services this process runs: a mode's (which
+// replaces the file's sitebus.services, as a flag overrides the file),
+// else --only, else sitebus.services, else all of them.
+func selectServices(mode string, only, fromFile []string) ([]string, error) {
+	if mode != "" {
+		services, err := ModeServices(mode)
+		if err != nil {
+			return nil, err
+		}
+		if len(only) > 0 {
+			return nil, fmt.Errorf("--mode %s and --only cannot be combined: the mode names its services itself (%s)", mode, strings.Join(services, ", "))
+		}
+		return services, nil
+	}
+	if len(only) == 0 {
+		only = fromFile
+	}
 	if len(only) == 0 {
 		return ServiceNames, nil
 	}

@@ -86,7 +86,7 @@ func TestRancherClusterOfferings(t *testing.T) {
 }
 
 func TestClusterProvisionerIsAService(t *testing.T) {
-	got, err := selectServices([]string{provisioner.Name})
+	got, err := selectServices("", []string{provisioner.Name}, nil)
 	if err != nil || !slices.Equal(got, []string{provisioner.Name}) {
 		t.Errorf("selectServices = %v, %v", got, err)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/sitebus/sitebus/pkg/backend/managedns"
 	"github.com/sitebus/sitebus/pkg/bus"
+	"github.com/sitebus/sitebus/pkg/config"
 	"github.com/sitebus/sitebus/services/app"
 )
 
@@ -38,6 +39,20 @@ func runCmd(version string) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "run",
 		Short: "Run the services (all of them, with an embedded NATS server, by default)",
+		Long: `Run the services (all of them, with an embedded NATS server, by default).
+
+--mode (-m) takes the Python agent's mode names, so that a unit written as
+"waldur_site_agent -m MODE -c FILE" runs as "sitebus run -m MODE -c FILE".
+A mode runs the services doing that mode's work and every service they send
+commands to, so one process finishes what it starts:
+
+` + app.ModesHelp() + `
+Without --mode or --only every service runs (not only order_process, the
+Python agent's default mode). Several processes of one site share a NATS
+server or cluster (--nats-url), as with --only.
+
+The log level is --log-level, else WALDUR_LOG_LEVEL, else the file's
+log_level, else INFO: DEBUG, INFO, WARNING, ERROR or CRITICAL, any case.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if only != "" {
 				o.Only = strings.Split(only, ",")
@@ -47,6 +62,10 @@ func runCmd(version string) *cobra.Command {
 	}
 	f := c.Flags()
 	f.StringVarP(&o.ConfigPath, "config", "c", "waldur-site-agent-config.yaml", "configuration file (the Python agent's format)")
+	// The Python agent's long spelling of -c, for units that use it.
+	f.StringVar(&o.ConfigPath, "config-file", "waldur-site-agent-config.yaml", "the same as --config (the Python agent's name for it)")
+	f.StringVarP(&o.Mode, "mode", "m", "", "run the services of one of the Python agent's modes: "+strings.Join(app.ModeNames, ", ")+" (not with --only)")
+	f.StringVar(&o.LogLevel, "log-level", "", "log level, over "+config.EnvLogLevel+" and the file's log_level: DEBUG, INFO, WARNING, ERROR or CRITICAL")
 	f.StringVar(&o.NATSURL, "nats-url", "", "external NATS server or cluster (default: embedded server)")
 	f.StringVar(&o.NATSListen, "nats-listen", "127.0.0.1:4222", "client address of the embedded NATS server")
 	f.StringVar(&o.DataDir, "data-dir", "", "directory for the embedded server's JetStream store")
@@ -142,6 +161,7 @@ func printPlan(out io.Writer, path string, plan *app.Plan) {
 		}
 	}
 	fmt.Fprintf(out, "periods: order %s, membership %s, report %s\n", cfg.Periods.OrderProcess, cfg.Periods.MembershipSync, cfg.Periods.Report)
+	fmt.Fprintf(out, "log level: %s (from %s)\n", cfg.LogLevel, cfg.LogLevelSource())
 }
 
 // redactURL hides a password written into a URL.

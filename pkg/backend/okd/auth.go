@@ -19,7 +19,7 @@ import (
 
 // tokenSource supplies the bearer token. Token returns the current one
 // (cheaply: it is called for every request); Refresh is called after a
-// 401 with the token that was refused, and returns a new one, or the same
+// 401 or 403 with the token that was refused, and returns a new one, or the same
 // when it has no other (a static token), so the caller can tell whether a
 // retry can help.
 type tokenSource interface {
@@ -194,9 +194,13 @@ func (o *oauthToken) grantLocked(ctx context.Context) (string, error) {
 	return o.access, nil
 }
 
-// authTransport sets the bearer token of every request and, on a 401,
-// refreshes the token and sends the request once more. It never logs or
-// quotes a token.
+// authTransport sets the bearer token of every request and, on a 401 or a
+// 403, refreshes the token and sends the request once more. A 403 counts
+// too because the Python OKD plugin refreshes on both (any error whose
+// text holds 401 or 403), so a site whose rotated token fixes a 403 keeps
+// working after the switch. A source with nothing new (a static token, an
+// unchanged file) costs no second request. A second refusal is returned
+// to the caller as it is. It never logs or quotes a token.
 type authTransport struct {
 	next http.RoundTripper
 	src  tokenSource
@@ -209,7 +213,7 @@ func (a *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	resp, err := a.next.RoundTrip(withToken(req, tok))
-	if err != nil || resp.StatusCode != http.StatusUnauthorized {
+	if err != nil || !refusesToken(resp.StatusCode) {
 		return resp, err
 	}
 	// A body already sent can be sent again only if the request can
@@ -219,8 +223,8 @@ func (a *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	fresh, err := a.src.Refresh(req.Context(), tok)
 	if err != nil {
-		a.log.Warn("OpenShift API refused the token and refreshing it failed", "token_source", a.src.Kind(), "error", err)
-		return resp, nil // the 401 tells the caller more than the refresh error
+		a.log.Warn("OpenShift API refused the token and refreshing it failed", "status", resp.StatusCode, "token_source", a.src.Kind(), "error", err)
+		return resp, nil // the refusal tells the caller more than the refresh error
 	}
 	if fresh == tok {
 		return resp, nil // nothing new to try
@@ -233,8 +237,14 @@ func (a *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	drain(resp)
 	a.log.Info("OpenShift API refused the token; retrying once with a refreshed one",
-		"token_source", a.src.Kind(), "method", req.Method, "path", req.URL.Path)
+		"status", resp.StatusCode, "token_source", a.src.Kind(), "method", req.Method, "path", req.URL.Path)
 	return a.next.RoundTrip(retry)
+}
+
+// refusesToken reports whether status is one the Python OKD plugin answers
+// by refreshing its token: 401 Unauthorized and 403 Forbidden.
+func refusesToken(status int) bool {
+	return status == http.StatusUnauthorized || status == http.StatusForbidden
 }
 
 // withToken clones req (RoundTrippers must not change theirs) with the

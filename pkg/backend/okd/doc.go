@@ -13,7 +13,8 @@
 // Authentication is an http.RoundTripper under client-go: a static token,
 // a token file (the service account's, or one an external system
 // rotates) re-read when it changes, or an OAuth refresh-token grant. A 401
-// refreshes the token and retries the request once.
+// or 403 refreshes the token and retries the request once, as the Python
+// plugin does.
 //
 // Only projects carrying sitebus's mark (the label
 // app.kubernetes.io/managed-by=sitebus on the namespace) are changed or

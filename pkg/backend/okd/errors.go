@@ -19,8 +19,9 @@ import (
 //     needs verify_cert or the server's certificate fixed;
 //   - a refresh token the OAuth server refused: fault.Credentials,
 //     terminal (the token source says so);
-//   - a 401 that outlived the transport's one refresh (a token file the
-//     rotating system has not rewritten yet) stays retried, with a hint.
+//   - a 401 or 403 that outlived the transport's one refresh (a token file
+//     the rotating system has not rewritten yet, a grant not given yet)
+//     stays retried, with a hint.
 func wrapAPI(op, what string, err error) error {
 	if err == nil {
 		return nil
@@ -41,6 +42,8 @@ func wrapAPI(op, what string, err error) error {
 		e.Kind = fault.KindOf(err) // sitebus's token source said what failed
 	case apierrors.IsUnauthorized(err):
 		e.Msg += " (the token was refused, also after a refresh: check backend_settings.token / token_config)"
+	case apierrors.IsForbidden(err):
+		e.Msg += " (forbidden, also after a refresh of the token: check what the token's account may do)"
 	}
 	return e
 }

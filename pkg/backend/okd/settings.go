@@ -31,9 +31,13 @@ const (
 )
 
 // DefaultRoleMap maps a Waldur role (lower case) to the ClusterRole its
-// users are bound to, as the seed's table; role_mapping is merged over it.
+// users are bound to; role_mapping is merged over it. Waldur's team lists
+// a project's administrator as PROJECT.ADMIN (looked up as "admin"), the
+// project's owner, so it gets OpenShift's admin role like a customer's
+// owner; without the entry admin would be unreachable and PROJECT.ADMIN
+// would fall to default_role (edit).
 func DefaultRoleMap() map[string]string {
-	return map[string]string{"owner": "admin", "manager": "edit", "member": "view"}
+	return map[string]string{"owner": "admin", "admin": "admin", "manager": "edit", "member": "view"}
 }
 
 // DefaultQuotas are the limits Restore applies to a project paused or

@@ -23,7 +23,7 @@ func TestDecodeSettings(t *testing.T) {
 					s.TokenType != TokenStatic || s.Token.Reveal() != "sha256~x" {
 					t.Errorf("settings %+v", s)
 				}
-				if !maps.Equal(s.RoleMap, map[string]string{"owner": "admin", "manager": "edit", "member": "view"}) {
+				if !maps.Equal(s.RoleMap, map[string]string{"owner": "admin", "admin": "admin", "manager": "edit", "member": "view"}) {
 					t.Errorf("role map %v", s.RoleMap)
 				}
 			},
@@ -47,7 +47,7 @@ func TestDecodeSettings(t *testing.T) {
 		"role_mapping merges over the defaults, case-insensitively": {
 			raw: map[string]any{"token": "t", "role_mapping": map[string]any{"Member": "edit", "auditor": "view"}},
 			check: func(t *testing.T, s Settings) {
-				want := map[string]string{"owner": "admin", "manager": "edit", "member": "edit", "auditor": "view"}
+				want := map[string]string{"owner": "admin", "admin": "admin", "manager": "edit", "member": "edit", "auditor": "view"}
 				if !maps.Equal(s.RoleMap, want) {
 					t.Errorf("role map %v, want %v", s.RoleMap, want)
 				}
@@ -155,13 +155,25 @@ func TestDecodeSettingsErrors(t *testing.T) {
 func TestClusterRole(t *testing.T) {
 	s := DefaultSettings()
 	s.RoleMap["auditor"] = "view"
-	for role, want := range map[string]string{
-		"Owner": "admin", "manager": "edit", "MEMBER": "view", "PROJECT.MANAGER": "edit", "CUSTOMER.OWNER": "admin",
-		"auditor": "view", "guest": "edit", "": "edit",
-	} {
-		if got := s.ClusterRole(role); got != want {
-			t.Errorf("ClusterRole(%q) = %q, want %q", role, got, want)
-		}
+	tests := map[string]struct{ role, want string }{
+		"a project administrator (PROJECT.ADMIN) is bound to admin": {"PROJECT.ADMIN", "admin"},
+		"a plain admin role is bound to admin":                      {"admin", "admin"},
+		"an owner is bound to admin, in any case":                   {"Owner", "admin"},
+		"a customer owner is looked up by its last part":            {"CUSTOMER.OWNER", "admin"},
+		"a manager is bound to edit":                                {"manager", "edit"},
+		"a project manager is bound to edit":                        {"PROJECT.MANAGER", "edit"},
+		"a member is bound to view, in any case":                    {"MEMBER", "view"},
+		"a project member is bound to view":                         {"PROJECT.MEMBER", "view"},
+		"a role_mapping entry is used":                              {"auditor", "view"},
+		"an unknown role gets default_role":                         {"guest", "edit"},
+		"no role gets default_role":                                 {"", "edit"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got := s.ClusterRole(tc.role); got != tc.want {
+				t.Errorf("ClusterRole(%q) = %q, want %q", tc.role, got, tc.want)
+			}
+		})
 	}
 	s.DefaultRole = ""
 	if got := s.ClusterRole("guest"); got != "" {
