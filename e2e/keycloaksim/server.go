@@ -151,7 +151,7 @@ func (s *Server) seed() error {
 	}
 	admin := s.realms[s.cfg.AdminRealm]
 	if u := admin.userByName(s.cfg.AdminUsername); u != nil {
-		u.password = s.cfg.AdminPassword
+		u.Password = s.cfg.AdminPassword
 	} else if _, err := admin.addUser(User{Username: s.cfg.AdminUsername, Password: s.cfg.AdminPassword}, s.nowMillis()); err != nil {
 		return err
 	}

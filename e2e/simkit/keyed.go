@@ -1,0 +1,11 @@
+package simkit
+
+// Map is f of each of items, in order; empty, never nil, when items is,
+// since a JSON list must be [] rather than null.
+func Map[T, R any](items []T, f func(T) R) []R {
+	out := make([]R, 0, len(items))
+	for _, v := range items {
+		out = append(out, f(v))
+	}
+	return out
+}
