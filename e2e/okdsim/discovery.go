@@ -66,11 +66,3 @@ func (s *Server) apiGroups(w http.ResponseWriter, r *http.Request) {
 	list.Groups = append(list.Groups, projectGroup)
 	simkit.WriteJSON(w, http.StatusOK, list)
 }
-
-func (s *Server) projectGroupDoc(w http.ResponseWriter, _ *http.Request) {
-	simkit.WriteJSON(w, http.StatusOK, projectGroup)
-}
-
-func (s *Server) projectResourceList(w http.ResponseWriter, _ *http.Request) {
-	simkit.WriteJSON(w, http.StatusOK, projectResources)
-}
