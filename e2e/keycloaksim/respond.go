@@ -91,20 +91,6 @@ func decode[T any](r *http.Request) (T, *apiError) {
 	return v, nil
 }
 
-// intParam reads an optional integer query parameter; Keycloak answers a
-// malformed one with 404 (JAX-RS cannot bind it), which we mimic.
-func intParam(r *http.Request, name string, def int) (int, *apiError) {
-	v := r.URL.Query().Get(name)
-	if v == "" {
-		return def, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil {
-		return 0, errorCode(http.StatusNotFound, "HTTP 404 Not Found")
-	}
-	return n, nil
-}
-
 // boolParam reads an optional boolean query parameter the way JAX-RS does:
 // "true" in any case is true, anything else false.
 func boolParam(r *http.Request, name string, def bool) bool {
@@ -116,15 +102,18 @@ func boolParam(r *http.Request, name string, def bool) bool {
 }
 
 // paged applies Keycloak's first (default 0) and max (default defMax; a
-// negative max means no limit) to items.
+// negative max means no limit) to items. Keycloak answers a malformed
+// number with 404 (JAX-RS cannot bind it), which we mimic.
 func paged[T any](r *http.Request, items []T, defMax int) ([]T, *apiError) {
-	first, err := intParam(r, "first", 0)
-	if err != nil {
-		return nil, err
-	}
-	limit, err := intParam(r, "max", defMax)
-	if err != nil {
-		return nil, err
+	first, limit := 0, defMax
+	for name, p := range map[string]*int{"first": &first, "max": &limit} {
+		if v := r.URL.Query().Get(name); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return nil, errorCode(http.StatusNotFound, "HTTP 404 Not Found")
+			}
+			*p = n
+		}
 	}
 	items = append([]T{}, items[min(max(first, 0), len(items)):]...)
 	if limit >= 0 && limit < len(items) {

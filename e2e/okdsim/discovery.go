@@ -35,6 +35,7 @@ var projectResources = metav1.APIResourceList{
 }
 
 func (s *Server) apiGroups(w http.ResponseWriter, r *http.Request) {
+	var body []byte
 	req, err := http.NewRequestWithContext(r.Context(), http.MethodGet, s.kube.host.JoinPath("/apis").String(), nil)
 	if err != nil {
 		writeErr(w, err)
@@ -42,24 +43,21 @@ func (s *Server) apiGroups(w http.ResponseWriter, r *http.Request) {
 	}
 	req.Header.Set("Accept", "application/json")
 	resp, err := s.kube.hc.Do(req)
-	if err != nil {
-		writeErr(w, fmt.Errorf("discovery from the API server: %w", err))
-		return
+	if err == nil {
+		defer func() { _ = resp.Body.Close() }()
+		body, err = io.ReadAll(resp.Body)
 	}
-	defer func() { _ = resp.Body.Close() }()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		writeErr(w, fmt.Errorf("discovery from the API server: %w", err))
-		return
-	}
-	if resp.StatusCode != http.StatusOK {
+	if err == nil && resp.StatusCode != http.StatusOK {
 		w.Header().Set("Content-Type", resp.Header.Get("Content-Type"))
 		w.WriteHeader(resp.StatusCode)
 		_, _ = w.Write(body)
 		return
 	}
 	var list metav1.APIGroupList
-	if err := json.Unmarshal(body, &list); err != nil {
+	if err == nil {
+		err = json.Unmarshal(body, &list)
+	}
+	if err != nil {
 		writeErr(w, fmt.Errorf("discovery from the API server: %w", err))
 		return
 	}
