@@ -23,8 +23,8 @@ func (rm *realm) findUsers(r *http.Request) []*user {
 			return has(u.Username, s) || has(u.Email, s) || has(u.FirstName, s) || has(u.LastName, s)
 		}
 		for field, have := range map[string]string{"username": u.Username, "email": u.Email, "firstName": u.FirstName, "lastName": u.LastName} {
-			want := q.Get(field)
-			if q.Has(field) && (exact && strings.ToLower(have) != strings.ToLower(want) || !exact && !has(have, want)) {
+			have, want := strings.ToLower(have), strings.ToLower(q.Get(field))
+			if q.Has(field) && (exact && have != want || !exact && !strings.Contains(have, want)) {
 				return false
 			}
 		}

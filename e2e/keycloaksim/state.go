@@ -147,7 +147,10 @@ func (r *realm) children(parent string) []*group {
 // searches do: a case-insensitive substring or (exact) the name itself.
 func named(gs []*group, search string, exact bool) []*group {
 	return slices.DeleteFunc(gs, func(g *group) bool {
-		return !(exact && g.name == search || !exact && strings.Contains(strings.ToLower(g.name), strings.ToLower(search)))
+		if exact {
+			return g.name != search
+		}
+		return !strings.Contains(strings.ToLower(g.name), strings.ToLower(search))
 	})
 }
 
