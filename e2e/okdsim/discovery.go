@@ -36,13 +36,14 @@ var projectResources = metav1.APIResourceList{
 
 func (s *Server) apiGroups(w http.ResponseWriter, r *http.Request) {
 	var body []byte
-	req, err := http.NewRequestWithContext(r.Context(), http.MethodGet, s.kube.host.JoinPath("/apis").String(), nil)
+	req, err := http.NewRequestWithContext(r.Context(), http.MethodGet, s.kube.proxy.Host.JoinPath("/apis").String(), nil)
 	if err != nil {
 		writeErr(w, err)
 		return
 	}
 	req.Header.Set("Accept", "application/json")
-	resp, err := s.kube.hc.Do(req)
+	// The proxy's transport carries the cluster's credentials.
+	resp, err := (&http.Client{Transport: s.kube.proxy.Transport}).Do(req)
 	if err == nil {
 		defer func() { _ = resp.Body.Close() }()
 		body, err = io.ReadAll(resp.Body)
