@@ -32,7 +32,7 @@ func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /realms/{realm}/protocol/openid-connect/token", s.token)
 	for pattern, h := range map[string]adminHandler{
-		"GET ":                                getRealm,
+		"GET ":                                getRealm, // the realm itself
 		"GET /groups":                         listGroups,
 		"POST /groups":                        func(q req) (any, *apiError) { return addGroup(q, "") },
 		"GET /groups/count":                   countGroups,
