@@ -24,17 +24,12 @@ func errorCode(status int, msg string) *apiError {
 	return &apiError{Status: status, Body: map[string]string{"error": msg}}
 }
 
-// oauthError is the token endpoint's OAuth2 error shape.
-func oauthError(status int, code, desc string) *apiError {
-	return &apiError{Status: status, Body: map[string]string{"error": code, "error_description": desc}}
-}
-
 var (
 	errGroupNotFound  = errorCode(http.StatusNotFound, "Could not find group by id")
 	errUserNotFound   = errorCode(http.StatusNotFound, "User not found")
 	errRealmNotFound  = errorCode(http.StatusNotFound, "Realm not found.")
 	errNoRoute        = errorCode(http.StatusNotFound, "Unable to find matching target resource method")
-	errUnauthorized   = oauthError(http.StatusUnauthorized, "HttpUnauthorizedException", "HTTP 401 Unauthorized")
+	errUnauthorized   = simkit.OAuthError(http.StatusUnauthorized, "HttpUnauthorizedException", "HTTP 401 Unauthorized")
 	errForbidden      = errorCode(http.StatusForbidden, "HTTP 403 Forbidden")
 	errBadJSON        = errorCode(http.StatusBadRequest, "Cannot parse the JSON")
 	errGroupPathUnset = errorCode(http.StatusNotFound, "Group path does not exist")

@@ -103,9 +103,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
+	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
 	s := &Server{
 		cfg:     cfg,
 		log:     cfg.Logger.With("component", "keycloaksim"),

@@ -39,7 +39,7 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) grant(r *http.Request) (any, *apiError) {
 	if err := r.ParseForm(); err != nil {
-		return nil, oauthError(http.StatusBadRequest, "invalid_request", "Could not parse form")
+		return nil, simkit.OAuthError(http.StatusBadRequest, "invalid_request", "Could not parse form")
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -50,18 +50,18 @@ func (s *Server) grant(r *http.Request) (any, *apiError) {
 	form := r.PostForm.Get
 	grant := form("grant_type")
 	if grant == "" {
-		return nil, oauthError(http.StatusBadRequest, "invalid_request", "Missing form parameter: grant_type")
+		return nil, simkit.OAuthError(http.StatusBadRequest, "invalid_request", "Missing form parameter: grant_type")
 	}
 	clientID := form("client_id")
 	if !slices.Contains(s.cfg.ClientIDs, clientID) {
-		return nil, oauthError(http.StatusUnauthorized, "invalid_client", "Invalid client or Invalid client credentials")
+		return nil, simkit.OAuthError(http.StatusUnauthorized, "invalid_client", "Invalid client or Invalid client credentials")
 	}
-	invalidGrant := func(desc string) *apiError { return oauthError(http.StatusBadRequest, "invalid_grant", desc) }
+	invalidGrant := func(desc string) *apiError { return simkit.OAuthError(http.StatusBadRequest, "invalid_grant", desc) }
 	var u *user
 	switch grant {
 	case "password":
 		if u = rm.userByName(form("username")); u == nil || u.Password == "" || u.Password != form("password") {
-			return nil, oauthError(http.StatusUnauthorized, "invalid_grant", "Invalid user credentials")
+			return nil, simkit.OAuthError(http.StatusUnauthorized, "invalid_grant", "Invalid user credentials")
 		}
 	case "refresh_token":
 		old, ok := s.refresh[form("refresh_token")]
@@ -75,7 +75,7 @@ func (s *Server) grant(r *http.Request) (any, *apiError) {
 			return nil, invalidGrant("Invalid refresh token")
 		}
 	default:
-		return nil, oauthError(http.StatusBadRequest, "unsupported_grant_type", "Unsupported grant_type")
+		return nil, simkit.OAuthError(http.StatusBadRequest, "unsupported_grant_type", "Unsupported grant_type")
 	}
 	if u.Disabled {
 		return nil, invalidGrant("Account disabled")

@@ -88,9 +88,7 @@ func New(opts Options) (*Server, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	if opts.Logger == nil {
-		opts.Logger = slog.Default()
-	}
+	opts.Logger = cmp.Or(opts.Logger, slog.Default())
 	k, err := newKubeClient(opts.Kube)
 	if err != nil {
 		return nil, fmt.Errorf("okdsim: %w", err)

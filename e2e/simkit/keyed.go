@@ -9,3 +9,9 @@ func Map[T, R any](items []T, f func(T) R) []R {
 	}
 	return out
 }
+
+// OAuthError is an OAuth 2.0 token endpoint's error answer (RFC 6749
+// section 5.2): {"error": code, "error_description": desc}.
+func OAuthError(status int, code, desc string) *Error {
+	return &Error{Status: status, Body: map[string]string{"error": code, "error_description": desc}}
+}
