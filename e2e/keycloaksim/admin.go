@@ -14,12 +14,15 @@ type GroupInfo struct {
 	Attributes               map[string][]string
 }
 
-func (s *Server) realm(name string) (*realm, error) {
+// inRealm runs f on the realm called name with s.mu held.
+func (s *Server) inRealm(name string, f func(rm *realm) error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	rm := s.realms[name]
 	if rm == nil {
-		return nil, fmt.Errorf("keycloaksim: no realm %q", name)
+		return fmt.Errorf("keycloaksim: no realm %q", name)
 	}
-	return rm, nil
+	return f(rm)
 }
 
 // AddRealm creates an empty realm (no-op if it exists).
@@ -34,48 +37,37 @@ func (s *Server) AddRealm(name string) {
 // AddUser adds a user to a realm after the fact (a user who signs in to
 // Keycloak for the first time) and returns it with its ID.
 func (s *Server) AddUser(realmName string, u User) (User, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	rm, err := s.realm(realmName)
+	err := s.inRealm(realmName, func(rm *realm) error {
+		nu, err := rm.addUser(u, s.nowMillis())
+		if err == nil {
+			u.ID = nu.ID
+		}
+		return err
+	})
 	if err != nil {
 		return User{}, err
 	}
-	nu, err := rm.addUser(u, s.nowMillis())
-	if err != nil {
-		return User{}, err
-	}
-	u.ID = nu.id
 	return u, nil
 }
 
 // DeleteUser removes a user (by id or username) and its memberships.
 func (s *Server) DeleteUser(realmName, ref string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	rm, err := s.realm(realmName)
-	if err != nil {
-		return err
-	}
-	u := rm.userByRef(ref)
-	if u == nil {
-		return fmt.Errorf("keycloaksim: no user %q", ref)
-	}
-	rm.deleteUser(u.id)
-	return nil
+	return s.inRealm(realmName, func(rm *realm) error {
+		u := rm.userByRef(ref)
+		if u == nil {
+			return fmt.Errorf("keycloaksim: no user %q", ref)
+		}
+		rm.deleteUser(u.ID)
+		return nil
+	})
 }
 
 // AddGroup creates a group and its subtree under parentID ("" for top
 // level), as someone else would (tests use it for groups sitebus must not
 // touch), and returns its ID.
 func (s *Server) AddGroup(realmName, parentID string, g Group) (string, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	rm, err := s.realm(realmName)
-	if err != nil {
-		return "", err
-	}
 	g.ID = cmp.Or(g.ID, simkit.NewUUID())
-	if err := rm.seedGroup(g, parentID); err != nil {
+	if err := s.inRealm(realmName, func(rm *realm) error { return rm.seedGroup(g, parentID) }); err != nil {
 		return "", err
 	}
 	return g.ID, nil
@@ -83,37 +75,31 @@ func (s *Server) AddGroup(realmName, parentID string, g Group) (string, error) {
 
 // AddMember puts a user (id or username) into a group behind sitebus's back.
 func (s *Server) AddMember(realmName, groupID, userRef string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	rm, err := s.realm(realmName)
-	if err != nil {
-		return err
-	}
-	u := rm.userByRef(userRef)
-	if u == nil || rm.groups[groupID] == nil {
-		return fmt.Errorf("keycloaksim: no user %q or group %q", userRef, groupID)
-	}
-	rm.join(u.id, groupID)
-	return nil
+	return s.inRealm(realmName, func(rm *realm) error {
+		u, g := rm.userByRef(userRef), rm.groups[groupID]
+		if u == nil || g == nil {
+			return fmt.Errorf("keycloaksim: no user %q or group %q", userRef, groupID)
+		}
+		g.members[u.ID] = true
+		return nil
+	})
 }
 
-// Groups returns every group of a realm, ordered by path.
+// Groups returns every group of a realm, ordered by path (nil for an
+// unknown realm).
 func (s *Server) Groups(realmName string) []GroupInfo {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	rm := s.realms[realmName]
-	if rm == nil {
-		return nil
-	}
 	var out []GroupInfo
-	var walk func(parent string)
-	walk = func(parent string) {
-		for _, g := range rm.children(parent) {
-			out = append(out, GroupInfo{ID: g.id, Name: g.name, Path: rm.path(g), ParentID: g.parent, Attributes: cloneAttrs(g.attrs)})
-			walk(g.id)
+	_ = s.inRealm(realmName, func(rm *realm) error {
+		var walk func(parent string)
+		walk = func(parent string) {
+			for _, g := range rm.children(parent) {
+				out = append(out, GroupInfo{ID: g.id, Name: g.name, Path: rm.path(g), ParentID: g.parent, Attributes: cloneAttrs(g.attrs)})
+				walk(g.id)
+			}
 		}
-	}
-	walk("")
+		walk("")
+		return nil
+	})
 	return out
 }
 
@@ -127,20 +113,19 @@ func (s *Server) GroupByPath(realmName, path string) (GroupInfo, bool) {
 	return GroupInfo{}, false
 }
 
-// Members returns a group's direct members, ordered by username (nil for
-// an unknown group).
+// Members returns a group's direct members, ordered by username, without
+// their passwords (nil for an unknown group).
 func (s *Server) Members(realmName, groupID string) []User {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	rm := s.realms[realmName]
-	if rm == nil || rm.groups[groupID] == nil {
-		return nil
-	}
 	var out []User
-	for _, u := range rm.groupMembers(groupID) {
-		out = append(out, User{ID: u.id, Username: u.username, Email: u.email,
-			FirstName: u.firstName, LastName: u.lastName, Disabled: !u.enabled})
-	}
+	_ = s.inRealm(realmName, func(rm *realm) error {
+		if g := rm.groups[groupID]; g != nil {
+			for _, u := range rm.groupMembers(g) {
+				out = append(out, u.User)
+				out[len(out)-1].Password = ""
+			}
+		}
+		return nil
+	})
 	return out
 }
 

@@ -44,6 +44,9 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
+// newDefaultClientEnv is newClientEnv with the default simulator and client.
+func newDefaultClientEnv(t *testing.T) *clientEnv { return newClientEnv(t, keycloaksim.Config{}, nil) }
+
 func newClientEnv(t *testing.T, simCfg keycloaksim.Config, tweak func(*keycloak.Config)) *clientEnv {
 	t.Helper()
 	simCfg.AdminPassword = adminPassword
@@ -80,10 +83,7 @@ const (
 
 func TestClientGroups(t *testing.T) {
 	ctx := context.Background()
-	tests := []struct {
-		name string
-		run  func(t *testing.T, e *clientEnv)
-	}{
+	runScenarios(t, newDefaultClientEnv, []scenario[*clientEnv]{
 		{"ensure creates a marked top-level group once", func(t *testing.T, e *clientEnv) {
 			g, created, err := e.kc.EnsureGroup(ctx, "ns_x_admin", "", "Namespace x admin access")
 			must(t, err)
@@ -228,10 +228,7 @@ func TestClientGroups(t *testing.T) {
 				t.Fatalf("paths %v", paths)
 			}
 		}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) { tc.run(t, newClientEnv(t, keycloaksim.Config{}, nil)) })
-	}
+	})
 }
 
 // newClientOn makes a second client on e's simulator whose transport is
@@ -252,10 +249,7 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 
 func TestClientMembersAndUsers(t *testing.T) {
 	ctx := context.Background()
-	tests := []struct {
-		name string
-		run  func(t *testing.T, e *clientEnv)
-	}{
+	runScenarios(t, newDefaultClientEnv, []scenario[*clientEnv]{
 		{"add and remove are idempotent and show in Members", func(t *testing.T, e *clientEnv) {
 			g, _, err := e.kc.EnsureGroup(ctx, "g", "", "")
 			must(t, err)
@@ -359,10 +353,7 @@ func TestClientMembersAndUsers(t *testing.T) {
 				t.Fatalf("got %+v", gs)
 			}
 		}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) { tc.run(t, newClientEnv(t, keycloaksim.Config{}, nil)) })
-	}
+	})
 }
 
 func TestClientResilience(t *testing.T) {

@@ -20,10 +20,7 @@ func TestFaults(t *testing.T) {
 		_, err := e.gc.GetGroups(ctx, e.token, "waldur", gocloak.GetGroupsParams{})
 		return err
 	}
-	tests := []struct {
-		name string
-		run  func(t *testing.T, e *env)
-	}{
+	runScenarios(t, newEnv, []scenario[*env]{
 		{"a counted fault fails the next N matching calls only", func(t *testing.T, e *env) {
 			e.sim.AddFault(keycloaksim.Fault{Method: "GET", PathPrefix: groups, Status: 500, Count: 2})
 			apiErr(t, listGroups(e), 500, "500")
@@ -106,8 +103,5 @@ func TestFaults(t *testing.T) {
 			eq(t, "unreadable fault", admin("POST", "/sim/faults", `{`), 400)
 			eq(t, "calls logged", len(e.sim.Calls()), 2)
 		}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) { tc.run(t, newEnv(t)) })
-	}
+	})
 }

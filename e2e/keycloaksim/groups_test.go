@@ -51,10 +51,7 @@ func (e *env) tree(t *testing.T) (team, a, b, ba string) {
 
 func TestGroups(t *testing.T) {
 	ctx := context.Background()
-	tests := []struct {
-		name string
-		run  func(t *testing.T, e *env)
-	}{
+	runScenarios(t, newEnv, []scenario[*env]{
 		{"create returns the id from Location and stores attributes", func(t *testing.T, e *env) {
 			id, err := e.gc.CreateGroup(ctx, e.token, "waldur", group("ns_x_admin", map[string][]string{
 				"description": {"Namespace x admin access"}, "managed_by": {"sitebus"}}))
@@ -221,8 +218,5 @@ func TestGroups(t *testing.T) {
 				t.Fatalf("%d %s", resp.StatusCode(), resp.String())
 			}
 		}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) { tc.run(t, newEnv(t)) })
-	}
+	})
 }

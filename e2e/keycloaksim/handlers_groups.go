@@ -1,9 +1,6 @@
 package keycloaksim
 
 import (
-	"encoding/json"
-	"io"
-	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -18,13 +15,13 @@ type groupBody struct {
 	Attributes map[string][]string `json:"attributes"`
 }
 
-func decodeGroup(r *http.Request) (groupBody, *apiError) {
-	var b groupBody
-	data, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-	if err != nil || json.Unmarshal(data, &b) != nil {
-		return b, errBadJSON
-	}
-	return b, nil
+// groupList renders gs as one page of a group list: first (0), max
+// (defMax) and briefRepresentation (defBrief); withCount adds each
+// group's subGroupCount.
+func groupList(q req, gs []*group, defMax int, defBrief, withCount bool) (any, *apiError) {
+	gs, err := paged(q.Request, gs, defMax)
+	brief := boolParam(q.Request, "briefRepresentation", defBrief)
+	return simkit.Map(gs, func(g *group) *groupRep { return q.rm.groupRepOf(g, brief, withCount) }), err
 }
 
 // listGroups is GET /groups as Keycloak ≥ 23 serves it: without search or
@@ -32,60 +29,35 @@ func decodeGroup(r *http.Request) (groupBody, *apiError) {
 // subGroups; with search (name contains, or equals with exact=true) or q
 // (attribute key:value pairs), the matching groups at any depth, paged, and
 // (populateHierarchy, the default) each shown inside its ancestors.
-func (s *Server) listGroups(w http.ResponseWriter, r *http.Request, rm *realm) *apiError {
-	q := r.URL.Query()
-	first, max, err := pageParams(r, -1)
-	if err != nil {
-		return err
-	}
-	brief := boolParam(r, "briefRepresentation", true)
-	withCount := boolParam(r, "subGroupsCount", true)
+func listGroups(q req) (any, *apiError) {
+	withCount := boolParam(q.Request, "subGroupsCount", true)
 	var matched []*group
-	switch {
-	case q.Has("q"):
-		matched = rm.groupsWithAttributes(parseQuery(q.Get("q")))
-	case q.Has("search"):
-		matched = rm.searchGroups(strings.TrimSpace(q.Get("search")), boolParam(r, "exact", false))
+	switch v := q.URL.Query(); {
+	case v.Has("q"):
+		want := parseQuery(v.Get("q"))
+		matched = q.rm.groupsWhere(func(g *group) bool {
+			for k, v := range want {
+				if !slices.Contains(g.attrs[k], v) {
+					return false
+				}
+			}
+			return len(want) > 0
+		})
+	case v.Has("search"):
+		matched = q.rm.search(strings.TrimSpace(v.Get("search")), boolParam(q.Request, "exact", false))
 	default:
-		top := page(rm.children(""), first, max)
-		simkit.WriteJSON(w, http.StatusOK, rm.groupReps(top, brief, withCount))
-		return nil
+		return groupList(q, q.rm.children(""), -1, true, withCount)
 	}
-	matched = page(matched, first, max)
-	if !boolParam(r, "populateHierarchy", true) {
-		simkit.WriteJSON(w, http.StatusOK, rm.groupReps(matched, brief, withCount))
-		return nil
+	if !boolParam(q.Request, "populateHierarchy", true) {
+		return groupList(q, matched, -1, true, withCount)
 	}
-	simkit.WriteJSON(w, http.StatusOK, rm.hierarchy(matched, brief, withCount))
-	return nil
+	matched, err := paged(q.Request, matched, -1)
+	return q.rm.hierarchy(matched, boolParam(q.Request, "briefRepresentation", true), withCount), err
 }
 
-func (rm *realm) groupReps(gs []*group, brief, withCount bool) []*groupRep {
-	out := make([]*groupRep, 0, len(gs))
-	for _, g := range gs {
-		out = append(out, rm.groupRepOf(g, brief, withCount))
-	}
-	return out
-}
-
-// searchGroups matches names at any depth: a case-insensitive substring,
-// or (exact) the name itself. Results are ordered by name.
-func (rm *realm) searchGroups(search string, exact bool) []*group {
-	out := named(slices.Collect(maps.Values(rm.groups)), search, exact)
-	sortGroups(out)
-	return out
-}
-
-// named keeps the groups whose name matches search as Keycloak's group
-// searches do: a case-insensitive substring or (exact) the name itself.
-func named(gs []*group, search string, exact bool) []*group {
-	var out []*group
-	for _, g := range gs {
-		if exact && g.name == search || !exact && strings.Contains(strings.ToLower(g.name), strings.ToLower(search)) {
-			out = append(out, g)
-		}
-	}
-	return out
+// search matches names at any depth, ordered by name (see named).
+func (rm *realm) search(search string, exact bool) []*group {
+	return named(rm.groupsWhere(func(*group) bool { return true }), search, exact)
 }
 
 // parseQuery reads q's "key:value key2:value2" (values may be quoted).
@@ -112,32 +84,6 @@ func parseQuery(q string) map[string]string {
 	return out
 }
 
-func (rm *realm) groupsWithAttributes(want map[string]string) []*group {
-	var out []*group
-	for _, g := range rm.groups {
-		ok := len(want) > 0
-		for k, v := range want {
-			if !contains(g.attrs[k], v) {
-				ok = false
-			}
-		}
-		if ok {
-			out = append(out, g)
-		}
-	}
-	sortGroups(out)
-	return out
-}
-
-func contains(vals []string, v string) bool {
-	for _, x := range vals {
-		if x == v {
-			return true
-		}
-	}
-	return false
-}
-
 // hierarchy nests each matched group inside its ancestors, as Keycloak's
 // GroupUtils.populateGroupHierarchyFromSubGroups does: the result is the
 // top-level ancestors, sorted by name, whose subGroups hold only the paths
@@ -145,111 +91,75 @@ func contains(vals []string, v string) bool {
 func (rm *realm) hierarchy(matched []*group, brief, withCount bool) []*groupRep {
 	reps := map[string]*groupRep{}
 	rep := func(g *group) *groupRep {
-		if r := reps[g.id]; r != nil {
-			return r
+		if reps[g.id] == nil {
+			reps[g.id] = rm.groupRepOf(g, brief, withCount)
 		}
-		r := rm.groupRepOf(g, brief, withCount)
-		reps[g.id] = r
-		return r
+		return reps[g.id]
 	}
-	var roots []*group
+	roots := map[string]*group{}
 	for _, g := range matched {
 		cur := rep(g)
 		for g.parent != "" {
 			p := rm.groups[g.parent]
 			prep := rep(p)
-			if !hasRep(prep.SubGroups, cur.ID) {
+			if !slices.ContainsFunc(prep.SubGroups, func(r *groupRep) bool { return r.ID == cur.ID }) {
 				prep.SubGroups = append(prep.SubGroups, cur)
 			}
 			g, cur = p, prep
 		}
-		if !hasGroup(roots, g.id) {
-			roots = append(roots, g)
-		}
+		roots[g.id] = g
 	}
-	sortGroups(roots)
-	out := make([]*groupRep, 0, len(roots))
-	for _, g := range roots {
-		out = append(out, reps[g.id])
-	}
-	return out
-}
-
-func hasRep(reps []*groupRep, id string) bool {
-	for _, r := range reps {
-		if r.ID == id {
-			return true
-		}
-	}
-	return false
-}
-
-func hasGroup(gs []*group, id string) bool {
-	for _, g := range gs {
-		if g.id == id {
-			return true
-		}
-	}
-	return false
+	return simkit.Map(simkit.SortedBy(roots, groupKey), func(g *group) *groupRep { return reps[g.id] })
 }
 
 // countGroups is GET /groups/count: {"count": n} for all groups, the
 // top-level ones (top=true) or those matching search.
-func (s *Server) countGroups(w http.ResponseWriter, r *http.Request, rm *realm) *apiError {
-	q := r.URL.Query()
-	n := len(rm.groups)
-	switch {
-	case q.Has("search"):
-		n = len(rm.searchGroups(strings.TrimSpace(q.Get("search")), false))
-	case boolParam(r, "top", false):
-		n = len(rm.children(""))
+func countGroups(q req) (any, *apiError) {
+	n := len(q.rm.groups)
+	switch v := q.URL.Query(); {
+	case v.Has("search"):
+		n = len(q.rm.search(strings.TrimSpace(v.Get("search")), false))
+	case boolParam(q.Request, "top", false):
+		n = len(q.rm.children(""))
 	}
-	simkit.WriteJSON(w, http.StatusOK, map[string]int{"count": n})
-	return nil
+	return map[string]int{"count": n}, nil
 }
 
-// createTopGroup is POST /groups: 201 with a Location header for a new
-// group; a body with the id of an existing group moves it to the top level
-// (204).
-func (s *Server) createTopGroup(w http.ResponseWriter, r *http.Request, rm *realm) *apiError {
-	return s.addGroup(w, r, rm, "")
-}
-
-// createChild is POST /groups/{id}/children, the same under a parent.
-func (s *Server) createChild(w http.ResponseWriter, r *http.Request, rm *realm, parent *group) *apiError {
-	return s.addGroup(w, r, rm, parent.id)
-}
-
-func (s *Server) addGroup(w http.ResponseWriter, r *http.Request, rm *realm, parent string) *apiError {
-	b, err := decodeGroup(r)
+// addGroup is POST /groups (parent "") and POST /groups/{id}/children:
+// 201 with a Location header for a new group (and, for a child, its
+// representation); a body with the id of an existing group moves it under
+// parent (204).
+func addGroup(q req, parent string) (any, *apiError) {
+	b, err := decode[groupBody](q.Request)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if strings.TrimSpace(b.Name) == "" {
-		return errorMessage(http.StatusBadRequest, "Group name is missing")
+		return nil, errNameMissing
 	}
 	if b.ID != "" {
-		return rm.moveGroup(w, b, parent)
+		g := q.rm.groups[b.ID]
+		if g == nil {
+			return nil, errGroupNotFound
+		}
+		return nil, q.rm.place(g, b, parent)
 	}
-	g, err := rm.createGroup("", b.Name, parent, b.Attributes)
+	g, err := q.rm.createGroup("", b.Name, parent, b.Attributes)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	w.Header().Set("Location", "http://"+r.Host+"/admin/realms/"+rm.name+"/groups/"+g.id)
+	loc := "http://" + q.Host + "/admin/realms/" + q.rm.name + "/groups/" + g.id
 	if parent == "" {
-		w.WriteHeader(http.StatusCreated)
-		return nil
+		return created{location: loc}, nil
 	}
-	simkit.WriteJSON(w, http.StatusCreated, rm.groupRepOf(g, false, false))
-	return nil
+	return created{location: loc, body: q.rm.groupRepOf(g, false, false)}, nil
 }
 
-// moveGroup re-parents an existing group (and renames it to the body's
-// name), refusing a cycle or a duplicate sibling name.
-func (rm *realm) moveGroup(w http.ResponseWriter, b groupBody, parent string) *apiError {
-	g := rm.groups[b.ID]
-	if g == nil {
-		return errGroupNotFound
+// place renames g to b's name, unique among its new siblings, under
+// parent (refusing a cycle), and replaces its attributes when b has them.
+func (rm *realm) place(g *group, b groupBody, parent string) *apiError {
+	if strings.TrimSpace(b.Name) == "" {
+		return errNameMissing
 	}
 	if parent != "" && rm.isAncestor(g.id, parent) {
 		return errorMessage(http.StatusBadRequest, "Cannot move group into itself or one of its subgroups")
@@ -261,98 +171,52 @@ func (rm *realm) moveGroup(w http.ResponseWriter, b groupBody, parent string) *a
 	if b.Attributes != nil {
 		g.attrs = cloneAttrs(b.Attributes)
 	}
-	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
 
 // getGroup is GET /groups/{id}: the full representation with subGroupCount
 // and, since Keycloak 23, no inlined subGroups.
-func (s *Server) getGroup(w http.ResponseWriter, r *http.Request, rm *realm, g *group) *apiError {
-	simkit.WriteJSON(w, http.StatusOK, rm.groupRepOf(g, false, true))
-	return nil
-}
+func getGroup(q req) (any, *apiError) { return q.rm.groupRepOf(q.g, false, true), nil }
 
 // updateGroup is PUT /groups/{id}: renames (unique among siblings) and
 // replaces the attributes when the body has them.
-func (s *Server) updateGroup(w http.ResponseWriter, r *http.Request, rm *realm, g *group) *apiError {
-	b, err := decodeGroup(r)
+func updateGroup(q req) (any, *apiError) {
+	b, err := decode[groupBody](q.Request)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if strings.TrimSpace(b.Name) == "" {
-		return errorMessage(http.StatusBadRequest, "Group name is missing")
-	}
-	if rm.siblingNamed(g.parent, b.Name, g.id) != nil {
-		return duplicateName(g.parent, b.Name)
-	}
-	g.name = b.Name
-	if b.Attributes != nil {
-		g.attrs = cloneAttrs(b.Attributes)
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return nil, q.rm.place(q.g, b, q.g.parent)
 }
 
 // deleteGroup is DELETE /groups/{id}; the subtree and memberships go too.
-func (s *Server) deleteGroup(w http.ResponseWriter, r *http.Request, rm *realm, g *group) *apiError {
-	rm.deleteGroup(g.id)
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+func deleteGroup(q req) (any, *apiError) {
+	q.rm.deleteGroup(q.g.id)
+	return nil, nil
 }
 
 // listChildren is GET /groups/{id}/children: first (0), max (10, as in
 // Keycloak), briefRepresentation (false), and the search/exact filter of
 // Keycloak ≥ 25.
-func (s *Server) listChildren(w http.ResponseWriter, r *http.Request, rm *realm, g *group) *apiError {
-	first, max, err := pageParams(r, 10)
-	if err != nil {
-		return err
+func listChildren(q req) (any, *apiError) {
+	kids := q.rm.children(q.g.id)
+	if v := q.URL.Query(); v.Has("search") {
+		kids = named(kids, v.Get("search"), boolParam(q.Request, "exact", false))
 	}
-	kids := rm.children(g.id)
-	if q := r.URL.Query(); q.Has("search") {
-		kids = named(kids, q.Get("search"), boolParam(r, "exact", false))
-	}
-	kids = page(kids, first, max)
-	simkit.WriteJSON(w, http.StatusOK, rm.groupReps(kids, boolParam(r, "briefRepresentation", false), true))
-	return nil
+	return groupList(q, kids, 10, false, true)
 }
 
 // listMembers is GET /groups/{id}/members: direct members by username,
 // first (0), max (100, Keycloak's default page).
-func (s *Server) listMembers(w http.ResponseWriter, r *http.Request, rm *realm, g *group) *apiError {
-	first, max, err := pageParams(r, 100)
-	if err != nil {
-		return err
-	}
-	brief := boolParam(r, "briefRepresentation", false)
-	members := page(rm.groupMembers(g.id), first, max)
-	out := make([]*userRep, 0, len(members))
-	for _, u := range members {
-		out = append(out, userRepOf(u, brief))
-	}
-	simkit.WriteJSON(w, http.StatusOK, out)
-	return nil
-}
+func listMembers(q req) (any, *apiError) { return userList(q, q.rm.groupMembers(q.g)) }
 
 // groupByPath is GET /group-by-path/{path}.
-func (s *Server) groupByPath(w http.ResponseWriter, r *http.Request, rm *realm) *apiError {
-	g := rm.groupAtPath(r.PathValue("path"))
-	if g == nil {
-		return errGroupPathUnset
-	}
-	simkit.WriteJSON(w, http.StatusOK, rm.groupRepOf(g, false, true))
-	return nil
-}
-
-func (rm *realm) groupAtPath(p string) *group {
-	var cur *group
-	parent := ""
-	for _, name := range strings.Split(strings.Trim(p, "/"), "/") {
-		cur = rm.siblingNamed(parent, name, "")
-		if cur == nil {
-			return nil
+func groupByPath(q req) (any, *apiError) {
+	g, parent := (*group)(nil), ""
+	for _, name := range strings.Split(strings.Trim(q.PathValue("path"), "/"), "/") {
+		if g = q.rm.siblingNamed(parent, name, ""); g == nil {
+			return nil, errGroupPathUnset
 		}
-		parent = cur.id
+		parent = g.id
 	}
-	return cur
+	return q.rm.groupRepOf(g, false, true), nil
 }

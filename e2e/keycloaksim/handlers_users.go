@@ -14,125 +14,66 @@ import (
 func (rm *realm) findUsers(r *http.Request) []*user {
 	q := r.URL.Query()
 	exact := boolParam(r, "exact", false)
-	match := func(have, want string) bool {
-		have, want = strings.ToLower(have), strings.ToLower(want)
-		if exact {
-			return have == want
+	has := func(have, want string) bool { return strings.Contains(strings.ToLower(have), strings.ToLower(want)) }
+	return simkit.Select(rm.users, func(u *user) string { return u.Username }, func(u *user) bool {
+		if q.Has("enabled") && boolParam(r, "enabled", true) == u.Disabled {
+			return false
 		}
-		return strings.Contains(have, want)
-	}
-	var out []*user
-	for _, u := range rm.users {
-		ok := true
-		if q.Has("search") {
-			s := strings.ToLower(strings.Trim(q.Get("search"), "*"))
-			ok = strings.Contains(u.username, s) || strings.Contains(u.email, s) ||
-				strings.Contains(strings.ToLower(u.firstName), s) || strings.Contains(strings.ToLower(u.lastName), s)
-		} else {
-			for field, have := range map[string]string{"username": u.username, "email": u.email, "firstName": u.firstName, "lastName": u.lastName} {
-				if q.Has(field) && !match(have, q.Get(field)) {
-					ok = false
-				}
+		if s := strings.Trim(q.Get("search"), "*"); q.Has("search") {
+			return has(u.Username, s) || has(u.Email, s) || has(u.FirstName, s) || has(u.LastName, s)
+		}
+		for field, have := range map[string]string{"username": u.Username, "email": u.Email, "firstName": u.FirstName, "lastName": u.LastName} {
+			have, want := strings.ToLower(have), strings.ToLower(q.Get(field))
+			if q.Has(field) && (exact && have != want || !exact && !strings.Contains(have, want)) {
+				return false
 			}
 		}
-		if q.Has("enabled") && boolParam(r, "enabled", true) != u.enabled {
-			ok = false
-		}
-		if ok {
-			out = append(out, u)
-		}
-	}
-	sortUsers(out)
-	return out
+		return true
+	}, func(u *user) *user { return u })
 }
 
-// listUsers is GET /users: first (0), max (100, Keycloak's default),
-// briefRepresentation (false).
-func (s *Server) listUsers(w http.ResponseWriter, r *http.Request, rm *realm) *apiError {
-	first, max, err := pageParams(r, 100)
-	if err != nil {
-		return err
-	}
-	brief := boolParam(r, "briefRepresentation", false)
-	users := page(rm.findUsers(r), first, max)
-	out := make([]*userRep, 0, len(users))
-	for _, u := range users {
-		out = append(out, userRepOf(u, brief))
-	}
-	simkit.WriteJSON(w, http.StatusOK, out)
-	return nil
+// userList renders one page of users: first (0), max (100, Keycloak's
+// default), briefRepresentation (false).
+func userList(q req, users []*user) (any, *apiError) {
+	users, err := paged(q.Request, users, 100)
+	brief := boolParam(q.Request, "briefRepresentation", false)
+	return simkit.Map(users, func(u *user) *userRep { return userRepOf(u, brief) }), err
 }
+
+// listUsers is GET /users.
+func listUsers(q req) (any, *apiError) { return userList(q, q.rm.findUsers(q.Request)) }
 
 // countUsers is GET /users/count: a bare number.
-func (s *Server) countUsers(w http.ResponseWriter, r *http.Request, rm *realm) *apiError {
-	simkit.WriteJSON(w, http.StatusOK, len(rm.findUsers(r)))
-	return nil
-}
+func countUsers(q req) (any, *apiError) { return len(q.rm.findUsers(q.Request)), nil }
 
 // getUser is GET /users/{id}.
-func (s *Server) getUser(w http.ResponseWriter, r *http.Request, rm *realm) *apiError {
-	u := rm.users[r.PathValue("id")]
-	if u == nil {
-		return errUserNotFound
-	}
-	simkit.WriteJSON(w, http.StatusOK, userRepOf(u, false))
-	return nil
-}
+func getUser(q req) (any, *apiError) { return userRepOf(q.u, false), nil }
 
 // listUserGroups is GET /users/{id}/groups: the groups the user is a
 // direct member of, by path; search, first, max (no limit by default),
 // briefRepresentation (true).
-func (s *Server) listUserGroups(w http.ResponseWriter, r *http.Request, rm *realm) *apiError {
-	u := rm.users[r.PathValue("id")]
-	if u == nil {
-		return errUserNotFound
-	}
-	first, max, err := pageParams(r, -1)
-	if err != nil {
-		return err
-	}
-	gs := rm.userGroups(u.id)
-	if search := r.URL.Query().Get("search"); search != "" {
+func listUserGroups(q req) (any, *apiError) {
+	gs := q.rm.userGroups(q.u.ID)
+	if search := q.URL.Query().Get("search"); search != "" {
 		gs = named(gs, search, false)
 	}
-	gs = page(gs, first, max)
-	simkit.WriteJSON(w, http.StatusOK, rm.groupReps(gs, boolParam(r, "briefRepresentation", true), false))
-	return nil
+	return groupList(q, gs, -1, true, false)
 }
 
 // joinGroup is PUT /users/{id}/groups/{groupId}; joining twice is fine.
-func (s *Server) joinGroup(w http.ResponseWriter, r *http.Request, rm *realm) *apiError {
-	u, g, err := rm.membershipPair(r)
-	if err != nil {
-		return err
-	}
-	rm.join(u.id, g.id)
-	w.WriteHeader(http.StatusNoContent)
-	return nil
-}
+// leaveGroup (DELETE) is its undo; leaving a group one is not in is fine.
+func joinGroup(q req) (any, *apiError)  { return member(q, true) }
+func leaveGroup(q req) (any, *apiError) { return member(q, false) }
 
-// leaveGroup is DELETE /users/{id}/groups/{groupId}; leaving a group one
-// is not in is fine.
-func (s *Server) leaveGroup(w http.ResponseWriter, r *http.Request, rm *realm) *apiError {
-	u, g, err := rm.membershipPair(r)
-	if err != nil {
-		return err
-	}
-	rm.leave(u.id, g.id)
-	w.WriteHeader(http.StatusNoContent)
-	return nil
-}
-
-// membershipPair resolves the user first, then the group, with Keycloak's
-// two different 404 messages.
-func (rm *realm) membershipPair(r *http.Request) (*user, *group, *apiError) {
-	u := rm.users[r.PathValue("id")]
-	if u == nil {
-		return nil, nil, errUserNotFound
-	}
-	g := rm.groups[r.PathValue("groupId")]
+func member(q req, in bool) (any, *apiError) {
+	g := q.rm.groups[q.PathValue("groupId")]
 	if g == nil {
-		return nil, nil, errorCode(http.StatusNotFound, "Group not found")
+		return nil, errorCode(http.StatusNotFound, "Group not found")
 	}
-	return u, g, nil
+	if in {
+		g.members[q.u.ID] = true
+	} else {
+		delete(g.members, q.u.ID)
+	}
+	return nil, nil
 }

@@ -112,3 +112,16 @@ func eq[T comparable](t *testing.T, what string, got, want T) {
 		t.Errorf("%s: got %v, want %v", what, got, want)
 	}
 }
+
+// scenario is one named behaviour, run on a fresh environment.
+type scenario[E any] struct {
+	name string
+	run  func(t *testing.T, e E)
+}
+
+// runScenarios runs each scenario as a subtest on its own environment.
+func runScenarios[E any](t *testing.T, newEnv func(*testing.T) E, tests []scenario[E]) {
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) { tc.run(t, newEnv(t)) })
+	}
+}

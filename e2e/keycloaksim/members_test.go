@@ -13,10 +13,7 @@ import (
 
 func TestMembersAndUsers(t *testing.T) {
 	ctx := context.Background()
-	tests := []struct {
-		name string
-		run  func(t *testing.T, e *env)
-	}{
+	runScenarios(t, newEnv, []scenario[*env]{
 		{"add, list and remove members; both are idempotent", func(t *testing.T, e *env) {
 			g, err := e.gc.CreateGroup(ctx, e.token, "waldur", group("g", nil))
 			must(t, err)
@@ -123,8 +120,5 @@ func TestMembersAndUsers(t *testing.T) {
 				t.Fatal("duplicate accepted")
 			}
 		}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) { tc.run(t, newEnv(t)) })
-	}
+	})
 }

@@ -63,9 +63,9 @@ var userAccess = map[string]bool{
 
 func userRepOf(u *user, brief bool) *userRep {
 	rep := &userRep{
-		ID: u.id, Username: u.username, FirstName: u.firstName, LastName: u.lastName,
-		Email: u.email, EmailVerified: u.email != "", CreatedTimestamp: u.created,
-		Enabled: u.enabled, DisableableCredentialTypes: []string{}, RequiredActions: []string{},
+		ID: u.ID, Username: u.Username, FirstName: u.FirstName, LastName: u.LastName,
+		Email: u.Email, EmailVerified: u.Email != "", CreatedTimestamp: u.created,
+		Enabled: !u.Disabled, DisableableCredentialTypes: []string{}, RequiredActions: []string{},
 	}
 	if !brief {
 		rep.Access = userAccess

@@ -1,6 +1,8 @@
 package keycloaksim
 
 import (
+	"encoding/json"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -22,45 +24,66 @@ func errorCode(status int, msg string) *apiError {
 	return &apiError{Status: status, Body: map[string]string{"error": msg}}
 }
 
-// oauthError is the token endpoint's OAuth2 error shape.
-func oauthError(status int, code, desc string) *apiError {
-	return &apiError{Status: status, Body: map[string]string{"error": code, "error_description": desc}}
-}
-
 var (
 	errGroupNotFound  = errorCode(http.StatusNotFound, "Could not find group by id")
 	errUserNotFound   = errorCode(http.StatusNotFound, "User not found")
 	errRealmNotFound  = errorCode(http.StatusNotFound, "Realm not found.")
 	errNoRoute        = errorCode(http.StatusNotFound, "Unable to find matching target resource method")
-	errUnauthorized   = oauthError(http.StatusUnauthorized, "HttpUnauthorizedException", "HTTP 401 Unauthorized")
+	errUnauthorized   = simkit.OAuthError(http.StatusUnauthorized, "HttpUnauthorizedException", "HTTP 401 Unauthorized")
 	errForbidden      = errorCode(http.StatusForbidden, "HTTP 403 Forbidden")
 	errBadJSON        = errorCode(http.StatusBadRequest, "Cannot parse the JSON")
 	errGroupPathUnset = errorCode(http.StatusNotFound, "Group path does not exist")
+	errNameMissing    = errorMessage(http.StatusBadRequest, "Group name is missing")
 )
 
-func writeErr(w http.ResponseWriter, e *apiError) { simkit.WriteError(w, e) }
-
-// intParam reads an optional integer query parameter; Keycloak answers a
-// malformed one with 404 (JAX-RS cannot bind it), which we mimic.
-func intParam(r *http.Request, name string, def int) (int, *apiError) {
-	v := r.URL.Query().Get(name)
-	if v == "" {
-		return def, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil {
-		return 0, errorCode(http.StatusNotFound, "HTTP 404 Not Found")
-	}
-	return n, nil
+// req is an authorized admin request on an existing realm, served with
+// s.mu held.
+type req struct {
+	*http.Request
+	rm *realm
+	g  *group // the {id} of a /groups/{id} route (see onGroup)
+	u  *user  // the {id} of a /users/{id} route (see onUser)
 }
 
-// pageParams reads Keycloak's first (default 0) and max (default defMax)
-// paging parameters.
-func pageParams(r *http.Request, defMax int) (first, max int, e *apiError) {
-	if first, e = intParam(r, "first", 0); e == nil {
-		max, e = intParam(r, "max", defMax)
+// adminHandler serves one admin endpoint. It returns the body of a 200, or
+// nil for a 204, or created for a 201.
+type adminHandler func(q req) (any, *apiError)
+
+// created is a 201 answer: Location names the new object; body may be nil.
+type created struct {
+	location string
+	body     any
+}
+
+// reply writes what an adminHandler returned.
+func reply(w http.ResponseWriter, out any, err *apiError) {
+	if err != nil {
+		simkit.WriteError(w, err)
+		return
 	}
-	return first, max, e
+	switch v := out.(type) {
+	case nil:
+		w.WriteHeader(http.StatusNoContent)
+	case created:
+		w.Header().Set("Location", v.location)
+		if v.body == nil {
+			w.WriteHeader(http.StatusCreated)
+			return
+		}
+		simkit.WriteJSON(w, http.StatusCreated, v.body)
+	default:
+		simkit.WriteJSON(w, http.StatusOK, out)
+	}
+}
+
+// decode reads a JSON body; Keycloak answers any unreadable one alike.
+func decode[T any](r *http.Request) (T, *apiError) {
+	var v T
+	data, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	if err != nil || json.Unmarshal(data, &v) != nil {
+		return v, errBadJSON
+	}
+	return v, nil
 }
 
 // boolParam reads an optional boolean query parameter the way JAX-RS does:
@@ -73,17 +96,23 @@ func boolParam(r *http.Request, name string, def bool) bool {
 	return strings.EqualFold(v[0], "true")
 }
 
-// page applies Keycloak's first/max: a negative max means no limit.
-func page[T any](items []T, first, max int) []T {
-	if first < 0 {
-		first = 0
+// paged applies Keycloak's first (default 0) and max (default defMax; a
+// negative max means no limit) to items. Keycloak answers a malformed
+// number with 404 (JAX-RS cannot bind it), which we mimic.
+func paged[T any](r *http.Request, items []T, defMax int) ([]T, *apiError) {
+	first, limit := 0, defMax
+	for name, p := range map[string]*int{"first": &first, "max": &limit} {
+		if v := r.URL.Query().Get(name); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return nil, errorCode(http.StatusNotFound, "HTTP 404 Not Found")
+			}
+			*p = n
+		}
 	}
-	if first >= len(items) {
-		return []T{}
+	items = append([]T{}, items[min(max(first, 0), len(items)):]...)
+	if limit >= 0 && limit < len(items) {
+		items = items[:limit]
 	}
-	items = items[first:]
-	if max >= 0 && max < len(items) {
-		items = items[:max]
-	}
-	return items
+	return items, nil
 }

@@ -2,54 +2,58 @@ package keycloaksim
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
-// adminHandler serves one admin endpoint for an authorized request on an
-// existing realm; it runs with s.mu held.
-type adminHandler func(w http.ResponseWriter, r *http.Request, rm *realm) *apiError
-
 // onGroup serves an admin endpoint on the group {id}, answering Keycloak's
 // "Could not find group by id" when there is none.
-func onGroup(h func(w http.ResponseWriter, r *http.Request, rm *realm, g *group) *apiError) adminHandler {
-	return func(w http.ResponseWriter, r *http.Request, rm *realm) *apiError {
-		g := rm.groups[r.PathValue("id")]
-		if g == nil {
-			return errGroupNotFound
+func onGroup(h adminHandler) adminHandler {
+	return func(q req) (any, *apiError) {
+		if q.g = q.rm.groups[q.PathValue("id")]; q.g == nil {
+			return nil, errGroupNotFound
 		}
-		return h(w, r, rm, g)
+		return h(q)
+	}
+}
+
+// onUser serves an admin endpoint on the user {id}.
+func onUser(h adminHandler) adminHandler {
+	return func(q req) (any, *apiError) {
+		if q.u = q.rm.users[q.PathValue("id")]; q.u == nil {
+			return nil, errUserNotFound
+		}
+		return h(q)
 	}
 }
 
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
-	admin := func(pattern string, h adminHandler) { mux.Handle(pattern, s.admin(h)) }
-	const realmPath = "/admin/realms/{realm}"
-
 	mux.HandleFunc("POST /realms/{realm}/protocol/openid-connect/token", s.token)
-
-	admin("GET "+realmPath, s.getRealm)
-
-	admin("GET "+realmPath+"/groups", s.listGroups)
-	admin("POST "+realmPath+"/groups", s.createTopGroup)
-	admin("GET "+realmPath+"/groups/count", s.countGroups)
-	admin("GET "+realmPath+"/groups/{id}", onGroup(s.getGroup))
-	admin("PUT "+realmPath+"/groups/{id}", onGroup(s.updateGroup))
-	admin("DELETE "+realmPath+"/groups/{id}", onGroup(s.deleteGroup))
-	admin("GET "+realmPath+"/groups/{id}/children", onGroup(s.listChildren))
-	admin("POST "+realmPath+"/groups/{id}/children", onGroup(s.createChild))
-	admin("GET "+realmPath+"/groups/{id}/members", onGroup(s.listMembers))
-	admin("GET "+realmPath+"/group-by-path/{path...}", s.groupByPath)
-
-	admin("GET "+realmPath+"/users", s.listUsers)
-	admin("GET "+realmPath+"/users/count", s.countUsers)
-	admin("GET "+realmPath+"/users/{id}", s.getUser)
-	admin("GET "+realmPath+"/users/{id}/groups", s.listUserGroups)
-	admin("PUT "+realmPath+"/users/{id}/groups/{groupId}", s.joinGroup)
-	admin("DELETE "+realmPath+"/users/{id}/groups/{groupId}", s.leaveGroup)
-
-	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) { writeErr(w, errNoRoute) })
+	for pattern, h := range map[string]adminHandler{
+		"GET ":                                getRealm, // the realm itself
+		"GET /groups":                         listGroups,
+		"POST /groups":                        func(q req) (any, *apiError) { return addGroup(q, "") },
+		"GET /groups/count":                   countGroups,
+		"GET /groups/{id}":                    onGroup(getGroup),
+		"PUT /groups/{id}":                    onGroup(updateGroup),
+		"DELETE /groups/{id}":                 onGroup(deleteGroup),
+		"GET /groups/{id}/children":           onGroup(listChildren),
+		"POST /groups/{id}/children":          onGroup(func(q req) (any, *apiError) { return addGroup(q, q.g.id) }),
+		"GET /groups/{id}/members":            onGroup(listMembers),
+		"GET /group-by-path/{path...}":        groupByPath,
+		"GET /users":                          listUsers,
+		"GET /users/count":                    countUsers,
+		"GET /users/{id}":                     onUser(getUser),
+		"GET /users/{id}/groups":              onUser(listUserGroups),
+		"PUT /users/{id}/groups/{groupId}":    onUser(joinGroup),
+		"DELETE /users/{id}/groups/{groupId}": onUser(leaveGroup),
+	} {
+		method, path, _ := strings.Cut(pattern, " ")
+		mux.Handle(method+" /admin/realms/{realm}"+path, s.admin(h))
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) { simkit.WriteError(w, errNoRoute) })
 
 	// The admin API (GET /sim/calls and simkit's fault routes) sits
 	// outside faults and the call log, so a test is never locked out of
@@ -58,7 +62,7 @@ func (s *Server) routes() http.Handler {
 	top.HandleFunc("GET /sim/calls", func(w http.ResponseWriter, _ *http.Request) {
 		simkit.WriteJSON(w, http.StatusOK, s.Calls())
 	})
-	s.AdminRoutes(top, func(w http.ResponseWriter, _ string) { writeErr(w, errBadJSON) })
+	s.AdminRoutes(top, func(w http.ResponseWriter, _ string) { simkit.WriteError(w, errBadJSON) })
 	top.Handle("/", s.Faults.Middleware(mux))
 	return top
 }
@@ -70,21 +74,19 @@ func (s *Server) admin(h adminHandler) http.Handler {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if err := s.authorize(r, r.PathValue("realm")); err != nil {
-			writeErr(w, err)
+			simkit.WriteError(w, err)
 			return
 		}
 		rm := s.realms[r.PathValue("realm")]
 		if rm == nil {
-			writeErr(w, errRealmNotFound)
+			simkit.WriteError(w, errRealmNotFound)
 			return
 		}
-		if err := h(w, r, rm); err != nil {
-			writeErr(w, err)
-		}
+		out, err := h(req{Request: r, rm: rm})
+		reply(w, out, err)
 	})
 }
 
-func (s *Server) getRealm(w http.ResponseWriter, _ *http.Request, rm *realm) *apiError {
-	simkit.WriteJSON(w, http.StatusOK, realmRep{ID: rm.id, Realm: rm.name, Enabled: true, SSLRequired: "external"})
-	return nil
+func getRealm(q req) (any, *apiError) {
+	return realmRep{ID: q.rm.id, Realm: q.rm.name, Enabled: true, SSLRequired: "external"}, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -102,9 +103,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
+	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
 	s := &Server{
 		cfg:     cfg,
 		log:     cfg.Logger.With("component", "keycloaksim"),
@@ -122,22 +121,15 @@ func New(cfg Config) (*Server, error) {
 
 func (s *Server) seed() error {
 	seeds := append([]Realm{{Name: s.cfg.AdminRealm}}, s.cfg.Realms...)
-	hasWaldur := false
-	for _, r := range seeds {
-		hasWaldur = hasWaldur || r.Name == "waldur"
-	}
-	if !hasWaldur {
+	if !slices.ContainsFunc(seeds, func(r Realm) bool { return r.Name == "waldur" }) {
 		seeds = append(seeds, Realm{Name: "waldur"})
 	}
 	for _, rs := range seeds {
 		if rs.Name == "" {
 			return errors.New("keycloaksim: a realm needs a name")
 		}
+		s.AddRealm(rs.Name)
 		r := s.realms[rs.Name]
-		if r == nil {
-			r = newRealm(rs.Name)
-			s.realms[rs.Name] = r
-		}
 		for _, u := range rs.Users {
 			if _, err := r.addUser(u, s.nowMillis()); err != nil {
 				return fmt.Errorf("keycloaksim: realm %s: %w", rs.Name, err)
@@ -151,7 +143,7 @@ func (s *Server) seed() error {
 	}
 	admin := s.realms[s.cfg.AdminRealm]
 	if u := admin.userByName(s.cfg.AdminUsername); u != nil {
-		u.password = s.cfg.AdminPassword
+		u.Password = s.cfg.AdminPassword
 	} else if _, err := admin.addUser(User{Username: s.cfg.AdminUsername, Password: s.cfg.AdminPassword}, s.nowMillis()); err != nil {
 		return err
 	}

@@ -11,33 +11,29 @@ import (
 	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
-// realm holds one realm's users, groups and memberships.
+// realm holds one realm's users and groups.
 type realm struct {
-	name    string
-	id      string
-	users   map[string]*user  // by id
-	groups  map[string]*group // by id
-	members map[string]map[string]bool
+	name   string
+	id     string
+	users  map[string]*user  // by id
+	groups map[string]*group // by id
 }
 
+// user is a User as Keycloak stores it: username and email in lower case,
+// with its creation time.
 type user struct {
-	id, username, email, firstName, lastName string
-	enabled                                  bool
-	password                                 string
-	created                                  int64
+	User
+	created int64
 }
 
 type group struct {
 	id, name, parent string
 	attrs            map[string][]string
+	members          map[string]bool // direct members' user ids
 }
 
 func newRealm(name string) *realm {
-	return &realm{
-		name: name, id: simkit.NewUUID(),
-		users: map[string]*user{}, groups: map[string]*group{},
-		members: map[string]map[string]bool{},
-	}
+	return &realm{name: name, id: simkit.NewUUID(), users: map[string]*user{}, groups: map[string]*group{}}
 }
 
 var errDuplicateUser = errors.New("user exists with same username")
@@ -53,13 +49,9 @@ func (r *realm) addUser(u User, created int64) (*user, error) {
 	if _, ok := r.users[u.ID]; ok {
 		return nil, fmt.Errorf("user id %s exists", u.ID)
 	}
-	nu := &user{
-		id: u.ID, username: strings.ToLower(u.Username), email: strings.ToLower(u.Email),
-		firstName: u.FirstName, lastName: u.LastName, enabled: !u.Disabled,
-		password: u.Password, created: created,
-	}
-	r.users[nu.id] = nu
-	return nu, nil
+	u.Username, u.Email = strings.ToLower(u.Username), strings.ToLower(u.Email)
+	r.users[u.ID] = &user{User: u, created: created}
+	return r.users[u.ID], nil
 }
 
 // userByName matches case-insensitively: Keycloak stores usernames in
@@ -67,7 +59,7 @@ func (r *realm) addUser(u User, created int64) (*user, error) {
 func (r *realm) userByName(name string) *user {
 	name = strings.ToLower(name)
 	for _, u := range r.users {
-		if u.username == name {
+		if u.Username == name {
 			return u
 		}
 	}
@@ -76,10 +68,7 @@ func (r *realm) userByName(name string) *user {
 
 // userByRef finds a user by id, else by username.
 func (r *realm) userByRef(ref string) *user {
-	if u := r.users[ref]; u != nil {
-		return u
-	}
-	return r.userByName(ref)
+	return cmp.Or(r.users[ref], r.userByName(ref))
 }
 
 func (r *realm) seedGroup(g Group, parent string) error {
@@ -92,7 +81,7 @@ func (r *realm) seedGroup(g Group, parent string) error {
 		if u == nil {
 			return fmt.Errorf("group %q: no user %q", g.Name, m)
 		}
-		r.join(u.id, ng.id)
+		ng.members[u.ID] = true
 	}
 	for _, c := range g.Children {
 		if err := r.seedGroup(c, ng.id); err != nil {
@@ -106,7 +95,7 @@ func (r *realm) seedGroup(g Group, parent string) error {
 // Keycloak's rules: a name is required and unique among siblings.
 func (r *realm) createGroup(id, name, parent string, attrs map[string][]string) (*group, *apiError) {
 	if strings.TrimSpace(name) == "" {
-		return nil, errorMessage(400, "Group name is missing")
+		return nil, errNameMissing
 	}
 	if parent != "" && r.groups[parent] == nil {
 		return nil, errGroupNotFound
@@ -119,7 +108,7 @@ func (r *realm) createGroup(id, name, parent string, attrs map[string][]string) 
 	} else if r.groups[id] != nil {
 		return nil, errorMessage(409, "Group with id "+id+" already exists")
 	}
-	g := &group{id: id, name: name, parent: parent, attrs: cloneAttrs(attrs)}
+	g := &group{id: id, name: name, parent: parent, attrs: cloneAttrs(attrs), members: map[string]bool{}}
 	r.groups[id] = g
 	return g, nil
 }
@@ -141,31 +130,36 @@ func (r *realm) siblingNamed(parent, name, except string) *group {
 	return nil
 }
 
-// children returns parent's direct subgroups ("" for top level) by name.
-func (r *realm) children(parent string) []*group {
-	var out []*group
-	for _, g := range r.groups {
-		if g.parent == parent {
-			out = append(out, g)
-		}
-	}
-	sortGroups(out)
-	return out
+// groupKey orders groups by name, then id.
+func groupKey(g *group) string { return g.name + "\x00" + g.id }
+
+// groupsWhere returns the groups keep accepts, ordered by name.
+func (r *realm) groupsWhere(keep func(*group) bool) []*group {
+	return simkit.Select(r.groups, groupKey, keep, func(g *group) *group { return g })
 }
 
-func sortGroups(gs []*group) {
-	slices.SortFunc(gs, func(a, b *group) int {
-		return cmp.Or(strings.Compare(a.name, b.name), strings.Compare(a.id, b.id))
+// children returns parent's direct subgroups ("" for top level) by name.
+func (r *realm) children(parent string) []*group {
+	return r.groupsWhere(func(g *group) bool { return g.parent == parent })
+}
+
+// named keeps the groups whose name matches search as Keycloak's group
+// searches do: a case-insensitive substring or (exact) the name itself.
+func named(gs []*group, search string, exact bool) []*group {
+	return slices.DeleteFunc(gs, func(g *group) bool {
+		if exact {
+			return g.name != search
+		}
+		return !strings.Contains(strings.ToLower(g.name), strings.ToLower(search))
 	})
 }
 
 // isAncestor reports whether a is g or one of g's ancestors.
 func (r *realm) isAncestor(a, g string) bool {
-	for g != "" {
+	for ; g != ""; g = r.groups[g].parent {
 		if g == a {
 			return true
 		}
-		g = r.groups[g].parent
 	}
 	return false
 }
@@ -181,59 +175,32 @@ func (r *realm) path(g *group) string {
 	return "/" + strings.Join(parts, "/")
 }
 
-// deleteGroup removes g, its subtree and their memberships.
+// deleteGroup removes g and its subtree, memberships included.
 func (r *realm) deleteGroup(id string) {
 	for _, c := range r.children(id) {
 		r.deleteGroup(c.id)
 	}
 	delete(r.groups, id)
-	delete(r.members, id)
 }
-
-func (r *realm) join(userID, groupID string) {
-	m := r.members[groupID]
-	if m == nil {
-		m = map[string]bool{}
-		r.members[groupID] = m
-	}
-	m[userID] = true
-}
-
-func (r *realm) leave(userID, groupID string) { delete(r.members[groupID], userID) }
 
 // groupMembers returns the direct members of a group by username.
-func (r *realm) groupMembers(groupID string) []*user {
-	var out []*user
-	for id := range r.members[groupID] {
-		if u := r.users[id]; u != nil {
-			out = append(out, u)
-		}
-	}
-	sortUsers(out)
-	return out
+func (r *realm) groupMembers(g *group) []*user {
+	return simkit.Select(r.users, func(u *user) string { return u.Username },
+		func(u *user) bool { return g.members[u.ID] }, func(u *user) *user { return u })
 }
 
 // userGroups returns the groups a user is a direct member of, by path.
 func (r *realm) userGroups(userID string) []*group {
-	var out []*group
-	for gid, m := range r.members {
-		if m[userID] && r.groups[gid] != nil {
-			out = append(out, r.groups[gid])
-		}
-	}
+	out := r.groupsWhere(func(g *group) bool { return g.members[userID] })
 	slices.SortFunc(out, func(a, b *group) int { return strings.Compare(r.path(a), r.path(b)) })
 	return out
 }
 
 func (r *realm) deleteUser(id string) {
 	delete(r.users, id)
-	for _, m := range r.members {
-		delete(m, id)
+	for _, g := range r.groups {
+		delete(g.members, id)
 	}
-}
-
-func sortUsers(us []*user) {
-	slices.SortFunc(us, func(a, b *user) int { return strings.Compare(a.username, b.username) })
 }
 
 func cloneAttrs(a map[string][]string) map[string][]string {

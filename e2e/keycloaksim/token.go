@@ -33,71 +33,66 @@ type tokenResponse struct {
 // token serves POST /realms/{realm}/protocol/openid-connect/token for the
 // password and refresh_token grants of public clients.
 func (s *Server) token(w http.ResponseWriter, r *http.Request) {
+	out, err := s.grant(r)
+	reply(w, out, err)
+}
+
+func (s *Server) grant(r *http.Request) (any, *apiError) {
 	if err := r.ParseForm(); err != nil {
-		writeErr(w, oauthError(http.StatusBadRequest, "invalid_request", "Could not parse form"))
-		return
+		return nil, simkit.OAuthError(http.StatusBadRequest, "invalid_request", "Could not parse form")
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	rm := s.realms[r.PathValue("realm")]
 	if rm == nil {
-		writeErr(w, errorCode(http.StatusNotFound, "Realm does not exist"))
-		return
+		return nil, errorCode(http.StatusNotFound, "Realm does not exist")
 	}
-	grant := r.PostForm.Get("grant_type")
+	form := r.PostForm.Get
+	grant := form("grant_type")
 	if grant == "" {
-		writeErr(w, oauthError(http.StatusBadRequest, "invalid_request", "Missing form parameter: grant_type"))
-		return
+		return nil, simkit.OAuthError(http.StatusBadRequest, "invalid_request", "Missing form parameter: grant_type")
 	}
-	clientID := r.PostForm.Get("client_id")
+	clientID := form("client_id")
 	if !slices.Contains(s.cfg.ClientIDs, clientID) {
-		writeErr(w, oauthError(http.StatusUnauthorized, "invalid_client", "Invalid client or Invalid client credentials"))
-		return
+		return nil, simkit.OAuthError(http.StatusUnauthorized, "invalid_client", "Invalid client or Invalid client credentials")
 	}
+	invalidGrant := func(desc string) *apiError { return simkit.OAuthError(http.StatusBadRequest, "invalid_grant", desc) }
 	var u *user
 	switch grant {
 	case "password":
-		u = rm.userByName(r.PostForm.Get("username"))
-		if u == nil || u.password == "" || u.password != r.PostForm.Get("password") {
-			writeErr(w, oauthError(http.StatusUnauthorized, "invalid_grant", "Invalid user credentials"))
-			return
+		if u = rm.userByName(form("username")); u == nil || u.Password == "" || u.Password != form("password") {
+			return nil, simkit.OAuthError(http.StatusUnauthorized, "invalid_grant", "Invalid user credentials")
 		}
 	case "refresh_token":
-		old, ok := s.refresh[r.PostForm.Get("refresh_token")]
+		old, ok := s.refresh[form("refresh_token")]
 		if !ok || old.realm != rm.name || old.clientID != clientID {
-			writeErr(w, oauthError(http.StatusBadRequest, "invalid_grant", "Invalid refresh token"))
-			return
+			return nil, invalidGrant("Invalid refresh token")
 		}
 		if !s.now().Before(old.expires) {
-			writeErr(w, oauthError(http.StatusBadRequest, "invalid_grant", "Token is not active"))
-			return
+			return nil, invalidGrant("Token is not active")
 		}
-		u = rm.users[old.userID]
-		if u == nil {
-			writeErr(w, oauthError(http.StatusBadRequest, "invalid_grant", "Invalid refresh token"))
-			return
+		if u = rm.users[old.userID]; u == nil {
+			return nil, invalidGrant("Invalid refresh token")
 		}
 	default:
-		writeErr(w, oauthError(http.StatusBadRequest, "unsupported_grant_type", "Unsupported grant_type"))
-		return
+		return nil, simkit.OAuthError(http.StatusBadRequest, "unsupported_grant_type", "Unsupported grant_type")
 	}
-	if !u.enabled {
-		writeErr(w, oauthError(http.StatusBadRequest, "invalid_grant", "Account disabled"))
-		return
+	if u.Disabled {
+		return nil, invalidGrant("Account disabled")
 	}
 	now := s.now()
-	access := session{realm: rm.name, userID: u.id, username: u.username, clientID: clientID, expires: now.Add(s.cfg.TokenLifespan)}
+	access := session{realm: rm.name, userID: u.ID, username: u.Username, clientID: clientID, expires: now.Add(s.cfg.TokenLifespan)}
 	refresh := access
 	refresh.expires = now.Add(s.cfg.RefreshLifespan)
 	at := s.jwt(r, access, now, "Bearer")
 	rt := s.jwt(r, refresh, now, "Refresh")
 	s.tokens[at] = access
 	s.refresh[rt] = refresh
-	simkit.WriteJSON(w, http.StatusOK, tokenResponse{
+	return tokenResponse{
 		AccessToken: at, ExpiresIn: int(s.cfg.TokenLifespan / time.Second),
 		RefreshExpiresIn: int(s.cfg.RefreshLifespan / time.Second), RefreshToken: rt,
 		TokenType: "Bearer", SessionState: simkit.NewUUID(), Scope: "profile email",
-	})
+	}, nil
 }
 
 // jwt makes a JWT-shaped token whose claims tell the truth (exp, iss,

@@ -10,10 +10,7 @@ import (
 
 func TestToken(t *testing.T) {
 	ctx := context.Background()
-	tests := []struct {
-		name string
-		run  func(t *testing.T, e *env)
-	}{
+	runScenarios(t, newEnv, []scenario[*env]{
 		{"password grant gives a working 60 s bearer token", func(t *testing.T, e *env) {
 			jwt, err := e.gc.LoginAdmin(ctx, "admin", "admin", "master")
 			must(t, err)
@@ -82,8 +79,5 @@ func TestToken(t *testing.T) {
 			_, err := e.gc.GetRealm(ctx, e.token, "nowhere")
 			apiErr(t, err, 404, "Realm not found.")
 		}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) { tc.run(t, newEnv(t)) })
-	}
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"sort"
 
@@ -35,18 +36,10 @@ func projectOf(ns *unstructured.Unstructured) Project {
 
 // Projects returns what GET projects lists, ordered by name.
 func (s *Server) Projects(ctx context.Context) ([]Project, error) {
-	list, err := s.kube.namespaces().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, err
-	}
-	out := []Project{}
-	for i := range list.Items {
-		if s.visible(&list.Items[i]) {
-			out = append(out, projectOf(&list.Items[i]))
-		}
-	}
+	list, _, err := s.projects(ctx, metav1.ListOptions{})
+	out := simkit.Map(list, projectOf)
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, nil
+	return out, err
 }
 
 // Project returns one project; found is false when its namespace does not
@@ -68,16 +61,10 @@ func (s *Server) Project(ctx context.Context, name string) (p Project, found boo
 // from p's fields.
 func (s *Server) SeedProject(ctx context.Context, p Project) error {
 	a := map[string]string{}
-	for k, v := range p.Annotations {
-		a[k] = v
-	}
+	maps.Copy(a, p.Annotations)
 	p.Requester = cmp.Or(p.Requester, "someone-else")
 	a[DisplayNameAnnotation], a[DescriptionAnnotation], a[RequesterAnnotation] = p.DisplayName, p.Description, p.Requester
-	ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace"}}
-	ns.SetName(p.Name)
-	ns.SetAnnotations(a)
-	ns.SetLabels(p.Labels)
-	_, err := s.kube.namespaces().Create(ctx, ns, metav1.CreateOptions{})
+	_, err := s.kube.namespaces().Create(ctx, newNamespace(p.Name, a, p.Labels), metav1.CreateOptions{})
 	return err
 }
 

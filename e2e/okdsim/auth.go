@@ -1,8 +1,7 @@
 package okdsim
 
 import (
-	"bufio"
-	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -55,25 +54,20 @@ func (s *Server) RotateToken(tok string) error {
 	return writeTokenFile(s.opts.TokenFile, tok)
 }
 
+// writeTokenFile writes a temporary file (mode 0600) and renames it over
+// path, so a reader never sees half a file.
 func writeTokenFile(path, tok string) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".token-*")
 	if err != nil {
 		return fmt.Errorf("write token file: %w", err)
 	}
-	_, werr := tmp.WriteString(tok + "\n")
-	cerr := tmp.Close()
-	if werr == nil {
-		werr = cerr
+	_, err = tmp.WriteString(tok + "\n")
+	if err = cmp.Or(err, tmp.Close()); err == nil {
+		err = os.Rename(tmp.Name(), path)
 	}
-	if werr == nil {
-		werr = os.Chmod(tmp.Name(), 0o600)
-	}
-	if werr == nil {
-		werr = os.Rename(tmp.Name(), path)
-	}
-	if werr != nil {
+	if err != nil {
 		_ = os.Remove(tmp.Name())
-		return fmt.Errorf("write token file: %w", werr)
+		return fmt.Errorf("write token file: %w", err)
 	}
 	return nil
 }
@@ -88,20 +82,17 @@ func readTokenFile(path, defaultUser string) ([]fileToken, error) {
 		return nil, err
 	}
 	var out []fileToken
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
+	for line := range strings.Lines(string(b)) {
+		f := strings.Fields(line)
+		if len(f) == 0 || strings.HasPrefix(f[0], "#") {
 			continue
 		}
-		f := strings.Fields(line)
-		t := fileToken{token: f[0], user: defaultUser}
+		out = append(out, fileToken{token: f[0], user: defaultUser})
 		if len(f) > 1 {
-			t.user = f[1]
+			out[len(out)-1].user = f[1]
 		}
-		out = append(out, t)
 	}
-	return out, sc.Err()
+	return out, nil
 }
 
 // user returns the user tok authenticates, if it is valid.

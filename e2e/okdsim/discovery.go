@@ -35,42 +35,33 @@ var projectResources = metav1.APIResourceList{
 }
 
 func (s *Server) apiGroups(w http.ResponseWriter, r *http.Request) {
-	req, err := http.NewRequestWithContext(r.Context(), http.MethodGet, s.kube.host.JoinPath("/apis").String(), nil)
+	var body []byte
+	req, err := http.NewRequestWithContext(r.Context(), http.MethodGet, s.kube.proxy.Host.JoinPath("/apis").String(), nil)
 	if err != nil {
 		writeErr(w, err)
 		return
 	}
 	req.Header.Set("Accept", "application/json")
-	resp, err := s.kube.hc.Do(req)
-	if err != nil {
-		writeErr(w, fmt.Errorf("discovery from the API server: %w", err))
-		return
+	// The proxy's transport carries the cluster's credentials.
+	resp, err := (&http.Client{Transport: s.kube.proxy.Transport}).Do(req)
+	if err == nil {
+		defer func() { _ = resp.Body.Close() }()
+		body, err = io.ReadAll(resp.Body)
 	}
-	defer func() { _ = resp.Body.Close() }()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		writeErr(w, fmt.Errorf("discovery from the API server: %w", err))
-		return
-	}
-	if resp.StatusCode != http.StatusOK {
+	if err == nil && resp.StatusCode != http.StatusOK {
 		w.Header().Set("Content-Type", resp.Header.Get("Content-Type"))
 		w.WriteHeader(resp.StatusCode)
 		_, _ = w.Write(body)
 		return
 	}
 	var list metav1.APIGroupList
-	if err := json.Unmarshal(body, &list); err != nil {
+	if err == nil {
+		err = json.Unmarshal(body, &list)
+	}
+	if err != nil {
 		writeErr(w, fmt.Errorf("discovery from the API server: %w", err))
 		return
 	}
 	list.Groups = append(list.Groups, projectGroup)
 	simkit.WriteJSON(w, http.StatusOK, list)
-}
-
-func (s *Server) projectGroupDoc(w http.ResponseWriter, _ *http.Request) {
-	simkit.WriteJSON(w, http.StatusOK, projectGroup)
-}
-
-func (s *Server) projectResourceList(w http.ResponseWriter, _ *http.Request) {
-	simkit.WriteJSON(w, http.StatusOK, projectResources)
 }

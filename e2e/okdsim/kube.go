@@ -3,7 +3,6 @@ package okdsim
 import (
 	"fmt"
 	"net/http"
-	"net/url"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -21,8 +20,6 @@ var (
 // kubeClient is the simulator's way into the API server behind it.
 type kubeClient struct {
 	dyn   dynamic.Interface
-	hc    *http.Client // with the cluster's credentials, for discovery
-	host  *url.URL
 	proxy *kubeproxy.Proxy
 }
 
@@ -38,7 +35,7 @@ func newKubeClient(cfg *rest.Config) (*kubeClient, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &kubeClient{dyn: dyn, hc: &http.Client{Transport: proxy.Transport}, host: proxy.Host, proxy: proxy}, nil
+	return &kubeClient{dyn: dyn, proxy: proxy}, nil
 }
 
 func (k *kubeClient) namespaces() dynamic.ResourceInterface { return k.dyn.Resource(namespaceGVR) }

@@ -34,12 +34,13 @@ func (s *Server) oauthMetadata(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
+// oauthErr answers an OAuth error; oauthToken has set Cache-Control.
 func oauthErr(w http.ResponseWriter, status int, code, desc string) {
-	w.Header().Set("Cache-Control", "no-store")
-	simkit.WriteJSON(w, status, map[string]string{"error": code, "error_description": desc})
+	simkit.WriteError(w, simkit.OAuthError(status, code, desc))
 }
 
 func (s *Server) oauthToken(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store") // RFC 6749 section 5.1, on every answer
 	if err := r.ParseForm(); err != nil {
 		oauthErr(w, http.StatusBadRequest, "invalid_request", "malformed form body")
 		return
@@ -72,7 +73,6 @@ func (s *Server) oauthToken(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.oauthTokens[tok] = oauthToken{user: s.opts.User, expires: s.now().Add(s.opts.OAuthTokenTTL)}
 	s.mu.Unlock()
-	w.Header().Set("Cache-Control", "no-store")
 	simkit.WriteJSON(w, http.StatusOK, map[string]any{
 		"access_token":  tok,
 		"token_type":    "Bearer",

@@ -88,12 +88,15 @@ func New(opts Options) (*Server, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	if opts.Logger == nil {
-		opts.Logger = slog.Default()
+	opts.Logger = cmp.Or(opts.Logger, slog.Default())
+	k, err := newKubeClient(opts.Kube)
+	if err != nil {
+		return nil, fmt.Errorf("okdsim: %w", err)
 	}
 	s := &Server{
 		opts:        opts,
 		log:         opts.Logger.With("component", "okdsim"),
+		kube:        k,
 		oauthTokens: map[string]oauthToken{},
 	}
 	s.Faults = newFaults()
@@ -111,12 +114,6 @@ func New(opts Options) (*Server, error) {
 			return nil, fmt.Errorf("okdsim: %w", err)
 		}
 	}
-	k, err := newKubeClient(opts.Kube)
-	if err != nil {
-		s.removeTemp()
-		return nil, fmt.Errorf("okdsim: %w", err)
-	}
-	s.kube = k
 	s.Init(s.routes(), s.log)
 	return s, nil
 }
