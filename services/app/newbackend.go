@@ -49,7 +49,8 @@ func (op *OfferingPlan) NewBackend(name string, opts BackendOptions) (backend.Ba
 		b, err = managedns.New(op.ManagedNS, o.BackendComponents, managedns.Options{Logger: opts.Logger, WrapTransport: wrap("kubernetes"),
 			Resources: opts.Resources, Registerer: opts.Registerer})
 	case rancher.Type:
-		b, err = rancher.New(op.Rancher, o.BackendComponents, rancher.Options{Logger: opts.Logger, WrapTransport: wrap("rancher")})
+		b, err = rancher.New(op.Rancher, o.BackendComponents, rancher.Options{Logger: opts.Logger, WrapTransport: wrap("rancher"),
+			Resources: opts.Resources, Registerer: opts.Registerer})
 	case okd.Type:
 		b, err = okd.New(op.OKD, o.BackendComponents, okd.Options{Logger: opts.Logger, WrapTransport: wrap("openshift"),
 			Resources: opts.Resources, Registerer: opts.Registerer})
