@@ -301,23 +301,24 @@ func TestRancherCreateFinishesAHalfDoneCreate(t *testing.T) {
 	}
 }
 
-// A project the Python agent made (managed, naming no resource) is adopted,
-// its namespace and quota added, and reported as existing, so that a saga
-// failing later does not delete it; one this resource's earlier attempt
-// made is not.
-func TestRancherProjectOfThePythonAgentIsAdoptedAsExisting(t *testing.T) {
+// A create never adopts: a project the Python agent made (managed, naming
+// no resource) of the new resource's name is refused and left as it was;
+// the changes of a resource Waldur already has adopt it (package rancher's
+// adopt).
+func TestRancherCreateNeverAdoptsThePythonAgentsProject(t *testing.T) {
 	b, sim := newRancher(t, nil, ranchersim.Options{})
 	r := backendtest.DefaultResource("legacy")
-	if _, err := sim.AddProject(ranchersim.Project{Name: b.Settings().ProjectPrefix + "legacy",
-		Annotations: map[string]string{"waldur/managed": "true", "waldur/organization": "org"}}); err != nil {
+	ann := map[string]string{"waldur/managed": "true", "waldur/organization": "org"}
+	made, err := sim.AddProject(ranchersim.Project{Name: b.Settings().ProjectPrefix + "legacy", Annotations: ann})
+	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := b.Create(testCtx(t), r)
-	if err != nil || !c.Existed {
-		t.Fatalf("Create over the Python agent's project = %+v, %v; want Existed", c, err)
+	imports := len(sim.Imports())
+	if c, err := b.Create(testCtx(t), r); !errors.Is(err, backend.ErrNotManaged) {
+		t.Fatalf("Create over the Python agent's project = %+v, %v; want ErrNotManaged", c, err)
 	}
-	if got, err := b.Limits(testCtx(t), c.BackendID); err != nil || !maps.Equal(got, r.Limits) {
-		t.Errorf("Limits = %v, %v; want the quota added: %v", got, err, r.Limits)
+	if p, ok := sim.Project(made.ID); !ok || !maps.Equal(p.Annotations, made.Annotations) || len(sim.Imports()) != imports {
+		t.Errorf("the Python agent's project changed: %+v (found %v), %d quota imports", p, ok, len(sim.Imports())-imports)
 	}
 }
 

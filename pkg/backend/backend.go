@@ -94,7 +94,9 @@ func ParseStatus(s string) Status {
 
 // Backend drives one platform. Every method is idempotent: calling it again
 // after a crash or a duplicate event is safe. Methods that change an object
-// refuse (ErrNotManaged) one sitebus did not create.
+// refuse (ErrNotManaged) one sitebus did not create, unless the backend
+// adopts it as the Python agent's for a Waldur resource (see
+// ResourceFinder); Create never adopts.
 type Backend interface {
 	// Type is the backend_type of the configuration (k8s-ut-namespace, ...).
 	Type() string

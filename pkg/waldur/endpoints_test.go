@@ -302,6 +302,14 @@ func TestEndpoints(t *testing.T) {
 				}
 			},
 		},
+		"list provider resources by backend id": {
+			call: func(c *Client) (any, error) {
+				return c.ListProviderResources(ctx, ResourceFilter{OfferingUUID: "off1", BackendID: "waldur-alpha"})
+			},
+			response: `[{"uuid":"r1","backend_id":"waldur-alpha"}]`,
+			method:   "GET", path: "/api/marketplace-provider-resources/", paginated: true,
+			query: url.Values{"offering_uuid": {"off1"}, "backend_id": {"waldur-alpha"}},
+		},
 		"list provider resources dropping empty backend ids": {
 			call: func(c *Client) (any, error) {
 				return c.ListProviderResources(ctx, ResourceFilter{

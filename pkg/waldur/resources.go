@@ -57,6 +57,7 @@ type Resource struct {
 type ResourceFilter struct {
 	OfferingUUID string
 	ProjectUUID  string
+	BackendID    string   // backend_id=, exact
 	States       []string // repeated state= params, e.g. OK, Erred
 	Fields       []string // repeated field= params
 	// DropEmptyBackendID removes resources without a backend_id, as the
@@ -112,6 +113,9 @@ func (c *Client) ListProviderResources(ctx context.Context, f ResourceFilter) ([
 	}
 	if f.ProjectUUID != "" {
 		q.Set("project_uuid", f.ProjectUUID)
+	}
+	if f.BackendID != "" {
+		q.Set("backend_id", f.BackendID)
 	}
 	for _, s := range f.States {
 		q.Add("state", s)

@@ -42,6 +42,8 @@ func (bs *backends) get(i int, name string) (backend.Backend, error) {
 		WrapTransport: func(rt http.RoundTripper, target string) http.RoundTripper {
 			return telemetry.InstrumentTransport(rt, target, bs.d.reg, bs.d.tp)
 		},
+		Resources:  waldurResources{w: bs.d.offerings[i].Waldur, offering: o.WaldurOfferingUUID},
+		Registerer: bs.d.reg,
 	})
 	if err != nil {
 		return nil, err

@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/sitebus/sitebus/pkg/backend"
 	"github.com/sitebus/sitebus/pkg/backend/managedns"
 	"github.com/sitebus/sitebus/pkg/backend/okd"
@@ -18,6 +20,12 @@ type BackendOptions struct {
 	// WrapTransport wraps the transport to the platform; target is what
 	// it reaches ("kubernetes", "rancher", "openshift"), for metrics.
 	WrapTransport func(rt http.RoundTripper, target string) http.RoundTripper
+	// Resources finds the offering's Waldur resources, so the backend
+	// adopts the objects the Python agent made for them; nil (operator
+	// tools) refuses every object without sitebus's mark.
+	Resources backend.ResourceFinder
+	// Registerer exports the backends' metrics (adoptions); may be nil.
+	Registerer prometheus.Registerer
 }
 
 // NewBackend builds the offering's backend name (an entry-point name as
@@ -38,11 +46,14 @@ func (op *OfferingPlan) NewBackend(name string, opts BackendOptions) (backend.Ba
 	)
 	switch name {
 	case managedns.Type:
-		b, err = managedns.New(op.ManagedNS, o.BackendComponents, managedns.Options{Logger: opts.Logger, WrapTransport: wrap("kubernetes")})
+		b, err = managedns.New(op.ManagedNS, o.BackendComponents, managedns.Options{Logger: opts.Logger, WrapTransport: wrap("kubernetes"),
+			Resources: opts.Resources, Registerer: opts.Registerer})
 	case rancher.Type:
-		b, err = rancher.New(op.Rancher, o.BackendComponents, rancher.Options{Logger: opts.Logger, WrapTransport: wrap("rancher")})
+		b, err = rancher.New(op.Rancher, o.BackendComponents, rancher.Options{Logger: opts.Logger, WrapTransport: wrap("rancher"),
+			Resources: opts.Resources, Registerer: opts.Registerer})
 	case okd.Type:
-		b, err = okd.New(op.OKD, o.BackendComponents, okd.Options{Logger: opts.Logger, WrapTransport: wrap("openshift")})
+		b, err = okd.New(op.OKD, o.BackendComponents, okd.Options{Logger: opts.Logger, WrapTransport: wrap("openshift"),
+			Resources: opts.Resources, Registerer: opts.Registerer})
 	default:
 		err = fmt.Errorf("backend %q is not supported (supported: %v)", name, supportedBackends)
 	}

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
@@ -61,6 +62,12 @@ type Options struct {
 	// WrapTransport, when set, wraps the HTTP transport to the API server
 	// (tracing, request metrics).
 	WrapTransport func(http.RoundTripper) http.RoundTripper
+	// Resources finds the offering's Waldur resources, to adopt the CRs
+	// the Python agent made for them; nil refuses every CR without
+	// sitebus's mark.
+	Resources backend.ResourceFinder
+	// Registerer exports sitebus_adoptions_total; nil does not.
+	Registerer prometheus.Registerer
 }
 
 // Backend manages ManagedNamespace CRs in one CR namespace.
@@ -72,6 +79,8 @@ type Backend struct {
 	disco        discovery.DiscoveryInterface
 	log          *slog.Logger
 	fieldManager string
+	resources    backend.ResourceFinder
+	adoptions    *prometheus.CounterVec
 }
 
 var (
@@ -106,6 +115,8 @@ func New(s Settings, components map[string]config.BackendComponent, opts Options
 		disco:        disco,
 		log:          backend.Logger(opts.Logger, Type, "cr_namespace", s.CRNamespace),
 		fieldManager: opts.FieldManager,
+		resources:    opts.Resources,
+		adoptions:    backend.AdoptionsCounter(opts.Registerer),
 	}
 	if b.fieldManager == "" {
 		b.fieldManager = DefaultFieldManager

@@ -12,8 +12,10 @@
 //     CR refuses one without it (backend.ErrNotManaged). The Python plugin
 //     would patch or delete any CR whose name matched; with slugs refused
 //     rather than rewritten, no order can reach another tenant's namespace.
-//     CRs the Python agent created must be labelled before sitebus takes
-//     them over.
+//     A CR the Python agent created is adopted (labelled) by the first
+//     change asked for its resource, when a Waldur resource of the
+//     offering names it and its spec.owner, when present, is that
+//     resource's customer and project (adopt.go); Create never adopts.
 //   - Restore: Python's restore is a no-op (limits come back only with the
 //     next update order). Here Pause and Downscale save the quota they
 //     replace in an annotation (in the same patch as the reduction), and

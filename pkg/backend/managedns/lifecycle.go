@@ -42,6 +42,8 @@ func (b *Backend) Create(ctx context.Context, r backend.Resource) (backend.Creat
 		return backend.Created{}, err
 	}
 	if !isManaged(cr) {
+		// A create never adopts: the resource is new to Waldur, so an
+		// unmarked CR of its name was made for something else.
 		return backend.Created{}, b.notManaged(name)
 	}
 	if cr.GetDeletionTimestamp() != nil {
@@ -196,15 +198,16 @@ func (b *Backend) get(ctx context.Context, op, name string) (*unstructured.Unstr
 	return cr, nil
 }
 
-// getManaged reads a CR that a change is about to be made to, refusing
-// one sitebus does not manage.
+// getManaged reads a CR that a change is about to be made to; one without
+// sitebus's mark is adopted when it is the Python agent's for a resource
+// of the offering, and refused otherwise (adopt).
 func (b *Backend) getManaged(ctx context.Context, name string) (*unstructured.Unstructured, error) {
 	cr, err := b.get(ctx, "get", name)
 	if err != nil {
 		return nil, err
 	}
 	if !isManaged(cr) {
-		return nil, b.notManaged(name)
+		return b.adopt(ctx, cr)
 	}
 	return cr, nil
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
@@ -68,6 +69,12 @@ type Options struct {
 	// RootCAs, when set, are the CAs the API server's certificate is
 	// verified against instead of the system's (a private cluster CA).
 	RootCAs []byte
+	// Resources finds the offering's Waldur resources, to adopt the
+	// projects the Python agent made for them; nil refuses every project
+	// without sitebus's mark.
+	Resources backend.ResourceFinder
+	// Registerer exports sitebus_adoptions_total; nil does not.
+	Registerer prometheus.Registerer
 }
 
 // Backend manages the OpenShift projects of one offering.
@@ -78,6 +85,10 @@ type Backend struct {
 	disco    discovery.DiscoveryInterface
 	tokens   tokenSource
 	log      *slog.Logger
+
+	resources backend.ResourceFinder
+	adoptions *prometheus.CounterVec
+	identity  tokenUser
 }
 
 var (
@@ -117,7 +128,8 @@ func New(s Settings, components map[string]config.BackendComponent, opts Options
 	if err != nil {
 		return nil, err
 	}
-	return &Backend{settings: s, quota: codec, dyn: dyn, disco: disco, tokens: tokens, log: log}, nil
+	return &Backend{settings: s, quota: codec, dyn: dyn, disco: disco, tokens: tokens, log: log,
+		resources: opts.Resources, adoptions: backend.AdoptionsCounter(opts.Registerer)}, nil
 }
 
 // oauthTransport reaches the OAuth token endpoint with the settings' TLS

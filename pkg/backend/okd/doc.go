@@ -18,5 +18,9 @@
 //
 // Only projects carrying sitebus's mark (the label
 // app.kubernetes.io/managed-by=sitebus on the namespace) are changed or
-// deleted; any other project of the same name is refused, untouched.
+// deleted. A project the Python agent made is adopted (marked) by the
+// first change asked for its resource, when a Waldur resource of the
+// offering names it and its openshift.io/requester is the user of the
+// configured token (adopt.go); Create never adopts, and any other
+// project of the same name is refused, untouched.
 package okd

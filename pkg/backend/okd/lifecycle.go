@@ -67,6 +67,8 @@ func (b *Backend) Create(ctx context.Context, r backend.Resource) (backend.Creat
 func (b *Backend) checkOwn(ns *unstructured.Unstructured, r backend.Resource) error {
 	name := ns.GetName()
 	if !isManaged(ns) {
+		// A create never adopts: the resource is new to Waldur, so an
+		// unmarked project of its name was made for something else.
 		return b.notManaged(name)
 	}
 	if other := ns.GetAnnotations()[AnnotationResourceUUID]; other != "" && other != r.UUID {
@@ -382,15 +384,16 @@ func (b *Backend) getNamespace(ctx context.Context, name string) (*unstructured.
 	return ns, nil
 }
 
-// getManaged reads a project that a change is about to be made to,
-// refusing one sitebus does not manage.
+// getManaged reads a project that a change is about to be made to; one
+// without sitebus's mark is adopted when it is the Python agent's for a
+// resource of the offering, and refused otherwise (adopt).
 func (b *Backend) getManaged(ctx context.Context, name string) (*unstructured.Unstructured, error) {
 	ns, err := b.getNamespace(ctx, name)
 	if err != nil {
 		return nil, err
 	}
 	if !isManaged(ns) {
-		return nil, b.notManaged(name)
+		return b.adopt(ctx, ns)
 	}
 	return ns, nil
 }

@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/sitebus/sitebus/pkg/backend"
 	"github.com/sitebus/sitebus/pkg/backend/kubeapi"
 	"github.com/sitebus/sitebus/pkg/config"
@@ -38,6 +40,12 @@ type Options struct {
 	// WrapTransport, when set, wraps the HTTP transport to Rancher
 	// (tracing, request metrics).
 	WrapTransport func(http.RoundTripper) http.RoundTripper
+	// Resources finds the offering's Waldur resources, to adopt the
+	// projects the Python agent made for them with proof; nil takes them
+	// as they are.
+	Resources backend.ResourceFinder
+	// Registerer exports sitebus_adoptions_total; nil does not.
+	Registerer prometheus.Registerer
 }
 
 // Backend manages the Rancher projects of one offering in one cluster.
@@ -46,6 +54,9 @@ type Backend struct {
 	quota    quotaCodec
 	api      *client
 	log      *slog.Logger
+
+	resources backend.ResourceFinder
+	adoptions *prometheus.CounterVec
 }
 
 var _ backend.Backend = (*Backend)(nil)
@@ -62,7 +73,8 @@ func New(s Settings, components map[string]config.BackendComponent, opts Options
 		return nil, err
 	}
 	log := backend.Logger(opts.Logger, Type, "cluster", s.ClusterID)
-	return &Backend{settings: s, quota: codec, api: newClient(s, opts.WrapTransport, log), log: log}, nil
+	return &Backend{settings: s, quota: codec, api: newClient(s, opts.WrapTransport, log), log: log,
+		resources: opts.Resources, adoptions: backend.AdoptionsCounter(opts.Registerer)}, nil
 }
 
 // Type implements backend.Backend.

@@ -23,10 +23,13 @@
 //     before anything exists, and every method accepts either (see
 //     Backend.BackendID).
 //   - ownership: an existing project of the name is reused only when it
-//     carries waldur/managed: "true" (Python reuses any), and every call
-//     that changes a project refuses one without it (backend.ErrNotManaged).
-//     A project sitebus made also records the resource's UUID, and is not
-//     handed to another resource.
+//     carries waldur/managed: "true" and names this resource (Python
+//     reuses any), and every call that changes a project refuses one
+//     without waldur/managed (backend.ErrNotManaged). A project sitebus made
+//     records the resource's UUID, and is not handed to another resource.
+//     One the Python agent made names none: the first change for its
+//     resource adopts it (records the UUID) when its organization and
+//     project slug are the resource's (adopt.go); Create refuses it.
 //   - a failure after the project is made (namespace, quota) fails the
 //     call, retryably, instead of being logged: the next Create finishes
 //     the job. Keycloak is not touched here.

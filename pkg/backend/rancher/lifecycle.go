@@ -66,7 +66,8 @@ func (b *Backend) byName(projects []project, name string) (project, error) {
 	return project{}, notFoundf("Rancher project %s not found in cluster %s", name, b.settings.ClusterID)
 }
 
-// managed resolves id to a project sitebus may change.
+// managed resolves id to a project sitebus may change; one the Python
+// agent made (naming no resource) is adopted first, or refused (adopt).
 func (b *Backend) managed(ctx context.Context, id string) (project, error) {
 	p, err := b.resolve(ctx, id)
 	if err != nil {
@@ -75,16 +76,19 @@ func (b *Backend) managed(ctx context.Context, id string) (project, error) {
 	if !isManaged(p) {
 		return project{}, b.notManaged(p)
 	}
+	if p.Annotations[AnnotationResourceUUID] == "" {
+		return b.adopt(ctx, p)
+	}
 	return p, nil
 }
 
 // Create makes the project, its namespace and the namespace's quota, or
 // finishes what an earlier attempt began: an existing managed project of
 // the name is reused (Python does the same), a missing namespace or quota
-// is added. A project of that name without the waldur/managed annotation
-// is refused and left untouched. Existed is set when all of it was there
-// already (nothing is changed then), and for a project adopted from the
-// Python agent.
+// is added. A project of that name without the waldur/managed annotation,
+// or naming no resource (the Python agent's: a create never adopts), or
+// naming another resource, is refused and left untouched. Existed is set
+// when all of it was there already (nothing is changed then).
 func (b *Backend) Create(ctx context.Context, r backend.Resource) (backend.Created, error) {
 	name, err := b.BackendID(r)
 	if err != nil {
@@ -119,12 +123,6 @@ func (b *Backend) Create(ctx context.Context, r backend.Resource) (backend.Creat
 		b.log.Info("set Rancher namespace quota", "project", p.ID, "namespace", name, "hard", hard)
 	}
 	existed := projectExisted && nsExisted && (quotaExisted || manifest == "")
-	// A project adopted from before sitebus (the Python agent's, which
-	// names no resource) counts as existing even when its namespace or
-	// quota was added now: a saga that fails later must not delete it.
-	// One that names this resource was made by an earlier attempt of this
-	// very create, and is undone with it.
-	existed = existed || (projectExisted && p.Annotations[AnnotationResourceUUID] == "")
 	limits := maps.Clone(r.Limits)
 	if existed {
 		// What is in force, which a later update may have changed.
@@ -147,7 +145,15 @@ func (b *Backend) ensureProject(ctx context.Context, name string, r backend.Reso
 		if !isManaged(p) {
 			return project{}, false, b.notManaged(p)
 		}
-		if other := p.Annotations[AnnotationResourceUUID]; other != "" && other != r.UUID {
+		other := p.Annotations[AnnotationResourceUUID]
+		if other == "" {
+			// A create never adopts: the resource is new to Waldur, so a
+			// project of its name that names no resource (the Python
+			// agent's) was made for something else.
+			return project{}, false, fault.Errorf(fault.NotManaged, "Rancher project %s (%s) exists and names no resource (the Python agent's?); "+
+				"a create never adopts it, refusing to touch it", name, p.ID)
+		}
+		if other != r.UUID {
 			return project{}, false, fault.Errorf(fault.NotManaged, "Rancher project %s (%s) belongs to resource %s, not %s; refusing to touch it",
 				name, p.ID, other, r.UUID)
 		}

@@ -1,0 +1,160 @@
+package okd_test
+
+import (
+	"crypto/tls"
+	"encoding/json"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sitebus/sitebus/e2e/harness"
+	"github.com/sitebus/sitebus/e2e/kube"
+	"github.com/sitebus/sitebus/e2e/okdsim"
+	"github.com/sitebus/sitebus/e2e/waldursim"
+	"github.com/sitebus/sitebus/pkg/backend/okd"
+	"github.com/sitebus/sitebus/pkg/waldur"
+)
+
+// userAPI stands in front of the OKD simulator and answers what the
+// simulator does not serve yet: OpenShift's GET
+// /apis/user.openshift.io/v1/users/~, the user of the bearer token, which
+// is okdsim.DefaultUser for the simulator's token (the requester of the
+// projects it makes). Everything else goes to the simulator.
+type userAPI struct {
+	sim   atomic.Pointer[okdsim.Server]
+	proxy atomic.Pointer[httputil.ReverseProxy]
+}
+
+func (u *userAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	sim, proxy := u.sim.Load(), u.proxy.Load()
+	if sim == nil || proxy == nil {
+		http.Error(w, "not ready", http.StatusServiceUnavailable)
+		return
+	}
+	if r.Method != http.MethodGet || r.URL.Path != "/apis/user.openshift.io/v1/users/~" {
+		proxy.ServeHTTP(w, r)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); tok == "" || tok != sim.Token() {
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Unauthorized","reason":"Unauthorized","code":401}`))
+		return
+	}
+	_ = json.NewEncoder(w).Encode(map[string]any{"kind": "User", "apiVersion": "user.openshift.io/v1",
+		"metadata": map[string]any{"name": okdsim.DefaultUser}})
+}
+
+func (u *userAPI) target(t testing.TB, sim *okdsim.Server) {
+	t.Helper()
+	to, err := url.Parse(sim.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := httputil.NewSingleHostReverseProxy(to)
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // the simulator's test certificate
+	p.Transport = tr
+	u.sim.Store(sim)
+	u.proxy.Store(p)
+}
+
+// After the switch from the Python agent, update, pause and terminate
+// work on the OpenShift project it requested for a resource with the
+// token sitebus now uses (sitebus adopts it, marking it); a project
+// another user requested stays untouched and its resource's orders err.
+func TestPythonAgentsProjectIsAdopted(t *testing.T) {
+	const ours, theirs = "a0000000000040008000000000000b01", "a0000000000040008000000000000b02"
+	fx := harness.Fixture(t)
+	fx.Orders = nil
+	for _, r := range []struct{ uuid, slug string }{{ours, "py-web"}, {theirs, "py-other"}} {
+		fx.Resources = append(fx.Resources, waldursim.Resource{UUID: r.uuid, Name: r.slug, Slug: r.slug, State: "OK",
+			Offering: fx.Offerings[0].UUID, Project: projectUUID, Limits: map[string]int{"cpu": 1, "ram": 1, "storage": 1}})
+	}
+	front := &userAPI{}
+	srv := httptest.NewServer(front)
+	t.Cleanup(srv.Close)
+	s := &site{t: t, Site: harness.NewSite(t, harness.WithCluster(kube.Shared(t)), harness.WithOKD(), harness.WithFixture(fx),
+		harness.WithSettings(map[string]any{"default_role": "view", "api_url": srv.URL}), harness.WithoutStart())}
+	front.target(t, s.OKD)
+
+	// The Python agent's projects, as OpenShift keeps them after its
+	// ProjectRequests (the template's annotations and the requester; the
+	// request's own annotations dropped, no quota since the plugin's create
+	// sets none), and the backend_ids it reported to Waldur.
+	ourNS, theirNS := s.Prefix+"alloc-py-web", s.Prefix+"alloc-py-other"
+	if err := s.OKD.SeedProject(ctx(t), okdsim.Project{Name: ourNS, DisplayName: "py-web", Description: "py-web", Requester: okdsim.DefaultUser}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.OKD.SeedProject(ctx(t), okdsim.Project{Name: theirNS, DisplayName: "py-other", Description: "py-other", Requester: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	wc, err := waldur.New(waldur.Config{APIURL: s.Waldur.URL() + "/api/", Token: s.Token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for uuid, ns := range map[string]string{ours: ourNS, theirs: theirNS} {
+		if err := wc.SetResourceBackendID(ctx(t), uuid, ns); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before, err := s.Cluster.Dynamic().Resource(namespaceGVR).Get(ctx(t), theirNS, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Start()
+
+	up, _ := s.Order(waldursim.CreateOrderRequest{Type: "Update", ResourceUUID: ours, Limits: map[string]int{"cpu": 3, "ram": 6, "storage": 10}})
+	if o := s.WaitOrder(up, "done", "erred"); o.State != "done" {
+		t.Fatalf("update of the Python agent's project: %s (%s)\n%s", o.State, o.ErrorMessage, s.Sitebus.Tail(30))
+	}
+	p, found, err := s.OKD.Project(ctx(t), ourNS)
+	if err != nil || !found {
+		t.Fatalf("project %s: %v, %v", ourNS, found, err)
+	}
+	if p.Labels[okd.LabelManagedBy] != okd.ManagedByValue || p.Annotations[okd.AnnotationResourceUUID] != ours {
+		t.Errorf("adopted project: labels %v, annotations %v; want sitebus's mark for %s", p.Labels, p.Annotations, ours)
+	}
+	updated := map[string]string{"requests.cpu": "3", "limits.cpu": "6", "requests.memory": "6Gi", "limits.memory": "12Gi", "requests.storage": "10Gi"}
+	if got := s.hardQuota(ourNS); !maps.Equal(got, updated) {
+		t.Errorf("quota after update = %v, want %v", got, updated)
+	}
+
+	if _, err := s.Admin.SetFlags(ctx(t), ours, waldursim.FlagsRequest{Paused: ptr(true)}); err != nil {
+		t.Fatal(err)
+	}
+	harness.Eventually(t, 60*time.Second, "the adopted project's quota paused", func() bool { return allZero(s.hardQuota(ourNS)) })
+
+	term, _ := s.Order(waldursim.CreateOrderRequest{Type: "Terminate", ResourceUUID: ours})
+	if o := s.WaitOrder(term, "done", "erred"); o.State != "done" {
+		t.Fatalf("terminate of the adopted project: %s (%s)", o.State, o.ErrorMessage)
+	}
+	harness.Eventually(t, 90*time.Second, "project "+ourNS+" gone", func() bool {
+		_, found, err := s.OKD.Project(ctx(t), ourNS)
+		return err == nil && !found
+	})
+
+	bad, _ := s.Order(waldursim.CreateOrderRequest{Type: "Update", ResourceUUID: theirs, Limits: map[string]int{"cpu": 64}})
+	o := s.WaitOrder(bad, "done", "erred")
+	if o.State != "erred" || !strings.Contains(o.ErrorMessage, "not managed by sitebus") || !strings.Contains(o.ErrorMessage, "requester is alice") {
+		t.Errorf("update of another user's project: %s (%q), want erred naming the requester", o.State, o.ErrorMessage)
+	}
+	after, err := s.Cluster.Dynamic().Resource(namespaceGVR).Get(ctx(t), theirNS, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.GetResourceVersion() != before.GetResourceVersion() {
+		t.Errorf("another user's project changed:\nbefore %v\nafter  %v", before.Object, after.Object)
+	}
+	if q := s.hardQuota(theirNS); q != nil {
+		t.Errorf("another user's project got a quota: %v", q)
+	}
+}
