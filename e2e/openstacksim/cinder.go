@@ -13,40 +13,30 @@ import (
 )
 
 // volumeType finds a type by name or id.
-func (s *Server) volumeType(ref string) *VolumeType {
-	for i, t := range s.opts.VolumeTypes {
-		if t.Name == ref || t.ID == ref {
-			return &s.opts.VolumeTypes[i]
+func (s *Server) volumeType(ref string) *VolumeType { return volumeTypes.Items(s)[ref] }
+
+// volumeTypes are found by name or id.
+var volumeTypes = func() *collection[VolumeType] {
+	col := optionsCollection("volume_types", "volume_type", func(o *Options) []VolumeType { return o.VolumeTypes },
+		nil, volumeTypeRep, novaList,
+		func(id string) *apiErr { return novaErr(http.StatusNotFound, "Volume type "+id+" could not be found.") })
+	col.Items = func(s *Server) map[string]*VolumeType {
+		m := map[string]*VolumeType{}
+		for _, t := range slices.Backward(col.All(s)) {
+			m[t.ID], m[t.Name] = t, t
 		}
-	}
-	return nil
-}
-
-func volumeTypeRep(t VolumeType) obj {
-	return obj{"id": t.ID, "name": t.Name, "description": nil, "is_public": true, "extra_specs": obj{},
-		"os-volume-type-access:is_public": true, "qos_specs_id": nil}
-}
-
-func (s *Server) listVolumeTypes(w http.ResponseWriter, r *http.Request, _ *caller) *apiErr {
-	var objs []obj
-	for _, t := range s.opts.VolumeTypes {
-		objs = append(objs, volumeTypeRep(t))
+		return m
 	}
 	// is_public=None (gophercloud's default) means public and private.
-	visibility := map[string]func(obj, []string) bool{"is_public": func(o obj, vals []string) bool {
-		return vals[0] == "None" || scalar(o["is_public"]) == strings.ToLower(vals[0])
+	col.Filters = map[string]simkit.Filter{"is_public": func(o obj, vals []string) bool {
+		return vals[0] == "None" || simkit.Scalar(o["is_public"]) == strings.ToLower(vals[0])
 	}}
-	writeList(w, r, "volume_types", filterObjs(r, objs, visibility), linksArray, novaErr)
-	return nil
-}
+	return col
+}()
 
-func (s *Server) getVolumeType(w http.ResponseWriter, r *http.Request, _ *caller) *apiErr {
-	t := s.volumeType(r.PathValue("id"))
-	if t == nil {
-		return novaErr(http.StatusNotFound, "Volume type "+r.PathValue("id")+" could not be found.")
-	}
-	simkit.WriteJSON(w, http.StatusOK, obj{"volume_type": volumeTypeRep(*t)})
-	return nil
+func volumeTypeRep(_ *http.Request, t *VolumeType) obj {
+	return obj{"id": t.ID, "name": t.Name, "description": nil, "is_public": true, "extra_specs": obj{},
+		"os-volume-type-access:is_public": true, "qos_specs_id": nil}
 }
 
 type volumeSpec struct {
@@ -74,7 +64,7 @@ func (s *Server) newVolume(project string, spec volumeSpec) (*Volume, *apiErr) {
 		return nil, novaErr(http.StatusBadRequest, "Availability zone '"+spec.az+"' is invalid.")
 	}
 	if spec.image != "" {
-		img := s.imageByID(spec.image)
+		img := images.Items(s)[spec.image]
 		if img == nil {
 			return nil, novaErr(http.StatusBadRequest, "Invalid image identifier or unable to access requested image.")
 		}
@@ -116,12 +106,21 @@ func (s *Server) volumeRep(r *http.Request, v *Volume) obj {
 	return o
 }
 
-func (s *Server) visibleVolume(c *caller, id string) *Volume {
-	v := s.st.volumes[id]
-	if v == nil || !c.owns(v.ProjectID) {
-		return nil
-	}
-	return v
+// volumes are seen by their project's members and admins; a list shows
+// the project of the URL's, or every project's to an admin asking
+// all_tenants, newest first as Cinder lists; each GET of a creating volume
+// counts towards its being available.
+var volumes = &collection[Volume]{
+	Plural: "volumes", Singular: "volume", Format: novaList, NewestFirst: true, Filters: volumeFilters,
+	Items:   func(s *Server) map[string]*Volume { return s.st.volumes },
+	Order:   func(v *Volume) uint64 { return v.seq },
+	Owner:   func(v *Volume) string { return v.ProjectID },
+	Visible: func(_ *Server, c *caller, v *Volume) bool { return c.owns(v.ProjectID) },
+	Listed: func(_ *Server, c *caller, r *http.Request, v *Volume) bool {
+		return v.ProjectID == r.PathValue("project") || allTenants(r, c)
+	},
+	Read: (*Server).poll, Render: (*Server).volumeRep, Brief: brief,
+	NotFound: func(id string) *apiErr { return novaErr(http.StatusNotFound, "Volume "+id+" could not be found.") },
 }
 
 // poll counts a GET of v; creating ends after Options.VolumePolls.
@@ -147,7 +146,7 @@ func (s *Server) createVolume(w http.ResponseWriter, r *http.Request, c *caller)
 			AvailabilityZone string            `json:"availability_zone"`
 		} `json:"volume"`
 	}
-	if e := decode(r, &in, func(m string) *apiErr { return novaErr(400, m) }); e != nil {
+	if e := simkit.Decode(r, &in, novaBad); e != nil {
 		return e
 	}
 	vin := in.Volume
@@ -160,42 +159,12 @@ func (s *Server) createVolume(w http.ResponseWriter, r *http.Request, c *caller)
 	return nil
 }
 
-func (s *Server) getVolume(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	v := s.visibleVolume(c, r.PathValue("id"))
-	if v == nil {
-		return novaErr(http.StatusNotFound, "Volume "+r.PathValue("id")+" could not be found.")
-	}
-	s.poll(v)
-	simkit.WriteJSON(w, http.StatusOK, obj{"volume": s.volumeRep(r, v)})
-	return nil
-}
-
-func (s *Server) listVolumes(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	all := c.admin && r.URL.Query().Get("all_tenants") != "" && r.URL.Query().Get("all_tenants") != "0"
-	var objs []obj
-	for _, v := range simkit.SortedBy(s.st.volumes, func(x *Volume) uint64 { return x.seq }) {
-		if v.ProjectID == r.PathValue("project") || all {
-			s.poll(v)
-			objs = append(objs, s.volumeRep(r, v))
-		}
-	}
-	slices.Reverse(objs) // Cinder lists newest first
-	objs = filterObjs(r, objs, volumeFilters)
-	if !strings.HasSuffix(r.URL.Path, "/detail") {
-		for i, o := range objs {
-			objs[i] = obj{"id": o["id"], "name": o["name"], "links": o["links"]}
-		}
-	}
-	writeList(w, r, "volumes", objs, linksArray, novaErr)
-	return nil
-}
-
 // volumeFilters are Cinder's filters on fields it renders under other
 // names: ?metadata={'k':'v', …} (every pair present) and ?project_id=
 // (with all_tenants).
-var volumeFilters = map[string]func(obj, []string) bool{
+var volumeFilters = map[string]simkit.Filter{
 	"project_id": func(o obj, vals []string) bool {
-		return slices.Contains(vals, scalar(o["os-vol-tenant-attr:tenant_id"]))
+		return slices.Contains(vals, simkit.Scalar(o["os-vol-tenant-attr:tenant_id"]))
 	},
 	"metadata": func(o obj, vals []string) bool {
 		md, _ := o["metadata"].(map[string]string)
@@ -216,11 +185,7 @@ var volumeFilters = map[string]func(obj, []string) bool{
 	},
 }
 
-func (s *Server) deleteVolume(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	v := s.visibleVolume(c, r.PathValue("id"))
-	if v == nil {
-		return novaErr(http.StatusNotFound, "Volume "+r.PathValue("id")+" could not be found.")
-	}
+func (s *Server) deleteVolume(w http.ResponseWriter, _ *http.Request, _ *caller, v *Volume) *apiErr {
 	if v.Status != "available" && v.Status != "error" {
 		return novaErr(http.StatusBadRequest, "Invalid volume: Volume status must be available or error or error_restoring or "+
 			"error_extending or error_managing and must not be migrating, attached, belong to a group, have snapshots, "+
@@ -233,25 +198,17 @@ func (s *Server) deleteVolume(w http.ResponseWriter, r *http.Request, c *caller)
 
 // ---- Glance
 
-func (s *Server) imageByID(id string) *Image {
-	for i := range s.opts.Images {
-		if s.opts.Images[i].ID == id {
-			return &s.opts.Images[i]
-		}
-	}
-	return nil
-}
+// images are the public ones and those the caller's project owns; a show
+// answers the image bare.
+var images = func() *collection[Image] {
+	col := optionsCollection("images", "", func(o *Options) []Image { return o.Images },
+		func(img *Image) string { return img.ID }, imageRep, glanceList,
+		func(id string) *apiErr { return glanceErr(http.StatusNotFound, "No image found with ID "+id) })
+	col.Visible = func(_ *Server, c *caller, img *Image) bool { return img.Owner == "" || c.owns(img.Owner) }
+	return col
+}()
 
-// image is the image id as c may see it: public, or owned by its project.
-func (s *Server) image(c *caller, id string) *Image {
-	img := s.imageByID(id)
-	if img == nil || img.Owner != "" && !c.owns(img.Owner) {
-		return nil
-	}
-	return img
-}
-
-func imageRep(img Image) obj {
+func imageRep(_ *http.Request, img *Image) obj {
 	vis, owner := "public", img.Owner
 	if owner != "" {
 		vis = "private"
@@ -261,24 +218,4 @@ func imageRep(img Image) obj {
 		"size": 1 << 30, "virtual_size": nil, "checksum": "", "os_hidden": false, "protected": false, "tags": []string{},
 		"created_at": "2024-01-01T00:00:00Z", "updated_at": "2024-01-01T00:00:00Z",
 		"self": "/v2/images/" + img.ID, "file": "/v2/images/" + img.ID + "/file", "schema": "/v2/schemas/image"}
-}
-
-func (s *Server) listImages(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	var objs []obj
-	for _, img := range s.opts.Images {
-		if s.image(c, img.ID) != nil {
-			objs = append(objs, imageRep(img))
-		}
-	}
-	writeList(w, r, "images", filterObjs(r, objs, nil), glanceNext, glanceErr)
-	return nil
-}
-
-func (s *Server) getImage(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	img := s.image(c, r.PathValue("id"))
-	if img == nil {
-		return glanceErr(http.StatusNotFound, "No image found with ID "+r.PathValue("id"))
-	}
-	simkit.WriteJSON(w, http.StatusOK, imageRep(*img))
-	return nil
 }

@@ -126,9 +126,9 @@ func (st *state) newSubnet(spec subnetSpec, now time.Time) (*Subnet, *apiErr) {
 	if dns == nil {
 		dns = []string{}
 	}
-	sub := &Subnet{ID: id, Name: spec.name, ProjectID: spec.projectID, NetworkID: spec.networkID, CIDR: prefix.String(),
-		GatewayIP: gw, Pools: pools, DNSNameservers: dns, EnableDHCP: spec.dhcp, Allocated: map[string]string{},
-		Created: now, seq: st.next(), prefix: prefix}
+	sub := &Subnet{Meta: Meta{ID: id, Name: spec.name, ProjectID: spec.projectID, Created: now, seq: st.next()},
+		NetworkID: spec.networkID, CIDR: prefix.String(), GatewayIP: gw, Pools: pools, DNSNameservers: dns,
+		EnableDHCP: spec.dhcp, Allocated: map[string]string{}, prefix: prefix}
 	st.subnets[sub.ID] = sub
 	return sub, nil
 }

@@ -129,7 +129,7 @@ func eq(a, b string) bool { return subtle.ConstantTimeCompare([]byte(a), []byte(
 // Keystone answers every failure with the same 401, so does this.
 func (s *Server) issueToken(w http.ResponseWriter, r *http.Request) {
 	var req authRequest
-	if e := decode(r, &req, func(m string) *apiErr { return keystoneErr(400, m) }); e != nil {
+	if e := simkit.Decode(r, &req, keystoneBad); e != nil {
 		simkit.WriteError(w, e)
 		return
 	}
@@ -339,72 +339,64 @@ func (s *Server) named(name, domainID *string) *apiErr {
 	return nil
 }
 
-func (s *Server) createProject(w http.ResponseWriter, r *http.Request, _ *caller) *apiErr {
-	var in struct {
-		Project struct {
-			Name        string   `json:"name"`
-			DomainID    string   `json:"domain_id"`
-			Description string   `json:"description"`
-			Enabled     *bool    `json:"enabled"`
-			Tags        []string `json:"tags"`
-		} `json:"project"`
+type projectIn struct {
+	Name        *string   `json:"name"`
+	DomainID    string    `json:"domain_id"`
+	Description *string   `json:"description"`
+	Enabled     *bool     `json:"enabled"`
+	Tags        *[]string `json:"tags"`
+}
+
+// val is *p, or T's zero value for nil.
+func val[T any](p *T) (v T) {
+	if p != nil {
+		v = *p
 	}
-	if e := decode(r, &in, func(m string) *apiErr { return keystoneErr(400, m) }); e != nil {
-		return e
-	}
-	pin := in.Project
-	if e := s.named(&pin.Name, &pin.DomainID); e != nil {
-		return e
-	}
+	return v
+}
+
+// nameTaken is Keystone's 409 for a second project called name in domain.
+func (s *Server) nameTaken(domain, name string) *apiErr {
 	for _, p := range s.st.projects {
-		if p.DomainID == pin.DomainID && p.Name == pin.Name {
-			return keystoneErr(409, "Conflict occurred attempting to store project - it is not permitted to have two projects with the same name in the same domain : "+pin.Name+".")
+		if p.DomainID == domain && p.Name == name {
+			return keystoneErr(409, "Conflict occurred attempting to store project - it is not permitted to have two projects with the same name in the same domain : "+name+".")
 		}
 	}
-	p := &Project{ID: newHexID(), Name: pin.Name, DomainID: pin.DomainID, Description: pin.Description,
-		Enabled: pin.Enabled == nil || *pin.Enabled, Tags: uniqueTags(pin.Tags), Created: s.now(), seq: s.st.next()}
-	s.st.projects[p.ID] = p
-	simkit.WriteJSON(w, http.StatusCreated, obj{"project": s.projectRep(r, p)})
 	return nil
+}
+
+func (s *Server) createProject(_ *caller, in projectIn) (*Project, *apiErr) {
+	name := val(in.Name)
+	if e := s.named(&name, &in.DomainID); e != nil {
+		return nil, e
+	}
+	if e := s.nameTaken(in.DomainID, name); e != nil {
+		return nil, e
+	}
+	p := &Project{ID: newHexID(), Name: name, DomainID: in.DomainID, Description: val(in.Description),
+		Enabled: in.Enabled == nil || *in.Enabled, Tags: uniqueTags(val(in.Tags)), Created: s.now(), seq: s.st.next()}
+	s.st.projects[p.ID] = p
+	return p, nil
 }
 
 // updateProject serves PATCH /v3/projects/{id}: name (unique in the
 // domain), description, enabled and tags.
-func (s *Server) updateProject(w http.ResponseWriter, r *http.Request, _ *caller) *apiErr {
-	p := s.st.projects[r.PathValue("id")]
-	if p == nil {
-		return keystoneErr(404, "Could not find project: "+r.PathValue("id")+".")
-	}
-	var in struct {
-		Project struct {
-			Name        *string   `json:"name"`
-			Description *string   `json:"description"`
-			Enabled     *bool     `json:"enabled"`
-			Tags        *[]string `json:"tags"`
-		} `json:"project"`
-	}
-	if e := decode(r, &in, func(m string) *apiErr { return keystoneErr(400, m) }); e != nil {
-		return e
-	}
-	pin := in.Project
-	if pin.Name != nil && *pin.Name != p.Name {
-		for _, o := range s.st.projects {
-			if o.DomainID == p.DomainID && o.Name == *pin.Name {
-				return keystoneErr(409, "Conflict occurred attempting to store project - it is not permitted to have two projects with the same name in the same domain : "+*pin.Name+".")
-			}
+func (s *Server) updateProject(_ *caller, p *Project, in projectIn) *apiErr {
+	if in.Name != nil && *in.Name != p.Name {
+		if e := s.nameTaken(p.DomainID, *in.Name); e != nil {
+			return e
 		}
-		p.Name = *pin.Name
+		p.Name = *in.Name
 	}
-	if pin.Description != nil {
-		p.Description = *pin.Description
+	if in.Description != nil {
+		p.Description = *in.Description
 	}
-	if pin.Enabled != nil {
-		p.Enabled = *pin.Enabled
+	if in.Enabled != nil {
+		p.Enabled = *in.Enabled
 	}
-	if pin.Tags != nil {
-		p.Tags = uniqueTags(*pin.Tags)
+	if in.Tags != nil {
+		p.Tags = uniqueTags(*in.Tags)
 	}
-	simkit.WriteJSON(w, http.StatusOK, obj{"project": s.projectRep(r, p)})
 	return nil
 }
 
@@ -415,25 +407,29 @@ var projects = keystoneCollection("projects", "project",
 
 // keystoneCollection is a Keystone resource: listed to admins only, seen
 // by id by whom visible says and forbidden (not unknown) to others, as
-// Keystone's policy answers; one page with Keystone's links.
+// Keystone's policy answers; one page with Keystone's links; written by
+// admins only, an update with PATCH.
 func keystoneCollection[T any](plural, singular string, items func(*state) map[string]*T, seq func(*T) uint64,
 	visible func(*caller, *T) bool, rep func(*Server, *http.Request, *T) obj) *collection[T] {
 	return &collection[T]{
-		plural: plural, singular: singular, items: items, seq: seq, rep: rep,
-		visible:    func(_ *Server, c *caller, v *T) bool { return visible(c, v) },
-		style:      keystoneLinks,
-		badRequest: keystoneErr,
-		notFound:   func(id string) *apiErr { return keystoneErr(404, "Could not find "+singular+": "+id+".") },
-		hidden:     forbidden("identity:get_" + singular),
-		listPolicy: adminOnly("identity:list_" + plural),
+		Plural: plural, Singular: singular, Order: seq, Render: rep, Format: keystoneList,
+		Items:      func(s *Server) map[string]*T { return items(s.st) },
+		Visible:    func(_ *Server, c *caller, v *T) bool { return visible(c, v) },
+		NotFound:   func(id string) *apiErr { return keystoneErr(404, "Could not find "+singular+": "+id+".") },
+		Hidden:     forbidden("identity:get_" + singular),
+		ListPolicy: adminOnly("identity:list_" + plural),
+		Allow: func(c *caller, verb string) *apiErr {
+			return adminOnly("identity:" + verb + "_" + singular)(c)
+		},
+		BadBody: keystoneBad, UpdateMethod: http.MethodPatch,
 	}
 }
 
 // admin lets only admins call h, as Keystone's policy does for action.
 func admin(action string, h handler) handler {
 	return func(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-		if !c.admin {
-			return forbidden(action)
+		if e := adminOnly(action)(c); e != nil {
+			return e
 		}
 		return h(w, r, c)
 	}
@@ -452,12 +448,8 @@ func adminOnly(action string) func(*caller) *apiErr {
 // deleteProject removes the project, its role assignments and the tokens
 // scoped to it, as Keystone does; the other services keep what the project
 // owned (Keystone does not tell them), which the inventory then shows.
-func (s *Server) deleteProject(w http.ResponseWriter, r *http.Request, _ *caller) *apiErr {
-	id := r.PathValue("id")
-	p := s.st.projects[id]
-	if p == nil {
-		return keystoneErr(404, "Could not find project: "+id+".")
-	}
+func (s *Server) deleteProject(_ *caller, p *Project) *apiErr {
+	id := p.ID
 	if p.builtin {
 		return keystoneErr(403, "The simulator's admin project cannot be deleted.")
 	}
@@ -465,7 +457,6 @@ func (s *Server) deleteProject(w http.ResponseWriter, r *http.Request, _ *caller
 	delete(s.st.assignments, id)
 	maps.DeleteFunc(s.st.tokens, func(_ string, t *token) bool { return t.projectID == id })
 	maps.DeleteFunc(s.st.appCreds, func(_ string, a *AppCredential) bool { return a.ProjectID == id })
-	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
 
@@ -476,34 +467,28 @@ func (s *Server) userRep(r *http.Request, u *User) obj {
 		"links":       obj{"self": simkit.BaseURL(r) + "/identity/v3/users/" + u.ID}}
 }
 
-func (s *Server) createUser(w http.ResponseWriter, r *http.Request, _ *caller) *apiErr {
-	var in struct {
-		User struct {
-			Name             string `json:"name"`
-			DomainID         string `json:"domain_id"`
-			Password         string `json:"password"`
-			DefaultProjectID string `json:"default_project_id"`
-			Description      string `json:"description"`
-			Enabled          *bool  `json:"enabled"`
-		} `json:"user"`
-	}
-	if e := decode(r, &in, func(m string) *apiErr { return keystoneErr(400, m) }); e != nil {
-		return e
-	}
-	uin := in.User
-	if e := s.named(&uin.Name, &uin.DomainID); e != nil {
-		return e
+type userIn struct {
+	Name             string `json:"name"`
+	DomainID         string `json:"domain_id"`
+	Password         string `json:"password"`
+	DefaultProjectID string `json:"default_project_id"`
+	Description      string `json:"description"`
+	Enabled          *bool  `json:"enabled"`
+}
+
+func (s *Server) createUser(_ *caller, in userIn) (*User, *apiErr) {
+	if e := s.named(&in.Name, &in.DomainID); e != nil {
+		return nil, e
 	}
 	for _, u := range s.st.users {
-		if u.DomainID == uin.DomainID && u.Name == uin.Name {
-			return keystoneErr(409, "Conflict occurred attempting to store user - Duplicate entry found with name "+uin.Name+" at domain ID "+uin.DomainID+".")
+		if u.DomainID == in.DomainID && u.Name == in.Name {
+			return nil, keystoneErr(409, "Conflict occurred attempting to store user - Duplicate entry found with name "+in.Name+" at domain ID "+in.DomainID+".")
 		}
 	}
-	u := &User{ID: newHexID(), Name: uin.Name, DomainID: uin.DomainID, DefaultProjectID: uin.DefaultProjectID,
-		Description: uin.Description, Enabled: uin.Enabled == nil || *uin.Enabled, password: uin.Password, seq: s.st.next()}
+	u := &User{ID: newHexID(), Name: in.Name, DomainID: in.DomainID, DefaultProjectID: in.DefaultProjectID,
+		Description: in.Description, Enabled: in.Enabled == nil || *in.Enabled, password: in.Password, seq: s.st.next()}
 	s.st.users[u.ID] = u
-	simkit.WriteJSON(w, http.StatusCreated, obj{"user": s.userRep(r, u)})
-	return nil
+	return u, nil
 }
 
 // users are seen by admins and by themselves.
@@ -511,12 +496,8 @@ var users = keystoneCollection("users", "user",
 	func(st *state) map[string]*User { return st.users }, func(u *User) uint64 { return u.seq },
 	func(c *caller, u *User) bool { return c.admin || c.userID == u.ID }, (*Server).userRep)
 
-func (s *Server) deleteUser(w http.ResponseWriter, r *http.Request, _ *caller) *apiErr {
-	id := r.PathValue("id")
-	u := s.st.users[id]
-	if u == nil {
-		return keystoneErr(404, "Could not find user: "+id+".")
-	}
+func (s *Server) deleteUser(_ *caller, u *User) *apiErr {
+	id := u.ID
 	if u.builtin {
 		return keystoneErr(403, "The simulator's admin user cannot be deleted.")
 	}
@@ -526,7 +507,6 @@ func (s *Server) deleteUser(w http.ResponseWriter, r *http.Request, _ *caller) *
 	}
 	maps.DeleteFunc(s.st.tokens, func(_ string, t *token) bool { return t.userID == id })
 	maps.DeleteFunc(s.st.appCreds, func(_ string, a *AppCredential) bool { return a.UserID == id })
-	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
 
@@ -541,7 +521,7 @@ func (s *Server) listRoles(w http.ResponseWriter, r *http.Request, _ *caller) *a
 		objs = append(objs, roleRep(r, rl))
 	}
 	slices.SortFunc(objs, func(a, b obj) int { return strings.Compare(a["name"].(string), b["name"].(string)) })
-	writeList(w, r, "roles", filterObjs(r, objs, nil), keystoneLinks, keystoneErr)
+	keystoneList.WriteList(w, r, "roles", keystoneList.Filtered(r, objs, nil))
 	return nil
 }
 
@@ -597,7 +577,7 @@ func (s *Server) listUserProjectRoles(w http.ResponseWriter, r *http.Request, c 
 	for _, id := range s.st.assignments[p][u] {
 		objs = append(objs, roleRep(r, s.st.roles[id]))
 	}
-	writeList(w, r, "roles", objs, keystoneLinks, keystoneErr)
+	keystoneList.WriteList(w, r, "roles", objs)
 	return nil
 }
 
@@ -617,7 +597,7 @@ func (s *Server) createAppCred(w http.ResponseWriter, r *http.Request, c *caller
 			Secret string `json:"secret"`
 		} `json:"application_credential"`
 	}
-	if e := decode(r, &in, func(m string) *apiErr { return keystoneErr(400, m) }); e != nil {
+	if e := simkit.Decode(r, &in, keystoneBad); e != nil {
 		return e
 	}
 	for _, a := range s.st.appCreds {

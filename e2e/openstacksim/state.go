@@ -60,19 +60,27 @@ type token struct {
 	appCredID string
 }
 
-// Network is a Neutron network.
-type Network struct {
+// Meta is what every Neutron resource has: id, name, project,
+// description, tags (Neutron's tag extension) and creation time.
+type Meta struct {
 	ID          string
 	Name        string
 	ProjectID   string
 	Description string
 	Tags        []string
-	External    bool
-	Shared      bool
-	MTU         int
 	Created     time.Time
-	builtin     bool
 	seq         uint64
+}
+
+func (m *Meta) meta() *Meta { return m }
+
+// Network is a Neutron network.
+type Network struct {
+	Meta
+	External bool
+	Shared   bool
+	MTU      int
+	builtin  bool
 }
 
 // Pool is an allocation pool, inclusive.
@@ -80,11 +88,7 @@ type Pool struct{ Start, End string }
 
 // Subnet is a Neutron subnet; Allocated maps each IP in use to its port.
 type Subnet struct {
-	ID             string
-	Name           string
-	ProjectID      string
-	Description    string
-	Tags           []string
+	Meta
 	NetworkID      string
 	CIDR           string
 	GatewayIP      string // "" none
@@ -92,9 +96,7 @@ type Subnet struct {
 	DNSNameservers []string
 	EnableDHCP     bool
 	Allocated      map[string]string // ip → port id
-	Created        time.Time
 	builtin        bool
-	seq            uint64
 	prefix         netip.Prefix
 }
 
@@ -103,11 +105,7 @@ type FixedIP struct{ SubnetID, IPAddress string }
 
 // Port is a Neutron port.
 type Port struct {
-	ID             string
-	Name           string
-	ProjectID      string
-	Description    string
-	Tags           []string
+	Meta
 	NetworkID      string
 	MAC            string
 	FixedIPs       []FixedIP
@@ -115,18 +113,15 @@ type Port struct {
 	DeviceID       string
 	DeviceOwner    string
 	PortSecurity   bool
-	Created        time.Time
 	// novaCreated: made by Nova for a networks[{uuid}] entry, deleted with
 	// its server.
 	novaCreated bool
-	seq         uint64
 }
 
 // Rule is a security group rule.
 type Rule struct {
-	ID              string
+	Meta
 	SecurityGroupID string
-	ProjectID       string
 	Direction       string // ingress, egress
 	EtherType       string // IPv4, IPv6
 	Protocol        string // "" any
@@ -134,56 +129,36 @@ type Rule struct {
 	PortRangeMax    int
 	RemoteIPPrefix  string
 	RemoteGroupID   string
-	Description     string
-	Created         time.Time
-	seq             uint64
 }
 
 // SecurityGroup is a Neutron security group with its rules.
 type SecurityGroup struct {
-	ID          string
-	Name        string
-	ProjectID   string
-	Description string
-	Tags        []string
+	Meta
 	// Default is the group Neutron makes for every project; it outlives
 	// the project unless deleted by an admin.
 	Default bool
 	Rules   []Rule
-	Created time.Time
-	seq     uint64
 }
 
 // Router is a Neutron router. GatewayNetworkID is "" without a gateway;
 // Interfaces are its router_interface port ids.
 type Router struct {
-	ID               string
-	Name             string
-	ProjectID        string
-	Description      string
-	Tags             []string
+	Meta
 	GatewayNetworkID string
 	GatewayPortID    string
 	Interfaces       []string
 	HA               bool
-	Created          time.Time
-	seq              uint64
 }
 
 // FloatingIP is a Neutron floating IP.
 type FloatingIP struct {
-	ID             string
-	ProjectID      string
+	Meta
 	NetworkID      string
 	Address        string
 	PortID         string
 	FixedIPAddress string
 	RouterID       string
-	Description    string
-	Tags           []string
-	Created        time.Time
 	allocSubnet    string // the external subnet Address is allocated in
-	seq            uint64
 }
 
 // Attachment is a volume attached to a server.
@@ -347,8 +322,8 @@ func newState(o *Options, now time.Time) (*state, error) {
 	st.assign(p.ID, u.ID, st.roleByName("admin").ID)
 
 	ext := o.ExternalNetwork
-	n := &Network{ID: ext.NetworkID, Name: ext.Name, ProjectID: p.ID, External: true, MTU: 1500, Created: now,
-		builtin: true, seq: st.next()}
+	n := &Network{Meta: Meta{ID: ext.NetworkID, Name: ext.Name, ProjectID: p.ID, Created: now, seq: st.next()},
+		External: true, MTU: 1500, builtin: true}
 	st.networks[n.ID] = n
 	pools := []Pool(nil)
 	if ext.PoolStart != "" || ext.PoolEnd != "" {
