@@ -76,10 +76,10 @@ func (s *Server) newVolume(project string, spec volumeSpec) (*Volume, *apiErr) {
 	if e := s.checkCinderQuota(project, t.Name, spec.size); e != nil {
 		return nil, e
 	}
-	v := &Volume{ID: simkit.NewUUID(), Name: spec.name, Description: spec.description, Metadata: maps.Clone(spec.metadata),
-		ProjectID: project, Size: spec.size, VolumeType: t.Name,
+	v := &Volume{Meta: s.fresh(project), Metadata: maps.Clone(spec.metadata), Size: spec.size, VolumeType: t.Name,
 		AvailabilityZone: spec.az, ImageID: spec.image, Bootable: spec.image != "", Status: "creating",
-		Created: s.now(), seq: s.st.next()}
+	}
+	v.Name, v.Description = spec.name, spec.description
 	if s.opts.VolumePolls < 0 {
 		v.Status = "available"
 	}
@@ -110,18 +110,15 @@ func (s *Server) volumeRep(r *http.Request, v *Volume) obj {
 // the project of the URL's, or every project's to an admin asking
 // all_tenants, newest first as Cinder lists; each GET of a creating volume
 // counts towards its being available.
-var volumes = &collection[Volume]{
-	Plural: "volumes", Singular: "volume", Format: novaList, NewestFirst: true, Filters: volumeFilters,
-	Items:   func(s *Server) map[string]*Volume { return s.st.volumes },
-	Order:   func(v *Volume) uint64 { return v.seq },
-	Owner:   func(v *Volume) string { return v.ProjectID },
-	Visible: func(_ *Server, c *caller, v *Volume) bool { return c.owns(v.ProjectID) },
-	Listed: func(_ *Server, c *caller, r *http.Request, v *Volume) bool {
+var volumes = func() *collection[Volume] {
+	col := ownedCollection("volumes", "volume", func(st *state) map[string]*Volume { return st.volumes }, novaList,
+		func(id string) *apiErr { return novaErr(http.StatusNotFound, "Volume "+id+" could not be found.") })
+	col.Listed = func(_ *Server, c *caller, r *http.Request, v *Volume) bool {
 		return v.ProjectID == r.PathValue("project") || allTenants(r, c)
-	},
-	Read: (*Server).poll, Render: (*Server).volumeRep, Brief: brief,
-	NotFound: func(id string) *apiErr { return novaErr(http.StatusNotFound, "Volume "+id+" could not be found.") },
-}
+	}
+	col.NewestFirst, col.Filters, col.Read, col.Render, col.Brief = true, volumeFilters, (*Server).poll, (*Server).volumeRep, brief
+	return col
+}()
 
 // poll counts a GET of v; creating ends after Options.VolumePolls.
 func (s *Server) poll(v *Volume) {

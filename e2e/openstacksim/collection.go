@@ -66,22 +66,31 @@ var (
 // owned is what a resource's project members and admins see.
 type owned interface{ meta() *Meta }
 
-// neutronCollection is a Neutron resource: seen by its project's members
-// and admins (unless visible says more), 404 naming noun, Neutron's 400,
-// next links in "<plural>_links".
+// ownedCollection is a resource with a Meta: in creation order, seen by
+// its project's members and admins.
+func ownedCollection[T any, P interface {
+	*T
+	owned
+}](plural, singular string, items func(*state) map[string]*T, format *simkit.ListFormat, notFound func(string) *apiErr) *collection[T] {
+	return &collection[T]{
+		Plural: plural, Singular: singular, Format: format, NotFound: notFound,
+		Items:   func(s *Server) map[string]*T { return items(s.st) },
+		Order:   func(v *T) uint64 { return P(v).meta().seq },
+		Owner:   func(v *T) string { return P(v).meta().ProjectID },
+		Visible: func(_ *Server, c *caller, v *T) bool { return c.owns(P(v).meta().ProjectID) },
+	}
+}
+
+// neutronCollection is a Neutron resource: 404 naming noun, Neutron's
+// 400, next links in "<plural>_links".
 func neutronCollection[T any, P interface {
 	*T
 	owned
 }](plural, singular, noun string, items func(*state) map[string]*T, rep func(*Server, *T) obj) *collection[T] {
-	return &collection[T]{
-		Plural: plural, Singular: singular, Format: neutronList, BadBody: badInput,
-		Items:    func(s *Server) map[string]*T { return items(s.st) },
-		Order:    func(v *T) uint64 { return P(v).meta().seq },
-		Owner:    func(v *T) string { return P(v).meta().ProjectID },
-		Visible:  func(_ *Server, c *caller, v *T) bool { return c.owns(P(v).meta().ProjectID) },
-		Render:   func(s *Server, _ *http.Request, v *T) obj { return rep(s, v) },
-		NotFound: func(id string) *apiErr { return nfound(noun, id) },
-	}
+	col := ownedCollection[T, P](plural, singular, items, neutronList, func(id string) *apiErr { return nfound(noun, id) })
+	col.Render = func(s *Server, _ *http.Request, v *T) obj { return rep(s, v) }
+	col.BadBody = badInput
+	return col
 }
 
 // optionsCollection serves objects of Options (flavors, images, volume

@@ -388,12 +388,8 @@ func (s *Server) updateProject(_ *caller, p *Project, in projectIn) *apiErr {
 		}
 		p.Name = *in.Name
 	}
-	if in.Description != nil {
-		p.Description = *in.Description
-	}
-	if in.Enabled != nil {
-		p.Enabled = *in.Enabled
-	}
+	set(&p.Description, in.Description)
+	set(&p.Enabled, in.Enabled)
 	if in.Tags != nil {
 		p.Tags = uniqueTags(*in.Tags)
 	}
@@ -403,6 +399,7 @@ func (s *Server) updateProject(_ *caller, p *Project, in projectIn) *apiErr {
 // projects are seen by admins and their own members.
 var projects = keystoneCollection("projects", "project",
 	func(st *state) map[string]*Project { return st.projects }, func(p *Project) uint64 { return p.seq },
+	func(p *Project) string { return p.ID },
 	func(c *caller, p *Project) bool { return c.admin || c.projectID == p.ID }, (*Server).projectRep)
 
 // keystoneCollection is a Keystone resource: listed to admins only, seen
@@ -410,9 +407,9 @@ var projects = keystoneCollection("projects", "project",
 // Keystone's policy answers; one page with Keystone's links; written by
 // admins only, an update with PATCH.
 func keystoneCollection[T any](plural, singular string, items func(*state) map[string]*T, seq func(*T) uint64,
-	visible func(*caller, *T) bool, rep func(*Server, *http.Request, *T) obj) *collection[T] {
+	owner func(*T) string, visible func(*caller, *T) bool, rep func(*Server, *http.Request, *T) obj) *collection[T] {
 	return &collection[T]{
-		Plural: plural, Singular: singular, Order: seq, Render: rep, Format: keystoneList,
+		Plural: plural, Singular: singular, Order: seq, Owner: owner, Render: rep, Format: keystoneList,
 		Items:      func(s *Server) map[string]*T { return items(s.st) },
 		Visible:    func(_ *Server, c *caller, v *T) bool { return visible(c, v) },
 		NotFound:   func(id string) *apiErr { return keystoneErr(404, "Could not find "+singular+": "+id+".") },
@@ -450,7 +447,7 @@ func adminOnly(action string) func(*caller) *apiErr {
 // owned (Keystone does not tell them), which the inventory then shows.
 func (s *Server) deleteProject(_ *caller, p *Project) *apiErr {
 	id := p.ID
-	if p.builtin {
+	if s.st.builtin[p] {
 		return keystoneErr(403, "The simulator's admin project cannot be deleted.")
 	}
 	delete(s.st.projects, id)
@@ -494,11 +491,12 @@ func (s *Server) createUser(_ *caller, in userIn) (*User, *apiErr) {
 // users are seen by admins and by themselves.
 var users = keystoneCollection("users", "user",
 	func(st *state) map[string]*User { return st.users }, func(u *User) uint64 { return u.seq },
+	func(u *User) string { return u.DefaultProjectID },
 	func(c *caller, u *User) bool { return c.admin || c.userID == u.ID }, (*Server).userRep)
 
 func (s *Server) deleteUser(_ *caller, u *User) *apiErr {
 	id := u.ID
-	if u.builtin {
+	if s.st.builtin[u] {
 		return keystoneErr(403, "The simulator's admin user cannot be deleted.")
 	}
 	delete(s.st.users, id)

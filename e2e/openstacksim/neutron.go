@@ -85,12 +85,8 @@ type attrsIn struct {
 
 // apply sets what in carries; tags only on create.
 func (in attrsIn) apply(m *Meta, create bool) {
-	if in.Name != nil {
-		m.Name = *in.Name
-	}
-	if in.Description != nil {
-		m.Description = *in.Description
-	}
+	set(&m.Name, in.Name)
+	set(&m.Description, in.Description)
 	if in.Tags != nil && create {
 		m.Tags = uniqueTags(*in.Tags)
 	}
@@ -180,7 +176,7 @@ func (s *Server) updateNetwork(c *caller, n *Network, in networkIn) *apiErr {
 // (409 NetworkInUse) and takes the network's subnets with it, as Neutron.
 func (s *Server) deleteNetwork(c *caller, n *Network) *apiErr {
 	id := n.ID
-	if !c.owns(n.ProjectID) || n.builtin {
+	if !c.owns(n.ProjectID) || s.st.builtin[n] {
 		return policy("delete_network")
 	}
 	for _, p := range s.st.ports {
@@ -267,15 +263,9 @@ func (s *Server) createSubnet(c *caller, sin subnetIn) (*Subnet, *apiErr) {
 		return nil, e
 	}
 	spec := subnetSpec{projectID: p, networkID: n.ID, cidr: sin.CIDR, gateway: sin.gateway(), dhcp: true}
-	if sin.Pools != nil {
-		spec.pools = *sin.Pools
-	}
-	if sin.DNS != nil {
-		spec.dns = *sin.DNS
-	}
-	if sin.EnableDHCP != nil {
-		spec.dhcp = *sin.EnableDHCP
-	}
+	set(&spec.pools, sin.Pools)
+	set(&spec.dns, sin.DNS)
+	set(&spec.dhcp, sin.EnableDHCP)
 	sub, e := s.st.newSubnet(spec, s.now())
 	if e != nil {
 		return nil, e
@@ -317,15 +307,13 @@ func (s *Server) updateSubnet(c *caller, sub *Subnet, sin subnetIn) *apiErr {
 	if sin.DNS != nil {
 		sub.DNSNameservers = slices.Clone(*sin.DNS)
 	}
-	if sin.EnableDHCP != nil {
-		sub.EnableDHCP = *sin.EnableDHCP
-	}
+	set(&sub.EnableDHCP, sin.EnableDHCP)
 	return nil
 }
 
 func (s *Server) deleteSubnet(c *caller, sub *Subnet) *apiErr {
 	id := sub.ID
-	if !c.owns(sub.ProjectID) || sub.builtin {
+	if !c.owns(sub.ProjectID) || s.st.builtin[sub] {
 		return policy("delete_subnet")
 	}
 	for _, pid := range sub.Allocated {
@@ -521,15 +509,9 @@ func (s *Server) newPort(c *caller, n *Network, project string, in portIn) (*Por
 	}
 	s.ensureDefaultSG(project)
 	p := &Port{Meta: s.fresh(project), NetworkID: n.ID, MAC: newMAC(), PortSecurity: true}
-	if in.DeviceID != nil {
-		p.DeviceID = *in.DeviceID
-	}
-	if in.DeviceOwner != nil {
-		p.DeviceOwner = *in.DeviceOwner
-	}
-	if in.PortSecurity != nil {
-		p.PortSecurity = *in.PortSecurity
-	}
+	set(&p.DeviceID, in.DeviceID)
+	set(&p.DeviceOwner, in.DeviceOwner)
+	set(&p.PortSecurity, in.PortSecurity)
 	in.apply(&p.Meta, true)
 	switch {
 	case in.SecurityGroups != nil:
@@ -594,15 +576,9 @@ func (s *Server) updatePort(c *caller, p *Port, pin portIn) *apiErr {
 		p.FixedIPs = ips
 	}
 	pin.apply(&p.Meta, false)
-	if pin.DeviceID != nil {
-		p.DeviceID = *pin.DeviceID
-	}
-	if pin.DeviceOwner != nil {
-		p.DeviceOwner = *pin.DeviceOwner
-	}
-	if pin.PortSecurity != nil {
-		p.PortSecurity = *pin.PortSecurity
-	}
+	set(&p.DeviceID, pin.DeviceID)
+	set(&p.DeviceOwner, pin.DeviceOwner)
+	set(&p.PortSecurity, pin.PortSecurity)
 	return nil
 }
 
@@ -776,12 +752,8 @@ func (s *Server) createRule(c *caller, rin ruleIn) (*Rule, *apiErr) {
 	if rin.Protocol != nil {
 		rl.Protocol = strings.ToLower(*rin.Protocol)
 	}
-	if rin.PortRangeMin != nil {
-		rl.PortRangeMin = *rin.PortRangeMin
-	}
-	if rin.PortRangeMax != nil {
-		rl.PortRangeMax = *rin.PortRangeMax
-	}
+	set(&rl.PortRangeMin, rin.PortRangeMin)
+	set(&rl.PortRangeMax, rin.PortRangeMax)
 	if (rin.PortRangeMin != nil || rin.PortRangeMax != nil) && rl.Protocol == "" {
 		return nil, neutronErr(http.StatusBadRequest, "SecurityGroupProtocolRequiredWithPorts",
 			"Must also specify protocol if port range is given.")

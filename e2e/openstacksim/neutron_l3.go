@@ -99,9 +99,7 @@ func (s *Server) createRouter(c *caller, in routerIn) (*Router, *apiErr) {
 		return nil, e
 	}
 	rt := &Router{Meta: s.fresh(p)}
-	if in.HA != nil {
-		rt.HA = *in.HA
-	}
+	set(&rt.HA, in.HA)
 	in.apply(&rt.Meta, true)
 	if gw, ok := in.gatewayNet(); ok {
 		if e := s.setGateway(rt, gw); e != nil {

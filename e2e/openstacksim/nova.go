@@ -178,24 +178,20 @@ func cloneMapOrEmpty(m map[string]string) map[string]string {
 // the caller's project's, or every project's to an admin asking
 // all_tenants, newest first as Nova lists; each GET of a server in BUILD
 // counts towards its boot.
-var servers = &collection[Instance]{
-	Plural: "servers", Singular: "server", Format: novaList, NewestFirst: true, Filters: nameFilter,
-	Items:   func(s *Server) map[string]*Instance { return s.st.servers },
-	Order:   func(sv *Instance) uint64 { return sv.seq },
-	Owner:   func(sv *Instance) string { return sv.ProjectID },
-	Visible: func(_ *Server, c *caller, sv *Instance) bool { return c.owns(sv.ProjectID) },
-	Listed: func(_ *Server, c *caller, r *http.Request, sv *Instance) bool {
+var servers = func() *collection[Instance] {
+	col := ownedCollection("servers", "server", func(st *state) map[string]*Instance { return st.servers }, novaList,
+		func(id string) *apiErr { return novaErr(http.StatusNotFound, "Instance "+id+" could not be found.") })
+	col.Listed = func(_ *Server, c *caller, r *http.Request, sv *Instance) bool {
 		return sv.ProjectID == c.projectID || allTenants(r, c)
-	},
-	Read: func(_ *Server, sv *Instance) {
+	}
+	col.Read = func(_ *Server, sv *Instance) {
 		if sv.Status == "BUILD" {
 			sv.polls++
 		}
-	},
-	Render:   func(s *Server, r *http.Request, sv *Instance) obj { return s.serverRep(r, sv) },
-	Brief:    brief,
-	NotFound: func(id string) *apiErr { return novaErr(http.StatusNotFound, "Instance "+id+" could not be found.") },
-}
+	}
+	col.NewestFirst, col.Filters, col.Render, col.Brief = true, nameFilter, (*Server).serverRep, brief
+	return col
+}()
 
 // allTenants says whether c asks a list for every project's objects, as
 // only an admin may.
@@ -440,9 +436,10 @@ func (s *Server) createServer(w http.ResponseWriter, r *http.Request, c *caller)
 		}
 	}
 
-	sv := &Instance{ID: simkit.NewUUID(), Name: sin.Name, ProjectID: c.projectID, UserID: c.userID, FlavorID: f.ID,
+	sv := &Instance{Meta: s.fresh(c.projectID), UserID: c.userID, FlavorID: f.ID,
 		ImageID: sin.ImageRef, AvailabilityZone: az, KeyName: sin.KeyName, Status: "BUILD", UserData: userData,
-		Metadata: maps.Clone(sin.Metadata), SecurityGroups: sgNames, Created: s.now(), seq: s.st.next()}
+		Metadata: maps.Clone(sin.Metadata), SecurityGroups: sgNames}
+	sv.Name = sin.Name
 	// Ports come first: Neutron may still refuse one (address in use,
 	// quota), and then the ones made or bound so far are undone. Nothing
 	// after them fails the request.

@@ -67,3 +67,10 @@ func orNil(s string) any {
 	}
 	return s
 }
+
+// set copies *from to *to when a request carried it (from not nil).
+func set[T any](to, from *T) {
+	if from != nil {
+		*to = *from
+	}
+}

@@ -17,7 +17,6 @@ type Project struct {
 	Tags        []string
 	Enabled     bool
 	Created     time.Time
-	builtin     bool
 	seq         uint64
 }
 
@@ -30,7 +29,6 @@ type User struct {
 	Description      string
 	Enabled          bool
 	password         string
-	builtin          bool
 	seq              uint64
 }
 
@@ -60,8 +58,9 @@ type token struct {
 	appCredID string
 }
 
-// Meta is what every Neutron resource has: id, name, project,
-// description, tags (Neutron's tag extension) and creation time.
+// Meta is what every Neutron resource, Nova server and Cinder volume has:
+// id, name, project, description, tags (Neutron's tag extension) and
+// creation time.
 type Meta struct {
 	ID          string
 	Name        string
@@ -80,7 +79,6 @@ type Network struct {
 	External bool
 	Shared   bool
 	MTU      int
-	builtin  bool
 }
 
 // Pool is an allocation pool, inclusive.
@@ -96,7 +94,6 @@ type Subnet struct {
 	DNSNameservers []string
 	EnableDHCP     bool
 	Allocated      map[string]string // ip → port id
-	builtin        bool
 	prefix         netip.Prefix
 }
 
@@ -173,10 +170,7 @@ type Attachment struct {
 
 // Volume is a Cinder volume.
 type Volume struct {
-	ID               string
-	Name             string
-	ProjectID        string
-	Description      string
+	Meta
 	Metadata         map[string]string
 	Size             int // GiB
 	VolumeType       string
@@ -185,9 +179,7 @@ type Volume struct {
 	Status           string // creating, available, in-use, error
 	Attachments      []Attachment
 	Bootable         bool
-	Created          time.Time
 	polls            int
-	seq              uint64
 }
 
 // Disk is a volume attached to a server as the guest sees it.
@@ -215,9 +207,7 @@ type BlockDevice struct {
 // keeps it and as OnBoot and the inventory see it; ports, addresses and
 // volumes are filled in when it is read.
 type Instance struct {
-	ID               string
-	Name             string
-	ProjectID        string
+	Meta
 	UserID           string
 	FlavorID         string
 	ImageID          string
@@ -229,7 +219,6 @@ type Instance struct {
 	SecurityGroups   []string // names
 	BlockDevices     []BlockDevice
 	Fault            string
-	Created          time.Time
 	Launched         time.Time
 	// Ports are the server's ports (device_id == ID), FixedIPs and
 	// FloatingIPs their addresses, Volumes the attached volume ids and
@@ -250,7 +239,6 @@ type Instance struct {
 	deleteTicks int
 	booting     bool
 	failWith    string // set at creation (error rule, volume refused): the boot fails
-	seq         uint64
 }
 
 // state is everything the simulator holds; guarded by Server.mu.
@@ -279,6 +267,11 @@ type state struct {
 	quotas map[string]Quotas // per project overrides
 
 	serverRules []*ServerErrorRule
+
+	// builtin are the objects the simulator starts with (admin project
+	// and user, external network and subnet): not deletable, not in the
+	// inventory.
+	builtin map[any]bool
 
 	adminUserID, adminProjectID string
 	extNetID, extSubnetID       string
@@ -313,17 +306,17 @@ func newState(o *Options, now time.Time) (*state, error) {
 		st.roles[r.ID] = r
 	}
 	p := &Project{ID: newHexID(), Name: o.AdminProject, DomainID: DefaultDomainID, Enabled: true,
-		Description: "Bootstrap project for initializing the cloud.", Created: now, builtin: true, seq: st.next()}
+		Description: "Bootstrap project for initializing the cloud.", Created: now, seq: st.next()}
 	st.projects[p.ID] = p
 	u := &User{ID: newHexID(), Name: o.AdminUser, DomainID: DefaultDomainID, DefaultProjectID: p.ID,
-		Enabled: true, password: o.AdminPassword, builtin: true, seq: st.next()}
+		Enabled: true, password: o.AdminPassword, seq: st.next()}
 	st.users[u.ID] = u
 	st.adminUserID, st.adminProjectID = u.ID, p.ID
 	st.assign(p.ID, u.ID, st.roleByName("admin").ID)
 
 	ext := o.ExternalNetwork
 	n := &Network{Meta: Meta{ID: ext.NetworkID, Name: ext.Name, ProjectID: p.ID, Created: now, seq: st.next()},
-		External: true, MTU: 1500, builtin: true}
+		External: true, MTU: 1500}
 	st.networks[n.ID] = n
 	pools := []Pool(nil)
 	if ext.PoolStart != "" || ext.PoolEnd != "" {
@@ -335,7 +328,7 @@ func newState(o *Options, now time.Time) (*state, error) {
 	if err != nil {
 		return nil, fmt.Errorf("external network: %v", err.Body)
 	}
-	sub.builtin = true
+	st.builtin = map[any]bool{p: true, u: true, n: true, sub: true}
 	st.extNetID, st.extSubnetID = n.ID, sub.ID
 	return st, nil
 }
