@@ -129,33 +129,39 @@ func eq(a, b string) bool { return subtle.ConstantTimeCompare([]byte(a), []byte(
 // Keystone answers every failure with the same 401, so does this.
 func (s *Server) issueToken(w http.ResponseWriter, r *http.Request) {
 	var req authRequest
-	if e := simkit.Decode(r, &req, keystoneBad); e != nil {
-		simkit.WriteError(w, e)
-		return
+	e := simkit.Decode(r, &req, keystoneBad)
+	if e == nil {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		var t *token
+		if t, e = s.newToken(req); e == nil {
+			w.Header().Set("X-Subject-Token", t.id)
+			simkit.WriteJSON(w, http.StatusCreated, obj{"token": s.tokenBody(r, t)})
+			return
+		}
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	st := s.st
-	id := req.Auth.Identity
+	simkit.WriteError(w, e)
+}
+
+// newToken authenticates req and stores its token. Call with s.mu held.
+func (s *Server) newToken(req authRequest) (*token, *apiErr) {
+	st, id := s.st, req.Auth.Identity
 	var user *User
 	var appCred *AppCredential
 	var fromToken *token
+	method := "password"
 	switch {
 	case slices.Contains(id.Methods, "password") && id.Password != nil:
-		u := st.findUser(id.Password.User)
-		if u == nil || !u.Enabled || !eq(u.password, id.Password.User.Password) {
-			simkit.WriteError(w, keystoneErr(401, "The request you have made requires authentication."))
-			return
+		if u := st.findUser(id.Password.User); u != nil && eq(u.password, id.Password.User.Password) {
+			user = u
 		}
-		user = u
 	case slices.Contains(id.Methods, "token") && id.Token != nil:
-		t := st.tokens[id.Token.ID]
-		if t == nil || !s.now().Before(t.expires) {
-			simkit.WriteError(w, errUnauthorized)
-			return
+		method = "token"
+		if t := st.tokens[id.Token.ID]; t != nil && s.now().Before(t.expires) {
+			user, fromToken = st.users[t.userID], t
 		}
-		user, fromToken = st.users[t.userID], t
 	case slices.Contains(id.Methods, "application_credential") && id.AppCred != nil:
+		method = "application_credential"
 		ac := id.AppCred
 		for _, x := range st.appCreds {
 			if ac.ID != "" && x.ID == ac.ID || ac.ID == "" && ac.User != nil && x.Name == ac.Name &&
@@ -165,17 +171,14 @@ func (s *Server) issueToken(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		if appCred == nil || !eq(appCred.Secret, ac.Secret) {
-			simkit.WriteError(w, errUnauthorized)
-			return
+			return nil, errUnauthorized
 		}
 		user = st.users[appCred.UserID]
 	default:
-		simkit.WriteError(w, keystoneErr(400, "Expecting to find methods in identity - the server could not comply with the request since it is either malformed or otherwise incorrect."))
-		return
+		return nil, keystoneBad("Expecting to find methods in identity - the server could not comply with the request since it is either malformed or otherwise incorrect.")
 	}
 	if user == nil || !user.Enabled {
-		simkit.WriteError(w, errUnauthorized)
-		return
+		return nil, errUnauthorized
 	}
 
 	projectID := ""
@@ -183,8 +186,7 @@ func (s *Server) issueToken(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case appCred != nil:
 		if sc != nil {
-			simkit.WriteError(w, keystoneErr(401, "Application credentials cannot request a scope."))
-			return
+			return nil, keystoneErr(401, "Application credentials cannot request a scope.")
 		}
 		projectID = appCred.ProjectID
 	case sc != nil && sc.Project != nil:
@@ -199,13 +201,11 @@ func (s *Server) issueToken(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		if p == nil {
-			simkit.WriteError(w, keystoneErr(401, "The request you have made requires authentication."))
-			return
+			return nil, errUnauthorized
 		}
 		projectID = p.ID
 	case sc != nil:
-		simkit.WriteError(w, keystoneErr(401, "The simulator scopes tokens to projects only."))
-		return
+		return nil, keystoneErr(401, "The simulator scopes tokens to projects only.")
 	case fromToken != nil:
 		projectID = fromToken.projectID
 	default:
@@ -216,24 +216,17 @@ func (s *Server) issueToken(w http.ResponseWriter, r *http.Request) {
 	if projectID != "" {
 		if p := st.projects[projectID]; p == nil || !p.Enabled || len(st.roleNames(projectID, user.ID)) == 0 {
 			// Keystone: no role on the project is the same 401.
-			simkit.WriteError(w, errUnauthorized)
-			return
+			return nil, errUnauthorized
 		}
 	}
 	now := s.now()
 	t := &token{id: "gAAAAA" + randomHex(40), userID: user.ID, projectID: projectID, issued: now,
-		expires: now.Add(s.opts.TokenTTL)}
-	switch {
-	case appCred != nil:
-		t.methods, t.appCredID = []string{"application_credential"}, appCred.ID
-	case fromToken != nil:
-		t.methods = []string{"token"}
-	default:
-		t.methods = []string{"password"}
+		expires: now.Add(s.opts.TokenTTL), methods: []string{method}}
+	if appCred != nil {
+		t.appCredID = appCred.ID
 	}
 	st.tokens[t.id] = t
-	w.Header().Set("X-Subject-Token", t.id)
-	simkit.WriteJSON(w, http.StatusCreated, obj{"token": s.tokenBody(r, t)})
+	return t, nil
 }
 
 // tokenBody renders a token; a project-scoped one carries the catalog.

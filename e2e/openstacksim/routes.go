@@ -114,16 +114,21 @@ func (s *Server) routes() http.Handler {
 // notFoundFor is an unknown path's 404 in the format of the service its
 // prefix names.
 func notFoundFor(path string) *apiErr {
+	return serviceErr(path, http.StatusNotFound, "HTTPNotFound", "The resource could not be found.")
+}
+
+// serviceErr is an error in the format of the service path's prefix
+// names; neutronType is the NeutronError type if that is Neutron.
+func serviceErr(path string, status int, neutronType, msg string) *apiErr {
 	switch {
 	case strings.HasPrefix(path, "/network/"):
-		return neutronErr(http.StatusNotFound, "HTTPNotFound", "The resource could not be found.")
+		return neutronErr(status, neutronType, msg)
 	case strings.HasPrefix(path, "/compute/"), strings.HasPrefix(path, "/volume/"):
-		return novaErr(http.StatusNotFound, "The resource could not be found.")
+		return novaErr(status, msg)
 	case strings.HasPrefix(path, "/image/"):
-		return glanceErr(http.StatusNotFound, "The resource could not be found.")
-	default:
-		return keystoneErr(http.StatusNotFound, "The resource could not be found.")
+		return glanceErr(status, msg)
 	}
+	return keystoneErr(status, msg)
 }
 
 // authed checks the X-Auth-Token, as keystonemiddleware does in front of
