@@ -28,15 +28,7 @@ type Inventory struct {
 // Empty says whether nothing is left but the default security groups
 // Neutron made for projects (they outlive a project unless an admin deletes
 // them, as in Neutron).
-func (inv Inventory) Empty() bool {
-	for _, g := range inv.SecurityGroups {
-		if !g.Default {
-			return false
-		}
-	}
-	return len(inv.Projects)+len(inv.Users)+len(inv.Servers)+len(inv.Volumes)+len(inv.Networks)+
-		len(inv.Subnets)+len(inv.Ports)+len(inv.Routers)+len(inv.FloatingIPs) == 0
-}
+func (inv Inventory) Empty() bool { return inv.Count() == 0 }
 
 // Count is the number of objects, default security groups excluded.
 func (inv Inventory) Count() int {
@@ -146,10 +138,8 @@ func (s *Server) withServer(id string, f func(*Instance)) bool {
 func (s *Server) ProjectNamed(name string) (Project, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, p := range s.st.projects {
-		if p.Name == name && p.DomainID == DefaultDomainID {
-			return *p, true
-		}
+	if p := s.st.projectNamed(DefaultDomainID, name); p != nil {
+		return *p, true
 	}
 	return Project{}, false
 }
@@ -166,12 +156,7 @@ func (s *Server) ExternalNetworkID() string { return s.st.extNetID }
 func (s *Server) AddApplicationCredential(userName, project, name, secret string) (AppCredential, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var u *User
-	for _, x := range s.st.users {
-		if x.Name == userName && x.DomainID == DefaultDomainID {
-			u = x
-		}
-	}
+	u := s.st.findUser(authUser{Name: userName, Domain: &authDomain{ID: DefaultDomainID}})
 	if u == nil || s.st.projects[project] == nil {
 		return AppCredential{}, errNotFound
 	}

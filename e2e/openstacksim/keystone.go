@@ -111,15 +111,7 @@ func (st *state) findUser(u authUser) *User {
 		return st.users[u.ID]
 	}
 	dom, ok := st.domainID(u.Domain)
-	if !ok {
-		return nil
-	}
-	for _, x := range st.users {
-		if x.Name == u.Name && x.DomainID == dom {
-			return x
-		}
-	}
-	return nil
+	return simkit.FindBy(st.users, func(x *User) bool { return ok && x.Name == u.Name && x.DomainID == dom })
 }
 
 func eq(a, b string) bool { return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1 }
@@ -194,11 +186,7 @@ func (s *Server) newToken(req authRequest) (*token, *apiErr) {
 		if sc.Project.ID != "" {
 			p = st.projects[sc.Project.ID]
 		} else if dom, ok := st.domainID(sc.Project.Domain); ok {
-			for _, x := range st.projects {
-				if x.Name == sc.Project.Name && x.DomainID == dom {
-					p = x
-				}
-			}
+			p = st.projectNamed(dom, sc.Project.Name)
 		}
 		if p == nil {
 			return nil, errUnauthorized
@@ -350,12 +338,14 @@ func val[T any](p *T) (v T) {
 
 // nameTaken is Keystone's 409 for a second project called name in domain.
 func (s *Server) nameTaken(domain, name string) *apiErr {
-	for _, p := range s.st.projects {
-		if p.DomainID == domain && p.Name == name {
-			return keystoneErr(409, "Conflict occurred attempting to store project - it is not permitted to have two projects with the same name in the same domain : "+name+".")
-		}
+	if s.st.projectNamed(domain, name) != nil {
+		return keystoneErr(409, "Conflict occurred attempting to store project - it is not permitted to have two projects with the same name in the same domain : "+name+".")
 	}
 	return nil
+}
+
+func (st *state) projectNamed(domain, name string) *Project {
+	return simkit.FindBy(st.projects, func(p *Project) bool { return p.DomainID == domain && p.Name == name })
 }
 
 func (s *Server) createProject(_ *caller, in projectIn) (*Project, *apiErr) {
@@ -470,10 +460,8 @@ func (s *Server) createUser(_ *caller, in userIn) (*User, *apiErr) {
 	if e := s.named(&in.Name, &in.DomainID); e != nil {
 		return nil, e
 	}
-	for _, u := range s.st.users {
-		if u.DomainID == in.DomainID && u.Name == in.Name {
-			return nil, keystoneErr(409, "Conflict occurred attempting to store user - Duplicate entry found with name "+in.Name+" at domain ID "+in.DomainID+".")
-		}
+	if s.st.findUser(authUser{Name: in.Name, Domain: &authDomain{ID: in.DomainID}}) != nil {
+		return nil, keystoneErr(409, "Conflict occurred attempting to store user - Duplicate entry found with name "+in.Name+" at domain ID "+in.DomainID+".")
 	}
 	u := &User{ID: newHexID(), Name: in.Name, DomainID: in.DomainID, DefaultProjectID: in.DefaultProjectID,
 		Description: in.Description, Enabled: in.Enabled == nil || *in.Enabled, password: in.Password, seq: s.st.next()}
@@ -591,10 +579,8 @@ func (s *Server) createAppCred(w http.ResponseWriter, r *http.Request, c *caller
 	if e := simkit.Decode(r, &in, keystoneBad); e != nil {
 		return e
 	}
-	for _, a := range s.st.appCreds {
-		if a.UserID == uid && a.Name == in.AppCred.Name {
-			return keystoneErr(409, "Conflict occurred attempting to store application_credential - Duplicate entry.")
-		}
+	if simkit.FindBy(s.st.appCreds, func(a *AppCredential) bool { return a.UserID == uid && a.Name == in.AppCred.Name }) != nil {
+		return keystoneErr(409, "Conflict occurred attempting to store application_credential - Duplicate entry.")
 	}
 	a := &AppCredential{ID: newHexID(), Name: in.AppCred.Name, UserID: uid, ProjectID: c.projectID, Secret: in.AppCred.Secret}
 	a.Secret = cmp.Or(a.Secret, randomHex(32))

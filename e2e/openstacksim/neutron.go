@@ -179,11 +179,9 @@ func (s *Server) deleteNetwork(c *caller, n *Network) *apiErr {
 	if !c.owns(n.ProjectID) || s.st.builtin[n] {
 		return policy("delete_network")
 	}
-	for _, p := range s.st.ports {
-		if p.NetworkID == id && p.DeviceOwner != ownerDHCP {
-			return neutronErr(http.StatusConflict, "NetworkInUse", "Unable to complete operation on network "+id+
-				". There are one or more ports still in use on the network.")
-		}
+	if simkit.FindBy(s.st.ports, func(p *Port) bool { return p.NetworkID == id && p.DeviceOwner != ownerDHCP }) != nil {
+		return neutronErr(http.StatusConflict, "NetworkInUse", "Unable to complete operation on network "+id+
+			". There are one or more ports still in use on the network.")
 	}
 	for _, p := range s.st.ports {
 		if p.NetworkID == id {
@@ -334,12 +332,7 @@ func (s *Server) deleteSubnet(c *caller, sub *Subnet) *apiErr {
 // dhcpPort gives sub an address on n's DHCP port, as the DHCP agent does
 // right after a subnet with DHCP appears: the first free pool address.
 func (s *Server) dhcpPort(n *Network, sub *Subnet) {
-	var p *Port
-	for _, x := range s.st.ports {
-		if x.NetworkID == n.ID && x.DeviceOwner == ownerDHCP {
-			p = x
-		}
-	}
+	p := simkit.FindBy(s.st.ports, func(x *Port) bool { return x.NetworkID == n.ID && x.DeviceOwner == ownerDHCP })
 	if p == nil {
 		p = &Port{Meta: s.fresh(n.ProjectID), NetworkID: n.ID, MAC: newMAC(), DeviceOwner: ownerDHCP,
 			DeviceID: "dhcp" + randomHex(16) + "-" + n.ID, SecurityGroups: []string{}}
@@ -626,12 +619,7 @@ func (s *Server) sgRep(g *SecurityGroup) obj {
 }
 
 func (s *Server) defaultSG(project string) *SecurityGroup {
-	for _, g := range s.st.secGroups {
-		if g.ProjectID == project && g.Default {
-			return g
-		}
-	}
-	return nil
+	return simkit.FindBy(s.st.secGroups, func(g *SecurityGroup) bool { return g.ProjectID == project && g.Default })
 }
 
 // newRule is a rule of g, Created with g.

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/netip"
 	"time"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // Project is a Keystone project.
@@ -334,12 +336,7 @@ func newState(o *Options, now time.Time) (*state, error) {
 }
 
 func (st *state) roleByName(name string) *Role {
-	for _, r := range st.roles {
-		if r.Name == name {
-			return r
-		}
-	}
-	return nil
+	return simkit.FindBy(st.roles, func(r *Role) bool { return r.Name == name })
 }
 
 func (st *state) assign(projectID, userID, roleID string) {

@@ -366,3 +366,14 @@ func DecodeIn[In any](r *http.Request, key string, bad func(msg string) *Error) 
 	}
 	return in, nil
 }
+
+// FindBy is a value of m that match accepts (which one, when several do,
+// is not defined: ask for what is unique); nil when none is.
+func FindBy[K comparable, V any](m map[K]*V, match func(*V) bool) *V {
+	for _, v := range m {
+		if match(v) {
+			return v
+		}
+	}
+	return nil
+}
