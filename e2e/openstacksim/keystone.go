@@ -293,10 +293,6 @@ func (s *Server) identityVersions(w http.ResponseWriter, r *http.Request) {
 	simkit.WriteJSON(w, http.StatusMultipleChoices, obj{"versions": obj{"values": []obj{keystoneVersion(simkit.BaseURL(r))}}})
 }
 
-func (s *Server) identityVersion(w http.ResponseWriter, r *http.Request) {
-	simkit.WriteJSON(w, http.StatusOK, obj{"version": keystoneVersion(simkit.BaseURL(r))})
-}
-
 func forbidden(action string) *apiErr {
 	return keystoneErr(403, "You are not authorized to perform the requested action: "+action+".")
 }

@@ -121,10 +121,6 @@ func (s *Server) serverRep(r *http.Request, sv *Instance) obj {
 			}
 		}
 	}
-	sgs := []obj{}
-	for _, n := range sgNames {
-		sgs = append(sgs, obj{"name": n})
-	}
 	vols := []obj{}
 	for _, a := range s.serverAttachments(sv.ID) {
 		vols = append(vols, obj{"id": a.VolumeID, "delete_on_termination": a.DeleteOnTermination})
@@ -158,13 +154,22 @@ func (s *Server) serverRep(r *http.Request, sv *Instance) obj {
 		"key_name": orNil(sv.KeyName), "OS-EXT-AZ:availability_zone": sv.AvailabilityZone,
 		"OS-SRV-USG:launched_at": launched, "OS-SRV-USG:terminated_at": nil,
 		"OS-EXT-STS:task_state": orNil(task), "OS-EXT-STS:vm_state": vm, "OS-EXT-STS:power_state": power,
-		"os-extended-volumes:volumes_attached": vols, "security_groups": sgs, "locked": false,
+		"os-extended-volumes:volumes_attached": vols, "security_groups": namedObjs(sgNames), "locked": false,
 		"links": []obj{{"rel": "self", "href": b + "/servers/" + sv.ID}},
 	}
 	if sv.Status == "ERROR" {
 		o["fault"] = obj{"code": 500, "created": fmtTime(sv.Created), "message": sv.Fault, "details": ""}
 	}
 	return o
+}
+
+// namedObjs are Nova's [{"name": …}] of names.
+func namedObjs(names []string) []obj {
+	out := []obj{}
+	for _, n := range names {
+		out = append(out, obj{"name": n})
+	}
+	return out
 }
 
 func cloneMapOrEmpty(m map[string]string) map[string]string {
@@ -518,12 +523,8 @@ func (s *Server) createServer(w http.ResponseWriter, r *http.Request, c *caller)
 		sv.failWith = bootFault
 	}
 	s.st.servers[sv.ID] = sv
-	sgs := []obj{}
-	for _, n := range sgNames {
-		sgs = append(sgs, obj{"name": n})
-	}
 	simkit.WriteJSON(w, http.StatusAccepted, obj{"server": obj{"id": sv.ID, "OS-DCF:diskConfig": "MANUAL",
-		"security_groups": sgs, "adminPass": randomHex(6),
+		"security_groups": namedObjs(sgNames), "adminPass": randomHex(6),
 		"links": []obj{{"rel": "self", "href": simkit.BaseURL(r) + "/compute/v2.1/servers/" + sv.ID}}}})
 	return nil
 }

@@ -19,7 +19,7 @@ func (s *Server) routes() http.Handler {
 
 	// Keystone.
 	root("/identity", s.identityVersions)
-	root("/identity/v3", s.identityVersion)
+	root("/identity/v3", versionDoc(http.StatusOK, "version", keystoneVersion))
 	mux.HandleFunc("POST /identity/v3/auth/tokens", s.issueToken)
 	api("GET /identity/v3/auth/tokens", s.validateToken)
 	api("DELETE /identity/v3/auth/tokens", s.revokeToken)
