@@ -174,12 +174,8 @@ func (sub *Subnet) inPools(a netip.Addr) bool {
 // allocate takes want (any free pool address when empty) for portID.
 func (sub *Subnet) allocate(want, portID string) (string, *apiErr) {
 	if want != "" {
-		a, err := netip.ParseAddr(want)
-		if err != nil || !sub.prefix.Contains(a) {
-			return "", neutronErr(http.StatusBadRequest, "InvalidIpForSubnet",
-				"IP address "+want+" is not a valid IP for the specified subnet.")
-		}
-		if a == sub.prefix.Masked().Addr() {
+		// The network address is no host's, as in Neutron.
+		if a, err := netip.ParseAddr(want); err != nil || !sub.prefix.Contains(a) || a == sub.prefix.Masked().Addr() {
 			return "", neutronErr(http.StatusBadRequest, "InvalidIpForSubnet",
 				"IP address "+want+" is not a valid IP for the specified subnet.")
 		}

@@ -44,10 +44,10 @@ type Filter = func(o Obj, vals []string) bool
 // objects do not have is ignored (OpenStack's behaviour without strict
 // filtering). custom and f.Filters take over a parameter.
 func (f *ListFormat) Filtered(r *http.Request, objs []Obj, custom map[string]Filter) []Obj {
-	out := objs[:0:0]
+	out, q := objs[:0:0], r.URL.Query()
 next:
 	for _, o := range objs {
-		for k, vals := range r.URL.Query() {
+		for k, vals := range q {
 			if slices.Contains(f.Params, k) {
 				continue
 			}
