@@ -2,7 +2,6 @@ package openstacksim
 
 import (
 	"cmp"
-	"encoding/json"
 	"maps"
 	"net/http"
 	"net/netip"
@@ -219,27 +218,21 @@ func (s *Server) visibleSubnet(c *caller, id string) *Subnet { return subnets.Lo
 
 type subnetIn struct {
 	attrsIn
-	NetworkID  string          `json:"network_id"`
-	CIDR       string          `json:"cidr"`
-	IPVersion  int             `json:"ip_version"`
-	GatewayIP  json.RawMessage `json:"gateway_ip"`
-	Pools      *[]Pool         `json:"allocation_pools"`
-	DNS        *[]string       `json:"dns_nameservers"`
-	EnableDHCP *bool           `json:"enable_dhcp"`
+	NetworkID  string           `json:"network_id"`
+	CIDR       string           `json:"cidr"`
+	IPVersion  int              `json:"ip_version"`
+	GatewayIP  nullable[string] `json:"gateway_ip"`
+	Pools      *[]Pool          `json:"allocation_pools"`
+	DNS        *[]string        `json:"dns_nameservers"`
+	EnableDHCP *bool            `json:"enable_dhcp"`
 }
 
 // gateway reads gateway_ip: absent nil, null "", else the address.
 func (in subnetIn) gateway() *string {
-	if in.GatewayIP == nil {
+	if !in.GatewayIP.Set {
 		return nil
 	}
-	var g *string
-	_ = json.Unmarshal(in.GatewayIP, &g)
-	if g == nil {
-		empty := ""
-		return &empty
-	}
-	return g
+	return &in.GatewayIP.V
 }
 
 func (s *Server) createSubnet(c *caller, sin subnetIn) (*Subnet, *apiErr) {

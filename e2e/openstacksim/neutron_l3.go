@@ -1,7 +1,6 @@
 package openstacksim
 
 import (
-	"encoding/json"
 	"net/http"
 	"slices"
 
@@ -32,24 +31,11 @@ var routers = neutronCollection("routers", "router", "router",
 
 type routerIn struct {
 	attrsIn
-	Gateway json.RawMessage `json:"external_gateway_info"`
-	HA      *bool           `json:"ha"`
-}
-
-// gatewayNet reads external_gateway_info: absent ok=false; null or {}
-// clears (""), else the network id.
-func (in routerIn) gatewayNet() (id string, ok bool) {
-	if in.Gateway == nil {
-		return "", false
-	}
-	var g *struct {
+	// Gateway null or {} clears the gateway.
+	Gateway nullable[struct {
 		NetworkID string `json:"network_id"`
-	}
-	_ = json.Unmarshal(in.Gateway, &g)
-	if g == nil {
-		return "", true
-	}
-	return g.NetworkID, true
+	}] `json:"external_gateway_info"`
+	HA *bool `json:"ha"`
 }
 
 // setGateway points rt's gateway at network id ("" removes it), taking an
@@ -101,8 +87,8 @@ func (s *Server) createRouter(c *caller, in routerIn) (*Router, *apiErr) {
 	rt := &Router{Meta: s.fresh(p)}
 	set(&rt.HA, in.HA)
 	in.apply(&rt.Meta, true)
-	if gw, ok := in.gatewayNet(); ok {
-		if e := s.setGateway(rt, gw); e != nil {
+	if in.Gateway.Set {
+		if e := s.setGateway(rt, in.Gateway.V.NetworkID); e != nil {
 			return nil, e
 		}
 	}
@@ -111,8 +97,8 @@ func (s *Server) createRouter(c *caller, in routerIn) (*Router, *apiErr) {
 }
 
 func (s *Server) updateRouter(c *caller, rt *Router, in routerIn) *apiErr {
-	if gw, ok := in.gatewayNet(); ok {
-		if e := s.setGateway(rt, gw); e != nil {
+	if in.Gateway.Set {
+		if e := s.setGateway(rt, in.Gateway.V.NetworkID); e != nil {
 			return e
 		}
 	}
@@ -278,23 +264,10 @@ var floatingIPs = neutronCollection("floatingips", "floatingip", "floating IP",
 
 type fipIn struct {
 	attrsIn
-	NetworkID      string          `json:"floating_network_id"`
-	PortID         json.RawMessage `json:"port_id"`
-	FixedIPAddress string          `json:"fixed_ip_address"`
-	Address        string          `json:"floating_ip_address"`
-}
-
-// portID reads port_id: absent ok=false, null "".
-func (in fipIn) portID() (string, bool) {
-	if in.PortID == nil {
-		return "", false
-	}
-	var p *string
-	_ = json.Unmarshal(in.PortID, &p)
-	if p == nil {
-		return "", true
-	}
-	return *p, true
+	NetworkID      string           `json:"floating_network_id"`
+	PortID         nullable[string] `json:"port_id"` // null disassociates
+	FixedIPAddress string           `json:"fixed_ip_address"`
+	Address        string           `json:"floating_ip_address"`
 }
 
 // associate points f at port (""): the port's network must reach f's
@@ -373,8 +346,8 @@ func (s *Server) createFloatingIP(c *caller, fin fipIn) (*FloatingIP, *apiErr) {
 		return nil, neutronErr(http.StatusConflict, "IpAddressGenerationFailure", "No more IP addresses available on network "+n.ID+".")
 	}
 	f.Address, f.allocSubnet = ips[0].IPAddress, ips[0].SubnetID
-	if pid, ok := fin.portID(); ok {
-		if e := s.associate(c, f, pid, fin.FixedIPAddress); e != nil {
+	if fin.PortID.Set {
+		if e := s.associate(c, f, fin.PortID.V, fin.FixedIPAddress); e != nil {
 			s.st.subnets[f.allocSubnet].release(f.Address)
 			return nil, e
 		}
@@ -384,8 +357,8 @@ func (s *Server) createFloatingIP(c *caller, fin fipIn) (*FloatingIP, *apiErr) {
 }
 
 func (s *Server) updateFloatingIP(c *caller, f *FloatingIP, in fipIn) *apiErr {
-	if pid, ok := in.portID(); ok {
-		if e := s.associate(c, f, pid, in.FixedIPAddress); e != nil {
+	if in.PortID.Set {
+		if e := s.associate(c, f, in.PortID.V, in.FixedIPAddress); e != nil {
 			return e
 		}
 	}

@@ -2,6 +2,7 @@ package openstacksim
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"time"
@@ -73,4 +74,18 @@ func set[T any](to, from *T) {
 	if from != nil {
 		*to = *from
 	}
+}
+
+// nullable is a request field that may be absent (Set false), null (Set,
+// V zero: e.g. "port_id": null disassociates) or a value; a value of the
+// wrong type is taken as null.
+type nullable[T any] struct {
+	V   T
+	Set bool
+}
+
+func (n *nullable[T]) UnmarshalJSON(b []byte) error {
+	n.Set = true
+	_ = json.Unmarshal(b, &n.V)
+	return nil
 }
