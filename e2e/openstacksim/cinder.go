@@ -39,47 +39,53 @@ func volumeTypeRep(_ *http.Request, t *VolumeType) obj {
 		"os-volume-type-access:is_public": true, "qos_specs_id": nil}
 }
 
+// volumeSpec is a volume as asked for, by Cinder's create body or by
+// Nova for a boot.
 type volumeSpec struct {
-	name, description, typ, az, image string
-	size                              int
-	metadata                          map[string]string
+	Size        int               `json:"size"`
+	Name        string            `json:"name"`
+	Description string            `json:"description"`
+	Metadata    map[string]string `json:"metadata"`
+	Type        string            `json:"volume_type"`
+	Image       string            `json:"imageRef"`
+	AZ          string            `json:"availability_zone"`
 }
 
 // newVolume checks spec and the project's quota and stores a creating
 // volume. Nova uses it for the volumes of a boot.
 func (s *Server) newVolume(project string, spec volumeSpec) (*Volume, *apiErr) {
-	if spec.size <= 0 {
+	if spec.Size <= 0 {
 		return nil, novaErr(http.StatusBadRequest, "Invalid input received: volume size must be an integer and greater than 0")
 	}
 	t := s.opts.VolumeTypes[0]
-	if spec.typ != "" {
-		vt := s.volumeType(spec.typ)
+	if spec.Type != "" {
+		vt := s.volumeType(spec.Type)
 		if vt == nil {
-			return nil, novaErr(http.StatusNotFound, "Volume type with name "+spec.typ+" could not be found.")
+			return nil, novaErr(http.StatusNotFound, "Volume type with name "+spec.Type+" could not be found.")
 		}
 		t = *vt
 	}
-	spec.az = cmp.Or(spec.az, s.opts.AvailabilityZones[0])
-	if !slices.Contains(s.opts.AvailabilityZones, spec.az) {
-		return nil, novaErr(http.StatusBadRequest, "Availability zone '"+spec.az+"' is invalid.")
+	spec.AZ = cmp.Or(spec.AZ, s.opts.AvailabilityZones[0])
+	if !slices.Contains(s.opts.AvailabilityZones, spec.AZ) {
+		return nil, novaErr(http.StatusBadRequest, "Availability zone '"+spec.AZ+"' is invalid.")
 	}
-	if spec.image != "" {
-		img := images.Items(s)[spec.image]
+	if spec.Image != "" {
+		img := images.Items(s)[spec.Image]
 		if img == nil {
 			return nil, novaErr(http.StatusBadRequest, "Invalid image identifier or unable to access requested image.")
 		}
-		if spec.size < img.MinDisk {
+		if spec.Size < img.MinDisk {
 			return nil, novaErr(http.StatusBadRequest, fmt.Sprintf(
-				"Volume size %dGB cannot be smaller than the image minDisk size %dGB.", spec.size, img.MinDisk))
+				"Volume size %dGB cannot be smaller than the image minDisk size %dGB.", spec.Size, img.MinDisk))
 		}
 	}
-	if e := s.checkCinderQuota(project, t.Name, spec.size); e != nil {
+	if e := s.checkCinderQuota(project, t.Name, spec.Size); e != nil {
 		return nil, e
 	}
-	v := &Volume{Meta: s.fresh(project), Metadata: maps.Clone(spec.metadata), Size: spec.size, VolumeType: t.Name,
-		AvailabilityZone: spec.az, ImageID: spec.image, Bootable: spec.image != "", Status: "creating",
+	v := &Volume{Meta: s.fresh(project), Metadata: maps.Clone(spec.Metadata), Size: spec.Size, VolumeType: t.Name,
+		AvailabilityZone: spec.AZ, ImageID: spec.Image, Bootable: spec.Image != "", Status: "creating",
 	}
-	v.Name, v.Description = spec.name, spec.description
+	v.Name, v.Description = spec.Name, spec.Description
 	if s.opts.VolumePolls < 0 {
 		v.Status = "available"
 	}
@@ -131,24 +137,14 @@ func (s *Server) poll(v *Volume) {
 	}
 }
 
-func (s *Server) createVolume(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+func (s *Server) createVolume(w http.ResponseWriter, r *http.Request, _ *caller) *apiErr {
 	var in struct {
-		Volume struct {
-			Size             int               `json:"size"`
-			Name             string            `json:"name"`
-			Description      string            `json:"description"`
-			Metadata         map[string]string `json:"metadata"`
-			VolumeType       string            `json:"volume_type"`
-			ImageRef         string            `json:"imageRef"`
-			AvailabilityZone string            `json:"availability_zone"`
-		} `json:"volume"`
+		Volume volumeSpec `json:"volume"`
 	}
 	if e := simkit.Decode(r, &in, novaBad); e != nil {
 		return e
 	}
-	vin := in.Volume
-	v, e := s.newVolume(r.PathValue("project"), volumeSpec{name: vin.Name, description: vin.Description,
-		typ: vin.VolumeType, az: vin.AvailabilityZone, image: vin.ImageRef, size: vin.Size, metadata: vin.Metadata})
+	v, e := s.newVolume(r.PathValue("project"), in.Volume)
 	if e != nil {
 		return e
 	}

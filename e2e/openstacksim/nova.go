@@ -504,7 +504,7 @@ func (s *Server) createServer(w http.ResponseWriter, r *http.Request, c *caller)
 			if b.SourceType == "image" {
 				image = b.UUID
 			}
-			v, e = s.newVolume(c.projectID, volumeSpec{size: b.VolumeSize, typ: b.VolumeType, az: az, image: image})
+			v, e = s.newVolume(c.projectID, volumeSpec{Size: b.VolumeSize, Type: b.VolumeType, AZ: az, Image: image})
 			if e != nil {
 				// nova-compute makes these volumes while building, so
 				// Cinder's refusal (quota, size) fails the boot, not the
