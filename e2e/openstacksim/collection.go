@@ -63,15 +63,16 @@ var (
 		}}
 )
 
-// owned is what a resource's project members and admins see.
-type owned interface{ meta() *Meta }
+// hasMeta is a pointer to a resource with a Meta.
+type hasMeta[T any] interface {
+	*T
+	meta() *Meta
+}
 
 // ownedCollection is a resource with a Meta: in creation order, seen by
 // its project's members and admins.
-func ownedCollection[T any, P interface {
-	*T
-	owned
-}](plural, singular string, items func(*state) map[string]*T, format *simkit.ListFormat, notFound func(string) *apiErr) *collection[T] {
+func ownedCollection[T any, P hasMeta[T]](plural, singular string, items func(*state) map[string]*T,
+	format *simkit.ListFormat, notFound func(string) *apiErr) *collection[T] {
 	return &collection[T]{
 		Plural: plural, Singular: singular, Format: format, NotFound: notFound,
 		Items:   func(s *Server) map[string]*T { return items(s.st) },
@@ -83,10 +84,7 @@ func ownedCollection[T any, P interface {
 
 // neutronCollection is a Neutron resource: 404 naming noun, Neutron's
 // 400, next links in "<plural>_links".
-func neutronCollection[T any, P interface {
-	*T
-	owned
-}](plural, singular, noun string, items func(*state) map[string]*T, rep func(*Server, *T) obj) *collection[T] {
+func neutronCollection[T any, P hasMeta[T]](plural, singular, noun string, items func(*state) map[string]*T, rep func(*Server, *T) obj) *collection[T] {
 	col := ownedCollection[T, P](plural, singular, items, neutronList, func(id string) *apiErr { return nfound(noun, id) })
 	col.Render = func(s *Server, _ *http.Request, v *T) obj { return rep(s, v) }
 	col.BadBody = badInput

@@ -20,10 +20,7 @@ var taggable = map[string]func(*Server, *caller, string) (*[]string, *apiErr){
 	"floatingips":     tagsIn(floatingIPs),
 }
 
-func tagsIn[T any, P interface {
-	*T
-	owned
-}](col *collection[T]) func(*Server, *caller, string) (*[]string, *apiErr) {
+func tagsIn[T any, P hasMeta[T]](col *collection[T]) func(*Server, *caller, string) (*[]string, *apiErr) {
 	return func(s *Server, c *caller, id string) (*[]string, *apiErr) {
 		v, e := col.Find(s, c, id)
 		if e != nil {
