@@ -13,83 +13,79 @@ import (
 )
 
 // volumeType finds a type by name or id.
-func (s *Server) volumeType(ref string) *VolumeType {
-	for i, t := range s.opts.VolumeTypes {
-		if t.Name == ref || t.ID == ref {
-			return &s.opts.VolumeTypes[i]
-		}
-	}
-	return nil
-}
+func (s *Server) volumeType(ref string) *VolumeType { return volumeTypes.Items(s)[ref] }
 
-func volumeTypeRep(t VolumeType) obj {
+// volumeTypes are found by name or id.
+var volumeTypes = func() *collection[VolumeType] {
+	col := optionsCollection("volume_types", "volume_type", func(o *Options) []VolumeType { return o.VolumeTypes },
+		nil, volumeTypeRep, novaList,
+		func(id string) *apiErr { return novaErr(http.StatusNotFound, "Volume type "+id+" could not be found.") })
+	col.Items = func(s *Server) map[string]*VolumeType {
+		m := map[string]*VolumeType{}
+		for _, t := range slices.Backward(col.All(s)) {
+			m[t.ID], m[t.Name] = t, t
+		}
+		return m
+	}
+	// is_public=None (gophercloud's default) means public and private.
+	col.Filters = map[string]simkit.Filter{"is_public": func(o obj, vals []string) bool {
+		return vals[0] == "None" || simkit.Scalar(o["is_public"]) == strings.ToLower(vals[0])
+	}}
+	return col
+}()
+
+func volumeTypeRep(_ *http.Request, t *VolumeType) obj {
 	return obj{"id": t.ID, "name": t.Name, "description": nil, "is_public": true, "extra_specs": obj{},
 		"os-volume-type-access:is_public": true, "qos_specs_id": nil}
 }
 
-func (s *Server) listVolumeTypes(w http.ResponseWriter, r *http.Request, _ *caller) *apiErr {
-	var objs []obj
-	for _, t := range s.opts.VolumeTypes {
-		objs = append(objs, volumeTypeRep(t))
-	}
-	// is_public=None (gophercloud's default) means public and private.
-	visibility := map[string]func(obj, []string) bool{"is_public": func(o obj, vals []string) bool {
-		return vals[0] == "None" || scalar(o["is_public"]) == strings.ToLower(vals[0])
-	}}
-	writeList(w, r, "volume_types", filterObjs(r, objs, visibility), linksArray, novaErr)
-	return nil
-}
-
-func (s *Server) getVolumeType(w http.ResponseWriter, r *http.Request, _ *caller) *apiErr {
-	t := s.volumeType(r.PathValue("id"))
-	if t == nil {
-		return novaErr(http.StatusNotFound, "Volume type "+r.PathValue("id")+" could not be found.")
-	}
-	simkit.WriteJSON(w, http.StatusOK, obj{"volume_type": volumeTypeRep(*t)})
-	return nil
-}
-
+// volumeSpec is a volume as asked for, by Cinder's create body or by
+// Nova for a boot.
 type volumeSpec struct {
-	name, description, typ, az, image string
-	size                              int
-	metadata                          map[string]string
+	Size        int               `json:"size"`
+	Name        string            `json:"name"`
+	Description string            `json:"description"`
+	Metadata    map[string]string `json:"metadata"`
+	Type        string            `json:"volume_type"`
+	Image       string            `json:"imageRef"`
+	AZ          string            `json:"availability_zone"`
 }
 
 // newVolume checks spec and the project's quota and stores a creating
 // volume. Nova uses it for the volumes of a boot.
 func (s *Server) newVolume(project string, spec volumeSpec) (*Volume, *apiErr) {
-	if spec.size <= 0 {
+	if spec.Size <= 0 {
 		return nil, novaErr(http.StatusBadRequest, "Invalid input received: volume size must be an integer and greater than 0")
 	}
 	t := s.opts.VolumeTypes[0]
-	if spec.typ != "" {
-		vt := s.volumeType(spec.typ)
+	if spec.Type != "" {
+		vt := s.volumeType(spec.Type)
 		if vt == nil {
-			return nil, novaErr(http.StatusNotFound, "Volume type with name "+spec.typ+" could not be found.")
+			return nil, novaErr(http.StatusNotFound, "Volume type with name "+spec.Type+" could not be found.")
 		}
 		t = *vt
 	}
-	spec.az = cmp.Or(spec.az, s.opts.AvailabilityZones[0])
-	if !slices.Contains(s.opts.AvailabilityZones, spec.az) {
-		return nil, novaErr(http.StatusBadRequest, "Availability zone '"+spec.az+"' is invalid.")
+	spec.AZ = cmp.Or(spec.AZ, s.opts.AvailabilityZones[0])
+	if !slices.Contains(s.opts.AvailabilityZones, spec.AZ) {
+		return nil, novaErr(http.StatusBadRequest, "Availability zone '"+spec.AZ+"' is invalid.")
 	}
-	if spec.image != "" {
-		img := s.imageByID(spec.image)
+	if spec.Image != "" {
+		img := images.Items(s)[spec.Image]
 		if img == nil {
 			return nil, novaErr(http.StatusBadRequest, "Invalid image identifier or unable to access requested image.")
 		}
-		if spec.size < img.MinDisk {
+		if spec.Size < img.MinDisk {
 			return nil, novaErr(http.StatusBadRequest, fmt.Sprintf(
-				"Volume size %dGB cannot be smaller than the image minDisk size %dGB.", spec.size, img.MinDisk))
+				"Volume size %dGB cannot be smaller than the image minDisk size %dGB.", spec.Size, img.MinDisk))
 		}
 	}
-	if e := s.checkCinderQuota(project, t.Name, spec.size); e != nil {
+	if e := s.checkCinderQuota(project, t.Name, spec.Size); e != nil {
 		return nil, e
 	}
-	v := &Volume{ID: simkit.NewUUID(), Name: spec.name, Description: spec.description, Metadata: maps.Clone(spec.metadata),
-		ProjectID: project, Size: spec.size, VolumeType: t.Name,
-		AvailabilityZone: spec.az, ImageID: spec.image, Bootable: spec.image != "", Status: "creating",
-		Created: s.now(), seq: s.st.next()}
+	v := &Volume{Meta: s.fresh(project), Metadata: maps.Clone(spec.Metadata), Size: spec.Size, VolumeType: t.Name,
+		AvailabilityZone: spec.AZ, ImageID: spec.Image, Bootable: spec.Image != "", Status: "creating",
+	}
+	v.Name, v.Description = spec.Name, spec.Description
 	if s.opts.VolumePolls < 0 {
 		v.Status = "available"
 	}
@@ -116,13 +112,19 @@ func (s *Server) volumeRep(r *http.Request, v *Volume) obj {
 	return o
 }
 
-func (s *Server) visibleVolume(c *caller, id string) *Volume {
-	v := s.st.volumes[id]
-	if v == nil || !c.owns(v.ProjectID) {
-		return nil
+// volumes are seen by their project's members and admins; a list shows
+// the project of the URL's, or every project's to an admin asking
+// all_tenants, newest first as Cinder lists; each GET of a creating volume
+// counts towards its being available.
+var volumes = func() *collection[Volume] {
+	col := ownedCollection("volumes", "volume", func(st *state) map[string]*Volume { return st.volumes }, novaList,
+		func(id string) *apiErr { return novaErr(http.StatusNotFound, "Volume "+id+" could not be found.") })
+	col.Listed = func(_ *Server, c *caller, r *http.Request, v *Volume) bool {
+		return v.ProjectID == r.PathValue("project") || allTenants(r, c)
 	}
-	return v
-}
+	col.NewestFirst, col.Filters, col.Read, col.Render, col.Brief = true, volumeFilters, (*Server).poll, (*Server).volumeRep, brief
+	return col
+}()
 
 // poll counts a GET of v; creating ends after Options.VolumePolls.
 func (s *Server) poll(v *Volume) {
@@ -135,24 +137,14 @@ func (s *Server) poll(v *Volume) {
 	}
 }
 
-func (s *Server) createVolume(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+func (s *Server) createVolume(w http.ResponseWriter, r *http.Request, _ *caller) *apiErr {
 	var in struct {
-		Volume struct {
-			Size             int               `json:"size"`
-			Name             string            `json:"name"`
-			Description      string            `json:"description"`
-			Metadata         map[string]string `json:"metadata"`
-			VolumeType       string            `json:"volume_type"`
-			ImageRef         string            `json:"imageRef"`
-			AvailabilityZone string            `json:"availability_zone"`
-		} `json:"volume"`
+		Volume volumeSpec `json:"volume"`
 	}
-	if e := decode(r, &in, func(m string) *apiErr { return novaErr(400, m) }); e != nil {
+	if e := simkit.Decode(r, &in, novaBad); e != nil {
 		return e
 	}
-	vin := in.Volume
-	v, e := s.newVolume(r.PathValue("project"), volumeSpec{name: vin.Name, description: vin.Description,
-		typ: vin.VolumeType, az: vin.AvailabilityZone, image: vin.ImageRef, size: vin.Size, metadata: vin.Metadata})
+	v, e := s.newVolume(r.PathValue("project"), in.Volume)
 	if e != nil {
 		return e
 	}
@@ -160,42 +152,12 @@ func (s *Server) createVolume(w http.ResponseWriter, r *http.Request, c *caller)
 	return nil
 }
 
-func (s *Server) getVolume(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	v := s.visibleVolume(c, r.PathValue("id"))
-	if v == nil {
-		return novaErr(http.StatusNotFound, "Volume "+r.PathValue("id")+" could not be found.")
-	}
-	s.poll(v)
-	simkit.WriteJSON(w, http.StatusOK, obj{"volume": s.volumeRep(r, v)})
-	return nil
-}
-
-func (s *Server) listVolumes(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	all := c.admin && r.URL.Query().Get("all_tenants") != "" && r.URL.Query().Get("all_tenants") != "0"
-	var objs []obj
-	for _, v := range simkit.SortedBy(s.st.volumes, func(x *Volume) uint64 { return x.seq }) {
-		if v.ProjectID == r.PathValue("project") || all {
-			s.poll(v)
-			objs = append(objs, s.volumeRep(r, v))
-		}
-	}
-	slices.Reverse(objs) // Cinder lists newest first
-	objs = filterObjs(r, objs, volumeFilters)
-	if !strings.HasSuffix(r.URL.Path, "/detail") {
-		for i, o := range objs {
-			objs[i] = obj{"id": o["id"], "name": o["name"], "links": o["links"]}
-		}
-	}
-	writeList(w, r, "volumes", objs, linksArray, novaErr)
-	return nil
-}
-
 // volumeFilters are Cinder's filters on fields it renders under other
 // names: ?metadata={'k':'v', …} (every pair present) and ?project_id=
 // (with all_tenants).
-var volumeFilters = map[string]func(obj, []string) bool{
+var volumeFilters = map[string]simkit.Filter{
 	"project_id": func(o obj, vals []string) bool {
-		return slices.Contains(vals, scalar(o["os-vol-tenant-attr:tenant_id"]))
+		return slices.Contains(vals, simkit.Scalar(o["os-vol-tenant-attr:tenant_id"]))
 	},
 	"metadata": func(o obj, vals []string) bool {
 		md, _ := o["metadata"].(map[string]string)
@@ -216,11 +178,7 @@ var volumeFilters = map[string]func(obj, []string) bool{
 	},
 }
 
-func (s *Server) deleteVolume(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	v := s.visibleVolume(c, r.PathValue("id"))
-	if v == nil {
-		return novaErr(http.StatusNotFound, "Volume "+r.PathValue("id")+" could not be found.")
-	}
+func (s *Server) deleteVolume(w http.ResponseWriter, _ *http.Request, _ *caller, v *Volume) *apiErr {
 	if v.Status != "available" && v.Status != "error" {
 		return novaErr(http.StatusBadRequest, "Invalid volume: Volume status must be available or error or error_restoring or "+
 			"error_extending or error_managing and must not be migrating, attached, belong to a group, have snapshots, "+
@@ -233,25 +191,17 @@ func (s *Server) deleteVolume(w http.ResponseWriter, r *http.Request, c *caller)
 
 // ---- Glance
 
-func (s *Server) imageByID(id string) *Image {
-	for i := range s.opts.Images {
-		if s.opts.Images[i].ID == id {
-			return &s.opts.Images[i]
-		}
-	}
-	return nil
-}
+// images are the public ones and those the caller's project owns; a show
+// answers the image bare.
+var images = func() *collection[Image] {
+	col := optionsCollection("images", "", func(o *Options) []Image { return o.Images },
+		func(img *Image) string { return img.ID }, imageRep, glanceList,
+		func(id string) *apiErr { return glanceErr(http.StatusNotFound, "No image found with ID "+id) })
+	col.Visible = func(_ *Server, c *caller, img *Image) bool { return img.Owner == "" || c.owns(img.Owner) }
+	return col
+}()
 
-// image is the image id as c may see it: public, or owned by its project.
-func (s *Server) image(c *caller, id string) *Image {
-	img := s.imageByID(id)
-	if img == nil || img.Owner != "" && !c.owns(img.Owner) {
-		return nil
-	}
-	return img
-}
-
-func imageRep(img Image) obj {
+func imageRep(_ *http.Request, img *Image) obj {
 	vis, owner := "public", img.Owner
 	if owner != "" {
 		vis = "private"
@@ -261,24 +211,4 @@ func imageRep(img Image) obj {
 		"size": 1 << 30, "virtual_size": nil, "checksum": "", "os_hidden": false, "protected": false, "tags": []string{},
 		"created_at": "2024-01-01T00:00:00Z", "updated_at": "2024-01-01T00:00:00Z",
 		"self": "/v2/images/" + img.ID, "file": "/v2/images/" + img.ID + "/file", "schema": "/v2/schemas/image"}
-}
-
-func (s *Server) listImages(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	var objs []obj
-	for _, img := range s.opts.Images {
-		if s.image(c, img.ID) != nil {
-			objs = append(objs, imageRep(img))
-		}
-	}
-	writeList(w, r, "images", filterObjs(r, objs, nil), glanceNext, glanceErr)
-	return nil
-}
-
-func (s *Server) getImage(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	img := s.image(c, r.PathValue("id"))
-	if img == nil {
-		return glanceErr(http.StatusNotFound, "No image found with ID "+r.PathValue("id"))
-	}
-	simkit.WriteJSON(w, http.StatusOK, imageRep(*img))
-	return nil
 }

@@ -19,11 +19,8 @@ type Fault = simkit.Fault
 
 func newFaults() *simkit.Faults {
 	return simkit.NewFaults(simkit.FaultOptions{
-		DownBody: "503 Service Unavailable", // the API load balancer with no backend
-		ErrorBody: func(status int) string {
-			b, _ := json.Marshal(keystoneErr(status, "injected fault").Body)
-			return string(b)
-		},
+		DownBody:  "503 Service Unavailable", // the API load balancer with no backend
+		ErrorBody: func(status int) string { return errBody(keystoneErr(status, "injected fault")) },
 	})
 }
 
@@ -31,28 +28,18 @@ func newFaults() *simkit.Faults {
 // method and path prefix (e.g. "POST", "/network/v2.0/ports") answer
 // status with an error body in the format of the service the path names.
 func (s *Server) FailCall(method, pathPrefix string, status, count int) {
-	msg := "injected fault"
-	var e *apiErr
-	switch {
-	case strings.HasPrefix(pathPrefix, "/network/"):
-		typ := map[int]string{409: "Conflict", 400: "BadRequest", 404: "NotFound"}[status]
-		typ = cmp.Or(typ, "HTTPInternalServerError")
-		e = neutronErr(status, typ, msg)
-	case strings.HasPrefix(pathPrefix, "/compute/"), strings.HasPrefix(pathPrefix, "/volume/"):
-		e = novaErr(status, msg)
-	case strings.HasPrefix(pathPrefix, "/image/"):
-		e = glanceErr(status, msg)
-	default:
-		e = keystoneErr(status, msg)
-	}
-	body := ""
-	if str, ok := e.Body.(string); ok {
-		body = str
-	} else {
-		b, _ := json.Marshal(e.Body)
-		body = string(b)
-	}
+	typ := cmp.Or(map[int]string{409: "Conflict", 400: "BadRequest", 404: "NotFound"}[status], "HTTPInternalServerError")
+	body := errBody(serviceErr(pathPrefix, status, typ, "injected fault"))
 	s.Faults.Add(Fault{Method: method, PathPrefix: pathPrefix, Status: status, Body: body, Count: count})
+}
+
+// errBody is e's body as sent.
+func errBody(e *apiErr) string {
+	if str, ok := e.Body.(string); ok {
+		return str
+	}
+	b, _ := json.Marshal(e.Body)
+	return string(b)
 }
 
 // CallSummary counts the logged calls by method and path template, ids

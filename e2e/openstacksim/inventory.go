@@ -28,15 +28,7 @@ type Inventory struct {
 // Empty says whether nothing is left but the default security groups
 // Neutron made for projects (they outlive a project unless an admin deletes
 // them, as in Neutron).
-func (inv Inventory) Empty() bool {
-	for _, g := range inv.SecurityGroups {
-		if !g.Default {
-			return false
-		}
-	}
-	return len(inv.Projects)+len(inv.Users)+len(inv.Servers)+len(inv.Volumes)+len(inv.Networks)+
-		len(inv.Subnets)+len(inv.Ports)+len(inv.Routers)+len(inv.FloatingIPs) == 0
-}
+func (inv Inventory) Empty() bool { return inv.Count() == 0 }
 
 // Count is the number of objects, default security groups excluded.
 func (inv Inventory) Count() int {
@@ -56,53 +48,49 @@ func (inv Inventory) Count() int {
 func (s *Server) Inventory(project string) Inventory {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := s.st
-	in := func(p string) bool { return project == "" || p == project }
 	return Inventory{
-		Projects: simkit.Select(st.projects, func(x *Project) uint64 { return x.seq },
-			func(p *Project) bool { return !p.builtin && in(p.ID) }, deref),
-		Users: simkit.Select(st.users, func(x *User) uint64 { return x.seq },
-			func(u *User) bool { return !u.builtin && in(u.DefaultProjectID) }, deref),
-		Servers: simkit.Select(st.servers, func(x *Instance) uint64 { return x.seq },
-			func(sv *Instance) bool { return in(sv.ProjectID) }, s.serverView),
-		Volumes: simkit.Select(st.volumes, func(x *Volume) uint64 { return x.seq },
-			func(v *Volume) bool { return in(v.ProjectID) }, func(v *Volume) Volume {
-				c := *v
-				c.Attachments = slices.Clone(v.Attachments)
-				return c
-			}),
-		Networks: simkit.Select(st.networks, func(x *Network) uint64 { return x.seq },
-			func(n *Network) bool { return !n.builtin && in(n.ProjectID) }, deref),
-		Subnets: simkit.Select(st.subnets, func(x *Subnet) uint64 { return x.seq },
-			func(sub *Subnet) bool { return !sub.builtin && in(sub.ProjectID) }, func(sub *Subnet) Subnet {
-				c := *sub
-				c.Pools = slices.Clone(sub.Pools)
-				c.DNSNameservers = slices.Clone(sub.DNSNameservers)
-				c.Allocated = maps.Clone(sub.Allocated)
-				return c
-			}),
-		Ports: simkit.Select(st.ports, func(x *Port) uint64 { return x.seq },
-			func(p *Port) bool { return in(p.ProjectID) }, func(p *Port) Port {
-				c := *p
-				c.FixedIPs = slices.Clone(p.FixedIPs)
-				c.SecurityGroups = slices.Clone(p.SecurityGroups)
-				return c
-			}),
-		Routers: simkit.Select(st.routers, func(x *Router) uint64 { return x.seq },
-			func(rt *Router) bool { return in(rt.ProjectID) }, func(rt *Router) Router {
-				c := *rt
-				c.Interfaces = slices.Clone(rt.Interfaces)
-				return c
-			}),
-		SecurityGroups: simkit.Select(st.secGroups, func(x *SecurityGroup) uint64 { return x.seq },
-			func(g *SecurityGroup) bool { return in(g.ProjectID) }, func(g *SecurityGroup) SecurityGroup {
-				c := *g
-				c.Rules = slices.Clone(g.Rules)
-				return c
-			}),
-		FloatingIPs: simkit.Select(st.fips, func(x *FloatingIP) uint64 { return x.seq },
-			func(f *FloatingIP) bool { return in(f.ProjectID) }, deref),
+		Projects: inventory(s, projects, project, deref),
+		Users:    inventory(s, users, project, deref),
+		Servers:  inventory(s, servers, project, s.serverView),
+		Volumes: inventory(s, volumes, project, func(v *Volume) Volume {
+			c := *v
+			c.Attachments = slices.Clone(v.Attachments)
+			return c
+		}),
+		Networks: inventory(s, networks, project, deref),
+		Subnets: inventory(s, subnets, project, func(sub *Subnet) Subnet {
+			c := *sub
+			c.Pools = slices.Clone(sub.Pools)
+			c.DNSNameservers = slices.Clone(sub.DNSNameservers)
+			c.Allocated = maps.Clone(sub.Allocated)
+			return c
+		}),
+		Ports: inventory(s, ports, project, func(p *Port) Port {
+			c := *p
+			c.FixedIPs = slices.Clone(p.FixedIPs)
+			c.SecurityGroups = slices.Clone(p.SecurityGroups)
+			return c
+		}),
+		Routers: inventory(s, routers, project, func(rt *Router) Router {
+			c := *rt
+			c.Interfaces = slices.Clone(rt.Interfaces)
+			return c
+		}),
+		SecurityGroups: inventory(s, secGroups, project, func(g *SecurityGroup) SecurityGroup {
+			c := *g
+			c.Rules = slices.Clone(g.Rules)
+			return c
+		}),
+		FloatingIPs: inventory(s, floatingIPs, project, deref),
 	}
+}
+
+// inventory is what col holds of project ("": of every project) but the
+// builtin objects, in order, each copied by view.
+func inventory[T any](s *Server, col *collection[T], project string, view func(*T) T) []T {
+	return simkit.Select(col.Items(s), col.Order, func(v *T) bool {
+		return !s.st.builtin[v] && (project == "" || col.Owner(v) == project)
+	}, view)
 }
 
 // deref copies an object that holds no slices or maps.
@@ -121,51 +109,37 @@ func (s *Server) ServersNamed(name string) []Instance {
 
 // RemoveServer deletes a server behind the client's back (an operator, or
 // a host lost), with Nova's cleanup of ports and volumes.
-func (s *Server) RemoveServer(id string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sv := s.st.servers[id]
-	if sv == nil {
-		return false
-	}
-	s.removeServer(sv)
-	return true
-}
+func (s *Server) RemoveServer(id string) bool { return s.withServer(id, s.removeServer) }
 
 // SetServerStatus changes a server's status behind the client's back
 // (e.g. SHUTOFF, or ERROR with fault as its message).
 func (s *Server) SetServerStatus(id, status, fault string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sv := s.st.servers[id]
-	if sv == nil {
-		return false
-	}
-	sv.Status, sv.Fault = status, fault
-	return true
+	return s.withServer(id, func(sv *Instance) { sv.Status, sv.Fault = status, fault })
 }
 
 // AppendConsole adds lines to a server's console log, e.g. what an OnBoot
 // hook's cloud-init did, for os-getConsoleOutput.
 func (s *Server) AppendConsole(id string, lines ...string) bool {
+	return s.withServer(id, func(sv *Instance) { sv.Console = append(sv.Console, lines...) })
+}
+
+// withServer runs f on the server id under s.mu; false when there is none.
+func (s *Server) withServer(id string, f func(*Instance)) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sv := s.st.servers[id]
-	if sv == nil {
-		return false
+	if sv != nil {
+		f(sv)
 	}
-	sv.Console = append(sv.Console, lines...)
-	return true
+	return sv != nil
 }
 
 // ProjectNamed returns the project called name in the default domain.
 func (s *Server) ProjectNamed(name string) (Project, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, p := range s.st.projects {
-		if p.Name == name && p.DomainID == DefaultDomainID {
-			return *p, true
-		}
+	if p := s.st.projectNamed(DefaultDomainID, name); p != nil {
+		return *p, true
 	}
 	return Project{}, false
 }
@@ -182,12 +156,7 @@ func (s *Server) ExternalNetworkID() string { return s.st.extNetID }
 func (s *Server) AddApplicationCredential(userName, project, name, secret string) (AppCredential, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var u *User
-	for _, x := range s.st.users {
-		if x.Name == userName && x.DomainID == DefaultDomainID {
-			u = x
-		}
-	}
+	u := s.st.findUser(authUser{Name: userName, Domain: &authDomain{ID: DefaultDomainID}})
 	if u == nil || s.st.projects[project] == nil {
 		return AppCredential{}, errNotFound
 	}

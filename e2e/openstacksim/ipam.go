@@ -126,9 +126,9 @@ func (st *state) newSubnet(spec subnetSpec, now time.Time) (*Subnet, *apiErr) {
 	if dns == nil {
 		dns = []string{}
 	}
-	sub := &Subnet{ID: id, Name: spec.name, ProjectID: spec.projectID, NetworkID: spec.networkID, CIDR: prefix.String(),
-		GatewayIP: gw, Pools: pools, DNSNameservers: dns, EnableDHCP: spec.dhcp, Allocated: map[string]string{},
-		Created: now, seq: st.next(), prefix: prefix}
+	sub := &Subnet{Meta: Meta{ID: id, Name: spec.name, ProjectID: spec.projectID, Created: now, seq: st.next()},
+		NetworkID: spec.networkID, CIDR: prefix.String(), GatewayIP: gw, Pools: pools, DNSNameservers: dns,
+		EnableDHCP: spec.dhcp, Allocated: map[string]string{}, prefix: prefix}
 	st.subnets[sub.ID] = sub
 	return sub, nil
 }
@@ -174,12 +174,8 @@ func (sub *Subnet) inPools(a netip.Addr) bool {
 // allocate takes want (any free pool address when empty) for portID.
 func (sub *Subnet) allocate(want, portID string) (string, *apiErr) {
 	if want != "" {
-		a, err := netip.ParseAddr(want)
-		if err != nil || !sub.prefix.Contains(a) {
-			return "", neutronErr(http.StatusBadRequest, "InvalidIpForSubnet",
-				"IP address "+want+" is not a valid IP for the specified subnet.")
-		}
-		if a == sub.prefix.Masked().Addr() {
+		// The network address is no host's, as in Neutron.
+		if a, err := netip.ParseAddr(want); err != nil || !sub.prefix.Contains(a) || a == sub.prefix.Masked().Addr() {
 			return "", neutronErr(http.StatusBadRequest, "InvalidIpForSubnet",
 				"IP address "+want+" is not a valid IP for the specified subnet.")
 		}

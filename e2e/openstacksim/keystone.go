@@ -111,15 +111,7 @@ func (st *state) findUser(u authUser) *User {
 		return st.users[u.ID]
 	}
 	dom, ok := st.domainID(u.Domain)
-	if !ok {
-		return nil
-	}
-	for _, x := range st.users {
-		if x.Name == u.Name && x.DomainID == dom {
-			return x
-		}
-	}
-	return nil
+	return simkit.FindBy(st.users, func(x *User) bool { return ok && x.Name == u.Name && x.DomainID == dom })
 }
 
 func eq(a, b string) bool { return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1 }
@@ -129,33 +121,39 @@ func eq(a, b string) bool { return subtle.ConstantTimeCompare([]byte(a), []byte(
 // Keystone answers every failure with the same 401, so does this.
 func (s *Server) issueToken(w http.ResponseWriter, r *http.Request) {
 	var req authRequest
-	if e := decode(r, &req, func(m string) *apiErr { return keystoneErr(400, m) }); e != nil {
-		simkit.WriteError(w, e)
-		return
+	e := simkit.Decode(r, &req, keystoneBad)
+	if e == nil {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		var t *token
+		if t, e = s.newToken(req); e == nil {
+			w.Header().Set("X-Subject-Token", t.id)
+			simkit.WriteJSON(w, http.StatusCreated, obj{"token": s.tokenBody(r, t)})
+			return
+		}
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	st := s.st
-	id := req.Auth.Identity
+	simkit.WriteError(w, e)
+}
+
+// newToken authenticates req and stores its token. Call with s.mu held.
+func (s *Server) newToken(req authRequest) (*token, *apiErr) {
+	st, id := s.st, req.Auth.Identity
 	var user *User
 	var appCred *AppCredential
 	var fromToken *token
+	method := "password"
 	switch {
 	case slices.Contains(id.Methods, "password") && id.Password != nil:
-		u := st.findUser(id.Password.User)
-		if u == nil || !u.Enabled || !eq(u.password, id.Password.User.Password) {
-			simkit.WriteError(w, keystoneErr(401, "The request you have made requires authentication."))
-			return
+		if u := st.findUser(id.Password.User); u != nil && eq(u.password, id.Password.User.Password) {
+			user = u
 		}
-		user = u
 	case slices.Contains(id.Methods, "token") && id.Token != nil:
-		t := st.tokens[id.Token.ID]
-		if t == nil || !s.now().Before(t.expires) {
-			simkit.WriteError(w, errUnauthorized)
-			return
+		method = "token"
+		if t := st.tokens[id.Token.ID]; t != nil && s.now().Before(t.expires) {
+			user, fromToken = st.users[t.userID], t
 		}
-		user, fromToken = st.users[t.userID], t
 	case slices.Contains(id.Methods, "application_credential") && id.AppCred != nil:
+		method = "application_credential"
 		ac := id.AppCred
 		for _, x := range st.appCreds {
 			if ac.ID != "" && x.ID == ac.ID || ac.ID == "" && ac.User != nil && x.Name == ac.Name &&
@@ -165,17 +163,14 @@ func (s *Server) issueToken(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		if appCred == nil || !eq(appCred.Secret, ac.Secret) {
-			simkit.WriteError(w, errUnauthorized)
-			return
+			return nil, errUnauthorized
 		}
 		user = st.users[appCred.UserID]
 	default:
-		simkit.WriteError(w, keystoneErr(400, "Expecting to find methods in identity - the server could not comply with the request since it is either malformed or otherwise incorrect."))
-		return
+		return nil, keystoneBad("Expecting to find methods in identity - the server could not comply with the request since it is either malformed or otherwise incorrect.")
 	}
 	if user == nil || !user.Enabled {
-		simkit.WriteError(w, errUnauthorized)
-		return
+		return nil, errUnauthorized
 	}
 
 	projectID := ""
@@ -183,8 +178,7 @@ func (s *Server) issueToken(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case appCred != nil:
 		if sc != nil {
-			simkit.WriteError(w, keystoneErr(401, "Application credentials cannot request a scope."))
-			return
+			return nil, keystoneErr(401, "Application credentials cannot request a scope.")
 		}
 		projectID = appCred.ProjectID
 	case sc != nil && sc.Project != nil:
@@ -192,20 +186,14 @@ func (s *Server) issueToken(w http.ResponseWriter, r *http.Request) {
 		if sc.Project.ID != "" {
 			p = st.projects[sc.Project.ID]
 		} else if dom, ok := st.domainID(sc.Project.Domain); ok {
-			for _, x := range st.projects {
-				if x.Name == sc.Project.Name && x.DomainID == dom {
-					p = x
-				}
-			}
+			p = st.projectNamed(dom, sc.Project.Name)
 		}
 		if p == nil {
-			simkit.WriteError(w, keystoneErr(401, "The request you have made requires authentication."))
-			return
+			return nil, errUnauthorized
 		}
 		projectID = p.ID
 	case sc != nil:
-		simkit.WriteError(w, keystoneErr(401, "The simulator scopes tokens to projects only."))
-		return
+		return nil, keystoneErr(401, "The simulator scopes tokens to projects only.")
 	case fromToken != nil:
 		projectID = fromToken.projectID
 	default:
@@ -216,24 +204,17 @@ func (s *Server) issueToken(w http.ResponseWriter, r *http.Request) {
 	if projectID != "" {
 		if p := st.projects[projectID]; p == nil || !p.Enabled || len(st.roleNames(projectID, user.ID)) == 0 {
 			// Keystone: no role on the project is the same 401.
-			simkit.WriteError(w, errUnauthorized)
-			return
+			return nil, errUnauthorized
 		}
 	}
 	now := s.now()
 	t := &token{id: "gAAAAA" + randomHex(40), userID: user.ID, projectID: projectID, issued: now,
-		expires: now.Add(s.opts.TokenTTL)}
-	switch {
-	case appCred != nil:
-		t.methods, t.appCredID = []string{"application_credential"}, appCred.ID
-	case fromToken != nil:
-		t.methods = []string{"token"}
-	default:
-		t.methods = []string{"password"}
+		expires: now.Add(s.opts.TokenTTL), methods: []string{method}}
+	if appCred != nil {
+		t.appCredID = appCred.ID
 	}
 	st.tokens[t.id] = t
-	w.Header().Set("X-Subject-Token", t.id)
-	simkit.WriteJSON(w, http.StatusCreated, obj{"token": s.tokenBody(r, t)})
+	return t, nil
 }
 
 // tokenBody renders a token; a project-scoped one carries the catalog.
@@ -312,10 +293,6 @@ func (s *Server) identityVersions(w http.ResponseWriter, r *http.Request) {
 	simkit.WriteJSON(w, http.StatusMultipleChoices, obj{"versions": obj{"values": []obj{keystoneVersion(simkit.BaseURL(r))}}})
 }
 
-func (s *Server) identityVersion(w http.ResponseWriter, r *http.Request) {
-	simkit.WriteJSON(w, http.StatusOK, obj{"version": keystoneVersion(simkit.BaseURL(r))})
-}
-
 func forbidden(action string) *apiErr {
 	return keystoneErr(403, "You are not authorized to perform the requested action: "+action+".")
 }
@@ -339,101 +316,96 @@ func (s *Server) named(name, domainID *string) *apiErr {
 	return nil
 }
 
-func (s *Server) createProject(w http.ResponseWriter, r *http.Request, _ *caller) *apiErr {
-	var in struct {
-		Project struct {
-			Name        string   `json:"name"`
-			DomainID    string   `json:"domain_id"`
-			Description string   `json:"description"`
-			Enabled     *bool    `json:"enabled"`
-			Tags        []string `json:"tags"`
-		} `json:"project"`
+type projectIn struct {
+	Name        *string   `json:"name"`
+	DomainID    string    `json:"domain_id"`
+	Description *string   `json:"description"`
+	Enabled     *bool     `json:"enabled"`
+	Tags        *[]string `json:"tags"`
+}
+
+// val is *p, or T's zero value for nil.
+func val[T any](p *T) (v T) {
+	if p != nil {
+		v = *p
 	}
-	if e := decode(r, &in, func(m string) *apiErr { return keystoneErr(400, m) }); e != nil {
-		return e
+	return v
+}
+
+// nameTaken is Keystone's 409 for a second project called name in domain.
+func (s *Server) nameTaken(domain, name string) *apiErr {
+	if s.st.projectNamed(domain, name) != nil {
+		return keystoneErr(409, "Conflict occurred attempting to store project - it is not permitted to have two projects with the same name in the same domain : "+name+".")
 	}
-	pin := in.Project
-	if e := s.named(&pin.Name, &pin.DomainID); e != nil {
-		return e
-	}
-	for _, p := range s.st.projects {
-		if p.DomainID == pin.DomainID && p.Name == pin.Name {
-			return keystoneErr(409, "Conflict occurred attempting to store project - it is not permitted to have two projects with the same name in the same domain : "+pin.Name+".")
-		}
-	}
-	p := &Project{ID: newHexID(), Name: pin.Name, DomainID: pin.DomainID, Description: pin.Description,
-		Enabled: pin.Enabled == nil || *pin.Enabled, Tags: uniqueTags(pin.Tags), Created: s.now(), seq: s.st.next()}
-	s.st.projects[p.ID] = p
-	simkit.WriteJSON(w, http.StatusCreated, obj{"project": s.projectRep(r, p)})
 	return nil
+}
+
+func (st *state) projectNamed(domain, name string) *Project {
+	return simkit.FindBy(st.projects, func(p *Project) bool { return p.DomainID == domain && p.Name == name })
+}
+
+func (s *Server) createProject(_ *caller, in projectIn) (*Project, *apiErr) {
+	name := val(in.Name)
+	if e := s.named(&name, &in.DomainID); e != nil {
+		return nil, e
+	}
+	if e := s.nameTaken(in.DomainID, name); e != nil {
+		return nil, e
+	}
+	p := &Project{ID: newHexID(), Name: name, DomainID: in.DomainID, Description: val(in.Description),
+		Enabled: in.Enabled == nil || *in.Enabled, Tags: uniqueTags(val(in.Tags)), Created: s.now(), seq: s.st.next()}
+	s.st.projects[p.ID] = p
+	return p, nil
 }
 
 // updateProject serves PATCH /v3/projects/{id}: name (unique in the
 // domain), description, enabled and tags.
-func (s *Server) updateProject(w http.ResponseWriter, r *http.Request, _ *caller) *apiErr {
-	p := s.st.projects[r.PathValue("id")]
-	if p == nil {
-		return keystoneErr(404, "Could not find project: "+r.PathValue("id")+".")
-	}
-	var in struct {
-		Project struct {
-			Name        *string   `json:"name"`
-			Description *string   `json:"description"`
-			Enabled     *bool     `json:"enabled"`
-			Tags        *[]string `json:"tags"`
-		} `json:"project"`
-	}
-	if e := decode(r, &in, func(m string) *apiErr { return keystoneErr(400, m) }); e != nil {
-		return e
-	}
-	pin := in.Project
-	if pin.Name != nil && *pin.Name != p.Name {
-		for _, o := range s.st.projects {
-			if o.DomainID == p.DomainID && o.Name == *pin.Name {
-				return keystoneErr(409, "Conflict occurred attempting to store project - it is not permitted to have two projects with the same name in the same domain : "+*pin.Name+".")
-			}
+func (s *Server) updateProject(_ *caller, p *Project, in projectIn) *apiErr {
+	if in.Name != nil && *in.Name != p.Name {
+		if e := s.nameTaken(p.DomainID, *in.Name); e != nil {
+			return e
 		}
-		p.Name = *pin.Name
+		p.Name = *in.Name
 	}
-	if pin.Description != nil {
-		p.Description = *pin.Description
+	set(&p.Description, in.Description)
+	set(&p.Enabled, in.Enabled)
+	if in.Tags != nil {
+		p.Tags = uniqueTags(*in.Tags)
 	}
-	if pin.Enabled != nil {
-		p.Enabled = *pin.Enabled
-	}
-	if pin.Tags != nil {
-		p.Tags = uniqueTags(*pin.Tags)
-	}
-	simkit.WriteJSON(w, http.StatusOK, obj{"project": s.projectRep(r, p)})
 	return nil
 }
 
 // projects are seen by admins and their own members.
 var projects = keystoneCollection("projects", "project",
 	func(st *state) map[string]*Project { return st.projects }, func(p *Project) uint64 { return p.seq },
+	func(p *Project) string { return p.ID },
 	func(c *caller, p *Project) bool { return c.admin || c.projectID == p.ID }, (*Server).projectRep)
 
 // keystoneCollection is a Keystone resource: listed to admins only, seen
 // by id by whom visible says and forbidden (not unknown) to others, as
-// Keystone's policy answers; one page with Keystone's links.
+// Keystone's policy answers; one page with Keystone's links; written by
+// admins only, an update with PATCH.
 func keystoneCollection[T any](plural, singular string, items func(*state) map[string]*T, seq func(*T) uint64,
-	visible func(*caller, *T) bool, rep func(*Server, *http.Request, *T) obj) *collection[T] {
+	owner func(*T) string, visible func(*caller, *T) bool, rep func(*Server, *http.Request, *T) obj) *collection[T] {
 	return &collection[T]{
-		plural: plural, singular: singular, items: items, seq: seq, rep: rep,
-		visible:    func(_ *Server, c *caller, v *T) bool { return visible(c, v) },
-		style:      keystoneLinks,
-		badRequest: keystoneErr,
-		notFound:   func(id string) *apiErr { return keystoneErr(404, "Could not find "+singular+": "+id+".") },
-		hidden:     forbidden("identity:get_" + singular),
-		listPolicy: adminOnly("identity:list_" + plural),
+		Plural: plural, Singular: singular, Order: seq, Owner: owner, Render: rep, Format: keystoneList,
+		Items:      func(s *Server) map[string]*T { return items(s.st) },
+		Visible:    func(_ *Server, c *caller, v *T) bool { return visible(c, v) },
+		NotFound:   func(id string) *apiErr { return keystoneErr(404, "Could not find "+singular+": "+id+".") },
+		Hidden:     forbidden("identity:get_" + singular),
+		ListPolicy: adminOnly("identity:list_" + plural),
+		Allow: func(c *caller, verb string) *apiErr {
+			return adminOnly("identity:" + verb + "_" + singular)(c)
+		},
+		BadBody: keystoneBad, UpdateMethod: http.MethodPatch,
 	}
 }
 
 // admin lets only admins call h, as Keystone's policy does for action.
 func admin(action string, h handler) handler {
 	return func(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-		if !c.admin {
-			return forbidden(action)
+		if e := adminOnly(action)(c); e != nil {
+			return e
 		}
 		return h(w, r, c)
 	}
@@ -452,20 +424,15 @@ func adminOnly(action string) func(*caller) *apiErr {
 // deleteProject removes the project, its role assignments and the tokens
 // scoped to it, as Keystone does; the other services keep what the project
 // owned (Keystone does not tell them), which the inventory then shows.
-func (s *Server) deleteProject(w http.ResponseWriter, r *http.Request, _ *caller) *apiErr {
-	id := r.PathValue("id")
-	p := s.st.projects[id]
-	if p == nil {
-		return keystoneErr(404, "Could not find project: "+id+".")
-	}
-	if p.builtin {
+func (s *Server) deleteProject(_ *caller, p *Project) *apiErr {
+	id := p.ID
+	if s.st.builtin[p] {
 		return keystoneErr(403, "The simulator's admin project cannot be deleted.")
 	}
 	delete(s.st.projects, id)
 	delete(s.st.assignments, id)
 	maps.DeleteFunc(s.st.tokens, func(_ string, t *token) bool { return t.projectID == id })
 	maps.DeleteFunc(s.st.appCreds, func(_ string, a *AppCredential) bool { return a.ProjectID == id })
-	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
 
@@ -476,48 +443,37 @@ func (s *Server) userRep(r *http.Request, u *User) obj {
 		"links":       obj{"self": simkit.BaseURL(r) + "/identity/v3/users/" + u.ID}}
 }
 
-func (s *Server) createUser(w http.ResponseWriter, r *http.Request, _ *caller) *apiErr {
-	var in struct {
-		User struct {
-			Name             string `json:"name"`
-			DomainID         string `json:"domain_id"`
-			Password         string `json:"password"`
-			DefaultProjectID string `json:"default_project_id"`
-			Description      string `json:"description"`
-			Enabled          *bool  `json:"enabled"`
-		} `json:"user"`
+type userIn struct {
+	Name             string `json:"name"`
+	DomainID         string `json:"domain_id"`
+	Password         string `json:"password"`
+	DefaultProjectID string `json:"default_project_id"`
+	Description      string `json:"description"`
+	Enabled          *bool  `json:"enabled"`
+}
+
+func (s *Server) createUser(_ *caller, in userIn) (*User, *apiErr) {
+	if e := s.named(&in.Name, &in.DomainID); e != nil {
+		return nil, e
 	}
-	if e := decode(r, &in, func(m string) *apiErr { return keystoneErr(400, m) }); e != nil {
-		return e
+	if s.st.findUser(authUser{Name: in.Name, Domain: &authDomain{ID: in.DomainID}}) != nil {
+		return nil, keystoneErr(409, "Conflict occurred attempting to store user - Duplicate entry found with name "+in.Name+" at domain ID "+in.DomainID+".")
 	}
-	uin := in.User
-	if e := s.named(&uin.Name, &uin.DomainID); e != nil {
-		return e
-	}
-	for _, u := range s.st.users {
-		if u.DomainID == uin.DomainID && u.Name == uin.Name {
-			return keystoneErr(409, "Conflict occurred attempting to store user - Duplicate entry found with name "+uin.Name+" at domain ID "+uin.DomainID+".")
-		}
-	}
-	u := &User{ID: newHexID(), Name: uin.Name, DomainID: uin.DomainID, DefaultProjectID: uin.DefaultProjectID,
-		Description: uin.Description, Enabled: uin.Enabled == nil || *uin.Enabled, password: uin.Password, seq: s.st.next()}
+	u := &User{ID: newHexID(), Name: in.Name, DomainID: in.DomainID, DefaultProjectID: in.DefaultProjectID,
+		Description: in.Description, Enabled: in.Enabled == nil || *in.Enabled, password: in.Password, seq: s.st.next()}
 	s.st.users[u.ID] = u
-	simkit.WriteJSON(w, http.StatusCreated, obj{"user": s.userRep(r, u)})
-	return nil
+	return u, nil
 }
 
 // users are seen by admins and by themselves.
 var users = keystoneCollection("users", "user",
 	func(st *state) map[string]*User { return st.users }, func(u *User) uint64 { return u.seq },
+	func(u *User) string { return u.DefaultProjectID },
 	func(c *caller, u *User) bool { return c.admin || c.userID == u.ID }, (*Server).userRep)
 
-func (s *Server) deleteUser(w http.ResponseWriter, r *http.Request, _ *caller) *apiErr {
-	id := r.PathValue("id")
-	u := s.st.users[id]
-	if u == nil {
-		return keystoneErr(404, "Could not find user: "+id+".")
-	}
-	if u.builtin {
+func (s *Server) deleteUser(_ *caller, u *User) *apiErr {
+	id := u.ID
+	if s.st.builtin[u] {
 		return keystoneErr(403, "The simulator's admin user cannot be deleted.")
 	}
 	delete(s.st.users, id)
@@ -526,7 +482,6 @@ func (s *Server) deleteUser(w http.ResponseWriter, r *http.Request, _ *caller) *
 	}
 	maps.DeleteFunc(s.st.tokens, func(_ string, t *token) bool { return t.userID == id })
 	maps.DeleteFunc(s.st.appCreds, func(_ string, a *AppCredential) bool { return a.UserID == id })
-	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
 
@@ -541,7 +496,7 @@ func (s *Server) listRoles(w http.ResponseWriter, r *http.Request, _ *caller) *a
 		objs = append(objs, roleRep(r, rl))
 	}
 	slices.SortFunc(objs, func(a, b obj) int { return strings.Compare(a["name"].(string), b["name"].(string)) })
-	writeList(w, r, "roles", filterObjs(r, objs, nil), keystoneLinks, keystoneErr)
+	keystoneList.WriteList(w, r, "roles", keystoneList.Filtered(r, objs, nil))
 	return nil
 }
 
@@ -597,7 +552,7 @@ func (s *Server) listUserProjectRoles(w http.ResponseWriter, r *http.Request, c 
 	for _, id := range s.st.assignments[p][u] {
 		objs = append(objs, roleRep(r, s.st.roles[id]))
 	}
-	writeList(w, r, "roles", objs, keystoneLinks, keystoneErr)
+	keystoneList.WriteList(w, r, "roles", objs)
 	return nil
 }
 
@@ -617,13 +572,11 @@ func (s *Server) createAppCred(w http.ResponseWriter, r *http.Request, c *caller
 			Secret string `json:"secret"`
 		} `json:"application_credential"`
 	}
-	if e := decode(r, &in, func(m string) *apiErr { return keystoneErr(400, m) }); e != nil {
+	if e := simkit.Decode(r, &in, keystoneBad); e != nil {
 		return e
 	}
-	for _, a := range s.st.appCreds {
-		if a.UserID == uid && a.Name == in.AppCred.Name {
-			return keystoneErr(409, "Conflict occurred attempting to store application_credential - Duplicate entry.")
-		}
+	if simkit.FindBy(s.st.appCreds, func(a *AppCredential) bool { return a.UserID == uid && a.Name == in.AppCred.Name }) != nil {
+		return keystoneErr(409, "Conflict occurred attempting to store application_credential - Duplicate entry.")
 	}
 	a := &AppCredential{ID: newHexID(), Name: in.AppCred.Name, UserID: uid, ProjectID: c.projectID, Secret: in.AppCred.Secret}
 	a.Secret = cmp.Or(a.Secret, randomHex(32))

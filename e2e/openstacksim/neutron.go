@@ -2,7 +2,6 @@ package openstacksim
 
 import (
 	"cmp"
-	"encoding/json"
 	"maps"
 	"net/http"
 	"net/netip"
@@ -45,11 +44,10 @@ func policy(rule string) *apiErr {
 // owns says whether c may see and change what project owns.
 func (c *caller) owns(project string) bool { return c.admin || project == c.projectID }
 
-// targetProject is the project a create acts for: the body's
+// project is the project a create acts for: the body's
 // project_id/tenant_id (admin only when not the caller's) or the caller's.
-func targetProject(c *caller, projectID, tenantID string) (string, *apiErr) {
-	p := projectID
-	p = cmp.Or(p, tenantID)
+func (in attrsIn) project(c *caller) (string, *apiErr) {
+	p := cmp.Or(in.ProjectID, in.TenantID)
 	if p == "" {
 		return c.projectID, nil
 	}
@@ -61,28 +59,35 @@ func targetProject(c *caller, projectID, tenantID string) (string, *apiErr) {
 }
 
 // stamp adds the standard attributes every Neutron resource has.
-func stamp(o obj, project, created, description string, tags []string) obj {
-	o["tenant_id"], o["project_id"] = project, project
-	o["created_at"], o["updated_at"] = created, created
-	o["revision_number"], o["description"] = 1, description
-	o["tags"] = append([]string{}, tags...)
+func stamp(o obj, m *Meta) obj {
+	o["tenant_id"], o["project_id"] = m.ProjectID, m.ProjectID
+	o["created_at"], o["updated_at"] = fmtTime(m.Created), fmtTime(m.Created)
+	o["revision_number"], o["description"] = 1, m.Description
+	o["tags"] = append([]string{}, m.Tags...)
 	return o
+}
+
+// fresh is the Meta of a new object of project.
+func (s *Server) fresh(project string) Meta {
+	return Meta{ID: simkit.NewUUID(), ProjectID: project, Created: s.now(), seq: s.st.next()}
 }
 
 // attrsIn are the standard attributes a create or update may set; Neutron
 // takes tags on create since its tag-creation extension.
 type attrsIn struct {
+	Name        *string   `json:"name"`
 	Description *string   `json:"description"`
 	Tags        *[]string `json:"tags"`
+	ProjectID   string    `json:"project_id"`
+	TenantID    string    `json:"tenant_id"`
 }
 
-// apply sets what in carries.
-func (in attrsIn) apply(description *string, tags *[]string) {
-	if in.Description != nil {
-		*description = *in.Description
-	}
-	if in.Tags != nil && tags != nil {
-		*tags = uniqueTags(*in.Tags)
+// apply sets what in carries; tags only on create.
+func (in attrsIn) apply(m *Meta, create bool) {
+	set(&m.Name, in.Name)
+	set(&m.Description, in.Description)
+	if in.Tags != nil && create {
+		m.Tags = uniqueTags(*in.Tags)
 	}
 }
 
@@ -108,32 +113,29 @@ func (s *Server) netRep(n *Network) obj {
 	return stamp(obj{"id": n.ID, "name": n.Name, "admin_state_up": true, "status": "ACTIVE", "subnets": subs,
 		"shared": n.Shared, "router:external": n.External, "mtu": n.MTU, "port_security_enabled": true,
 		"availability_zones": []string{"nova"}, "availability_zone_hints": []string{}, "ipv4_address_scope": nil,
-		"ipv6_address_scope": nil, "is_default": false}, n.ProjectID, fmtTime(n.Created), n.Description, n.Tags)
+		"ipv6_address_scope": nil, "is_default": false}, &n.Meta)
 }
 
 // networks are every project's networks; shared and external ones are
 // everyone's to see.
-var networks = neutronCollection("networks", "network", "network",
-	func(st *state) map[string]*Network { return st.networks }, func(n *Network) uint64 { return n.seq },
-	func(_ *Server, c *caller, n *Network) bool { return c.owns(n.ProjectID) || n.Shared || n.External },
-	(*Server).netRep)
+var networks = func() *collection[Network] {
+	col := neutronCollection("networks", "network", "network",
+		func(st *state) map[string]*Network { return st.networks }, (*Server).netRep)
+	col.Visible = func(_ *Server, c *caller, n *Network) bool { return c.owns(n.ProjectID) || n.Shared || n.External }
+	return col
+}()
 
-func (s *Server) visibleNetwork(c *caller, id string) *Network { return networks.lookup(s, c, id) }
-
-func neutronBad(status int, msg string) *apiErr { return neutronErr(status, "HTTPBadRequest", msg) }
+func (s *Server) visibleNetwork(c *caller, id string) *Network { return networks.Lookup(s, c, id) }
 
 type networkIn struct {
 	attrsIn
-	Name      *string `json:"name"`
-	ProjectID string  `json:"project_id"`
-	TenantID  string  `json:"tenant_id"`
-	Shared    *bool   `json:"shared"`
-	External  *bool   `json:"router:external"`
-	MTU       int     `json:"mtu"`
+	Shared   *bool `json:"shared"`
+	External *bool `json:"router:external"`
+	MTU      int   `json:"mtu"`
 }
 
 func (s *Server) createNetwork(c *caller, nin networkIn) (*Network, *apiErr) {
-	p, e := targetProject(c, nin.ProjectID, nin.TenantID)
+	p, e := nin.project(c)
 	if e != nil {
 		return nil, e
 	}
@@ -144,16 +146,13 @@ func (s *Server) createNetwork(c *caller, nin networkIn) (*Network, *apiErr) {
 		return nil, e
 	}
 	s.ensureDefaultSG(p)
-	n := &Network{ID: simkit.NewUUID(), ProjectID: p, MTU: 1450, Created: s.now(), seq: s.st.next()}
-	if nin.Name != nil {
-		n.Name = *nin.Name
-	}
+	n := &Network{Meta: s.fresh(p), MTU: 1450}
 	if nin.MTU > 0 {
 		n.MTU = nin.MTU
 	}
 	n.Shared = nin.Shared != nil && *nin.Shared
 	n.External = nin.External != nil && *nin.External
-	nin.apply(&n.Description, &n.Tags)
+	nin.apply(&n.Meta, true)
 	s.st.networks[n.ID] = n
 	return n, nil
 }
@@ -162,10 +161,7 @@ func (s *Server) updateNetwork(c *caller, n *Network, in networkIn) *apiErr {
 	if !c.owns(n.ProjectID) {
 		return policy("update_network")
 	}
-	if in.Name != nil {
-		n.Name = *in.Name
-	}
-	in.apply(&n.Description, nil)
+	in.apply(&n.Meta, false)
 	if in.Shared != nil {
 		if !c.admin {
 			return policy("update_network:shared")
@@ -179,14 +175,12 @@ func (s *Server) updateNetwork(c *caller, n *Network, in networkIn) *apiErr {
 // (409 NetworkInUse) and takes the network's subnets with it, as Neutron.
 func (s *Server) deleteNetwork(c *caller, n *Network) *apiErr {
 	id := n.ID
-	if !c.owns(n.ProjectID) || n.builtin {
+	if !c.owns(n.ProjectID) || s.st.builtin[n] {
 		return policy("delete_network")
 	}
-	for _, p := range s.st.ports {
-		if p.NetworkID == id && p.DeviceOwner != ownerDHCP {
-			return neutronErr(http.StatusConflict, "NetworkInUse", "Unable to complete operation on network "+id+
-				". There are one or more ports still in use on the network.")
-		}
+	if simkit.FindBy(s.st.ports, func(p *Port) bool { return p.NetworkID == id && p.DeviceOwner != ownerDHCP }) != nil {
+		return neutronErr(http.StatusConflict, "NetworkInUse", "Unable to complete operation on network "+id+
+			". There are one or more ports still in use on the network.")
 	}
 	for _, p := range s.st.ports {
 		if p.NetworkID == id {
@@ -209,43 +203,36 @@ func (s *Server) subnetRep(sub *Subnet) obj {
 		"gateway_ip": orNil(sub.GatewayIP), "ip_version": 4, "enable_dhcp": sub.EnableDHCP, "allocation_pools": pools,
 		"dns_nameservers": slices.Clone(sub.DNSNameservers), "host_routes": []obj{}, "ipv6_address_mode": nil,
 		"ipv6_ra_mode": nil, "subnetpool_id": nil, "service_types": []string{}, "dns_publish_fixed_ip": false},
-		sub.ProjectID, fmtTime(sub.Created), sub.Description, sub.Tags)
+		&sub.Meta)
 }
 
 // subnets are seen with their network.
-var subnets = neutronCollection("subnets", "subnet", "subnet",
-	func(st *state) map[string]*Subnet { return st.subnets }, func(x *Subnet) uint64 { return x.seq },
-	func(s *Server, c *caller, sub *Subnet) bool { return s.visibleNetwork(c, sub.NetworkID) != nil },
-	(*Server).subnetRep)
+var subnets = func() *collection[Subnet] {
+	col := neutronCollection("subnets", "subnet", "subnet",
+		func(st *state) map[string]*Subnet { return st.subnets }, (*Server).subnetRep)
+	col.Visible = func(s *Server, c *caller, sub *Subnet) bool { return s.visibleNetwork(c, sub.NetworkID) != nil }
+	return col
+}()
 
-func (s *Server) visibleSubnet(c *caller, id string) *Subnet { return subnets.lookup(s, c, id) }
+func (s *Server) visibleSubnet(c *caller, id string) *Subnet { return subnets.Lookup(s, c, id) }
 
 type subnetIn struct {
 	attrsIn
-	NetworkID  string          `json:"network_id"`
-	Name       *string         `json:"name"`
-	CIDR       string          `json:"cidr"`
-	IPVersion  int             `json:"ip_version"`
-	GatewayIP  json.RawMessage `json:"gateway_ip"`
-	Pools      *[]Pool         `json:"allocation_pools"`
-	DNS        *[]string       `json:"dns_nameservers"`
-	EnableDHCP *bool           `json:"enable_dhcp"`
-	ProjectID  string          `json:"project_id"`
-	TenantID   string          `json:"tenant_id"`
+	NetworkID  string           `json:"network_id"`
+	CIDR       string           `json:"cidr"`
+	IPVersion  int              `json:"ip_version"`
+	GatewayIP  nullable[string] `json:"gateway_ip"`
+	Pools      *[]Pool          `json:"allocation_pools"`
+	DNS        *[]string        `json:"dns_nameservers"`
+	EnableDHCP *bool            `json:"enable_dhcp"`
 }
 
 // gateway reads gateway_ip: absent nil, null "", else the address.
 func (in subnetIn) gateway() *string {
-	if in.GatewayIP == nil {
+	if !in.GatewayIP.Set {
 		return nil
 	}
-	var g *string
-	_ = json.Unmarshal(in.GatewayIP, &g)
-	if g == nil {
-		empty := ""
-		return &empty
-	}
-	return g
+	return &in.GatewayIP.V
 }
 
 func (s *Server) createSubnet(c *caller, sin subnetIn) (*Subnet, *apiErr) {
@@ -253,7 +240,7 @@ func (s *Server) createSubnet(c *caller, sin subnetIn) (*Subnet, *apiErr) {
 	if n == nil {
 		return nil, nfound("network", sin.NetworkID)
 	}
-	p, e := targetProject(c, sin.ProjectID, sin.TenantID)
+	p, e := sin.project(c)
 	if e != nil {
 		return nil, e
 	}
@@ -267,23 +254,14 @@ func (s *Server) createSubnet(c *caller, sin subnetIn) (*Subnet, *apiErr) {
 		return nil, e
 	}
 	spec := subnetSpec{projectID: p, networkID: n.ID, cidr: sin.CIDR, gateway: sin.gateway(), dhcp: true}
-	if sin.Name != nil {
-		spec.name = *sin.Name
-	}
-	if sin.Pools != nil {
-		spec.pools = *sin.Pools
-	}
-	if sin.DNS != nil {
-		spec.dns = *sin.DNS
-	}
-	if sin.EnableDHCP != nil {
-		spec.dhcp = *sin.EnableDHCP
-	}
+	set(&spec.pools, sin.Pools)
+	set(&spec.dns, sin.DNS)
+	set(&spec.dhcp, sin.EnableDHCP)
 	sub, e := s.st.newSubnet(spec, s.now())
 	if e != nil {
 		return nil, e
 	}
-	sin.apply(&sub.Description, &sub.Tags)
+	sin.apply(&sub.Meta, true)
 	if s.opts.DHCPPorts && sub.EnableDHCP {
 		s.dhcpPort(n, sub)
 	}
@@ -316,22 +294,17 @@ func (s *Server) updateSubnet(c *caller, sub *Subnet, sin subnetIn) *apiErr {
 			return e
 		}
 	}
-	if sin.Name != nil {
-		sub.Name = *sin.Name
-	}
-	sin.apply(&sub.Description, nil)
+	sin.apply(&sub.Meta, false)
 	if sin.DNS != nil {
 		sub.DNSNameservers = slices.Clone(*sin.DNS)
 	}
-	if sin.EnableDHCP != nil {
-		sub.EnableDHCP = *sin.EnableDHCP
-	}
+	set(&sub.EnableDHCP, sin.EnableDHCP)
 	return nil
 }
 
 func (s *Server) deleteSubnet(c *caller, sub *Subnet) *apiErr {
 	id := sub.ID
-	if !c.owns(sub.ProjectID) || sub.builtin {
+	if !c.owns(sub.ProjectID) || s.st.builtin[sub] {
 		return policy("delete_subnet")
 	}
 	for _, pid := range sub.Allocated {
@@ -352,15 +325,10 @@ func (s *Server) deleteSubnet(c *caller, sub *Subnet) *apiErr {
 // dhcpPort gives sub an address on n's DHCP port, as the DHCP agent does
 // right after a subnet with DHCP appears: the first free pool address.
 func (s *Server) dhcpPort(n *Network, sub *Subnet) {
-	var p *Port
-	for _, x := range s.st.ports {
-		if x.NetworkID == n.ID && x.DeviceOwner == ownerDHCP {
-			p = x
-		}
-	}
+	p := simkit.FindBy(s.st.ports, func(x *Port) bool { return x.NetworkID == n.ID && x.DeviceOwner == ownerDHCP })
 	if p == nil {
-		p = &Port{ID: simkit.NewUUID(), ProjectID: n.ProjectID, NetworkID: n.ID, MAC: newMAC(), DeviceOwner: ownerDHCP,
-			DeviceID: "dhcp" + randomHex(16) + "-" + n.ID, SecurityGroups: []string{}, Created: s.now(), seq: s.st.next()}
+		p = &Port{Meta: s.fresh(n.ProjectID), NetworkID: n.ID, MAC: newMAC(), DeviceOwner: ownerDHCP,
+			DeviceID: "dhcp" + randomHex(16) + "-" + n.ID, SecurityGroups: []string{}}
 	}
 	ip, e := sub.allocate("", p.ID)
 	if e != nil {
@@ -385,28 +353,27 @@ func (s *Server) portRep(p *Port) obj {
 		"admin_state_up": true, "status": status, "device_id": p.DeviceID, "device_owner": p.DeviceOwner,
 		"fixed_ips": ips, "security_groups": slices.Clone(p.SecurityGroups), "allowed_address_pairs": []obj{},
 		"extra_dhcp_opts": []obj{}, "port_security_enabled": p.PortSecurity, "binding:vnic_type": "normal",
-		"propagate_uplink_status": false}, p.ProjectID, fmtTime(p.Created), p.Description, p.Tags)
+		"propagate_uplink_status": false}, &p.Meta)
 }
 
 var ports = func() *collection[Port] {
 	col := neutronCollection("ports", "port", "port",
-		func(st *state) map[string]*Port { return st.ports }, func(x *Port) uint64 { return x.seq },
-		owned(func(p *Port) string { return p.ProjectID }), (*Server).portRep)
-	col.filters = fixedIPsFilter
+		func(st *state) map[string]*Port { return st.ports }, (*Server).portRep)
+	col.Filters = fixedIPsFilter
 	return col
 }()
 
-func (s *Server) visiblePort(c *caller, id string) *Port { return ports.lookup(s, c, id) }
+func (s *Server) visiblePort(c *caller, id string) *Port { return ports.Lookup(s, c, id) }
 
 // fixedIPsFilter is Neutron's ?fixed_ips=ip_address=…&fixed_ips=subnet_id=…:
 // a port matches when one of its addresses has every given key.
-var fixedIPsFilter = map[string]func(obj, []string) bool{
+var fixedIPsFilter = map[string]simkit.Filter{
 	"fixed_ips": func(o obj, vals []string) bool {
 		for _, f := range o["fixed_ips"].([]obj) {
 			all := true
 			for _, v := range vals {
 				k, want, _ := strings.Cut(v, "=")
-				if scalar(f[k]) != want {
+				if simkit.Scalar(f[k]) != want {
 					all = false
 				}
 			}
@@ -426,14 +393,11 @@ type fixedIPIn struct {
 type portIn struct {
 	attrsIn
 	NetworkID      string       `json:"network_id"`
-	Name           *string      `json:"name"`
 	FixedIPs       *[]fixedIPIn `json:"fixed_ips"`
 	SecurityGroups *[]string    `json:"security_groups"`
 	DeviceID       *string      `json:"device_id"`
 	DeviceOwner    *string      `json:"device_owner"`
 	PortSecurity   *bool        `json:"port_security_enabled"`
-	ProjectID      string       `json:"project_id"`
-	TenantID       string       `json:"tenant_id"`
 }
 
 // allocateIPs takes the addresses asked for on network n for port id:
@@ -530,21 +494,11 @@ func (s *Server) newPort(c *caller, n *Network, project string, in portIn) (*Por
 		return nil, e
 	}
 	s.ensureDefaultSG(project)
-	p := &Port{ID: simkit.NewUUID(), ProjectID: project, NetworkID: n.ID, MAC: newMAC(), PortSecurity: true,
-		Created: s.now(), seq: s.st.next()}
-	if in.Name != nil {
-		p.Name = *in.Name
-	}
-	if in.DeviceID != nil {
-		p.DeviceID = *in.DeviceID
-	}
-	if in.DeviceOwner != nil {
-		p.DeviceOwner = *in.DeviceOwner
-	}
-	if in.PortSecurity != nil {
-		p.PortSecurity = *in.PortSecurity
-	}
-	in.apply(&p.Description, &p.Tags)
+	p := &Port{Meta: s.fresh(project), NetworkID: n.ID, MAC: newMAC(), PortSecurity: true}
+	set(&p.DeviceID, in.DeviceID)
+	set(&p.DeviceOwner, in.DeviceOwner)
+	set(&p.PortSecurity, in.PortSecurity)
+	in.apply(&p.Meta, true)
 	switch {
 	case in.SecurityGroups != nil:
 		ids, e := s.resolveGroups(c, project, *in.SecurityGroups)
@@ -576,18 +530,14 @@ func (s *Server) createPort(c *caller, in portIn) (*Port, *apiErr) {
 	if n == nil {
 		return nil, nfound("network", in.NetworkID)
 	}
-	project, e := targetProject(c, in.ProjectID, in.TenantID)
+	project, e := in.project(c)
 	if e != nil {
 		return nil, e
 	}
 	if !c.admin && n.ProjectID != project && !n.Shared {
 		return nil, policy("create_port:network")
 	}
-	p, e := s.newPort(c, n, project, in)
-	if e != nil {
-		return nil, e
-	}
-	return p, nil
+	return s.newPort(c, n, project, in)
 }
 
 func (s *Server) updatePort(c *caller, p *Port, pin portIn) *apiErr {
@@ -611,19 +561,10 @@ func (s *Server) updatePort(c *caller, p *Port, pin portIn) *apiErr {
 		}
 		p.FixedIPs = ips
 	}
-	if pin.Name != nil {
-		p.Name = *pin.Name
-	}
-	pin.apply(&p.Description, nil)
-	if pin.DeviceID != nil {
-		p.DeviceID = *pin.DeviceID
-	}
-	if pin.DeviceOwner != nil {
-		p.DeviceOwner = *pin.DeviceOwner
-	}
-	if pin.PortSecurity != nil {
-		p.PortSecurity = *pin.PortSecurity
-	}
+	pin.apply(&p.Meta, false)
+	set(&p.DeviceID, pin.DeviceID)
+	set(&p.DeviceOwner, pin.DeviceOwner)
+	set(&p.PortSecurity, pin.PortSecurity)
 	return nil
 }
 
@@ -650,33 +591,34 @@ func (s *Server) removePort(p *Port) {
 
 // ---- security groups and rules
 
-func ruleRep(rl Rule) obj {
+func (s *Server) ruleRep(rl *Rule) obj {
 	o := obj{"id": rl.ID, "security_group_id": rl.SecurityGroupID, "direction": rl.Direction,
 		"ethertype": rl.EtherType, "protocol": orNil(rl.Protocol), "port_range_min": nil, "port_range_max": nil,
 		"remote_ip_prefix": orNil(rl.RemoteIPPrefix), "remote_group_id": orNil(rl.RemoteGroupID),
-		"remote_address_group_id": nil, "normalized_cidr": orNil(rl.RemoteIPPrefix), "description": rl.Description}
+		"remote_address_group_id": nil, "normalized_cidr": orNil(rl.RemoteIPPrefix)}
 	if rl.PortRangeMin != 0 || rl.PortRangeMax != 0 {
 		o["port_range_min"], o["port_range_max"] = rl.PortRangeMin, rl.PortRangeMax
 	}
-	return stamp(o, rl.ProjectID, fmtTime(rl.Created), rl.Description, nil)
+	return stamp(o, &rl.Meta)
 }
 
 func (s *Server) sgRep(g *SecurityGroup) obj {
 	rules := []obj{}
-	for _, rl := range g.Rules {
-		rules = append(rules, ruleRep(rl))
+	for i := range g.Rules {
+		rules = append(rules, s.ruleRep(&g.Rules[i]))
 	}
-	return stamp(obj{"id": g.ID, "name": g.Name, "description": g.Description, "security_group_rules": rules,
-		"stateful": true, "shared": false}, g.ProjectID, fmtTime(g.Created), g.Description, g.Tags)
+	return stamp(obj{"id": g.ID, "name": g.Name, "security_group_rules": rules, "stateful": true, "shared": false},
+		&g.Meta)
 }
 
 func (s *Server) defaultSG(project string) *SecurityGroup {
-	for _, g := range s.st.secGroups {
-		if g.ProjectID == project && g.Default {
-			return g
-		}
-	}
-	return nil
+	return simkit.FindBy(s.st.secGroups, func(g *SecurityGroup) bool { return g.ProjectID == project && g.Default })
+}
+
+// newRule is a rule of g, Created with g.
+func (s *Server) newRule(g *SecurityGroup, direction, etherType string) Rule {
+	return Rule{Meta: Meta{ID: simkit.NewUUID(), ProjectID: g.ProjectID, Created: g.Created, seq: s.st.next()},
+		SecurityGroupID: g.ID, Direction: direction, EtherType: etherType}
 }
 
 // ensureDefaultSG makes project's "default" group as Neutron does: ingress
@@ -685,41 +627,29 @@ func (s *Server) ensureDefaultSG(project string) {
 	if project == "" || s.defaultSG(project) != nil {
 		return
 	}
-	g := &SecurityGroup{ID: simkit.NewUUID(), Name: "default", ProjectID: project, Description: "Default security group",
-		Default: true, Created: s.now(), seq: s.st.next()}
+	g := &SecurityGroup{Meta: s.fresh(project), Default: true}
+	g.Name, g.Description = "default", "Default security group"
 	for _, et := range []string{"IPv4", "IPv6"} {
-		g.Rules = append(g.Rules,
-			Rule{ID: simkit.NewUUID(), SecurityGroupID: g.ID, ProjectID: project, Direction: "ingress", EtherType: et, RemoteGroupID: g.ID, Created: g.Created, seq: s.st.next()},
-			Rule{ID: simkit.NewUUID(), SecurityGroupID: g.ID, ProjectID: project, Direction: "egress", EtherType: et, Created: g.Created, seq: s.st.next()})
+		in := s.newRule(g, "ingress", et)
+		in.RemoteGroupID = g.ID
+		g.Rules = append(g.Rules, in, s.newRule(g, "egress", et))
 	}
 	s.st.secGroups[g.ID] = g
 }
 
 var secGroups = neutronCollection("security_groups", "security_group", "security group",
-	func(st *state) map[string]*SecurityGroup { return st.secGroups }, func(x *SecurityGroup) uint64 { return x.seq },
-	owned(func(g *SecurityGroup) string { return g.ProjectID }), (*Server).sgRep)
+	func(st *state) map[string]*SecurityGroup { return st.secGroups }, (*Server).sgRep)
 
-func (s *Server) visibleSG(c *caller, id string) *SecurityGroup { return secGroups.lookup(s, c, id) }
-
-type sgIn struct {
-	attrsIn
-	Name      *string `json:"name"`
-	ProjectID string  `json:"project_id"`
-	TenantID  string  `json:"tenant_id"`
-}
+func (s *Server) visibleSG(c *caller, id string) *SecurityGroup { return secGroups.Lookup(s, c, id) }
 
 // createSecGroup makes a group with Neutron's two egress rules.
-func (s *Server) createSecGroup(c *caller, in sgIn) (*SecurityGroup, *apiErr) {
-	p, e := targetProject(c, in.ProjectID, in.TenantID)
+func (s *Server) createSecGroup(c *caller, in attrsIn) (*SecurityGroup, *apiErr) {
+	p, e := in.project(c)
 	if e != nil {
 		return nil, e
 	}
 	s.ensureDefaultSG(p)
-	name := ""
-	if in.Name != nil {
-		name = *in.Name
-	}
-	if name == "default" {
+	if in.Name != nil && *in.Name == "default" {
 		return nil, neutronErr(http.StatusConflict, "SecurityGroupDefaultAlreadyExists", "Default security group already exists.")
 	}
 	if e := s.checkNeutronQuota(p, "security_group", 1); e != nil {
@@ -728,24 +658,20 @@ func (s *Server) createSecGroup(c *caller, in sgIn) (*SecurityGroup, *apiErr) {
 	if e := s.checkNeutronQuota(p, "security_group_rule", 2); e != nil {
 		return nil, e
 	}
-	g := &SecurityGroup{ID: simkit.NewUUID(), Name: name, ProjectID: p, Created: s.now(), seq: s.st.next()}
-	in.apply(&g.Description, &g.Tags)
+	g := &SecurityGroup{Meta: s.fresh(p)}
+	in.apply(&g.Meta, true)
 	for _, et := range []string{"IPv4", "IPv6"} {
-		g.Rules = append(g.Rules, Rule{ID: simkit.NewUUID(), SecurityGroupID: g.ID, ProjectID: p, Direction: "egress",
-			EtherType: et, Created: g.Created, seq: s.st.next()})
+		g.Rules = append(g.Rules, s.newRule(g, "egress", et))
 	}
 	s.st.secGroups[g.ID] = g
 	return g, nil
 }
 
-func (s *Server) updateSecGroup(c *caller, g *SecurityGroup, in sgIn) *apiErr {
-	if in.Name != nil {
-		if g.Default && *in.Name != "default" {
-			return neutronErr(http.StatusConflict, "SecurityGroupCannotUpdateDefault", "Updating default security group not allowed.")
-		}
-		g.Name = *in.Name
+func (s *Server) updateSecGroup(c *caller, g *SecurityGroup, in attrsIn) *apiErr {
+	if in.Name != nil && g.Default && *in.Name != "default" {
+		return neutronErr(http.StatusConflict, "SecurityGroupCannotUpdateDefault", "Updating default security group not allowed.")
 	}
-	in.apply(&g.Description, nil)
+	in.apply(&g.Meta, false)
 	return nil
 }
 
@@ -766,104 +692,71 @@ func (s *Server) deleteSecGroup(c *caller, g *SecurityGroup) *apiErr {
 	return nil
 }
 
-func (s *Server) findRule(c *caller, id string) (*SecurityGroup, int) {
-	for _, g := range s.st.secGroups {
-		for i, rl := range g.Rules {
-			if rl.ID == id && c.owns(g.ProjectID) {
-				return g, i
+// rules are the rules of every group, seen with their group's project.
+var rules = neutronCollection("security_group_rules", "security_group_rule", "security group rule",
+	func(st *state) map[string]*Rule {
+		m := map[string]*Rule{}
+		for _, g := range st.secGroups {
+			for i := range g.Rules {
+				m[g.Rules[i].ID] = &g.Rules[i]
 			}
 		}
-	}
-	return nil, -1
+		return m
+	}, (*Server).ruleRep)
+
+type ruleIn struct {
+	SecurityGroupID string  `json:"security_group_id"`
+	Direction       string  `json:"direction"`
+	EtherType       string  `json:"ethertype"`
+	Protocol        *string `json:"protocol"`
+	PortRangeMin    *int    `json:"port_range_min"`
+	PortRangeMax    *int    `json:"port_range_max"`
+	RemoteIPPrefix  *string `json:"remote_ip_prefix"`
+	RemoteGroupID   *string `json:"remote_group_id"`
+	Description     string  `json:"description"`
 }
 
-func (s *Server) listRules(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	var all []Rule
-	for _, g := range s.st.secGroups {
-		if c.owns(g.ProjectID) {
-			all = append(all, g.Rules...)
-		}
-	}
-	slices.SortFunc(all, func(a, b Rule) int { return int(a.seq) - int(b.seq) })
-	var objs []obj
-	for _, rl := range all {
-		objs = append(objs, ruleRep(rl))
-	}
-	writeList(w, r, "security_group_rules", filterObjs(r, objs, nil), linksArray, neutronBad)
-	return nil
-}
-
-func (s *Server) getRule(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	g, i := s.findRule(c, r.PathValue("id"))
-	if g == nil {
-		return nfound("security group rule", r.PathValue("id"))
-	}
-	simkit.WriteJSON(w, http.StatusOK, obj{"security_group_rule": ruleRep(g.Rules[i])})
-	return nil
-}
-
-func (s *Server) createRule(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	var in struct {
-		Rule struct {
-			SecurityGroupID string  `json:"security_group_id"`
-			Direction       string  `json:"direction"`
-			EtherType       string  `json:"ethertype"`
-			Protocol        *string `json:"protocol"`
-			PortRangeMin    *int    `json:"port_range_min"`
-			PortRangeMax    *int    `json:"port_range_max"`
-			RemoteIPPrefix  *string `json:"remote_ip_prefix"`
-			RemoteGroupID   *string `json:"remote_group_id"`
-			Description     string  `json:"description"`
-		} `json:"security_group_rule"`
-	}
-	if e := decode(r, &in, badInput); e != nil {
-		return e
-	}
-	rin := in.Rule
+func (s *Server) createRule(c *caller, rin ruleIn) (*Rule, *apiErr) {
 	g := s.visibleSG(c, rin.SecurityGroupID)
 	if g == nil {
-		return nfound("security group", rin.SecurityGroupID)
+		return nil, nfound("security group", rin.SecurityGroupID)
 	}
-	rl := Rule{ID: simkit.NewUUID(), SecurityGroupID: g.ID, ProjectID: g.ProjectID, Direction: rin.Direction,
-		EtherType: rin.EtherType, Description: rin.Description}
+	rl := Rule{Meta: Meta{ID: simkit.NewUUID(), ProjectID: g.ProjectID, Description: rin.Description},
+		SecurityGroupID: g.ID, Direction: rin.Direction, EtherType: rin.EtherType}
 	if rl.Direction != "ingress" && rl.Direction != "egress" {
-		return badInput("direction " + rin.Direction + " is not in [ingress, egress].")
+		return nil, badInput("direction " + rin.Direction + " is not in [ingress, egress].")
 	}
 	rl.EtherType = cmp.Or(rl.EtherType, "IPv4")
 	if rl.EtherType != "IPv4" && rl.EtherType != "IPv6" {
-		return badInput("ethertype " + rin.EtherType + " is not in [IPv4, IPv6].")
+		return nil, badInput("ethertype " + rin.EtherType + " is not in [IPv4, IPv6].")
 	}
 	if rin.Protocol != nil {
 		rl.Protocol = strings.ToLower(*rin.Protocol)
 	}
-	if rin.PortRangeMin != nil {
-		rl.PortRangeMin = *rin.PortRangeMin
-	}
-	if rin.PortRangeMax != nil {
-		rl.PortRangeMax = *rin.PortRangeMax
-	}
+	set(&rl.PortRangeMin, rin.PortRangeMin)
+	set(&rl.PortRangeMax, rin.PortRangeMax)
 	if (rin.PortRangeMin != nil || rin.PortRangeMax != nil) && rl.Protocol == "" {
-		return neutronErr(http.StatusBadRequest, "SecurityGroupProtocolRequiredWithPorts",
+		return nil, neutronErr(http.StatusBadRequest, "SecurityGroupProtocolRequiredWithPorts",
 			"Must also specify protocol if port range is given.")
 	}
 	if (rl.Protocol == "tcp" || rl.Protocol == "udp") && rl.PortRangeMin > rl.PortRangeMax && rin.PortRangeMax != nil {
-		return neutronErr(http.StatusBadRequest, "SecurityGroupInvalidPortRange",
+		return nil, neutronErr(http.StatusBadRequest, "SecurityGroupInvalidPortRange",
 			"For TCP/UDP protocols, port_range_min must be <= port_range_max")
 	}
 	if rin.RemoteIPPrefix != nil && rin.RemoteGroupID != nil {
-		return neutronErr(http.StatusBadRequest, "SecurityGroupRemoteGroupAndRemoteIpPrefix",
+		return nil, neutronErr(http.StatusBadRequest, "SecurityGroupRemoteGroupAndRemoteIpPrefix",
 			"Only remote_ip_prefix or remote_group_id may be provided.")
 	}
 	if rin.RemoteIPPrefix != nil {
 		p, err := netip.ParsePrefix(*rin.RemoteIPPrefix)
 		if err != nil {
-			return badInput("'" + *rin.RemoteIPPrefix + "' is not a valid IP subnet.")
+			return nil, badInput("'" + *rin.RemoteIPPrefix + "' is not a valid IP subnet.")
 		}
 		rl.RemoteIPPrefix = p.Masked().String()
 	}
 	if rin.RemoteGroupID != nil {
 		if s.st.secGroups[*rin.RemoteGroupID] == nil {
-			return nfound("security group", *rin.RemoteGroupID)
+			return nil, nfound("security group", *rin.RemoteGroupID)
 		}
 		rl.RemoteGroupID = *rin.RemoteGroupID
 	}
@@ -871,32 +764,24 @@ func (s *Server) createRule(w http.ResponseWriter, r *http.Request, c *caller) *
 		if o.Direction == rl.Direction && o.EtherType == rl.EtherType && o.Protocol == rl.Protocol &&
 			o.PortRangeMin == rl.PortRangeMin && o.PortRangeMax == rl.PortRangeMax &&
 			o.RemoteIPPrefix == rl.RemoteIPPrefix && o.RemoteGroupID == rl.RemoteGroupID {
-			return neutronErr(http.StatusConflict, "SecurityGroupRuleExists", "Security group rule already exists. Rule id is "+o.ID+".")
+			return nil, neutronErr(http.StatusConflict, "SecurityGroupRuleExists", "Security group rule already exists. Rule id is "+o.ID+".")
 		}
 	}
 	if e := s.checkNeutronQuota(g.ProjectID, "security_group_rule", 1); e != nil {
-		return e
+		return nil, e
 	}
 	rl.seq, rl.Created = s.st.next(), s.now()
 	g.Rules = append(g.Rules, rl)
-	simkit.WriteJSON(w, http.StatusCreated, obj{"security_group_rule": ruleRep(rl)})
-	return nil
+	return &g.Rules[len(g.Rules)-1], nil
 }
 
 // updateRule: Neutron's rules are immutable but for their description.
-func (s *Server) updateRule(_ http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	if g, _ := s.findRule(c, r.PathValue("id")); g == nil {
-		return nfound("security group rule", r.PathValue("id"))
-	}
+func (s *Server) updateRule(http.ResponseWriter, *http.Request, *caller, *Rule) *apiErr {
 	return badInput("Security group rules cannot be updated; delete and create the rule.")
 }
 
-func (s *Server) deleteRule(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	g, i := s.findRule(c, r.PathValue("id"))
-	if g == nil {
-		return nfound("security group rule", r.PathValue("id"))
-	}
-	g.Rules = slices.Delete(g.Rules, i, i+1)
-	w.WriteHeader(http.StatusNoContent)
+func (s *Server) deleteRule(_ *caller, rl *Rule) *apiErr {
+	g := s.st.secGroups[rl.SecurityGroupID]
+	g.Rules = slices.DeleteFunc(g.Rules, func(o Rule) bool { return o.ID == rl.ID })
 	return nil
 }

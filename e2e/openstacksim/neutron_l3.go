@@ -1,7 +1,6 @@
 package openstacksim
 
 import (
-	"encoding/json"
 	"net/http"
 	"slices"
 
@@ -24,36 +23,19 @@ func (s *Server) routerRep(rt *Router) obj {
 	return stamp(obj{"id": rt.ID, "name": rt.Name, "status": "ACTIVE", "admin_state_up": true,
 		"external_gateway_info": gw, "routes": []obj{}, "distributed": false, "ha": rt.HA,
 		"availability_zone_hints": []string{}, "availability_zones": []string{"nova"}, "flavor_id": nil},
-		rt.ProjectID, fmtTime(rt.Created), rt.Description, rt.Tags)
+		&rt.Meta)
 }
 
 var routers = neutronCollection("routers", "router", "router",
-	func(st *state) map[string]*Router { return st.routers }, func(x *Router) uint64 { return x.seq },
-	owned(func(rt *Router) string { return rt.ProjectID }), (*Server).routerRep)
+	func(st *state) map[string]*Router { return st.routers }, (*Server).routerRep)
 
 type routerIn struct {
 	attrsIn
-	Name      *string         `json:"name"`
-	Gateway   json.RawMessage `json:"external_gateway_info"`
-	HA        *bool           `json:"ha"`
-	ProjectID string          `json:"project_id"`
-	TenantID  string          `json:"tenant_id"`
-}
-
-// gatewayNet reads external_gateway_info: absent ok=false; null or {}
-// clears (""), else the network id.
-func (in routerIn) gatewayNet() (id string, ok bool) {
-	if in.Gateway == nil {
-		return "", false
-	}
-	var g *struct {
+	// Gateway null or {} clears the gateway.
+	Gateway nullable[struct {
 		NetworkID string `json:"network_id"`
-	}
-	_ = json.Unmarshal(in.Gateway, &g)
-	if g == nil {
-		return "", true
-	}
-	return g.NetworkID, true
+	}] `json:"external_gateway_info"`
+	HA *bool `json:"ha"`
 }
 
 // setGateway points rt's gateway at network id ("" removes it), taking an
@@ -82,8 +64,8 @@ func (s *Server) setGateway(rt *Router, id string) *apiErr {
 	if n == nil || !n.External {
 		return neutronErr(http.StatusBadRequest, "BadRequest", "Bad router request: Network "+id+" is not a valid external network.")
 	}
-	p := &Port{ID: simkit.NewUUID(), NetworkID: id, MAC: newMAC(), DeviceID: rt.ID, DeviceOwner: ownerRouterGateway,
-		SecurityGroups: []string{}, Created: s.now(), seq: s.st.next()}
+	p := &Port{Meta: s.fresh(""), NetworkID: id, MAC: newMAC(), DeviceID: rt.ID, DeviceOwner: ownerRouterGateway,
+		SecurityGroups: []string{}}
 	ips, e := s.allocateIPs(n, p.ID, nil)
 	if e != nil {
 		return e
@@ -95,23 +77,18 @@ func (s *Server) setGateway(rt *Router, id string) *apiErr {
 }
 
 func (s *Server) createRouter(c *caller, in routerIn) (*Router, *apiErr) {
-	p, e := targetProject(c, in.ProjectID, in.TenantID)
+	p, e := in.project(c)
 	if e != nil {
 		return nil, e
 	}
 	if e := s.checkNeutronQuota(p, "router", 1); e != nil {
 		return nil, e
 	}
-	rt := &Router{ID: simkit.NewUUID(), ProjectID: p, Created: s.now(), seq: s.st.next()}
-	if in.Name != nil {
-		rt.Name = *in.Name
-	}
-	if in.HA != nil {
-		rt.HA = *in.HA
-	}
-	in.apply(&rt.Description, &rt.Tags)
-	if gw, ok := in.gatewayNet(); ok {
-		if e := s.setGateway(rt, gw); e != nil {
+	rt := &Router{Meta: s.fresh(p)}
+	set(&rt.HA, in.HA)
+	in.apply(&rt.Meta, true)
+	if in.Gateway.Set {
+		if e := s.setGateway(rt, in.Gateway.V.NetworkID); e != nil {
 			return nil, e
 		}
 	}
@@ -120,15 +97,12 @@ func (s *Server) createRouter(c *caller, in routerIn) (*Router, *apiErr) {
 }
 
 func (s *Server) updateRouter(c *caller, rt *Router, in routerIn) *apiErr {
-	if gw, ok := in.gatewayNet(); ok {
-		if e := s.setGateway(rt, gw); e != nil {
+	if in.Gateway.Set {
+		if e := s.setGateway(rt, in.Gateway.V.NetworkID); e != nil {
 			return e
 		}
 	}
-	if in.Name != nil {
-		rt.Name = *in.Name
-	}
-	in.apply(&rt.Description, nil)
+	in.apply(&rt.Meta, false)
 	return nil
 }
 
@@ -166,17 +140,13 @@ func (s *Server) interfaceRep(rt *Router, p *Port) obj {
 // remove_router_interface: the router {id} as a show finds it, then the
 // {"subnet_id"|"port_id"} body.
 func (s *Server) routerInterface(h func(*Server, http.ResponseWriter, *caller, *Router, interfaceIn) *apiErr) handler {
-	return func(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-		rt, e := routers.find(s, c, r.PathValue("id"))
-		if e != nil {
-			return e
-		}
+	return routers.On(s, func(w http.ResponseWriter, r *http.Request, c *caller, rt *Router) *apiErr {
 		var in interfaceIn
-		if e := decode(r, &in, badInput); e != nil {
+		if e := simkit.Decode(r, &in, badInput); e != nil {
 			return e
 		}
 		return h(s, w, c, rt, in)
-	}
+	})
 }
 
 // addRouterInterface plugs the router into a subnet, on the subnet's
@@ -204,8 +174,8 @@ func (s *Server) addRouterInterface(w http.ResponseWriter, c *caller, rt *Router
 		if e := s.checkNeutronQuota(rt.ProjectID, "port", 1); e != nil {
 			return e
 		}
-		p = &Port{ID: simkit.NewUUID(), ProjectID: rt.ProjectID, NetworkID: sub.NetworkID, MAC: newMAC(),
-			DeviceID: rt.ID, DeviceOwner: ownerRouterInterface, SecurityGroups: []string{}, Created: s.now(), seq: s.st.next()}
+		p = &Port{Meta: s.fresh(rt.ProjectID), NetworkID: sub.NetworkID, MAC: newMAC(),
+			DeviceID: rt.ID, DeviceOwner: ownerRouterInterface, SecurityGroups: []string{}}
 		ip, e := sub.allocate(sub.GatewayIP, p.ID)
 		if e != nil {
 			return e
@@ -286,34 +256,18 @@ func (s *Server) fipRep(f *FloatingIP) obj {
 	return stamp(obj{"id": f.ID, "floating_ip_address": f.Address, "floating_network_id": f.NetworkID,
 		"router_id": orNil(f.RouterID), "port_id": orNil(f.PortID), "fixed_ip_address": orNil(f.FixedIPAddress),
 		"status": status, "port_details": nil, "port_forwardings": []obj{},
-		"dns_domain": "", "dns_name": "", "qos_policy_id": nil}, f.ProjectID, fmtTime(f.Created), f.Description, f.Tags)
+		"dns_domain": "", "dns_name": "", "qos_policy_id": nil}, &f.Meta)
 }
 
 var floatingIPs = neutronCollection("floatingips", "floatingip", "floating IP",
-	func(st *state) map[string]*FloatingIP { return st.fips }, func(x *FloatingIP) uint64 { return x.seq },
-	owned(func(f *FloatingIP) string { return f.ProjectID }), (*Server).fipRep)
+	func(st *state) map[string]*FloatingIP { return st.fips }, (*Server).fipRep)
 
 type fipIn struct {
 	attrsIn
-	NetworkID      string          `json:"floating_network_id"`
-	PortID         json.RawMessage `json:"port_id"`
-	FixedIPAddress string          `json:"fixed_ip_address"`
-	Address        string          `json:"floating_ip_address"`
-	ProjectID      string          `json:"project_id"`
-	TenantID       string          `json:"tenant_id"`
-}
-
-// portID reads port_id: absent ok=false, null "".
-func (in fipIn) portID() (string, bool) {
-	if in.PortID == nil {
-		return "", false
-	}
-	var p *string
-	_ = json.Unmarshal(in.PortID, &p)
-	if p == nil {
-		return "", true
-	}
-	return *p, true
+	NetworkID      string           `json:"floating_network_id"`
+	PortID         nullable[string] `json:"port_id"` // null disassociates
+	FixedIPAddress string           `json:"fixed_ip_address"`
+	Address        string           `json:"floating_ip_address"`
 }
 
 // associate points f at port (""): the port's network must reach f's
@@ -368,15 +322,15 @@ func (s *Server) createFloatingIP(c *caller, fin fipIn) (*FloatingIP, *apiErr) {
 	if !n.External {
 		return nil, neutronErr(http.StatusBadRequest, "BadRequest", "Bad floatingip request: Network "+n.ID+" is not a valid external network.")
 	}
-	p, e := targetProject(c, fin.ProjectID, fin.TenantID)
+	p, e := fin.project(c)
 	if e != nil {
 		return nil, e
 	}
 	if e := s.checkNeutronQuota(p, "floatingip", 1); e != nil {
 		return nil, e
 	}
-	f := &FloatingIP{ID: simkit.NewUUID(), ProjectID: p, NetworkID: n.ID, Created: s.now(), seq: s.st.next()}
-	fin.apply(&f.Description, &f.Tags)
+	f := &FloatingIP{Meta: s.fresh(p), NetworkID: n.ID}
+	fin.apply(&f.Meta, true)
 	var want *[]fixedIPIn
 	if fin.Address != "" {
 		if !c.admin {
@@ -392,8 +346,8 @@ func (s *Server) createFloatingIP(c *caller, fin fipIn) (*FloatingIP, *apiErr) {
 		return nil, neutronErr(http.StatusConflict, "IpAddressGenerationFailure", "No more IP addresses available on network "+n.ID+".")
 	}
 	f.Address, f.allocSubnet = ips[0].IPAddress, ips[0].SubnetID
-	if pid, ok := fin.portID(); ok {
-		if e := s.associate(c, f, pid, fin.FixedIPAddress); e != nil {
+	if fin.PortID.Set {
+		if e := s.associate(c, f, fin.PortID.V, fin.FixedIPAddress); e != nil {
 			s.st.subnets[f.allocSubnet].release(f.Address)
 			return nil, e
 		}
@@ -403,12 +357,12 @@ func (s *Server) createFloatingIP(c *caller, fin fipIn) (*FloatingIP, *apiErr) {
 }
 
 func (s *Server) updateFloatingIP(c *caller, f *FloatingIP, in fipIn) *apiErr {
-	if pid, ok := in.portID(); ok {
-		if e := s.associate(c, f, pid, in.FixedIPAddress); e != nil {
+	if in.PortID.Set {
+		if e := s.associate(c, f, in.PortID.V, in.FixedIPAddress); e != nil {
 			return e
 		}
 	}
-	in.apply(&f.Description, nil)
+	in.apply(&f.Meta, false)
 	return nil
 }
 

@@ -18,38 +18,17 @@ import (
 // maxUserData is Nova's limit on the base64 user_data.
 const maxUserData = 65535
 
-func (s *Server) flavor(id string) *Flavor {
-	for i := range s.opts.Flavors {
-		if s.opts.Flavors[i].ID == id {
-			return &s.opts.Flavors[i]
-		}
-	}
-	return nil
-}
+func (s *Server) flavor(id string) *Flavor { return flavors.Items(s)[id] }
 
-func flavorRep(r *http.Request, f Flavor) obj {
+var flavors = optionsCollection("flavors", "flavor", func(o *Options) []Flavor { return o.Flavors },
+	func(f *Flavor) string { return f.ID }, flavorRep, novaList,
+	func(id string) *apiErr { return novaErr(http.StatusNotFound, "Flavor "+id+" could not be found.") })
+
+func flavorRep(r *http.Request, f *Flavor) obj {
 	return obj{"id": f.ID, "name": f.Name, "vcpus": f.VCPUs, "ram": f.RAM, "disk": f.Disk, "swap": 0,
 		"OS-FLV-EXT-DATA:ephemeral": 0, "OS-FLV-DISABLED:disabled": false, "os-flavor-access:is_public": true,
 		"rxtx_factor": 1.0, "description": nil, "extra_specs": obj{},
 		"links": []obj{{"rel": "self", "href": simkit.BaseURL(r) + "/compute/v2.1/flavors/" + f.ID}}}
-}
-
-func (s *Server) listFlavors(w http.ResponseWriter, r *http.Request, _ *caller) *apiErr {
-	var objs []obj
-	for _, f := range s.opts.Flavors {
-		objs = append(objs, flavorRep(r, f))
-	}
-	writeList(w, r, "flavors", filterObjs(r, objs, nil), linksArray, novaErr)
-	return nil
-}
-
-func (s *Server) getFlavor(w http.ResponseWriter, r *http.Request, _ *caller) *apiErr {
-	f := s.flavor(r.PathValue("id"))
-	if f == nil {
-		return novaErr(http.StatusNotFound, "Flavor "+r.PathValue("id")+" could not be found.")
-	}
-	simkit.WriteJSON(w, http.StatusOK, obj{"flavor": flavorRep(r, *f)})
-	return nil
 }
 
 func (s *Server) listAZs(w http.ResponseWriter, _ *http.Request, _ *caller) *apiErr {
@@ -142,10 +121,6 @@ func (s *Server) serverRep(r *http.Request, sv *Instance) obj {
 			}
 		}
 	}
-	sgs := []obj{}
-	for _, n := range sgNames {
-		sgs = append(sgs, obj{"name": n})
-	}
 	vols := []obj{}
 	for _, a := range s.serverAttachments(sv.ID) {
 		vols = append(vols, obj{"id": a.VolumeID, "delete_on_termination": a.DeleteOnTermination})
@@ -179,13 +154,22 @@ func (s *Server) serverRep(r *http.Request, sv *Instance) obj {
 		"key_name": orNil(sv.KeyName), "OS-EXT-AZ:availability_zone": sv.AvailabilityZone,
 		"OS-SRV-USG:launched_at": launched, "OS-SRV-USG:terminated_at": nil,
 		"OS-EXT-STS:task_state": orNil(task), "OS-EXT-STS:vm_state": vm, "OS-EXT-STS:power_state": power,
-		"os-extended-volumes:volumes_attached": vols, "security_groups": sgs, "locked": false,
+		"os-extended-volumes:volumes_attached": vols, "security_groups": namedObjs(sgNames), "locked": false,
 		"links": []obj{{"rel": "self", "href": b + "/servers/" + sv.ID}},
 	}
 	if sv.Status == "ERROR" {
 		o["fault"] = obj{"code": 500, "created": fmtTime(sv.Created), "message": sv.Fault, "details": ""}
 	}
 	return o
+}
+
+// namedObjs are Nova's [{"name": …}] of names.
+func namedObjs(names []string) []obj {
+	out := []obj{}
+	for _, n := range names {
+		out = append(out, obj{"name": n})
+	}
+	return out
 }
 
 func cloneMapOrEmpty(m map[string]string) map[string]string {
@@ -195,36 +179,55 @@ func cloneMapOrEmpty(m map[string]string) map[string]string {
 	return maps.Clone(m)
 }
 
-func (s *Server) visibleServer(c *caller, id string) *Instance {
-	sv := s.st.servers[id]
-	if sv == nil || !c.owns(sv.ProjectID) {
-		return nil
+// servers are seen by their project's members and admins. A list shows
+// the caller's project's, or every project's to an admin asking
+// all_tenants, newest first as Nova lists; each GET of a server in BUILD
+// counts towards its boot.
+var servers = func() *collection[Instance] {
+	col := ownedCollection("servers", "server", func(st *state) map[string]*Instance { return st.servers }, novaList,
+		func(id string) *apiErr { return novaErr(http.StatusNotFound, "Instance "+id+" could not be found.") })
+	col.Listed = func(_ *Server, c *caller, r *http.Request, sv *Instance) bool {
+		return sv.ProjectID == c.projectID || allTenants(r, c)
 	}
-	return sv
+	col.Read = func(_ *Server, sv *Instance) {
+		if sv.Status == "BUILD" {
+			sv.polls++
+		}
+	}
+	col.NewestFirst, col.Filters, col.Render, col.Brief = true, nameFilter, (*Server).serverRep, brief
+	return col
+}()
+
+// allTenants says whether c asks a list for every project's objects, as
+// only an admin may.
+func allTenants(r *http.Request, c *caller) bool {
+	all := r.URL.Query().Get("all_tenants")
+	return c.admin && all != "" && all != "0"
 }
 
-func serverNotFound(id string) *apiErr {
-	return novaErr(http.StatusNotFound, "Instance "+id+" could not be found.")
+// brief is an entry of a Nova or Cinder list without /detail.
+func brief(r *http.Request, o obj) obj {
+	if strings.HasSuffix(r.URL.Path, "/detail") {
+		return o
+	}
+	return obj{"id": o["id"], "name": o["name"], "links": o["links"]}
 }
 
-// listed are the servers a list shows c: its project's, or every
-// project's for an admin asking all_tenants.
+// listed are the servers a list shows c, newest first.
 func (s *Server) listed(r *http.Request, c *caller) []*Instance {
-	all := c.admin && r.URL.Query().Get("all_tenants") != "" && r.URL.Query().Get("all_tenants") != "0"
 	var out []*Instance
-	for _, sv := range simkit.SortedBy(s.st.servers, func(x *Instance) uint64 { return x.seq }) {
-		if sv.ProjectID == c.projectID || all {
+	for _, sv := range servers.Sorted(s) {
+		if servers.Visible(s, c, sv) && servers.Listed(s, c, r, sv) {
 			out = append(out, sv)
 		}
 	}
-	// Nova lists newest first.
 	slices.Reverse(out)
 	return out
 }
 
 // nameFilter is Nova's name filter: a regular expression searched in the
 // name, so "node-1" also finds "node-10".
-var nameFilter = map[string]func(obj, []string) bool{
+var nameFilter = map[string]simkit.Filter{
 	"name": func(o obj, vals []string) bool {
 		for _, v := range vals {
 			re, err := regexp.Compile(v)
@@ -234,38 +237,6 @@ var nameFilter = map[string]func(obj, []string) bool{
 		}
 		return false
 	},
-}
-
-func (s *Server) listServers(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	detail := strings.HasSuffix(r.URL.Path, "/detail")
-	var objs []obj
-	for _, sv := range s.listed(r, c) {
-		if sv.Status == "BUILD" {
-			sv.polls++
-		}
-		o := s.serverRep(r, sv)
-		objs = append(objs, o)
-	}
-	objs = filterObjs(r, objs, nameFilter)
-	if !detail {
-		for i, o := range objs {
-			objs[i] = obj{"id": o["id"], "name": o["name"], "links": o["links"]}
-		}
-	}
-	writeList(w, r, "servers", objs, linksArray, novaErr)
-	return nil
-}
-
-func (s *Server) getServer(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	sv := s.visibleServer(c, r.PathValue("id"))
-	if sv == nil {
-		return serverNotFound(r.PathValue("id"))
-	}
-	if sv.Status == "BUILD" {
-		sv.polls++
-	}
-	simkit.WriteJSON(w, http.StatusOK, obj{"server": s.serverRep(r, sv)})
-	return nil
 }
 
 // bootFirst boots the servers a GET is about to show whose BUILD polls
@@ -278,7 +249,7 @@ func (s *Server) bootFirst(next http.Handler) http.Handler {
 		if c := s.authenticate(r); c != nil {
 			var cands []*Instance
 			if id := r.PathValue("id"); id != "" {
-				if sv := s.visibleServer(c, id); sv != nil {
+				if sv := servers.Lookup(s, c, id); sv != nil {
 					cands = append(cands, sv)
 				}
 			} else {
@@ -361,7 +332,7 @@ func (s *Server) createServer(w http.ResponseWriter, r *http.Request, c *caller)
 	var in struct {
 		Server serverIn `json:"server"`
 	}
-	if e := decode(r, &in, func(m string) *apiErr { return novaErr(400, m) }); e != nil {
+	if e := simkit.Decode(r, &in, novaBad); e != nil {
 		return e
 	}
 	sin := in.Server
@@ -375,7 +346,7 @@ func (s *Server) createServer(w http.ResponseWriter, r *http.Request, c *caller)
 	if f == nil {
 		return novaErr(400, "Flavor "+sin.FlavorRef+" could not be found.")
 	}
-	if sin.ImageRef != "" && s.image(c, sin.ImageRef) == nil {
+	if sin.ImageRef != "" && images.Lookup(s, c, sin.ImageRef) == nil {
 		return novaErr(400, "Image "+sin.ImageRef+" could not be found.")
 	}
 	az := sin.AvailabilityZone
@@ -449,7 +420,7 @@ func (s *Server) createServer(w http.ResponseWriter, r *http.Request, c *caller)
 				return novaErr(400, "Block Device Mapping is Invalid: volume "+b.UUID+" is mapped twice.")
 			}
 			usedVols[b.UUID] = true
-			v := s.visibleVolume(c, b.UUID)
+			v := volumes.Lookup(s, c, b.UUID)
 			if v == nil {
 				return novaErr(400, "Block Device Mapping is Invalid: failed to get volume "+b.UUID+".")
 			}
@@ -457,7 +428,7 @@ func (s *Server) createServer(w http.ResponseWriter, r *http.Request, c *caller)
 				return novaErr(400, "Invalid volume: volume "+b.UUID+" status must be available, but current status is: "+v.Status+".")
 			}
 		}
-		if b.SourceType == "image" && s.image(c, b.UUID) == nil {
+		if b.SourceType == "image" && images.Lookup(s, c, b.UUID) == nil {
 			return novaErr(400, "Block Device Mapping is Invalid: failed to get image "+b.UUID+".")
 		}
 		if (b.SourceType == "image" || b.SourceType == "blank") && b.DestinationType == "volume" {
@@ -470,9 +441,10 @@ func (s *Server) createServer(w http.ResponseWriter, r *http.Request, c *caller)
 		}
 	}
 
-	sv := &Instance{ID: simkit.NewUUID(), Name: sin.Name, ProjectID: c.projectID, UserID: c.userID, FlavorID: f.ID,
+	sv := &Instance{Meta: s.fresh(c.projectID), UserID: c.userID, FlavorID: f.ID,
 		ImageID: sin.ImageRef, AvailabilityZone: az, KeyName: sin.KeyName, Status: "BUILD", UserData: userData,
-		Metadata: maps.Clone(sin.Metadata), SecurityGroups: sgNames, Created: s.now(), seq: s.st.next()}
+		Metadata: maps.Clone(sin.Metadata), SecurityGroups: sgNames}
+	sv.Name = sin.Name
 	// Ports come first: Neutron may still refuse one (address in use,
 	// quota), and then the ones made or bound so far are undone. Nothing
 	// after them fails the request.
@@ -532,7 +504,7 @@ func (s *Server) createServer(w http.ResponseWriter, r *http.Request, c *caller)
 			if b.SourceType == "image" {
 				image = b.UUID
 			}
-			v, e = s.newVolume(c.projectID, volumeSpec{size: b.VolumeSize, typ: b.VolumeType, az: az, image: image})
+			v, e = s.newVolume(c.projectID, volumeSpec{Size: b.VolumeSize, Type: b.VolumeType, AZ: az, Image: image})
 			if e != nil {
 				// nova-compute makes these volumes while building, so
 				// Cinder's refusal (quota, size) fails the boot, not the
@@ -551,12 +523,8 @@ func (s *Server) createServer(w http.ResponseWriter, r *http.Request, c *caller)
 		sv.failWith = bootFault
 	}
 	s.st.servers[sv.ID] = sv
-	sgs := []obj{}
-	for _, n := range sgNames {
-		sgs = append(sgs, obj{"name": n})
-	}
 	simkit.WriteJSON(w, http.StatusAccepted, obj{"server": obj{"id": sv.ID, "OS-DCF:diskConfig": "MANUAL",
-		"security_groups": sgs, "adminPass": randomHex(6),
+		"security_groups": namedObjs(sgNames), "adminPass": randomHex(6),
 		"links": []obj{{"rel": "self", "href": simkit.BaseURL(r) + "/compute/v2.1/servers/" + sv.ID}}}})
 	return nil
 }
@@ -666,11 +634,7 @@ func (s *Server) removeServer(sv *Instance) {
 	delete(s.st.servers, sv.ID)
 }
 
-func (s *Server) deleteServer(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	sv := s.visibleServer(c, r.PathValue("id"))
-	if sv == nil {
-		return serverNotFound(r.PathValue("id"))
-	}
+func (s *Server) deleteServer(w http.ResponseWriter, _ *http.Request, _ *caller, sv *Instance) *apiErr {
 	// Nova answers at once and cleans up later: tick finishes the delete.
 	if s.opts.DeletePolls < 0 {
 		s.removeServer(sv)
@@ -695,13 +659,9 @@ func (s *Server) tick() {
 	}
 }
 
-func (s *Server) serverAction(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	sv := s.visibleServer(c, r.PathValue("id"))
-	if sv == nil {
-		return serverNotFound(r.PathValue("id"))
-	}
+func (s *Server) serverAction(w http.ResponseWriter, r *http.Request, _ *caller, sv *Instance) *apiErr {
 	var in map[string]json.RawMessage
-	if e := decode(r, &in, func(m string) *apiErr { return novaErr(400, m) }); e != nil {
+	if e := simkit.Decode(r, &in, novaBad); e != nil {
 		return e
 	}
 	switch {
@@ -750,11 +710,7 @@ func attachmentRep(a Attachment) obj {
 		"tag": nil, "delete_on_termination": a.DeleteOnTermination}
 }
 
-func (s *Server) listAttachments(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	sv := s.visibleServer(c, r.PathValue("id"))
-	if sv == nil {
-		return serverNotFound(r.PathValue("id"))
-	}
+func (s *Server) listAttachments(w http.ResponseWriter, _ *http.Request, _ *caller, sv *Instance) *apiErr {
 	out := []obj{}
 	for _, a := range s.serverAttachments(sv.ID) {
 		out = append(out, attachmentRep(a))
@@ -763,11 +719,7 @@ func (s *Server) listAttachments(w http.ResponseWriter, r *http.Request, c *call
 	return nil
 }
 
-func (s *Server) getAttachment(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	sv := s.visibleServer(c, r.PathValue("id"))
-	if sv == nil {
-		return serverNotFound(r.PathValue("id"))
-	}
+func (s *Server) getAttachment(w http.ResponseWriter, r *http.Request, _ *caller, sv *Instance) *apiErr {
 	for _, a := range s.serverAttachments(sv.ID) {
 		if a.VolumeID == r.PathValue("vol") {
 			simkit.WriteJSON(w, http.StatusOK, obj{"volumeAttachment": attachmentRep(a)})
@@ -777,21 +729,17 @@ func (s *Server) getAttachment(w http.ResponseWriter, r *http.Request, c *caller
 	return novaErr(404, "Volume "+r.PathValue("vol")+" is not attached to instance "+sv.ID+".")
 }
 
-func (s *Server) attachVolume(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	sv := s.visibleServer(c, r.PathValue("id"))
-	if sv == nil {
-		return serverNotFound(r.PathValue("id"))
-	}
+func (s *Server) attachVolume(w http.ResponseWriter, r *http.Request, c *caller, sv *Instance) *apiErr {
 	var in struct {
 		VA struct {
 			VolumeID            string `json:"volumeId"`
 			DeleteOnTermination bool   `json:"delete_on_termination"`
 		} `json:"volumeAttachment"`
 	}
-	if e := decode(r, &in, func(m string) *apiErr { return novaErr(400, m) }); e != nil {
+	if e := simkit.Decode(r, &in, novaBad); e != nil {
 		return e
 	}
-	v := s.visibleVolume(c, in.VA.VolumeID)
+	v := volumes.Lookup(s, c, in.VA.VolumeID)
 	if v == nil {
 		return novaErr(404, "Volume "+in.VA.VolumeID+" could not be found.")
 	}
@@ -805,11 +753,7 @@ func (s *Server) attachVolume(w http.ResponseWriter, r *http.Request, c *caller)
 	return nil
 }
 
-func (s *Server) detachVolume(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	sv := s.visibleServer(c, r.PathValue("id"))
-	if sv == nil {
-		return serverNotFound(r.PathValue("id"))
-	}
+func (s *Server) detachVolume(w http.ResponseWriter, r *http.Request, _ *caller, sv *Instance) *apiErr {
 	v := s.st.volumes[r.PathValue("vol")]
 	if v == nil || len(v.Attachments) == 0 || v.Attachments[0].ServerID != sv.ID {
 		return novaErr(404, "Volume "+r.PathValue("vol")+" is not attached to instance "+sv.ID+".")

@@ -65,44 +65,24 @@ func (s *Server) Quota(project, resource string) int {
 	return s.limit(project, resource)
 }
 
-// neutronUsage counts what project holds of a Neutron resource.
-func (s *Server) neutronUsage(project, resource string) int {
-	switch resource {
-	case "network":
-		return simkit.CountBy(s.st.networks, func(x *Network) bool { return x.ProjectID == project })
-	case "subnet":
-		return simkit.CountBy(s.st.subnets, func(x *Subnet) bool { return x.ProjectID == project })
-	case "port":
-		return simkit.CountBy(s.st.ports, func(x *Port) bool { return x.ProjectID == project })
-	case "router":
-		return simkit.CountBy(s.st.routers, func(x *Router) bool { return x.ProjectID == project })
-	case "floatingip":
-		return simkit.CountBy(s.st.fips, func(x *FloatingIP) bool { return x.ProjectID == project })
-	case "security_group":
-		return simkit.CountBy(s.st.secGroups, func(x *SecurityGroup) bool { return x.ProjectID == project })
-	case "security_group_rule":
-		n := 0
-		for _, x := range s.st.secGroups {
-			if x.ProjectID == project {
-				n += len(x.Rules)
-			}
-		}
-		return n
-	}
-	return 0
+// neutronUsage counts what a project holds of each Neutron resource.
+var neutronUsage = map[string]func(s *Server, project string) int{
+	"network": networks.CountOwned, "subnet": subnets.CountOwned, "port": ports.CountOwned,
+	"router": routers.CountOwned, "floatingip": floatingIPs.CountOwned, "security_group": secGroups.CountOwned,
+	"security_group_rule": rules.CountOwned,
 }
 
 // checkNeutronQuota answers Neutron's 409 OverQuota when project cannot
 // have add more of resource.
 func (s *Server) checkNeutronQuota(project, resource string, add int) *apiErr {
 	l := s.limit(project, resource)
-	if l >= 0 && s.neutronUsage(project, resource)+add > l {
+	if l >= 0 && neutronUsage[resource](s, project)+add > l {
 		return neutronErr(http.StatusConflict, "OverQuota", "Quota exceeded for resources: ['"+resource+"'].")
 	}
 	return nil
 }
 
-var neutronQuotaNames = []string{"network", "subnet", "port", "router", "floatingip", "security_group", "security_group_rule"}
+var neutronQuotaNames = slices.Collect(maps.Keys(neutronUsage))
 
 func (s *Server) quotaSet(project string, names []string) obj {
 	out := obj{}
@@ -115,7 +95,7 @@ func (s *Server) quotaSet(project string, names []string) obj {
 func (s *Server) getNeutronQuota(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
 	p := r.PathValue("project")
 	if !c.admin && p != c.projectID {
-		return neutronErr(http.StatusForbidden, "PolicyNotAuthorized", "rule:get_quota is disallowed by policy")
+		return policy("get_quota")
 	}
 	simkit.WriteJSON(w, http.StatusOK, obj{"quota": s.quotaSet(p, neutronQuotaNames)})
 	return nil
@@ -123,17 +103,17 @@ func (s *Server) getNeutronQuota(w http.ResponseWriter, r *http.Request, c *call
 
 func (s *Server) putNeutronQuota(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
 	if !c.admin {
-		return neutronErr(http.StatusForbidden, "PolicyNotAuthorized", "rule:update_quota is disallowed by policy")
+		return policy("update_quota")
 	}
 	var in struct {
 		Quota map[string]int `json:"quota"`
 	}
-	if e := decode(r, &in, func(m string) *apiErr { return badInput(m) }); e != nil {
+	if e := simkit.Decode(r, &in, badInput); e != nil {
 		return e
 	}
 	p := r.PathValue("project")
 	for k := range in.Quota {
-		if !slices.Contains(neutronQuotaNames, k) && !slices.Contains([]string{"rbac_policy", "subnetpool", "trunk"}, k) {
+		if neutronUsage[k] == nil && !slices.Contains([]string{"rbac_policy", "subnetpool", "trunk"}, k) {
 			return badInput("Unrecognized attribute(s) '" + k + "'")
 		}
 	}
@@ -202,7 +182,7 @@ func (s *Server) putQuotaSet(key, policy string, names func() []string) handler 
 		var in struct {
 			QuotaSet map[string]any `json:"quota_set"`
 		}
-		if e := decode(r, &in, func(m string) *apiErr { return novaErr(400, m) }); e != nil {
+		if e := simkit.Decode(r, &in, novaBad); e != nil {
 			return e
 		}
 		p := r.PathValue(key)

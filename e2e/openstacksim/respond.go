@@ -5,9 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/url"
-	"slices"
-	"strconv"
 	"time"
 
 	"github.com/sitebus/sitebus/e2e/simkit"
@@ -51,153 +48,11 @@ func glanceErr(status int, msg string) *apiErr {
 // expired token, the same in front of every service.
 var errUnauthorized = keystoneErr(http.StatusUnauthorized, "The request you have made requires authentication.")
 
-// decode reads a JSON body into v; mk builds the service's 400.
-func decode(r *http.Request, v any, mk func(string) *apiErr) *apiErr {
-	if err := json.NewDecoder(r.Body).Decode(v); err != nil {
-		return mk("Malformed request body: " + err.Error())
-	}
-	return nil
-}
-
-// obj is a rendered resource; lists filter and page rendered objects so the
-// filters see what the client sees.
-type obj = map[string]any
-
-// pageStyle says how a service links to the next page.
-type pageStyle int
-
-const (
-	// linksArray: "<key>_links":[{"rel":"next","href":…}] (Nova, Neutron, Cinder).
-	linksArray pageStyle = iota
-	// glanceNext: "next":"/v2/images?…" relative to the service root.
-	glanceNext
-	// keystoneLinks: "links":{"self","next":null,"previous":null}, one page.
-	keystoneLinks
-)
-
-// listParams are query parameters that page, sort or shape a list rather
-// than filter it.
-var listParams = map[string]bool{
-	"limit": true, "marker": true, "sort_key": true, "sort_dir": true, "fields": true, "page_reverse": true,
-	"all_tenants": true, "all_projects": true, "with_count": true,
-}
-
-// filterObjs keeps the objects whose rendered field equals one of the query
-// values for every filter parameter; parameters naming fields the resource
-// does not have are ignored, as Neutron does without strict filtering.
-// custom takes over a field (e.g. Nova's regex name filter).
-func filterObjs(r *http.Request, objs []obj, custom map[string]func(obj, []string) bool) []obj {
-	q := r.URL.Query()
-	out := objs[:0:0]
-next:
-	for _, o := range objs {
-		for k, vals := range q {
-			if listParams[k] {
-				continue
-			}
-			if slices.Contains(tagKeys, k) {
-				tags, _ := o["tags"].([]string)
-				for _, v := range vals {
-					if !tagFilter(k, tags, v) {
-						continue next
-					}
-				}
-				continue
-			}
-			if f := custom[k]; f != nil {
-				if !f(o, vals) {
-					continue next
-				}
-				continue
-			}
-			v, ok := o[k]
-			if !ok {
-				continue
-			}
-			if !slices.Contains(vals, scalar(v)) {
-				continue next
-			}
-		}
-		out = append(out, o)
-	}
-	return out
-}
-
-// scalar renders a field as it would appear in a query.
-func scalar(v any) string {
-	switch t := v.(type) {
-	case nil:
-		return ""
-	case string:
-		return t
-	case bool:
-		return strconv.FormatBool(t)
-	default:
-		return fmt.Sprint(t)
-	}
-}
-
-// writeList pages objs (already filtered, in creation order) by limit and
-// marker and writes {key: page} plus the next link in style.
-func writeList(w http.ResponseWriter, r *http.Request, key string, objs []obj, style pageStyle, errf func(int, string) *apiErr) {
-	page := objs
-	q := r.URL.Query()
-	more := false
-	if m := q.Get("marker"); m != "" && style != keystoneLinks {
-		i := slices.IndexFunc(objs, func(o obj) bool { return o["id"] == m })
-		if i < 0 {
-			simkit.WriteError(w, errf(http.StatusBadRequest, "marker ["+m+"] not found"))
-			return
-		}
-		page = objs[i+1:]
-	}
-	if l := q.Get("limit"); l != "" && style != keystoneLinks {
-		n, err := strconv.Atoi(l)
-		if err != nil || n < 0 {
-			simkit.WriteError(w, errf(http.StatusBadRequest, "Invalid limit "+strconv.Quote(l)))
-			return
-		}
-		if n > 0 && len(page) > n {
-			page, more = page[:n], true
-		}
-	}
-	if page == nil {
-		page = []obj{}
-	}
-	body := obj{key: page}
-	nextQuery := func() string {
-		nq := url.Values{}
-		for k, v := range q {
-			nq[k] = v
-		}
-		nq.Set("marker", fmt.Sprint(page[len(page)-1]["id"]))
-		return nq.Encode()
-	}
-	switch style {
-	case linksArray:
-		if more {
-			lk := key + "_links"
-			if key == "volume_types" {
-				lk = "volume_type_links" // gophercloud reads Cinder's singular key
-			}
-			body[lk] = []obj{{"rel": "next",
-				"href": simkit.BaseURL(r) + r.URL.Path + "?" + nextQuery()}}
-		}
-	case glanceNext:
-		body["first"] = "/v2/images"
-		body["schema"] = "/v2/schemas/images"
-		if more {
-			body["next"] = "/v2/images?" + nextQuery()
-		}
-	case keystoneLinks:
-		self := simkit.BaseURL(r) + r.URL.Path
-		if r.URL.RawQuery != "" {
-			self += "?" + r.URL.RawQuery
-		}
-		body["links"] = obj{"self": self, "next": nil, "previous": nil}
-	}
-	simkit.WriteJSON(w, http.StatusOK, body)
-}
+// The services' 400s, for simkit.Decode and list formats.
+func keystoneBad(msg string) *apiErr { return keystoneErr(http.StatusBadRequest, msg) }
+func novaBad(msg string) *apiErr     { return novaErr(http.StatusBadRequest, msg) }
+func neutronBad(msg string) *apiErr  { return neutronErr(http.StatusBadRequest, "HTTPBadRequest", msg) }
+func glanceBad(msg string) *apiErr   { return glanceErr(http.StatusBadRequest, msg) }
 
 // Time formats of the services' JSON.
 const (
@@ -212,4 +67,25 @@ func orNil(s string) any {
 		return nil
 	}
 	return s
+}
+
+// set copies *from to *to when a request carried it (from not nil).
+func set[T any](to, from *T) {
+	if from != nil {
+		*to = *from
+	}
+}
+
+// nullable is a request field that may be absent (Set false), null (Set,
+// V zero: e.g. "port_id": null disassociates) or a value; a value of the
+// wrong type is taken as null.
+type nullable[T any] struct {
+	V   T
+	Set bool
+}
+
+func (n *nullable[T]) UnmarshalJSON(b []byte) error {
+	n.Set = true
+	_ = json.Unmarshal(b, &n.V)
+	return nil
 }

@@ -7,10 +7,6 @@ import (
 	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
-// handler serves one authenticated API request under s.mu; a returned error
-// is written as is.
-type handler func(w http.ResponseWriter, r *http.Request, c *caller) *apiErr
-
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	api := func(pattern string, h handler) { mux.Handle(pattern, s.authed(h)) }
@@ -23,19 +19,12 @@ func (s *Server) routes() http.Handler {
 
 	// Keystone.
 	root("/identity", s.identityVersions)
-	root("/identity/v3", s.identityVersion)
+	root("/identity/v3", versionDoc(http.StatusOK, "version", keystoneVersion))
 	mux.HandleFunc("POST /identity/v3/auth/tokens", s.issueToken)
 	api("GET /identity/v3/auth/tokens", s.validateToken)
 	api("DELETE /identity/v3/auth/tokens", s.revokeToken)
-	api("POST /identity/v3/projects", admin("identity:create_project", s.createProject))
-	api("GET /identity/v3/projects", projects.list(s))
-	api("GET /identity/v3/projects/{id}", projects.get(s))
-	api("PATCH /identity/v3/projects/{id}", admin("identity:update_project", s.updateProject))
-	api("DELETE /identity/v3/projects/{id}", admin("identity:delete_project", s.deleteProject))
-	api("POST /identity/v3/users", admin("identity:create_user", s.createUser))
-	api("GET /identity/v3/users", users.list(s))
-	api("GET /identity/v3/users/{id}", users.get(s))
-	api("DELETE /identity/v3/users/{id}", admin("identity:delete_user", s.deleteUser))
+	simkit.CRUD(s, api, "/identity/v3/projects", projects, (*Server).createProject, (*Server).updateProject, (*Server).deleteProject)
+	simkit.CRUD(s, api, "/identity/v3/users", users, (*Server).createUser, nil, (*Server).deleteUser)
 	api("GET /identity/v3/roles", s.listRoles)
 	api("GET /identity/v3/projects/{project}/users/{user}/roles", s.listUserProjectRoles)
 	api("PUT /identity/v3/projects/{project}/users/{user}/roles/{role}", admin("identity:create_grant", s.assignRole))
@@ -46,21 +35,21 @@ func (s *Server) routes() http.Handler {
 	// Nova.
 	root("/compute", versionDoc(http.StatusOK, "versions", computeVersionDoc))
 	root("/compute/v2.1", versionDoc(http.StatusOK, "version", computeVersionDoc))
-	api("GET /compute/v2.1/flavors", s.listFlavors)
-	api("GET /compute/v2.1/flavors/detail", s.listFlavors)
-	api("GET /compute/v2.1/flavors/{id}", s.getFlavor)
+	api("GET /compute/v2.1/flavors", flavors.List(s))
+	api("GET /compute/v2.1/flavors/detail", flavors.List(s))
+	api("GET /compute/v2.1/flavors/{id}", flavors.Get(s))
 	api("GET /compute/v2.1/os-availability-zone", s.listAZs)
 	api("GET /compute/v2.1/os-availability-zone/detail", s.listAZs)
 	api("POST /compute/v2.1/servers", s.createServer)
-	mux.Handle("GET /compute/v2.1/servers", s.bootFirst(s.authed(s.listServers)))
-	mux.Handle("GET /compute/v2.1/servers/detail", s.bootFirst(s.authed(s.listServers)))
-	mux.Handle("GET /compute/v2.1/servers/{id}", s.bootFirst(s.authed(s.getServer)))
-	api("DELETE /compute/v2.1/servers/{id}", s.deleteServer)
-	api("POST /compute/v2.1/servers/{id}/action", s.serverAction)
-	api("GET /compute/v2.1/servers/{id}/os-volume_attachments", s.listAttachments)
-	api("POST /compute/v2.1/servers/{id}/os-volume_attachments", s.attachVolume)
-	api("GET /compute/v2.1/servers/{id}/os-volume_attachments/{vol}", s.getAttachment)
-	api("DELETE /compute/v2.1/servers/{id}/os-volume_attachments/{vol}", s.detachVolume)
+	mux.Handle("GET /compute/v2.1/servers", s.bootFirst(s.authed(servers.List(s))))
+	mux.Handle("GET /compute/v2.1/servers/detail", s.bootFirst(s.authed(servers.List(s))))
+	mux.Handle("GET /compute/v2.1/servers/{id}", s.bootFirst(s.authed(servers.Get(s))))
+	api("DELETE /compute/v2.1/servers/{id}", servers.On(s, s.deleteServer))
+	api("POST /compute/v2.1/servers/{id}/action", servers.On(s, s.serverAction))
+	api("GET /compute/v2.1/servers/{id}/os-volume_attachments", servers.On(s, s.listAttachments))
+	api("POST /compute/v2.1/servers/{id}/os-volume_attachments", servers.On(s, s.attachVolume))
+	api("GET /compute/v2.1/servers/{id}/os-volume_attachments/{vol}", servers.On(s, s.getAttachment))
+	api("DELETE /compute/v2.1/servers/{id}/os-volume_attachments/{vol}", servers.On(s, s.detachVolume))
 	novaQuotas := func() []string { return novaQuotaNames }
 	api("GET /compute/v2.1/os-quota-sets/{project}", s.getQuotaSet("project", "os_compute_api:os-quota-sets:show", novaQuotas))
 	api("PUT /compute/v2.1/os-quota-sets/{project}", s.putQuotaSet("project", "os_compute_api:os-quota-sets:update", novaQuotas))
@@ -69,17 +58,14 @@ func (s *Server) routes() http.Handler {
 	root("/network", versionDoc(http.StatusOK, "versions", networkVersionDoc))
 	n := func(pattern string, h handler) { api(pattern, s.neutron(h)) }
 	const neutronV2 = "/network/v2.0/"
-	crud(s, n, neutronV2+"networks", networks, (*Server).createNetwork, (*Server).updateNetwork, (*Server).deleteNetwork)
-	crud(s, n, neutronV2+"subnets", subnets, (*Server).createSubnet, (*Server).updateSubnet, (*Server).deleteSubnet)
-	crud(s, n, neutronV2+"ports", ports, (*Server).createPort, (*Server).updatePort, (*Server).deletePort)
-	crud(s, n, neutronV2+"security-groups", secGroups, (*Server).createSecGroup, (*Server).updateSecGroup, (*Server).deleteSecGroup)
-	n("GET /network/v2.0/security-group-rules", s.listRules)
-	n("POST /network/v2.0/security-group-rules", s.createRule)
-	n("GET /network/v2.0/security-group-rules/{id}", s.getRule)
-	n("PUT /network/v2.0/security-group-rules/{id}", s.updateRule)
-	n("DELETE /network/v2.0/security-group-rules/{id}", s.deleteRule)
-	crud(s, n, neutronV2+"routers", routers, (*Server).createRouter, (*Server).updateRouter, (*Server).deleteRouter)
-	crud(s, n, neutronV2+"floatingips", floatingIPs, (*Server).createFloatingIP, (*Server).updateFloatingIP, (*Server).deleteFloatingIP)
+	simkit.CRUD(s, n, neutronV2+"networks", networks, (*Server).createNetwork, (*Server).updateNetwork, (*Server).deleteNetwork)
+	simkit.CRUD(s, n, neutronV2+"subnets", subnets, (*Server).createSubnet, (*Server).updateSubnet, (*Server).deleteSubnet)
+	simkit.CRUD(s, n, neutronV2+"ports", ports, (*Server).createPort, (*Server).updatePort, (*Server).deletePort)
+	simkit.CRUD(s, n, neutronV2+"security-groups", secGroups, (*Server).createSecGroup, (*Server).updateSecGroup, (*Server).deleteSecGroup)
+	simkit.CRUD(s, n, neutronV2+"security-group-rules", rules, (*Server).createRule, nil, (*Server).deleteRule)
+	n("PUT /network/v2.0/security-group-rules/{id}", rules.On(s, s.updateRule))
+	simkit.CRUD(s, n, neutronV2+"routers", routers, (*Server).createRouter, (*Server).updateRouter, (*Server).deleteRouter)
+	simkit.CRUD(s, n, neutronV2+"floatingips", floatingIPs, (*Server).createFloatingIP, (*Server).updateFloatingIP, (*Server).deleteFloatingIP)
 	n("PUT /network/v2.0/routers/{id}/add_router_interface", s.routerInterface((*Server).addRouterInterface))
 	n("PUT /network/v2.0/routers/{id}/remove_router_interface", s.routerInterface((*Server).removeRouterInterface))
 	n("GET /network/v2.0/{res}/{id}/tags", s.tagged(s.listTags))
@@ -97,21 +83,21 @@ func (s *Server) routes() http.Handler {
 	cinder := func(pattern string, h handler) {
 		api(strings.Replace(pattern, " ", " /volume/v3/{project}", 1), s.cinder(h))
 	}
-	cinder("GET /types", s.listVolumeTypes)
-	cinder("GET /types/{id}", s.getVolumeType)
+	cinder("GET /types", volumeTypes.List(s))
+	cinder("GET /types/{id}", volumeTypes.Get(s))
 	cinder("POST /volumes", s.createVolume)
-	cinder("GET /volumes", s.listVolumes)
-	cinder("GET /volumes/detail", s.listVolumes)
-	cinder("GET /volumes/{id}", s.getVolume)
-	cinder("DELETE /volumes/{id}", s.deleteVolume)
+	cinder("GET /volumes", volumes.List(s))
+	cinder("GET /volumes/detail", volumes.List(s))
+	cinder("GET /volumes/{id}", volumes.Get(s))
+	cinder("DELETE /volumes/{id}", volumes.On(s, s.deleteVolume))
 	cinder("GET /os-quota-sets/{target}", s.getQuotaSet("target", "volume_extension:quotas:show", s.cinderQuotaNames))
 	cinder("PUT /os-quota-sets/{target}", s.putQuotaSet("target", "volume_extension:quotas:update", s.cinderQuotaNames))
 
 	// Glance.
 	root("/image", versionDoc(http.StatusOK, "versions", imageVersionDoc))
 	mux.HandleFunc("GET /image/versions", versionDoc(http.StatusOK, "versions", imageVersionDoc))
-	api("GET /image/v2/images", s.listImages)
-	api("GET /image/v2/images/{id}", s.getImage)
+	api("GET /image/v2/images", images.List(s))
+	api("GET /image/v2/images/{id}", images.Get(s))
 
 	mux.Handle("/", s.authed(func(_ http.ResponseWriter, r *http.Request, _ *caller) *apiErr {
 		return notFoundFor(r.URL.Path)
@@ -128,16 +114,21 @@ func (s *Server) routes() http.Handler {
 // notFoundFor is an unknown path's 404 in the format of the service its
 // prefix names.
 func notFoundFor(path string) *apiErr {
+	return serviceErr(path, http.StatusNotFound, "HTTPNotFound", "The resource could not be found.")
+}
+
+// serviceErr is an error in the format of the service path's prefix
+// names; neutronType is the NeutronError type if that is Neutron.
+func serviceErr(path string, status int, neutronType, msg string) *apiErr {
 	switch {
 	case strings.HasPrefix(path, "/network/"):
-		return neutronErr(http.StatusNotFound, "HTTPNotFound", "The resource could not be found.")
+		return neutronErr(status, neutronType, msg)
 	case strings.HasPrefix(path, "/compute/"), strings.HasPrefix(path, "/volume/"):
-		return novaErr(http.StatusNotFound, "The resource could not be found.")
+		return novaErr(status, msg)
 	case strings.HasPrefix(path, "/image/"):
-		return glanceErr(http.StatusNotFound, "The resource could not be found.")
-	default:
-		return keystoneErr(http.StatusNotFound, "The resource could not be found.")
+		return glanceErr(status, msg)
 	}
+	return keystoneErr(status, msg)
 }
 
 // authed checks the X-Auth-Token, as keystonemiddleware does in front of

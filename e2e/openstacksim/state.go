@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/netip"
 	"time"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // Project is a Keystone project.
@@ -17,7 +19,6 @@ type Project struct {
 	Tags        []string
 	Enabled     bool
 	Created     time.Time
-	builtin     bool
 	seq         uint64
 }
 
@@ -30,7 +31,6 @@ type User struct {
 	Description      string
 	Enabled          bool
 	password         string
-	builtin          bool
 	seq              uint64
 }
 
@@ -60,19 +60,27 @@ type token struct {
 	appCredID string
 }
 
-// Network is a Neutron network.
-type Network struct {
+// Meta is what every Neutron resource, Nova server and Cinder volume has:
+// id, name, project, description, tags (Neutron's tag extension) and
+// creation time.
+type Meta struct {
 	ID          string
 	Name        string
 	ProjectID   string
 	Description string
 	Tags        []string
-	External    bool
-	Shared      bool
-	MTU         int
 	Created     time.Time
-	builtin     bool
 	seq         uint64
+}
+
+func (m *Meta) meta() *Meta { return m }
+
+// Network is a Neutron network.
+type Network struct {
+	Meta
+	External bool
+	Shared   bool
+	MTU      int
 }
 
 // Pool is an allocation pool, inclusive.
@@ -80,11 +88,7 @@ type Pool struct{ Start, End string }
 
 // Subnet is a Neutron subnet; Allocated maps each IP in use to its port.
 type Subnet struct {
-	ID             string
-	Name           string
-	ProjectID      string
-	Description    string
-	Tags           []string
+	Meta
 	NetworkID      string
 	CIDR           string
 	GatewayIP      string // "" none
@@ -92,9 +96,6 @@ type Subnet struct {
 	DNSNameservers []string
 	EnableDHCP     bool
 	Allocated      map[string]string // ip → port id
-	Created        time.Time
-	builtin        bool
-	seq            uint64
 	prefix         netip.Prefix
 }
 
@@ -103,11 +104,7 @@ type FixedIP struct{ SubnetID, IPAddress string }
 
 // Port is a Neutron port.
 type Port struct {
-	ID             string
-	Name           string
-	ProjectID      string
-	Description    string
-	Tags           []string
+	Meta
 	NetworkID      string
 	MAC            string
 	FixedIPs       []FixedIP
@@ -115,18 +112,15 @@ type Port struct {
 	DeviceID       string
 	DeviceOwner    string
 	PortSecurity   bool
-	Created        time.Time
 	// novaCreated: made by Nova for a networks[{uuid}] entry, deleted with
 	// its server.
 	novaCreated bool
-	seq         uint64
 }
 
 // Rule is a security group rule.
 type Rule struct {
-	ID              string
+	Meta
 	SecurityGroupID string
-	ProjectID       string
 	Direction       string // ingress, egress
 	EtherType       string // IPv4, IPv6
 	Protocol        string // "" any
@@ -134,56 +128,36 @@ type Rule struct {
 	PortRangeMax    int
 	RemoteIPPrefix  string
 	RemoteGroupID   string
-	Description     string
-	Created         time.Time
-	seq             uint64
 }
 
 // SecurityGroup is a Neutron security group with its rules.
 type SecurityGroup struct {
-	ID          string
-	Name        string
-	ProjectID   string
-	Description string
-	Tags        []string
+	Meta
 	// Default is the group Neutron makes for every project; it outlives
 	// the project unless deleted by an admin.
 	Default bool
 	Rules   []Rule
-	Created time.Time
-	seq     uint64
 }
 
 // Router is a Neutron router. GatewayNetworkID is "" without a gateway;
 // Interfaces are its router_interface port ids.
 type Router struct {
-	ID               string
-	Name             string
-	ProjectID        string
-	Description      string
-	Tags             []string
+	Meta
 	GatewayNetworkID string
 	GatewayPortID    string
 	Interfaces       []string
 	HA               bool
-	Created          time.Time
-	seq              uint64
 }
 
 // FloatingIP is a Neutron floating IP.
 type FloatingIP struct {
-	ID             string
-	ProjectID      string
+	Meta
 	NetworkID      string
 	Address        string
 	PortID         string
 	FixedIPAddress string
 	RouterID       string
-	Description    string
-	Tags           []string
-	Created        time.Time
 	allocSubnet    string // the external subnet Address is allocated in
-	seq            uint64
 }
 
 // Attachment is a volume attached to a server.
@@ -198,10 +172,7 @@ type Attachment struct {
 
 // Volume is a Cinder volume.
 type Volume struct {
-	ID               string
-	Name             string
-	ProjectID        string
-	Description      string
+	Meta
 	Metadata         map[string]string
 	Size             int // GiB
 	VolumeType       string
@@ -210,9 +181,7 @@ type Volume struct {
 	Status           string // creating, available, in-use, error
 	Attachments      []Attachment
 	Bootable         bool
-	Created          time.Time
 	polls            int
-	seq              uint64
 }
 
 // Disk is a volume attached to a server as the guest sees it.
@@ -240,9 +209,7 @@ type BlockDevice struct {
 // keeps it and as OnBoot and the inventory see it; ports, addresses and
 // volumes are filled in when it is read.
 type Instance struct {
-	ID               string
-	Name             string
-	ProjectID        string
+	Meta
 	UserID           string
 	FlavorID         string
 	ImageID          string
@@ -254,7 +221,6 @@ type Instance struct {
 	SecurityGroups   []string // names
 	BlockDevices     []BlockDevice
 	Fault            string
-	Created          time.Time
 	Launched         time.Time
 	// Ports are the server's ports (device_id == ID), FixedIPs and
 	// FloatingIPs their addresses, Volumes the attached volume ids and
@@ -275,7 +241,6 @@ type Instance struct {
 	deleteTicks int
 	booting     bool
 	failWith    string // set at creation (error rule, volume refused): the boot fails
-	seq         uint64
 }
 
 // state is everything the simulator holds; guarded by Server.mu.
@@ -304,6 +269,11 @@ type state struct {
 	quotas map[string]Quotas // per project overrides
 
 	serverRules []*ServerErrorRule
+
+	// builtin are the objects the simulator starts with (admin project
+	// and user, external network and subnet): not deletable, not in the
+	// inventory.
+	builtin map[any]bool
 
 	adminUserID, adminProjectID string
 	extNetID, extSubnetID       string
@@ -338,17 +308,17 @@ func newState(o *Options, now time.Time) (*state, error) {
 		st.roles[r.ID] = r
 	}
 	p := &Project{ID: newHexID(), Name: o.AdminProject, DomainID: DefaultDomainID, Enabled: true,
-		Description: "Bootstrap project for initializing the cloud.", Created: now, builtin: true, seq: st.next()}
+		Description: "Bootstrap project for initializing the cloud.", Created: now, seq: st.next()}
 	st.projects[p.ID] = p
 	u := &User{ID: newHexID(), Name: o.AdminUser, DomainID: DefaultDomainID, DefaultProjectID: p.ID,
-		Enabled: true, password: o.AdminPassword, builtin: true, seq: st.next()}
+		Enabled: true, password: o.AdminPassword, seq: st.next()}
 	st.users[u.ID] = u
 	st.adminUserID, st.adminProjectID = u.ID, p.ID
 	st.assign(p.ID, u.ID, st.roleByName("admin").ID)
 
 	ext := o.ExternalNetwork
-	n := &Network{ID: ext.NetworkID, Name: ext.Name, ProjectID: p.ID, External: true, MTU: 1500, Created: now,
-		builtin: true, seq: st.next()}
+	n := &Network{Meta: Meta{ID: ext.NetworkID, Name: ext.Name, ProjectID: p.ID, Created: now, seq: st.next()},
+		External: true, MTU: 1500}
 	st.networks[n.ID] = n
 	pools := []Pool(nil)
 	if ext.PoolStart != "" || ext.PoolEnd != "" {
@@ -360,18 +330,13 @@ func newState(o *Options, now time.Time) (*state, error) {
 	if err != nil {
 		return nil, fmt.Errorf("external network: %v", err.Body)
 	}
-	sub.builtin = true
+	st.builtin = map[any]bool{p: true, u: true, n: true, sub: true}
 	st.extNetID, st.extSubnetID = n.ID, sub.ID
 	return st, nil
 }
 
 func (st *state) roleByName(name string) *Role {
-	for _, r := range st.roles {
-		if r.Name == name {
-			return r
-		}
-	}
-	return nil
+	return simkit.FindBy(st.roles, func(r *Role) bool { return r.Name == name })
 }
 
 func (st *state) assign(projectID, userID, roleID string) {

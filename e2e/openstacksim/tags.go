@@ -12,25 +12,24 @@ import (
 // the tags of a resource: one c may see and owns (a shared network's tags
 // are its owner's), else the resource's 404.
 var taggable = map[string]func(*Server, *caller, string) (*[]string, *apiErr){
-	"networks":        tagsIn(networks, func(n *Network) (*[]string, string) { return &n.Tags, n.ProjectID }),
-	"subnets":         tagsIn(subnets, func(sub *Subnet) (*[]string, string) { return &sub.Tags, sub.ProjectID }),
-	"ports":           tagsIn(ports, func(p *Port) (*[]string, string) { return &p.Tags, p.ProjectID }),
-	"routers":         tagsIn(routers, func(rt *Router) (*[]string, string) { return &rt.Tags, rt.ProjectID }),
-	"security-groups": tagsIn(secGroups, func(g *SecurityGroup) (*[]string, string) { return &g.Tags, g.ProjectID }),
-	"floatingips":     tagsIn(floatingIPs, func(f *FloatingIP) (*[]string, string) { return &f.Tags, f.ProjectID }),
+	"networks":        tagsIn(networks),
+	"subnets":         tagsIn(subnets),
+	"ports":           tagsIn(ports),
+	"routers":         tagsIn(routers),
+	"security-groups": tagsIn(secGroups),
+	"floatingips":     tagsIn(floatingIPs),
 }
 
-func tagsIn[T any](col *collection[T], tags func(*T) (*[]string, string)) func(*Server, *caller, string) (*[]string, *apiErr) {
+func tagsIn[T any, P hasMeta[T]](col *collection[T]) func(*Server, *caller, string) (*[]string, *apiErr) {
 	return func(s *Server, c *caller, id string) (*[]string, *apiErr) {
-		v, e := col.find(s, c, id)
+		v, e := col.Find(s, c, id)
 		if e != nil {
 			return nil, e
 		}
-		t, project := tags(v)
-		if !c.owns(project) {
-			return nil, col.notFound(id)
+		if m := P(v).meta(); c.owns(m.ProjectID) {
+			return &m.Tags, nil
 		}
-		return t, nil
+		return nil, col.NotFound(id)
 	}
 }
 
@@ -58,7 +57,7 @@ func (s *Server) replaceTags(w http.ResponseWriter, r *http.Request, tags *[]str
 	var in struct {
 		Tags []string `json:"tags"`
 	}
-	if e := decode(r, &in, badInput); e != nil {
+	if e := simkit.Decode(r, &in, badInput); e != nil {
 		return e
 	}
 	*tags = uniqueTags(in.Tags)
@@ -119,4 +118,19 @@ func tagFilter(key string, have []string, val string) bool {
 	}
 }
 
-var tagKeys = []string{"tags", "tags-any", "not-tags", "not-tags-any"}
+// tagFilters are the tag filters as list filters, for every list.
+var tagFilters = func() map[string]simkit.Filter {
+	m := map[string]simkit.Filter{}
+	for _, k := range []string{"tags", "tags-any", "not-tags", "not-tags-any"} {
+		m[k] = func(o obj, vals []string) bool {
+			tags, _ := o["tags"].([]string)
+			for _, v := range vals {
+				if !tagFilter(k, tags, v) {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	return m
+}()
