@@ -15,7 +15,6 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/sitebus/sitebus/e2e/kube/manifest"
-	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // Import is one importYaml call as received: YAML is the exact string of
@@ -48,13 +47,13 @@ const FieldManager = "ranchersim-importyaml"
 // in. The answer is {"type":"importYamlOutput","message":<kubectl output>},
 // 200 on success and 400 when any object failed (the others are applied,
 // as kubectl goes on).
-func (s *Server) importYAML(w http.ResponseWriter, r *http.Request) *apiError {
+func (s *Server) importYAML(r *http.Request) (int, any, *apiError) {
 	if s.kube == nil {
-		return errNoKube
+		return fail(errNoKube)
 	}
 	var in importBody
 	if err := decodeBody(r, &in); err != nil {
-		return err
+		return fail(err)
 	}
 	imp := Import{
 		Time: s.now(), ClusterID: s.opts.ClusterID, YAML: in.YAML, Namespace: in.Namespace,
@@ -72,8 +71,7 @@ func (s *Server) importYAML(w http.ResponseWriter, r *http.Request) *apiError {
 	s.mu.Lock()
 	s.imports = append(s.imports, imp)
 	s.mu.Unlock()
-	simkit.WriteJSON(w, imp.Status, map[string]any{"type": "importYamlOutput", "message": imp.Message})
-	return nil
+	return imp.Status, map[string]any{"type": "importYamlOutput", "message": imp.Message}, nil
 }
 
 // applyManifest applies every object and returns kubectl-style output lines

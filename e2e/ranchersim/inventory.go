@@ -3,84 +3,9 @@ package ranchersim
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
-	"time"
 
 	"github.com/sitebus/sitebus/e2e/simkit"
 )
-
-// ProvisioningCluster is a v1 provisioning cluster as tests see it.
-type ProvisioningCluster struct {
-	ID        string // "fleet-default/<name>"
-	Namespace string
-	Name      string
-	// ClusterID is its management (v3) cluster, c-m-xxxxxxxx.
-	ClusterID   string
-	Labels      map[string]string
-	Annotations map[string]string
-	// Body is the create request's body as sent: compare it byte for
-	// byte, or decode it (Spec).
-	Body    json.RawMessage
-	Created time.Time
-}
-
-// Spec is the body's spec, decoded; nil when it has none.
-func (p ProvisioningCluster) Spec() map[string]any {
-	var m struct {
-		Spec map[string]any `json:"spec"`
-	}
-	_ = json.Unmarshal(p.Body, &m)
-	return m.Spec
-}
-
-// Cluster is a provisioned management (v3) cluster as tests see it.
-type Cluster struct {
-	ID             string // c-m-xxxxxxxx
-	Name           string // display name (PUT renames it)
-	ProvisioningID string // "fleet-default/<name>"
-	State          string // provisioning or active
-	// Kubeconfigs counts generateKubeconfig calls.
-	Kubeconfigs int
-	Created     time.Time
-}
-
-// Node is a registered node as tests see it.
-type Node struct {
-	ID, ClusterID, Name        string
-	Hostname                   string // also requestedHostname
-	Address                    string
-	Etcd, ControlPlane, Worker bool
-	State                      string // registering, active, draining, drained
-	// Drained is the Drained condition's status: "" (none), Unknown,
-	// True or False.
-	Drained string
-	Created time.Time
-}
-
-// RegistrationToken is a cluster registration token.
-type RegistrationToken struct {
-	ID, ClusterID, Token string
-	Created              time.Time
-}
-
-// ClusterBinding is a cluster role template binding.
-type ClusterBinding struct {
-	ID, Name, ClusterID, RoleTemplateID string
-	UserID, UserPrincipalID             string
-	GroupID, GroupPrincipalID           string
-	Created                             time.Time
-}
-
-// Secret is a v1 secret created through the simulator.
-type Secret struct {
-	ID, Namespace, Name string
-	Type                string // the Secret's type (kubernetes.io/basic-auth)
-	Labels, Annotations map[string]string
-	// Data is as sent (base64 values); Body the request as sent.
-	Data    map[string]string
-	Body    json.RawMessage
-	Created time.Time
-}
 
 // Inventory is everything the provisioning parts hold. The simulator's
 // own cluster (Options.ClusterID) and its projects are not in it.
@@ -118,82 +43,60 @@ func idsOf[T any](items []T, id func(T) string) []string {
 	return out
 }
 
+// snapshots copies every object of a store out for a test, ordered by
+// id, each as view makes it (nil: as it is).
+func snapshots[T any](st *simkit.Store[T], view func(*T) T) []T {
+	var out []T
+	for _, v := range st.ListByID(nil) {
+		if view != nil {
+			out = append(out, view(v))
+		} else {
+			out = append(out, *v)
+		}
+	}
+	return out
+}
+
 // Inventory returns a snapshot, each list ordered by id. Reading it does
 // not count as a poll.
 func (s *Server) Inventory() Inventory {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var inv Inventory
-	for _, pc := range s.prov.v1 {
-		inv.ProvisioningClusters = append(inv.ProvisioningClusters, toProvisioningCluster(pc))
+	return Inventory{
+		ProvisioningClusters: snapshots(s.prov.v1, nil),
+		Clusters:             snapshots(s.prov.clusters, s.clusterSnapshot),
+		Nodes:                snapshots(s.prov.nodes, s.snapshot),
+		Tokens:               snapshots(s.prov.tokens, nil),
+		ClusterBindings:      snapshots(s.prov.crtbs, nil),
+		Secrets:              snapshots(s.prov.secrets, nil),
 	}
-	for _, mc := range s.prov.clusters {
-		inv.Clusters = append(inv.Clusters, s.toCluster(mc))
-	}
-	for _, n := range s.prov.nodes {
-		inv.Nodes = append(inv.Nodes, s.toNode(n))
-	}
-	for _, t := range s.prov.tokens {
-		inv.Tokens = append(inv.Tokens, RegistrationToken{ID: t.id, ClusterID: t.clusterID, Token: t.token, Created: t.created})
-	}
-	for _, b := range s.prov.crtbs {
-		inv.ClusterBindings = append(inv.ClusterBindings, ClusterBinding{ID: b.id, Name: b.name, ClusterID: b.clusterID,
-			RoleTemplateID: b.roleTemplateID, UserID: b.userID, UserPrincipalID: b.userPrincipalID,
-			GroupID: b.groupID, GroupPrincipalID: b.groupPrincipalID, Created: b.created})
-	}
-	for _, sec := range s.prov.secrets {
-		inv.Secrets = append(inv.Secrets, Secret{ID: sec.id(), Namespace: sec.namespace, Name: sec.name, Type: sec.typ,
-			Labels: cloneMap(sec.labels), Annotations: cloneMap(sec.annotations), Data: cloneMap(sec.data),
-			Body: append(json.RawMessage(nil), sec.body...), Created: sec.created})
-	}
-	sort.Slice(inv.ProvisioningClusters, func(i, j int) bool { return inv.ProvisioningClusters[i].ID < inv.ProvisioningClusters[j].ID })
-	sort.Slice(inv.Clusters, func(i, j int) bool { return inv.Clusters[i].ID < inv.Clusters[j].ID })
-	sort.Slice(inv.Nodes, func(i, j int) bool { return inv.Nodes[i].ID < inv.Nodes[j].ID })
-	sort.Slice(inv.Tokens, func(i, j int) bool { return inv.Tokens[i].ID < inv.Tokens[j].ID })
-	sort.Slice(inv.ClusterBindings, func(i, j int) bool { return inv.ClusterBindings[i].ID < inv.ClusterBindings[j].ID })
-	sort.Slice(inv.Secrets, func(i, j int) bool { return inv.Secrets[i].ID < inv.Secrets[j].ID })
-	return inv
 }
 
-func toProvisioningCluster(pc *provCluster) ProvisioningCluster {
-	return ProvisioningCluster{ID: pc.id(), Namespace: pc.namespace, Name: pc.name, ClusterID: pc.clusterID,
-		Labels: cloneMap(pc.labels), Annotations: cloneMap(pc.annotations),
-		Body: append(json.RawMessage(nil), pc.body...), Created: pc.created}
-}
-
-// toCluster does not count as a read. Caller holds s.mu.
-func (s *Server) toCluster(mc *mgmtCluster) Cluster {
-	state, _ := s.clusterState(mc, false)
-	return Cluster{ID: mc.id, Name: mc.name, ProvisioningID: mc.provID, State: state, Kubeconfigs: mc.kubeconfigs, Created: mc.created}
-}
-
-// toNode does not count as a read. Caller holds s.mu.
-func (s *Server) toNode(n *node) Node {
-	drained, _, _ := s.drained(n, s.nodeFault(n))
-	return Node{ID: n.id, ClusterID: n.clusterID, Name: n.name, Hostname: n.hostname, Address: n.address,
-		Etcd: n.etcd, ControlPlane: n.controlPlane, Worker: n.worker, State: s.nodeState(n), Drained: drained, Created: n.created}
+// clusterSnapshot does not count as a read. Caller holds s.mu.
+func (s *Server) clusterSnapshot(mc *Cluster) Cluster {
+	c := *mc
+	c.State, _ = s.clusterState(mc, false)
+	return c
 }
 
 // ProvisioningClusterNamed returns the v1 cluster fleet-default/name.
 func (s *Server) ProvisioningClusterNamed(name string) (ProvisioningCluster, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	pc := s.prov.v1[FleetNamespace+"/"+name]
-	if pc == nil {
-		return ProvisioningCluster{}, false
+	if pc := s.prov.v1.Get(FleetNamespace + "/" + name); pc != nil {
+		return *pc, true
 	}
-	return toProvisioningCluster(pc), true
+	return ProvisioningCluster{}, false
 }
 
 // ClusterByID returns a provisioned v3 cluster.
 func (s *Server) ClusterByID(id string) (Cluster, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	mc := s.prov.clusters[id]
-	if mc == nil {
-		return Cluster{}, false
+	if mc := s.prov.clusters.Get(id); mc != nil {
+		return s.clusterSnapshot(mc), true
 	}
-	return s.toCluster(mc), true
+	return Cluster{}, false
 }
 
 // Nodes returns the nodes of clusterID ("" for all), ordered by id.
@@ -232,13 +135,11 @@ func (s *Server) AddProvisioningCluster(name string, labels, annotations map[str
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	key := FleetNamespace + "/" + name
-	if s.prov.v1[key] != nil {
-		return ProvisioningCluster{}, fmt.Errorf("ranchersim: cluster %s exists", key)
-	}
-	pc := &provCluster{namespace: FleetNamespace, name: name, uid: simkit.NewUUID(), body: body,
-		labels: cloneMap(labels), annotations: cloneMap(annotations), created: s.now(),
+	pc := &ProvisioningCluster{ID: FleetNamespace + "/" + name, Namespace: FleetNamespace, Name: name, uid: simkit.NewUUID(),
+		Body: body, Labels: cloneMap(labels), Annotations: cloneMap(annotations), Created: s.now(),
 		reads: s.opts.Provisioning.ClusterNamePolls}
-	s.storeProvCluster(pc)
-	return toProvisioningCluster(pc), nil
+	if !s.storeProvCluster(pc) {
+		return ProvisioningCluster{}, fmt.Errorf("ranchersim: cluster %s exists", pc.ID)
+	}
+	return *pc, nil
 }

@@ -2,11 +2,12 @@ package ranchersim
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
-	"sort"
 	"strings"
 	"time"
 
@@ -83,33 +84,33 @@ type NodeFault struct {
 	DrainError string `json:"drain_error"`
 }
 
-// node is a v3 Node of a provisioned cluster.
-type node struct {
-	id, name, clusterID        string
-	hostname, address          string
-	etcd, controlPlane, worker bool
-	reads                      int // reads since registration
-	created                    time.Time
+// Node is a v3 node of a provisioned cluster as tests see it.
+type Node struct {
+	ID, ClusterID, Name        string
+	Hostname                   string // also requestedHostname
+	Address                    string
+	Etcd, ControlPlane, Worker bool
+	State                      string // registering, active, draining, drained
+	// Drained is the Drained condition's status: "" (none), Unknown,
+	// True or False.
+	Drained string
+	Created time.Time
 
+	reads int // reads since registration
 	// drainReads counts reads since the last drain action.
 	drainAsked bool
 	drainReads int
 }
 
 // nodeFault is the faults matching n, merged. Caller holds s.mu.
-func (s *Server) nodeFault(n *node) NodeFault {
+func (s *Server) nodeFault(n *Node) NodeFault {
 	var f NodeFault
 	for _, nf := range s.prov.nodeFaults {
-		if nf.Hostname != "" && nf.Hostname != n.hostname {
-			continue
-		}
-		f.NeverActive = f.NeverActive || nf.NeverActive
-		f.DrainStuck = f.DrainStuck || nf.DrainStuck
-		if nf.Error != "" {
-			f.Error = nf.Error
-		}
-		if nf.DrainError != "" {
-			f.DrainError = nf.DrainError
+		if nf.Hostname == "" || nf.Hostname == n.Hostname {
+			f.NeverActive = f.NeverActive || nf.NeverActive
+			f.DrainStuck = f.DrainStuck || nf.DrainStuck
+			f.Error = cmp.Or(nf.Error, f.Error)
+			f.DrainError = cmp.Or(nf.DrainError, f.DrainError)
 		}
 	}
 	return f
@@ -117,7 +118,7 @@ func (s *Server) nodeFault(n *node) NodeFault {
 
 // observeNode counts one read of n, which moves its simulated
 // controllers on. Caller holds s.mu.
-func (s *Server) observeNode(n *node) {
+func (s *Server) observeNode(n *Node) {
 	n.reads++
 	if n.drainAsked {
 		n.drainReads++
@@ -125,7 +126,7 @@ func (s *Server) observeNode(n *node) {
 }
 
 // nodeState is the node's v3 state. Caller holds s.mu.
-func (s *Server) nodeState(n *node) string {
+func (s *Server) nodeState(n *Node) string {
 	f := s.nodeFault(n)
 	if f.Error != "" {
 		return "error"
@@ -148,7 +149,7 @@ func (s *Server) nodeState(n *node) string {
 // (no condition: no drain asked, or the controller has not run yet),
 // "Unknown" (draining), "True" or "False" (failed), as Rancher's drain
 // controller sets them. Caller holds s.mu.
-func (s *Server) drained(n *node, f NodeFault) (status, reason, message string) {
+func (s *Server) drained(n *Node, f NodeFault) (status, reason, message string) {
 	switch {
 	case !n.drainAsked || n.drainReads <= 1:
 		return "", "", ""
@@ -160,210 +161,134 @@ func (s *Server) drained(n *node, f NodeFault) (status, reason, message string) 
 	return "True", "", ""
 }
 
+// snapshot is n as tests see it; it does not count as a read. Caller
+// holds s.mu.
+func (s *Server) snapshot(n *Node) Node {
+	c := *n
+	c.State = s.nodeState(n)
+	c.Drained, _, _ = s.drained(n, s.nodeFault(n))
+	return c
+}
+
 // RegisterNode registers a node as RegisterPath does (Go callers: a
 // simulated VM in the same process).
 func (s *Server) RegisterNode(reg Registration) (Node, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	n, _, apiErr := s.register(reg)
-	if apiErr != nil {
-		if apiErr.status == http.StatusUnauthorized {
-			return Node{}, ErrRegistrationRefused
-		}
+	switch {
+	case apiErr == unauthorized:
+		return Node{}, ErrRegistrationRefused
+	case apiErr != nil:
 		return Node{}, fmt.Errorf("ranchersim: register %s: %s", reg.Hostname, apiErr.message)
 	}
-	return n, nil
+	return s.snapshot(n), nil
 }
 
-func (s *Server) registerHTTP(w http.ResponseWriter, r *http.Request) {
+func (s *Server) registerHTTP(r *http.Request) (int, any, *apiError) {
 	var reg Registration
-	if err := json.NewDecoder(r.Body).Decode(&reg); err != nil {
-		writeErr(w, invalidBody("Failed to parse body: "+err.Error()))
-		return
-	}
-	n, created, apiErr := s.register(reg)
-	if apiErr != nil {
-		writeErr(w, apiErr)
-		return
-	}
-	status := http.StatusOK
-	if created {
-		status = http.StatusCreated
+	if err := decodeBody(r, &reg); err != nil {
+		return fail(err)
 	}
 	s.mu.Lock()
-	rep := s.nodeRep(simkit.BaseURL(r), s.prov.nodes[n.ID], false)
-	s.mu.Unlock()
-	simkit.WriteJSON(w, status, rep)
+	defer s.mu.Unlock()
+	n, isNew, apiErr := s.register(reg)
+	if apiErr != nil {
+		return fail(apiErr)
+	}
+	return map[bool]int{true: http.StatusCreated, false: http.StatusOK}[isNew], s.nodeRep(simkit.BaseURL(r), n, false), nil
 }
 
-func (s *Server) register(reg Registration) (Node, bool, *apiError) {
+// register adds the node reg describes, or finds the one of its hostname
+// already in the token's cluster. Caller holds s.mu.
+func (s *Server) register(reg Registration) (*Node, bool, *apiError) {
 	if reg.Hostname == "" {
-		return Node{}, false, missingRequired("hostname")
+		return nil, false, missingRequired("hostname")
 	}
-	n := &node{hostname: reg.Hostname, address: reg.Address}
+	n := &Node{Hostname: reg.Hostname, Address: reg.Address}
 	for _, role := range reg.Roles {
 		switch strings.ToLower(role) {
 		case "etcd":
-			n.etcd = true
+			n.Etcd = true
 		case "controlplane", "control-plane":
-			n.controlPlane = true
+			n.ControlPlane = true
 		case "worker":
-			n.worker = true
+			n.Worker = true
 		default:
-			return Node{}, false, invalidBody("unknown role " + role + " (etcd, controlplane, worker)")
+			return nil, false, invalidBody("unknown role " + role + " (etcd, controlplane, worker)")
 		}
 	}
-	if !n.etcd && !n.controlPlane && !n.worker {
-		return Node{}, false, missingRequired("roles")
+	if !n.Etcd && !n.ControlPlane && !n.Worker {
+		return nil, false, missingRequired("roles")
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var tok *regToken
-	for _, t := range s.prov.tokens {
-		if reg.Token != "" && t.token == reg.Token {
-			tok = t
-		}
-	}
+	tok := s.prov.tokens.Find(func(t *RegistrationToken) bool { return reg.Token != "" && t.Token == reg.Token })
 	if tok == nil {
-		return Node{}, false, newErr(http.StatusUnauthorized, "Unauthorized", "registration token is not valid")
+		return nil, false, unauthorized
 	}
-	for _, id := range s.sortedNodeIDs() {
-		if old := s.prov.nodes[id]; old.clusterID == tok.clusterID && old.hostname == reg.Hostname {
-			return s.toNode(old), false, nil
-		}
+	if old := s.prov.nodes.Find(func(o *Node) bool { return o.ClusterID == tok.ClusterID && o.Hostname == reg.Hostname }); old != nil {
+		return old, false, nil
 	}
-	n.clusterID = tok.clusterID
-	n.created = s.now()
-	for n.id == "" || s.prov.nodes[n.id] != nil {
-		n.name = "m-" + randLower(12)
-		n.id = n.clusterID + ":" + n.name
-	}
-	s.prov.nodes[n.id] = n
-	s.log.Debug("node registered", "id", n.id, "hostname", n.hostname)
-	return s.toNode(n), true, nil
+	n.ClusterID, n.Created = tok.ClusterID, s.now()
+	n.ID = s.prov.nodes.Create(func() string { n.Name = "m-" + randLower(12); return n.ClusterID + ":" + n.Name }, n)
+	s.log.Debug("node registered", "id", n.ID, "hostname", n.Hostname)
+	return n, true, nil
 }
 
-// sortedNodeIDs gives a stable order (reads move state on). Caller holds
-// s.mu.
-func (s *Server) sortedNodeIDs() []string {
-	ids := make([]string, 0, len(s.prov.nodes))
-	for id := range s.prov.nodes {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	return ids
-}
-
-func notFoundNode(id string) *apiError {
-	name := id
-	if _, n, ok := strings.Cut(id, ":"); ok {
-		name = n
-	}
-	return notFound(`nodes.management.cattle.io "` + name + `" not found`)
-}
-
-// listNodes lists nodes with norman filters (clusterId=…), or those of the
-// {cluster} in the path. Each listed node counts as read.
-func (s *Server) listNodes(w http.ResponseWriter, r *http.Request) *apiError {
-	cluster := r.PathValue("cluster")
-	b := simkit.BaseURL(r)
-	s.mu.Lock()
-	if cluster != "" && !s.knownCluster(cluster) {
-		s.mu.Unlock()
-		return notFoundCluster(cluster)
-	}
-	conds := conditions(r)
-	objs := []map[string]any{}
-	for _, id := range s.sortedNodeIDs() {
-		n := s.prov.nodes[id]
-		if cluster != "" && n.clusterID != cluster {
-			continue
-		}
-		// Filtered before counting, so a list of another cluster's nodes
-		// does not move these on.
-		if !matches(map[string]any{"clusterId": n.clusterID, "requestedHostname": n.hostname, "hostname": n.hostname}, conds) {
-			continue
-		}
-		objs = append(objs, s.nodeRep(b, n, true))
-	}
-	s.mu.Unlock()
-	writeCollection(w, r, "node", b+"/v3/nodes", objs)
-	return nil
-}
-
-func (s *Server) getNode(w http.ResponseWriter, r *http.Request) *apiError {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := s.prov.nodes[r.PathValue("id")]
-	if n == nil {
-		return notFoundNode(r.PathValue("id"))
-	}
-	simkit.WriteJSON(w, http.StatusOK, s.nodeRep(simkit.BaseURL(r), n, true))
-	return nil
-}
-
-// deleteNode removes the node from its cluster (Rancher deletes the
-// machine and the Kubernetes node).
-func (s *Server) deleteNode(w http.ResponseWriter, r *http.Request) *apiError {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	id := r.PathValue("id")
-	n := s.prov.nodes[id]
-	if n == nil {
-		return notFoundNode(id)
-	}
-	rep := s.nodeRep(simkit.BaseURL(r), n, false)
-	delete(s.prov.nodes, id)
-	rep["state"] = "removing"
-	rep["transitioning"] = "yes"
-	simkit.WriteJSON(w, http.StatusOK, rep)
-	return nil
-}
+// nodesType serves the nodes of every provisioned cluster; a list filters
+// on clusterId and hostname before it counts as a read of the nodes it
+// shows, so a list of another cluster's nodes does not move these on.
+var nodesType = &normanType[Node]{name: "node", path: "/v3/nodes", resource: "nodes", transitioning: true,
+	items:   func(s *Server) *simkit.Store[Node] { return s.prov.nodes },
+	cluster: func(n *Node) string { return n.ClusterID },
+	keys: func(n *Node) map[string]any {
+		return map[string]any{"clusterId": n.ClusterID, "requestedHostname": n.Hostname, "hostname": n.Hostname}
+	},
+	rep: (*Server).nodeRep}
 
 // nodeAction serves POST /v3/nodes/<id>?action=drain; the body (Rancher's
 // NodeDrainInput) is recorded as sent. Other actions (cordon, uncordon,
 // stopDrain) are not simulated.
-func (s *Server) nodeAction(w http.ResponseWriter, r *http.Request) *apiError {
-	id := r.PathValue("id")
+func (s *Server) nodeAction(r *http.Request) (int, any, *apiError) {
 	action := paramValue(r, "action")
 	if action == "" {
-		return newErr(http.StatusMethodNotAllowed, "MethodNotAllow", "Method POST not supported")
+		return fail(errNoPost)
 	}
-	var buf bytes.Buffer
-	if _, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, 1<<20)); err != nil {
-		return invalidBody("Failed to read body: " + err.Error())
+	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, 1<<20))
+	if err != nil {
+		return fail(invalidBody("Failed to read body: " + err.Error()))
 	}
 	var in NodeDrainInput
-	if action == "drain" && len(bytes.TrimSpace(buf.Bytes())) > 0 {
-		if err := json.Unmarshal(buf.Bytes(), &in); err != nil {
-			return invalidBody("Failed to parse body: " + err.Error())
+	if action == "drain" && len(bytes.TrimSpace(body)) > 0 {
+		if err := json.Unmarshal(body, &in); err != nil {
+			return fail(invalidBody("Failed to parse body: " + err.Error()))
 		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n := s.prov.nodes[id]
-	if n == nil {
-		return notFoundNode(id)
-	}
-	if action != "drain" {
-		return newErr(http.StatusUnprocessableEntity, "InvalidAction", "Invalid action: "+action)
+	n := s.prov.nodes.Get(r.PathValue("id"))
+	switch {
+	case n == nil:
+		return fail(nodesType.notFound(r.PathValue("id")))
+	case action != "drain":
+		return fail(invalidAction(action))
 	}
 	n.drainAsked, n.drainReads = true, 0
-	s.prov.drains = append(s.prov.drains, DrainCall{NodeID: n.id, ClusterID: n.clusterID, Hostname: n.hostname,
-		Body: buf.String(), Input: in, Time: s.now()})
-	s.log.Debug("node drain", "id", n.id, "body", buf.String())
-	simkit.WriteJSON(w, http.StatusOK, s.nodeRep(simkit.BaseURL(r), n, false))
-	return nil
+	s.prov.drains = append(s.prov.drains, DrainCall{NodeID: n.ID, ClusterID: n.ClusterID, Hostname: n.Hostname,
+		Body: string(body), Input: in, Time: s.now()})
+	s.log.Debug("node drain", "id", n.ID, "body", string(body))
+	return ok(s.nodeRep(simkit.BaseURL(r), n, false))
 }
 
 // nodeRep is the v3 node; read counts the call as a read of it. Caller
 // holds s.mu.
-func (s *Server) nodeRep(b string, n *node, read bool) map[string]any {
+func (s *Server) nodeRep(b string, n *Node, read bool) map[string]any {
 	if read {
 		s.observeNode(n)
 	}
 	f := s.nodeFault(n)
 	state := s.nodeState(n)
-	self := b + "/v3/nodes/" + n.id
-	ts := n.created.Format(time.RFC3339)
+	self := b + "/v3/nodes/" + n.ID
+	ts := n.Created.Format(time.RFC3339)
 	conds := []map[string]any{}
 	if state != "registering" {
 		for _, t := range []string{"Initialized", "Provisioned", "Registered", "Ready"} {
@@ -377,10 +302,7 @@ func (s *Server) nodeRep(b string, n *node, read bool) map[string]any {
 	if st, reason, message := s.drained(n, f); st != "" {
 		c := map[string]any{"type": "Drained", "status": st, "lastUpdateTime": s.now().Format(time.RFC3339)}
 		if reason != "" {
-			c["reason"] = reason
-		}
-		if message != "" {
-			c["message"] = message
+			c["reason"], c["message"] = reason, message
 		}
 		conds = append(conds, c)
 		if st == "False" {
@@ -393,23 +315,16 @@ func (s *Server) nodeRep(b string, n *node, read bool) map[string]any {
 	case "error":
 		transitioning, msg = "error", f.Error
 	}
-	m := map[string]any{
-		"id": n.id, "name": n.name, "type": "node", "baseType": "node",
-		"clusterId": n.clusterID, "namespaceId": n.clusterID,
-		"hostname": n.hostname, "requestedHostname": n.hostname, "nodeName": n.hostname,
-		"ipAddress": n.address, "externalIpAddress": n.address,
-		"etcd": n.etcd, "controlPlane": n.controlPlane, "worker": n.worker,
+	m := normanObj("node", self, n.Created, map[string]any{
+		"id": n.ID, "name": n.Name, "clusterId": n.ClusterID, "namespaceId": n.ClusterID,
+		"hostname": n.Hostname, "requestedHostname": n.Hostname, "nodeName": n.Hostname,
+		"ipAddress": n.Address, "externalIpAddress": n.Address,
+		"etcd": n.Etcd, "controlPlane": n.ControlPlane, "worker": n.Worker,
 		"unschedulable": n.drainAsked, "conditions": conds,
-		"annotations": map[string]string{}, "labels": map[string]string{"kubernetes.io/hostname": n.hostname},
-		"links": map[string]string{"self": self, "update": self, "remove": self, "cluster": b + "/v3/clusters/" + n.clusterID},
-		"actions": map[string]string{
-			"drain": self + "?action=drain", "cordon": self + "?action=cordon",
-		},
-	}
-	timestamps(m, n.created)
-	m["state"] = state
-	m["transitioning"] = transitioning
-	m["transitioningMessage"] = msg
+		"annotations": map[string]string{}, "labels": map[string]string{"kubernetes.io/hostname": n.Hostname},
+	}, map[string]string{"cluster": b + "/v3/clusters/" + n.ClusterID},
+		map[string]string{"drain": self + "?action=drain", "cordon": self + "?action=cordon"})
+	m["state"], m["transitioning"], m["transitioningMessage"] = state, transitioning, msg
 	return m
 }
 

@@ -1,14 +1,13 @@
 package ranchersim
 
 import (
-	"bytes"
 	"cmp"
 	"encoding/json"
+	"io"
 	"maps"
 	"net/http"
 	"regexp"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/sitebus/sitebus/e2e/simkit"
@@ -94,12 +93,12 @@ func (o ProvisioningOptions) withDefaults() ProvisioningOptions {
 
 // provState is what the provisioning parts keep; Server.mu guards it.
 type provState struct {
-	v1           map[string]*provCluster    // by "namespace/name"
-	clusters     map[string]*mgmtCluster    // provisioned v3 clusters by id
-	nodes        map[string]*node           // by id "c-m-…:m-…"
-	tokens       map[string]*regToken       // by id "c-m-…:crt-…"
-	crtbs        map[string]*clusterBinding // by id "c-m-…:crtb-…"
-	secrets      map[string]*v1Secret       // by "namespace/name"
+	v1           *simkit.Store[ProvisioningCluster] // by "namespace/name"
+	clusters     *simkit.Store[Cluster]             // provisioned v3 clusters by id
+	nodes        *simkit.Store[Node]                // by id "c-m-…:m-…"
+	tokens       *simkit.Store[RegistrationToken]   // by id "c-m-…:crt-…"
+	crtbs        *simkit.Store[ClusterBinding]      // by id "c-m-…:crtb-…"
+	secrets      *simkit.Store[Secret]              // by "namespace/name"
 	drains       []DrainCall
 	nodeFaults   []NodeFault
 	clusterRoles map[string]bool
@@ -107,8 +106,9 @@ type provState struct {
 
 func newProvState(clusterRoles []string) provState {
 	p := provState{
-		v1: map[string]*provCluster{}, clusters: map[string]*mgmtCluster{}, nodes: map[string]*node{},
-		tokens: map[string]*regToken{}, crtbs: map[string]*clusterBinding{}, secrets: map[string]*v1Secret{},
+		v1: simkit.NewStore[ProvisioningCluster](), clusters: simkit.NewStore[Cluster](),
+		nodes: simkit.NewStore[Node](), tokens: simkit.NewStore[RegistrationToken](),
+		crtbs: simkit.NewStore[ClusterBinding](), secrets: simkit.NewStore[Secret](),
 		clusterRoles: map[string]bool{},
 	}
 	for _, r := range clusterRoles {
@@ -117,76 +117,46 @@ func newProvState(clusterRoles []string) provState {
 	return p
 }
 
-// provCluster is a provisioning.cattle.io/v1 Cluster. body is the create
-// request as sent; the representation is built on it.
-type provCluster struct {
-	namespace, name, uid string
-	body                 []byte
-	labels, annotations  map[string]string
-	clusterID            string // the management cluster's id
-	reads                int
-	created              time.Time
+// ProvisioningCluster is a provisioning.cattle.io/v1 Cluster as tests see
+// it.
+type ProvisioningCluster struct {
+	ID        string // "fleet-default/<name>"
+	Namespace string
+	Name      string
+	// ClusterID is its management (v3) cluster, c-m-xxxxxxxx.
+	ClusterID   string
+	Labels      map[string]string
+	Annotations map[string]string
+	// Body is the create request's body as sent, on which the
+	// representation is built: compare it byte for byte, or decode it
+	// (Spec).
+	Body    json.RawMessage
+	Created time.Time
+
+	uid   string
+	reads int
 }
 
-func (p *provCluster) id() string { return p.namespace + "/" + p.name }
-
-// v1Secret is a core/v1 Secret created through steve.
-type v1Secret struct {
-	namespace, name, uid, typ string
-	body                      []byte
-	labels, annotations       map[string]string
-	data                      map[string]string // base64, as sent
-	created                   time.Time
+// Spec is the body's spec, decoded; nil when it has none.
+func (p ProvisioningCluster) Spec() map[string]any {
+	var m struct {
+		Spec map[string]any `json:"spec"`
+	}
+	_ = json.Unmarshal(p.Body, &m)
+	return m.Spec
 }
 
-func (sec *v1Secret) id() string { return sec.namespace + "/" + sec.name }
+// Secret is a core/v1 Secret created through steve.
+type Secret struct {
+	ID, Namespace, Name string
+	Type                string // the Secret's type (kubernetes.io/basic-auth)
+	Labels, Annotations map[string]string
+	// Data is as sent (base64 values); Body the request as sent.
+	Data    map[string]string
+	Body    json.RawMessage
+	Created time.Time
 
-// provisioningRoutes adds the v1 (steve) routes, the v3 routes of
-// provisioned clusters and the sim-only node registration.
-func (s *Server) provisioningRoutes(mux *http.ServeMux, api func(string, handler)) {
-	for _, coll := range []string{"/v1/provisioning.cattle.io.clusters", "/v1/provisioning.cattle.io.cluster"} {
-		v1Clusters.routes(s, api, coll, s.createV1Cluster)
-	}
-	v1Secrets.routes(s, api, "/v1/secrets", s.createSecret)
-
-	api("PUT /v3/clusters/{cluster}", s.updateCluster)
-	api("DELETE /v3/clusters/{cluster}", s.deleteCluster)
-
-	// Waldur's client posts to the singular; the collection link is the
-	// plural. norman matches type names case-insensitively.
-	for _, coll := range []string{"/v3/clusterregistrationtoken", "/v3/clusterregistrationtokens", "/v3/clusterRegistrationTokens"} {
-		api("GET "+coll, tokensType.list(s))
-		api("POST "+coll, s.createToken)
-		api("GET "+coll+"/{id}", tokensType.get(s))
-	}
-	api("GET /v3/clusters/{cluster}/clusterregistrationtokens", tokensType.list(s))
-	api("GET /v3/clusters/{cluster}/clusterRegistrationTokens", tokensType.list(s))
-
-	for _, coll := range []string{"/v3/clusterroletemplatebindings", "/v3/clusterRoleTemplateBindings"} {
-		api("GET "+coll, clusterBindingsType.list(s))
-		api("POST "+coll, s.createClusterBinding)
-		api("GET "+coll+"/{id}", clusterBindingsType.get(s))
-		api("DELETE "+coll+"/{id}", clusterBindingsType.remove(s))
-	}
-	api("GET /v3/clusters/{cluster}/clusterroletemplatebindings", clusterBindingsType.list(s))
-	api("GET /v3/clusters/{cluster}/clusterRoleTemplateBindings", clusterBindingsType.list(s))
-
-	api("GET /v3/nodes", s.listNodes)
-	api("GET /v3/clusters/{cluster}/nodes", s.listNodes)
-	api("GET /v3/nodes/{id}", s.getNode)
-	api("DELETE /v3/nodes/{id}", s.deleteNode)
-	api("POST /v3/nodes/{id}", s.nodeAction)
-
-	// Not Rancher's API: what a VM running system-agent-install.sh does
-	// (nodes.go). It takes the registration token instead of an API key
-	// and sits behind the fault middleware, so Down fails it too.
-	mux.HandleFunc("POST "+RegisterPath, s.registerHTTP)
-}
-
-// v1Err is steve's error body: {"type":"error","links":{},"code":…,
-// "message":…,"status":…}.
-func v1Err(w http.ResponseWriter, status int, code, msg string) {
-	simkit.WriteJSON(w, status, map[string]any{"type": "error", "links": map[string]string{}, "code": code, "message": msg, "status": status})
+	uid string
 }
 
 // dnsLabelRe is a Kubernetes object name as Rancher's webhook accepts for a
@@ -196,7 +166,6 @@ var dnsLabelRe = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
 
 // v1Meta is the part of a v1 create body the simulator reads.
 type v1Meta struct {
-	Type     string `json:"type"`
 	Metadata struct {
 		Name         string            `json:"name"`
 		GenerateName string            `json:"generateName"`
@@ -204,168 +173,131 @@ type v1Meta struct {
 		Labels       map[string]string `json:"labels"`
 		Annotations  map[string]string `json:"annotations"`
 	} `json:"metadata"`
+	Type string `json:"type"`
 }
 
 // readV1Body reads a steve create body, keeping its bytes, and the
 // namespace from the path or the body (the path wins, as steve's does).
-func readV1Body(w http.ResponseWriter, r *http.Request) ([]byte, v1Meta, bool) {
+func readV1Body(r *http.Request) ([]byte, v1Meta, *apiError) {
 	var meta v1Meta
-	var buf bytes.Buffer
-	if _, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, 4<<20)); err != nil {
-		v1Err(w, http.StatusUnprocessableEntity, "InvalidBodyContent", "failed to read body: "+err.Error())
-		return nil, meta, false
+	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, 4<<20))
+	if err != nil {
+		return nil, meta, steveErr(http.StatusUnprocessableEntity, "InvalidBodyContent", "failed to read body: "+err.Error())
 	}
-	if err := json.Unmarshal(buf.Bytes(), &meta); err != nil {
-		v1Err(w, http.StatusUnprocessableEntity, "InvalidBodyContent", "failed to parse body: "+err.Error())
-		return nil, meta, false
+	if err := json.Unmarshal(body, &meta); err != nil {
+		return nil, meta, steveErr(http.StatusUnprocessableEntity, "InvalidBodyContent", "failed to parse body: "+err.Error())
 	}
-	if ns := r.PathValue("ns"); ns != "" {
-		meta.Metadata.Namespace = ns
-	}
+	meta.Metadata.Namespace = cmp.Or(r.PathValue("ns"), meta.Metadata.Namespace)
 	if meta.Metadata.Namespace == "" {
-		v1Err(w, http.StatusUnprocessableEntity, "Invalid", "metadata.namespace: Required value")
-		return nil, meta, false
+		return nil, meta, steveErr(http.StatusUnprocessableEntity, "Invalid", "metadata.namespace: Required value")
 	}
-	return buf.Bytes(), meta, true
+	return body, meta, nil
 }
 
-func (s *Server) createV1Cluster(w http.ResponseWriter, r *http.Request) *apiError {
-	body, meta, ok := readV1Body(w, r)
-	if !ok {
-		return nil
-	}
+func (s *Server) createV1Cluster(r *http.Request) (int, any, *apiError) {
+	body, meta, err := readV1Body(r)
 	name := meta.Metadata.Name
-	if !dnsLabelRe.MatchString(name) {
-		v1Err(w, http.StatusUnprocessableEntity, "Invalid",
+	switch {
+	case err != nil:
+		return fail(err)
+	case !dnsLabelRe.MatchString(name):
+		return fail(steveErr(http.StatusUnprocessableEntity, "Invalid",
 			`Cluster.provisioning.cattle.io "`+name+`" is invalid: metadata.name: Invalid value: "`+name+
-				`": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character`)
-		return nil
+				`": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character`))
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	key := meta.Metadata.Namespace + "/" + name
-	if s.prov.v1[key] != nil {
-		v1Err(w, http.StatusConflict, "AlreadyExists", `clusters.provisioning.cattle.io "`+name+`" already exists`)
-		return nil
+	pc := &ProvisioningCluster{ID: meta.Metadata.Namespace + "/" + name, Namespace: meta.Metadata.Namespace, Name: name,
+		uid: simkit.NewUUID(), Body: body, Labels: cloneMap(meta.Metadata.Labels),
+		Annotations: cloneMap(meta.Metadata.Annotations), Created: s.now()}
+	if !s.storeProvCluster(pc) {
+		return fail(steveErr(http.StatusConflict, "AlreadyExists", `clusters.provisioning.cattle.io "`+name+`" already exists`))
 	}
-	pc := &provCluster{
-		namespace: meta.Metadata.Namespace, name: name, uid: simkit.NewUUID(), body: body,
-		labels: cloneMap(meta.Metadata.Labels), annotations: cloneMap(meta.Metadata.Annotations), created: s.now(),
-	}
-	s.storeProvCluster(pc)
-	s.log.Debug("provisioning cluster created", "id", key, "cluster", pc.clusterID)
-	simkit.WriteJSON(w, http.StatusCreated, s.v1ClusterRep(simkit.BaseURL(r), pc, false))
-	return nil
+	s.log.Debug("provisioning cluster created", "id", pc.ID, "cluster", pc.ClusterID)
+	return created(s.v1ClusterRep(simkit.BaseURL(r), pc, false))
 }
 
-// storeProvCluster stores pc and makes its management cluster, as
-// Rancher's provisioning controller does. Caller holds s.mu.
-func (s *Server) storeProvCluster(pc *provCluster) {
-	mc := &mgmtCluster{name: pc.name, provID: pc.id(), created: pc.created}
-	for mc.id == "" || mc.id == s.opts.ClusterID || s.prov.clusters[mc.id] != nil {
-		mc.id = "c-m-" + randLower(8)
+// storeProvCluster stores pc unless its id is taken and makes its
+// management cluster, as Rancher's provisioning controller does. Caller
+// holds s.mu.
+func (s *Server) storeProvCluster(pc *ProvisioningCluster) bool {
+	if !s.prov.v1.Put(pc.ID, pc) {
+		return false
 	}
-	pc.clusterID = mc.id
-	s.prov.v1[pc.id()] = pc
-	s.prov.clusters[mc.id] = mc
+	mc := &Cluster{Name: pc.Name, ProvisioningID: pc.ID, Created: pc.Created}
+	mc.ID = s.prov.clusters.Create(func() string {
+		for {
+			if id := "c-m-" + randLower(8); id != s.opts.ClusterID {
+				return id
+			}
+		}
+	}, mc)
+	pc.ClusterID = mc.ID
+	return true
 }
 
 // removeCluster deletes a provisioned cluster, its v1 object, nodes,
 // registration tokens and cluster role template bindings. Caller holds
 // s.mu.
 func (s *Server) removeCluster(id string) {
-	mc := s.prov.clusters[id]
+	mc := s.prov.clusters.Delete(id)
 	if mc == nil {
 		return
 	}
-	delete(s.prov.clusters, id)
-	delete(s.prov.v1, mc.provID)
-	maps.DeleteFunc(s.prov.nodes, func(_ string, n *node) bool { return n.clusterID == id })
-	maps.DeleteFunc(s.prov.tokens, func(_ string, t *regToken) bool { return t.clusterID == id })
-	maps.DeleteFunc(s.prov.crtbs, func(_ string, b *clusterBinding) bool { return b.clusterID == id })
-	s.log.Debug("cluster removed", "cluster", id, "provisioning", mc.provID)
+	s.prov.v1.Delete(mc.ProvisioningID)
+	s.prov.nodes.DeleteFunc(func(n *Node) bool { return n.ClusterID == id })
+	s.prov.tokens.DeleteFunc(func(t *RegistrationToken) bool { return t.ClusterID == id })
+	s.prov.crtbs.DeleteFunc(func(b *ClusterBinding) bool { return b.ClusterID == id })
+	s.log.Debug("cluster removed", "cluster", id, "provisioning", mc.ProvisioningID)
 }
 
 // v1ClusterRep is the steve object: the create body as sent, with the
 // server's metadata, links and status. read counts the call as a read of
 // the cluster (and its nodes).
-func (s *Server) v1ClusterRep(b string, pc *provCluster, read bool) map[string]any {
+func (s *Server) v1ClusterRep(b string, pc *ProvisioningCluster, read bool) map[string]any {
 	var m map[string]any
-	_ = json.Unmarshal(pc.body, &m)
+	_ = json.Unmarshal(pc.Body, &m)
 	if m == nil {
 		m = map[string]any{}
 	}
 	if read {
 		pc.reads++
 	}
-	self := b + "/v1/provisioning.cattle.io.clusters/" + pc.id()
-	m["id"] = pc.id()
-	m["type"] = "provisioning.cattle.io.cluster"
-	m["apiVersion"] = "provisioning.cattle.io/v1"
-	m["kind"] = "Cluster"
-	m["links"] = map[string]string{"self": self, "update": self, "remove": self, "view": b + "/apis/provisioning.cattle.io/v1/namespaces/" + pc.namespace + "/clusters/" + pc.name}
+	self := b + "/v1/provisioning.cattle.io.clusters/" + pc.ID
+	m["id"], m["type"], m["apiVersion"], m["kind"] = pc.ID, "provisioning.cattle.io.cluster", "provisioning.cattle.io/v1", "Cluster"
+	m["links"] = map[string]string{"self": self, "update": self, "remove": self, "view": b + "/apis/provisioning.cattle.io/v1/namespaces/" + pc.Namespace + "/clusters/" + pc.Name}
 	meta, _ := m["metadata"].(map[string]any)
 	if meta == nil {
 		meta = map[string]any{}
 		m["metadata"] = meta
 	}
-	meta["name"] = pc.name
-	meta["namespace"] = pc.namespace
-	meta["uid"] = pc.uid
-	meta["generation"] = 1
-	meta["resourceVersion"] = strconv.Itoa(int(pc.created.UnixNano() % 1e9))
-	meta["creationTimestamp"] = pc.created.Format(time.RFC3339)
-	state, ready := "provisioning", false
-	status := map[string]any{"observedGeneration": 1, "ready": false, "agentDeployed": false,
-		"clientSecretName": pc.name + "-kubeconfig"}
-	if mc := s.prov.clusters[pc.clusterID]; mc != nil {
+	maps.Copy(meta, map[string]any{"name": pc.Name, "namespace": pc.Namespace, "uid": pc.uid, "generation": 1,
+		"resourceVersion": strconv.Itoa(int(pc.Created.UnixNano() % 1e9)), "creationTimestamp": pc.Created.Format(time.RFC3339)})
+	ready := false
+	status := map[string]any{"observedGeneration": 1, "clientSecretName": pc.Name + "-kubeconfig"}
+	if mc := s.prov.clusters.Get(pc.ClusterID); mc != nil {
 		cs, _ := s.clusterState(mc, read)
 		ready = cs == "active"
-		if ready {
-			state = "active"
-		}
 		if pc.reads >= s.opts.Provisioning.ClusterNamePolls {
-			status["clusterName"] = mc.id
+			status["clusterName"] = mc.ID
 		}
 	}
-	status["ready"] = ready
-	status["agentDeployed"] = ready
+	status["ready"], status["agentDeployed"] = ready, ready
 	status["conditions"] = []map[string]any{
-		{"type": "Ready", "status": pyBool(ready), "lastUpdateTime": pc.created.Format(time.RFC3339)},
-		{"type": "Provisioned", "status": "True", "lastUpdateTime": pc.created.Format(time.RFC3339)},
+		{"type": "Ready", "status": map[bool]string{true: "True", false: "Unknown"}[ready], "lastUpdateTime": pc.Created.Format(time.RFC3339)},
+		{"type": "Provisioned", "status": "True", "lastUpdateTime": pc.Created.Format(time.RFC3339)},
 	}
 	m["status"] = status
-	meta["state"] = map[string]any{"name": state, "error": false, "transitioning": !ready, "message": ""}
+	meta["state"] = map[string]any{"name": map[bool]string{true: "active", false: "provisioning"}[ready], "error": false, "transitioning": !ready, "message": ""}
 	return m
 }
 
-// pyBool is a condition status.
-func pyBool(b bool) string {
-	if b {
-		return "True"
-	}
-	return "Unknown"
-}
-
-// writeV1Collection writes steve's collection envelope.
-func writeV1Collection(w http.ResponseWriter, r *http.Request, typ string, data []map[string]any) {
-	sortByID(data)
-	simkit.WriteJSON(w, http.StatusOK, map[string]any{
-		"type": "collection", "resourceType": typ, "count": len(data), "revision": "1",
-		"links":       map[string]string{"self": simkit.BaseURL(r) + r.URL.Path},
-		"createTypes": map[string]string{typ: simkit.BaseURL(r) + r.URL.Path},
-		"actions":     map[string]string{},
-		"data":        data,
-	})
-}
-
-func (s *Server) createSecret(w http.ResponseWriter, r *http.Request) *apiError {
-	body, meta, ok := readV1Body(w, r)
-	if !ok {
-		return nil
+func (s *Server) createSecret(r *http.Request) (int, any, *apiError) {
+	body, meta, err := readV1Body(r)
+	if err != nil {
+		return fail(err)
 	}
 	var in struct {
-		Type  string            `json:"type"`
 		XType string            `json:"_type"`
 		Data  map[string]string `json:"data"`
 	}
@@ -374,71 +306,40 @@ func (s *Server) createSecret(w http.ResponseWriter, r *http.Request) *apiError 
 	// type is _type. Waldur puts the Secret type into type, which steve
 	// then takes as the Secret's.
 	typ := in.XType
-	if typ == "" && in.Type != "" && in.Type != "secret" {
-		typ = in.Type
+	if typ == "" && meta.Type != "secret" {
+		typ = meta.Type
 	}
-	typ = cmp.Or(typ, "Opaque")
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	name := meta.Metadata.Name
+	sec := &Secret{Namespace: meta.Metadata.Namespace, Name: meta.Metadata.Name, uid: simkit.NewUUID(),
+		Type: cmp.Or(typ, "Opaque"), Body: body, Labels: cloneMap(meta.Metadata.Labels),
+		Annotations: cloneMap(meta.Metadata.Annotations), Data: cloneMap(in.Data), Created: s.now()}
 	switch {
-	case name == "" && meta.Metadata.GenerateName == "":
-		v1Err(w, http.StatusUnprocessableEntity, "Invalid", "metadata.name: Required value: name or generateName is required")
-		return nil
-	case name == "":
-		for name == "" || s.prov.secrets[meta.Metadata.Namespace+"/"+name] != nil {
-			name = meta.Metadata.GenerateName + randName(5)
-		}
-	case s.prov.secrets[meta.Metadata.Namespace+"/"+name] != nil:
-		v1Err(w, http.StatusConflict, "AlreadyExists", `secrets "`+name+`" already exists`)
-		return nil
+	case sec.Name == "" && meta.Metadata.GenerateName == "":
+		return fail(steveErr(http.StatusUnprocessableEntity, "Invalid", "metadata.name: Required value: name or generateName is required"))
+	case sec.Name == "":
+		sec.ID = s.prov.secrets.Create(func() string {
+			sec.Name = meta.Metadata.GenerateName + randName(5)
+			return sec.Namespace + "/" + sec.Name
+		}, sec)
+	case !s.prov.secrets.Put(sec.Namespace+"/"+sec.Name, sec):
+		return fail(steveErr(http.StatusConflict, "AlreadyExists", `secrets "`+sec.Name+`" already exists`))
+	default:
+		sec.ID = sec.Namespace + "/" + sec.Name
 	}
-	sec := &v1Secret{namespace: meta.Metadata.Namespace, name: name, uid: simkit.NewUUID(), typ: typ, body: body,
-		labels: cloneMap(meta.Metadata.Labels), annotations: cloneMap(meta.Metadata.Annotations),
-		data: cloneMap(in.Data), created: s.now()}
-	s.prov.secrets[sec.id()] = sec
-	simkit.WriteJSON(w, http.StatusCreated, secretRep(simkit.BaseURL(r), sec))
-	return nil
+	return created(secretRep(simkit.BaseURL(r), sec))
 }
 
-func secretRep(b string, sec *v1Secret) map[string]any {
-	self := b + "/v1/secrets/" + sec.id()
+func secretRep(b string, sec *Secret) map[string]any {
+	self := b + "/v1/secrets/" + sec.ID
 	return map[string]any{
-		"id": sec.id(), "type": "secret", "_type": sec.typ, "apiVersion": "v1", "kind": "Secret",
+		"id": sec.ID, "type": "secret", "_type": sec.Type, "apiVersion": "v1", "kind": "Secret",
 		"links": map[string]string{"self": self, "update": self, "remove": self},
 		"metadata": map[string]any{
-			"name": sec.name, "namespace": sec.namespace, "uid": sec.uid,
-			"labels": cloneMap(sec.labels), "annotations": cloneMap(sec.annotations),
-			"creationTimestamp": sec.created.Format(time.RFC3339),
+			"name": sec.Name, "namespace": sec.Namespace, "uid": sec.uid,
+			"labels": cloneMap(sec.Labels), "annotations": cloneMap(sec.Annotations),
+			"creationTimestamp": sec.Created.Format(time.RFC3339),
 		},
-		"data": cloneMap(sec.data),
+		"data": cloneMap(sec.Data),
 	}
-}
-
-// labelSelector is a list of key=value (or key==value) terms.
-type labelSelector map[string]string
-
-func parseLabelSelector(s string) (labelSelector, string) {
-	sel := labelSelector{}
-	for term := range strings.SplitSeq(s, ",") {
-		term = strings.TrimSpace(term)
-		if term == "" {
-			continue
-		}
-		k, v, ok := strings.Cut(term, "=")
-		if !ok || k == "" || strings.ContainsAny(k, "!<>") {
-			return nil, "unable to parse requirement: only equality terms (key=value) are simulated: " + term
-		}
-		sel[k] = strings.TrimPrefix(v, "=")
-	}
-	return sel, ""
-}
-
-func (sel labelSelector) matches(labels map[string]string) bool {
-	for k, v := range sel {
-		if got, ok := labels[k]; !ok || got != v {
-			return false
-		}
-	}
-	return true
 }

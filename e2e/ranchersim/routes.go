@@ -9,42 +9,33 @@ import (
 	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
-// handler serves one authenticated API request; a returned error is written
-// as Rancher's error body.
-type handler func(w http.ResponseWriter, r *http.Request) *apiError
-
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	api := func(pattern string, h handler) { mux.Handle(pattern, s.authed(h)) }
-	// norman matches type names case-insensitively; links use the camel
-	// case plural, the agent the lower case one.
-	prtb := func(method, rest string, h handler) {
-		api(method+" /v3/projectroletemplatebindings"+rest, h)
-		api(method+" /v3/projectRoleTemplateBindings"+rest, h)
+	// Each pair of paths below is one collection: norman matches type
+	// names case-insensitively; links use the camel case plural, the agent
+	// the lower case one.
+	both := func(method, prefix, lower, camel string, h handler) {
+		api(method+" "+prefix+lower, h)
+		api(method+" "+prefix+camel, h)
 	}
 
 	api("GET /v3", s.root)
 	api("POST /v3", s.root)
 	api("GET /v3/{$}", s.root)
 
-	// The simulator's own cluster and the provisioned ones (provisioning.go).
-	api("GET /v3/clusters", s.listAllClusters)
-	api("GET /v3/clusters/{cluster}", s.getAnyCluster)
-	api("POST /v3/clusters/{cluster}", s.anyClusterAction)
-	s.provisioningRoutes(mux, api)
+	// The simulator's own cluster and the provisioned ones (clusters.go).
+	api("GET /v3/clusters", s.listClusters)
+	api("GET /v3/clusters/{cluster}", s.getCluster)
+	api("POST /v3/clusters/{cluster}", s.clusterAction)
+	api("PUT /v3/clusters/{cluster}", s.updateCluster)
+	api("DELETE /v3/clusters/{cluster}", s.deleteCluster)
 
-	api("GET /v3/projects", projectsType.list(s))
-	api("POST /v3/projects", s.createProject)
-	api("GET /v3/projects/{id}", projectsType.get(s))
+	projectsType.routes(s, api, []string{"/v3/projects"}, s.createProject, true)
 	api("PUT /v3/projects/{id}", s.updateProject)
 	api("DELETE /v3/projects/{id}", s.deleteProject)
-	api("GET /v3/projects/{id}/projectroletemplatebindings", s.listProjectBindings)
-	api("GET /v3/projects/{id}/projectRoleTemplateBindings", s.listProjectBindings)
-
-	prtb("GET", "", bindingsType.list(s))
-	prtb("POST", "", s.createBinding)
-	prtb("GET", "/{id}", bindingsType.get(s))
-	prtb("DELETE", "/{id}", bindingsType.remove(s))
+	both("GET", "/v3/projects/{id}/", "projectroletemplatebindings", "projectRoleTemplateBindings", s.listProjectBindings)
+	bindingsType.routes(s, api, []string{"/v3/projectroletemplatebindings", "/v3/projectRoleTemplateBindings"}, s.createBinding, false)
 
 	// Namespaces are cluster-scoped: reachable under the cluster's link
 	// (/v3/clusters/<id>/namespaces) and, as their self links say, under
@@ -56,9 +47,28 @@ func (s *Server) routes() http.Handler {
 		api("DELETE "+prefix+"/{name}", s.deleteNamespace)
 	}
 
-	mux.Handle("/k8s/clusters/{cluster}/{rest...}", s.authed(s.proxyKube))
+	// Provisioning (provisioning.go): steve's v1 clusters and secrets.
+	for _, coll := range []string{"/v1/provisioning.cattle.io.clusters", "/v1/provisioning.cattle.io.cluster"} {
+		v1Clusters.routes(s, api, coll, s.createV1Cluster)
+	}
+	v1Secrets.routes(s, api, "/v1/secrets", s.createSecret)
+	// Waldur's client posts tokens to the singular; the collection link is
+	// the plural.
+	tokensType.routes(s, api, []string{"/v3/clusterregistrationtoken", "/v3/clusterregistrationtokens", "/v3/clusterRegistrationTokens"}, s.createToken, true)
+	both("GET", "/v3/clusters/{cluster}/", "clusterregistrationtokens", "clusterRegistrationTokens", tokensType.list(s))
+	clusterBindingsType.routes(s, api, []string{"/v3/clusterroletemplatebindings", "/v3/clusterRoleTemplateBindings"}, s.createClusterBinding, false)
+	both("GET", "/v3/clusters/{cluster}/", "clusterroletemplatebindings", "clusterRoleTemplateBindings", clusterBindingsType.list(s))
+	nodesType.routes(s, api, []string{"/v3/nodes"}, nil, false)
+	api("GET /v3/clusters/{cluster}/nodes", nodesType.list(s))
+	api("POST /v3/nodes/{id}", s.nodeAction)
+	// Not Rancher's API: what a VM running system-agent-install.sh does
+	// (nodes.go). It takes the registration token instead of an API key
+	// and sits behind the fault middleware, so Down fails it too.
+	mux.Handle("POST "+RegisterPath, handler(s.registerHTTP))
 
-	mux.Handle("/", s.authed(func(http.ResponseWriter, *http.Request) *apiError { return errNoRoute }))
+	mux.Handle("/k8s/clusters/{cluster}/{rest...}", s.authed(http.HandlerFunc(s.proxyKube)))
+
+	mux.Handle("/", s.authed(handler(func(*http.Request) (int, any, *apiError) { return fail(errNoRoute) })))
 
 	// The admin API sits outside the middleware: faults and Down must not
 	// lock a test out of inspecting the simulator.
@@ -70,7 +80,7 @@ func (s *Server) routes() http.Handler {
 
 // authed checks the API key before anything else, as Rancher's auth filter
 // does: an unknown path with a bad key is a 401, not a 404.
-func (s *Server) authed(h handler) http.Handler {
+func (s *Server) authed(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !s.authenticated(r) {
 			w.Header().Set("Content-Type", "application/json")
@@ -78,9 +88,7 @@ func (s *Server) authed(h handler) http.Handler {
 			_, _ = io.WriteString(w, unauthorizedBody)
 			return
 		}
-		if err := h(w, r); err != nil {
-			writeErr(w, err)
-		}
+		h.ServeHTTP(w, r)
 	})
 }
 
@@ -105,9 +113,9 @@ func (s *Server) authenticated(r *http.Request) bool {
 
 // root is the v3 API root; the agent POSTs to it as a login probe and only
 // looks at the status.
-func (s *Server) root(w http.ResponseWriter, r *http.Request) *apiError {
+func (s *Server) root(r *http.Request) (int, any, *apiError) {
 	b := simkit.BaseURL(r) + "/v3"
-	simkit.WriteJSON(w, http.StatusOK, map[string]any{
+	return ok(map[string]any{
 		"id": "v3", "type": "apiRoot", "baseType": "apiRoot", "apiVersion": map[string]string{
 			"group": "management.cattle.io", "path": "/v3", "version": "v3",
 		},
@@ -116,38 +124,4 @@ func (s *Server) root(w http.ResponseWriter, r *http.Request) *apiError {
 			"projectRoleTemplateBindings": b + "/projectRoleTemplateBindings",
 		},
 	})
-	return nil
-}
-
-// cluster resolves the {cluster} path value; only the configured cluster
-// exists.
-func (s *Server) cluster(r *http.Request) *apiError {
-	if id := r.PathValue("cluster"); id != s.opts.ClusterID {
-		return notFound(`clusters.management.cattle.io "` + id + `" not found`)
-	}
-	return nil
-}
-
-func (s *Server) getCluster(w http.ResponseWriter, r *http.Request) *apiError {
-	if err := s.cluster(r); err != nil {
-		return err
-	}
-	simkit.WriteJSON(w, http.StatusOK, s.clusterRep(simkit.BaseURL(r)))
-	return nil
-}
-
-// clusterAction serves POST /v3/clusters/<id>?action=…; only importYaml is
-// simulated.
-func (s *Server) clusterAction(w http.ResponseWriter, r *http.Request) *apiError {
-	if err := s.cluster(r); err != nil {
-		return err
-	}
-	switch action := paramValue(r, "action"); action {
-	case "importYaml":
-		return s.importYAML(w, r)
-	case "":
-		return newErr(http.StatusMethodNotAllowed, "MethodNotAllow", "Method POST not supported")
-	default:
-		return newErr(http.StatusUnprocessableEntity, "InvalidAction", "Invalid action: "+action)
-	}
 }

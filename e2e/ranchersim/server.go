@@ -87,8 +87,8 @@ type Server struct {
 	created time.Time // of the cluster object
 
 	mu       sync.Mutex
-	projects map[string]*project // by id "c-…:p-…"
-	bindings map[string]*binding // by id "p-…:prtb-…"
+	projects *simkit.Store[Project] // by id "c-…:p-…"
+	bindings *simkit.Store[Binding] // by id "p-…:prtb-…"
 	imports  []Import
 	prov     provState // provisioned clusters, their nodes, tokens, bindings; v1 secrets
 
@@ -121,8 +121,8 @@ func New(opts Options) (*Server, error) {
 		log:      opts.Logger.With("component", "ranchersim"),
 		roles:    map[string]bool{},
 		created:  opts.Now().UTC(),
-		projects: map[string]*project{},
-		bindings: map[string]*binding{},
+		projects: simkit.NewStore[Project](),
+		bindings: simkit.NewStore[Binding](),
 		prov:     newProvState(opts.ClusterRoleTemplates),
 	}
 	s.Faults = newFaults()
@@ -138,8 +138,8 @@ func New(opts Options) (*Server, error) {
 	}
 	if !opts.NoDefaultProjects {
 		for _, name := range []string{"Default", "System"} {
-			s.addProject(&project{name: name, description: name + " project created for the cluster",
-				labels: map[string]string{"authz.management.cattle.io/" + strings.ToLower(name) + "-project": "true"}}, false)
+			s.addProject(&Project{Name: name, Description: name + " project created for the cluster",
+				Labels: map[string]string{"authz.management.cattle.io/" + strings.ToLower(name) + "-project": "true"}}, false)
 		}
 	}
 	s.Init(s.routes(), s.log)

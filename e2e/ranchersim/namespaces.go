@@ -14,7 +14,6 @@ import (
 )
 
 type namespaceBody struct {
-	Type        string            `json:"type"`
 	Name        string            `json:"name"`
 	ProjectID   string            `json:"projectId"`
 	Description string            `json:"description"`
@@ -42,30 +41,23 @@ func kubeErr(err error) *apiError {
 func (s *Server) namespaceRep(b string, ns *unstructured.Unstructured) map[string]any {
 	self := b + "/v3/cluster/" + s.opts.ClusterID + "/namespaces/" + ns.GetName()
 	ann := cloneMap(ns.GetAnnotations())
-	m := map[string]any{
-		"id": ns.GetName(), "name": ns.GetName(), "type": "namespace", "baseType": "namespace",
+	m := normanObj("namespace", self, ns.GetCreationTimestamp().Time, map[string]any{
+		"id": ns.GetName(), "name": ns.GetName(),
 		"projectId": nullable(ann[ProjectIDAnnotation]), "description": ann[DescriptionAnnotation],
 		"uuid": string(ns.GetUID()), "labels": cloneMap(ns.GetLabels()), "annotations": ann,
 		"resourceQuota": nil, "containerDefaultResourceLimit": nil,
-		"links":   map[string]string{"self": self, "update": self, "remove": self, "yaml": self + "/yaml"},
-		"actions": map[string]string{"move": self + "?action=move"},
-	}
-	timestamps(m, ns.GetCreationTimestamp().Time)
-	active(m)
-	if ns.GetDeletionTimestamp() != nil {
-		m["state"] = "removing"
-		m["transitioning"] = "yes"
-	} else if phase, _, _ := unstructured.NestedString(ns.Object, "status", "phase"); phase == "Terminating" {
-		m["state"] = "removing"
+	}, map[string]string{"yaml": self + "/yaml"}, map[string]string{"move": self + "?action=move"})
+	if phase, _, _ := unstructured.NestedString(ns.Object, "status", "phase"); phase == "Terminating" || ns.GetDeletionTimestamp() != nil {
+		removing(m, ns.GetDeletionTimestamp() != nil)
 	}
 	return m
 }
 
-// kubeReady checks the cluster path value and that there is a Kubernetes
-// API server.
+// kubeReady checks the cluster path value (only the simulator's own
+// cluster has namespaces) and that there is a Kubernetes API server.
 func (s *Server) kubeReady(r *http.Request) *apiError {
-	if err := s.cluster(r); err != nil {
-		return err
+	if id := r.PathValue("cluster"); id != s.opts.ClusterID {
+		return notFoundCluster(id)
 	}
 	if s.kube == nil {
 		return errNoKube
@@ -75,55 +67,53 @@ func (s *Server) kubeReady(r *http.Request) *apiError {
 
 // listNamespaces lists the real namespaces; ?projectId=c-…:p-… (norman
 // filter) keeps those of one project.
-func (s *Server) listNamespaces(w http.ResponseWriter, r *http.Request) *apiError {
+func (s *Server) listNamespaces(r *http.Request) (int, any, *apiError) {
 	if err := s.kubeReady(r); err != nil {
-		return err
+		return fail(err)
 	}
 	list, err := s.kube.namespaces().List(r.Context(), metav1.ListOptions{})
 	if err != nil {
-		return kubeErr(err)
+		return fail(kubeErr(err))
 	}
 	b := simkit.BaseURL(r)
 	objs := make([]map[string]any, 0, len(list.Items))
 	for i := range list.Items {
 		objs = append(objs, s.namespaceRep(b, &list.Items[i]))
 	}
-	writeCollection(w, r, "namespace", b+"/v3/cluster/"+s.opts.ClusterID+"/namespaces", objs)
-	return nil
+	return ok(collection(r, "namespace", b+"/v3/cluster/"+s.opts.ClusterID+"/namespaces", objs))
 }
 
-func (s *Server) getNamespace(w http.ResponseWriter, r *http.Request) *apiError {
+func (s *Server) getNamespace(r *http.Request) (int, any, *apiError) {
 	if err := s.kubeReady(r); err != nil {
-		return err
+		return fail(err)
 	}
 	ns, err := s.kube.namespaces().Get(r.Context(), r.PathValue("name"), metav1.GetOptions{})
 	if err != nil {
-		return kubeErr(err)
+		return fail(kubeErr(err))
 	}
-	simkit.WriteJSON(w, http.StatusOK, s.namespaceRep(simkit.BaseURL(r), ns))
-	return nil
+	return ok(s.namespaceRep(simkit.BaseURL(r), ns))
 }
 
 // createNamespace creates a real namespace with the body's labels and
 // annotations plus Rancher's project annotation and label.
-func (s *Server) createNamespace(w http.ResponseWriter, r *http.Request) *apiError {
-	if err := s.kubeReady(r); err != nil {
-		return err
-	}
+func (s *Server) createNamespace(r *http.Request) (int, any, *apiError) {
 	var in namespaceBody
+	if err := s.kubeReady(r); err != nil {
+		return fail(err)
+	}
 	if err := decodeBody(r, &in); err != nil {
-		return err
+		return fail(err)
 	}
 	if in.Name == "" {
-		return missingRequired("name")
+		return fail(missingRequired("name"))
 	}
 	labels, ann := cloneMap(in.Labels), cloneMap(in.Annotations)
 	if in.ProjectID != "" {
 		s.mu.Lock()
-		p := s.projects[in.ProjectID]
+		p := s.projects.Get(in.ProjectID)
 		s.mu.Unlock()
-		if p == nil || p.clusterID != s.opts.ClusterID {
-			return invalidReference("projectId", `projects.management.cattle.io "`+projectShortID(in.ProjectID)+`" not found`)
+		if p == nil || p.ClusterID != s.opts.ClusterID {
+			return fail(invalidReference("projectId", `projects.management.cattle.io "`+projectShortID(in.ProjectID)+`" not found`))
 		}
 		ann[ProjectIDAnnotation] = in.ProjectID
 		labels[ProjectIDLabel] = projectShortID(in.ProjectID)
@@ -140,42 +130,36 @@ func (s *Server) createNamespace(w http.ResponseWriter, r *http.Request) *apiErr
 	ns.SetAnnotations(ann)
 	created, err := s.kube.namespaces().Create(r.Context(), ns, metav1.CreateOptions{})
 	if err != nil {
-		return kubeErr(err)
+		return fail(kubeErr(err))
 	}
 	s.log.Debug("namespace created", "name", in.Name, "project", in.ProjectID)
-	simkit.WriteJSON(w, http.StatusCreated, s.namespaceRep(simkit.BaseURL(r), created))
-	return nil
+	return http.StatusCreated, s.namespaceRep(simkit.BaseURL(r), created), nil
 }
 
-func (s *Server) deleteNamespace(w http.ResponseWriter, r *http.Request) *apiError {
+func (s *Server) deleteNamespace(r *http.Request) (int, any, *apiError) {
 	if err := s.kubeReady(r); err != nil {
-		return err
+		return fail(err)
 	}
-	ctx := r.Context()
-	name := r.PathValue("name")
-	ns, err := s.kube.namespaces().Get(ctx, name, metav1.GetOptions{})
+	ns, err := s.kube.namespaces().Get(r.Context(), r.PathValue("name"), metav1.GetOptions{})
+	if err == nil {
+		err = s.kube.namespaces().Delete(r.Context(), ns.GetName(), metav1.DeleteOptions{})
+	}
 	if err != nil {
-		return kubeErr(err)
+		return fail(kubeErr(err))
 	}
-	if err := s.kube.namespaces().Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
-		return kubeErr(err)
-	}
-	rep := s.namespaceRep(simkit.BaseURL(r), ns)
-	rep["state"] = "removing"
-	simkit.WriteJSON(w, http.StatusOK, rep)
-	return nil
+	return ok(removing(s.namespaceRep(simkit.BaseURL(r), ns), false))
 }
 
 // proxyKube forwards /k8s/clusters/<id>/<path> to <kube-apiserver>/<path>
 // with the simulator's cluster credentials, as Rancher's cluster proxy
 // does.
-func (s *Server) proxyKube(w http.ResponseWriter, r *http.Request) *apiError {
+func (s *Server) proxyKube(w http.ResponseWriter, r *http.Request) {
 	if err := s.kubeReady(r); err != nil {
-		return err
+		writeErr(w, err)
+		return
 	}
 	out := r.Clone(r.Context())
 	out.URL.Path = "/" + strings.TrimPrefix(r.PathValue("rest"), "/")
 	out.URL.RawPath = ""
 	s.kube.proxy.ServeHTTP(w, out)
-	return nil
 }

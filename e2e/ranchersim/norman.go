@@ -1,0 +1,391 @@
+package ranchersim
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
+)
+
+// apiError is an error answer: norman's {"baseType":"error","type":"error",
+// "status":<int>,"code":…,"message":…[,"fieldName":…]}, or with steve set
+// steve's {"type":"error","links":{},"code":…,"message":…,"status":…}.
+type apiError struct {
+	status    int
+	code      string
+	message   string
+	fieldName string
+	steve     bool
+}
+
+func (e *apiError) Error() string { return fmt.Sprintf("%d %s: %s", e.status, e.code, e.message) }
+
+func newErr(status int, code, msg string) *apiError {
+	return &apiError{status: status, code: code, message: msg}
+}
+
+func steveErr(status int, code, msg string) *apiError {
+	return &apiError{status: status, code: code, message: msg, steve: true}
+}
+
+func notFound(msg string) *apiError { return newErr(http.StatusNotFound, "NotFound", msg) }
+
+func alreadyExists(msg string) *apiError {
+	return newErr(http.StatusConflict, "AlreadyExists", msg)
+}
+
+func missingRequired(field string) *apiError {
+	return &apiError{status: http.StatusUnprocessableEntity, code: "MissingRequired", fieldName: field}
+}
+
+func invalidReference(field, msg string) *apiError {
+	return &apiError{status: http.StatusUnprocessableEntity, code: "InvalidReference", fieldName: field, message: msg}
+}
+
+func invalidBody(msg string) *apiError {
+	return newErr(http.StatusUnprocessableEntity, "InvalidBodyContent", msg)
+}
+
+func invalidAction(action string) *apiError {
+	return newErr(http.StatusUnprocessableEntity, "InvalidAction", "Invalid action: "+action)
+}
+
+var (
+	errNoKube = newErr(http.StatusServiceUnavailable, "ClusterUnavailable",
+		"cluster not available: the simulator has no Kubernetes API server")
+	errNoRoute   = notFound("not found")
+	errNoPost    = newErr(http.StatusMethodNotAllowed, "MethodNotAllow", "Method POST not supported")
+	errNotNull   = newErr(http.StatusUnprocessableEntity, "NotNullable", "name")
+	unauthorized = newErr(http.StatusUnauthorized, "Unauthorized", "registration token is not valid")
+)
+
+// unauthorizedBody is Rancher's 401 body verbatim: status is a string and
+// there is no code (rancher/rancher#14235), unlike every other error.
+const unauthorizedBody = `{"type":"error","status":"401","message":"must authenticate"}`
+
+func writeErr(w http.ResponseWriter, e *apiError) {
+	body := map[string]any{"type": "error", "status": e.status, "code": e.code, "message": e.message}
+	if e.steve {
+		body["links"] = map[string]string{}
+	} else {
+		body["baseType"] = "error"
+	}
+	if e.fieldName != "" {
+		body["fieldName"] = e.fieldName
+	}
+	simkit.WriteJSON(w, e.status, body)
+}
+
+// handler serves one authenticated API request: the status and body of
+// its answer, or an error, written in its API's format.
+type handler func(r *http.Request) (int, any, *apiError)
+
+func ok(v any) (int, any, *apiError)      { return http.StatusOK, v, nil }
+func created(v any) (int, any, *apiError) { return http.StatusCreated, v, nil }
+func fail(e *apiError) (int, any, *apiError) {
+	return 0, nil, e
+}
+
+func (h handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if status, body, err := h(r); err != nil {
+		writeErr(w, err)
+	} else {
+		simkit.WriteJSON(w, status, body)
+	}
+}
+
+// param is one query parameter as sent.
+type param struct{ key, value string }
+
+// rawParams splits a raw query on '&' and each pair at its first '='. The
+// Python agent sends some values unencoded (groupPrincipalId=keycloakoidc_
+// group://…), so only a valid %XX escape is decoded and '+' stays '+'.
+func rawParams(raw string) []param {
+	var out []param
+	for pair := range strings.SplitSeq(raw, "&") {
+		if pair == "" {
+			continue
+		}
+		k, v, _ := strings.Cut(pair, "=")
+		out = append(out, param{unescape(k), unescape(v)})
+	}
+	return out
+}
+
+func unescape(s string) string {
+	if !strings.Contains(s, "%") {
+		return s
+	}
+	if u, err := url.PathUnescape(s); err == nil {
+		return u
+	}
+	return s
+}
+
+// paramValue returns the first value of key in the raw query.
+func paramValue(r *http.Request, key string) string {
+	for _, p := range rawParams(r.URL.RawQuery) {
+		if p.key == key {
+			return p.value
+		}
+	}
+	return ""
+}
+
+// condition is one norman filter: field, modifier (eq, ne, prefix) and
+// value.
+type condition struct{ field, modifier, value string }
+
+// nonFilters are the query parameters norman uses for paging and sorting.
+var nonFilters = map[string]bool{"limit": true, "marker": true, "sort": true, "order": true, "reverse": true, "action": true}
+
+func conditions(r *http.Request) []condition {
+	var out []condition
+	for _, p := range rawParams(r.URL.RawQuery) {
+		if nonFilters[p.key] {
+			continue
+		}
+		c := condition{field: p.key, modifier: "eq", value: p.value}
+		for _, m := range []string{"ne", "prefix"} {
+			if f, ok := strings.CutSuffix(p.key, "_"+m); ok {
+				c.field, c.modifier = f, m
+			}
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// matches applies the conditions as norman does: a condition on a field the
+// resource does not have is ignored; a null field equals nothing.
+func matches(obj map[string]any, conds []condition) bool {
+	for _, c := range conds {
+		v, ok := obj[c.field]
+		if !ok {
+			continue
+		}
+		s := ""
+		if v != nil {
+			s = fmt.Sprint(v)
+		}
+		switch c.modifier {
+		case "eq":
+			if v == nil || s != c.value {
+				return false
+			}
+		case "ne":
+			if v != nil && s == c.value {
+				return false
+			}
+		case "prefix":
+			if v == nil || !strings.HasPrefix(s, c.value) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// collection filters objs by the request's conditions, sorts them by id
+// and makes a norman collection of resourceType.
+func collection(r *http.Request, resourceType, createURL string, objs []map[string]any) map[string]any {
+	conds := conditions(r)
+	data := []map[string]any{}
+	filters := map[string]any{}
+	for _, c := range conds {
+		filters[c.field] = []map[string]string{{"modifier": c.modifier, "value": c.value}}
+	}
+	for _, o := range objs {
+		if matches(o, conds) {
+			data = append(data, o)
+		}
+	}
+	sortByID(data)
+	self := simkit.BaseURL(r) + r.URL.Path
+	if r.URL.RawQuery != "" {
+		self += "?" + r.URL.RawQuery
+	}
+	coll := map[string]any{
+		"type":         "collection",
+		"resourceType": resourceType,
+		"links":        map[string]string{"self": self},
+		"actions":      map[string]string{},
+		"pagination":   map[string]any{"limit": 1000, "total": len(data)},
+		"sort":         map[string]any{"order": "asc", "reverse": self},
+		"filters":      filters,
+		"data":         data,
+	}
+	if createURL != "" {
+		coll["createTypes"] = map[string]string{resourceType: createURL}
+	}
+	return coll
+}
+
+func sortByID(data []map[string]any) {
+	sort.Slice(data, func(i, j int) bool { return fmt.Sprint(data[i]["id"]) < fmt.Sprint(data[j]["id"]) })
+}
+
+// decodeBody reads a JSON object body; norman answers a malformed one with
+// 422 InvalidBodyContent.
+func decodeBody(r *http.Request, v any) *apiError {
+	if err := json.NewDecoder(r.Body).Decode(v); err != nil {
+		return invalidBody("Failed to parse body: " + err.Error())
+	}
+	return nil
+}
+
+// Representations are maps, not structs: collection filters match on the
+// fields of what is written, as norman's do.
+
+// normanObj completes m, which holds an object's own fields, as every
+// norman object: type and baseType typ, links self (also update and
+// remove) plus links, actions, the created time, and state active.
+func normanObj(typ, self string, created time.Time, m map[string]any, links, actions map[string]string) map[string]any {
+	m["type"], m["baseType"] = typ, typ
+	m["links"] = map[string]string{"self": self, "update": self, "remove": self}
+	for k, v := range links {
+		m["links"].(map[string]string)[k] = v
+	}
+	if actions == nil {
+		actions = map[string]string{}
+	}
+	m["actions"] = actions
+	m["created"] = created.UTC().Format(time.RFC3339)
+	m["createdTS"] = created.UnixMilli()
+	m["state"], m["transitioning"], m["transitioningMessage"] = "active", "no", ""
+	return m
+}
+
+// removing marks a deleted object's answer, as Rancher's finalizers leave
+// it until they are done.
+func removing(m map[string]any, transitioning bool) map[string]any {
+	m["state"] = "removing"
+	if transitioning {
+		m["transitioning"] = "yes"
+	}
+	return m
+}
+
+// nullable writes "" as null, as norman does for unset references.
+func nullable(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// normanType is one resource of the management API as its plain handlers
+// serve it, each under s.mu: the list (norman filters; under a {cluster}
+// path, that cluster's objects only), the show by {id}, and the delete,
+// which answers the object in state removing, as Rancher does.
+type normanType[T any] struct {
+	name string // the norman type, e.g. "clusterRegistrationToken"
+	path string // its collection, e.g. "/v3/clusterRegistrationTokens"
+	// resource names it in a 404, e.g. "clusterregistrationtokens"; the
+	// 404 names the object as Rancher does: by the part of the id after
+	// "<cluster>:" unless fullID.
+	resource string
+	fullID   bool
+	items    func(s *Server) *simkit.Store[T]
+	cluster  func(v *T) string // nil: not cluster-scoped
+	// keys, when set, are the fields a list filters on before rendering:
+	// rendering counts as a read of v, which must not move on objects the
+	// list leaves out.
+	keys func(v *T) map[string]any
+	// rep renders v; read counts the call as a read of v.
+	rep func(s *Server, b string, v *T, read bool) map[string]any
+	// transitioning marks a deleted object's answer transitioning too.
+	transitioning bool
+}
+
+func (nt *normanType[T]) notFound(id string) *apiError {
+	name := id
+	if _, n, ok := strings.Cut(id, ":"); ok && !nt.fullID {
+		name = n
+	}
+	return notFound(nt.resource + `.management.cattle.io "` + name + `" not found`)
+}
+
+func (nt *normanType[T]) list(s *Server) handler {
+	return func(r *http.Request) (int, any, *apiError) {
+		cluster := r.PathValue("cluster")
+		b := simkit.BaseURL(r)
+		conds := conditions(r)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if cluster != "" && !s.knownCluster(cluster) {
+			return fail(notFoundCluster(cluster))
+		}
+		objs := []map[string]any{}
+		for _, v := range nt.items(s).ListByID(nil) {
+			if (cluster == "" || nt.cluster(v) == cluster) && (nt.keys == nil || matches(nt.keys(v), conds)) {
+				objs = append(objs, nt.rep(s, b, v, true))
+			}
+		}
+		return ok(collection(r, nt.name, b+nt.path, objs))
+	}
+}
+
+func (nt *normanType[T]) get(s *Server) handler {
+	return func(r *http.Request) (int, any, *apiError) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		v := nt.items(s).Get(r.PathValue("id"))
+		if v == nil {
+			return fail(nt.notFound(r.PathValue("id")))
+		}
+		return ok(nt.rep(s, simkit.BaseURL(r), v, true))
+	}
+}
+
+func (nt *normanType[T]) remove(s *Server) handler {
+	return func(r *http.Request) (int, any, *apiError) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		v := nt.items(s).Delete(r.PathValue("id"))
+		if v == nil {
+			return fail(nt.notFound(r.PathValue("id")))
+		}
+		return ok(removing(nt.rep(s, simkit.BaseURL(r), v, false), nt.transitioning))
+	}
+}
+
+// routes serves nt at each of its collection paths (norman matches type
+// names case-insensitively: links use the camel case plural, clients
+// often the lower case one): list, show, create when create is set, and
+// delete unless noDelete.
+func (nt *normanType[T]) routes(s *Server, api func(string, handler), paths []string, create handler, noDelete bool) {
+	for _, p := range paths {
+		api("GET "+p, nt.list(s))
+		api("GET "+p+"/{id}", nt.get(s))
+		if create != nil {
+			api("POST "+p, create)
+		}
+		if !noDelete {
+			api("DELETE "+p+"/{id}", nt.remove(s))
+		}
+	}
+}
+
+// reps renders each of items.
+func reps[T any](items []*T, rep func(*T) map[string]any) []map[string]any {
+	out := make([]map[string]any, 0, len(items))
+	for _, v := range items {
+		out = append(out, rep(v))
+	}
+	return out
+}
+
+// values copies the objects out for a test; nil when there are none.
+func values[T any](items []*T) []T {
+	var out []T
+	for _, v := range items {
+		out = append(out, *v)
+	}
+	return out
+}
