@@ -295,7 +295,7 @@ func (s *Server) createClusterBinding(r *http.Request) (int, any, *apiError) {
 		return fail(missingRequired("clusterId"))
 	case in.RoleTemplateID == "":
 		return fail(missingRequired("roleTemplateId"))
-	case !s.prov.clusterRoles[in.RoleTemplateID]:
+	case !s.clusterRoles[in.RoleTemplateID]:
 		return fail(invalidReference("roleTemplateId", `roletemplates.management.cattle.io "`+in.RoleTemplateID+`" not found`))
 	case !s.knownCluster(in.ClusterID):
 		return fail(invalidReference("clusterId", `clusters.management.cattle.io "`+in.ClusterID+`" not found`))

@@ -20,22 +20,17 @@ import (
 // Import is one importYaml call as received: YAML is the exact string of
 // the body's "yaml" field, for byte-for-byte comparisons.
 type Import struct {
-	Time             time.Time
-	ClusterID        string
-	YAML             string
-	Namespace        string
-	DefaultNamespace string
-	ProjectID        string
-	Status           int    // what the simulator answered
-	Message          string // the importYamlOutput message (kubectl's output)
+	Time      time.Time
+	ClusterID string
+	importBody
+	Status  int    // what the simulator answered
+	Message string // the importYamlOutput message (kubectl's output)
 }
 
-// importBody is Rancher's ImportClusterYamlInput.
+// importBody is Rancher's ImportClusterYamlInput, whose JSON names (yaml,
+// defaultNamespace, …) match these case-insensitively.
 type importBody struct {
-	YAML             string `json:"yaml"`
-	Namespace        string `json:"namespace"`
-	DefaultNamespace string `json:"defaultNamespace"`
-	ProjectID        string `json:"projectId"`
+	YAML, Namespace, DefaultNamespace, ProjectID string
 }
 
 // FieldManager is the server-side-apply manager importYaml applies with.
@@ -55,10 +50,7 @@ func (s *Server) importYAML(r *http.Request) (int, any, *apiError) {
 	if err := decodeBody(r, &in); err != nil {
 		return fail(err)
 	}
-	imp := Import{
-		Time: s.now(), ClusterID: s.opts.ClusterID, YAML: in.YAML, Namespace: in.Namespace,
-		DefaultNamespace: in.DefaultNamespace, ProjectID: in.ProjectID,
-	}
+	imp := Import{Time: s.now(), ClusterID: s.opts.ClusterID, importBody: in}
 	lines, failed := s.kube.applyManifest(r.Context(), in)
 	imp.Message = strings.Join(lines, "\n")
 	if imp.Message != "" {

@@ -3,6 +3,7 @@ package ranchersim
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/sitebus/sitebus/e2e/simkit"
 )
@@ -101,13 +102,7 @@ func (s *Server) ClusterByID(id string) (Cluster, bool) {
 
 // Nodes returns the nodes of clusterID ("" for all), ordered by id.
 func (s *Server) Nodes(clusterID string) []Node {
-	var out []Node
-	for _, n := range s.Inventory().Nodes {
-		if clusterID == "" || n.ClusterID == clusterID {
-			out = append(out, n)
-		}
-	}
-	return out
+	return slices.DeleteFunc(s.Inventory().Nodes, func(n Node) bool { return clusterID != "" && n.ClusterID != clusterID })
 }
 
 // Drains returns the drain actions received, oldest first.

@@ -2,14 +2,23 @@ package ranchersim
 
 import (
 	"cmp"
+	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
 
+	"github.com/sitebus/sitebus/e2e/kubeproxy"
 	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
@@ -162,4 +171,69 @@ func (s *Server) proxyKube(w http.ResponseWriter, r *http.Request) {
 	out.URL.Path = "/" + strings.TrimPrefix(r.PathValue("rest"), "/")
 	out.URL.RawPath = ""
 	s.kube.proxy.ServeHTTP(w, out)
+}
+
+// Rancher's namespace-to-project link: the annotation holds the full
+// project id "c-…:p-…", the label (which cannot hold ':') only "p-…".
+const (
+	ProjectIDAnnotation   = "field.cattle.io/projectId"
+	ProjectIDLabel        = "field.cattle.io/projectId"
+	DescriptionAnnotation = "field.cattle.io/description"
+)
+
+var namespaceGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+
+// kubeClient is the simulator's way into the downstream cluster. Its
+// proxy speaks to the API server as the simulator (Rancher proxies as
+// itself too, impersonating the user; the test cluster has no Rancher
+// users to impersonate).
+type kubeClient struct {
+	dyn    dynamic.Interface
+	mapper *restmapper.DeferredDiscoveryRESTMapper
+	proxy  *kubeproxy.Proxy
+}
+
+func newKubeClient(cfg *rest.Config) (*kubeClient, error) {
+	cfg = rest.CopyConfig(cfg)
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("dynamic client: %w", err)
+	}
+	disco, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("discovery client: %w", err)
+	}
+	proxy, err := kubeproxy.New(cfg, func(w http.ResponseWriter, err error) {
+		writeErr(w, newErr(http.StatusServiceUnavailable, "ClusterUnavailable", "cluster not available: "+err.Error()))
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &kubeClient{
+		dyn:    dyn,
+		mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco)),
+		proxy:  proxy,
+	}, nil
+}
+
+func (k *kubeClient) namespaces() dynamic.ResourceInterface { return k.dyn.Resource(namespaceGVR) }
+
+// deleteProjectNamespaces deletes every namespace whose annotation names
+// the project; the namespace controller finishes the job. The label
+// narrows the listing; the annotation decides, as p-… alone is not unique
+// across clusters.
+func (k *kubeClient) deleteProjectNamespaces(ctx context.Context, projectID string) error {
+	list, err := k.namespaces().List(ctx, metav1.ListOptions{LabelSelector: ProjectIDLabel + "=" + projectShortID(projectID)})
+	if err != nil {
+		return fmt.Errorf("list namespaces of %s: %w", projectID, err)
+	}
+	for _, ns := range list.Items {
+		if ns.GetAnnotations()[ProjectIDAnnotation] != projectID {
+			continue
+		}
+		if err := k.namespaces().Delete(ctx, ns.GetName(), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("delete namespace %s: %w", ns.GetName(), err)
+		}
+	}
+	return nil
 }

@@ -416,27 +416,6 @@ func (s *Server) AddProject(p Project) (Project, error) {
 	return *np, nil
 }
 
-// AddBinding creates a binding behind the client's back and returns it with
-// its ID. The project must exist; duplicates follow the options, as over
-// the API.
-func (s *Server) AddBinding(b Binding) (Binding, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.projects.Get(b.ProjectID) == nil {
-		return Binding{}, fmt.Errorf("ranchersim: no project %q", b.ProjectID)
-	}
-	nb := &Binding{Name: b.Name, ProjectID: b.ProjectID, RoleTemplateID: b.RoleTemplateID, Subject: b.Subject,
-		ServiceAccount: b.ServiceAccount}
-	if nb.Name == "" && !s.opts.AllowDuplicateBindings {
-		nb.Name = bindingName(nb, false)
-	}
-	if nb.Name != "" && s.bindings.Get(projectShortID(nb.ProjectID)+":"+nb.Name) != nil {
-		return Binding{}, fmt.Errorf("ranchersim: binding %s exists", nb.Name)
-	}
-	s.storeBinding(nb)
-	return *nb, nil
-}
-
 // DeleteProject removes a project and its bindings behind the client's
 // back; unlike the API it leaves the namespaces alone.
 func (s *Server) DeleteProject(id string) bool {

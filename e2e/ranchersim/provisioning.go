@@ -93,28 +93,22 @@ func (o ProvisioningOptions) withDefaults() ProvisioningOptions {
 
 // provState is what the provisioning parts keep; Server.mu guards it.
 type provState struct {
-	v1           *simkit.Store[ProvisioningCluster] // by "namespace/name"
-	clusters     *simkit.Store[Cluster]             // provisioned v3 clusters by id
-	nodes        *simkit.Store[Node]                // by id "c-m-…:m-…"
-	tokens       *simkit.Store[RegistrationToken]   // by id "c-m-…:crt-…"
-	crtbs        *simkit.Store[ClusterBinding]      // by id "c-m-…:crtb-…"
-	secrets      *simkit.Store[Secret]              // by "namespace/name"
-	drains       []DrainCall
-	nodeFaults   []NodeFault
-	clusterRoles map[string]bool
+	v1         *simkit.Store[ProvisioningCluster] // by "namespace/name"
+	clusters   *simkit.Store[Cluster]             // provisioned v3 clusters by id
+	nodes      *simkit.Store[Node]                // by id "c-m-…:m-…"
+	tokens     *simkit.Store[RegistrationToken]   // by id "c-m-…:crt-…"
+	crtbs      *simkit.Store[ClusterBinding]      // by id "c-m-…:crtb-…"
+	secrets    *simkit.Store[Secret]              // by "namespace/name"
+	drains     []DrainCall
+	nodeFaults []NodeFault
 }
 
-func newProvState(clusterRoles []string) provState {
-	p := provState{
+func newProvState() provState {
+	return provState{
 		v1: simkit.NewStore[ProvisioningCluster](), clusters: simkit.NewStore[Cluster](),
 		nodes: simkit.NewStore[Node](), tokens: simkit.NewStore[RegistrationToken](),
 		crtbs: simkit.NewStore[ClusterBinding](), secrets: simkit.NewStore[Secret](),
-		clusterRoles: map[string]bool{},
 	}
-	for _, r := range clusterRoles {
-		p.clusterRoles[r] = true
-	}
-	return p
 }
 
 // ProvisioningCluster is a provisioning.cattle.io/v1 Cluster as tests see

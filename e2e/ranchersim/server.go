@@ -80,11 +80,12 @@ type Options struct {
 // Server is the simulator. Management state sits behind one mutex, which is
 // never held during a Kubernetes call.
 type Server struct {
-	opts    Options
-	log     *slog.Logger
-	kube    *kubeClient // nil without Options.Kube
-	roles   map[string]bool
-	created time.Time // of the cluster object
+	opts Options
+	log  *slog.Logger
+	kube *kubeClient // nil without Options.Kube
+	// roles and clusterRoles are the known (cluster) role template ids.
+	roles, clusterRoles map[string]bool
+	created             time.Time // of the cluster object
 
 	mu       sync.Mutex
 	projects *simkit.Store[Project] // by id "c-…:p-…"
@@ -117,18 +118,16 @@ func New(opts Options) (*Server, error) {
 		opts.Logger = slog.Default()
 	}
 	s := &Server{
-		opts:     opts,
-		log:      opts.Logger.With("component", "ranchersim"),
-		roles:    map[string]bool{},
-		created:  opts.Now().UTC(),
-		projects: simkit.NewStore[Project](),
-		bindings: simkit.NewStore[Binding](),
-		prov:     newProvState(opts.ClusterRoleTemplates),
+		opts:         opts,
+		log:          opts.Logger.With("component", "ranchersim"),
+		roles:        setOf(opts.RoleTemplates),
+		clusterRoles: setOf(opts.ClusterRoleTemplates),
+		created:      opts.Now().UTC(),
+		projects:     simkit.NewStore[Project](),
+		bindings:     simkit.NewStore[Binding](),
+		prov:         newProvState(),
 	}
 	s.Faults = newFaults()
-	for _, r := range opts.RoleTemplates {
-		s.roles[r] = true
-	}
 	if opts.Kube != nil {
 		k, err := newKubeClient(opts.Kube)
 		if err != nil {
@@ -154,3 +153,11 @@ func (s *Server) Options() Options { return s.opts }
 func NewTestServer(t testing.TB, opts Options) *Server { return simkit.NewTestServer(t, New, opts) }
 
 func (s *Server) now() time.Time { return s.opts.Now().UTC() }
+
+func setOf(list []string) map[string]bool {
+	set := map[string]bool{}
+	for _, v := range list {
+		set[v] = true
+	}
+	return set
+}
