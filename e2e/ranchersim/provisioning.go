@@ -1,14 +1,9 @@
 package ranchersim
 
 import (
-	"cmp"
 	"encoding/json"
-	"io"
-	"maps"
-	"net/http"
-	"regexp"
-	"strconv"
-	"time"
+	"fmt"
+	"slices"
 
 	"github.com/sitebus/sitebus/e2e/simkit"
 )
@@ -111,106 +106,6 @@ func newProvState() provState {
 	}
 }
 
-// ProvisioningCluster is a provisioning.cattle.io/v1 Cluster as tests see
-// it.
-type ProvisioningCluster struct {
-	ID        string // "fleet-default/<name>"
-	Namespace string
-	Name      string
-	// ClusterID is its management (v3) cluster, c-m-xxxxxxxx.
-	ClusterID   string
-	Labels      map[string]string
-	Annotations map[string]string
-	// Body is the create request's body as sent, on which the
-	// representation is built: compare it byte for byte, or decode it
-	// (Spec).
-	Body    json.RawMessage
-	Created time.Time
-
-	uid   string
-	reads int
-}
-
-// Spec is the body's spec, decoded; nil when it has none.
-func (p ProvisioningCluster) Spec() map[string]any {
-	var m struct {
-		Spec map[string]any `json:"spec"`
-	}
-	_ = json.Unmarshal(p.Body, &m)
-	return m.Spec
-}
-
-// Secret is a core/v1 Secret created through steve.
-type Secret struct {
-	ID, Namespace, Name string
-	Type                string // the Secret's type (kubernetes.io/basic-auth)
-	Labels, Annotations map[string]string
-	// Data is as sent (base64 values); Body the request as sent.
-	Data    map[string]string
-	Body    json.RawMessage
-	Created time.Time
-
-	uid string
-}
-
-// dnsLabelRe is a Kubernetes object name as Rancher's webhook accepts for a
-// provisioning cluster (an RFC 1123 label: it becomes a namespace-like
-// name in several places).
-var dnsLabelRe = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
-
-// v1Meta is the part of a v1 create body the simulator reads.
-type v1Meta struct {
-	Metadata struct {
-		Name         string            `json:"name"`
-		GenerateName string            `json:"generateName"`
-		Namespace    string            `json:"namespace"`
-		Labels       map[string]string `json:"labels"`
-		Annotations  map[string]string `json:"annotations"`
-	} `json:"metadata"`
-	Type string `json:"type"`
-}
-
-// readV1Body reads a steve create body, keeping its bytes, and the
-// namespace from the path or the body (the path wins, as steve's does).
-func readV1Body(r *http.Request) ([]byte, v1Meta, *apiError) {
-	var meta v1Meta
-	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, 4<<20))
-	if err != nil {
-		return nil, meta, steveErr(http.StatusUnprocessableEntity, "InvalidBodyContent", "failed to read body: "+err.Error())
-	}
-	if err := json.Unmarshal(body, &meta); err != nil {
-		return nil, meta, steveErr(http.StatusUnprocessableEntity, "InvalidBodyContent", "failed to parse body: "+err.Error())
-	}
-	meta.Metadata.Namespace = cmp.Or(r.PathValue("ns"), meta.Metadata.Namespace)
-	if meta.Metadata.Namespace == "" {
-		return nil, meta, steveErr(http.StatusUnprocessableEntity, "Invalid", "metadata.namespace: Required value")
-	}
-	return body, meta, nil
-}
-
-func (s *Server) createV1Cluster(r *http.Request) (int, any, *apiError) {
-	body, meta, err := readV1Body(r)
-	name := meta.Metadata.Name
-	switch {
-	case err != nil:
-		return fail(err)
-	case !dnsLabelRe.MatchString(name):
-		return fail(steveErr(http.StatusUnprocessableEntity, "Invalid",
-			`Cluster.provisioning.cattle.io "`+name+`" is invalid: metadata.name: Invalid value: "`+name+
-				`": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character`))
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	pc := &ProvisioningCluster{ID: meta.Metadata.Namespace + "/" + name, Namespace: meta.Metadata.Namespace, Name: name,
-		uid: simkit.NewUUID(), Body: body, Labels: cloneMap(meta.Metadata.Labels),
-		Annotations: cloneMap(meta.Metadata.Annotations), Created: s.now()}
-	if !s.storeProvCluster(pc) {
-		return fail(steveErr(http.StatusConflict, "AlreadyExists", `clusters.provisioning.cattle.io "`+name+`" already exists`))
-	}
-	s.log.Debug("provisioning cluster created", "id", pc.ID, "cluster", pc.ClusterID)
-	return created(s.v1ClusterRep(simkit.BaseURL(r), pc, false))
-}
-
 // storeProvCluster stores pc unless its id is taken and makes its
 // management cluster, as Rancher's provisioning controller does. Caller
 // holds s.mu.
@@ -245,95 +140,133 @@ func (s *Server) removeCluster(id string) {
 	s.log.Debug("cluster removed", "cluster", id, "provisioning", mc.ProvisioningID)
 }
 
-// v1ClusterRep is the steve object: the create body as sent, with the
-// server's metadata, links and status. read counts the call as a read of
-// the cluster (and its nodes).
-func (s *Server) v1ClusterRep(b string, pc *ProvisioningCluster, read bool) map[string]any {
-	var m map[string]any
-	_ = json.Unmarshal(pc.Body, &m)
-	if m == nil {
-		m = map[string]any{}
-	}
-	if read {
-		pc.reads++
-	}
-	self := b + "/v1/provisioning.cattle.io.clusters/" + pc.ID
-	m["id"], m["type"], m["apiVersion"], m["kind"] = pc.ID, "provisioning.cattle.io.cluster", "provisioning.cattle.io/v1", "Cluster"
-	m["links"] = map[string]string{"self": self, "update": self, "remove": self, "view": b + "/apis/provisioning.cattle.io/v1/namespaces/" + pc.Namespace + "/clusters/" + pc.Name}
-	meta, _ := m["metadata"].(map[string]any)
-	if meta == nil {
-		meta = map[string]any{}
-		m["metadata"] = meta
-	}
-	maps.Copy(meta, map[string]any{"name": pc.Name, "namespace": pc.Namespace, "uid": pc.uid, "generation": 1,
-		"resourceVersion": strconv.Itoa(int(pc.Created.UnixNano() % 1e9)), "creationTimestamp": pc.Created.Format(time.RFC3339)})
-	ready := false
-	status := map[string]any{"observedGeneration": 1, "clientSecretName": pc.Name + "-kubeconfig"}
-	if mc := s.prov.clusters.Get(pc.ClusterID); mc != nil {
-		cs, _ := s.clusterState(mc, read)
-		ready = cs == "active"
-		if pc.reads >= s.opts.Provisioning.ClusterNamePolls {
-			status["clusterName"] = mc.ID
-		}
-	}
-	status["ready"], status["agentDeployed"] = ready, ready
-	status["conditions"] = []map[string]any{
-		{"type": "Ready", "status": map[bool]string{true: "True", false: "Unknown"}[ready], "lastUpdateTime": pc.Created.Format(time.RFC3339)},
-		{"type": "Provisioned", "status": "True", "lastUpdateTime": pc.Created.Format(time.RFC3339)},
-	}
-	m["status"] = status
-	meta["state"] = map[string]any{"name": map[bool]string{true: "active", false: "provisioning"}[ready], "error": false, "transitioning": !ready, "message": ""}
-	return m
+// Inventory is everything the provisioning parts hold. The simulator's
+// own cluster (Options.ClusterID) and its projects are not in it.
+type Inventory struct {
+	ProvisioningClusters []ProvisioningCluster
+	Clusters             []Cluster
+	Nodes                []Node
+	Tokens               []RegistrationToken
+	ClusterBindings      []ClusterBinding
+	Secrets              []Secret
 }
 
-func (s *Server) createSecret(r *http.Request) (int, any, *apiError) {
-	body, meta, err := readV1Body(r)
+// Empty reports whether nothing is left: what a terminate must leave.
+func (inv Inventory) Empty() bool {
+	return len(inv.ProvisioningClusters)+len(inv.Clusters)+len(inv.Nodes)+len(inv.Tokens)+
+		len(inv.ClusterBindings)+len(inv.Secrets) == 0
+}
+
+// String lists what is left, for a test's failure message.
+func (inv Inventory) String() string {
+	return fmt.Sprintf("provisioning clusters %v, clusters %v, nodes %v, tokens %v, cluster bindings %v, secrets %v",
+		idsOf(inv.ProvisioningClusters, func(p ProvisioningCluster) string { return p.ID }),
+		idsOf(inv.Clusters, func(c Cluster) string { return c.ID }),
+		idsOf(inv.Nodes, func(n Node) string { return n.ID + "(" + n.Hostname + ")" }),
+		idsOf(inv.Tokens, func(t RegistrationToken) string { return t.ID }),
+		idsOf(inv.ClusterBindings, func(b ClusterBinding) string { return b.ID }),
+		idsOf(inv.Secrets, func(s Secret) string { return s.ID }))
+}
+
+func idsOf[T any](items []T, id func(T) string) []string {
+	out := make([]string, 0, len(items))
+	for _, it := range items {
+		out = append(out, id(it))
+	}
+	return out
+}
+
+// snapshots copies every object of a store out for a test, ordered by
+// id, each as view makes it (nil: as it is).
+func snapshots[T any](st *simkit.Store[T], view func(*T) T) []T {
+	var out []T
+	for _, v := range st.ListByID(nil) {
+		if view != nil {
+			out = append(out, view(v))
+		} else {
+			out = append(out, *v)
+		}
+	}
+	return out
+}
+
+// Inventory returns a snapshot, each list ordered by id. Reading it does
+// not count as a poll.
+func (s *Server) Inventory() Inventory {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return Inventory{
+		ProvisioningClusters: snapshots(s.prov.v1, nil),
+		Clusters:             snapshots(s.prov.clusters, s.clusterSnapshot),
+		Nodes:                snapshots(s.prov.nodes, s.snapshot),
+		Tokens:               snapshots(s.prov.tokens, nil),
+		ClusterBindings:      snapshots(s.prov.crtbs, nil),
+		Secrets:              snapshots(s.prov.secrets, nil),
+	}
+}
+
+// clusterSnapshot does not count as a read. Caller holds s.mu.
+func (s *Server) clusterSnapshot(mc *Cluster) Cluster {
+	c := *mc
+	c.State, _ = s.clusterState(mc, false)
+	return c
+}
+
+// ProvisioningClusterNamed returns the v1 cluster fleet-default/name.
+func (s *Server) ProvisioningClusterNamed(name string) (ProvisioningCluster, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if pc := s.prov.v1.Get(FleetNamespace + "/" + name); pc != nil {
+		return *pc, true
+	}
+	return ProvisioningCluster{}, false
+}
+
+// ClusterByID returns a provisioned v3 cluster.
+func (s *Server) ClusterByID(id string) (Cluster, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if mc := s.prov.clusters.Get(id); mc != nil {
+		return s.clusterSnapshot(mc), true
+	}
+	return Cluster{}, false
+}
+
+// Nodes returns the nodes of clusterID ("" for all), ordered by id.
+func (s *Server) Nodes(clusterID string) []Node {
+	return slices.DeleteFunc(s.Inventory().Nodes, func(n Node) bool { return clusterID != "" && n.ClusterID != clusterID })
+}
+
+// Drains returns the drain actions received, oldest first.
+func (s *Server) Drains() []DrainCall {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]DrainCall(nil), s.prov.drains...)
+}
+
+// AddProvisioningCluster creates a provisioning cluster behind the
+// client's back (someone using Rancher's UI), with the given metadata and
+// an RKE2 spec, and returns it with its v3 id, which its status names at
+// once.
+func (s *Server) AddProvisioningCluster(name string, labels, annotations map[string]string) (ProvisioningCluster, error) {
+	if !dnsLabelRe.MatchString(name) {
+		return ProvisioningCluster{}, fmt.Errorf("ranchersim: %q is no cluster name", name)
+	}
+	body, err := json.Marshal(map[string]any{
+		"type":     "provisioning.cattle.io.cluster",
+		"metadata": map[string]any{"name": name, "namespace": FleetNamespace, "labels": labels, "annotations": annotations},
+		"spec":     map[string]any{"kubernetesVersion": "v1.31.7+rke2r1", "rkeConfig": map[string]any{}},
+	})
 	if err != nil {
-		return fail(err)
-	}
-	var in struct {
-		XType string            `json:"_type"`
-		Data  map[string]string `json:"data"`
-	}
-	_ = json.Unmarshal(body, &in)
-	// steve's type field names the schema ("secret"); the Secret's own
-	// type is _type. Waldur puts the Secret type into type, which steve
-	// then takes as the Secret's.
-	typ := in.XType
-	if typ == "" && meta.Type != "secret" {
-		typ = meta.Type
+		return ProvisioningCluster{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	sec := &Secret{Namespace: meta.Metadata.Namespace, Name: meta.Metadata.Name, uid: simkit.NewUUID(),
-		Type: cmp.Or(typ, "Opaque"), Body: body, Labels: cloneMap(meta.Metadata.Labels),
-		Annotations: cloneMap(meta.Metadata.Annotations), Data: cloneMap(in.Data), Created: s.now()}
-	switch {
-	case sec.Name == "" && meta.Metadata.GenerateName == "":
-		return fail(steveErr(http.StatusUnprocessableEntity, "Invalid", "metadata.name: Required value: name or generateName is required"))
-	case sec.Name == "":
-		sec.ID = s.prov.secrets.Create(func() string {
-			sec.Name = meta.Metadata.GenerateName + randName(5)
-			return sec.Namespace + "/" + sec.Name
-		}, sec)
-	case !s.prov.secrets.Put(sec.Namespace+"/"+sec.Name, sec):
-		return fail(steveErr(http.StatusConflict, "AlreadyExists", `secrets "`+sec.Name+`" already exists`))
-	default:
-		sec.ID = sec.Namespace + "/" + sec.Name
+	pc := &ProvisioningCluster{ID: FleetNamespace + "/" + name, Namespace: FleetNamespace, Name: name, uid: simkit.NewUUID(),
+		Body: body, Labels: cloneMap(labels), Annotations: cloneMap(annotations), Created: s.now(),
+		reads: s.opts.Provisioning.ClusterNamePolls}
+	if !s.storeProvCluster(pc) {
+		return ProvisioningCluster{}, fmt.Errorf("ranchersim: cluster %s exists", pc.ID)
 	}
-	return created(secretRep(simkit.BaseURL(r), sec))
-}
-
-func secretRep(b string, sec *Secret) map[string]any {
-	self := b + "/v1/secrets/" + sec.ID
-	return map[string]any{
-		"id": sec.ID, "type": "secret", "_type": sec.Type, "apiVersion": "v1", "kind": "Secret",
-		"links": map[string]string{"self": self, "update": self, "remove": self},
-		"metadata": map[string]any{
-			"name": sec.Name, "namespace": sec.Namespace, "uid": sec.uid,
-			"labels": cloneMap(sec.Labels), "annotations": cloneMap(sec.Annotations),
-			"creationTimestamp": sec.Created.Format(time.RFC3339),
-		},
-		"data": cloneMap(sec.Data),
-	}
+	return *pc, nil
 }
