@@ -194,23 +194,13 @@ current-context: %[1]q
 
 // updateCluster renames a provisioned cluster (its display name; the v1
 // object keeps its name), as PUT /v3/clusters/<id> {"name"} does.
-func (s *Server) updateCluster(r *http.Request) (int, any, *apiError) {
-	id := r.PathValue("cluster")
-	var in struct {
-		Name *string `json:"name"`
-	}
-	if err := decodeBody(r, &in); err != nil {
-		return fail(err)
-	}
-	if id == s.opts.ClusterID {
-		return fail(newErr(http.StatusMethodNotAllowed, "MethodNotAllow", "the simulator's own cluster "+id+" cannot be changed"))
-	}
+func (s *Server) updateCluster(r *http.Request, in struct{ Name *string }) (int, any, *apiError) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	mc := s.prov.clusters.Get(id)
+	mc, err := s.provisioned(r, "changed")
 	switch {
-	case mc == nil:
-		return fail(notFoundCluster(id))
+	case err != nil:
+		return fail(err)
 	case in.Name != nil && *in.Name == "":
 		return fail(errNotNull)
 	case in.Name != nil:
@@ -221,30 +211,33 @@ func (s *Server) updateCluster(r *http.Request) (int, any, *apiError) {
 
 // deleteCluster removes a provisioned cluster with everything in it.
 func (s *Server) deleteCluster(r *http.Request) (int, any, *apiError) {
-	id := r.PathValue("cluster")
-	if id == s.opts.ClusterID {
-		return fail(newErr(http.StatusMethodNotAllowed, "MethodNotAllow", "the simulator's own cluster "+id+" cannot be deleted"))
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	mc := s.prov.clusters.Get(id)
-	if mc == nil {
-		return fail(notFoundCluster(id))
+	mc, err := s.provisioned(r, "deleted")
+	if err != nil {
+		return fail(err)
 	}
 	rep := s.clusterRep(simkit.BaseURL(r), mc, false)
-	s.removeCluster(id)
+	s.removeCluster(mc.ID)
 	return ok(removing(rep, true))
+}
+
+// provisioned is the provisioned cluster the path names; the simulator's
+// own cannot be changed or deleted (what). Caller holds s.mu.
+func (s *Server) provisioned(r *http.Request, what string) (*Cluster, *apiError) {
+	switch mc, err := s.findCluster(r.PathValue("cluster")); {
+	case err != nil:
+		return nil, err
+	case mc == nil:
+		return nil, newErr(http.StatusMethodNotAllowed, "MethodNotAllow", "the simulator's own cluster "+s.opts.ClusterID+" cannot be "+what)
+	default:
+		return mc, nil
+	}
 }
 
 // createToken makes a registration token for a cluster; Rancher allows
 // several per cluster, and so does the simulator.
-func (s *Server) createToken(r *http.Request) (int, any, *apiError) {
-	var in struct {
-		ClusterID string `json:"clusterId"`
-	}
-	if err := decodeBody(r, &in); err != nil {
-		return fail(err)
-	}
+func (s *Server) createToken(r *http.Request, in struct{ ClusterID string }) (int, any, *apiError) {
 	if in.ClusterID == "" {
 		return fail(missingRequired("clusterId"))
 	}
@@ -283,11 +276,7 @@ func tokenRep(b string, t *RegistrationToken) map[string]any {
 // createClusterBinding validates as norman and Rancher's webhook do (see
 // createBinding); the name derives from subject, role and cluster, so an
 // identical binding is a 409.
-func (s *Server) createClusterBinding(r *http.Request) (int, any, *apiError) {
-	var in bindingBody
-	if err := decodeBody(r, &in); err != nil {
-		return fail(err)
-	}
+func (s *Server) createClusterBinding(r *http.Request, in bindingBody) (int, any, *apiError) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {

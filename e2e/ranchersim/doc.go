@@ -25,12 +25,8 @@
 // subject, role and project, so a duplicate binding is a 409
 // (Options.AllowDuplicateBindings restores the older behaviour).
 //
-// Collection filters are parsed from the raw query: the Python agent joins
-// parameters unencoded (groupPrincipalId=keycloakoidc_group://…), so the
-// simulator splits on '&' and the first '=' and decodes only valid %XX
-// escapes, leaving '+' alone.
-//
-// It also provisions RKE2 custom clusters as Rancher 2.6+ does (issue 13):
+// It also provisions RKE2 custom clusters as Rancher 2.6+ does, for the
+// cluster provisioner:
 // v1 provisioning.cattle.io clusters and secrets, their v3 clusters, nodes
 // (with the drain action), registration tokens and cluster role template
 // bindings; nodes join through the sim-only POST /sim/system-agent/register

@@ -276,15 +276,10 @@ func (s *Server) importYAML(r *http.Request) (int, any, *apiError) {
 		return fail(err)
 	}
 	imp := Import{Time: s.now(), ClusterID: s.opts.ClusterID, importBody: in}
+	// applyManifest answers at least one line: an object's or an error.
 	lines, failed := s.kube.applyManifest(r.Context(), in)
-	imp.Message = strings.Join(lines, "\n")
-	if imp.Message != "" {
-		imp.Message += "\n"
-	}
-	imp.Status = http.StatusOK
-	if failed {
-		imp.Status = http.StatusBadRequest
-	}
+	imp.Message = strings.Join(lines, "\n") + "\n"
+	imp.Status = map[bool]int{false: http.StatusOK, true: http.StatusBadRequest}[failed]
 	s.mu.Lock()
 	s.imports = append(s.imports, imp)
 	s.mu.Unlock()

@@ -185,11 +185,7 @@ func (s *Server) RegisterNode(reg Registration) (Node, error) {
 	return s.snapshot(n), nil
 }
 
-func (s *Server) registerHTTP(r *http.Request) (int, any, *apiError) {
-	var reg Registration
-	if err := decodeBody(r, &reg); err != nil {
-		return fail(err)
-	}
+func (s *Server) registerHTTP(r *http.Request, reg Registration) (int, any, *apiError) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n, isNew, apiErr := s.register(reg)

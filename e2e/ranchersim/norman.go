@@ -35,9 +35,7 @@ func steveErr(status int, code, msg string) *apiError {
 
 func notFound(msg string) *apiError { return newErr(http.StatusNotFound, "NotFound", msg) }
 
-func alreadyExists(msg string) *apiError {
-	return newErr(http.StatusConflict, "AlreadyExists", msg)
-}
+func alreadyExists(msg string) *apiError { return newErr(http.StatusConflict, "AlreadyExists", msg) }
 
 func missingRequired(field string) *apiError {
 	return &apiError{status: http.StatusUnprocessableEntity, code: "MissingRequired", fieldName: field}
@@ -85,11 +83,9 @@ func writeErr(w http.ResponseWriter, e *apiError) {
 // its answer, or an error, written in its API's format.
 type handler func(r *http.Request) (int, any, *apiError)
 
-func ok(v any) (int, any, *apiError)      { return http.StatusOK, v, nil }
-func created(v any) (int, any, *apiError) { return http.StatusCreated, v, nil }
-func fail(e *apiError) (int, any, *apiError) {
-	return 0, nil, e
-}
+func ok(v any) (int, any, *apiError)         { return http.StatusOK, v, nil }
+func created(v any) (int, any, *apiError)    { return http.StatusCreated, v, nil }
+func fail(e *apiError) (int, any, *apiError) { return 0, nil, e }
 
 func (h handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if status, body, err := h(r); err != nil {
@@ -237,6 +233,17 @@ func decodeBody(r *http.Request, v any) *apiError {
 		return invalidBody("Failed to parse body: " + err.Error())
 	}
 	return nil
+}
+
+// withBody adapts a handler of a typed JSON body (decodeBody's).
+func withBody[In any](h func(r *http.Request, in In) (int, any, *apiError)) handler {
+	return func(r *http.Request) (int, any, *apiError) {
+		var in In
+		if err := decodeBody(r, &in); err != nil {
+			return fail(err)
+		}
+		return h(r, in)
+	}
 }
 
 // Representations are maps, not structs: collection filters match on the

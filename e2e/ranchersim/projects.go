@@ -215,11 +215,7 @@ type projectBody struct {
 	ContainerDefaultResourceLimit any               `json:"containerDefaultResourceLimit"`
 }
 
-func (s *Server) createProject(r *http.Request) (int, any, *apiError) {
-	var in projectBody
-	if err := decodeBody(r, &in); err != nil {
-		return fail(err)
-	}
+func (s *Server) createProject(r *http.Request, in projectBody) (int, any, *apiError) {
 	switch {
 	case in.ClusterID == nil || *in.ClusterID == "":
 		return fail(missingRequired("clusterId"))
@@ -243,11 +239,7 @@ func (s *Server) createProject(r *http.Request) (int, any, *apiError) {
 
 // updateProject replaces the fields the body carries, as norman's PUT does;
 // the cluster cannot change.
-func (s *Server) updateProject(r *http.Request) (int, any, *apiError) {
-	var in projectBody
-	if err := decodeBody(r, &in); err != nil {
-		return fail(err)
-	}
+func (s *Server) updateProject(r *http.Request, in projectBody) (int, any, *apiError) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p := s.projects.Get(r.PathValue("id"))
@@ -326,11 +318,7 @@ type bindingBody struct {
 // fields (422 MissingRequired), existing project and role template (422
 // InvalidReference), exactly one kind of subject (422), and, with
 // deterministic names, a duplicate is Kubernetes' 409 AlreadyExists.
-func (s *Server) createBinding(r *http.Request) (int, any, *apiError) {
-	var in bindingBody
-	if err := decodeBody(r, &in); err != nil {
-		return fail(err)
-	}
+func (s *Server) createBinding(r *http.Request, in bindingBody) (int, any, *apiError) {
 	switch {
 	case in.ProjectID == "":
 		return fail(missingRequired("projectId"))
@@ -410,10 +398,8 @@ func (s *Server) AddProject(p Project) (Project, error) {
 	if p.ID != "" && s.projects.Get(p.ID) != nil {
 		return Project{}, fmt.Errorf("ranchersim: project %s exists", p.ID)
 	}
-	np := &Project{ID: p.ID, ClusterID: p.ClusterID, Name: p.Name, Description: p.Description,
-		Annotations: p.Annotations, Labels: p.Labels, CreatorID: p.CreatorID}
-	s.addProject(np, false)
-	return *np, nil
+	s.addProject(&p, false) // a copy; its maps are cloned
+	return p, nil
 }
 
 // DeleteProject removes a project and its bindings behind the client's

@@ -8,8 +8,6 @@ import (
 	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
-// Provisioned clusters (issue 13's cluster-provisioner).
-//
 // Besides its own imported cluster (Options.ClusterID), the simulator
 // provisions RKE2 "custom" clusters the way Rancher 2.6+ does:
 //
@@ -19,9 +17,7 @@ import (
 //     object's status.clusterName names it only from the
 //     Provisioning.ClusterNamePolls-th read on, as Rancher's controller
 //     fills it in a moment after the create answered;
-//   - nodes join with a cluster registration token through the sim-only
-//     POST /sim/system-agent/register, which stands in for a VM running
-//     system-agent-install.sh (nodes.go);
+//   - nodes join with a cluster registration token (RegisterPath);
 //   - the v3 cluster is "provisioning" until it has an etcd, a control
 //     plane and a worker node (one node may carry several roles) and every
 //     node is active, then "active", and the v1 status.ready is true;

@@ -184,14 +184,14 @@ func (s *Server) routes() http.Handler {
 	api("GET /v3/clusters", s.listClusters)
 	api("GET /v3/clusters/{cluster}", s.getCluster)
 	api("POST /v3/clusters/{cluster}", s.clusterAction)
-	api("PUT /v3/clusters/{cluster}", s.updateCluster)
+	api("PUT /v3/clusters/{cluster}", withBody(s.updateCluster))
 	api("DELETE /v3/clusters/{cluster}", s.deleteCluster)
 
-	projectsType.routes(s, api, []string{"/v3/projects"}, s.createProject, true)
-	api("PUT /v3/projects/{id}", s.updateProject)
+	projectsType.routes(s, api, []string{"/v3/projects"}, withBody(s.createProject), true)
+	api("PUT /v3/projects/{id}", withBody(s.updateProject))
 	api("DELETE /v3/projects/{id}", s.deleteProject)
 	both("GET", "/v3/projects/{id}/", "projectroletemplatebindings", "projectRoleTemplateBindings", s.listProjectBindings)
-	bindingsType.routes(s, api, []string{"/v3/projectroletemplatebindings", "/v3/projectRoleTemplateBindings"}, s.createBinding, false)
+	bindingsType.routes(s, api, []string{"/v3/projectroletemplatebindings", "/v3/projectRoleTemplateBindings"}, withBody(s.createBinding), false)
 
 	// Namespaces are cluster-scoped: reachable under the cluster's link
 	// (/v3/clusters/<id>/namespaces) and, as their self links say, under
@@ -210,9 +210,9 @@ func (s *Server) routes() http.Handler {
 	v1Secrets.routes(s, api, "/v1/secrets", s.createSecret)
 	// Waldur's client posts tokens to the singular; the collection link is
 	// the plural.
-	tokensType.routes(s, api, []string{"/v3/clusterregistrationtoken", "/v3/clusterregistrationtokens", "/v3/clusterRegistrationTokens"}, s.createToken, true)
+	tokensType.routes(s, api, []string{"/v3/clusterregistrationtoken", "/v3/clusterregistrationtokens", "/v3/clusterRegistrationTokens"}, withBody(s.createToken), true)
 	both("GET", "/v3/clusters/{cluster}/", "clusterregistrationtokens", "clusterRegistrationTokens", tokensType.list(s))
-	clusterBindingsType.routes(s, api, []string{"/v3/clusterroletemplatebindings", "/v3/clusterRoleTemplateBindings"}, s.createClusterBinding, false)
+	clusterBindingsType.routes(s, api, []string{"/v3/clusterroletemplatebindings", "/v3/clusterRoleTemplateBindings"}, withBody(s.createClusterBinding), false)
 	both("GET", "/v3/clusters/{cluster}/", "clusterroletemplatebindings", "clusterRoleTemplateBindings", clusterBindingsType.list(s))
 	nodesType.routes(s, api, []string{"/v3/nodes"}, nil, false)
 	api("GET /v3/clusters/{cluster}/nodes", nodesType.list(s))
@@ -220,7 +220,7 @@ func (s *Server) routes() http.Handler {
 	// Not Rancher's API: what a VM running system-agent-install.sh does
 	// (nodes.go). It takes the registration token instead of an API key
 	// and sits behind the fault middleware, so Down fails it too.
-	mux.Handle("POST "+RegisterPath, handler(s.registerHTTP))
+	mux.Handle("POST "+RegisterPath, withBody(s.registerHTTP))
 
 	mux.Handle("/k8s/clusters/{cluster}/{rest...}", s.authed(http.HandlerFunc(s.proxyKube)))
 
@@ -253,18 +253,12 @@ func (s *Server) authed(h http.Handler) http.Handler {
 func (s *Server) authenticated(r *http.Request) bool {
 	user, pass, ok := r.BasicAuth()
 	if !ok {
-		tok, found := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !found {
-			return false
-		}
+		tok, bearer := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		user, pass, ok = strings.Cut(tok, ":")
-		if !ok {
-			return false
-		}
+		ok = ok && bearer
 	}
-	userOK := subtle.ConstantTimeCompare([]byte(user), []byte(s.opts.AccessKey)) == 1
-	passOK := subtle.ConstantTimeCompare([]byte(pass), []byte(s.opts.SecretKey)) == 1
-	return userOK && passOK
+	return ok && subtle.ConstantTimeCompare([]byte(user), []byte(s.opts.AccessKey))&
+		subtle.ConstantTimeCompare([]byte(pass), []byte(s.opts.SecretKey)) == 1
 }
 
 // root is the v3 API root; the agent POSTs to it as a login probe and only
