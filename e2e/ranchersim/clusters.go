@@ -310,17 +310,3 @@ func clusterBindingRep(b string, cb *ClusterBinding) map[string]any {
 		"roleTemplate": b + "/v3/roleTemplates/" + cb.RoleTemplateID,
 	}, nil)
 }
-
-// The cluster-scoped resources served by normanType alone.
-var (
-	tokensType = &normanType[RegistrationToken]{name: "clusterRegistrationToken", path: "/v3/clusterregistrationtokens",
-		resource: "clusterregistrationtokens", fullID: true,
-		items:   func(s *Server) *simkit.Store[RegistrationToken] { return s.prov.tokens },
-		cluster: func(t *RegistrationToken) string { return t.ClusterID },
-		rep:     func(_ *Server, b string, t *RegistrationToken, _ bool) map[string]any { return tokenRep(b, t) }}
-	clusterBindingsType = &normanType[ClusterBinding]{name: "clusterRoleTemplateBinding", path: "/v3/clusterRoleTemplateBindings",
-		resource: "clusterroletemplatebindings",
-		items:    func(s *Server) *simkit.Store[ClusterBinding] { return s.prov.crtbs },
-		cluster:  func(cb *ClusterBinding) string { return cb.ClusterID },
-		rep:      func(_ *Server, b string, cb *ClusterBinding, _ bool) map[string]any { return clusterBindingRep(b, cb) }}
-)

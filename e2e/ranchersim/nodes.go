@@ -230,17 +230,6 @@ func (s *Server) register(reg Registration) (*Node, bool, *apiError) {
 	return n, true, nil
 }
 
-// nodesType serves the nodes of every provisioned cluster; a list filters
-// on clusterId and hostname before it counts as a read of the nodes it
-// shows, so a list of another cluster's nodes does not move these on.
-var nodesType = &normanType[Node]{name: "node", path: "/v3/nodes", resource: "nodes", transitioning: true,
-	items:   func(s *Server) *simkit.Store[Node] { return s.prov.nodes },
-	cluster: func(n *Node) string { return n.ClusterID },
-	keys: func(n *Node) map[string]any {
-		return map[string]any{"clusterId": n.ClusterID, "requestedHostname": n.Hostname, "hostname": n.Hostname}
-	},
-	rep: (*Server).nodeRep}
-
 // nodeAction serves POST /v3/nodes/<id>?action=drain; the body (Rancher's
 // NodeDrainInput) is recorded as sent. Other actions (cordon, uncordon,
 // stopDrain) are not simulated.

@@ -191,17 +191,6 @@ func bindingRep(b string, pb *Binding) map[string]any {
 	}, nil)
 }
 
-// The resources served by normanType alone.
-var (
-	projectsType = &normanType[Project]{name: "project", path: "/v3/projects", resource: "projects",
-		items: func(s *Server) *simkit.Store[Project] { return s.projects },
-		rep:   func(_ *Server, b string, p *Project, _ bool) map[string]any { return projectRep(b, p) }}
-	bindingsType = &normanType[Binding]{name: "projectRoleTemplateBinding", path: "/v3/projectRoleTemplateBindings",
-		resource: "projectroletemplatebindings",
-		items:    func(s *Server) *simkit.Store[Binding] { return s.bindings },
-		rep:      func(_ *Server, b string, pb *Binding, _ bool) map[string]any { return bindingRep(b, pb) }}
-)
-
 // projectBody is what POST and PUT /v3/projects accept. Pointers tell a
 // field left out of a PUT from one set to empty.
 type projectBody struct {

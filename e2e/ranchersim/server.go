@@ -117,9 +117,7 @@ func New(opts Options) (*Server, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	if opts.Logger == nil {
-		opts.Logger = slog.Default()
-	}
+	opts.Logger = cmp.Or(opts.Logger, slog.Default())
 	s := &Server{
 		opts:         opts,
 		log:          opts.Logger.With("component", "ranchersim"),
@@ -204,10 +202,8 @@ func (s *Server) routes() http.Handler {
 	}
 
 	// Provisioning (provisioning.go): steve's v1 clusters and secrets.
-	for _, coll := range []string{"/v1/provisioning.cattle.io.clusters", "/v1/provisioning.cattle.io.cluster"} {
-		v1Clusters.routes(s, api, coll, s.createV1Cluster)
-	}
-	v1Secrets.routes(s, api, "/v1/secrets", s.createSecret)
+	v1ClustersType.routes(s, api, []string{"/v1/provisioning.cattle.io.clusters", "/v1/provisioning.cattle.io.cluster"}, s.createV1Cluster, false)
+	secretsType.routes(s, api, []string{"/v1/secrets"}, s.createSecret, false)
 	// Waldur's client posts tokens to the singular; the collection link is
 	// the plural.
 	tokensType.routes(s, api, []string{"/v3/clusterregistrationtoken", "/v3/clusterregistrationtokens", "/v3/clusterRegistrationTokens"}, withBody(s.createToken), true)
