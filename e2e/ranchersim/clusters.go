@@ -71,7 +71,7 @@ func (s *Server) clusterState(mc *Cluster, read bool) (state, message string) {
 			s.observeNode(n)
 		}
 		all++
-		if st := s.nodeState(n); st != "registering" && st != "error" {
+		if st, _, _ := s.nodeStatus(n); st != "registering" && st != "error" {
 			activeNodes++
 		}
 		etcd += btoi(n.Etcd)

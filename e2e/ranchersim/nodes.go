@@ -125,48 +125,41 @@ func (s *Server) observeNode(n *Node) {
 	}
 }
 
-// nodeState is the node's v3 state. Caller holds s.mu.
-func (s *Server) nodeState(n *Node) string {
+// nodeStatus is n's v3 state and transitioning message, and its Drained
+// condition (status, reason, message; no status when the drain
+// controller has not run: no drain asked, or not yet), as Rancher's
+// controllers set them. Caller holds s.mu.
+func (s *Server) nodeStatus(n *Node) (state, msg string, drained [3]string) {
 	f := s.nodeFault(n)
-	if f.Error != "" {
-		return "error"
-	}
-	if f.NeverActive || n.reads < s.opts.Provisioning.NodeActivePolls {
-		return "registering"
-	}
-	switch st, _, _ := s.drained(n, f); st {
-	case "", "Unknown":
-		if n.drainAsked {
-			return "draining"
-		}
-	case "True":
-		return "drained"
-	}
-	return "active"
-}
-
-// drained is the Drained condition's status, reason and message: ""
-// (no condition: no drain asked, or the controller has not run yet),
-// "Unknown" (draining), "True" or "False" (failed), as Rancher's drain
-// controller sets them. Caller holds s.mu.
-func (s *Server) drained(n *Node, f NodeFault) (status, reason, message string) {
 	switch {
 	case !n.drainAsked || n.drainReads <= 1:
-		return "", "", ""
 	case f.DrainStuck || n.drainReads <= 1+s.opts.Provisioning.DrainPolls:
-		return "Unknown", "", ""
+		drained[0] = "Unknown"
 	case f.DrainError != "":
-		return "False", "Error", f.DrainError
+		drained, msg = [3]string{"False", "Error", f.DrainError}, f.DrainError
+	default:
+		drained[0] = "True"
 	}
-	return "True", "", ""
+	switch {
+	case f.Error != "":
+		return "error", f.Error, drained
+	case f.NeverActive || n.reads < s.opts.Provisioning.NodeActivePolls:
+		return "registering", msg, drained
+	case drained[0] == "True":
+		return "drained", msg, drained
+	case n.drainAsked && drained[0] != "False":
+		return "draining", msg, drained
+	}
+	return "active", msg, drained
 }
 
 // snapshot is n as tests see it; it does not count as a read. Caller
 // holds s.mu.
 func (s *Server) snapshot(n *Node) Node {
 	c := *n
-	c.State = s.nodeState(n)
-	c.Drained, _, _ = s.drained(n, s.nodeFault(n))
+	var drained [3]string
+	c.State, _, drained = s.nodeStatus(n)
+	c.Drained = drained[0]
 	return c
 }
 
@@ -270,8 +263,7 @@ func (s *Server) nodeRep(b string, n *Node, read bool) map[string]any {
 	if read {
 		s.observeNode(n)
 	}
-	f := s.nodeFault(n)
-	state := s.nodeState(n)
+	state, msg, drained := s.nodeStatus(n)
 	self := b + "/v3/nodes/" + n.ID
 	ts := n.Created.Format(time.RFC3339)
 	conds := []map[string]any{}
@@ -283,22 +275,16 @@ func (s *Server) nodeRep(b string, n *Node, read bool) map[string]any {
 		conds = append(conds, map[string]any{"type": "Registered", "status": "Unknown", "lastUpdateTime": ts,
 			"message": "waiting for the node's agent to connect"})
 	}
-	transitioning, msg := "no", ""
-	if st, reason, message := s.drained(n, f); st != "" {
-		c := map[string]any{"type": "Drained", "status": st, "lastUpdateTime": s.now().Format(time.RFC3339)}
-		if reason != "" {
-			c["reason"], c["message"] = reason, message
+	if drained[0] != "" {
+		c := map[string]any{"type": "Drained", "status": drained[0], "lastUpdateTime": s.now().Format(time.RFC3339)}
+		if drained[1] != "" {
+			c["reason"], c["message"] = drained[1], drained[2]
 		}
 		conds = append(conds, c)
-		if st == "False" {
-			transitioning, msg = "error", message
-		}
 	}
-	switch state {
-	case "registering", "draining":
+	transitioning := map[bool]string{false: "no", true: "error"}[state == "error" || drained[0] == "False"]
+	if state == "registering" || state == "draining" {
 		transitioning = "yes"
-	case "error":
-		transitioning, msg = "error", f.Error
 	}
 	m := normanObj("node", self, n.Created, map[string]any{
 		"id": n.ID, "name": n.Name, "clusterId": n.ClusterID, "namespaceId": n.ClusterID,

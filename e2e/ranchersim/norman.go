@@ -294,12 +294,3 @@ func reps[T any](items []*T, rep func(*T) map[string]any) []map[string]any {
 	}
 	return out
 }
-
-// values copies the objects out for a test; nil when there are none.
-func values[T any](items []*T) []T {
-	var out []T
-	for _, v := range items {
-		out = append(out, *v)
-	}
-	return out
-}

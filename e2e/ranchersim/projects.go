@@ -341,7 +341,7 @@ func (s *Server) createBinding(r *http.Request, in bindingBody) (int, any, *apiE
 func (s *Server) Projects() []Project {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := append([]Project{}, values(s.projects.ListByID(nil))...)
+	out := append([]Project{}, s.projects.Copies(nil)...)
 	slices.SortStableFunc(out, func(a, b Project) int { return cmp.Compare(a.Name, b.Name) })
 	return out
 }
@@ -365,7 +365,7 @@ func (s *Server) Project(id string) (Project, bool) {
 func (s *Server) Bindings(projectID string) []Binding {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return values(s.bindings.ListByID(func(b *Binding) bool { return projectID == "" || b.ProjectID == projectID }))
+	return s.bindings.Copies(func(b *Binding) bool { return projectID == "" || b.ProjectID == projectID })
 }
 
 // Imports returns the importYaml calls received, oldest first.

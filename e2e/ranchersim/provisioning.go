@@ -172,33 +172,20 @@ func idsOf[T any](items []T, id func(T) string) []string {
 	return out
 }
 
-// snapshots copies every object of a store out for a test, ordered by
-// id, each as view makes it (nil: as it is).
-func snapshots[T any](st *simkit.Store[T], view func(*T) T) []T {
-	var out []T
-	for _, v := range st.ListByID(nil) {
-		if view != nil {
-			out = append(out, view(v))
-		} else {
-			out = append(out, *v)
-		}
-	}
-	return out
-}
-
 // Inventory returns a snapshot, each list ordered by id. Reading it does
 // not count as a poll.
 func (s *Server) Inventory() Inventory {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return Inventory{
-		ProvisioningClusters: snapshots(s.prov.v1, nil),
-		Clusters:             snapshots(s.prov.clusters, s.clusterSnapshot),
-		Nodes:                snapshots(s.prov.nodes, s.snapshot),
-		Tokens:               snapshots(s.prov.tokens, nil),
-		ClusterBindings:      snapshots(s.prov.crtbs, nil),
-		Secrets:              snapshots(s.prov.secrets, nil),
+	inv := Inventory{ProvisioningClusters: s.prov.v1.Copies(nil), Tokens: s.prov.tokens.Copies(nil),
+		ClusterBindings: s.prov.crtbs.Copies(nil), Secrets: s.prov.secrets.Copies(nil)}
+	for _, mc := range s.prov.clusters.ListByID(nil) {
+		inv.Clusters = append(inv.Clusters, s.clusterSnapshot(mc))
 	}
+	for _, n := range s.prov.nodes.ListByID(nil) {
+		inv.Nodes = append(inv.Nodes, s.snapshot(n))
+	}
+	return inv
 }
 
 // clusterSnapshot does not count as a read. Caller holds s.mu.

@@ -139,3 +139,14 @@ func (s *Store[T]) CountBy(owner func(*T) string) map[string]int {
 	}
 	return out
 }
+
+// Copies is ListByID with each object copied out, for a caller that must
+// not share them (e.g. a test reading state the simulator goes on
+// changing); nil when there is none.
+func (s *Store[T]) Copies(keep func(*T) bool) []T {
+	var out []T
+	for _, v := range s.ListByID(keep) {
+		out = append(out, *v)
+	}
+	return out
+}
