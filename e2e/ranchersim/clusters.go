@@ -19,6 +19,10 @@ type Cluster struct {
 	// Kubeconfigs counts generateKubeconfig calls.
 	Kubeconfigs int
 	Created     time.Time
+
+	// own marks the simulator's own (imported) cluster, which is kept
+	// with the provisioned ones but is none of them.
+	own bool
 }
 
 // RegistrationToken is a cluster registration token.
@@ -40,24 +44,16 @@ type ClusterBinding struct {
 
 // knownCluster reports whether id is the simulator's own cluster or a
 // provisioned one. Caller holds s.mu.
-func (s *Server) knownCluster(id string) bool {
-	return id == s.opts.ClusterID || s.prov.clusters.Get(id) != nil
-}
+func (s *Server) knownCluster(id string) bool { return s.prov.clusters.Get(id) != nil }
 
-func notFoundCluster(id string) *apiError {
-	return notFound(`clusters.management.cattle.io "` + id + `" not found`)
-}
+func notFoundCluster(id string) *apiError { return clustersType.notFound(id) }
 
-// findCluster is the provisioned cluster id, or nil for the simulator's
-// own. Caller holds s.mu.
-func (s *Server) findCluster(id string) (*Cluster, *apiError) {
-	if id == s.opts.ClusterID {
-		return nil, nil
-	}
-	if mc := s.prov.clusters.Get(id); mc != nil {
+// cluster is the cluster the path names. Caller holds s.mu.
+func (s *Server) cluster(r *http.Request) (*Cluster, *apiError) {
+	if mc := s.prov.clusters.Get(r.PathValue("cluster")); mc != nil {
 		return mc, nil
 	}
-	return nil, notFoundCluster(id)
+	return nil, notFoundCluster(r.PathValue("cluster"))
 }
 
 // clusterState is a provisioned cluster's state and message: active once
@@ -87,14 +83,10 @@ func (s *Server) clusterState(mc *Cluster, read bool) (state, message string) {
 	return "active", ""
 }
 
-// clusterRep is a v3 cluster: the simulator's own (mc nil: imported and
-// always active, with namespaces and importYaml) or a provisioned one,
-// whose read counts as a poll of its nodes. Caller holds s.mu.
+// clusterRep is a v3 cluster: the simulator's own (imported and always
+// active, with namespaces and importYaml) or a provisioned one, whose read
+// counts as a poll of its nodes. Caller holds s.mu.
 func (s *Server) clusterRep(b string, mc *Cluster, read bool) map[string]any {
-	own := mc == nil
-	if own {
-		mc = &Cluster{ID: s.opts.ClusterID, Name: s.opts.ClusterName, Created: s.created}
-	}
 	self := b + "/v3/clusters/" + mc.ID
 	fields := map[string]any{
 		"id": mc.ID, "name": mc.Name, "description": "", "uuid": "", "internal": false, "driver": "imported", "provider": "rke2",
@@ -102,7 +94,7 @@ func (s *Server) clusterRep(b string, mc *Cluster, read bool) map[string]any {
 	}
 	links := map[string]string{"projects": b + "/v3/projects?clusterId=" + url.QueryEscape(mc.ID)}
 	actions := map[string]string{"generateKubeconfig": self + "?action=generateKubeconfig"}
-	if own {
+	if mc.own {
 		links["namespaces"], links["subscribe"] = self+"/namespaces", self+"/subscribe"
 		actions["importYaml"] = self + "?action=importYaml"
 		m := normanObj("cluster", self, mc.Created, fields, links, actions)
@@ -120,34 +112,14 @@ func (s *Server) clusterRep(b string, mc *Cluster, read bool) map[string]any {
 	return m
 }
 
-func (s *Server) listClusters(r *http.Request) (int, any, *apiError) {
-	b := simkit.BaseURL(r)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	objs := append(reps(s.prov.clusters.List(nil), func(mc *Cluster) map[string]any { return s.clusterRep(b, mc, true) }),
-		s.clusterRep(b, nil, false))
-	return ok(collection(r, "cluster", b+"/v3/clusters", objs))
-}
-
-func (s *Server) getCluster(r *http.Request) (int, any, *apiError) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	mc, err := s.findCluster(r.PathValue("cluster"))
-	if err != nil {
-		return fail(err)
-	}
-	return ok(s.clusterRep(simkit.BaseURL(r), mc, true))
-}
-
 // clusterAction serves POST /v3/clusters/<id>?action=…: importYaml on
-// the simulator's own cluster (importyaml.go), generateKubeconfig on any.
+// the simulator's own cluster (kube.go), generateKubeconfig on any.
 func (s *Server) clusterAction(r *http.Request) (int, any, *apiError) {
-	id, action := r.PathValue("cluster"), paramValue(r, "action")
-	name := s.opts.ClusterName
+	id, action, name := r.PathValue("cluster"), paramValue(r, "action"), ""
 	s.mu.Lock()
-	mc, err := s.findCluster(id)
-	if mc != nil && action == "generateKubeconfig" {
-		mc.Kubeconfigs++
+	mc, err := s.cluster(r)
+	if err == nil && action == "generateKubeconfig" {
+		mc.Kubeconfigs += btoi(!mc.own)
 		name = mc.Name
 	}
 	s.mu.Unlock()
@@ -159,7 +131,7 @@ func (s *Server) clusterAction(r *http.Request) (int, any, *apiError) {
 			"type": "generateKubeConfigOutput", "baseType": "generateKubeConfigOutput",
 			"config": kubeconfigYAML(simkit.BaseURL(r), id, name, "kubeconfig-"+s.opts.UserID+":"+randName(54)),
 		})
-	case action == "importYaml" && mc == nil:
+	case action == "importYaml" && mc.own:
 		return s.importYAML(r)
 	case action == "":
 		return fail(errNoPost)
@@ -225,10 +197,10 @@ func (s *Server) deleteCluster(r *http.Request) (int, any, *apiError) {
 // provisioned is the provisioned cluster the path names; the simulator's
 // own cannot be changed or deleted (what). Caller holds s.mu.
 func (s *Server) provisioned(r *http.Request, what string) (*Cluster, *apiError) {
-	switch mc, err := s.findCluster(r.PathValue("cluster")); {
+	switch mc, err := s.cluster(r); {
 	case err != nil:
 		return nil, err
-	case mc == nil:
+	case mc.own:
 		return nil, newErr(http.StatusMethodNotAllowed, "MethodNotAllow", "the simulator's own cluster "+s.opts.ClusterID+" cannot be "+what)
 	default:
 		return mc, nil

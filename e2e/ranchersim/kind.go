@@ -147,28 +147,32 @@ func (k *kind[T]) routes(s *Server, api func(string, handler), paths []string, c
 
 // The resource types.
 var (
+	// The simulator's own cluster is listed with the provisioned ones.
+	clustersType = &kind[Cluster]{name: "cluster", path: "/v3/clusters", resource: "clusters.management.cattle.io", fullID: true,
+		items: func(s *Server) *simkit.Store[Cluster] { return &s.prov.clusters },
+		rep:   (*Server).clusterRep}
 	projectsType = &kind[Project]{name: "project", path: "/v3/projects", resource: "projects.management.cattle.io",
-		items: func(s *Server) *simkit.Store[Project] { return s.projects },
+		items: func(s *Server) *simkit.Store[Project] { return &s.projects },
 		rep:   func(_ *Server, b string, p *Project, _ bool) map[string]any { return projectRep(b, p) }}
 	bindingsType = &kind[Binding]{name: "projectRoleTemplateBinding", path: "/v3/projectRoleTemplateBindings",
 		resource: "projectroletemplatebindings.management.cattle.io",
-		items:    func(s *Server) *simkit.Store[Binding] { return s.bindings },
+		items:    func(s *Server) *simkit.Store[Binding] { return &s.bindings },
 		rep:      func(_ *Server, b string, pb *Binding, _ bool) map[string]any { return bindingRep(b, pb) }}
 	tokensType = &kind[RegistrationToken]{name: "clusterRegistrationToken", path: "/v3/clusterregistrationtokens",
 		resource: "clusterregistrationtokens.management.cattle.io", fullID: true,
-		items: func(s *Server) *simkit.Store[RegistrationToken] { return s.prov.tokens },
+		items: func(s *Server) *simkit.Store[RegistrationToken] { return &s.prov.tokens },
 		scope: func(t *RegistrationToken) string { return t.ClusterID },
 		rep:   func(_ *Server, b string, t *RegistrationToken, _ bool) map[string]any { return tokenRep(b, t) }}
 	clusterBindingsType = &kind[ClusterBinding]{name: "clusterRoleTemplateBinding", path: "/v3/clusterRoleTemplateBindings",
 		resource: "clusterroletemplatebindings.management.cattle.io",
-		items:    func(s *Server) *simkit.Store[ClusterBinding] { return s.prov.crtbs },
+		items:    func(s *Server) *simkit.Store[ClusterBinding] { return &s.prov.crtbs },
 		scope:    func(cb *ClusterBinding) string { return cb.ClusterID },
 		rep:      func(_ *Server, b string, cb *ClusterBinding, _ bool) map[string]any { return clusterBindingRep(b, cb) }}
 	// A node list filters on clusterId and hostname before it counts as a
 	// read of the nodes it shows, so a list of another cluster's nodes
 	// does not move these on.
 	nodesType = &kind[Node]{name: "node", path: "/v3/nodes", resource: "nodes.management.cattle.io", transitioning: true,
-		items: func(s *Server) *simkit.Store[Node] { return s.prov.nodes },
+		items: func(s *Server) *simkit.Store[Node] { return &s.prov.nodes },
 		scope: func(n *Node) string { return n.ClusterID },
 		keys: func(n *Node) map[string]any {
 			return map[string]any{"clusterId": n.ClusterID, "requestedHostname": n.Hostname, "hostname": n.Hostname}
@@ -177,7 +181,7 @@ var (
 	// Deleting a v1 cluster removes its v3 cluster with it.
 	v1ClustersType = &kind[ProvisioningCluster]{name: "provisioning.cattle.io.cluster", steve: true,
 		resource: "clusters.provisioning.cattle.io",
-		items:    func(s *Server) *simkit.Store[ProvisioningCluster] { return s.prov.v1 },
+		items:    func(s *Server) *simkit.Store[ProvisioningCluster] { return &s.prov.v1 },
 		scope:    func(pc *ProvisioningCluster) string { return pc.Namespace },
 		rep:      (*Server).v1ClusterRep,
 		deleted: func(s *Server, pc *ProvisioningCluster, rep map[string]any) {
@@ -185,7 +189,7 @@ var (
 			rep["metadata"].(map[string]any)["deletionTimestamp"] = s.now().Format(time.RFC3339)
 		}}
 	secretsType = &kind[Secret]{name: "secret", steve: true, resource: "secrets",
-		items:  func(s *Server) *simkit.Store[Secret] { return s.prov.secrets },
+		items:  func(s *Server) *simkit.Store[Secret] { return &s.prov.secrets },
 		scope:  func(sec *Secret) string { return sec.Namespace },
 		labels: func(sec *Secret) map[string]string { return sec.Labels },
 		rep:    func(_ *Server, b string, sec *Secret, _ bool) map[string]any { return secretRep(b, sec) }}

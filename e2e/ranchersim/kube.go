@@ -26,12 +26,11 @@ import (
 	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
+// namespaceBody is what POST …/namespaces accepts (JSON names matched
+// case-insensitively).
 type namespaceBody struct {
-	Name        string            `json:"name"`
-	ProjectID   string            `json:"projectId"`
-	Description string            `json:"description"`
-	Labels      map[string]string `json:"labels"`
-	Annotations map[string]string `json:"annotations"`
+	Name, ProjectID, Description string
+	Labels, Annotations          map[string]string
 }
 
 // kubeErr turns a Kubernetes API error into the norman error Rancher makes
@@ -41,11 +40,7 @@ func kubeErr(err error) *apiError {
 	var st apierrors.APIStatus
 	if errors.As(err, &st) {
 		s := st.Status()
-		code := string(s.Reason)
-		code = cmp.Or(code, "ServerError")
-		status := int(s.Code)
-		status = cmp.Or(status, http.StatusInternalServerError)
-		return newErr(status, code, s.Message)
+		return newErr(cmp.Or(int(s.Code), http.StatusInternalServerError), cmp.Or(string(s.Reason), "ServerError"), s.Message)
 	}
 	return newErr(http.StatusServiceUnavailable, "ClusterUnavailable", "cluster not available: "+err.Error())
 }
@@ -96,13 +91,22 @@ func (s *Server) listNamespaces(r *http.Request) (int, any, *apiError) {
 	return ok(collection(r, "namespace", b+"/v3/cluster/"+s.opts.ClusterID+"/namespaces", objs))
 }
 
-func (s *Server) getNamespace(r *http.Request) (int, any, *apiError) {
+// namespace is the namespace the path names.
+func (s *Server) namespace(r *http.Request) (*unstructured.Unstructured, *apiError) {
 	if err := s.kubeReady(r); err != nil {
-		return fail(err)
+		return nil, err
 	}
 	ns, err := s.kube.namespaces().Get(r.Context(), r.PathValue("name"), metav1.GetOptions{})
 	if err != nil {
-		return fail(kubeErr(err))
+		return nil, kubeErr(err)
+	}
+	return ns, nil
+}
+
+func (s *Server) getNamespace(r *http.Request) (int, any, *apiError) {
+	ns, err := s.namespace(r)
+	if err != nil {
+		return fail(err)
 	}
 	return ok(s.namespaceRep(simkit.BaseURL(r), ns))
 }
@@ -150,15 +154,14 @@ func (s *Server) createNamespace(r *http.Request) (int, any, *apiError) {
 }
 
 func (s *Server) deleteNamespace(r *http.Request) (int, any, *apiError) {
-	if err := s.kubeReady(r); err != nil {
-		return fail(err)
-	}
-	ns, err := s.kube.namespaces().Get(r.Context(), r.PathValue("name"), metav1.GetOptions{})
+	ns, err := s.namespace(r)
 	if err == nil {
-		err = s.kube.namespaces().Delete(r.Context(), ns.GetName(), metav1.DeleteOptions{})
+		if e := s.kube.namespaces().Delete(r.Context(), ns.GetName(), metav1.DeleteOptions{}); e != nil {
+			err = kubeErr(e)
+		}
 	}
 	if err != nil {
-		return fail(kubeErr(err))
+		return fail(err)
 	}
 	return ok(removing(s.namespaceRep(simkit.BaseURL(r), ns), false))
 }

@@ -191,17 +191,13 @@ func bindingRep(b string, pb *Binding) map[string]any {
 	}, nil)
 }
 
-// projectBody is what POST and PUT /v3/projects accept. Pointers tell a
-// field left out of a PUT from one set to empty.
+// projectBody is what POST and PUT /v3/projects accept (JSON names
+// matched case-insensitively). Pointers tell a field left out of a PUT
+// from one set to empty.
 type projectBody struct {
-	ClusterID                     *string           `json:"clusterId"`
-	Name                          *string           `json:"name"`
-	Description                   *string           `json:"description"`
-	Annotations                   map[string]string `json:"annotations"`
-	Labels                        map[string]string `json:"labels"`
-	ResourceQuota                 any               `json:"resourceQuota"`
-	NamespaceDefaultResourceQuota any               `json:"namespaceDefaultResourceQuota"`
-	ContainerDefaultResourceLimit any               `json:"containerDefaultResourceLimit"`
+	ClusterID, Name, Description                                                *string
+	Annotations, Labels                                                         map[string]string
+	ResourceQuota, NamespaceDefaultResourceQuota, ContainerDefaultResourceLimit any
 }
 
 func (s *Server) createProject(r *http.Request, in projectBody) (int, any, *apiError) {

@@ -84,22 +84,14 @@ func (o ProvisioningOptions) withDefaults() ProvisioningOptions {
 
 // provState is what the provisioning parts keep; Server.mu guards it.
 type provState struct {
-	v1         *simkit.Store[ProvisioningCluster] // by "namespace/name"
-	clusters   *simkit.Store[Cluster]             // provisioned v3 clusters by id
-	nodes      *simkit.Store[Node]                // by id "c-m-…:m-…"
-	tokens     *simkit.Store[RegistrationToken]   // by id "c-m-…:crt-…"
-	crtbs      *simkit.Store[ClusterBinding]      // by id "c-m-…:crtb-…"
-	secrets    *simkit.Store[Secret]              // by "namespace/name"
+	v1         simkit.Store[ProvisioningCluster] // by "namespace/name"
+	clusters   simkit.Store[Cluster]             // provisioned v3 clusters by id
+	nodes      simkit.Store[Node]                // by id "c-m-…:m-…"
+	tokens     simkit.Store[RegistrationToken]   // by id "c-m-…:crt-…"
+	crtbs      simkit.Store[ClusterBinding]      // by id "c-m-…:crtb-…"
+	secrets    simkit.Store[Secret]              // by "namespace/name"
 	drains     []DrainCall
 	nodeFaults []NodeFault
-}
-
-func newProvState() provState {
-	return provState{
-		v1: simkit.NewStore[ProvisioningCluster](), clusters: simkit.NewStore[Cluster](),
-		nodes: simkit.NewStore[Node](), tokens: simkit.NewStore[RegistrationToken](),
-		crtbs: simkit.NewStore[ClusterBinding](), secrets: simkit.NewStore[Secret](),
-	}
 }
 
 // storeProvCluster stores pc unless its id is taken and makes its
@@ -110,13 +102,7 @@ func (s *Server) storeProvCluster(pc *ProvisioningCluster) bool {
 		return false
 	}
 	mc := &Cluster{Name: pc.Name, ProvisioningID: pc.ID, Created: pc.Created}
-	mc.ID = s.prov.clusters.Create(func() string {
-		for {
-			if id := "c-m-" + randLower(8); id != s.opts.ClusterID {
-				return id
-			}
-		}
-	}, mc)
+	mc.ID = s.prov.clusters.Create(func() string { return "c-m-" + randLower(8) }, mc)
 	pc.ClusterID = mc.ID
 	return true
 }
@@ -179,7 +165,7 @@ func (s *Server) Inventory() Inventory {
 	defer s.mu.Unlock()
 	inv := Inventory{ProvisioningClusters: s.prov.v1.Copies(nil), Tokens: s.prov.tokens.Copies(nil),
 		ClusterBindings: s.prov.crtbs.Copies(nil), Secrets: s.prov.secrets.Copies(nil)}
-	for _, mc := range s.prov.clusters.ListByID(nil) {
+	for _, mc := range s.prov.clusters.ListByID(func(mc *Cluster) bool { return !mc.own }) {
 		inv.Clusters = append(inv.Clusters, s.clusterSnapshot(mc))
 	}
 	for _, n := range s.prov.nodes.ListByID(nil) {
@@ -209,7 +195,7 @@ func (s *Server) ProvisioningClusterNamed(name string) (ProvisioningCluster, boo
 func (s *Server) ClusterByID(id string) (Cluster, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if mc := s.prov.clusters.Get(id); mc != nil {
+	if mc := s.prov.clusters.Get(id); mc != nil && !mc.own {
 		return s.clusterSnapshot(mc), true
 	}
 	return Cluster{}, false

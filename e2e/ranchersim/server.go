@@ -88,11 +88,10 @@ type Server struct {
 	kube *kubeClient // nil without Options.Kube
 	// roles and clusterRoles are the known (cluster) role template ids.
 	roles, clusterRoles map[string]bool
-	created             time.Time // of the cluster object
 
 	mu       sync.Mutex
-	projects *simkit.Store[Project] // by id "c-…:p-…"
-	bindings *simkit.Store[Binding] // by id "p-…:prtb-…"
+	projects simkit.Store[Project] // by id "c-…:p-…"
+	bindings simkit.Store[Binding] // by id "p-…:prtb-…"
 	imports  []Import
 	prov     provState // provisioned clusters, their nodes, tokens, bindings; v1 secrets
 
@@ -123,12 +122,9 @@ func New(opts Options) (*Server, error) {
 		log:          opts.Logger.With("component", "ranchersim"),
 		roles:        setOf(opts.RoleTemplates),
 		clusterRoles: setOf(opts.ClusterRoleTemplates),
-		created:      opts.Now().UTC(),
-		projects:     simkit.NewStore[Project](),
-		bindings:     simkit.NewStore[Binding](),
-		prov:         newProvState(),
 	}
 	s.Faults = newFaults()
+	s.prov.clusters.Put(opts.ClusterID, &Cluster{ID: opts.ClusterID, Name: opts.ClusterName, Created: s.now(), own: true})
 	if opts.Kube != nil {
 		k, err := newKubeClient(opts.Kube)
 		if err != nil {
@@ -179,8 +175,7 @@ func (s *Server) routes() http.Handler {
 	api("GET /v3/{$}", s.root)
 
 	// The simulator's own cluster and the provisioned ones (clusters.go).
-	api("GET /v3/clusters", s.listClusters)
-	api("GET /v3/clusters/{cluster}", s.getCluster)
+	clustersType.routes(s, api, []string{"/v3/clusters"}, nil, true)
 	api("POST /v3/clusters/{cluster}", s.clusterAction)
 	api("PUT /v3/clusters/{cluster}", withBody(s.updateCluster))
 	api("DELETE /v3/clusters/{cluster}", s.deleteCluster)

@@ -11,7 +11,7 @@ import (
 // lists must be stable). Its own mutex makes each call safe; a simulator
 // that changes several stores together holds its own lock around them.
 // Objects are kept by pointer, so a caller changes one in place under its
-// lock.
+// lock. The zero Store is empty and ready to use.
 type Store[T any] struct {
 	mu    sync.Mutex
 	order []string
@@ -27,6 +27,9 @@ func (s *Store[T]) Put(id string, v *T) bool {
 	defer s.mu.Unlock()
 	if s.byID[id] != nil {
 		return false
+	}
+	if s.byID == nil {
+		s.byID = map[string]*T{}
 	}
 	s.byID[id] = v
 	s.order = append(s.order, id)
