@@ -5,6 +5,7 @@ import (
 	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"time"
 
 	"github.com/sitebus/sitebus/e2e/simkit"
@@ -256,7 +257,7 @@ func (s *Server) createClusterBinding(r *http.Request, in bindingBody) (int, any
 		return fail(missingRequired("clusterId"))
 	case in.RoleTemplateID == "":
 		return fail(missingRequired("roleTemplateId"))
-	case !s.clusterRoles[in.RoleTemplateID]:
+	case !slices.Contains(s.opts.ClusterRoleTemplates, in.RoleTemplateID):
 		return fail(invalidReference("roleTemplateId", `roletemplates.management.cattle.io "`+in.RoleTemplateID+`" not found`))
 	case !s.knownCluster(in.ClusterID):
 		return fail(invalidReference("clusterId", `clusters.management.cattle.io "`+in.ClusterID+`" not found`))

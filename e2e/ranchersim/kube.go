@@ -345,11 +345,8 @@ func (k *kubeClient) applyOne(ctx context.Context, obj *unstructured.Unstructure
 		obj.SetAnnotations(ann)
 		obj.SetLabels(labels)
 	}
-	ref := strings.ToLower(gvk.Kind)
-	if gvk.Group != "" {
-		ref += "." + gvk.Group
-	}
-	ref += "/" + obj.GetName()
+	// kind[.group]/name, as kubectl names it (groups are lower case).
+	ref := strings.ToLower(strings.TrimSuffix(gvk.Kind+"."+gvk.Group, ".")) + "/" + obj.GetName()
 
 	before, err := ri.Get(ctx, obj.GetName(), metav1.GetOptions{})
 	existed := err == nil

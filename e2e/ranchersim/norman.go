@@ -3,8 +3,10 @@ package ranchersim
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -191,39 +193,27 @@ func matches(obj map[string]any, conds []condition) bool {
 // and makes a norman collection of resourceType.
 func collection(r *http.Request, resourceType, createURL string, objs []map[string]any) map[string]any {
 	conds := conditions(r)
-	data := []map[string]any{}
 	filters := map[string]any{}
 	for _, c := range conds {
 		filters[c.field] = []map[string]string{{"modifier": c.modifier, "value": c.value}}
 	}
-	for _, o := range objs {
-		if matches(o, conds) {
-			data = append(data, o)
-		}
-	}
-	sortByID(data)
+	data := slices.DeleteFunc(append([]map[string]any{}, objs...), func(o map[string]any) bool { return !matches(o, conds) })
+	sort.Slice(data, func(i, j int) bool { return fmt.Sprint(data[i]["id"]) < fmt.Sprint(data[j]["id"]) })
 	self := simkit.BaseURL(r) + r.URL.Path
 	if r.URL.RawQuery != "" {
 		self += "?" + r.URL.RawQuery
 	}
-	coll := map[string]any{
+	return map[string]any{
 		"type":         "collection",
 		"resourceType": resourceType,
 		"links":        map[string]string{"self": self},
+		"createTypes":  map[string]string{resourceType: createURL},
 		"actions":      map[string]string{},
 		"pagination":   map[string]any{"limit": 1000, "total": len(data)},
 		"sort":         map[string]any{"order": "asc", "reverse": self},
 		"filters":      filters,
 		"data":         data,
 	}
-	if createURL != "" {
-		coll["createTypes"] = map[string]string{resourceType: createURL}
-	}
-	return coll
-}
-
-func sortByID(data []map[string]any) {
-	sort.Slice(data, func(i, j int) bool { return fmt.Sprint(data[i]["id"]) < fmt.Sprint(data[j]["id"]) })
 }
 
 // decodeBody reads a JSON object body; norman answers a malformed one with
@@ -255,13 +245,9 @@ func withBody[In any](h func(r *http.Request, in In) (int, any, *apiError)) hand
 func normanObj(typ, self string, created time.Time, m map[string]any, links, actions map[string]string) map[string]any {
 	m["type"], m["baseType"] = typ, typ
 	m["links"] = map[string]string{"self": self, "update": self, "remove": self}
-	for k, v := range links {
-		m["links"].(map[string]string)[k] = v
-	}
-	if actions == nil {
-		actions = map[string]string{}
-	}
-	m["actions"] = actions
+	maps.Copy(m["links"].(map[string]string), links)
+	m["actions"] = map[string]string{}
+	maps.Copy(m["actions"].(map[string]string), actions)
 	m["created"] = created.UTC().Format(time.RFC3339)
 	m["createdTS"] = created.UnixMilli()
 	m["state"], m["transitioning"], m["transitioningMessage"] = "active", "no", ""

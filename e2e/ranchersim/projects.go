@@ -309,7 +309,7 @@ func (s *Server) createBinding(r *http.Request, in bindingBody) (int, any, *apiE
 		return fail(missingRequired("projectId"))
 	case in.RoleTemplateID == "":
 		return fail(missingRequired("roleTemplateId"))
-	case !s.roles[in.RoleTemplateID]:
+	case !slices.Contains(s.opts.RoleTemplates, in.RoleTemplateID):
 		return fail(invalidReference("roleTemplateId", `roletemplates.management.cattle.io "`+in.RoleTemplateID+`" not found`))
 	case btoi(in.users())+btoi(in.groups())+btoi(in.ServiceAccount != "") != 1:
 		return fail(invalidBody("binding must target either a user [userId]/[userPrincipalId] OR a group [groupId]/[groupPrincipalId] OR a serviceAccount [serviceAccount]"))

@@ -1,6 +1,7 @@
 package ranchersim
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -68,17 +69,10 @@ const (
 )
 
 func (o ProvisioningOptions) withDefaults() ProvisioningOptions {
-	def := func(v *int, d int) {
-		switch {
-		case *v == 0:
-			*v = d
-		case *v < 0:
-			*v = 0
-		}
-	}
-	def(&o.ClusterNamePolls, DefaultClusterNamePolls)
-	def(&o.NodeActivePolls, DefaultNodeActivePolls)
-	def(&o.DrainPolls, DefaultDrainPolls)
+	def := func(v, d int) int { return max(0, cmp.Or(v, d)) } // 0: d; negative: 0
+	o.ClusterNamePolls = def(o.ClusterNamePolls, DefaultClusterNamePolls)
+	o.NodeActivePolls = def(o.NodeActivePolls, DefaultNodeActivePolls)
+	o.DrainPolls = def(o.DrainPolls, DefaultDrainPolls)
 	return o
 }
 

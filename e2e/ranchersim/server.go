@@ -86,8 +86,6 @@ type Server struct {
 	opts Options
 	log  *slog.Logger
 	kube *kubeClient // nil without Options.Kube
-	// roles and clusterRoles are the known (cluster) role template ids.
-	roles, clusterRoles map[string]bool
 
 	mu       sync.Mutex
 	projects simkit.Store[Project] // by id "c-…:p-…"
@@ -118,10 +116,8 @@ func New(opts Options) (*Server, error) {
 	}
 	opts.Logger = cmp.Or(opts.Logger, slog.Default())
 	s := &Server{
-		opts:         opts,
-		log:          opts.Logger.With("component", "ranchersim"),
-		roles:        setOf(opts.RoleTemplates),
-		clusterRoles: setOf(opts.ClusterRoleTemplates),
+		opts: opts,
+		log:  opts.Logger.With("component", "ranchersim"),
 	}
 	s.Faults = newFaults()
 	s.prov.clusters.Put(opts.ClusterID, &Cluster{ID: opts.ClusterID, Name: opts.ClusterName, Created: s.now(), own: true})
@@ -150,14 +146,6 @@ func (s *Server) Options() Options { return s.opts }
 func NewTestServer(t testing.TB, opts Options) *Server { return simkit.NewTestServer(t, New, opts) }
 
 func (s *Server) now() time.Time { return s.opts.Now().UTC() }
-
-func setOf(list []string) map[string]bool {
-	set := map[string]bool{}
-	for _, v := range list {
-		set[v] = true
-	}
-	return set
-}
 
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
