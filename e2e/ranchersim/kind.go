@@ -10,14 +10,12 @@ import (
 )
 
 // kind is one resource type as its plain handlers serve it, each under
-// s.mu: the list, the show and the delete, in the wire format of Rancher's
-// v3 (norman) API or, with steve set, of its v1 (steve) API. Each type is
-// one entry below; what is particular to it (creates, updates, actions)
-// has handlers of its own.
+// s.mu: list, show and delete, in the wire format of Rancher's v3 (norman)
+// API or, with steve set, of its v1 (steve) API. Each type is one entry
+// below; creates, updates and actions have handlers of their own.
 type kind[T any] struct {
-	// name is the type: norman's (e.g. "clusterRegistrationToken") or
-	// steve's resourceType (e.g. "secret"); path is norman's collection
-	// link, e.g. "/v3/clusterRegistrationTokens".
+	// name is the type (norman's, or steve's resourceType); path is
+	// norman's collection link, e.g. "/v3/clusterRegistrationTokens".
 	name, path string
 	steve      bool
 	// resource names the type in a 404 as Rancher does, e.g.
@@ -26,21 +24,19 @@ type kind[T any] struct {
 	resource string
 	fullID   bool
 	items    func(s *Server) *simkit.Store[T]
-	// scope is an object's cluster (a norman list under a {cluster} path
-	// shows that cluster's objects) or namespace (a steve list under
-	// {ns}); nil when the type has none.
+	// scope is an object's cluster (a list under {cluster} shows its
+	// objects) or namespace (steve, under {ns}); nil when it has none.
 	scope func(v *T) string
 	// keys, when set, are the fields a norman list filters on before it
-	// renders: rendering counts as a read of v, which must not move on
-	// objects the list leaves out.
+	// renders v, which counts as a read of v.
 	keys func(v *T) map[string]any
 	// labels, when set, lets a steve list take a labelSelector.
 	labels func(v *T) map[string]string
 	// rep renders v; read counts the call as a read of v.
 	rep func(s *Server, b string, v *T, read bool) map[string]any
-	// deleted, when set, finishes a delete: v is out of items, rep the
-	// answer. A norman delete answers the object in state removing, as
-	// Rancher does, and transitioning too when transitioning is set.
+	// deleted, when set, finishes a delete (v is out of items, rep the
+	// answer). A norman delete answers the object in state removing, as
+	// Rancher does, and transitioning if transitioning.
 	deleted       func(s *Server, v *T, rep map[string]any)
 	transitioning bool
 }

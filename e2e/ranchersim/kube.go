@@ -188,8 +188,6 @@ const (
 	DescriptionAnnotation = "field.cattle.io/description"
 )
 
-var namespaceGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
-
 // kubeClient is the simulator's way into the downstream cluster. Its
 // proxy speaks to the API server as the simulator (Rancher proxies as
 // itself too, impersonating the user; the test cluster has no Rancher
@@ -223,7 +221,9 @@ func newKubeClient(cfg *rest.Config) (*kubeClient, error) {
 	}, nil
 }
 
-func (k *kubeClient) namespaces() dynamic.ResourceInterface { return k.dyn.Resource(namespaceGVR) }
+func (k *kubeClient) namespaces() dynamic.ResourceInterface {
+	return k.dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"})
+}
 
 // deleteProjectNamespaces deletes every namespace whose annotation names
 // the project; the namespace controller finishes the job. The label

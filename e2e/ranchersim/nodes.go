@@ -195,17 +195,13 @@ func (s *Server) register(reg Registration) (*Node, bool, *apiError) {
 		return nil, false, missingRequired("hostname")
 	}
 	n := &Node{Hostname: reg.Hostname, Address: reg.Address}
+	flags := map[string]*bool{"etcd": &n.Etcd, "controlplane": &n.ControlPlane, "control-plane": &n.ControlPlane, "worker": &n.Worker}
 	for _, role := range reg.Roles {
-		switch strings.ToLower(role) {
-		case "etcd":
-			n.Etcd = true
-		case "controlplane", "control-plane":
-			n.ControlPlane = true
-		case "worker":
-			n.Worker = true
-		default:
+		flag := flags[strings.ToLower(role)]
+		if flag == nil {
 			return nil, false, invalidBody("unknown role " + role + " (etcd, controlplane, worker)")
 		}
+		*flag = true
 	}
 	if !n.Etcd && !n.ControlPlane && !n.Worker {
 		return nil, false, missingRequired("roles")

@@ -349,12 +349,7 @@ func (s *Server) ProjectsNamed(name string) []Project {
 
 // Project returns the project with id, if any.
 func (s *Server) Project(id string) (Project, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if p := s.projects.Get(id); p != nil {
-		return *p, true
-	}
-	return Project{}, false
+	return first(s.Projects(), func(p Project) bool { return p.ID == id })
 }
 
 // Bindings returns every binding of projectID ("" for all), ordered by id.

@@ -13,22 +13,21 @@ import (
 // provisions RKE2 "custom" clusters the way Rancher 2.6+ does:
 //
 //   - POST /v1/provisioning.cattle.io.clusters (steve) stores the
-//     provisioning cluster fleet-default/<name> with the body as sent, and
-//     makes its management (v3) cluster c-m-xxxxxxxx at once; the v1
-//     object's status.clusterName names it only from the
-//     Provisioning.ClusterNamePolls-th read on, as Rancher's controller
-//     fills it in a moment after the create answered;
+//     provisioning cluster fleet-default/<name> as sent and makes its
+//     management (v3) cluster c-m-xxxxxxxx at once; the v1 status names it
+//     from the Provisioning.ClusterNamePolls-th read on, as Rancher's
+//     controller fills it in a moment after the create answered;
 //   - nodes join with a cluster registration token (RegisterPath);
 //   - the v3 cluster is "provisioning" until it has an etcd, a control
 //     plane and a worker node (one node may carry several roles) and every
 //     node is active, then "active", and the v1 status.ready is true;
 //   - deleting the v1 or the v3 cluster removes both, with the cluster's
-//     nodes, registration tokens and cluster role template bindings, as
-//     Rancher's finalizers do; v1 secrets are separate objects and stay.
+//     nodes, tokens and cluster bindings, as Rancher's finalizers do; v1
+//     secrets are separate objects and stay.
 //
 // Progress is counted in reads, not time, so a test never waits for a
-// clock: each API read that shows a node, or its cluster, is one "poll" of
-// it (see ProvisioningOptions).
+// clock: each API read that shows a node or its cluster is one "poll" of
+// it (ProvisioningOptions).
 
 // FleetNamespace is where Rancher keeps provisioning clusters and their
 // secrets.
@@ -177,22 +176,21 @@ func (s *Server) clusterSnapshot(mc *Cluster) Cluster {
 
 // ProvisioningClusterNamed returns the v1 cluster fleet-default/name.
 func (s *Server) ProvisioningClusterNamed(name string) (ProvisioningCluster, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if pc := s.prov.v1.Get(FleetNamespace + "/" + name); pc != nil {
-		return *pc, true
-	}
-	return ProvisioningCluster{}, false
+	return first(s.Inventory().ProvisioningClusters, func(pc ProvisioningCluster) bool { return pc.ID == FleetNamespace+"/"+name })
 }
 
 // ClusterByID returns a provisioned v3 cluster.
 func (s *Server) ClusterByID(id string) (Cluster, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if mc := s.prov.clusters.Get(id); mc != nil && !mc.own {
-		return s.clusterSnapshot(mc), true
+	return first(s.Inventory().Clusters, func(c Cluster) bool { return c.ID == id })
+}
+
+// first is the first of items that match accepts.
+func first[T any](items []T, match func(T) bool) (T, bool) {
+	if i := slices.IndexFunc(items, match); i >= 0 {
+		return items[i], true
 	}
-	return Cluster{}, false
+	var zero T
+	return zero, false
 }
 
 // Nodes returns the nodes of clusterID ("" for all), ordered by id.

@@ -29,13 +29,11 @@ const (
 // DefaultRoleTemplates are the built-in project role templates of Rancher
 // 2.x that the simulator knows when Options.RoleTemplates is empty.
 var DefaultRoleTemplates = []string{
-	"project-owner", "project-member", "read-only",
-	"create-ns", "projectroletemplatebindings-manage", "projectcatalogs-manage",
-	"workloads-manage", "workloads-view", "ingress-manage", "ingress-view",
-	"services-manage", "services-view", "secrets-manage", "secrets-view",
-	"configmaps-manage", "configmaps-view", "persistentvolumeclaims-manage",
-	"persistentvolumeclaims-view", "serviceaccounts-manage", "serviceaccounts-view",
-	"edit", "view", "admin",
+	"project-owner", "project-member", "read-only", "create-ns", "projectroletemplatebindings-manage",
+	"projectcatalogs-manage", "workloads-manage", "workloads-view", "ingress-manage", "ingress-view",
+	"services-manage", "services-view", "secrets-manage", "secrets-view", "configmaps-manage", "configmaps-view",
+	"persistentvolumeclaims-manage", "persistentvolumeclaims-view", "serviceaccounts-manage",
+	"serviceaccounts-view", "edit", "view", "admin",
 }
 
 // Options configure a simulator. The zero value serves one cluster with the
@@ -55,7 +53,8 @@ type Options struct {
 	// works (handy for tests of the management API alone).
 	Kube *rest.Config
 	// UniqueProjectNames makes a second project with an existing name in
-	// the cluster a 409, as some sites enforce; Rancher itself allows it.
+	// the cluster a 409, as some sites enforce; Rancher itself allows it
+	// (rancher/rancher#54084).
 	UniqueProjectNames bool
 	// AllowDuplicateBindings gives PRTBs random names, so an identical
 	// binding can be created twice (Rancher before 2.14).
@@ -280,19 +279,11 @@ func newFaults() *simkit.Faults {
 }
 
 // adminRoutes serve the inspection API under /sim/ for a simulator run as
-// a process (make run), where tests cannot call Server's methods. It needs
-// no key and bypasses faults and the call log. Listen on loopback only.
-//
-//	GET    /sim/projects   projects        GET    /sim/calls    call log
-//	GET    /sim/bindings   bindings        DELETE /sim/calls    reset it
-//	GET    /sim/imports    importYaml      POST   /sim/faults   add a fault
-//	POST   /sim/down       {"down":bool}   DELETE /sim/faults   clear faults
-//	GET    /sim/inventory  provisioned clusters, nodes, tokens, cluster bindings, secrets
-//	GET    /sim/drains     drain actions   POST   /sim/node-faults  add a NodeFault
-//	DELETE /sim/node-faults  clear them
-//
-// POST /sim/system-agent/register (RegisterPath) is not part of it: it
-// stands in for a node's agent and goes through faults and the call log.
+// a process (make run), where tests cannot call Server's methods: what
+// the methods of the same names answer, node faults and simkit's call log
+// and fault routes. It needs no key and bypasses faults and the call log;
+// listen on loopback only. RegisterPath is not part of it: it stands in
+// for a node's agent and goes through faults and the call log.
 func (s *Server) adminRoutes(mux *http.ServeMux) {
 	get := func(path string, f func() any) {
 		mux.HandleFunc("GET "+path, func(w http.ResponseWriter, _ *http.Request) { simkit.WriteJSON(w, http.StatusOK, f()) })
