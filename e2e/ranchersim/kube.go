@@ -126,10 +126,8 @@ func (s *Server) createNamespace(r *http.Request) (int, any, *apiError) {
 	}
 	labels, ann := cloneMap(in.Labels), cloneMap(in.Annotations)
 	if in.ProjectID != "" {
-		s.mu.Lock()
-		p := s.projects.Get(in.ProjectID)
-		s.mu.Unlock()
-		if p == nil || p.ClusterID != s.opts.ClusterID {
+		// The store's own lock will do: a project's cluster never changes.
+		if p := s.projects.Get(in.ProjectID); p == nil || p.ClusterID != s.opts.ClusterID {
 			return fail(invalidReference("projectId", `projects.management.cattle.io "`+projectShortID(in.ProjectID)+`" not found`))
 		}
 		ann[ProjectIDAnnotation] = in.ProjectID

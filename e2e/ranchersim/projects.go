@@ -103,8 +103,9 @@ func (s *Server) addProject(p *Project, creatorBinding bool) {
 	}
 }
 
-// storeBinding fills in ids and stores b. Caller holds s.mu.
-func (s *Server) storeBinding(b *Binding) {
+// storeBinding fills in ids and stores b; false when its derived name is
+// taken (an identical binding). Caller holds s.mu.
+func (s *Server) storeBinding(b *Binding) bool {
 	b.Name = cmp.Or(b.Name, bindingName(b, s.opts.AllowDuplicateBindings))
 	b.annotations, b.labels = cloneMap(b.annotations), cloneMap(b.labels)
 	b.creatorID = cmp.Or(b.creatorID, s.opts.UserID)
@@ -112,9 +113,13 @@ func (s *Server) storeBinding(b *Binding) {
 	b.Created = s.now()
 	b.ID = projectShortID(b.ProjectID) + ":" + b.Name
 	for !s.bindings.Put(b.ID, b) {
+		if !s.opts.AllowDuplicateBindings {
+			return false
+		}
 		b.Name = bindingName(b, true)
 		b.ID = projectShortID(b.ProjectID) + ":" + b.Name
 	}
+	return true
 }
 
 // bindingName is Rancher's PRTB name: since rancher/webhook#1340 derived
@@ -321,13 +326,9 @@ func (s *Server) createBinding(r *http.Request, in bindingBody) (int, any, *apiE
 	if s.projects.Get(in.ProjectID) == nil {
 		return fail(invalidReference("projectId", `projects.management.cattle.io "`+projectShortID(in.ProjectID)+`" not found`))
 	}
-	if !s.opts.AllowDuplicateBindings {
-		pb.Name = bindingName(pb, false)
-		if s.bindings.Get(projectShortID(pb.ProjectID)+":"+pb.Name) != nil {
-			return fail(alreadyExists(`projectroletemplatebindings.management.cattle.io "` + pb.Name + `" already exists`))
-		}
+	if !s.storeBinding(pb) {
+		return fail(alreadyExists(`projectroletemplatebindings.management.cattle.io "` + pb.Name + `" already exists`))
 	}
-	s.storeBinding(pb)
 	s.log.Debug("binding created", "id", pb.ID, "role", pb.RoleTemplateID, "subject", cmp.Or(pb.principal(), pb.ServiceAccount))
 	return created(bindingRep(simkit.BaseURL(r), pb))
 }

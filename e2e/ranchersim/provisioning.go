@@ -60,18 +60,11 @@ type ProvisioningOptions struct {
 	DrainPolls int
 }
 
-// Defaults of ProvisioningOptions.
-const (
-	DefaultClusterNamePolls = 2
-	DefaultNodeActivePolls  = 2
-	DefaultDrainPolls       = 1
-)
-
 func (o ProvisioningOptions) withDefaults() ProvisioningOptions {
 	def := func(v, d int) int { return max(0, cmp.Or(v, d)) } // 0: d; negative: 0
-	o.ClusterNamePolls = def(o.ClusterNamePolls, DefaultClusterNamePolls)
-	o.NodeActivePolls = def(o.NodeActivePolls, DefaultNodeActivePolls)
-	o.DrainPolls = def(o.DrainPolls, DefaultDrainPolls)
+	o.ClusterNamePolls = def(o.ClusterNamePolls, 2)
+	o.NodeActivePolls = def(o.NodeActivePolls, 2)
+	o.DrainPolls = def(o.DrainPolls, 1)
 	return o
 }
 
