@@ -261,7 +261,7 @@ func (s *Server) createClusterBinding(r *http.Request, in bindingBody) (int, any
 		return fail(invalidReference("roleTemplateId", `roletemplates.management.cattle.io "`+in.RoleTemplateID+`" not found`))
 	case !s.knownCluster(in.ClusterID):
 		return fail(invalidReference("clusterId", `clusters.management.cattle.io "`+in.ClusterID+`" not found`))
-	case btoi(in.users())+btoi(in.groups()) != 1:
+	case in.kinds() != 1:
 		return fail(invalidBody("binding must target either a user [userId]/[userPrincipalId] OR a group [groupId]/[groupPrincipalId]"))
 	}
 	cb := &ClusterBinding{ClusterID: in.ClusterID, RoleTemplateID: in.RoleTemplateID, Subject: in.Subject,

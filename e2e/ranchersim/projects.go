@@ -47,8 +47,10 @@ func (sub Subject) principal() string {
 	return cmp.Or(sub.UserPrincipalID, sub.UserID, sub.GroupPrincipalID, sub.GroupID)
 }
 
-func (sub Subject) users() bool  { return sub.UserID != "" || sub.UserPrincipalID != "" }
-func (sub Subject) groups() bool { return sub.GroupID != "" || sub.GroupPrincipalID != "" }
+// kinds counts the kinds of subject named (a user, a group).
+func (sub Subject) kinds() int {
+	return btoi(sub.UserID != "" || sub.UserPrincipalID != "") + btoi(sub.GroupID != "" || sub.GroupPrincipalID != "")
+}
 
 // fields adds the subject to a representation; unset ones are null.
 func (sub Subject) fields(m map[string]any) map[string]any {
@@ -316,7 +318,7 @@ func (s *Server) createBinding(r *http.Request, in bindingBody) (int, any, *apiE
 		return fail(missingRequired("roleTemplateId"))
 	case !slices.Contains(s.opts.RoleTemplates, in.RoleTemplateID):
 		return fail(invalidReference("roleTemplateId", `roletemplates.management.cattle.io "`+in.RoleTemplateID+`" not found`))
-	case btoi(in.users())+btoi(in.groups())+btoi(in.ServiceAccount != "") != 1:
+	case in.kinds()+btoi(in.ServiceAccount != "") != 1:
 		return fail(invalidBody("binding must target either a user [userId]/[userPrincipalId] OR a group [groupId]/[groupPrincipalId] OR a serviceAccount [serviceAccount]"))
 	}
 	pb := &Binding{ProjectID: in.ProjectID, RoleTemplateID: in.RoleTemplateID, Subject: in.Subject,

@@ -146,22 +146,16 @@ func (s *Server) createV1Cluster(r *http.Request) (int, any, *apiError) {
 // server's metadata, links and status. read counts the call as a read of
 // the cluster (and its nodes).
 func (s *Server) v1ClusterRep(b string, pc *ProvisioningCluster, read bool) map[string]any {
+	// The create checked that the body is an object with metadata.
 	var m map[string]any
 	_ = json.Unmarshal(pc.Body, &m)
-	if m == nil {
-		m = map[string]any{}
-	}
+	meta := m["metadata"].(map[string]any)
 	if read {
 		pc.reads++
 	}
 	self := b + "/v1/provisioning.cattle.io.clusters/" + pc.ID
 	m["id"], m["type"], m["apiVersion"], m["kind"] = pc.ID, "provisioning.cattle.io.cluster", "provisioning.cattle.io/v1", "Cluster"
 	m["links"] = map[string]string{"self": self, "update": self, "remove": self, "view": b + "/apis/provisioning.cattle.io/v1/namespaces/" + pc.Namespace + "/clusters/" + pc.Name}
-	meta, _ := m["metadata"].(map[string]any)
-	if meta == nil {
-		meta = map[string]any{}
-		m["metadata"] = meta
-	}
 	maps.Copy(meta, map[string]any{"name": pc.Name, "namespace": pc.Namespace, "uid": pc.uid, "generation": 1,
 		"resourceVersion": strconv.Itoa(int(pc.Created.UnixNano() % 1e9)), "creationTimestamp": pc.Created.Format(time.RFC3339)})
 	ready := false
