@@ -15,31 +15,25 @@ import (
 )
 
 // RegisterPath is the sim-only endpoint that stands in for a node running
-// Rancher's system-agent-install.sh. It is not Rancher's API.
-//
-//	POST /sim/system-agent/register
-//	{"token":    "<cluster registration token>",     // required
-//	 "hostname": "k8s-abc-server-1",                  // required: requestedHostname
-//	 "roles":    ["etcd","controlplane","worker"],    // at least one
-//	 "address":  "10.0.0.11"}                         // optional: ipAddress
-//
-// It answers 201 with the v3 node (state "registering"; "active" from the
-// Provisioning.NodeActivePolls-th read on), or 200 with the node when a
-// node of that hostname is already in the cluster (an agent restarted on
-// the same machine); 401 when the token is no live registration token of
-// any cluster (as the real agent's connect fails); 422 for a missing
-// hostname, no role or an unknown role. It needs no API key: the token is
-// the credential, as for the real agent. Roles are the install script's
-// flags without the dashes (--etcd --controlplane --worker);
-// "controlPlane" is accepted too. Faults (Down, AddFault) apply to it.
+// Rancher's system-agent-install.sh (it is not Rancher's API): POST a
+// Registration. It answers 201 with the v3 node (state "registering";
+// "active" from the Provisioning.NodeActivePolls-th read on), or 200 with
+// the node when a node of that hostname is already in the cluster (an
+// agent restarted on the same machine); 401 when the token is no live
+// registration token of any cluster (as the real agent's connect fails);
+// 422 for a missing hostname, no role or an unknown role. It needs no API
+// key: the token is the credential, as for the real agent. Faults (Down,
+// AddFault) apply to it.
 const RegisterPath = "/sim/system-agent/register"
 
 // Registration is the body of RegisterPath.
 type Registration struct {
-	Token    string   `json:"token"`
-	Hostname string   `json:"hostname"`
-	Roles    []string `json:"roles"`
-	Address  string   `json:"address"`
+	Token    string `json:"token"`    // a cluster registration token's
+	Hostname string `json:"hostname"` // the node's requestedHostname
+	// Roles are the install script's flags without the dashes (etcd,
+	// controlplane, worker); "controlPlane" is accepted too.
+	Roles   []string `json:"roles"`
+	Address string   `json:"address"` // optional: its ipAddress
 }
 
 // ErrRegistrationRefused is RegisterNode's error for a token that is no
@@ -96,10 +90,9 @@ type Node struct {
 	Drained string
 	Created time.Time
 
-	reads int // reads since registration
-	// drainReads counts reads since the last drain action.
-	drainAsked bool
-	drainReads int
+	reads      int  // since registration
+	drainAsked bool // a drain action came
+	drainReads int  // since the last drain action
 }
 
 // nodeFault is the faults matching n, merged. Caller holds s.mu.
