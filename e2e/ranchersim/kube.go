@@ -276,38 +276,34 @@ func (s *Server) importYAML(r *http.Request) (int, any, *apiError) {
 	if err := decodeBody(r, &in); err != nil {
 		return fail(err)
 	}
-	imp := Import{Time: s.now(), ClusterID: s.opts.ClusterID, importBody: in}
-	// applyManifest answers at least one line: an object's or an error.
-	lines, failed := s.kube.applyManifest(r.Context(), in)
-	imp.Message = strings.Join(lines, "\n") + "\n"
-	imp.Status = map[bool]int{false: http.StatusOK, true: http.StatusBadRequest}[failed]
+	msg, failed := s.kube.applyManifest(r.Context(), in)
+	imp := Import{Time: s.now(), ClusterID: s.opts.ClusterID, importBody: in, Message: msg,
+		Status: map[bool]int{false: http.StatusOK, true: http.StatusBadRequest}[failed]}
 	s.mu.Lock()
 	s.imports = append(s.imports, imp)
 	s.mu.Unlock()
 	return imp.Status, map[string]any{"type": "importYamlOutput", "message": imp.Message}, nil
 }
 
-// applyManifest applies every object and returns kubectl-style output lines
-// and whether anything failed.
-func (k *kubeClient) applyManifest(ctx context.Context, in importBody) ([]string, bool) {
+// applyManifest applies every object and returns kubectl's output (a line
+// for each object, or one error line) and whether anything failed.
+func (k *kubeClient) applyManifest(ctx context.Context, in importBody) (string, bool) {
 	objs, err := manifest.Decode([]byte(in.YAML))
-	if err != nil {
-		return []string{"error: error parsing STDIN: " + err.Error()}, true
+	switch {
+	case err != nil:
+		return "error: error parsing STDIN: " + err.Error() + "\n", true
+	case len(objs) == 0:
+		return "error: no objects passed to apply\n", true
 	}
-	if len(objs) == 0 {
-		return []string{"error: no objects passed to apply"}, true
-	}
-	var lines []string
-	failed := false
+	out, failed := "", false
 	for _, obj := range objs {
 		line, err := k.applyOne(ctx, obj, in)
 		if err != nil {
-			failed = true
-			line = err.Error()
+			failed, line = true, err.Error()
 		}
-		lines = append(lines, line)
+		out += line + "\n"
 	}
-	return lines, failed
+	return out, failed
 }
 
 func (k *kubeClient) applyOne(ctx context.Context, obj *unstructured.Unstructured, in importBody) (string, error) {

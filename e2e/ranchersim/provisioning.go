@@ -37,10 +37,9 @@ const FleetNamespace = "fleet-default"
 // templates that the simulator knows when Options.ClusterRoleTemplates is
 // empty.
 var DefaultClusterRoleTemplates = []string{
-	"cluster-owner", "cluster-member", "create-ns", "projects-create", "projects-view",
-	"nodes-manage", "nodes-view", "storage-manage", "backups-manage", "navlinks-manage",
-	"clusterroletemplatebindings-manage", "clusterroletemplatebindings-view",
-	"clustercatalogs-manage", "clustercatalogs-view", "clusterscans-manage",
+	"cluster-owner", "cluster-member", "create-ns", "projects-create", "projects-view", "nodes-manage", "nodes-view",
+	"storage-manage", "backups-manage", "navlinks-manage", "clusterroletemplatebindings-manage",
+	"clusterroletemplatebindings-view", "clustercatalogs-manage", "clustercatalogs-view", "clusterscans-manage",
 }
 
 // ProvisioningOptions pace the simulated controllers. A zero field takes
