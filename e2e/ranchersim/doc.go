@@ -11,31 +11,16 @@
 // its status comes from the real controller manager; /k8s/clusters/<id>/…
 // is reverse-proxied to it with the Options.Kube credentials.
 //
-// Wire format follows Rancher: collections with type, resourceType, data,
-// pagination, links; objects with id, type, baseType, links, state,
-// created; errors as {"baseType":"error","type":"error","status":409,
-// "code":"AlreadyExists","message":…}, except the 401, whose body is
-// Rancher's odd {"type":"error","status":"401","message":"must
-// authenticate"} (status a string, no code: rancher/rancher#14235).
+// The wire formats are Rancher's, v3 (norman) and v1 (steve) alike, down
+// to the odd 401 body (norman.go). Behaviour that matters to a client and
+// differs between Rancher releases is switchable (Options.
+// UniqueProjectNames, Options.AllowDuplicateBindings).
 //
-// Behaviour that matters to a client and differs between Rancher releases
-// is switchable: Rancher allows two projects with one name in a cluster
-// (rancher/rancher#54084; Options.UniqueProjectNames turns on a 409), and
-// since rancher/webhook#1340 (2.14) a PRTB's name is derived from its
-// subject, role and project, so a duplicate binding is a 409
-// (Options.AllowDuplicateBindings restores the older behaviour).
-//
-// Collection filters are parsed from the raw query: the Python agent joins
-// parameters unencoded (groupPrincipalId=keycloakoidc_group://…), so the
-// simulator splits on '&' and the first '=' and decodes only valid %XX
-// escapes, leaving '+' alone.
-//
-// It also provisions RKE2 custom clusters as Rancher 2.6+ does (issue 13):
-// v1 provisioning.cattle.io clusters and secrets, their v3 clusters, nodes
-// (with the drain action), registration tokens and cluster role template
-// bindings; nodes join through the sim-only POST /sim/system-agent/register
-// (RegisterPath), which stands in for a VM running system-agent-install.sh.
-// Progress is counted in reads, not time (provisioning.go, nodes.go).
+// It also provisions RKE2 custom clusters as Rancher 2.6+ does, for the
+// cluster provisioner: v1 provisioning.cattle.io clusters and secrets,
+// their v3 clusters, nodes (with the drain action), registration tokens
+// and cluster role template bindings; nodes join through the sim-only
+// RegisterPath. Progress is counted in reads, not time (provisioning.go).
 //
 // Tests drive it with Go methods on Server: inspect projects, bindings,
 // imported YAML and the call log, seed objects created behind sitebus's

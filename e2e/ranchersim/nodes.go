@@ -2,11 +2,12 @@ package ranchersim
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
-	"sort"
 	"strings"
 	"time"
 
@@ -14,31 +15,25 @@ import (
 )
 
 // RegisterPath is the sim-only endpoint that stands in for a node running
-// Rancher's system-agent-install.sh. It is not Rancher's API.
-//
-//	POST /sim/system-agent/register
-//	{"token":    "<cluster registration token>",     // required
-//	 "hostname": "k8s-abc-server-1",                  // required: requestedHostname
-//	 "roles":    ["etcd","controlplane","worker"],    // at least one
-//	 "address":  "10.0.0.11"}                         // optional: ipAddress
-//
-// It answers 201 with the v3 node (state "registering"; "active" from the
-// Provisioning.NodeActivePolls-th read on), or 200 with the node when a
-// node of that hostname is already in the cluster (an agent restarted on
-// the same machine); 401 when the token is no live registration token of
-// any cluster (as the real agent's connect fails); 422 for a missing
-// hostname, no role or an unknown role. It needs no API key: the token is
-// the credential, as for the real agent. Roles are the install script's
-// flags without the dashes (--etcd --controlplane --worker);
-// "controlPlane" is accepted too. Faults (Down, AddFault) apply to it.
+// Rancher's system-agent-install.sh (it is not Rancher's API): POST a
+// Registration. It answers 201 with the v3 node (state "registering";
+// "active" from the Provisioning.NodeActivePolls-th read on), or 200 with
+// the node when a node of that hostname is already in the cluster (an
+// agent restarted on the same machine); 401 when the token is no live
+// registration token of any cluster (as the real agent's connect fails);
+// 422 for a missing hostname, no role or an unknown role. It needs no API
+// key: the token is the credential, as for the real agent. Faults (Down,
+// AddFault) apply to it.
 const RegisterPath = "/sim/system-agent/register"
 
 // Registration is the body of RegisterPath.
 type Registration struct {
-	Token    string   `json:"token"`
-	Hostname string   `json:"hostname"`
-	Roles    []string `json:"roles"`
-	Address  string   `json:"address"`
+	Token    string `json:"token"`    // a cluster registration token's
+	Hostname string `json:"hostname"` // the node's requestedHostname
+	// Roles are the install script's flags without the dashes (etcd,
+	// controlplane, worker); "controlPlane" is accepted too.
+	Roles   []string `json:"roles"`
+	Address string   `json:"address"` // optional: its ipAddress
 }
 
 // ErrRegistrationRefused is RegisterNode's error for a token that is no
@@ -83,33 +78,32 @@ type NodeFault struct {
 	DrainError string `json:"drain_error"`
 }
 
-// node is a v3 Node of a provisioned cluster.
-type node struct {
-	id, name, clusterID        string
-	hostname, address          string
-	etcd, controlPlane, worker bool
-	reads                      int // reads since registration
-	created                    time.Time
+// Node is a v3 node of a provisioned cluster as tests see it.
+type Node struct {
+	ID, ClusterID, Name        string
+	Hostname                   string // also requestedHostname
+	Address                    string
+	Etcd, ControlPlane, Worker bool
+	State                      string // registering, active, draining, drained
+	// Drained is the Drained condition's status: "" (none), Unknown,
+	// True or False.
+	Drained string
+	Created time.Time
 
-	// drainReads counts reads since the last drain action.
-	drainAsked bool
-	drainReads int
+	reads      int  // since registration
+	drainAsked bool // a drain action came
+	drainReads int  // since the last drain action
 }
 
 // nodeFault is the faults matching n, merged. Caller holds s.mu.
-func (s *Server) nodeFault(n *node) NodeFault {
+func (s *Server) nodeFault(n *Node) NodeFault {
 	var f NodeFault
 	for _, nf := range s.prov.nodeFaults {
-		if nf.Hostname != "" && nf.Hostname != n.hostname {
-			continue
-		}
-		f.NeverActive = f.NeverActive || nf.NeverActive
-		f.DrainStuck = f.DrainStuck || nf.DrainStuck
-		if nf.Error != "" {
-			f.Error = nf.Error
-		}
-		if nf.DrainError != "" {
-			f.DrainError = nf.DrainError
+		if nf.Hostname == "" || nf.Hostname == n.Hostname {
+			f.NeverActive = f.NeverActive || nf.NeverActive
+			f.DrainStuck = f.DrainStuck || nf.DrainStuck
+			f.Error = cmp.Or(nf.Error, f.Error)
+			f.DrainError = cmp.Or(nf.DrainError, f.DrainError)
 		}
 	}
 	return f
@@ -117,253 +111,150 @@ func (s *Server) nodeFault(n *node) NodeFault {
 
 // observeNode counts one read of n, which moves its simulated
 // controllers on. Caller holds s.mu.
-func (s *Server) observeNode(n *node) {
+func (s *Server) observeNode(n *Node) {
 	n.reads++
 	if n.drainAsked {
 		n.drainReads++
 	}
 }
 
-// nodeState is the node's v3 state. Caller holds s.mu.
-func (s *Server) nodeState(n *node) string {
+// nodeStatus is n's v3 state and transitioning message, and its Drained
+// condition (status, reason, message; no status when the drain
+// controller has not run: no drain asked, or not yet), as Rancher's
+// controllers set them. Caller holds s.mu.
+func (s *Server) nodeStatus(n *Node) (state, msg string, drained [3]string) {
 	f := s.nodeFault(n)
-	if f.Error != "" {
-		return "error"
-	}
-	if f.NeverActive || n.reads < s.opts.Provisioning.NodeActivePolls {
-		return "registering"
-	}
-	switch st, _, _ := s.drained(n, f); st {
-	case "", "Unknown":
-		if n.drainAsked {
-			return "draining"
-		}
-	case "True":
-		return "drained"
-	}
-	return "active"
-}
-
-// drained is the Drained condition's status, reason and message: ""
-// (no condition: no drain asked, or the controller has not run yet),
-// "Unknown" (draining), "True" or "False" (failed), as Rancher's drain
-// controller sets them. Caller holds s.mu.
-func (s *Server) drained(n *node, f NodeFault) (status, reason, message string) {
 	switch {
 	case !n.drainAsked || n.drainReads <= 1:
-		return "", "", ""
 	case f.DrainStuck || n.drainReads <= 1+s.opts.Provisioning.DrainPolls:
-		return "Unknown", "", ""
+		drained[0] = "Unknown"
 	case f.DrainError != "":
-		return "False", "Error", f.DrainError
+		drained, msg = [3]string{"False", "Error", f.DrainError}, f.DrainError
+	default:
+		drained[0] = "True"
 	}
-	return "True", "", ""
+	switch {
+	case f.Error != "":
+		return "error", f.Error, drained
+	case f.NeverActive || n.reads < s.opts.Provisioning.NodeActivePolls:
+		return "registering", msg, drained
+	case drained[0] == "True":
+		return "drained", msg, drained
+	case n.drainAsked && drained[0] != "False":
+		return "draining", msg, drained
+	}
+	return "active", msg, drained
+}
+
+// snapshot is n as tests see it; it does not count as a read. Caller
+// holds s.mu.
+func (s *Server) snapshot(n *Node) Node {
+	c := *n
+	var drained [3]string
+	c.State, _, drained = s.nodeStatus(n)
+	c.Drained = drained[0]
+	return c
 }
 
 // RegisterNode registers a node as RegisterPath does (Go callers: a
 // simulated VM in the same process).
 func (s *Server) RegisterNode(reg Registration) (Node, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	n, _, apiErr := s.register(reg)
-	if apiErr != nil {
-		if apiErr.status == http.StatusUnauthorized {
-			return Node{}, ErrRegistrationRefused
-		}
+	switch {
+	case apiErr == unauthorized:
+		return Node{}, ErrRegistrationRefused
+	case apiErr != nil:
 		return Node{}, fmt.Errorf("ranchersim: register %s: %s", reg.Hostname, apiErr.message)
 	}
-	return n, nil
+	return s.snapshot(n), nil
 }
 
-func (s *Server) registerHTTP(w http.ResponseWriter, r *http.Request) {
-	var reg Registration
-	if err := json.NewDecoder(r.Body).Decode(&reg); err != nil {
-		writeErr(w, invalidBody("Failed to parse body: "+err.Error()))
-		return
-	}
-	n, created, apiErr := s.register(reg)
+func (s *Server) registerHTTP(r *http.Request, reg Registration) (int, any, *apiError) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n, isNew, apiErr := s.register(reg)
 	if apiErr != nil {
-		writeErr(w, apiErr)
-		return
+		return fail(apiErr)
 	}
-	status := http.StatusOK
-	if created {
-		status = http.StatusCreated
-	}
-	s.mu.Lock()
-	rep := s.nodeRep(simkit.BaseURL(r), s.prov.nodes[n.ID], false)
-	s.mu.Unlock()
-	simkit.WriteJSON(w, status, rep)
+	return map[bool]int{true: http.StatusCreated, false: http.StatusOK}[isNew], s.nodeRep(simkit.BaseURL(r), n, false), nil
 }
 
-func (s *Server) register(reg Registration) (Node, bool, *apiError) {
+// register adds the node reg describes, or finds the one of its hostname
+// already in the token's cluster. Caller holds s.mu.
+func (s *Server) register(reg Registration) (*Node, bool, *apiError) {
 	if reg.Hostname == "" {
-		return Node{}, false, missingRequired("hostname")
+		return nil, false, missingRequired("hostname")
 	}
-	n := &node{hostname: reg.Hostname, address: reg.Address}
+	n := &Node{Hostname: reg.Hostname, Address: reg.Address}
+	flags := map[string]*bool{"etcd": &n.Etcd, "controlplane": &n.ControlPlane, "control-plane": &n.ControlPlane, "worker": &n.Worker}
 	for _, role := range reg.Roles {
-		switch strings.ToLower(role) {
-		case "etcd":
-			n.etcd = true
-		case "controlplane", "control-plane":
-			n.controlPlane = true
-		case "worker":
-			n.worker = true
-		default:
-			return Node{}, false, invalidBody("unknown role " + role + " (etcd, controlplane, worker)")
+		flag := flags[strings.ToLower(role)]
+		if flag == nil {
+			return nil, false, invalidBody("unknown role " + role + " (etcd, controlplane, worker)")
 		}
+		*flag = true
 	}
-	if !n.etcd && !n.controlPlane && !n.worker {
-		return Node{}, false, missingRequired("roles")
+	if !n.Etcd && !n.ControlPlane && !n.Worker {
+		return nil, false, missingRequired("roles")
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var tok *regToken
-	for _, t := range s.prov.tokens {
-		if reg.Token != "" && t.token == reg.Token {
-			tok = t
-		}
-	}
+	tok := s.prov.tokens.Find(func(t *RegistrationToken) bool { return reg.Token != "" && t.Token == reg.Token })
 	if tok == nil {
-		return Node{}, false, newErr(http.StatusUnauthorized, "Unauthorized", "registration token is not valid")
+		return nil, false, unauthorized
 	}
-	for _, id := range s.sortedNodeIDs() {
-		if old := s.prov.nodes[id]; old.clusterID == tok.clusterID && old.hostname == reg.Hostname {
-			return s.toNode(old), false, nil
-		}
+	if old := s.prov.nodes.Find(func(o *Node) bool { return o.ClusterID == tok.ClusterID && o.Hostname == reg.Hostname }); old != nil {
+		return old, false, nil
 	}
-	n.clusterID = tok.clusterID
-	n.created = s.now()
-	for n.id == "" || s.prov.nodes[n.id] != nil {
-		n.name = "m-" + randLower(12)
-		n.id = n.clusterID + ":" + n.name
-	}
-	s.prov.nodes[n.id] = n
-	s.log.Debug("node registered", "id", n.id, "hostname", n.hostname)
-	return s.toNode(n), true, nil
-}
-
-// sortedNodeIDs gives a stable order (reads move state on). Caller holds
-// s.mu.
-func (s *Server) sortedNodeIDs() []string {
-	ids := make([]string, 0, len(s.prov.nodes))
-	for id := range s.prov.nodes {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	return ids
-}
-
-func notFoundNode(id string) *apiError {
-	name := id
-	if _, n, ok := strings.Cut(id, ":"); ok {
-		name = n
-	}
-	return notFound(`nodes.management.cattle.io "` + name + `" not found`)
-}
-
-// listNodes lists nodes with norman filters (clusterId=…), or those of the
-// {cluster} in the path. Each listed node counts as read.
-func (s *Server) listNodes(w http.ResponseWriter, r *http.Request) *apiError {
-	cluster := r.PathValue("cluster")
-	b := simkit.BaseURL(r)
-	s.mu.Lock()
-	if cluster != "" && !s.knownCluster(cluster) {
-		s.mu.Unlock()
-		return notFoundCluster(cluster)
-	}
-	conds := conditions(r)
-	objs := []map[string]any{}
-	for _, id := range s.sortedNodeIDs() {
-		n := s.prov.nodes[id]
-		if cluster != "" && n.clusterID != cluster {
-			continue
-		}
-		// Filtered before counting, so a list of another cluster's nodes
-		// does not move these on.
-		if !matches(map[string]any{"clusterId": n.clusterID, "requestedHostname": n.hostname, "hostname": n.hostname}, conds) {
-			continue
-		}
-		objs = append(objs, s.nodeRep(b, n, true))
-	}
-	s.mu.Unlock()
-	writeCollection(w, r, "node", b+"/v3/nodes", objs)
-	return nil
-}
-
-func (s *Server) getNode(w http.ResponseWriter, r *http.Request) *apiError {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := s.prov.nodes[r.PathValue("id")]
-	if n == nil {
-		return notFoundNode(r.PathValue("id"))
-	}
-	simkit.WriteJSON(w, http.StatusOK, s.nodeRep(simkit.BaseURL(r), n, true))
-	return nil
-}
-
-// deleteNode removes the node from its cluster (Rancher deletes the
-// machine and the Kubernetes node).
-func (s *Server) deleteNode(w http.ResponseWriter, r *http.Request) *apiError {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	id := r.PathValue("id")
-	n := s.prov.nodes[id]
-	if n == nil {
-		return notFoundNode(id)
-	}
-	rep := s.nodeRep(simkit.BaseURL(r), n, false)
-	delete(s.prov.nodes, id)
-	rep["state"] = "removing"
-	rep["transitioning"] = "yes"
-	simkit.WriteJSON(w, http.StatusOK, rep)
-	return nil
+	n.ClusterID, n.Created = tok.ClusterID, s.now()
+	n.ID = s.prov.nodes.Create(func() string { n.Name = "m-" + randLower(12); return n.ClusterID + ":" + n.Name }, n)
+	s.log.Debug("node registered", "id", n.ID, "hostname", n.Hostname)
+	return n, true, nil
 }
 
 // nodeAction serves POST /v3/nodes/<id>?action=drain; the body (Rancher's
 // NodeDrainInput) is recorded as sent. Other actions (cordon, uncordon,
 // stopDrain) are not simulated.
-func (s *Server) nodeAction(w http.ResponseWriter, r *http.Request) *apiError {
-	id := r.PathValue("id")
+func (s *Server) nodeAction(r *http.Request) (int, any, *apiError) {
 	action := paramValue(r, "action")
 	if action == "" {
-		return newErr(http.StatusMethodNotAllowed, "MethodNotAllow", "Method POST not supported")
+		return fail(errNoPost)
 	}
-	var buf bytes.Buffer
-	if _, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, 1<<20)); err != nil {
-		return invalidBody("Failed to read body: " + err.Error())
+	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, 1<<20))
+	if err != nil {
+		return fail(invalidBody("Failed to read body: " + err.Error()))
 	}
 	var in NodeDrainInput
-	if action == "drain" && len(bytes.TrimSpace(buf.Bytes())) > 0 {
-		if err := json.Unmarshal(buf.Bytes(), &in); err != nil {
-			return invalidBody("Failed to parse body: " + err.Error())
+	if action == "drain" && len(bytes.TrimSpace(body)) > 0 {
+		if err := json.Unmarshal(body, &in); err != nil {
+			return fail(invalidBody("Failed to parse body: " + err.Error()))
 		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n := s.prov.nodes[id]
-	if n == nil {
-		return notFoundNode(id)
-	}
-	if action != "drain" {
-		return newErr(http.StatusUnprocessableEntity, "InvalidAction", "Invalid action: "+action)
+	n := s.prov.nodes.Get(r.PathValue("id"))
+	switch {
+	case n == nil:
+		return fail(nodesType.notFound(r.PathValue("id")))
+	case action != "drain":
+		return fail(invalidAction(action))
 	}
 	n.drainAsked, n.drainReads = true, 0
-	s.prov.drains = append(s.prov.drains, DrainCall{NodeID: n.id, ClusterID: n.clusterID, Hostname: n.hostname,
-		Body: buf.String(), Input: in, Time: s.now()})
-	s.log.Debug("node drain", "id", n.id, "body", buf.String())
-	simkit.WriteJSON(w, http.StatusOK, s.nodeRep(simkit.BaseURL(r), n, false))
-	return nil
+	s.prov.drains = append(s.prov.drains, DrainCall{NodeID: n.ID, ClusterID: n.ClusterID, Hostname: n.Hostname,
+		Body: string(body), Input: in, Time: s.now()})
+	s.log.Debug("node drain", "id", n.ID, "body", string(body))
+	return ok(s.nodeRep(simkit.BaseURL(r), n, false))
 }
 
 // nodeRep is the v3 node; read counts the call as a read of it. Caller
 // holds s.mu.
-func (s *Server) nodeRep(b string, n *node, read bool) map[string]any {
+func (s *Server) nodeRep(b string, n *Node, read bool) map[string]any {
 	if read {
 		s.observeNode(n)
 	}
-	f := s.nodeFault(n)
-	state := s.nodeState(n)
-	self := b + "/v3/nodes/" + n.id
-	ts := n.created.Format(time.RFC3339)
+	state, msg, drained := s.nodeStatus(n)
+	self := b + "/v3/nodes/" + n.ID
+	ts := n.Created.Format(time.RFC3339)
 	conds := []map[string]any{}
 	if state != "registering" {
 		for _, t := range []string{"Initialized", "Provisioned", "Registered", "Ready"} {
@@ -373,43 +264,27 @@ func (s *Server) nodeRep(b string, n *node, read bool) map[string]any {
 		conds = append(conds, map[string]any{"type": "Registered", "status": "Unknown", "lastUpdateTime": ts,
 			"message": "waiting for the node's agent to connect"})
 	}
-	transitioning, msg := "no", ""
-	if st, reason, message := s.drained(n, f); st != "" {
-		c := map[string]any{"type": "Drained", "status": st, "lastUpdateTime": s.now().Format(time.RFC3339)}
-		if reason != "" {
-			c["reason"] = reason
-		}
-		if message != "" {
-			c["message"] = message
+	if drained[0] != "" {
+		c := map[string]any{"type": "Drained", "status": drained[0], "lastUpdateTime": s.now().Format(time.RFC3339)}
+		if drained[1] != "" {
+			c["reason"], c["message"] = drained[1], drained[2]
 		}
 		conds = append(conds, c)
-		if st == "False" {
-			transitioning, msg = "error", message
-		}
 	}
-	switch state {
-	case "registering", "draining":
+	transitioning := map[bool]string{false: "no", true: "error"}[state == "error" || drained[0] == "False"]
+	if state == "registering" || state == "draining" {
 		transitioning = "yes"
-	case "error":
-		transitioning, msg = "error", f.Error
 	}
-	m := map[string]any{
-		"id": n.id, "name": n.name, "type": "node", "baseType": "node",
-		"clusterId": n.clusterID, "namespaceId": n.clusterID,
-		"hostname": n.hostname, "requestedHostname": n.hostname, "nodeName": n.hostname,
-		"ipAddress": n.address, "externalIpAddress": n.address,
-		"etcd": n.etcd, "controlPlane": n.controlPlane, "worker": n.worker,
+	m := normanObj("node", self, n.Created, map[string]any{
+		"id": n.ID, "name": n.Name, "clusterId": n.ClusterID, "namespaceId": n.ClusterID,
+		"hostname": n.Hostname, "requestedHostname": n.Hostname, "nodeName": n.Hostname,
+		"ipAddress": n.Address, "externalIpAddress": n.Address,
+		"etcd": n.Etcd, "controlPlane": n.ControlPlane, "worker": n.Worker,
 		"unschedulable": n.drainAsked, "conditions": conds,
-		"annotations": map[string]string{}, "labels": map[string]string{"kubernetes.io/hostname": n.hostname},
-		"links": map[string]string{"self": self, "update": self, "remove": self, "cluster": b + "/v3/clusters/" + n.clusterID},
-		"actions": map[string]string{
-			"drain": self + "?action=drain", "cordon": self + "?action=cordon",
-		},
-	}
-	timestamps(m, n.created)
-	m["state"] = state
-	m["transitioning"] = transitioning
-	m["transitioningMessage"] = msg
+		"annotations": map[string]string{}, "labels": map[string]string{"kubernetes.io/hostname": n.Hostname},
+	}, map[string]string{"cluster": b + "/v3/clusters/" + n.ClusterID},
+		map[string]string{"drain": self + "?action=drain", "cordon": self + "?action=cordon"})
+	m["state"], m["transitioning"], m["transitioningMessage"] = state, transitioning, msg
 	return m
 }
 

@@ -2,8 +2,11 @@ package ranchersim
 
 import (
 	"cmp"
+	"crypto/subtle"
 	"fmt"
+	"io"
 	"log/slog"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -26,13 +29,11 @@ const (
 // DefaultRoleTemplates are the built-in project role templates of Rancher
 // 2.x that the simulator knows when Options.RoleTemplates is empty.
 var DefaultRoleTemplates = []string{
-	"project-owner", "project-member", "read-only",
-	"create-ns", "projectroletemplatebindings-manage", "projectcatalogs-manage",
-	"workloads-manage", "workloads-view", "ingress-manage", "ingress-view",
-	"services-manage", "services-view", "secrets-manage", "secrets-view",
-	"configmaps-manage", "configmaps-view", "persistentvolumeclaims-manage",
-	"persistentvolumeclaims-view", "serviceaccounts-manage", "serviceaccounts-view",
-	"edit", "view", "admin",
+	"project-owner", "project-member", "read-only", "create-ns", "projectroletemplatebindings-manage",
+	"projectcatalogs-manage", "workloads-manage", "workloads-view", "ingress-manage", "ingress-view",
+	"services-manage", "services-view", "secrets-manage", "secrets-view", "configmaps-manage", "configmaps-view",
+	"persistentvolumeclaims-manage", "persistentvolumeclaims-view", "serviceaccounts-manage",
+	"serviceaccounts-view", "edit", "view", "admin",
 }
 
 // Options configure a simulator. The zero value serves one cluster with the
@@ -52,7 +53,8 @@ type Options struct {
 	// works (handy for tests of the management API alone).
 	Kube *rest.Config
 	// UniqueProjectNames makes a second project with an existing name in
-	// the cluster a 409, as some sites enforce; Rancher itself allows it.
+	// the cluster a 409, as some sites enforce; Rancher itself allows it
+	// (rancher/rancher#54084).
 	UniqueProjectNames bool
 	// AllowDuplicateBindings gives PRTBs random names, so an identical
 	// binding can be created twice (Rancher before 2.14).
@@ -80,15 +82,13 @@ type Options struct {
 // Server is the simulator. Management state sits behind one mutex, which is
 // never held during a Kubernetes call.
 type Server struct {
-	opts    Options
-	log     *slog.Logger
-	kube    *kubeClient // nil without Options.Kube
-	roles   map[string]bool
-	created time.Time // of the cluster object
+	opts Options
+	log  *slog.Logger
+	kube *kubeClient // nil without Options.Kube
 
 	mu       sync.Mutex
-	projects map[string]*project // by id "c-…:p-…"
-	bindings map[string]*binding // by id "p-…:prtb-…"
+	projects simkit.Store[Project] // by id "c-…:p-…"
+	bindings simkit.Store[Binding] // by id "p-…:prtb-…"
 	imports  []Import
 	prov     provState // provisioned clusters, their nodes, tokens, bindings; v1 secrets
 
@@ -113,22 +113,13 @@ func New(opts Options) (*Server, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	if opts.Logger == nil {
-		opts.Logger = slog.Default()
-	}
+	opts.Logger = cmp.Or(opts.Logger, slog.Default())
 	s := &Server{
-		opts:     opts,
-		log:      opts.Logger.With("component", "ranchersim"),
-		roles:    map[string]bool{},
-		created:  opts.Now().UTC(),
-		projects: map[string]*project{},
-		bindings: map[string]*binding{},
-		prov:     newProvState(opts.ClusterRoleTemplates),
+		opts: opts,
+		log:  opts.Logger.With("component", "ranchersim"),
 	}
 	s.Faults = newFaults()
-	for _, r := range opts.RoleTemplates {
-		s.roles[r] = true
-	}
+	s.prov.clusters.Put(opts.ClusterID, &Cluster{ID: opts.ClusterID, Name: opts.ClusterName, Created: s.now(), own: true})
 	if opts.Kube != nil {
 		k, err := newKubeClient(opts.Kube)
 		if err != nil {
@@ -138,8 +129,8 @@ func New(opts Options) (*Server, error) {
 	}
 	if !opts.NoDefaultProjects {
 		for _, name := range []string{"Default", "System"} {
-			s.addProject(&project{name: name, description: name + " project created for the cluster",
-				labels: map[string]string{"authz.management.cattle.io/" + strings.ToLower(name) + "-project": "true"}}, false)
+			s.addProject(&Project{Name: name, Description: name + " project created for the cluster",
+				Labels: map[string]string{"authz.management.cattle.io/" + strings.ToLower(name) + "-project": "true"}}, false)
 		}
 	}
 	s.Init(s.routes(), s.log)
@@ -154,3 +145,163 @@ func (s *Server) Options() Options { return s.opts }
 func NewTestServer(t testing.TB, opts Options) *Server { return simkit.NewTestServer(t, New, opts) }
 
 func (s *Server) now() time.Time { return s.opts.Now().UTC() }
+
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	api := func(pattern string, h handler) { mux.Handle(pattern, s.authed(h)) }
+	// Each pair of paths below is one collection: norman matches type
+	// names case-insensitively; links use the camel case plural, the agent
+	// the lower case one.
+	both := func(method, prefix, lower, camel string, h handler) {
+		api(method+" "+prefix+lower, h)
+		api(method+" "+prefix+camel, h)
+	}
+
+	api("GET /v3", s.root)
+	api("POST /v3", s.root)
+	api("GET /v3/{$}", s.root)
+
+	// The simulator's own cluster and the provisioned ones (clusters.go).
+	clustersType.routes(s, api, []string{"/v3/clusters"}, nil, true)
+	api("POST /v3/clusters/{cluster}", s.clusterAction)
+	api("PUT /v3/clusters/{cluster}", withBody(s.updateCluster))
+	api("DELETE /v3/clusters/{cluster}", s.deleteCluster)
+
+	projectsType.routes(s, api, []string{"/v3/projects"}, withBody(s.createProject), true)
+	api("PUT /v3/projects/{id}", withBody(s.updateProject))
+	api("DELETE /v3/projects/{id}", s.deleteProject)
+	both("GET", "/v3/projects/{id}/", "projectroletemplatebindings", "projectRoleTemplateBindings", s.listProjectBindings)
+	bindingsType.routes(s, api, []string{"/v3/projectroletemplatebindings", "/v3/projectRoleTemplateBindings"}, withBody(s.createBinding), false)
+
+	// Namespaces are cluster-scoped: reachable under the cluster's link
+	// (/v3/clusters/<id>/namespaces) and, as their self links say, under
+	// /v3/cluster/<id>/namespaces.
+	for _, prefix := range []string{"/v3/clusters/{cluster}/namespaces", "/v3/cluster/{cluster}/namespaces"} {
+		api("GET "+prefix, s.listNamespaces)
+		api("POST "+prefix, s.createNamespace)
+		api("GET "+prefix+"/{name}", s.getNamespace)
+		api("DELETE "+prefix+"/{name}", s.deleteNamespace)
+	}
+
+	// Provisioning (provisioning.go): steve's v1 clusters and secrets.
+	v1ClustersType.routes(s, api, []string{"/v1/provisioning.cattle.io.clusters", "/v1/provisioning.cattle.io.cluster"}, s.createV1Cluster, false)
+	secretsType.routes(s, api, []string{"/v1/secrets"}, s.createSecret, false)
+	// Waldur's client posts tokens to the singular; the collection link is
+	// the plural.
+	tokensType.routes(s, api, []string{"/v3/clusterregistrationtoken", "/v3/clusterregistrationtokens", "/v3/clusterRegistrationTokens"}, withBody(s.createToken), true)
+	both("GET", "/v3/clusters/{cluster}/", "clusterregistrationtokens", "clusterRegistrationTokens", tokensType.list(s))
+	clusterBindingsType.routes(s, api, []string{"/v3/clusterroletemplatebindings", "/v3/clusterRoleTemplateBindings"}, withBody(s.createClusterBinding), false)
+	both("GET", "/v3/clusters/{cluster}/", "clusterroletemplatebindings", "clusterRoleTemplateBindings", clusterBindingsType.list(s))
+	nodesType.routes(s, api, []string{"/v3/nodes"}, nil, false)
+	api("GET /v3/clusters/{cluster}/nodes", nodesType.list(s))
+	api("POST /v3/nodes/{id}", s.nodeAction)
+	// Not Rancher's API: what a VM running system-agent-install.sh does
+	// (nodes.go). It takes the registration token instead of an API key
+	// and sits behind the fault middleware, so Down fails it too.
+	mux.Handle("POST "+RegisterPath, withBody(s.registerHTTP))
+
+	mux.Handle("/k8s/clusters/{cluster}/{rest...}", s.authed(http.HandlerFunc(s.proxyKube)))
+
+	mux.Handle("/", s.authed(handler(func(*http.Request) (int, any, *apiError) { return fail(errNoRoute) })))
+
+	// The admin API sits outside the middleware: faults and Down must not
+	// lock a test out of inspecting the simulator.
+	top := http.NewServeMux()
+	s.adminRoutes(top)
+	top.Handle("/", s.Faults.Middleware(mux))
+	return top
+}
+
+// authed checks the API key before anything else, as Rancher's auth filter
+// does: an unknown path with a bad key is a 401, not a 404.
+func (s *Server) authed(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.authenticated(r) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusUnauthorized)
+			_, _ = io.WriteString(w, unauthorizedBody)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// authenticated accepts the key pair as basic auth (the agent's way) or as
+// a bearer token "access:secret" (Rancher's other way).
+func (s *Server) authenticated(r *http.Request) bool {
+	user, pass, ok := r.BasicAuth()
+	if !ok {
+		tok, bearer := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		user, pass, ok = strings.Cut(tok, ":")
+		ok = ok && bearer
+	}
+	return ok && subtle.ConstantTimeCompare([]byte(user), []byte(s.opts.AccessKey))&
+		subtle.ConstantTimeCompare([]byte(pass), []byte(s.opts.SecretKey)) == 1
+}
+
+// root is the v3 API root; the agent POSTs to it as a login probe and only
+// looks at the status.
+func (s *Server) root(r *http.Request) (int, any, *apiError) {
+	b := simkit.BaseURL(r) + "/v3"
+	return ok(map[string]any{
+		"id": "v3", "type": "apiRoot", "baseType": "apiRoot", "apiVersion": map[string]string{
+			"group": "management.cattle.io", "path": "/v3", "version": "v3",
+		},
+		"links": map[string]string{
+			"self": b, "clusters": b + "/clusters", "projects": b + "/projects",
+			"projectRoleTemplateBindings": b + "/projectRoleTemplateBindings",
+		},
+	})
+}
+
+// Call is one logged request. Bodies are kept (the API key is in the
+// Authorization header, which is not logged; the only credentials in
+// bodies are the test registry secrets' and the registration tokens of
+// node registrations), except of /k8s/ requests, whose bodies stream
+// through.
+type Call = simkit.Call
+
+// Fault makes matching requests misbehave (see simkit.Fault).
+// QueryContains tells apart requests that share a path, e.g.
+// "action=importYaml" from GET cluster; a Status without Body answers a
+// Rancher error body.
+type Fault = simkit.Fault
+
+// newFaults is the call log and fault registry with Rancher's bodies.
+func newFaults() *simkit.Faults {
+	return simkit.NewFaults(simkit.FaultOptions{
+		DownBody: "503 Service Temporarily Unavailable", // Rancher's ingress while it restarts
+		ErrorBody: func(status int) string {
+			return fmt.Sprintf(`{"baseType":"error","type":"error","status":%d,"code":"ServerError","message":"injected fault"}`, status)
+		},
+		KeepBody: func(r *http.Request) bool { return !strings.HasPrefix(r.URL.Path, "/k8s/") },
+	})
+}
+
+// adminRoutes serve the inspection API under /sim/ for a simulator run as
+// a process (make run), where tests cannot call Server's methods: what
+// the methods of the same names answer, node faults and simkit's call log
+// and fault routes. It needs no key and bypasses faults and the call log;
+// listen on loopback only. RegisterPath is not part of it: it stands in
+// for a node's agent and goes through faults and the call log.
+func (s *Server) adminRoutes(mux *http.ServeMux) {
+	get := func(path string, f func() any) {
+		mux.HandleFunc("GET "+path, func(w http.ResponseWriter, _ *http.Request) { simkit.WriteJSON(w, http.StatusOK, f()) })
+	}
+	get("/sim/projects", func() any { return s.Projects() })
+	get("/sim/bindings", func() any { return s.Bindings("") })
+	get("/sim/imports", func() any { return s.Imports() })
+	get("/sim/calls", func() any { return s.Calls() })
+	get("/sim/inventory", func() any { return s.Inventory() })
+	get("/sim/drains", func() any { return s.Drains() })
+	bad := func(w http.ResponseWriter, msg string) { writeErr(w, invalidBody(msg)) }
+	mux.HandleFunc("POST /sim/node-faults", simkit.JSONBody(bad, func(w http.ResponseWriter, _ *http.Request, f NodeFault) {
+		s.AddNodeFault(f)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	mux.HandleFunc("DELETE /sim/node-faults", func(w http.ResponseWriter, _ *http.Request) {
+		s.ClearNodeFaults()
+		w.WriteHeader(http.StatusNoContent)
+	})
+	s.AdminRoutes(mux, bad)
+}

@@ -1,119 +1,230 @@
 package ranchersim
 
 import (
+	"cmp"
+	"encoding/json"
+	"io"
+	"maps"
 	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
-// steveKind is one resource type of steve, Rancher's v1 API: its list,
-// show and delete by namespace and name, with steve's collection
-// envelope and NotFound body, the same for provisioning clusters and
-// secrets.
-type steveKind[T any] struct {
-	// typ is the collection's resourceType, noun the name a NotFound
-	// message gives the type (`secrets "x" not found`).
-	typ, noun string
-	items     func(*Server) map[string]*T
-	namespace func(*T) string
-	// labels, when set, lets a list take steve's labelSelector.
-	labels func(*T) map[string]string
-	// rep renders v; read counts the call as a read of v.
-	rep func(s *Server, b string, v *T, read bool) map[string]any
-	// drop removes v, whose rendering a delete answers. Caller holds s.mu.
-	drop func(s *Server, key string, v *T, rep map[string]any)
-}
+// labelSelector is a list of key=value (or key==value) terms.
+type labelSelector map[string]string
 
-var v1Clusters = &steveKind[provCluster]{
-	typ: "provisioning.cattle.io.cluster", noun: "clusters.provisioning.cattle.io",
-	items:     func(s *Server) map[string]*provCluster { return s.prov.v1 },
-	namespace: func(pc *provCluster) string { return pc.namespace },
-	rep:       (*Server).v1ClusterRep,
-	drop: func(s *Server, _ string, pc *provCluster, rep map[string]any) {
-		s.removeCluster(pc.clusterID)
-		if meta, _ := rep["metadata"].(map[string]any); meta != nil {
-			meta["deletionTimestamp"] = s.now().Format(time.RFC3339)
+func parseLabelSelector(s string) (labelSelector, string) {
+	sel := labelSelector{}
+	for term := range strings.SplitSeq(s, ",") {
+		term = strings.TrimSpace(term)
+		if term == "" {
+			continue
 		}
-	},
-}
-
-var v1Secrets = &steveKind[v1Secret]{
-	typ: "secret", noun: "secrets",
-	items:     func(s *Server) map[string]*v1Secret { return s.prov.secrets },
-	namespace: func(sec *v1Secret) string { return sec.namespace },
-	labels:    func(sec *v1Secret) map[string]string { return sec.labels },
-	rep:       func(_ *Server, b string, sec *v1Secret, _ bool) map[string]any { return secretRep(b, sec) },
-	drop:      func(s *Server, key string, _ *v1Secret, _ map[string]any) { delete(s.prov.secrets, key) },
-}
-
-// routes adds k's collection at coll, all namespaces' and one's, with
-// create serving its POSTs.
-func (k *steveKind[T]) routes(s *Server, api func(string, handler), coll string, create handler) {
-	api("GET "+coll, k.list(s))
-	api("POST "+coll, create)
-	api("GET "+coll+"/{ns}", k.list(s))
-	api("POST "+coll+"/{ns}", create)
-	api("GET "+coll+"/{ns}/{name}", k.get(s))
-	api("DELETE "+coll+"/{ns}/{name}", k.remove(s))
-}
-
-func (k *steveKind[T]) list(s *Server) handler {
-	return func(w http.ResponseWriter, r *http.Request) *apiError {
-		ns := r.PathValue("ns")
-		sel := labelSelector{}
-		if k.labels != nil {
-			var err string
-			if sel, err = parseLabelSelector(r.URL.Query().Get("labelSelector")); err != "" {
-				v1Err(w, http.StatusBadRequest, "BadRequest", err)
-				return nil
-			}
+		k, v, ok := strings.Cut(term, "=")
+		if !ok || k == "" || strings.ContainsAny(k, "!<>") {
+			return nil, "unable to parse requirement: only equality terms (key=value) are simulated: " + term
 		}
-		b := simkit.BaseURL(r)
-		s.mu.Lock()
-		data := []map[string]any{}
-		for _, v := range k.items(s) {
-			if (ns == "" || k.namespace(v) == ns) && (k.labels == nil || sel.matches(k.labels(v))) {
-				data = append(data, k.rep(s, b, v, true))
-			}
-		}
-		s.mu.Unlock()
-		writeV1Collection(w, r, k.typ, data)
-		return nil
+		sel[k] = strings.TrimPrefix(v, "=")
 	}
+	return sel, ""
 }
 
-// find is the object the path names; a missing one is answered with
-// steve's NotFound. Caller holds s.mu.
-func (k *steveKind[T]) find(s *Server, w http.ResponseWriter, r *http.Request) (string, *T) {
-	key := r.PathValue("ns") + "/" + r.PathValue("name")
-	v := k.items(s)[key]
-	if v == nil {
-		v1Err(w, http.StatusNotFound, "NotFound", k.noun+` "`+r.PathValue("name")+`" not found`)
-	}
-	return key, v
-}
-
-func (k *steveKind[T]) get(s *Server) handler {
-	return func(w http.ResponseWriter, r *http.Request) *apiError {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if _, v := k.find(s, w, r); v != nil {
-			simkit.WriteJSON(w, http.StatusOK, k.rep(s, simkit.BaseURL(r), v, true))
+func (sel labelSelector) matches(labels map[string]string) bool {
+	for k, v := range sel {
+		if got, ok := labels[k]; !ok || got != v {
+			return false
 		}
-		return nil
 	}
+	return true
 }
 
-func (k *steveKind[T]) remove(s *Server) handler {
-	return func(w http.ResponseWriter, r *http.Request) *apiError {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if key, v := k.find(s, w, r); v != nil {
-			rep := k.rep(s, simkit.BaseURL(r), v, false)
-			k.drop(s, key, v, rep)
-			simkit.WriteJSON(w, http.StatusOK, rep)
+// ProvisioningCluster is a provisioning.cattle.io/v1 Cluster as tests see
+// it.
+type ProvisioningCluster struct {
+	ID        string // "fleet-default/<name>"
+	Namespace string
+	Name      string
+	// ClusterID is its management (v3) cluster, c-m-xxxxxxxx.
+	ClusterID   string
+	Labels      map[string]string
+	Annotations map[string]string
+	// Body is the create request's body as sent, on which the
+	// representation is built: compare it byte for byte, or decode it
+	// (Spec).
+	Body    json.RawMessage
+	Created time.Time
+
+	uid   string
+	reads int
+}
+
+// Spec is the body's spec, decoded; nil when it has none.
+func (p ProvisioningCluster) Spec() map[string]any {
+	var m struct {
+		Spec map[string]any `json:"spec"`
+	}
+	_ = json.Unmarshal(p.Body, &m)
+	return m.Spec
+}
+
+// Secret is a core/v1 Secret created through steve.
+type Secret struct {
+	ID, Namespace, Name string
+	Type                string // the Secret's type (kubernetes.io/basic-auth)
+	Labels, Annotations map[string]string
+	// Data is as sent (base64 values); Body the request as sent.
+	Data    map[string]string
+	Body    json.RawMessage
+	Created time.Time
+
+	uid string
+}
+
+// dnsLabelRe is a Kubernetes object name as Rancher's webhook accepts for a
+// provisioning cluster (an RFC 1123 label: it becomes a namespace-like
+// name in several places).
+var dnsLabelRe = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
+
+// v1Meta is the part of a v1 create body the simulator reads.
+type v1Meta struct {
+	Metadata struct {
+		Name         string            `json:"name"`
+		GenerateName string            `json:"generateName"`
+		Namespace    string            `json:"namespace"`
+		Labels       map[string]string `json:"labels"`
+		Annotations  map[string]string `json:"annotations"`
+	} `json:"metadata"`
+	Type string `json:"type"`
+}
+
+// readV1Body reads a steve create body, keeping its bytes, and the
+// namespace from the path or the body (the path wins, as steve's does).
+func readV1Body(r *http.Request) ([]byte, v1Meta, *apiError) {
+	var meta v1Meta
+	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, 4<<20))
+	if err != nil {
+		return nil, meta, steveErr(http.StatusUnprocessableEntity, "InvalidBodyContent", "failed to read body: "+err.Error())
+	}
+	if err := json.Unmarshal(body, &meta); err != nil {
+		return nil, meta, steveErr(http.StatusUnprocessableEntity, "InvalidBodyContent", "failed to parse body: "+err.Error())
+	}
+	meta.Metadata.Namespace = cmp.Or(r.PathValue("ns"), meta.Metadata.Namespace)
+	if meta.Metadata.Namespace == "" {
+		return nil, meta, steveErr(http.StatusUnprocessableEntity, "Invalid", "metadata.namespace: Required value")
+	}
+	return body, meta, nil
+}
+
+func (s *Server) createV1Cluster(r *http.Request) (int, any, *apiError) {
+	body, meta, err := readV1Body(r)
+	name := meta.Metadata.Name
+	switch {
+	case err != nil:
+		return fail(err)
+	case !dnsLabelRe.MatchString(name):
+		return fail(steveErr(http.StatusUnprocessableEntity, "Invalid",
+			`Cluster.provisioning.cattle.io "`+name+`" is invalid: metadata.name: Invalid value: "`+name+
+				`": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character`))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	pc := &ProvisioningCluster{ID: meta.Metadata.Namespace + "/" + name, Namespace: meta.Metadata.Namespace, Name: name,
+		uid: simkit.NewUUID(), Body: body, Labels: cloneMap(meta.Metadata.Labels),
+		Annotations: cloneMap(meta.Metadata.Annotations), Created: s.now()}
+	if !s.storeProvCluster(pc) {
+		return fail(steveErr(http.StatusConflict, "AlreadyExists", `clusters.provisioning.cattle.io "`+name+`" already exists`))
+	}
+	s.log.Debug("provisioning cluster created", "id", pc.ID, "cluster", pc.ClusterID)
+	return created(s.v1ClusterRep(simkit.BaseURL(r), pc, false))
+}
+
+// v1ClusterRep is the steve object: the create body as sent, with the
+// server's metadata, links and status. read counts the call as a read of
+// the cluster (and its nodes).
+func (s *Server) v1ClusterRep(b string, pc *ProvisioningCluster, read bool) map[string]any {
+	// The create checked that the body is an object with metadata.
+	var m map[string]any
+	_ = json.Unmarshal(pc.Body, &m)
+	meta := m["metadata"].(map[string]any)
+	if read {
+		pc.reads++
+	}
+	self := b + "/v1/provisioning.cattle.io.clusters/" + pc.ID
+	m["id"], m["type"], m["apiVersion"], m["kind"] = pc.ID, "provisioning.cattle.io.cluster", "provisioning.cattle.io/v1", "Cluster"
+	m["links"] = map[string]string{"self": self, "update": self, "remove": self, "view": b + "/apis/provisioning.cattle.io/v1/namespaces/" + pc.Namespace + "/clusters/" + pc.Name}
+	maps.Copy(meta, map[string]any{"name": pc.Name, "namespace": pc.Namespace, "uid": pc.uid, "generation": 1,
+		"resourceVersion": strconv.Itoa(int(pc.Created.UnixNano() % 1e9)), "creationTimestamp": pc.Created.Format(time.RFC3339)})
+	ready := false
+	status := map[string]any{"observedGeneration": 1, "clientSecretName": pc.Name + "-kubeconfig"}
+	if mc := s.prov.clusters.Get(pc.ClusterID); mc != nil {
+		cs, _ := s.clusterState(mc, read)
+		ready = cs == "active"
+		if pc.reads >= s.opts.Provisioning.ClusterNamePolls {
+			status["clusterName"] = mc.ID
 		}
-		return nil
+	}
+	status["ready"], status["agentDeployed"] = ready, ready
+	status["conditions"] = []map[string]any{
+		{"type": "Ready", "status": map[bool]string{true: "True", false: "Unknown"}[ready], "lastUpdateTime": pc.Created.Format(time.RFC3339)},
+		{"type": "Provisioned", "status": "True", "lastUpdateTime": pc.Created.Format(time.RFC3339)},
+	}
+	m["status"] = status
+	meta["state"] = map[string]any{"name": map[bool]string{true: "active", false: "provisioning"}[ready], "error": false, "transitioning": !ready, "message": ""}
+	return m
+}
+
+func (s *Server) createSecret(r *http.Request) (int, any, *apiError) {
+	body, meta, err := readV1Body(r)
+	if err != nil {
+		return fail(err)
+	}
+	var in struct {
+		XType string            `json:"_type"`
+		Data  map[string]string `json:"data"`
+	}
+	_ = json.Unmarshal(body, &in)
+	// steve's type field names the schema ("secret"); the Secret's own
+	// type is _type. Waldur puts the Secret type into type, which steve
+	// then takes as the Secret's.
+	typ := in.XType
+	if typ == "" && meta.Type != "secret" {
+		typ = meta.Type
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sec := &Secret{Namespace: meta.Metadata.Namespace, Name: meta.Metadata.Name, uid: simkit.NewUUID(),
+		Type: cmp.Or(typ, "Opaque"), Body: body, Labels: cloneMap(meta.Metadata.Labels),
+		Annotations: cloneMap(meta.Metadata.Annotations), Data: cloneMap(in.Data), Created: s.now()}
+	switch {
+	case sec.Name == "" && meta.Metadata.GenerateName == "":
+		return fail(steveErr(http.StatusUnprocessableEntity, "Invalid", "metadata.name: Required value: name or generateName is required"))
+	case sec.Name == "":
+		sec.ID = s.prov.secrets.Create(func() string {
+			sec.Name = meta.Metadata.GenerateName + randName(5)
+			return sec.Namespace + "/" + sec.Name
+		}, sec)
+	case !s.prov.secrets.Put(sec.Namespace+"/"+sec.Name, sec):
+		return fail(steveErr(http.StatusConflict, "AlreadyExists", `secrets "`+sec.Name+`" already exists`))
+	default:
+		sec.ID = sec.Namespace + "/" + sec.Name
+	}
+	return created(secretRep(simkit.BaseURL(r), sec))
+}
+
+func secretRep(b string, sec *Secret) map[string]any {
+	self := b + "/v1/secrets/" + sec.ID
+	return map[string]any{
+		"id": sec.ID, "type": "secret", "_type": sec.Type, "apiVersion": "v1", "kind": "Secret",
+		"links": map[string]string{"self": self, "update": self, "remove": self},
+		"metadata": map[string]any{
+			"name": sec.Name, "namespace": sec.Namespace, "uid": sec.uid,
+			"labels": cloneMap(sec.Labels), "annotations": cloneMap(sec.Annotations),
+			"creationTimestamp": sec.Created.Format(time.RFC3339),
+		},
+		"data": cloneMap(sec.Data),
 	}
 }

@@ -20,19 +20,17 @@ import (
 
 func main() {
 	simkit.Main("ranchersim", "127.0.0.1:8443", func(fs *flag.FlagSet) simkit.Build {
+		var opts ranchersim.Options
 		kubeconfig := fs.String("kubeconfig", os.Getenv("KUBECONFIG"),
 			"kubeconfig of the cluster behind the simulator; empty serves the management API only")
-		accessKey := fs.String("access-key", ranchersim.DefaultAccessKey, "API access key (basic auth user)")
-		secretKey := fs.String("secret-key", ranchersim.DefaultSecretKey, "API secret key (basic auth password)")
-		clusterID := fs.String("cluster-id", ranchersim.DefaultClusterID, "id of the simulated downstream cluster")
-		clusterName := fs.String("cluster-name", ranchersim.DefaultClusterName, "name of the simulated downstream cluster")
-		uniqueNames := fs.Bool("unique-project-names", false, "answer 409 to a second project with the same name (Rancher does not)")
-		dupBindings := fs.Bool("allow-duplicate-bindings", false, "allow identical bindings twice (Rancher before 2.14)")
+		fs.StringVar(&opts.AccessKey, "access-key", ranchersim.DefaultAccessKey, "API access key (basic auth user)")
+		fs.StringVar(&opts.SecretKey, "secret-key", ranchersim.DefaultSecretKey, "API secret key (basic auth password)")
+		fs.StringVar(&opts.ClusterID, "cluster-id", ranchersim.DefaultClusterID, "id of the simulated downstream cluster")
+		fs.StringVar(&opts.ClusterName, "cluster-name", ranchersim.DefaultClusterName, "name of the simulated downstream cluster")
+		fs.BoolVar(&opts.UniqueProjectNames, "unique-project-names", false, "answer 409 to a second project with the same name (Rancher does not)")
+		fs.BoolVar(&opts.AllowDuplicateBindings, "allow-duplicate-bindings", false, "allow identical bindings twice (Rancher before 2.14)")
 		return func(_ context.Context, log *slog.Logger) (simkit.Sim, []any, error) {
-			opts := ranchersim.Options{
-				AccessKey: *accessKey, SecretKey: *secretKey, ClusterID: *clusterID, ClusterName: *clusterName,
-				UniqueProjectNames: *uniqueNames, AllowDuplicateBindings: *dupBindings, Logger: log,
-			}
+			opts.Logger = log
 			if *kubeconfig != "" {
 				cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
 				if err != nil {
@@ -41,7 +39,7 @@ func main() {
 				opts.Kube = cfg
 			}
 			srv, err := ranchersim.New(opts)
-			return srv, []any{"cluster", *clusterID, "kube", *kubeconfig != ""}, err
+			return srv, []any{"cluster", opts.ClusterID, "kube", *kubeconfig != ""}, err
 		}
 	})
 }

@@ -3,21 +3,26 @@ package ranchersim
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
-// apiError is a norman error: {"baseType":"error","type":"error",
-// "status":<int>,"code":…,"message":…[,"fieldName":…]}.
+// apiError is an error answer: norman's {"baseType":"error","type":"error",
+// "status":<int>,"code":…,"message":…[,"fieldName":…]}, or with steve set
+// steve's {"type":"error","links":{},"code":…,"message":…,"status":…}.
 type apiError struct {
 	status    int
 	code      string
 	message   string
 	fieldName string
+	steve     bool
 }
 
 func (e *apiError) Error() string { return fmt.Sprintf("%d %s: %s", e.status, e.code, e.message) }
@@ -26,11 +31,13 @@ func newErr(status int, code, msg string) *apiError {
 	return &apiError{status: status, code: code, message: msg}
 }
 
+func steveErr(status int, code, msg string) *apiError {
+	return &apiError{status: status, code: code, message: msg, steve: true}
+}
+
 func notFound(msg string) *apiError { return newErr(http.StatusNotFound, "NotFound", msg) }
 
-func alreadyExists(msg string) *apiError {
-	return newErr(http.StatusConflict, "AlreadyExists", msg)
-}
+func alreadyExists(msg string) *apiError { return newErr(http.StatusConflict, "AlreadyExists", msg) }
 
 func missingRequired(field string) *apiError {
 	return &apiError{status: http.StatusUnprocessableEntity, code: "MissingRequired", fieldName: field}
@@ -44,10 +51,17 @@ func invalidBody(msg string) *apiError {
 	return newErr(http.StatusUnprocessableEntity, "InvalidBodyContent", msg)
 }
 
+func invalidAction(action string) *apiError {
+	return newErr(http.StatusUnprocessableEntity, "InvalidAction", "Invalid action: "+action)
+}
+
 var (
 	errNoKube = newErr(http.StatusServiceUnavailable, "ClusterUnavailable",
 		"cluster not available: the simulator has no Kubernetes API server")
-	errNoRoute = notFound("not found")
+	errNoRoute   = notFound("not found")
+	errNoPost    = newErr(http.StatusMethodNotAllowed, "MethodNotAllow", "Method POST not supported")
+	errNotNull   = newErr(http.StatusUnprocessableEntity, "NotNullable", "name")
+	unauthorized = newErr(http.StatusUnauthorized, "Unauthorized", "registration token is not valid")
 )
 
 // unauthorizedBody is Rancher's 401 body verbatim: status is a string and
@@ -55,14 +69,32 @@ var (
 const unauthorizedBody = `{"type":"error","status":"401","message":"must authenticate"}`
 
 func writeErr(w http.ResponseWriter, e *apiError) {
-	body := map[string]any{
-		"baseType": "error", "type": "error",
-		"status": e.status, "code": e.code, "message": e.message,
+	body := map[string]any{"type": "error", "status": e.status, "code": e.code, "message": e.message}
+	if e.steve {
+		body["links"] = map[string]string{}
+	} else {
+		body["baseType"] = "error"
 	}
 	if e.fieldName != "" {
 		body["fieldName"] = e.fieldName
 	}
 	simkit.WriteJSON(w, e.status, body)
+}
+
+// handler serves one authenticated API request: the status and body of
+// its answer, or an error, written in its API's format.
+type handler func(r *http.Request) (int, any, *apiError)
+
+func ok(v any) (int, any, *apiError)         { return http.StatusOK, v, nil }
+func created(v any) (int, any, *apiError)    { return http.StatusCreated, v, nil }
+func fail(e *apiError) (int, any, *apiError) { return 0, nil, e }
+
+func (h handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if status, body, err := h(r); err != nil {
+		writeErr(w, err)
+	} else {
+		simkit.WriteJSON(w, status, body)
+	}
 }
 
 // param is one query parameter as sent.
@@ -157,39 +189,31 @@ func matches(obj map[string]any, conds []condition) bool {
 	return true
 }
 
-// writeCollection filters objs by the request's conditions, sorts them by
-// id and writes a norman collection of resourceType.
-func writeCollection(w http.ResponseWriter, r *http.Request, resourceType, createURL string, objs []map[string]any) {
+// collection filters objs by the request's conditions, sorts them by id
+// and makes a norman collection of resourceType.
+func collection(r *http.Request, resourceType, createURL string, objs []map[string]any) map[string]any {
 	conds := conditions(r)
-	data := []map[string]any{}
 	filters := map[string]any{}
 	for _, c := range conds {
 		filters[c.field] = []map[string]string{{"modifier": c.modifier, "value": c.value}}
 	}
-	for _, o := range objs {
-		if matches(o, conds) {
-			data = append(data, o)
-		}
-	}
+	data := slices.DeleteFunc(append([]map[string]any{}, objs...), func(o map[string]any) bool { return !matches(o, conds) })
 	sort.Slice(data, func(i, j int) bool { return fmt.Sprint(data[i]["id"]) < fmt.Sprint(data[j]["id"]) })
 	self := simkit.BaseURL(r) + r.URL.Path
 	if r.URL.RawQuery != "" {
 		self += "?" + r.URL.RawQuery
 	}
-	coll := map[string]any{
+	return map[string]any{
 		"type":         "collection",
 		"resourceType": resourceType,
 		"links":        map[string]string{"self": self},
+		"createTypes":  map[string]string{resourceType: createURL},
 		"actions":      map[string]string{},
 		"pagination":   map[string]any{"limit": 1000, "total": len(data)},
 		"sort":         map[string]any{"order": "asc", "reverse": self},
 		"filters":      filters,
 		"data":         data,
 	}
-	if createURL != "" {
-		coll["createTypes"] = map[string]string{resourceType: createURL}
-	}
-	simkit.WriteJSON(w, http.StatusOK, coll)
 }
 
 // decodeBody reads a JSON object body; norman answers a malformed one with
@@ -199,4 +223,60 @@ func decodeBody(r *http.Request, v any) *apiError {
 		return invalidBody("Failed to parse body: " + err.Error())
 	}
 	return nil
+}
+
+// withBody adapts a handler of a typed JSON body (decodeBody's).
+func withBody[In any](h func(r *http.Request, in In) (int, any, *apiError)) handler {
+	return func(r *http.Request) (int, any, *apiError) {
+		var in In
+		if err := decodeBody(r, &in); err != nil {
+			return fail(err)
+		}
+		return h(r, in)
+	}
+}
+
+// Representations are maps, not structs: collection filters match on the
+// fields of what is written, as norman's do.
+
+// normanObj completes m, which holds an object's own fields, as every
+// norman object: type and baseType typ, links self (also update and
+// remove) plus links, actions, the created time, and state active.
+func normanObj(typ, self string, created time.Time, m map[string]any, links, actions map[string]string) map[string]any {
+	m["type"], m["baseType"] = typ, typ
+	m["links"] = map[string]string{"self": self, "update": self, "remove": self}
+	maps.Copy(m["links"].(map[string]string), links)
+	m["actions"] = map[string]string{}
+	maps.Copy(m["actions"].(map[string]string), actions)
+	m["created"] = created.UTC().Format(time.RFC3339)
+	m["createdTS"] = created.UnixMilli()
+	m["state"], m["transitioning"], m["transitioningMessage"] = "active", "no", ""
+	return m
+}
+
+// removing marks a deleted object's answer, as Rancher's finalizers leave
+// it until they are done.
+func removing(m map[string]any, transitioning bool) map[string]any {
+	m["state"] = "removing"
+	if transitioning {
+		m["transitioning"] = "yes"
+	}
+	return m
+}
+
+// nullable writes "" as null, as norman does for unset references.
+func nullable(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// reps renders each of items.
+func reps[T any](items []*T, rep func(*T) map[string]any) []map[string]any {
+	out := make([]map[string]any, 0, len(items))
+	for _, v := range items {
+		out = append(out, rep(v))
+	}
+	return out
 }

@@ -1,0 +1,398 @@
+package ranchersim
+
+import (
+	"cmp"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base32"
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
+)
+
+// Project is a Rancher project (management.cattle.io/v3 Project) as
+// tests see (and seed) it.
+type Project struct {
+	ID          string // "c-…:p-…"; empty when seeding: generated
+	ClusterID   string // empty when seeding: the simulator's cluster
+	Name        string
+	Description string
+	Annotations map[string]string
+	Labels      map[string]string
+	CreatorID   string
+	Created     time.Time
+
+	// The quota fields are kept as the client sent them (Rancher's nested
+	// objects); the agent does not set them but reads resourceQuota.
+	resourceQuota, nsDefaultQuota, containerLimit any
+	uuid                                          string
+}
+
+// Subject is whom a role binding grants its role to: a user or a group,
+// each by id or by principal.
+type Subject struct {
+	UserID           string
+	UserPrincipalID  string
+	GroupID          string
+	GroupPrincipalID string
+}
+
+// principal is the subject in the order Rancher's webhook resolves it.
+func (sub Subject) principal() string {
+	return cmp.Or(sub.UserPrincipalID, sub.UserID, sub.GroupPrincipalID, sub.GroupID)
+}
+
+// kinds counts the kinds of subject named (a user, a group).
+func (sub Subject) kinds() int {
+	return btoi(sub.UserID != "" || sub.UserPrincipalID != "") + btoi(sub.GroupID != "" || sub.GroupPrincipalID != "")
+}
+
+// fields adds the subject to a representation; unset ones are null.
+func (sub Subject) fields(m map[string]any) map[string]any {
+	m["userId"], m["userPrincipalId"] = nullable(sub.UserID), nullable(sub.UserPrincipalID)
+	m["groupId"], m["groupPrincipalId"] = nullable(sub.GroupID), nullable(sub.GroupPrincipalID)
+	return m
+}
+
+// Binding is a project role template binding (PRTB) as tests see (and
+// seed) it.
+type Binding struct {
+	ID             string // "p-…:prtb-…"
+	Name           string // "prtb-…"
+	ProjectID      string
+	RoleTemplateID string
+	Subject
+	ServiceAccount string
+	Created        time.Time
+
+	annotations, labels map[string]string
+	creatorID, uuid     string
+}
+
+// projectShortID is the p-… part of "c-…:p-…".
+func projectShortID(id string) string {
+	if _, p, ok := strings.Cut(id, ":"); ok {
+		return p
+	}
+	return id
+}
+
+// addProject stores p, giving it an id (unless set), uuid and creation time,
+// and, unless disabled, Rancher's creator-project-owner binding. Caller
+// holds s.mu (or owns s exclusively).
+func (s *Server) addProject(p *Project, creatorBinding bool) {
+	p.ClusterID = cmp.Or(p.ClusterID, s.opts.ClusterID)
+	p.Annotations, p.Labels = cloneMap(p.Annotations), cloneMap(p.Labels)
+	p.CreatorID = cmp.Or(p.CreatorID, s.opts.UserID)
+	p.Annotations["field.cattle.io/creatorId"] = p.CreatorID
+	p.Labels["cattle.io/creator"] = "norman"
+	p.uuid = simkit.NewUUID()
+	p.Created = s.now()
+	if p.ID == "" || !s.projects.Put(p.ID, p) {
+		p.ID = s.projects.Create(func() string { return p.ClusterID + ":p-" + randName(5) }, p)
+	}
+	if creatorBinding && !s.opts.NoCreatorBinding {
+		s.storeBinding(&Binding{
+			Name: "creator-project-owner", ProjectID: p.ID, RoleTemplateID: "project-owner",
+			Subject: Subject{UserID: p.CreatorID, UserPrincipalID: "local://" + p.CreatorID},
+			labels:  map[string]string{"authz.management.cattle.io/creator-role-binding": "true"},
+		})
+	}
+}
+
+// storeBinding fills in ids and stores b; false when its derived name is
+// taken (an identical binding). Caller holds s.mu.
+func (s *Server) storeBinding(b *Binding) bool {
+	b.Name = cmp.Or(b.Name, bindingName(b, s.opts.AllowDuplicateBindings))
+	b.annotations, b.labels = cloneMap(b.annotations), cloneMap(b.labels)
+	b.creatorID = cmp.Or(b.creatorID, s.opts.UserID)
+	b.uuid = simkit.NewUUID()
+	b.Created = s.now()
+	b.ID = projectShortID(b.ProjectID) + ":" + b.Name
+	for !s.bindings.Put(b.ID, b) {
+		if !s.opts.AllowDuplicateBindings {
+			return false
+		}
+		b.Name = bindingName(b, true)
+		b.ID = projectShortID(b.ProjectID) + ":" + b.Name
+	}
+	return true
+}
+
+// bindingName is Rancher's PRTB name: since rancher/webhook#1340 derived
+// from subject, role and project, so that an identical binding collides
+// (409) instead of being created twice; before that random.
+func bindingName(b *Binding, random bool) string {
+	if random {
+		return "prtb-" + randName(5)
+	}
+	return "prtb-" + derivedName(cmp.Or(b.principal(), b.ServiceAccount)+"/"+b.RoleTemplateID+"/"+b.ProjectID)
+}
+
+// derivedName is the hash-derived part of a binding name: the same
+// subject, role and scope always give the same name.
+func derivedName(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(sum[:])[:10])
+}
+
+// nameAlphabet is Kubernetes' generateName alphabet (no vowels, no
+// look-alikes), which Rancher's p-… and prtb-… names come from.
+const nameAlphabet = "bcdfghjklmnpqrstvwxz2456789"
+
+func randName(n int) string { return randFrom(nameAlphabet, n) }
+
+// randLower is n characters of [a-z0-9], as in Rancher's c-m-… ids.
+func randLower(n int) string { return randFrom("abcdefghijklmnopqrstuvwxyz0123456789", n) }
+
+func randFrom(alphabet string, n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	for i := range b {
+		b[i] = alphabet[int(b[i])%len(alphabet)]
+	}
+	return string(b)
+}
+
+func cloneMap(m map[string]string) map[string]string {
+	if m == nil {
+		return map[string]string{}
+	}
+	return maps.Clone(m)
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func projectRep(b string, p *Project) map[string]any {
+	self := b + "/v3/projects/" + p.ID
+	return normanObj("project", self, p.Created, map[string]any{
+		"id": p.ID, "name": p.Name, "description": p.Description, "clusterId": p.ClusterID,
+		"namespaceId": nil, "creatorId": p.CreatorID, "uuid": p.uuid,
+		"annotations": cloneMap(p.Annotations), "labels": cloneMap(p.Labels),
+		"resourceQuota": p.resourceQuota, "namespaceDefaultResourceQuota": p.nsDefaultQuota,
+		"containerDefaultResourceLimit": p.containerLimit,
+	}, map[string]string{
+		"projectRoleTemplateBindings": self + "/projectroletemplatebindings",
+		"cluster":                     b + "/v3/clusters/" + p.ClusterID,
+	}, map[string]string{"exportYaml": self + "?action=exportYaml"})
+}
+
+func bindingRep(b string, pb *Binding) map[string]any {
+	return normanObj("projectRoleTemplateBinding", b+"/v3/projectRoleTemplateBindings/"+pb.ID, pb.Created, pb.fields(map[string]any{
+		"id": pb.ID, "name": pb.Name, "projectId": pb.ProjectID, "roleTemplateId": pb.RoleTemplateID,
+		"serviceAccount": pb.ServiceAccount, "namespaceId": nil, "creatorId": pb.creatorID, "uuid": pb.uuid,
+		"annotations": cloneMap(pb.annotations), "labels": cloneMap(pb.labels),
+	}), map[string]string{
+		"project":      b + "/v3/projects/" + pb.ProjectID,
+		"roleTemplate": b + "/v3/roleTemplates/" + pb.RoleTemplateID,
+	}, nil)
+}
+
+// projectBody is what POST and PUT /v3/projects accept (JSON names
+// matched case-insensitively). Pointers tell a field left out of a PUT
+// from one set to empty.
+type projectBody struct {
+	ClusterID, Name, Description                                                *string
+	Annotations, Labels                                                         map[string]string
+	ResourceQuota, NamespaceDefaultResourceQuota, ContainerDefaultResourceLimit any
+}
+
+func (s *Server) createProject(r *http.Request, in projectBody) (int, any, *apiError) {
+	switch {
+	case in.ClusterID == nil || *in.ClusterID == "":
+		return fail(missingRequired("clusterId"))
+	case in.Name == nil || *in.Name == "":
+		return fail(missingRequired("name"))
+	case *in.ClusterID != s.opts.ClusterID:
+		return fail(invalidReference("clusterId", ""))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.opts.UniqueProjectNames && s.projects.Count(func(p *Project) bool { return p.ClusterID == *in.ClusterID && p.Name == *in.Name }) > 0 {
+		return fail(alreadyExists(`project name "` + *in.Name + `" is already in use in cluster ` + *in.ClusterID))
+	}
+	p := &Project{ClusterID: *in.ClusterID, Name: *in.Name, Description: *cmp.Or(in.Description, new(string)),
+		Annotations: in.Annotations, Labels: in.Labels, resourceQuota: in.ResourceQuota,
+		nsDefaultQuota: in.NamespaceDefaultResourceQuota, containerLimit: in.ContainerDefaultResourceLimit}
+	s.addProject(p, true)
+	s.log.Debug("project created", "id", p.ID, "name", p.Name)
+	return created(projectRep(simkit.BaseURL(r), p))
+}
+
+// updateProject replaces the fields the body carries, as norman's PUT does;
+// the cluster cannot change.
+func (s *Server) updateProject(r *http.Request, in projectBody) (int, any, *apiError) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.projects.Get(r.PathValue("id"))
+	switch {
+	case p == nil:
+		return fail(projectsType.notFound(r.PathValue("id")))
+	case in.ClusterID != nil && *in.ClusterID != p.ClusterID:
+		return fail(newErr(http.StatusUnprocessableEntity, "InvalidFormat", "clusterId cannot be changed"))
+	case in.Name != nil && *in.Name == "":
+		return fail(errNotNull)
+	}
+	p.Name, p.Description = *cmp.Or(in.Name, &p.Name), *cmp.Or(in.Description, &p.Description)
+	if in.Annotations != nil {
+		p.Annotations = cloneMap(in.Annotations)
+	}
+	if in.Labels != nil {
+		p.Labels = cloneMap(in.Labels)
+	}
+	for dst, v := range map[*any]any{&p.resourceQuota: in.ResourceQuota, &p.nsDefaultQuota: in.NamespaceDefaultResourceQuota,
+		&p.containerLimit: in.ContainerDefaultResourceLimit} {
+		if v != nil {
+			*dst = v
+		}
+	}
+	return ok(projectRep(simkit.BaseURL(r), p))
+}
+
+// deleteProject removes the project and its bindings, then deletes its
+// namespaces in Kubernetes, as Rancher's project finalizer does (Rancher
+// does it after answering; the simulator before, so a client sees the
+// namespaces terminating as soon as the call returns).
+func (s *Server) deleteProject(r *http.Request) (int, any, *apiError) {
+	id := r.PathValue("id")
+	s.mu.Lock()
+	p := s.projects.Delete(id)
+	if p != nil {
+		s.bindings.DeleteFunc(func(b *Binding) bool { return b.ProjectID == id })
+	}
+	s.mu.Unlock()
+	if p == nil {
+		return fail(projectsType.notFound(id))
+	}
+	if s.kube != nil {
+		if err := s.kube.deleteProjectNamespaces(r.Context(), id); err != nil {
+			s.log.Error("delete project namespaces", "project", id, "err", err)
+			return fail(newErr(http.StatusInternalServerError, "ServerError", err.Error()))
+		}
+	}
+	return ok(removing(projectRep(simkit.BaseURL(r), p), true))
+}
+
+func (s *Server) listProjectBindings(r *http.Request) (int, any, *apiError) {
+	id := r.PathValue("id")
+	b := simkit.BaseURL(r)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.projects.Get(id) == nil {
+		return fail(projectsType.notFound(id))
+	}
+	objs := reps(s.bindings.List(func(pb *Binding) bool { return pb.ProjectID == id }),
+		func(pb *Binding) map[string]any { return bindingRep(b, pb) })
+	return ok(collection(r, "projectRoleTemplateBinding", b+"/v3/projectRoleTemplateBindings", objs))
+}
+
+// bindingBody is what POST /v3/projectroletemplatebindings and
+// /v3/clusterroletemplatebindings accept; JSON field names match the Go
+// ones case-insensitively (userId, groupPrincipalId, …).
+type bindingBody struct {
+	ProjectID, ClusterID, RoleTemplateID string
+	Subject
+	ServiceAccount      string
+	Annotations, Labels map[string]string
+}
+
+// createBinding validates as norman and Rancher's webhook do: required
+// fields (422 MissingRequired), existing project and role template (422
+// InvalidReference), exactly one kind of subject (422), and, with
+// deterministic names, a duplicate is Kubernetes' 409 AlreadyExists.
+func (s *Server) createBinding(r *http.Request, in bindingBody) (int, any, *apiError) {
+	switch {
+	case in.ProjectID == "":
+		return fail(missingRequired("projectId"))
+	case in.RoleTemplateID == "":
+		return fail(missingRequired("roleTemplateId"))
+	case !slices.Contains(s.opts.RoleTemplates, in.RoleTemplateID):
+		return fail(invalidReference("roleTemplateId", `roletemplates.management.cattle.io "`+in.RoleTemplateID+`" not found`))
+	case in.kinds()+btoi(in.ServiceAccount != "") != 1:
+		return fail(invalidBody("binding must target either a user [userId]/[userPrincipalId] OR a group [groupId]/[groupPrincipalId] OR a serviceAccount [serviceAccount]"))
+	}
+	pb := &Binding{ProjectID: in.ProjectID, RoleTemplateID: in.RoleTemplateID, Subject: in.Subject,
+		ServiceAccount: in.ServiceAccount, annotations: in.Annotations, labels: in.Labels}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.projects.Get(in.ProjectID) == nil {
+		return fail(invalidReference("projectId", `projects.management.cattle.io "`+projectShortID(in.ProjectID)+`" not found`))
+	}
+	if !s.storeBinding(pb) {
+		return fail(alreadyExists(`projectroletemplatebindings.management.cattle.io "` + pb.Name + `" already exists`))
+	}
+	s.log.Debug("binding created", "id", pb.ID, "role", pb.RoleTemplateID, "subject", cmp.Or(pb.principal(), pb.ServiceAccount))
+	return created(bindingRep(simkit.BaseURL(r), pb))
+}
+
+// Projects returns every project (Rancher's Default and System included
+// unless Options.NoDefaultProjects), ordered by name then id.
+func (s *Server) Projects() []Project {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := append([]Project{}, s.projects.Copies(nil)...)
+	slices.SortStableFunc(out, func(a, b Project) int { return cmp.Compare(a.Name, b.Name) })
+	return out
+}
+
+// ProjectsNamed returns the projects called name (Rancher allows several).
+func (s *Server) ProjectsNamed(name string) []Project {
+	return slices.DeleteFunc(s.Projects(), func(p Project) bool { return p.Name != name })
+}
+
+// Project returns the project with id, if any.
+func (s *Server) Project(id string) (Project, bool) {
+	return first(s.Projects(), func(p Project) bool { return p.ID == id })
+}
+
+// Bindings returns every binding of projectID ("" for all), ordered by id.
+func (s *Server) Bindings(projectID string) []Binding {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.bindings.Copies(func(b *Binding) bool { return projectID == "" || b.ProjectID == projectID })
+}
+
+// Imports returns the importYaml calls received, oldest first.
+func (s *Server) Imports() []Import {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Import(nil), s.imports...)
+}
+
+// AddProject creates a project behind the client's back (someone clicking
+// in the Rancher UI) and returns it with its ID. No creator binding is
+// added.
+func (s *Server) AddProject(p Project) (Project, error) {
+	if p.Name == "" {
+		return Project{}, fmt.Errorf("ranchersim: a project needs a name")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p.ID != "" && s.projects.Get(p.ID) != nil {
+		return Project{}, fmt.Errorf("ranchersim: project %s exists", p.ID)
+	}
+	s.addProject(&p, false) // a copy; its maps are cloned
+	return p, nil
+}
+
+// DeleteProject removes a project and its bindings behind the client's
+// back; unlike the API it leaves the namespaces alone.
+func (s *Server) DeleteProject(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.projects.Delete(id) == nil {
+		return false
+	}
+	s.bindings.DeleteFunc(func(b *Binding) bool { return b.ProjectID == id })
+	return true
+}
