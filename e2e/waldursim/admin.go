@@ -89,103 +89,65 @@ type SubscriptionInfo struct {
 	Queues []SubscriptionQueue `json:"queues"`
 }
 
+// admin is how the /sim/ API reads requests (strictly: an unknown field
+// is a typo in a test) and writes answers.
+var admin = simkit.Handlers{Decode: decodeStrict, WriteError: writeErr}
+
 func (s *Server) adminRoutes() http.Handler {
 	mux := http.NewServeMux()
-	h := func(pattern string, f func(r *http.Request) (int, any, error)) {
-		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
-			status, v, err := f(r)
-			if err != nil && v == nil {
-				writeErr(w, err)
-				return
-			}
-			simkit.WriteJSON(w, status, v)
-		})
-	}
-	h("POST /sim/orders", publishing(http.StatusCreated, s.CreateOrder))
-	h("GET /sim/orders/{uuid}", func(r *http.Request) (int, any, error) {
-		id, err := pathUUID(r)
-		if err != nil {
-			return 0, nil, err
-		}
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		o := s.st.orders[id]
-		if o == nil {
-			return 0, nil, errNotFound
-		}
-		return http.StatusOK, s.st.orderView(baseURL(r), o), nil
-	})
-	h("GET /sim/resources/{uuid}", func(r *http.Request) (int, any, error) {
-		id, err := pathUUID(r)
-		if err != nil {
-			return 0, nil, err
-		}
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		res := s.st.resources[id]
-		if res == nil {
-			return 0, nil, errNotFound
-		}
-		return http.StatusOK, s.st.resourceView(baseURL(r), res), nil
-	})
-	h("POST /sim/resources/{uuid}/flags", func(r *http.Request) (int, any, error) {
+	mux.Handle("POST /sim/orders", simkit.Handle(admin, publishing(http.StatusCreated, s.CreateOrder)))
+	mux.Handle("GET /sim/orders/{uuid}", s.guard(false, simkit.Handle(admin, show(s.st.orders, s.st.orderView))))
+	mux.Handle("GET /sim/resources/{uuid}", s.guard(false, simkit.Handle(admin, show(s.st.resources, s.st.resourceView))))
+	mux.Handle("POST /sim/resources/{uuid}/flags", simkit.Handle(admin, func(r *http.Request, req FlagsRequest) (simkit.Reply, error) {
 		return publishing(http.StatusOK, func(ctx context.Context, req FlagsRequest) (*FlagsResult, error) {
 			return s.SetResourceFlags(ctx, r.PathValue("uuid"), req)
-		})(r)
-	})
-	h("POST /sim/team", publishing(http.StatusOK, s.SetTeam))
-	h("POST /sim/events", publishing(http.StatusOK, s.PublishRaw))
-	h("GET /sim/calls", func(r *http.Request) (int, any, error) {
-		return http.StatusOK, s.Calls(), nil
-	})
-	h("DELETE /sim/calls", func(r *http.Request) (int, any, error) {
+		})(r, req)
+	}))
+	mux.Handle("POST /sim/team", simkit.Handle(admin, publishing(http.StatusOK, s.SetTeam)))
+	mux.Handle("POST /sim/events", simkit.Handle(admin, publishing(http.StatusOK, s.PublishRaw)))
+	mux.Handle("GET /sim/calls", simkit.Handle(admin, func(*http.Request, struct{}) ([]Call, error) { return s.Calls(), nil }))
+	mux.Handle("DELETE /sim/calls", simkit.Handle(admin, func(*http.Request, struct{}) (any, error) {
 		s.ResetCalls()
-		return http.StatusOK, map[string]any{}, nil
-	})
-	h("POST /sim/faults", func(r *http.Request) (int, any, error) {
-		var f Fault
-		if err := decodeStrict(r, &f); err != nil {
-			return 0, nil, err
-		}
+		return map[string]any{}, nil
+	}))
+	mux.Handle("POST /sim/faults", simkit.Handle(admin, func(_ *http.Request, f Fault) (simkit.Reply, error) {
 		s.AddFault(f)
-		return http.StatusCreated, f, nil
-	})
-	h("DELETE /sim/faults", func(r *http.Request) (int, any, error) {
+		return simkit.Reply{Status: http.StatusCreated, Body: f}, nil
+	}))
+	mux.Handle("DELETE /sim/faults", simkit.Handle(admin, func(*http.Request, struct{}) (any, error) {
 		s.ClearFaults()
-		return http.StatusOK, map[string]any{}, nil
-	})
-	h("GET /sim/subscriptions", func(r *http.Request) (int, any, error) {
-		return http.StatusOK, s.Subscriptions(baseURL(r)), nil
-	})
+		return map[string]any{}, nil
+	}))
+	mux.Handle("GET /sim/subscriptions", simkit.Handle(admin, func(r *http.Request, _ struct{}) ([]SubscriptionInfo, error) {
+		return s.Subscriptions(baseURL(r)), nil
+	}))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { writeErr(w, errNotFound) })
 	return mux
 }
 
 // publishing serves an admin POST of a Req whose operation publishes
-// events (see publishStatus).
-func publishing[Req, Res any](ok int, op func(ctx context.Context, req Req) (Res, error)) func(r *http.Request) (int, any, error) {
-	return func(r *http.Request) (int, any, error) {
-		var req Req
-		if err := decodeStrict(r, &req); err != nil {
-			return 0, nil, err
-		}
+// events: 502 with the partial result when publishing failed.
+func publishing[Req, Res any](ok int, op func(ctx context.Context, req Req) (Res, error)) func(*http.Request, Req) (simkit.Reply, error) {
+	return func(r *http.Request, req Req) (simkit.Reply, error) {
 		res, err := op(r.Context(), req)
-		return publishStatus(ok, res, err)
+		if _, isAPI := err.(*apiError); isAPI {
+			return simkit.Reply{}, err
+		} else if err != nil {
+			return simkit.Reply{Status: http.StatusBadGateway, Body: res}, nil
+		}
+		return simkit.Reply{Status: ok, Body: res}, nil
 	}
 }
 
-// publishStatus answers 502 with the partial result when publishing failed.
-func publishStatus(ok int, v any, err error) (int, any, error) {
-	if err == nil {
-		return ok, v, nil
-	}
-	if _, isAPI := err.(*apiError); isAPI {
-		return 0, nil, err
-	}
-	return http.StatusBadGateway, v, err
-}
-
+// decodeStrict reads an admin request: a req as the API does, nothing
+// for struct{}, else a JSON body without unknown fields.
 func decodeStrict(r *http.Request, v any) error {
+	switch v.(type) {
+	case *req:
+		return decodeReq(r, v)
+	case *struct{}:
+		return nil
+	}
 	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
@@ -198,15 +160,22 @@ func badRequest(format string, a ...any) error {
 	return detail(http.StatusBadRequest, fmt.Sprintf(format, a...))
 }
 
-// onlyKey returns the single key of m, for "default: the only X" fields.
-func onlyKey[V any](m map[string]V, what string) (string, error) {
-	if len(m) != 1 {
+// pick is the uuid of an object of m: given's, or the only one's when
+// given is empty.
+func pick[V any](given string, m map[string]*V, what string) (string, error) {
+	if given == "" && len(m) != 1 {
 		return "", badRequest("%s_uuid is required (%d %ss exist)", what, len(m), what)
 	}
 	for k := range m {
-		return k, nil
+		if given == "" {
+			return k, nil
+		}
 	}
-	return "", nil
+	id, ok := normUUID(given)
+	if !ok || m[id] == nil {
+		return "", badRequest("unknown %s %s", what, given)
+	}
+	return id, nil
 }
 
 // CreateOrder creates an order (and for Create/Restore a resource) and
@@ -231,11 +200,11 @@ func (s *Server) CreateOrder(ctx context.Context, req CreateOrderRequest) (*Crea
 				return badRequest("unknown resource %s", req.ResourceUUID)
 			}
 		} else if req.Type == "Create" || req.Type == "Restore" {
-			off, err := s.pickUUID(req.OfferingUUID, s.st.offerings, "offering")
+			off, err := pick(req.OfferingUUID, s.st.offerings, "offering")
 			if err != nil {
 				return err
 			}
-			proj, err := s.pickUUID(req.ProjectUUID, s.st.projects, "project")
+			proj, err := pick(req.ProjectUUID, s.st.projects, "project")
 			if err != nil {
 				return err
 			}
@@ -276,27 +245,6 @@ func (s *Server) CreateOrder(ctx context.Context, req CreateOrderRequest) (*Crea
 	}
 	s.mu.Unlock()
 	return out, s.finishPublish(ctx, ev, &out.EventResult)
-}
-
-func (s *Server) pickUUID(given string, m any, what string) (string, error) {
-	var has func(string) bool
-	var only func() (string, error)
-	switch mm := m.(type) {
-	case map[string]*Offering:
-		has = func(k string) bool { return mm[k] != nil }
-		only = func() (string, error) { return onlyKey(mm, what) }
-	case map[string]*Project:
-		has = func(k string) bool { return mm[k] != nil }
-		only = func() (string, error) { return onlyKey(mm, what) }
-	}
-	if given == "" {
-		return only()
-	}
-	id, ok := normUUID(given)
-	if !ok || !has(id) {
-		return "", badRequest("unknown %s %s", what, given)
-	}
-	return id, nil
 }
 
 func (s *Server) finishPublish(ctx context.Context, ev *pendingEvent, into *EventResult) error {

@@ -73,8 +73,8 @@ func (s *Server) AddFault(f Fault) {
 }
 
 // authenticate resolves "Authorization: Token <t>" or "Bearer <t>" to a
-// user, with DRF's messages.
-func (s *Server) authenticate(r *http.Request) (*User, *apiError) {
+// user, with DRF's messages. Caller holds s.mu.
+func (s *Server) authenticate(r *http.Request) (*User, error) {
 	h := r.Header.Get("Authorization")
 	if h == "" {
 		return nil, detail(http.StatusUnauthorized, "Authentication credentials were not provided.")
@@ -83,8 +83,6 @@ func (s *Server) authenticate(r *http.Request) (*User, *apiError) {
 	if (!strings.EqualFold(scheme, "Token") && !strings.EqualFold(scheme, "Bearer")) || strings.TrimSpace(tok) == "" {
 		return nil, detail(http.StatusUnauthorized, "Invalid token header. No credentials provided.")
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	u := s.st.userByToken(strings.TrimSpace(tok))
 	if u == nil {
 		return nil, detail(http.StatusUnauthorized, "Invalid token.")

@@ -104,6 +104,7 @@ type SubscriptionQueue struct {
 // ComponentUsage is one marketplace-component-usages row.
 type ComponentUsage struct {
 	UUID          string           `json:"uuid"`
+	URL           string           `json:"url"`
 	ResourceUUID  string           `json:"resource_uuid"`
 	ResourceName  string           `json:"resource_name"`
 	OfferingUUID  string           `json:"offering_uuid"`
