@@ -187,107 +187,95 @@ func (s *Server) CreateOrder(ctx context.Context, req CreateOrderRequest) (*Crea
 	if !slices.Contains(orderTypes, req.Type) || !slices.Contains(orderStates, req.State) {
 		return nil, badRequest("invalid type %q or state %q", req.Type, req.State)
 	}
-	s.mu.Lock()
-	var (
-		res   *Resource
-		order *Order
-		ev    *pendingEvent
-	)
-	err := func() error {
-		if req.ResourceUUID != "" {
-			id, ok := normUUID(req.ResourceUUID)
-			if res = s.st.resources[id]; !ok || res == nil {
-				return badRequest("unknown resource %s", req.ResourceUUID)
-			}
-		} else if req.Type == "Create" || req.Type == "Restore" {
+	return changing(s, ctx, func() (*CreateOrderResult, *pendingEvent, error) {
+		id, _ := normUUID(req.ResourceUUID)
+		res := s.st.resources[id]
+		switch {
+		case req.ResourceUUID != "" && res == nil:
+			return nil, nil, badRequest("unknown resource %s", req.ResourceUUID)
+		case req.ResourceUUID == "" && req.Type != "Create" && req.Type != "Restore":
+			return nil, nil, badRequest("resource_uuid is required for %s orders", req.Type)
+		case req.ResourceUUID == "":
 			off, err := pick(req.OfferingUUID, s.st.offerings, "offering")
 			if err != nil {
-				return err
+				return nil, nil, err
 			}
 			proj, err := pick(req.ProjectUUID, s.st.projects, "project")
 			if err != nil {
-				return err
+				return nil, nil, err
 			}
 			id := newUUID()
-			name := req.ResourceName
-			name = cmp.Or(name, "res-"+id[:8])
-			slug := req.ResourceSlug
-			slug = cmp.Or(slug, name)
-			res = &Resource{UUID: id, Name: name, Slug: slug, State: "Creating", Offering: off, Project: proj,
-				Plan: req.PlanUUID, Limits: req.Limits, Attributes: req.Attributes, Created: s.now(), Modified: s.now()}
+			name := cmp.Or(req.ResourceName, "res-"+id[:8])
+			res = &Resource{UUID: id, Name: name, Slug: cmp.Or(req.ResourceSlug, name), State: "Creating", Offering: off,
+				Project: proj, Plan: req.PlanUUID, Limits: req.Limits, Attributes: req.Attributes, Created: s.now(), Modified: s.now()}
 			s.st.resources[id] = res
 			s.st.resourceOrder = append(s.st.resourceOrder, id)
-		} else {
-			return badRequest("resource_uuid is required for %s orders", req.Type)
 		}
-		switch req.Type {
-		case "Update":
-			res.State = "Updating"
-		case "Terminate":
-			res.State = "Terminating"
+		if state, ok := map[string]string{"Update": "Updating", "Terminate": "Terminating"}[req.Type]; ok {
+			res.State = state
 		}
-		order = &Order{UUID: newUUID(), Type: req.Type, State: req.State, Resource: res.UUID, Plan: req.PlanUUID,
+		order := &Order{UUID: newUUID(), Type: req.Type, State: req.State, Resource: res.UUID, Plan: req.PlanUUID,
 			Limits: req.Limits, Attributes: req.Attributes, Created: s.now(), Modified: s.now()}
 		s.st.orders[order.UUID] = order
 		s.st.orderOrder = append(s.st.orderOrder, order.UUID)
+		var ev *pendingEvent
 		if !req.Silent && (order.State == "pending-provider" || order.State == "pending-consumer") {
 			ev = s.orderEvent(order)
 		}
-		return nil
-	}()
-	if err != nil {
-		s.mu.Unlock()
-		return nil, err
-	}
-	out := &CreateOrderResult{
-		Order:    s.st.orderView(s.URL(), order),
-		Resource: s.st.resourceView(s.URL(), res),
-	}
-	s.mu.Unlock()
-	return out, s.finishPublish(ctx, ev, &out.EventResult)
+		return &CreateOrderResult{Order: s.st.orderView(s.URL(), order), Resource: s.st.resourceView(s.URL(), res)}, ev, nil
+	})
 }
 
-func (s *Server) finishPublish(ctx context.Context, ev *pendingEvent, into *EventResult) error {
-	pub, err := s.publish(ctx, ev)
-	into.Published = pub
-	if into.Published == nil {
-		into.Published = []Published{}
+// eventful is an admin operation's result: what it published is reported
+// in its EventResult.
+type eventful interface{ events() *EventResult }
+
+func (e *EventResult) events() *EventResult { return e }
+
+// changing runs change under s.mu, then publishes the event it made (if
+// any), as Mastermind publishes after commit; a failure to publish is
+// returned with the result, which reports it.
+func changing[R eventful](s *Server, ctx context.Context, change func() (R, *pendingEvent, error)) (R, error) {
+	s.mu.Lock()
+	out, ev, err := change()
+	s.mu.Unlock()
+	if err != nil {
+		return out, err
 	}
+	pub, err := s.publish(ctx, ev)
+	into := out.events()
+	into.Published = append([]Published{}, pub...)
 	if err != nil {
 		into.PublishError = err.Error()
 	}
-	return err
+	return out, err
 }
 
 // SetResourceFlags changes paused/downscaled/restrict_member_access and
 // publishes a resource event when any of them changed.
 func (s *Server) SetResourceFlags(ctx context.Context, resourceUUID string, req FlagsRequest) (*FlagsResult, error) {
 	id, _ := normUUID(resourceUUID)
-	s.mu.Lock()
-	res := s.st.resources[id]
-	if res == nil {
-		s.mu.Unlock()
-		return nil, errNotFound
-	}
-	changed := false
-	for _, f := range []struct {
-		want *bool
-		cur  *bool
-	}{{req.Paused, &res.Paused}, {req.Downscaled, &res.Downscaled}, {req.RestrictMemberAccess, &res.RestrictMemberAccess}} {
-		if f.want != nil && *f.want != *f.cur {
-			*f.cur, changed = *f.want, true
+	return changing(s, ctx, func() (*FlagsResult, *pendingEvent, error) {
+		res := s.st.resources[id]
+		if res == nil {
+			return nil, nil, errNotFound
 		}
-	}
-	var ev *pendingEvent
-	if changed {
-		res.Modified = s.now()
-		if !req.Silent {
-			ev = s.resourceEvent(res)
+		changed := false
+		for _, f := range []struct{ want, cur *bool }{
+			{req.Paused, &res.Paused}, {req.Downscaled, &res.Downscaled}, {req.RestrictMemberAccess, &res.RestrictMemberAccess}} {
+			if f.want != nil && *f.want != *f.cur {
+				*f.cur, changed = *f.want, true
+			}
 		}
-	}
-	out := &FlagsResult{Resource: s.st.resourceView(s.URL(), res)}
-	s.mu.Unlock()
-	return out, s.finishPublish(ctx, ev, &out.EventResult)
+		var ev *pendingEvent
+		if changed {
+			res.Modified = s.now()
+			if !req.Silent {
+				ev = s.resourceEvent(res)
+			}
+		}
+		return &FlagsResult{Resource: s.st.resourceView(s.URL(), res)}, ev, nil
+	})
 }
 
 // SetTeam grants (adds or updates) or revokes a team member of a resource
@@ -295,8 +283,7 @@ func (s *Server) SetResourceFlags(ctx context.Context, resourceUUID string, req 
 func (s *Server) SetTeam(ctx context.Context, req TeamRequest) (*TeamResult, error) {
 	id, _ := normUUID(req.ResourceUUID)
 	m := req.Member
-	m.UUID = cmp.Or(m.UUID, derivedUUID("user", m.Username))
-	uid, ok := normUUID(m.UUID)
+	uid, ok := normUUID(cmp.Or(m.UUID, derivedUUID("user", m.Username)))
 	if !ok || m.Username == "" {
 		return nil, badRequest("member.username and a valid member.uuid are required")
 	}
@@ -306,29 +293,27 @@ func (s *Server) SetTeam(ctx context.Context, req TeamRequest) (*TeamResult, err
 	if req.Granted && m.Role == "" {
 		return nil, badRequest("member.role is required to grant")
 	}
-	s.mu.Lock()
-	res := s.st.resources[id]
-	if res == nil {
-		s.mu.Unlock()
-		return nil, errNotFound
-	}
-	i := slices.IndexFunc(res.Team, func(t TeamMember) bool { return t.UUID == m.UUID })
-	switch {
-	case req.Granted && i >= 0:
-		res.Team[i] = m
-	case req.Granted:
-		res.Team = append(res.Team, m)
-	case i >= 0:
-		m.Role = cmp.Or(m.Role, res.Team[i].Role)
-		res.Team = slices.Delete(res.Team, i, i+1)
-	}
-	var ev *pendingEvent
-	if !req.Silent {
-		ev = s.userRoleEvent(res, m, req.Granted)
-	}
-	out := &TeamResult{Team: slices.Clone(res.Team)}
-	s.mu.Unlock()
-	return out, s.finishPublish(ctx, ev, &out.EventResult)
+	return changing(s, ctx, func() (*TeamResult, *pendingEvent, error) {
+		res := s.st.resources[id]
+		if res == nil {
+			return nil, nil, errNotFound
+		}
+		i := slices.IndexFunc(res.Team, func(t TeamMember) bool { return t.UUID == m.UUID })
+		switch {
+		case req.Granted && i >= 0:
+			res.Team[i] = m
+		case req.Granted:
+			res.Team = append(res.Team, m)
+		case i >= 0:
+			m.Role = cmp.Or(m.Role, res.Team[i].Role)
+			res.Team = slices.Delete(res.Team, i, i+1)
+		}
+		var ev *pendingEvent
+		if !req.Silent {
+			ev = s.userRoleEvent(res, m, req.Granted)
+		}
+		return &TeamResult{Team: slices.Clone(res.Team)}, ev, nil
+	})
 }
 
 // PublishRaw sends an arbitrary body to the subscription queues of
@@ -338,12 +323,10 @@ func (s *Server) PublishRaw(ctx context.Context, req RawEventRequest) (*EventRes
 	if !ok || req.ObjectType == "" {
 		return nil, badRequest("offering_uuid and object_type are required")
 	}
-	s.mu.Lock()
-	ev := &pendingEvent{offering: off, objectType: req.ObjectType, body: req.Body, messageID: req.MessageID,
-		repeat: max(req.Repeat, 1), targets: s.targetsFor(off, req.ObjectType)}
-	s.mu.Unlock()
-	out := &EventResult{}
-	return out, s.finishPublish(ctx, ev, out)
+	return changing(s, ctx, func() (*EventResult, *pendingEvent, error) {
+		return &EventResult{}, &pendingEvent{offering: off, objectType: req.ObjectType, body: req.Body,
+			messageID: req.MessageID, repeat: max(req.Repeat, 1), targets: s.targetsFor(off, req.ObjectType)}, nil
+	})
 }
 
 // Subscriptions lists event subscriptions with their queues.
