@@ -1,14 +1,10 @@
 package waldursim
 
 import (
-	"bytes"
 	"cmp"
 	"fmt"
-	"io"
 	"slices"
 )
-
-func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
 
 // Valid enumerations, as Mastermind defines them.
 var (

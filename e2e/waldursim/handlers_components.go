@@ -68,32 +68,22 @@ func validateComponent(body map[string]any, existing map[string]any, partial boo
 			fe.add("limit_period", fmt.Sprintf("%q is not a valid choice.", fmt.Sprint(v)))
 		}
 	}
-	for _, k := range intComponentFields {
-		v, present := body[k]
-		if !present {
-			continue
-		}
-		if v == nil {
-			attrs[k] = nil
-			continue
-		}
-		if n, ok := drfInteger(v); ok {
-			attrs[k] = n
-		} else {
-			fe.add(k, "A valid integer is required.")
+	scalars := func(keys []string, read func(any) (any, bool), msg string) {
+		for _, k := range keys {
+			if v, present := body[k]; !present {
+				continue
+			} else if x, ok := read(v); ok {
+				attrs[k] = x
+			} else {
+				fe.add(k, msg)
+			}
 		}
 	}
-	for _, k := range []string{"is_boolean", "is_prepaid"} {
-		v, present := body[k]
-		if !present {
-			continue
-		}
-		if b, ok := v.(bool); ok {
-			attrs[k] = b
-		} else {
-			fe.add(k, "Must be a valid boolean.")
-		}
-	}
+	scalars(intComponentFields, drfInteger, "A valid integer is required.")
+	scalars([]string{"is_boolean", "is_prepaid"}, func(v any) (any, bool) {
+		b, ok := v.(bool)
+		return b, ok
+	}, "Must be a valid boolean.")
 	if err := fe.err(); err != nil {
 		return nil, err
 	}
@@ -116,17 +106,20 @@ func validateComponent(body map[string]any, existing map[string]any, partial boo
 	return attrs, nil
 }
 
-// drfInteger accepts what IntegerField accepts: an integral number, also
-// written with a zero fraction (8.0), or a string of one.
-func drfInteger(v any) (int64, bool) {
+// drfInteger accepts what IntegerField(allow_null=True) accepts: null, an
+// integral number, also written with a zero fraction (8.0), or a string of
+// one.
+func drfInteger(v any) (any, bool) {
 	var s string
 	switch x := v.(type) {
+	case nil:
+		return nil, true
 	case json.Number:
 		s = x.String()
 	case string:
 		s = strings.TrimSpace(x)
 	default:
-		return 0, false
+		return nil, false
 	}
 	if i := strings.IndexByte(s, '.'); i >= 0 && strings.Trim(s[i+1:], "0") == "" {
 		s = s[:i]

@@ -148,13 +148,33 @@ func show[T, V any](items map[string]*T, view func(base string, v *T) V) apiHand
 var pages = simkit.PageNumbers{DefaultSize: 10, MaxSize: 300, CountHeader: "X-Result-Count",
 	InvalidPage: detail(http.StatusNotFound, "Invalid page.")}
 
-// A filter is one query parameter of a list: read validates its values
-// (none: the list is not filtered by it), keep matches an item's field.
+// A filter is one query parameter of a list: its values (only the first
+// unless many), each checked and normalised by parse (msg is the field
+// error for a bad one, %s the value), and whether an item's field matches
+// one (keep).
 type filter[V any] struct {
 	param string
-	read  func(r *http.Request, fe fieldErrors, key string) []string
+	many  bool
+	parse func(string) (string, bool)
+	msg   string
 	field func(V) string
-	keep  func(got string, want []string) bool
+	keep  func(got, want string) bool
+}
+
+func (f filter[V]) read(r *http.Request, fe fieldErrors) []string {
+	vals := r.URL.Query()[f.param]
+	if !f.many {
+		vals = vals[:min(1, len(vals))]
+	}
+	var out []string
+	for _, v := range slices.DeleteFunc(vals, func(v string) bool { return v == "" }) {
+		if p, ok := f.parse(v); ok {
+			out = append(out, p)
+		} else {
+			fe.add(f.param, strings.Replace(f.msg, "%s", v, 1))
+		}
+	}
+	return out
 }
 
 // list serves a Waldur list: the items views gives, in order, that every
@@ -164,7 +184,7 @@ func list[V any](views func(r *http.Request, in req) []V, filters ...filter[V]) 
 		fe := fieldErrors{}
 		want := make([][]string, len(filters))
 		for i, f := range filters {
-			want[i] = f.read(r, fe, f.param)
+			want[i] = f.read(r, fe)
 		}
 		if err := fe.err(); err != nil {
 			return nil, err
@@ -173,7 +193,7 @@ func list[V any](views func(r *http.Request, in req) []V, filters ...filter[V]) 
 		for _, v := range views(r, in) {
 			keep := true
 			for i, f := range filters {
-				keep = keep && (len(want[i]) == 0 || f.keep(f.field(v), want[i]))
+				keep = keep && (want[i] == nil || slices.ContainsFunc(want[i], func(w string) bool { return f.keep(f.field(v), w) }))
 			}
 			if keep {
 				items = append(items, v)
@@ -185,19 +205,18 @@ func list[V any](views func(r *http.Request, in req) []V, filters ...filter[V]) 
 
 // byUUID filters by a (possibly repeated) UUID parameter.
 func byUUID[V any](param string, field func(V) string) filter[V] {
-	return filter[V]{param, queryUUIDs, field, matchAny}
+	return filter[V]{param, true, normUUID, "Enter a valid UUID.", field, strings.EqualFold}
 }
 
 // byChoice filters by a repeated choice parameter (state=a&state=b).
 func byChoice[V any](param string, valid []string, field func(V) string) filter[V] {
-	return filter[V]{param, func(r *http.Request, fe fieldErrors, key string) []string {
-		return queryChoices(r, fe, key, valid)
-	}, field, matchAny}
+	return filter[V]{param, true, func(v string) (string, bool) { return v, slices.Contains(valid, v) },
+		"Select a valid choice. %s is not one of the available choices.", field, strings.EqualFold}
 }
 
-// byText filters by the first value of a text parameter, compared exactly.
+// byText filters by a text parameter, compared exactly.
 func byText[V any](param string, field func(V) string) filter[V] {
-	return filter[V]{param, one(func(v string) (string, bool) { return v, true }, ""), field, equal}
+	return filter[V]{param, false, func(v string) (string, bool) { return v, true }, "", field, equal}
 }
 
 // byTime filters by a date/time parameter: items modified before it, or
@@ -207,34 +226,19 @@ func byTime[V any](param string, after bool, field func(V) string) filter[V] {
 		_, ok := parseTime(v)
 		return v, ok
 	}
-	return filter[V]{param, one(valid, "Enter a valid date/time."), field, func(got string, want []string) bool {
+	return filter[V]{param, false, valid, "Enter a valid date/time.", field, func(got, want string) bool {
 		t, _ := parseTime(got)
-		w, _ := parseTime(want[0])
+		w, _ := parseTime(want)
 		return t.Before(w) != after
 	}}
 }
 
 // byPeriod filters by a billing period (any date in the month).
 func byPeriod[V any](param string, field func(V) string) filter[V] {
-	return filter[V]{param, one(billingPeriod, "Enter a valid date."), field, equal}
+	return filter[V]{param, false, billingPeriod, "Enter a valid date.", field, equal}
 }
 
-// one reads a parameter's first value through parse; msg is its error.
-func one(parse func(string) (string, bool), msg string) func(*http.Request, fieldErrors, string) []string {
-	return func(r *http.Request, fe fieldErrors, key string) []string {
-		v := r.URL.Query().Get(key)
-		if v == "" {
-			return nil
-		}
-		p, ok := parse(v)
-		if !ok {
-			fe.add(key, msg)
-		}
-		return []string{p}
-	}
-}
-
-func equal(got string, want []string) bool { return got == want[0] }
+func equal(got, want string) bool { return got == want }
 
 var timeLayouts = []string{time.RFC3339Nano, "2006-01-02T15:04:05.999999", "2006-01-02T15:04", "2006-01-02"}
 
@@ -245,34 +249,4 @@ func parseTime(s string) (time.Time, bool) {
 		}
 	}
 	return time.Time{}, false
-}
-
-// queryUUIDs validates a (possibly repeated) UUID filter.
-func queryUUIDs(r *http.Request, fe fieldErrors, key string) []string {
-	var out []string
-	for _, v := range r.URL.Query()[key] {
-		if h, ok := normUUID(v); ok {
-			out = append(out, h)
-		} else if v != "" {
-			fe.add(key, "Enter a valid UUID.")
-		}
-	}
-	return out
-}
-
-// queryChoices validates a repeated choice filter (state=a&state=b).
-func queryChoices(r *http.Request, fe fieldErrors, key string, valid []string) []string {
-	var out []string
-	for _, v := range r.URL.Query()[key] {
-		if slices.Contains(valid, v) {
-			out = append(out, v)
-		} else if v != "" {
-			fe.add(key, "Select a valid choice. "+v+" is not one of the available choices.")
-		}
-	}
-	return out
-}
-
-func matchAny(v string, set []string) bool {
-	return slices.ContainsFunc(set, func(s string) bool { return strings.EqualFold(s, v) })
 }
