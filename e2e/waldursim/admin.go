@@ -333,16 +333,13 @@ func (s *Server) PublishRaw(ctx context.Context, req RawEventRequest) (*EventRes
 func (s *Server) Subscriptions(base string) []SubscriptionInfo {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := []SubscriptionInfo{}
-	for _, id := range s.st.subOrder {
-		sub := s.st.subs[id]
+	return inOrder(s.st.subs, s.st.subOrder, func(sub *EventSubscription) SubscriptionInfo {
 		info := SubscriptionInfo{EventSubscription: subView(base, sub), Queues: []SubscriptionQueue{}}
 		for _, q := range s.st.queues {
-			if q.EventSubscriptionUUID == id {
+			if q.EventSubscriptionUUID == sub.UUID {
 				info.Queues = append(info.Queues, queueView(base, q))
 			}
 		}
-		out = append(out, info)
-	}
-	return out
+		return info
+	})
 }
