@@ -138,7 +138,8 @@ func newState(f *Fixture, now func() string) (*state, error) {
 		o.Type = cmp.Or(o.Type, "Marketplace.Slurm")
 		o.State = cmp.Or(o.State, "Active")
 		// Components are the simulator's own (create and update change
-		// them); each has a uuid, as Waldur's have.
+		// them; never nil, so rendered as a list); each has a uuid, as
+		// Waldur's have.
 		comps := make([]map[string]any, len(o.Components))
 		for j, c := range o.Components {
 			comps[j] = maps.Clone(c)

@@ -147,10 +147,6 @@ func (st *state) resourceDetail(base string, r *Resource) APIResource {
 }
 
 func (st *state) offeringView(base string, o *Offering) map[string]any {
-	comps := o.Components
-	if comps == nil {
-		comps = []map[string]any{}
-	}
 	plans := []map[string]any{}
 	for _, p := range st.plans {
 		if p.OfferingUUID == o.UUID {
@@ -160,7 +156,7 @@ func (st *state) offeringView(base string, o *Offering) map[string]any {
 	m := map[string]any{
 		"uuid": o.UUID, "url": base + "/api/marketplace-provider-offerings/" + o.UUID + "/",
 		"name": o.Name, "type": o.Type, "state": o.State, "backend_id": o.BackendID,
-		"customer_uuid": o.CustomerUUID, "components": comps, "plugin_options": orEmpty(o.PluginOptions),
+		"customer_uuid": o.CustomerUUID, "components": o.Components, "plugin_options": orEmpty(o.PluginOptions),
 		"partitions": []any{}, "plans": plans,
 	}
 	if c := st.customers[o.CustomerUUID]; c != nil {
