@@ -31,15 +31,6 @@ type Fault struct {
 	Count      int    `json:"count"`
 }
 
-func newFaults() *simkit.Faults {
-	return simkit.NewFaults(simkit.FaultOptions{
-		DownBody:  `{"detail": "Service temporarily unavailable, try again later."}`, // DRF's 503
-		ErrorBody: func(int) string { return `{"detail": "Injected fault."}` },
-		KeepBody:  func(*http.Request) bool { return true },
-		Label:     func(r *http.Request) string { return r.UserAgent() },
-	})
-}
-
 // latency delays every /api/ answer by Config.Latency.
 func (s *Server) latency(next http.Handler) http.Handler {
 	if s.cfg.Latency <= 0 {
