@@ -13,8 +13,10 @@ func TestHandleWritesRepliesBodiesAndErrorsInTheServicesFormat(t *testing.T) {
 		Name string `json:"name"`
 	}
 	hs := Handlers{
-		WriteError: func(w http.ResponseWriter, err error) { WriteJSON(w, http.StatusTeapot, map[string]string{"oops": err.Error()}) },
-		Render:     func(r *http.Request, body any) any { return map[string]any{"data": body} },
+		WriteError: func(w http.ResponseWriter, err error) {
+			WriteJSON(w, http.StatusTeapot, map[string]string{"oops": err.Error()})
+		},
+		Render: func(r *http.Request, body any) any { return map[string]any{"data": body} },
 	}
 	h := Handle(hs, func(_ *http.Request, v in) (any, error) {
 		switch v.Name {
