@@ -19,19 +19,17 @@ func billingPeriod(t string) (string, bool) {
 
 // decimalField accepts "12.50" or 12.5 and renders Waldur's two decimals.
 func decimalField(m map[string]any, fe fieldErrors, key string) string {
-	var f float64
-	var err error
+	var s string
 	switch x := m[key].(type) {
 	case nil:
 		fe.add(key, "This field is required.")
 		return ""
 	case json.Number:
-		f, _ = x.Float64()
+		s = string(x)
 	case string:
-		f, err = strconv.ParseFloat(x, 64)
-	default:
-		err = strconv.ErrSyntax
+		s = x
 	}
+	f, err := strconv.ParseFloat(s, 64)
 	switch {
 	case err != nil:
 		fe.add(key, "A valid number is required.")

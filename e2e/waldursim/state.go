@@ -162,17 +162,15 @@ func newState(f *Fixture, now func() string) (*state, error) {
 		services:   map[string]*AgentService{},
 		subs:       map[string]*EventSubscription{},
 	}
-	for _, r := range st.resources {
+	for i := range cp.Resources { // the objects st.resources points to
+		r := &cp.Resources[i]
 		r.Team, r.Limits = slices.Clone(r.Team), maps.Clone(r.Limits)
 		r.Created, r.Modified = ts, ts
-	}
-	for _, o := range st.orders {
-		o.Created, o.Modified = ts, ts
-	}
-	for _, r := range cp.Resources {
 		st.resourceOrder = append(st.resourceOrder, r.UUID)
 	}
-	for _, o := range cp.Orders {
+	for i := range cp.Orders {
+		o := &cp.Orders[i]
+		o.Created, o.Modified = ts, ts
 		st.orderOrder = append(st.orderOrder, o.UUID)
 	}
 	return st, nil
