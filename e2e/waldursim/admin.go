@@ -89,103 +89,65 @@ type SubscriptionInfo struct {
 	Queues []SubscriptionQueue `json:"queues"`
 }
 
+// admin is how the /sim/ API reads requests (strictly: an unknown field
+// is a typo in a test) and writes answers.
+var admin = simkit.Handlers{Decode: decodeStrict, WriteError: writeErr}
+
 func (s *Server) adminRoutes() http.Handler {
 	mux := http.NewServeMux()
-	h := func(pattern string, f func(r *http.Request) (int, any, error)) {
-		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
-			status, v, err := f(r)
-			if err != nil && v == nil {
-				writeErr(w, err)
-				return
-			}
-			simkit.WriteJSON(w, status, v)
-		})
-	}
-	h("POST /sim/orders", publishing(http.StatusCreated, s.CreateOrder))
-	h("GET /sim/orders/{uuid}", func(r *http.Request) (int, any, error) {
-		id, err := pathUUID(r)
-		if err != nil {
-			return 0, nil, err
-		}
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		o := s.st.orders[id]
-		if o == nil {
-			return 0, nil, errNotFound
-		}
-		return http.StatusOK, s.st.orderView(baseURL(r), o), nil
-	})
-	h("GET /sim/resources/{uuid}", func(r *http.Request) (int, any, error) {
-		id, err := pathUUID(r)
-		if err != nil {
-			return 0, nil, err
-		}
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		res := s.st.resources[id]
-		if res == nil {
-			return 0, nil, errNotFound
-		}
-		return http.StatusOK, s.st.resourceView(baseURL(r), res), nil
-	})
-	h("POST /sim/resources/{uuid}/flags", func(r *http.Request) (int, any, error) {
+	mux.Handle("POST /sim/orders", simkit.Handle(admin, publishing(http.StatusCreated, s.CreateOrder)))
+	mux.Handle("GET /sim/orders/{uuid}", s.guard(false, simkit.Handle(admin, show(s.st.orders, s.st.orderView))))
+	mux.Handle("GET /sim/resources/{uuid}", s.guard(false, simkit.Handle(admin, show(s.st.resources, s.st.resourceView))))
+	mux.Handle("POST /sim/resources/{uuid}/flags", simkit.Handle(admin, func(r *http.Request, req FlagsRequest) (simkit.Reply, error) {
 		return publishing(http.StatusOK, func(ctx context.Context, req FlagsRequest) (*FlagsResult, error) {
 			return s.SetResourceFlags(ctx, r.PathValue("uuid"), req)
-		})(r)
-	})
-	h("POST /sim/team", publishing(http.StatusOK, s.SetTeam))
-	h("POST /sim/events", publishing(http.StatusOK, s.PublishRaw))
-	h("GET /sim/calls", func(r *http.Request) (int, any, error) {
-		return http.StatusOK, s.Calls(), nil
-	})
-	h("DELETE /sim/calls", func(r *http.Request) (int, any, error) {
+		})(r, req)
+	}))
+	mux.Handle("POST /sim/team", simkit.Handle(admin, publishing(http.StatusOK, s.SetTeam)))
+	mux.Handle("POST /sim/events", simkit.Handle(admin, publishing(http.StatusOK, s.PublishRaw)))
+	mux.Handle("GET /sim/calls", simkit.Handle(admin, func(*http.Request, struct{}) ([]Call, error) { return s.Calls(), nil }))
+	mux.Handle("DELETE /sim/calls", simkit.Handle(admin, func(*http.Request, struct{}) (any, error) {
 		s.ResetCalls()
-		return http.StatusOK, map[string]any{}, nil
-	})
-	h("POST /sim/faults", func(r *http.Request) (int, any, error) {
-		var f Fault
-		if err := decodeStrict(r, &f); err != nil {
-			return 0, nil, err
-		}
+		return map[string]any{}, nil
+	}))
+	mux.Handle("POST /sim/faults", simkit.Handle(admin, func(_ *http.Request, f Fault) (simkit.Reply, error) {
 		s.AddFault(f)
-		return http.StatusCreated, f, nil
-	})
-	h("DELETE /sim/faults", func(r *http.Request) (int, any, error) {
+		return simkit.Reply{Status: http.StatusCreated, Body: f}, nil
+	}))
+	mux.Handle("DELETE /sim/faults", simkit.Handle(admin, func(*http.Request, struct{}) (any, error) {
 		s.ClearFaults()
-		return http.StatusOK, map[string]any{}, nil
-	})
-	h("GET /sim/subscriptions", func(r *http.Request) (int, any, error) {
-		return http.StatusOK, s.Subscriptions(baseURL(r)), nil
-	})
+		return map[string]any{}, nil
+	}))
+	mux.Handle("GET /sim/subscriptions", simkit.Handle(admin, func(r *http.Request, _ struct{}) ([]SubscriptionInfo, error) {
+		return s.Subscriptions(baseURL(r)), nil
+	}))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { writeErr(w, errNotFound) })
 	return mux
 }
 
 // publishing serves an admin POST of a Req whose operation publishes
-// events (see publishStatus).
-func publishing[Req, Res any](ok int, op func(ctx context.Context, req Req) (Res, error)) func(r *http.Request) (int, any, error) {
-	return func(r *http.Request) (int, any, error) {
-		var req Req
-		if err := decodeStrict(r, &req); err != nil {
-			return 0, nil, err
-		}
+// events: 502 with the partial result when publishing failed.
+func publishing[Req, Res any](ok int, op func(ctx context.Context, req Req) (Res, error)) func(*http.Request, Req) (simkit.Reply, error) {
+	return func(r *http.Request, req Req) (simkit.Reply, error) {
 		res, err := op(r.Context(), req)
-		return publishStatus(ok, res, err)
+		if _, isAPI := err.(*apiError); isAPI {
+			return simkit.Reply{}, err
+		} else if err != nil {
+			return simkit.Reply{Status: http.StatusBadGateway, Body: res}, nil
+		}
+		return simkit.Reply{Status: ok, Body: res}, nil
 	}
 }
 
-// publishStatus answers 502 with the partial result when publishing failed.
-func publishStatus(ok int, v any, err error) (int, any, error) {
-	if err == nil {
-		return ok, v, nil
-	}
-	if _, isAPI := err.(*apiError); isAPI {
-		return 0, nil, err
-	}
-	return http.StatusBadGateway, v, err
-}
-
+// decodeStrict reads an admin request: a req as the API does, nothing
+// for struct{}, else a JSON body without unknown fields.
 func decodeStrict(r *http.Request, v any) error {
+	switch v.(type) {
+	case *req:
+		return decodeReq(r, v)
+	case *struct{}:
+		return nil
+	}
 	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
@@ -198,15 +160,22 @@ func badRequest(format string, a ...any) error {
 	return detail(http.StatusBadRequest, fmt.Sprintf(format, a...))
 }
 
-// onlyKey returns the single key of m, for "default: the only X" fields.
-func onlyKey[V any](m map[string]V, what string) (string, error) {
-	if len(m) != 1 {
+// pick is the uuid of an object of m: given's, or the only one's when
+// given is empty.
+func pick[V any](given string, m map[string]*V, what string) (string, error) {
+	if given == "" && len(m) != 1 {
 		return "", badRequest("%s_uuid is required (%d %ss exist)", what, len(m), what)
 	}
 	for k := range m {
-		return k, nil
+		if given == "" {
+			return k, nil
+		}
 	}
-	return "", nil
+	id, ok := normUUID(given)
+	if !ok || m[id] == nil {
+		return "", badRequest("unknown %s %s", what, given)
+	}
+	return id, nil
 }
 
 // CreateOrder creates an order (and for Create/Restore a resource) and
@@ -218,128 +187,95 @@ func (s *Server) CreateOrder(ctx context.Context, req CreateOrderRequest) (*Crea
 	if !slices.Contains(orderTypes, req.Type) || !slices.Contains(orderStates, req.State) {
 		return nil, badRequest("invalid type %q or state %q", req.Type, req.State)
 	}
-	s.mu.Lock()
-	var (
-		res   *Resource
-		order *Order
-		ev    *pendingEvent
-	)
-	err := func() error {
-		if req.ResourceUUID != "" {
-			id, ok := normUUID(req.ResourceUUID)
-			if res = s.st.resources[id]; !ok || res == nil {
-				return badRequest("unknown resource %s", req.ResourceUUID)
-			}
-		} else if req.Type == "Create" || req.Type == "Restore" {
-			off, err := s.pickUUID(req.OfferingUUID, s.st.offerings, "offering")
+	return changing(s, ctx, func() (*CreateOrderResult, *pendingEvent, error) {
+		id, _ := normUUID(req.ResourceUUID)
+		res := s.st.resources[id]
+		switch {
+		case req.ResourceUUID != "" && res == nil:
+			return nil, nil, badRequest("unknown resource %s", req.ResourceUUID)
+		case req.ResourceUUID == "" && req.Type != "Create" && req.Type != "Restore":
+			return nil, nil, badRequest("resource_uuid is required for %s orders", req.Type)
+		case req.ResourceUUID == "":
+			off, err := pick(req.OfferingUUID, s.st.offerings, "offering")
 			if err != nil {
-				return err
+				return nil, nil, err
 			}
-			proj, err := s.pickUUID(req.ProjectUUID, s.st.projects, "project")
+			proj, err := pick(req.ProjectUUID, s.st.projects, "project")
 			if err != nil {
-				return err
+				return nil, nil, err
 			}
 			id := newUUID()
-			name := req.ResourceName
-			name = cmp.Or(name, "res-"+id[:8])
-			slug := req.ResourceSlug
-			slug = cmp.Or(slug, name)
-			res = &Resource{UUID: id, Name: name, Slug: slug, State: "Creating", Offering: off, Project: proj,
-				Plan: req.PlanUUID, Limits: req.Limits, Attributes: req.Attributes, Created: s.now(), Modified: s.now()}
+			name := cmp.Or(req.ResourceName, "res-"+id[:8])
+			res = &Resource{UUID: id, Name: name, Slug: cmp.Or(req.ResourceSlug, name), State: "Creating", Offering: off,
+				Project: proj, Plan: req.PlanUUID, Limits: req.Limits, Attributes: req.Attributes, Created: s.now(), Modified: s.now()}
 			s.st.resources[id] = res
 			s.st.resourceOrder = append(s.st.resourceOrder, id)
-		} else {
-			return badRequest("resource_uuid is required for %s orders", req.Type)
 		}
-		switch req.Type {
-		case "Update":
-			res.State = "Updating"
-		case "Terminate":
-			res.State = "Terminating"
+		if state, ok := map[string]string{"Update": "Updating", "Terminate": "Terminating"}[req.Type]; ok {
+			res.State = state
 		}
-		order = &Order{UUID: newUUID(), Type: req.Type, State: req.State, Resource: res.UUID, Plan: req.PlanUUID,
+		order := &Order{UUID: newUUID(), Type: req.Type, State: req.State, Resource: res.UUID, Plan: req.PlanUUID,
 			Limits: req.Limits, Attributes: req.Attributes, Created: s.now(), Modified: s.now()}
 		s.st.orders[order.UUID] = order
 		s.st.orderOrder = append(s.st.orderOrder, order.UUID)
+		var ev *pendingEvent
 		if !req.Silent && (order.State == "pending-provider" || order.State == "pending-consumer") {
 			ev = s.orderEvent(order)
 		}
-		return nil
-	}()
-	if err != nil {
-		s.mu.Unlock()
-		return nil, err
-	}
-	out := &CreateOrderResult{
-		Order:    s.st.orderView(s.URL(), order),
-		Resource: s.st.resourceView(s.URL(), res),
-	}
+		return &CreateOrderResult{Order: s.st.orderView(s.URL(), order), Resource: s.st.resourceView(s.URL(), res)}, ev, nil
+	})
+}
+
+// eventful is an admin operation's result: what it published is reported
+// in its EventResult.
+type eventful interface{ events() *EventResult }
+
+func (e *EventResult) events() *EventResult { return e }
+
+// changing runs change under s.mu, then publishes the event it made (if
+// any), as Mastermind publishes after commit; a failure to publish is
+// returned with the result, which reports it.
+func changing[R eventful](s *Server, ctx context.Context, change func() (R, *pendingEvent, error)) (R, error) {
+	s.mu.Lock()
+	out, ev, err := change()
 	s.mu.Unlock()
-	return out, s.finishPublish(ctx, ev, &out.EventResult)
-}
-
-func (s *Server) pickUUID(given string, m any, what string) (string, error) {
-	var has func(string) bool
-	var only func() (string, error)
-	switch mm := m.(type) {
-	case map[string]*Offering:
-		has = func(k string) bool { return mm[k] != nil }
-		only = func() (string, error) { return onlyKey(mm, what) }
-	case map[string]*Project:
-		has = func(k string) bool { return mm[k] != nil }
-		only = func() (string, error) { return onlyKey(mm, what) }
+	if err != nil {
+		return out, err
 	}
-	if given == "" {
-		return only()
-	}
-	id, ok := normUUID(given)
-	if !ok || !has(id) {
-		return "", badRequest("unknown %s %s", what, given)
-	}
-	return id, nil
-}
-
-func (s *Server) finishPublish(ctx context.Context, ev *pendingEvent, into *EventResult) error {
 	pub, err := s.publish(ctx, ev)
-	into.Published = pub
-	if into.Published == nil {
-		into.Published = []Published{}
-	}
+	into := out.events()
+	into.Published = append([]Published{}, pub...)
 	if err != nil {
 		into.PublishError = err.Error()
 	}
-	return err
+	return out, err
 }
 
 // SetResourceFlags changes paused/downscaled/restrict_member_access and
 // publishes a resource event when any of them changed.
 func (s *Server) SetResourceFlags(ctx context.Context, resourceUUID string, req FlagsRequest) (*FlagsResult, error) {
 	id, _ := normUUID(resourceUUID)
-	s.mu.Lock()
-	res := s.st.resources[id]
-	if res == nil {
-		s.mu.Unlock()
-		return nil, errNotFound
-	}
-	changed := false
-	for _, f := range []struct {
-		want *bool
-		cur  *bool
-	}{{req.Paused, &res.Paused}, {req.Downscaled, &res.Downscaled}, {req.RestrictMemberAccess, &res.RestrictMemberAccess}} {
-		if f.want != nil && *f.want != *f.cur {
-			*f.cur, changed = *f.want, true
+	return changing(s, ctx, func() (*FlagsResult, *pendingEvent, error) {
+		res := s.st.resources[id]
+		if res == nil {
+			return nil, nil, errNotFound
 		}
-	}
-	var ev *pendingEvent
-	if changed {
-		res.Modified = s.now()
-		if !req.Silent {
-			ev = s.resourceEvent(res)
+		changed := false
+		for _, f := range []struct{ want, cur *bool }{
+			{req.Paused, &res.Paused}, {req.Downscaled, &res.Downscaled}, {req.RestrictMemberAccess, &res.RestrictMemberAccess}} {
+			if f.want != nil && *f.want != *f.cur {
+				*f.cur, changed = *f.want, true
+			}
 		}
-	}
-	out := &FlagsResult{Resource: s.st.resourceView(s.URL(), res)}
-	s.mu.Unlock()
-	return out, s.finishPublish(ctx, ev, &out.EventResult)
+		var ev *pendingEvent
+		if changed {
+			res.Modified = s.now()
+			if !req.Silent {
+				ev = s.resourceEvent(res)
+			}
+		}
+		return &FlagsResult{Resource: s.st.resourceView(s.URL(), res)}, ev, nil
+	})
 }
 
 // SetTeam grants (adds or updates) or revokes a team member of a resource
@@ -347,8 +283,7 @@ func (s *Server) SetResourceFlags(ctx context.Context, resourceUUID string, req 
 func (s *Server) SetTeam(ctx context.Context, req TeamRequest) (*TeamResult, error) {
 	id, _ := normUUID(req.ResourceUUID)
 	m := req.Member
-	m.UUID = cmp.Or(m.UUID, derivedUUID("user", m.Username))
-	uid, ok := normUUID(m.UUID)
+	uid, ok := normUUID(cmp.Or(m.UUID, derivedUUID("user", m.Username)))
 	if !ok || m.Username == "" {
 		return nil, badRequest("member.username and a valid member.uuid are required")
 	}
@@ -358,29 +293,27 @@ func (s *Server) SetTeam(ctx context.Context, req TeamRequest) (*TeamResult, err
 	if req.Granted && m.Role == "" {
 		return nil, badRequest("member.role is required to grant")
 	}
-	s.mu.Lock()
-	res := s.st.resources[id]
-	if res == nil {
-		s.mu.Unlock()
-		return nil, errNotFound
-	}
-	i := slices.IndexFunc(res.Team, func(t TeamMember) bool { return t.UUID == m.UUID })
-	switch {
-	case req.Granted && i >= 0:
-		res.Team[i] = m
-	case req.Granted:
-		res.Team = append(res.Team, m)
-	case i >= 0:
-		m.Role = cmp.Or(m.Role, res.Team[i].Role)
-		res.Team = slices.Delete(res.Team, i, i+1)
-	}
-	var ev *pendingEvent
-	if !req.Silent {
-		ev = s.userRoleEvent(res, m, req.Granted)
-	}
-	out := &TeamResult{Team: slices.Clone(res.Team)}
-	s.mu.Unlock()
-	return out, s.finishPublish(ctx, ev, &out.EventResult)
+	return changing(s, ctx, func() (*TeamResult, *pendingEvent, error) {
+		res := s.st.resources[id]
+		if res == nil {
+			return nil, nil, errNotFound
+		}
+		i := slices.IndexFunc(res.Team, func(t TeamMember) bool { return t.UUID == m.UUID })
+		switch {
+		case req.Granted && i >= 0:
+			res.Team[i] = m
+		case req.Granted:
+			res.Team = append(res.Team, m)
+		case i >= 0:
+			m.Role = cmp.Or(m.Role, res.Team[i].Role)
+			res.Team = slices.Delete(res.Team, i, i+1)
+		}
+		var ev *pendingEvent
+		if !req.Silent {
+			ev = s.userRoleEvent(res, m, req.Granted)
+		}
+		return &TeamResult{Team: slices.Clone(res.Team)}, ev, nil
+	})
 }
 
 // PublishRaw sends an arbitrary body to the subscription queues of
@@ -390,28 +323,23 @@ func (s *Server) PublishRaw(ctx context.Context, req RawEventRequest) (*EventRes
 	if !ok || req.ObjectType == "" {
 		return nil, badRequest("offering_uuid and object_type are required")
 	}
-	s.mu.Lock()
-	ev := &pendingEvent{offering: off, objectType: req.ObjectType, body: req.Body, messageID: req.MessageID,
-		repeat: max(req.Repeat, 1), targets: s.targetsFor(off, req.ObjectType)}
-	s.mu.Unlock()
-	out := &EventResult{}
-	return out, s.finishPublish(ctx, ev, out)
+	return changing(s, ctx, func() (*EventResult, *pendingEvent, error) {
+		return &EventResult{}, &pendingEvent{offering: off, objectType: req.ObjectType, body: req.Body,
+			messageID: req.MessageID, repeat: max(req.Repeat, 1), targets: s.targetsFor(off, req.ObjectType)}, nil
+	})
 }
 
 // Subscriptions lists event subscriptions with their queues.
 func (s *Server) Subscriptions(base string) []SubscriptionInfo {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := []SubscriptionInfo{}
-	for _, id := range s.st.subOrder {
-		sub := s.st.subs[id]
+	return inOrder(s.st.subs, s.st.subOrder, func(sub *EventSubscription) SubscriptionInfo {
 		info := SubscriptionInfo{EventSubscription: subView(base, sub), Queues: []SubscriptionQueue{}}
 		for _, q := range s.st.queues {
-			if q.EventSubscriptionUUID == id {
+			if q.EventSubscriptionUUID == sub.UUID {
 				info.Queues = append(info.Queues, queueView(base, q))
 			}
 		}
-		out = append(out, info)
-	}
-	return out
+		return info
+	})
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 )
@@ -87,12 +88,8 @@ func (c *AdminClient) Resource(ctx context.Context, uuid string) (*APIResource, 
 func (c *AdminClient) WaitOrder(ctx context.Context, uuid string, states ...string) (*APIOrder, error) {
 	for {
 		o, err := c.Order(ctx, uuid)
-		if err == nil {
-			for _, s := range states {
-				if o.State == s {
-					return o, nil
-				}
-			}
+		if err == nil && slices.Contains(states, o.State) {
+			return o, nil
 		}
 		select {
 		case <-ctx.Done():

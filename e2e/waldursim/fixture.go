@@ -1,6 +1,7 @@
 package waldursim
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 
@@ -145,7 +146,7 @@ func LoadFixture(path string) (*Fixture, error) {
 // test world.
 func ParseFixture(data []byte) (*Fixture, error) {
 	var f Fixture
-	dec := yaml.NewDecoder(bytesReader(data))
+	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&f); err != nil {
 		return nil, fmt.Errorf("parse fixture: %w", err)

@@ -1,14 +1,10 @@
 package waldursim
 
 import (
-	"bytes"
 	"cmp"
 	"fmt"
-	"io"
 	"slices"
 )
-
-func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
 
 // Valid enumerations, as Mastermind defines them.
 var (
@@ -59,7 +55,7 @@ func (f *Fixture) normalize() error {
 		unique("customer", c.UUID)
 	}
 	// child checks an object that names its owner (a project's customer,
-	// an offering's customer, a plan's offering).
+	// an offering's customer, a plan's offering, an order's resource).
 	child := func(kind string, id *string, field, parent string, parentID *string) {
 		fix(kind, id, true)
 		fix(kind+" "+field, parentID, true)
@@ -99,13 +95,8 @@ func (f *Fixture) normalize() error {
 	}
 	for i := range f.Orders {
 		o := &f.Orders[i]
-		fix("order", &o.UUID, true)
-		fix("order resource", &o.Resource, true)
+		child("order", &o.UUID, "resource", "resource", &o.Resource)
 		fix("order plan", &o.Plan, false)
-		unique("order", o.UUID)
-		if !has("resource", o.Resource) {
-			errs = append(errs, fmt.Errorf("order %s: unknown resource %s", o.UUID, o.Resource))
-		}
 		if !slices.Contains(orderTypes, o.Type) || !slices.Contains(orderStates, o.State) {
 			errs = append(errs, fmt.Errorf("order %s: invalid type %q or state %q", o.UUID, o.Type, o.State))
 		}

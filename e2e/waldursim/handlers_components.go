@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // componentDefaults are the fields of an offering component as Waldur's
@@ -36,7 +38,7 @@ var (
 // returns the attributes to store. partial is update_offering_component's
 // partial=True: absent fields are neither required nor touched. Unknown
 // fields are ignored, as DRF ignores them.
-func validateComponent(body map[string]any, existing map[string]any, partial bool) (map[string]any, *apiError) {
+func validateComponent(body map[string]any, existing map[string]any, partial bool) (map[string]any, error) {
 	fe := fieldErrors{}
 	attrs := map[string]any{}
 	if s, ok := strField(body, fe, "billing_type", !partial, false); ok {
@@ -66,32 +68,22 @@ func validateComponent(body map[string]any, existing map[string]any, partial boo
 			fe.add("limit_period", fmt.Sprintf("%q is not a valid choice.", fmt.Sprint(v)))
 		}
 	}
-	for _, k := range intComponentFields {
-		v, present := body[k]
-		if !present {
-			continue
-		}
-		if v == nil {
-			attrs[k] = nil
-			continue
-		}
-		if n, ok := drfInteger(v); ok {
-			attrs[k] = n
-		} else {
-			fe.add(k, "A valid integer is required.")
+	scalars := func(keys []string, read func(any) (any, bool), msg string) {
+		for _, k := range keys {
+			if v, present := body[k]; !present {
+				continue
+			} else if x, ok := read(v); ok {
+				attrs[k] = x
+			} else {
+				fe.add(k, msg)
+			}
 		}
 	}
-	for _, k := range []string{"is_boolean", "is_prepaid"} {
-		v, present := body[k]
-		if !present {
-			continue
-		}
-		if b, ok := v.(bool); ok {
-			attrs[k] = b
-		} else {
-			fe.add(k, "Must be a valid boolean.")
-		}
-	}
+	scalars(intComponentFields, drfInteger, "A valid integer is required.")
+	scalars([]string{"is_boolean", "is_prepaid"}, func(v any) (any, bool) {
+		b, ok := v.(bool)
+		return b, ok
+	}, "Must be a valid boolean.")
 	if err := fe.err(); err != nil {
 		return nil, err
 	}
@@ -114,17 +106,20 @@ func validateComponent(body map[string]any, existing map[string]any, partial boo
 	return attrs, nil
 }
 
-// drfInteger accepts what IntegerField accepts: an integral number, also
-// written with a zero fraction (8.0), or a string of one.
-func drfInteger(v any) (int64, bool) {
+// drfInteger accepts what IntegerField(allow_null=True) accepts: null, an
+// integral number, also written with a zero fraction (8.0), or a string of
+// one.
+func drfInteger(v any) (any, bool) {
 	var s string
 	switch x := v.(type) {
+	case nil:
+		return nil, true
 	case json.Number:
 		s = x.String()
 	case string:
 		s = strings.TrimSpace(x)
 	default:
-		return 0, false
+		return nil, false
 	}
 	if i := strings.IndexByte(s, '.'); i >= 0 && strings.Trim(s[i+1:], "0") == "" {
 		s = s[:i]
@@ -136,52 +131,41 @@ func drfInteger(v any) (int64, bool) {
 // createComponent is POST .../create_offering_component/: 201 without a
 // body; a type the offering has is a 400 whose body is a bare list (the
 // serializer's create raises it, outside field validation).
-func (s *Server) createComponent(w http.ResponseWriter, r *http.Request, _ *User, id string, body map[string]any) error {
-	off := s.st.offerings[id]
-	if off == nil {
-		return errNotFound
-	}
-	attrs, aerr := validateComponent(body, nil, false)
-	if aerr != nil {
-		return aerr
+func createComponent(_ *http.Request, in req, off *Offering) (any, error) {
+	attrs, err := validateComponent(in.body, nil, false)
+	if err != nil {
+		return nil, err
 	}
 	typ := attrs["type"].(string)
 	if slices.ContainsFunc(off.Components, func(c map[string]any) bool { return c["type"] == typ }) {
-		return &apiError{Status: http.StatusBadRequest, Body: []string{fmt.Sprintf("Component %s already exists.", typ)}}
+		return nil, &apiError{Status: http.StatusBadRequest, Body: []string{fmt.Sprintf("Component %s already exists.", typ)}}
 	}
 	c := componentDefaults()
 	maps.Copy(c, attrs)
 	c["uuid"] = newUUID()
 	off.Components = append(off.Components, c)
-	w.WriteHeader(http.StatusCreated)
-	return nil
+	return simkit.Reply{Status: http.StatusCreated}, nil
 }
 
 // updateComponent is POST .../update_offering_component/: the component
 // named by the body's uuid, partially updated; 200 without a body, 404
 // without one for a uuid the offering does not have.
-func (s *Server) updateComponent(w http.ResponseWriter, r *http.Request, _ *User, id string, body map[string]any) error {
-	off := s.st.offerings[id]
-	if off == nil {
-		return errNotFound
-	}
-	raw, _ := body["uuid"].(string)
+func updateComponent(_ *http.Request, in req, off *Offering) (any, error) {
+	raw, _ := in.body["uuid"].(string)
 	if raw == "" {
-		return &apiError{Status: http.StatusBadRequest, Body: map[string]string{"details": "UUID for offering component was not provided."}}
+		return nil, &apiError{Status: http.StatusBadRequest, Body: map[string]string{"details": "UUID for offering component was not provided."}}
 	}
 	cid, _ := normUUID(raw)
 	i := slices.IndexFunc(off.Components, func(c map[string]any) bool { return cid != "" && c["uuid"] == cid })
 	if i < 0 {
-		w.WriteHeader(http.StatusNotFound)
-		return nil
+		return simkit.Reply{Status: http.StatusNotFound}, nil
 	}
-	attrs, aerr := validateComponent(body, off.Components[i], true)
-	if aerr != nil {
-		return aerr
+	attrs, err := validateComponent(in.body, off.Components[i], true)
+	if err != nil {
+		return nil, err
 	}
 	maps.Copy(off.Components[i], attrs)
-	w.WriteHeader(http.StatusOK)
-	return nil
+	return simkit.Reply{}, nil
 }
 
 // Components returns a copy of an offering's components as Waldur renders

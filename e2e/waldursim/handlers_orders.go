@@ -1,139 +1,76 @@
 package waldursim
 
 import (
+	"maps"
 	"net/http"
-	"time"
-
-	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
-var timeLayouts = []string{time.RFC3339Nano, "2006-01-02T15:04:05.999999", "2006-01-02T15:04", "2006-01-02"}
-
-func parseTime(s string) (time.Time, bool) {
-	for _, l := range timeLayouts {
-		if t, err := time.Parse(l, s); err == nil {
-			return t, true
-		}
-	}
-	return time.Time{}, false
+var orderFilters = []filter[APIOrder]{
+	byUUID("offering_uuid", func(v APIOrder) string { return v.OfferingUUID }),
+	byUUID("resource_uuid", func(v APIOrder) string { return v.ResourceUUID }),
+	byUUID("project_uuid", func(v APIOrder) string { return v.ProjectUUID }),
+	byChoice("state", orderStates, func(v APIOrder) string { return v.State }),
+	byChoice("type", orderTypes, func(v APIOrder) string { return v.Type }),
+	byTime("modified_before", false, func(v APIOrder) string { return v.Modified }),
+	byTime("modified_after", true, func(v APIOrder) string { return v.Modified }),
 }
 
-func (s *Server) listOrders(w http.ResponseWriter, r *http.Request, _ *User) error {
+func (s *Server) orders(r *http.Request, _ req) []APIOrder {
+	return inOrder(s.st.orders, s.st.orderOrder, func(o *Order) APIOrder { return s.st.orderView(baseURL(r), o) })
+}
+
+// orderTransitions are the provider-side order actions that move an
+// order: from the state each needs, to the one it ends in.
+var orderTransitions = map[string]struct{ from, to string }{
+	"approve_by_provider": {"pending-provider", "executing"},
+	"reject_by_provider":  {"pending-provider", "rejected"},
+	"set_state_done":      {"executing", "done"},
+	"set_state_erred":     {"executing", "erred"},
+}
+
+// orderAction implements the provider-side order actions.
+func (s *Server) orderAction(r *http.Request, in req, o *Order) (any, error) {
 	fe := fieldErrors{}
-	offerings := queryUUIDs(r, fe, "offering_uuid")
-	resources := queryUUIDs(r, fe, "resource_uuid")
-	projects := queryUUIDs(r, fe, "project_uuid")
-	states := queryChoices(r, fe, "state", orderStates)
-	types := queryChoices(r, fe, "type", orderTypes)
-	var before, after time.Time
-	for key, dst := range map[string]*time.Time{"modified_before": &before, "modified_after": &after} {
-		if v := r.URL.Query().Get(key); v != "" {
-			t, ok := parseTime(v)
-			if !ok {
-				fe.add(key, "Enter a valid date/time.")
-			}
-			*dst = t
+	var msg, tb string
+	action := r.PathValue("action")
+	switch action {
+	case "set_state_erred":
+		msg, _ = strField(in.body, fe, "error_message", false, true)
+		tb, _ = strField(in.body, fe, "error_traceback", false, true)
+	case "set_backend_id":
+		bid, ok := strField(in.body, fe, "backend_id", true, false)
+		if err := fe.err(); err != nil {
+			return nil, err
 		}
+		if ok {
+			o.BackendID, o.Modified = bid, s.now()
+		}
+		return map[string]any{"status": "Order backend_id has been changed."}, nil
+	}
+	t, ok := orderTransitions[action]
+	if !ok {
+		return nil, errNotFound
 	}
 	if err := fe.err(); err != nil {
-		return err
+		return nil, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	items := []map[string]any{}
-	for _, id := range s.st.orderOrder {
-		o := s.st.orders[id]
-		v := s.st.orderView(baseURL(r), o)
-		if !matchAny(v.OfferingUUID, offerings) || !matchAny(o.Resource, resources) ||
-			!matchAny(v.ProjectUUID, projects) || !matchAny(o.State, states) || !matchAny(o.Type, types) {
-			continue
-		}
-		mod, _ := parseTime(o.Modified)
-		if (!before.IsZero() && !mod.Before(before)) || (!after.IsZero() && mod.Before(after)) {
-			continue
-		}
-		items = append(items, toMap(v))
+	if o.State != t.from {
+		return nil, stateConflict(t.from)
 	}
-	writeList(w, r, items)
-	return nil
-}
-
-// orderAction implements the provider-side order transitions.
-func (s *Server) orderAction(w http.ResponseWriter, r *http.Request, _ *User) error {
-	id, err := pathUUID(r)
-	if err != nil {
-		return err
+	if t.to == "erred" {
+		o.ErrorMessage, o.ErrorTraceback = msg, tb
 	}
-	body, aerr := decodeBody(r)
-	if aerr != nil {
-		return aerr
-	}
-	action := r.PathValue("action")
-	s.mu.Lock()
-	o := s.st.orders[id]
-	if o == nil {
-		s.mu.Unlock()
-		return errNotFound
-	}
-	var emit *pendingEvent
-	status, resp, err := func() (int, any, error) {
-		switch action {
-		case "approve_by_provider":
-			if o.State != "pending-provider" {
-				return 0, nil, stateConflict("pending-provider")
-			}
-			s.setOrderState(o, "executing")
-			return http.StatusOK, map[string]any{}, nil
-		case "reject_by_provider":
-			if o.State != "pending-provider" {
-				return 0, nil, stateConflict("pending-provider")
-			}
-			s.setOrderState(o, "rejected")
-			return http.StatusOK, map[string]any{}, nil
-		case "set_state_done":
-			if o.State != "executing" {
-				return 0, nil, stateConflict("executing")
-			}
-			s.setOrderState(o, "done")
-			emit = s.orderEvent(o)
-			return http.StatusOK, map[string]any{}, nil
-		case "set_state_erred":
-			fe := fieldErrors{}
-			msg, _ := strField(body, fe, "error_message", false, true)
-			tb, _ := strField(body, fe, "error_traceback", false, true)
-			if err := fe.err(); err != nil {
-				return 0, nil, err
-			}
-			if o.State != "executing" {
-				return 0, nil, stateConflict("executing")
-			}
-			o.ErrorMessage, o.ErrorTraceback = msg, tb
-			s.setOrderState(o, "erred")
-			return http.StatusOK, map[string]any{}, nil
-		case "set_backend_id":
-			fe := fieldErrors{}
-			bid, ok := strField(body, fe, "backend_id", true, false)
-			if err := fe.err(); err != nil {
-				return 0, nil, err
-			}
-			if ok {
-				o.BackendID, o.Modified = bid, s.now()
-			}
-			return http.StatusOK, map[string]any{"status": "Order backend_id has been changed."}, nil
-		}
-		return 0, nil, errNotFound
-	}()
-	s.mu.Unlock()
-	if err != nil {
-		return err
-	}
-	if emit != nil {
+	s.setOrderState(o, t.to)
+	if t.to == "done" {
 		// Mastermind publishes after commit; a failure is logged, not
 		// reported to the API caller.
-		_, _ = s.publish(r.Context(), emit)
+		ev := s.orderEvent(o)
+		_ = s.unlocked(func() error {
+			_, _ = s.publish(r.Context(), ev)
+			return nil
+		})
 	}
-	simkit.WriteJSON(w, status, resp)
-	return nil
+	return map[string]any{}, nil
 }
 
 // setOrderState moves an order and applies the resource side effects
@@ -153,7 +90,7 @@ func (s *Server) setOrderState(o *Order, to string) {
 		case "Update":
 			res.State = "OK"
 			if o.Limits != nil {
-				res.Limits = cloneInts(o.Limits)
+				res.Limits = maps.Clone(o.Limits)
 			}
 		case "Terminate":
 			res.State = "Terminated"
@@ -174,12 +111,4 @@ func (s *Server) setOrderState(o *Order, to string) {
 			res.Modified = o.Modified
 		}
 	}
-}
-
-func cloneInts(m map[string]int) map[string]int {
-	out := make(map[string]int, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }

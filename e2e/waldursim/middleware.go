@@ -31,15 +31,6 @@ type Fault struct {
 	Count      int    `json:"count"`
 }
 
-func newFaults() *simkit.Faults {
-	return simkit.NewFaults(simkit.FaultOptions{
-		DownBody:  `{"detail": "Service temporarily unavailable, try again later."}`, // DRF's 503
-		ErrorBody: func(int) string { return `{"detail": "Injected fault."}` },
-		KeepBody:  func(*http.Request) bool { return true },
-		Label:     func(r *http.Request) string { return r.UserAgent() },
-	})
-}
-
 // latency delays every /api/ answer by Config.Latency.
 func (s *Server) latency(next http.Handler) http.Handler {
 	if s.cfg.Latency <= 0 {
@@ -73,8 +64,8 @@ func (s *Server) AddFault(f Fault) {
 }
 
 // authenticate resolves "Authorization: Token <t>" or "Bearer <t>" to a
-// user, with DRF's messages.
-func (s *Server) authenticate(r *http.Request) (*User, *apiError) {
+// user, with DRF's messages. Caller holds s.mu.
+func (s *Server) authenticate(r *http.Request) (*User, error) {
 	h := r.Header.Get("Authorization")
 	if h == "" {
 		return nil, detail(http.StatusUnauthorized, "Authentication credentials were not provided.")
@@ -83,9 +74,7 @@ func (s *Server) authenticate(r *http.Request) (*User, *apiError) {
 	if (!strings.EqualFold(scheme, "Token") && !strings.EqualFold(scheme, "Bearer")) || strings.TrimSpace(tok) == "" {
 		return nil, detail(http.StatusUnauthorized, "Invalid token header. No credentials provided.")
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	u := s.st.userByToken(strings.TrimSpace(tok))
+	u := s.st.users[strings.TrimSpace(tok)]
 	if u == nil {
 		return nil, detail(http.StatusUnauthorized, "Invalid token.")
 	}

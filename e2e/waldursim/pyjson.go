@@ -1,6 +1,7 @@
 package waldursim
 
 import (
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -39,40 +40,14 @@ func (o PyObject) Encode() string {
 
 func pyEncode(sb *strings.Builder, v any) {
 	switch x := v.(type) {
-	case nil:
-		sb.WriteString("null")
-	case bool:
-		if x {
-			sb.WriteString("true")
-		} else {
-			sb.WriteString("false")
-		}
 	case string:
 		pyString(sb, x)
-	case int:
-		sb.WriteString(strconv.Itoa(x))
-	case int64:
-		sb.WriteString(strconv.FormatInt(x, 10))
 	case float64:
 		sb.WriteString(pyFloat(x))
 	case []string:
-		sb.WriteByte('[')
-		for i, s := range x {
-			if i > 0 {
-				sb.WriteString(", ")
-			}
-			pyString(sb, s)
-		}
-		sb.WriteByte(']')
+		pyList(sb, x)
 	case []any:
-		sb.WriteByte('[')
-		for i, e := range x {
-			if i > 0 {
-				sb.WriteString(", ")
-			}
-			pyEncode(sb, e)
-		}
-		sb.WriteByte(']')
+		pyList(sb, x)
 	case PyObject:
 		sb.WriteByte('{')
 		for i, f := range x {
@@ -84,9 +59,23 @@ func pyEncode(sb *strings.Builder, v any) {
 			pyEncode(sb, f.Value)
 		}
 		sb.WriteByte('}')
+	case nil, bool, int, int64: // print alike in Go and Python
+		b, _ := json.Marshal(x)
+		sb.Write(b)
 	default:
 		panic(fmt.Sprintf("pyjson: unsupported type %T", v))
 	}
+}
+
+func pyList[T any](sb *strings.Builder, l []T) {
+	sb.WriteByte('[')
+	for i, e := range l {
+		if i > 0 {
+			sb.WriteString(", ")
+		}
+		pyEncode(sb, e)
+	}
+	sb.WriteByte(']')
 }
 
 // pyFloat follows float.__repr__ for the common cases (1.0, 0.5, 1e-07).

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -25,7 +26,7 @@ type fieldErrors map[string][]string
 
 func (fe fieldErrors) add(field, msg string) { fe[field] = append(fe[field], msg) }
 
-func (fe fieldErrors) err() *apiError {
+func (fe fieldErrors) err() error {
 	if len(fe) == 0 {
 		return nil
 	}
@@ -47,7 +48,7 @@ func writeErr(w http.ResponseWriter, err error) {
 
 // decodeBody parses a JSON object body. An empty body is an empty object
 // (DRF treats a body-less POST as {}).
-func decodeBody(r *http.Request) (map[string]any, *apiError) {
+func decodeBody(r *http.Request) (map[string]any, error) {
 	data, err := io.ReadAll(io.LimitReader(r.Body, 10<<20))
 	if err != nil {
 		return nil, detail(http.StatusBadRequest, err.Error())
@@ -125,36 +126,41 @@ func uuidField(body map[string]any, fe fieldErrors, key string, required bool) (
 	return h, true
 }
 
-func objField(body map[string]any, fe fieldErrors, key string, required bool) (map[string]any, bool) {
+// typedField reads a dictionary (T map[string]any) or a list (T []any).
+func typedField[T any](body map[string]any, fe fieldErrors, key string, required bool) (T, bool) {
 	v, present := body[key]
-	if !present {
-		if required {
-			fe.add(key, "This field is required.")
+	t, ok := v.(T)
+	switch {
+	case !present && required:
+		fe.add(key, "This field is required.")
+	case present && !ok:
+		what := "a dictionary"
+		if _, isList := any(t).([]any); isList {
+			what = "a list"
 		}
-		return nil, false
+		fe.add(key, "Expected "+what+" of items but got type \""+pyTypeName(v)+"\".")
 	}
-	m, ok := v.(map[string]any)
-	if !ok {
-		fe.add(key, "Expected a dictionary of items but got type \""+pyTypeName(v)+"\".")
-		return nil, false
-	}
-	return m, true
+	return t, present && ok
 }
 
-func listField(body map[string]any, fe fieldErrors, key string, required bool) ([]any, bool) {
-	v, present := body[key]
-	if !present {
-		if required {
-			fe.add(key, "This field is required.")
+// eachDict reads the list of dictionaries body[key] (absent: a field
+// error), giving each to read with the field errors it adds, which are
+// reported under key as "key.field".
+func eachDict(body map[string]any, fe fieldErrors, key string, read func(m map[string]any, ef fieldErrors)) bool {
+	l, ok := typedField[[]any](body, fe, key, true)
+	for _, e := range l {
+		m, isDict := e.(map[string]any)
+		if !isDict {
+			fe.add(key, "Invalid data. Expected a dictionary.")
+			continue
 		}
-		return nil, false
+		ef := fieldErrors{}
+		read(m, ef)
+		for k, v := range ef {
+			fe[key+"."+k] = v
+		}
 	}
-	l, ok := v.([]any)
-	if !ok {
-		fe.add(key, "Expected a list of items but got type \""+pyTypeName(v)+"\".")
-		return nil, false
-	}
-	return l, true
+	return ok && len(fe) == 0
 }
 
 // intMap validates {"cpu": 4, ...} (limits).
@@ -162,12 +168,8 @@ func intMap(m map[string]any, fe fieldErrors, key string) map[string]int {
 	out := make(map[string]int, len(m))
 	for k, v := range m {
 		n, ok := v.(json.Number)
-		if !ok {
-			fe.add(key, fmt.Sprintf("%s: A valid integer is required.", k))
-			continue
-		}
 		i, err := n.Int64()
-		if err != nil {
+		if !ok || err != nil {
 			fe.add(key, fmt.Sprintf("%s: A valid integer is required.", k))
 			continue
 		}
@@ -201,29 +203,40 @@ func jsonPlain(v any) any {
 	return v
 }
 
-// restrictFields applies Waldur's repeated ?field= parameters (unknown
-// names are ignored, as RestrictedSerializerMixin does).
-func restrictFields(r *http.Request, obj map[string]any) map[string]any {
+// restrictFields applies Waldur's repeated ?field= parameters to what a
+// GET answers, an object or each object of a list (unknown names are
+// ignored, as RestrictedSerializerMixin does).
+func restrictFields(r *http.Request, body any) any {
 	fields := r.URL.Query()["field"]
-	if len(fields) == 0 {
-		return obj
+	if r.Method != http.MethodGet || len(fields) == 0 {
+		return body
 	}
-	out := map[string]any{}
-	for k, v := range obj {
-		if slices.Contains(fields, k) {
-			out[k] = v
+	restrict := func(v any) any {
+		if m, ok := v.(map[string]any); ok {
+			maps.DeleteFunc(m, func(k string, _ any) bool { return !slices.Contains(fields, k) })
 		}
+		return v
 	}
-	return out
+	v := toJSON[any](body)
+	if l, ok := v.([]any); ok {
+		for i := range l {
+			l[i] = restrict(l[i])
+		}
+		return l
+	}
+	return restrict(v)
 }
 
-// toMap renders a typed API object as a JSON object map.
-func toMap(v any) map[string]any {
+// toJSON renders v as the JSON value T (e.g. a typed API object as a map),
+// numbers kept exact.
+func toJSON[T any](v any) T {
 	data, err := json.Marshal(v)
 	if err != nil {
 		panic(err)
 	}
-	var m map[string]any
-	_ = json.Unmarshal(data, &m)
-	return m
+	var out T
+	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec.UseNumber()
+	_ = dec.Decode(&out)
+	return out
 }

@@ -1,206 +1,252 @@
 package waldursim
 
 import (
+	"context"
 	"net/http"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
-// apiHandler serves one authenticated endpoint; a returned *apiError is
-// rendered DRF-style.
-type apiHandler func(w http.ResponseWriter, r *http.Request, u *User) error
+// req is what an API handler gets: the caller, the object's {uuid} (read
+// as normUUID does: anything else cannot match Waldur's lookup and is a
+// 404) and, for POST, PUT and PATCH, the body as decodeBody reads it.
+type req struct {
+	u    *User
+	id   string
+	body map[string]any
+}
+
+// apiHandler serves one authenticated endpoint, holding s.mu; a returned
+// *apiError is answered DRF-style.
+type apiHandler = func(r *http.Request, in req) (any, error)
+
+type userKey struct{}
+
+// api is how Waldur's REST API reads requests and writes answers.
+var api = simkit.Handlers{Decode: decodeReq, WriteError: writeErr, Render: restrictFields}
 
 func (s *Server) routes() http.Handler {
-	api := http.NewServeMux()
-	handle := func(pattern string, h apiHandler) {
-		api.Handle(pattern, s.authed(h))
-	}
+	mux := http.NewServeMux()
+	handle := func(pattern string, h apiHandler) { mux.Handle(pattern, s.guard(true, simkit.Handle(api, h))) }
 	// Public, as in Waldur.
-	api.HandleFunc("GET /api/version/{$}", s.getVersion)
+	mux.HandleFunc("GET /api/version/{$}", func(w http.ResponseWriter, _ *http.Request) {
+		simkit.WriteJSON(w, http.StatusOK, map[string]any{"version": s.cfg.Version, "latest_version": s.cfg.Version})
+	})
+	handle("GET /api/users/me/{$}", getMe)
 
-	handle("GET /api/users/me/{$}", s.getMe)
-
-	handle("GET /api/marketplace-site-agent-identities/{$}", s.listIdentities)
+	handle("GET /api/marketplace-site-agent-identities/{$}", list(s.identities,
+		byUUID("offering_uuid", func(v Identity) string { return v.Offering }), byText("name", func(v Identity) string { return v.Name })))
 	handle("POST /api/marketplace-site-agent-identities/{$}", s.createIdentity)
-	handle("GET /api/marketplace-site-agent-identities/{uuid}/{$}", show(s, func(st *state) map[string]*Identity { return st.identities }, (*Server).identityView))
-	handle("PUT /api/marketplace-site-agent-identities/{uuid}/{$}", s.byUUIDBody(s.updateIdentity))
-	handle("PATCH /api/marketplace-site-agent-identities/{uuid}/{$}", s.byUUIDBody(s.updateIdentity))
-	handle("POST /api/marketplace-site-agent-identities/{uuid}/register_service/{$}", s.byUUIDBody(s.registerService))
+	handle("GET /api/marketplace-site-agent-identities/{uuid}/{$}", show(s.st.identities, s.identityView))
+	handle("PUT /api/marketplace-site-agent-identities/{uuid}/{$}", object(s.st.identities, s.updateIdentity))
+	handle("PATCH /api/marketplace-site-agent-identities/{uuid}/{$}", object(s.st.identities, s.updateIdentity))
+	handle("POST /api/marketplace-site-agent-identities/{uuid}/register_service/{$}", object(s.st.identities, s.registerService))
 	handle("POST /api/marketplace-site-agent-identities/{uuid}/register_event_subscription/{$}", s.registerEventSubscription)
-	handle("POST /api/marketplace-site-agent-services/{uuid}/register_processor/{$}", s.byUUIDBody(s.registerProcessor))
+	handle("POST /api/marketplace-site-agent-services/{uuid}/register_processor/{$}", object(s.st.services, s.registerProcessor))
 
-	handle("GET /api/event-subscriptions/{$}", s.listSubscriptions)
+	handle("GET /api/event-subscriptions/{$}", list(s.subscriptions))
 	handle("GET /api/event-subscriptions/{uuid}/{$}", s.getSubscription)
 	handle("DELETE /api/event-subscriptions/{uuid}/{$}", s.deleteSubscription)
 	handle("POST /api/event-subscriptions/{uuid}/create_queue/{$}", s.createQueue)
 
-	handle("GET /api/marketplace-provider-offerings/{uuid}/{$}", show(s, func(st *state) map[string]*Offering { return st.offerings }, stateView((*state).offeringView)))
-	handle("POST /api/marketplace-provider-offerings/{uuid}/create_offering_component/{$}", s.byUUIDBody(s.createComponent))
-	handle("POST /api/marketplace-provider-offerings/{uuid}/update_offering_component/{$}", s.byUUIDBody(s.updateComponent))
-	handle("GET /api/marketplace-service-providers/{$}", s.listServiceProviders)
-	handle("GET /api/marketplace-plans/{uuid}/{$}", show(s, func(st *state) map[string]*Plan { return st.plans }, stateView((*state).planView)))
+	handle("GET /api/marketplace-provider-offerings/{uuid}/{$}", show(s.st.offerings, s.st.offeringView))
+	handle("POST /api/marketplace-provider-offerings/{uuid}/create_offering_component/{$}", object(s.st.offerings, createComponent))
+	handle("POST /api/marketplace-provider-offerings/{uuid}/update_offering_component/{$}", object(s.st.offerings, updateComponent))
+	handle("GET /api/marketplace-service-providers/{$}", list(s.serviceProviders,
+		byUUID("customer_uuid", func(v map[string]any) string { return v["customer_uuid"].(string) })))
+	handle("GET /api/marketplace-plans/{uuid}/{$}", show(s.st.plans, s.st.planView))
 
-	handle("GET /api/marketplace-orders/{$}", s.listOrders)
-	handle("GET /api/marketplace-orders/{uuid}/{$}", show(s, func(st *state) map[string]*Order { return st.orders }, stateView((*state).orderView)))
-	handle("POST /api/marketplace-orders/{uuid}/{action}/{$}", s.orderAction)
+	handle("GET /api/marketplace-orders/{$}", list(s.orders, orderFilters...))
+	handle("GET /api/marketplace-orders/{uuid}/{$}", show(s.st.orders, s.st.orderView))
+	handle("POST /api/marketplace-orders/{uuid}/{action}/{$}", object(s.st.orders, s.orderAction))
 
-	handle("GET /api/marketplace-provider-resources/{$}", s.listResources)
-	handle("GET /api/marketplace-provider-resources/{uuid}/{$}", show(s, func(st *state) map[string]*Resource { return st.resources }, resourceDetail))
-	handle("GET /api/marketplace-provider-resources/{uuid}/team/{$}", s.byUUID(s.getTeam))
-	handle("POST /api/marketplace-provider-resources/{uuid}/{action}/{$}", s.byUUIDBody(s.resourceAction))
+	handle("GET /api/marketplace-provider-resources/{$}", list(s.resources, resourceFilters...))
+	handle("GET /api/marketplace-provider-resources/{uuid}/{$}", show(s.st.resources, s.st.resourceDetail))
+	handle("GET /api/marketplace-provider-resources/{uuid}/team/{$}", object(s.st.resources, getTeam))
+	handle("POST /api/marketplace-provider-resources/{uuid}/{action}/{$}", object(s.st.resources, s.resourceAction))
 
-	handle("GET /api/marketplace-component-usages/{$}", s.listUsages)
+	handle("GET /api/marketplace-component-usages/{$}", list(s.usageViews, usageFilters...))
 	handle("POST /api/marketplace-component-usages/set_usage/{$}", s.setUsage)
-	handle("POST /api/marketplace-component-usages/{uuid}/set_user_usages/{$}", s.byUUIDBody(s.setUserUsages))
-	handle("GET /api/marketplace-component-user-usages/{$}", s.listUserUsages)
+	handle("POST /api/marketplace-component-usages/{uuid}/set_user_usages/{$}", s.setUserUsages)
+	handle("GET /api/marketplace-component-user-usages/{$}", list(s.userUsages, userUsageFilters...))
 
-	api.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { writeErr(w, errNotFound) })
+	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) { writeErr(w, errNotFound) })
 
 	root := http.NewServeMux()
-	root.Handle("/api/", s.latency(s.Faults.Middleware(api)))
+	root.Handle("/api/", s.latency(s.Faults.Middleware(mux)))
 	root.Handle("/sim/", s.adminRoutes())
 	root.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { writeErr(w, errNotFound) })
 	return root
 }
 
-func (s *Server) authed(h apiHandler) http.Handler {
+// guard serves h holding s.mu (handlers that wait on the broker let go of
+// it with unlocked), for an API route once the caller is authenticated.
+func (s *Server) guard(auth bool, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		u, aerr := s.authenticate(r)
-		if aerr != nil {
-			w.Header().Set("WWW-Authenticate", `Token`)
-			writeErr(w, aerr)
-			return
-		}
-		if err := h(w, r, u); err != nil {
-			writeErr(w, err)
-		}
-	})
-}
-
-// byUUID serves a route on one object: {uuid} read as pathUUID does, then
-// h under s.mu.
-func (s *Server) byUUID(h func(w http.ResponseWriter, r *http.Request, u *User, id string) error) apiHandler {
-	return s.onObject(false, func(w http.ResponseWriter, r *http.Request, u *User, id string, _ map[string]any) error {
-		return h(w, r, u, id)
-	})
-}
-
-// show serves the GET of one object by {uuid}: the object of items (or
-// Waldur's 404) as view renders it, cut to the ?field= the caller asks for.
-func show[T any](s *Server, items func(*state) map[string]*T, view func(*Server, string, *T) map[string]any) apiHandler {
-	return s.byUUID(func(w http.ResponseWriter, r *http.Request, _ *User, id string) error {
-		v := items(s.st)[id]
-		if v == nil {
-			return errNotFound
-		}
-		simkit.WriteJSON(w, http.StatusOK, restrictFields(r, view(s, baseURL(r), v)))
-		return nil
-	})
-}
-
-// stateView is a view of the state as show takes it: a typed view is
-// turned into JSON's map, a map is kept as it is.
-func stateView[T, V any](view func(*state, string, *T) V) func(*Server, string, *T) map[string]any {
-	return func(s *Server, base string, v *T) map[string]any {
-		out := view(s.st, base, v)
-		if m, ok := any(out).(map[string]any); ok {
-			return m
-		}
-		return toMap(out)
-	}
-}
-
-// resourceDetail is a resource as Waldur's provider-resources show it:
-// without the membership sync statuses.
-func resourceDetail(s *Server, base string, res *Resource) map[string]any {
-	v := s.st.resourceView(base, res)
-	v.MembershipSyncStatuses = nil
-	return toMap(v)
-}
-
-// byUUIDBody is byUUID for a route that takes a body (decodeBody's).
-func (s *Server) byUUIDBody(h func(w http.ResponseWriter, r *http.Request, u *User, id string, body map[string]any) error) apiHandler {
-	return s.onObject(true, h)
-}
-
-func (s *Server) onObject(withBody bool, h func(http.ResponseWriter, *http.Request, *User, string, map[string]any) error) apiHandler {
-	return func(w http.ResponseWriter, r *http.Request, u *User) error {
-		id, err := pathUUID(r)
-		if err != nil {
-			return err
-		}
-		var body map[string]any
-		if withBody {
-			b, aerr := decodeBody(r)
-			if aerr != nil {
-				return aerr
-			}
-			body = b
-		}
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		return h(w, r, u, id, body)
+		if auth {
+			u, err := s.authenticate(r)
+			if err != nil {
+				w.Header().Set("WWW-Authenticate", `Token`)
+				writeErr(w, err)
+				return
+			}
+			r = r.WithContext(context.WithValue(r.Context(), userKey{}, u))
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// unlocked runs f without s.mu, which the caller holds: f waits on the
+// broker, and the API must not stall behind it.
+func (s *Server) unlocked(f func() error) error {
+	s.mu.Unlock()
+	defer s.mu.Lock()
+	return f()
+}
+
+// decodeReq fills a req, checking the path's {uuid} before the body.
+func decodeReq(r *http.Request, in any) error {
+	q := in.(*req)
+	q.u, _ = r.Context().Value(userKey{}).(*User)
+	if strings.Contains(r.Pattern, "{uuid}") {
+		var ok bool
+		if q.id, ok = normUUID(r.PathValue("uuid")); !ok {
+			return errNotFound
+		}
+	}
+	var err error
+	if r.Method == http.MethodPost || r.Method == http.MethodPut || r.Method == http.MethodPatch {
+		q.body, err = decodeBody(r)
+	}
+	return err
+}
+
+// object serves a route on one object of items, by its {uuid}; Waldur's
+// 404 when there is none.
+func object[T any](items map[string]*T, h func(r *http.Request, in req, obj *T) (any, error)) apiHandler {
+	return func(r *http.Request, in req) (any, error) {
+		v := items[in.id]
+		if v == nil {
+			return nil, errNotFound
+		}
+		return h(r, in, v)
 	}
 }
 
-// pathUUID reads {uuid}; anything that is not a UUID cannot match Waldur's
-// lookup and is a 404.
-func pathUUID(r *http.Request) (string, error) {
-	h, ok := normUUID(r.PathValue("uuid"))
-	if !ok {
-		return "", errNotFound
-	}
-	return h, nil
+// show serves the GET of one object by {uuid} as view renders it.
+func show[T, V any](items map[string]*T, view func(base string, v *T) V) apiHandler {
+	return object(items, func(r *http.Request, _ req, v *T) (any, error) { return view(baseURL(r), v), nil })
 }
 
-// queryUUIDs validates a (possibly repeated) UUID filter.
-func queryUUIDs(r *http.Request, fe fieldErrors, key string) []string {
+// Waldur's REST_FRAMEWORK settings: LinkHeaderPagination, PAGE_SIZE 10,
+// page_size up to 300.
+var pages = simkit.PageNumbers{DefaultSize: 10, MaxSize: 300, CountHeader: "X-Result-Count",
+	InvalidPage: detail(http.StatusNotFound, "Invalid page.")}
+
+// A filter is one query parameter of a list: its values (only the first
+// unless many), each checked and normalised by parse (msg is the field
+// error for a bad one, %s the value), and whether an item's field matches
+// one (keep).
+type filter[V any] struct {
+	param string
+	many  bool
+	parse func(string) (string, bool)
+	msg   string
+	field func(V) string
+	keep  func(got, want string) bool
+}
+
+func (f filter[V]) read(r *http.Request, fe fieldErrors) []string {
+	vals := r.URL.Query()[f.param]
+	if !f.many {
+		vals = vals[:min(1, len(vals))]
+	}
 	var out []string
-	for _, v := range r.URL.Query()[key] {
-		if v == "" {
-			continue
+	for _, v := range slices.DeleteFunc(vals, func(v string) bool { return v == "" }) {
+		if p, ok := f.parse(v); ok {
+			out = append(out, p)
+		} else {
+			fe.add(f.param, strings.Replace(f.msg, "%s", v, 1))
 		}
-		h, ok := normUUID(v)
-		if !ok {
-			fe.add(key, "Enter a valid UUID.")
-			continue
-		}
-		out = append(out, h)
 	}
 	return out
 }
 
-// queryChoices validates a repeated choice filter (state=a&state=b).
-func queryChoices(r *http.Request, fe fieldErrors, key string, valid []string) []string {
-	var out []string
-	for _, v := range r.URL.Query()[key] {
-		if v == "" {
-			continue
+// list serves a Waldur list: the items views gives, in order, that every
+// filter keeps; one page of them.
+func list[V any](views func(r *http.Request, in req) []V, filters ...filter[V]) apiHandler {
+	return func(r *http.Request, in req) (any, error) {
+		fe := fieldErrors{}
+		want := make([][]string, len(filters))
+		for i, f := range filters {
+			want[i] = f.read(r, fe)
 		}
-		ok := false
-		for _, c := range valid {
-			if c == v {
-				ok = true
+		if err := fe.err(); err != nil {
+			return nil, err
+		}
+		var items []V
+		for _, v := range views(r, in) {
+			keep := true
+			for i, f := range filters {
+				keep = keep && (want[i] == nil || slices.ContainsFunc(want[i], func(w string) bool { return f.keep(f.field(v), w) }))
+			}
+			if keep {
+				items = append(items, v)
 			}
 		}
-		if !ok {
-			fe.add(key, "Select a valid choice. "+v+" is not one of the available choices.")
-			continue
-		}
-		out = append(out, v)
+		return simkit.PageOf(r, pages, items)
 	}
-	return out
 }
 
-func matchAny(v string, set []string) bool {
-	if len(set) == 0 {
-		return true
+// byUUID filters by a (possibly repeated) UUID parameter.
+func byUUID[V any](param string, field func(V) string) filter[V] {
+	return filter[V]{param, true, normUUID, "Enter a valid UUID.", field, strings.EqualFold}
+}
+
+// byChoice filters by a repeated choice parameter (state=a&state=b).
+func byChoice[V any](param string, valid []string, field func(V) string) filter[V] {
+	return filter[V]{param, true, func(v string) (string, bool) { return v, slices.Contains(valid, v) },
+		"Select a valid choice. %s is not one of the available choices.", field, strings.EqualFold}
+}
+
+// byText filters by a text parameter, compared exactly.
+func byText[V any](param string, field func(V) string) filter[V] {
+	return filter[V]{param, false, func(v string) (string, bool) { return v, true }, "", field, equal}
+}
+
+// byTime filters by a date/time parameter: items modified before it, or
+// (after) not before it.
+func byTime[V any](param string, after bool, field func(V) string) filter[V] {
+	valid := func(v string) (string, bool) {
+		_, ok := parseTime(v)
+		return v, ok
 	}
-	for _, s := range set {
-		if strings.EqualFold(s, v) {
-			return true
+	return filter[V]{param, false, valid, "Enter a valid date/time.", field, func(got, want string) bool {
+		t, _ := parseTime(got)
+		w, _ := parseTime(want)
+		return t.Before(w) != after
+	}}
+}
+
+// byPeriod filters by a billing period (any date in the month).
+func byPeriod[V any](param string, field func(V) string) filter[V] {
+	return filter[V]{param, false, billingPeriod, "Enter a valid date.", field, equal}
+}
+
+func equal(got, want string) bool { return got == want }
+
+var timeLayouts = []string{time.RFC3339Nano, "2006-01-02T15:04:05.999999", "2006-01-02T15:04", "2006-01-02"}
+
+func parseTime(s string) (time.Time, bool) {
+	for _, l := range timeLayouts {
+		if t, err := time.Parse(l, s); err == nil {
+			return t, true
 		}
 	}
-	return false
+	return time.Time{}, false
 }

@@ -3,6 +3,7 @@ package waldursim
 import (
 	"cmp"
 	"log/slog"
+	"net/http"
 	"sync"
 	"testing"
 	"time"
@@ -62,7 +63,12 @@ func New(cfg Config) (*Server, error) {
 		cfg.Fixture = &Fixture{}
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger.With("component", "waldursim")}
-	s.Faults = newFaults()
+	s.Faults = simkit.NewFaults(simkit.FaultOptions{
+		DownBody:  `{"detail": "Service temporarily unavailable, try again later."}`, // DRF's 503
+		ErrorBody: func(int) string { return `{"detail": "Injected fault."}` },
+		KeepBody:  func(*http.Request) bool { return true },
+		Label:     func(r *http.Request) string { return r.UserAgent() },
+	})
 	st, err := newState(cfg.Fixture, s.now)
 	if err != nil {
 		return nil, err

@@ -13,7 +13,7 @@ import (
 type state struct {
 	now func() string
 
-	users     []*User
+	users     map[string]*User // by token
 	customers map[string]*Customer
 	projects  map[string]*Project
 	offerings map[string]*Offering
@@ -104,6 +104,7 @@ type SubscriptionQueue struct {
 // ComponentUsage is one marketplace-component-usages row.
 type ComponentUsage struct {
 	UUID          string           `json:"uuid"`
+	URL           string           `json:"url"`
 	ResourceUUID  string           `json:"resource_uuid"`
 	ResourceName  string           `json:"resource_name"`
 	OfferingUUID  string           `json:"offering_uuid"`
@@ -131,29 +132,14 @@ func newState(f *Fixture, now func() string) (*state, error) {
 	if err := cp.normalize(); err != nil {
 		return nil, err
 	}
-	st := &state{
-		now:        now,
-		customers:  simkit.Index(cp.Customers, func(c Customer) string { return c.UUID }),
-		projects:   simkit.Index(cp.Projects, func(p Project) string { return p.UUID }),
-		offerings:  map[string]*Offering{},
-		plans:      simkit.Index(cp.Plans, func(p Plan) string { return p.UUID }),
-		resources:  map[string]*Resource{},
-		orders:     map[string]*Order{},
-		identities: map[string]*Identity{},
-		services:   map[string]*AgentService{},
-		subs:       map[string]*EventSubscription{},
-	}
 	ts := now()
-	for i := range cp.Users {
-		u := cp.Users[i]
-		st.users = append(st.users, &u)
-	}
 	for i := range cp.Offerings {
-		o := cp.Offerings[i]
+		o := &cp.Offerings[i]
 		o.Type = cmp.Or(o.Type, "Marketplace.Slurm")
 		o.State = cmp.Or(o.State, "Active")
 		// Components are the simulator's own (create and update change
-		// them); each has a uuid, as Waldur's have.
+		// them; never nil, so rendered as a list); each has a uuid, as
+		// Waldur's have.
 		comps := make([]map[string]any, len(o.Components))
 		for j, c := range o.Components {
 			comps[j] = maps.Clone(c)
@@ -162,30 +148,30 @@ func newState(f *Fixture, now func() string) (*state, error) {
 			}
 		}
 		o.Components = comps
-		st.offerings[o.UUID] = &o
 	}
-	for i := range cp.Resources {
-		r := cp.Resources[i]
-		r.Team = slices.Clone(r.Team)
-		r.Limits = maps.Clone(r.Limits)
+	st := &state{
+		now:        now,
+		users:      simkit.Index(cp.Users, func(u User) string { return u.Token }),
+		customers:  simkit.Index(cp.Customers, func(c Customer) string { return c.UUID }),
+		projects:   simkit.Index(cp.Projects, func(p Project) string { return p.UUID }),
+		offerings:  simkit.Index(cp.Offerings, func(o Offering) string { return o.UUID }),
+		plans:      simkit.Index(cp.Plans, func(p Plan) string { return p.UUID }),
+		resources:  simkit.Index(cp.Resources, func(r Resource) string { return r.UUID }),
+		orders:     simkit.Index(cp.Orders, func(o Order) string { return o.UUID }),
+		identities: map[string]*Identity{},
+		services:   map[string]*AgentService{},
+		subs:       map[string]*EventSubscription{},
+	}
+	for i := range cp.Resources { // the objects st.resources points to
+		r := &cp.Resources[i]
+		r.Team, r.Limits = slices.Clone(r.Team), maps.Clone(r.Limits)
 		r.Created, r.Modified = ts, ts
-		st.resources[r.UUID] = &r
 		st.resourceOrder = append(st.resourceOrder, r.UUID)
 	}
 	for i := range cp.Orders {
-		o := cp.Orders[i]
+		o := &cp.Orders[i]
 		o.Created, o.Modified = ts, ts
-		st.orders[o.UUID] = &o
 		st.orderOrder = append(st.orderOrder, o.UUID)
 	}
 	return st, nil
-}
-
-func (st *state) userByToken(tok string) *User {
-	for _, u := range st.users {
-		if u.Token == tok {
-			return u
-		}
-	}
-	return nil
 }
