@@ -7,6 +7,7 @@ import (
 
 	sitebusv1 "github.com/sitebus/sitebus/pkg/gen/sitebus/v1"
 	"github.com/sitebus/sitebus/pkg/keycloak"
+	"github.com/sitebus/sitebus/pkg/keycloak/keycloakfake"
 	"github.com/sitebus/sitebus/pkg/waldur"
 )
 
@@ -40,15 +41,15 @@ func TestRemoveLeftovers(t *testing.T) {
 		return waldur.Resource{UUID: slug + "-uuid", Slug: slug, State: state}
 	}
 	// The realm "site" before every case; offerings A and B use it.
-	setup := func(r *fakeRealm) {
+	setup := func(r *keycloakfake.Realm) {
 		for _, slug := range []string{"alive", "erred", "creating", "inb", "gone", "ended"} {
-			r.addGroup("ns_"+slug+"_admin", "", keycloak.ManagedBy)
+			r.AddGroup("ns_"+slug+"_admin", "", keycloak.ManagedBy)
 		}
-		r.addGroup("ns_gone_readonly", "", keycloak.ManagedBy)
-		r.addGroup("ns_legacy_admin", "", keycloak.LegacyManagedBy)
-		r.addGroup("ns_foreign_admin", "", "")
-		r.addGroup("project_gone_member", r.addGroup("c_cm1", "", keycloak.ManagedBy), keycloak.ManagedBy)
-		r.addGroup("someones", r.addGroup("ns_shared_admin", "", keycloak.ManagedBy), "")
+		r.AddGroup("ns_gone_readonly", "", keycloak.ManagedBy)
+		r.AddGroup("ns_legacy_admin", "", keycloak.LegacyManagedBy)
+		r.AddGroup("ns_foreign_admin", "", "")
+		r.AddGroup("project_gone_member", r.AddGroup("c_cm1", "", keycloak.ManagedBy), keycloak.ManagedBy)
+		r.AddGroup("someones", r.AddGroup("ns_shared_admin", "", keycloak.ManagedBy), "")
 	}
 	all := []string{"/c_cm1", "/c_cm1/project_gone_member", "/ns_alive_admin", "/ns_creating_admin", "/ns_ended_admin", "/ns_erred_admin",
 		"/ns_foreign_admin", "/ns_gone_admin", "/ns_gone_readonly", "/ns_inb_admin", "/ns_legacy_admin", "/ns_shared_admin", "/ns_shared_admin/someones"}
@@ -81,11 +82,11 @@ func TestRemoveLeftovers(t *testing.T) {
 			want:   all,
 		},
 		"a Keycloak that cannot list its groups is tried at the next period": {
-			change: func(e *env) { e.site.setFail("ManagedGroups", kcError("list groups", 503, keycloak.ErrUnavailable)) },
+			change: func(e *env) { e.site.SetFail("ManagedGroups", keycloakfake.Error("list groups", 503)) },
 			want:   all,
 		},
 		"a group Keycloak fails to delete is left for the next period, the others go": {
-			change: func(e *env) { e.site.failOnce["DeleteGroup"] = kcError("delete group", 503, keycloak.ErrUnavailable) },
+			change: func(e *env) { e.site.FailOnce("DeleteGroup", keycloakfake.Error("delete group", 503)) },
 			want:   append([]string{"/ns_ended_admin"}, cleaned...),
 		},
 	}
@@ -99,7 +100,7 @@ func TestRemoveLeftovers(t *testing.T) {
 			}
 			e.s.removeLeftovers(t.Context())
 			want := slices.Sorted(slices.Values(tc.want))
-			if got := e.site.paths(); !slices.Equal(got, want) {
+			if got := e.site.Paths(); !slices.Equal(got, want) {
 				t.Errorf("groups left\n%v\nwant\n%v", got, want)
 			}
 		})
@@ -108,19 +109,19 @@ func TestRemoveLeftovers(t *testing.T) {
 
 func TestRemoveLeftoversDropsPendingAndLeavesOtherRealms(t *testing.T) {
 	e := newEnv(t)
-	gone := e.site.addGroup("ns_gone_admin", "", keycloak.ManagedBy)
-	e.site.addGroup("ns_alive_admin", "", keycloak.ManagedBy)
-	e.other.addGroup("ns_gone_admin", "", keycloak.ManagedBy)
+	gone := e.site.AddGroup("ns_gone_admin", "", keycloak.ManagedBy)
+	e.site.AddGroup("ns_alive_admin", "", keycloak.ManagedBy)
+	e.other.AddGroup("ns_gone_admin", "", keycloak.ManagedBy)
 	e.waldur[offA].resources = []waldur.Resource{{UUID: "r1", Slug: "alive", State: waldur.ResourceStateOK}}
 	// The other realm's offering lists nothing: that realm is skipped.
 	if _, err := e.s.addMember(t.Context(), &sitebusv1.AddMemberRequest{OfferingUuid: offA, Group: &sitebusv1.GroupRef{Id: gone}, User: &sitebusv1.UserRef{Ref: "newcomer"}}); err != nil {
 		t.Fatal(err)
 	}
 	e.s.removeLeftovers(t.Context())
-	if got := e.site.paths(); !slices.Equal(got, []string{"/ns_alive_admin"}) {
+	if got := e.site.Paths(); !slices.Equal(got, []string{"/ns_alive_admin"}) {
 		t.Errorf("site: %v", got)
 	}
-	if got := e.other.paths(); !slices.Equal(got, []string{"/ns_gone_admin"}) {
+	if got := e.other.Paths(); !slices.Equal(got, []string{"/ns_gone_admin"}) {
 		t.Errorf("other realm: %v", got)
 	}
 	if got := e.pendingRefs(t, offA, gone); len(got) != 0 {

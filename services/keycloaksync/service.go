@@ -54,12 +54,13 @@ type Waldur interface {
 }
 
 // keycloakAPI is what the service calls in one realm: a *keycloak.Client,
-// or an in-memory realm in the unit tests.
+// or a keycloakfake.Realm in the unit tests.
 type keycloakAPI interface {
 	Realm() string
 	FindGroup(ctx context.Context, name, parentID string) (*keycloak.Group, error)
-	EnsureGroup(ctx context.Context, name, parentID, description string) (keycloak.Group, bool, error)
+	EnsureGroup(ctx context.Context, name, parentID, description string, opts ...keycloak.GroupOption) (keycloak.Group, bool, error)
 	GetGroup(ctx context.Context, id string) (*keycloak.Group, error)
+	SetGroupAttributes(ctx context.Context, id string, attrs map[string][]string) error
 	DeleteGroup(ctx context.Context, id string) error
 	HasSubGroups(ctx context.Context, id string) (bool, error)
 	ManagedGroups(ctx context.Context) ([]keycloak.Group, error)
