@@ -7,7 +7,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/sitebus/sitebus/pkg/bus"
 	"github.com/sitebus/sitebus/pkg/fault"
 	sitebusv1 "github.com/sitebus/sitebus/pkg/gen/sitebus/v1"
 	"github.com/sitebus/sitebus/pkg/keycloak"
@@ -112,6 +114,9 @@ func TestEnsureGroupsMarksWhatItCreatesAndAnswersWithTheParent(t *testing.T) {
 		if !slices.Equal(g.Attributes["managed_by"], []string{keycloak.ManagedBy}) {
 			t.Errorf("%s: managed_by %v", g.Path, g.Attributes["managed_by"])
 		}
+		if g.Offering() != offeringHex(offA) {
+			t.Errorf("%s: offering %q, want the request's %q", g.Path, g.Offering(), offeringHex(offA))
+		}
 	}
 	if child.Description != "Members of physics" || parent.Description != "Cluster cm1" {
 		t.Errorf("descriptions %q, %q", parent.Description, child.Description)
@@ -125,6 +130,79 @@ func TestEnsureGroupsMarksWhatItCreatesAndAnswersWithTheParent(t *testing.T) {
 	}
 	if got := e.other.Paths(); !slices.Equal(got, []string{"/ns_x_admin"}) || e.site.ByPath("/ns_x_admin") != nil {
 		t.Errorf("realm other has %v", got)
+	}
+}
+
+func TestEnsureGroupsThatFailsLeavesNothingBehind(t *testing.T) {
+	groups := []*sitebusv1.GroupSpec{{Name: "c_cm1"}, {Name: "project_physics_member", ParentName: "c_cm1"}}
+	tests := map[string]struct {
+		before func(r *keycloakfake.Realm)
+		want   []string
+	}{
+		"the parent made before a child that Keycloak refuses is deleted again": {
+			before: func(r *keycloakfake.Realm) {
+				r.FailFor("EnsureGroup", "project_physics_member", keycloakfake.Error("create group", 403))
+			},
+		},
+		"a parent that was there before stays": {
+			before: func(r *keycloakfake.Realm) {
+				r.AddGroup("c_cm1", "", keycloak.ManagedBy)
+				r.FailFor("EnsureGroup", "project_physics_member", keycloakfake.Error("create group", 403))
+			},
+			want: []string{"/c_cm1"},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t)
+			tc.before(e.site)
+			if _, err := e.s.ensureGroups(t.Context(), &sitebusv1.EnsureGroupsRequest{OfferingUuid: offA, Groups: groups}); err == nil {
+				t.Fatal("ensure-groups succeeded")
+			}
+			if got := e.site.Paths(); !slices.Equal(got, tc.want) {
+				t.Errorf("groups %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// A saga step's command is retried under one key: a group an earlier
+// attempt made (and could not delete again) is still reported created, so
+// the saga's undo removes it.
+func TestEnsureGroupsRetriedReportsWhatItsEarlierAttemptMade(t *testing.T) {
+	e := newEnv(t)
+	e.run(t)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	req := &sitebusv1.EnsureGroupsRequest{OfferingUuid: offA, Groups: []*sitebusv1.GroupSpec{
+		{Name: "c_cm1"}, {Name: "project_physics_member", ParentName: "c_cm1"}}}
+	e.site.FailFor("EnsureGroup", "project_physics_member", keycloakfake.Error("create group", 503))
+	e.site.SetFail("DeleteGroup", keycloakfake.Error("delete group", 503))
+	if err := e.b.Call(ctx, Name, CmdEnsureGroups, req, &sitebusv1.EnsureGroupsResponse{}, bus.WithKey("saga:s1:groups:do")); err == nil {
+		t.Fatal("ensure-groups succeeded while Keycloak failed")
+	}
+	if got := e.site.Paths(); !slices.Equal(got, []string{"/c_cm1"}) {
+		t.Fatalf("groups %v, want the parent left by the failed attempts", got)
+	}
+	e.site.FailFor("EnsureGroup", "project_physics_member", nil)
+	e.site.SetFail("DeleteGroup", nil)
+	var resp sitebusv1.EnsureGroupsResponse
+	if err := e.b.Call(ctx, Name, CmdEnsureGroups, req, &resp, bus.WithKey("saga:s1:groups:do")); err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range resp.Groups {
+		if !g.Created {
+			t.Errorf("%s reported as there before; its undo would leave it", g.Name)
+		}
+	}
+	// Another command (another saga) finds them made by someone else.
+	if err := e.b.Call(ctx, Name, CmdEnsureGroups, req, &resp, bus.WithKey("saga:s2:groups:do")); err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range resp.Groups {
+		if g.Created {
+			t.Errorf("%s reported created by another saga", g.Name)
+		}
 	}
 }
 

@@ -42,7 +42,8 @@ const (
 	CmdListMembers     = contract.CmdListMembers
 )
 
-// Defaults of the periodic jobs (seed 003).
+// Defaults of the periodic jobs: the Python agent has neither job; these
+// are sitebus's.
 const (
 	DefaultPendingPeriod = 15 * time.Minute
 	DefaultCleanupPeriod = time.Hour
@@ -79,6 +80,13 @@ type Offering struct {
 	Waldur Waldur
 	// Keycloak is backend_settings.keycloak, parsed (see Settings).
 	Keycloak keycloak.Config
+	// Names lists the groups a resource of the offering uses, for the
+	// leftover cleanup; nil means ManagedNamespace's ns_<slug>_<role>.
+	Names func(r waldur.Resource) []GroupName
+	// Bindings lists the platform objects a group is bound to (a Rancher
+	// project's group bindings); nil when the offering binds no groups.
+	// The cleanup keeps a group bound to anything.
+	Bindings func(ctx context.Context, group string) ([]string, error)
 }
 
 // Config configures the service.
@@ -86,8 +94,8 @@ type Config struct {
 	Offerings []Offering
 	// PendingPeriod is how often pending memberships are retried.
 	PendingPeriod time.Duration
-	// CleanupPeriod is how often leftover managed groups are removed;
-	// negative disables the job.
+	// CleanupPeriod is how often leftover managed groups are removed
+	// (sitebus.periods.keycloak_cleanup_period); negative disables the job.
 	CleanupPeriod time.Duration
 	// MaxDeliver and Backoff shape the retries of a command while
 	// Keycloak is unavailable (defaults 20, 1 s..1 min: about 15 minutes).

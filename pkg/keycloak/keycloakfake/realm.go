@@ -57,6 +57,11 @@ func (r *Realm) call(method string, args ...string) error {
 		delete(r.failOnce, method)
 		return err
 	}
+	if len(args) > 0 {
+		if err := r.fail[method+" "+args[0]]; err != nil {
+			return err
+		}
+	}
 	return r.fail[method]
 }
 
@@ -71,6 +76,11 @@ func (r *Realm) SetFail(method string, err error) {
 	}
 	r.fail[method] = err
 }
+
+// FailFor makes every call of method whose first argument is arg (a group
+// name for FindGroup and EnsureGroup, an id for the others) fail with err
+// until FailFor(method, arg, nil).
+func (r *Realm) FailFor(method, arg string, err error) { r.SetFail(method+" "+arg, err) }
 
 // FailOnce makes the next call of method fail with err.
 func (r *Realm) FailOnce(method string, err error) {
