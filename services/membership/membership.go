@@ -84,6 +84,7 @@ type Service struct {
 	log       *slog.Logger
 	offerings map[string]Offering
 	changes   *prometheus.CounterVec
+	recreated prometheus.Counter
 	subs      bus.Subscriptions
 }
 
@@ -96,6 +97,9 @@ func New(b *bus.Bus, cfg Config) (*Service, error) {
 		changes: telemetry.Register(cfg.Registerer, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sitebus_membership_changes_total", Help: "Membership changes applied, by kind (added, removed, pending).",
 		}, []string{"kind"})),
+		recreated: telemetry.Register(cfg.Registerer, prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sitebus_membership_groups_recreated_total", Help: "Access groups of live resources found missing and made again.",
+		})),
 	}
 	for _, o := range cfg.Offerings {
 		if o.Config == nil || o.Waldur == nil || o.Backend == nil {
@@ -297,18 +301,8 @@ func (s *Service) syncResource(ctx context.Context, o Offering, resourceUUID, ke
 	byRole := ByRole(Desired(team, o.RoleMapping, o.DefaultRole, res.RestrictMemberAccess))
 	out := &sitebusv1.SyncResourceResponse{}
 	if o.Groups != nil {
-		for _, g := range o.Groups(res.Slug) {
-			req := &sitebusv1.SetGroupMembersRequest{OfferingUuid: o.Config.OfferingUUIDHex(), Group: &sitebusv1.GroupRef{Name: g.Name}}
-			for _, m := range byRole[g.Role] {
-				req.Members = append(req.Members, &sitebusv1.UserRef{Ref: m.Ref, ById: o.UsersByID})
-			}
-			resp, err := contract.SetGroupMembers.Call(ctx, s.bus, req, bus.WithKey(key+":"+g.Role))
-			if err != nil {
-				return nil, fmt.Errorf("set members of group %s: %w", g.Name, err)
-			}
-			out.Added += int32(len(resp.Added))
-			out.Removed += int32(len(resp.Removed))
-			out.Pending += int32(len(resp.Pending))
+		if err := s.syncAccessGroups(ctx, o, res, byRole, key, out); err != nil {
+			return nil, err
 		}
 	}
 	if o.ProjectGroups != nil {
@@ -333,6 +327,62 @@ func (s *Service) syncResource(ctx context.Context, o Offering, resourceUUID, ke
 		s.log.Info("membership synced", "offering", o.Config.Name, "resource", res.UUID, "added", out.Added, "removed", out.Removed, "pending", out.Pending)
 	}
 	return out, nil
+}
+
+// syncAccessGroups puts each role's members into the resource's group of
+// that role. A group that is missing (deleted by hand, or by a cleanup that
+// raced the resource) is made again with its siblings and then filled: a
+// live resource keeps its access, where a not-found would last until the
+// resource is terminated.
+func (s *Service) syncAccessGroups(ctx context.Context, o Offering, res *waldur.Resource, byRole map[string][]Member, key string, out *sitebusv1.SyncResourceResponse) error {
+	groups := o.Groups(res.Slug)
+	recreated := false
+	for _, g := range groups {
+		req := &sitebusv1.SetGroupMembersRequest{OfferingUuid: o.Config.OfferingUUIDHex(), Group: &sitebusv1.GroupRef{Name: g.Name}, IfExists: true}
+		for _, m := range byRole[g.Role] {
+			req.Members = append(req.Members, &sitebusv1.UserRef{Ref: m.Ref, ById: o.UsersByID})
+		}
+		resp, err := contract.SetGroupMembers.Call(ctx, s.bus, req, bus.WithKey(key+":"+g.Role))
+		if err == nil && resp.Missing && !recreated {
+			if err := s.recreateGroups(ctx, o, res, groups, key); err != nil {
+				return err
+			}
+			recreated = true
+			req.IfExists = false
+			resp, err = contract.SetGroupMembers.Call(ctx, s.bus, req, bus.WithKey(key+":"+g.Role+":recreated"))
+		}
+		if err == nil && resp.Missing {
+			err = bus.Terminal(fmt.Errorf("group %s is missing again right after it was made", g.Name))
+		}
+		if err != nil {
+			return fmt.Errorf("set members of group %s: %w", g.Name, err)
+		}
+		out.Added += int32(len(resp.Added))
+		out.Removed += int32(len(resp.Removed))
+		out.Pending += int32(len(resp.Pending))
+	}
+	return nil
+}
+
+// recreateGroups has keycloak-sync make a live resource's missing groups.
+func (s *Service) recreateGroups(ctx context.Context, o Offering, res *waldur.Resource, groups []contract.GroupSpec, key string) error {
+	req := &sitebusv1.EnsureGroupsRequest{OfferingUuid: o.Config.OfferingUUIDHex()}
+	for _, g := range groups {
+		req.Groups = append(req.Groups, &sitebusv1.GroupSpec{Name: g.Name, Description: g.Description, ParentName: g.Parent})
+	}
+	resp, err := contract.EnsureGroups.Call(ctx, s.bus, req, bus.WithKey(key+":recreate"))
+	if err != nil {
+		return fmt.Errorf("recreate the groups of resource %s: %w", res.UUID, err)
+	}
+	var made []string
+	for _, g := range resp.Groups {
+		if g.Created {
+			made = append(made, g.Name)
+		}
+	}
+	s.recreated.Add(float64(len(made)))
+	s.log.Warn("access groups of a live resource were missing; made again", "offering", o.Config.Name, "resource", res.UUID, "groups", made)
+	return nil
 }
 
 func (s *Service) syncUsersToObject(ctx context.Context, o Offering, syncer backend.UserSyncer, res *waldur.Resource, byRole map[string][]Member) error {
