@@ -344,8 +344,12 @@ func (s *Service) syncAccessGroups(ctx context.Context, o Offering, res *waldur.
 		}
 		resp, err := contract.SetGroupMembers.Call(ctx, s.bus, req, bus.WithKey(key+":"+g.Role))
 		if err == nil && resp.Missing && !recreated {
-			if err := s.recreateGroups(ctx, o, res, groups, key); err != nil {
+			made, err := s.recreateGroups(ctx, o, res, groups, key)
+			if err != nil {
 				return err
+			}
+			if !made {
+				return nil // no object: nothing to grant access to
 			}
 			recreated = true
 			req.IfExists = false
@@ -364,25 +368,42 @@ func (s *Service) syncAccessGroups(ctx context.Context, o Offering, res *waldur.
 	return nil
 }
 
-// recreateGroups has keycloak-sync make a live resource's missing groups.
-func (s *Service) recreateGroups(ctx context.Context, o Offering, res *waldur.Resource, groups []contract.GroupSpec, key string) error {
+// recreateGroups has keycloak-sync make a live resource's missing groups,
+// when its object exists (a resource whose namespace was never made, or
+// is gone, has nothing the groups would grant access to); made is false
+// when it does not.
+func (s *Service) recreateGroups(ctx context.Context, o Offering, res *waldur.Resource, groups []contract.GroupSpec, key string) (made bool, err error) {
+	id := res.BackendID
+	if id == "" {
+		if id, err = o.Backend.BackendID(backend.Resource{UUID: res.UUID, Slug: res.Slug, CustomerSlug: res.CustomerSlug, ProjectSlug: res.ProjectSlug}); err != nil {
+			return false, bus.Terminal(err)
+		}
+	}
+	exists, err := o.Backend.Exists(ctx, id)
+	if err != nil {
+		return false, fmt.Errorf("look up %s %s: %w", o.Backend.Type(), id, err)
+	}
+	if !exists {
+		s.log.Debug("access groups missing, and so is the object: nothing to grant access to", "offering", o.Config.Name, "resource", res.UUID, "backend_id", id)
+		return false, nil
+	}
 	req := &sitebusv1.EnsureGroupsRequest{OfferingUuid: o.Config.OfferingUUIDHex()}
 	for _, g := range groups {
 		req.Groups = append(req.Groups, &sitebusv1.GroupSpec{Name: g.Name, Description: g.Description, ParentName: g.Parent})
 	}
 	resp, err := contract.EnsureGroups.Call(ctx, s.bus, req, bus.WithKey(key+":recreate"))
 	if err != nil {
-		return fmt.Errorf("recreate the groups of resource %s: %w", res.UUID, err)
+		return false, fmt.Errorf("recreate the groups of resource %s: %w", res.UUID, err)
 	}
-	var made []string
+	var names []string
 	for _, g := range resp.Groups {
 		if g.Created {
-			made = append(made, g.Name)
+			names = append(names, g.Name)
 		}
 	}
-	s.recreated.Add(float64(len(made)))
-	s.log.Warn("access groups of a live resource were missing; made again", "offering", o.Config.Name, "resource", res.UUID, "groups", made)
-	return nil
+	s.recreated.Add(float64(len(names)))
+	s.log.Warn("access groups of a live resource were missing; made again", "offering", o.Config.Name, "resource", res.UUID, "groups", names)
+	return true, nil
 }
 
 func (s *Service) syncUsersToObject(ctx context.Context, o Offering, syncer backend.UserSyncer, res *waldur.Resource, byRole map[string][]Member) error {

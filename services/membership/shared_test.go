@@ -15,9 +15,15 @@ func TestSyncResourceRecreatesMissingGroups(t *testing.T) {
 	ensure, set := "keycloak-sync ensure-groups", "keycloak-sync set-group-members"
 	tests := map[string]struct {
 		missing  []string // groups deleted (by hand, by a cleanup) before the sync
+		noObject bool     // the namespace is not there
 		wantCmds []string
 		wantMade float64
 	}{
+		"groups of a resource whose object is gone are not made again": {
+			missing:  []string{"ns_alpha_admin", "ns_alpha_readwrite", "ns_alpha_readonly"},
+			noObject: true,
+			wantCmds: []string{set},
+		},
 		"a group deleted by hand is made again with its members": {
 			missing:  []string{"ns_alpha_readonly"},
 			wantCmds: []string{set, set, set, ensure, set},
@@ -34,7 +40,11 @@ func TestSyncResourceRecreatesMissingGroups(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			e := newEnv(t, Offering{Groups: nsGroups, DefaultRole: backend.RoleReadOnly})
+			p := newPlatform("ns-alpha")
+			if tc.noObject {
+				p = newPlatform()
+			}
+			e := newEnv(t, Offering{Groups: nsGroups, DefaultRole: backend.RoleReadOnly, Backend: p})
 			for _, g := range nsGroups("alpha") {
 				if !slices.Contains(tc.missing, g.Name) {
 					e.sib.setMembers(g.Name)
@@ -50,6 +60,12 @@ func TestSyncResourceRecreatesMissingGroups(t *testing.T) {
 				t.Errorf("commands %v, want %v", got, tc.wantCmds)
 			}
 			for g, want := range map[string]string{"ns_alpha_admin": "alice", "ns_alpha_readwrite": "bob", "ns_alpha_readonly": "carol"} {
+				if tc.noObject {
+					if e.sib.hasGroup(g) {
+						t.Errorf("%s made for a resource without its namespace", g)
+					}
+					continue
+				}
 				if got := e.sib.members(g); !slices.Equal(got, []string{want}) {
 					t.Errorf("%s holds %v, want [%s]", g, got, want)
 				}
