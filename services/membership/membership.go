@@ -85,6 +85,7 @@ type Service struct {
 	offerings map[string]Offering
 	changes   *prometheus.CounterVec
 	recreated prometheus.Counter
+	passes    *prometheus.CounterVec
 	subs      bus.Subscriptions
 }
 
@@ -100,6 +101,10 @@ func New(b *bus.Bus, cfg Config) (*Service, error) {
 		recreated: telemetry.Register(cfg.Registerer, prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "sitebus_membership_groups_recreated_total", Help: "Access groups of live resources found missing and made again.",
 		})),
+		passes: telemetry.Register(cfg.Registerer, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sitebus_membership_reconcile_passes_total",
+			Help: "Periodic membership reconciles of an offering, by outcome: done (every resource tried), failed (its resources could not be listed).",
+		}, []string{"offering", "outcome"})),
 	}
 	for _, o := range cfg.Offerings {
 		if o.Config == nil || o.Waldur == nil || o.Backend == nil {
@@ -267,15 +272,19 @@ func (s *Service) syncOffering(ctx context.Context, o Offering, now time.Time) {
 	})
 	if err != nil {
 		if ctx.Err() == nil {
+			s.passes.WithLabelValues(o.Config.OfferingUUIDHex(), "failed").Inc()
 			s.log.Error("listing resources for the membership reconcile failed; next try at the next period", "offering", o.Config.Name, "err", err)
 		}
 		return
 	}
-	key := fmt.Sprintf("periodic:%d", now.Unix())
+	key := fmt.Sprintf("periodic:%d", now.UnixNano())
 	for _, r := range resources {
 		if _, err := s.syncResource(ctx, o, r.UUID, key+":"+r.UUID, false); err != nil && ctx.Err() == nil {
 			s.log.Warn("membership reconcile of a resource failed", "offering", o.Config.Name, "resource", r.UUID, "err", err)
 		}
+	}
+	if ctx.Err() == nil {
+		s.passes.WithLabelValues(o.Config.OfferingUUIDHex(), "done").Inc()
 	}
 }
 
