@@ -353,9 +353,9 @@ func (s *Service) syncAccessGroups(ctx context.Context, o Offering, res *waldur.
 		}
 		resp, err := contract.SetGroupMembers.Call(ctx, s.bus, req, bus.WithKey(key+":"+g.Role))
 		if err == nil && resp.Missing && !recreated {
-			made, err := s.recreateGroups(ctx, o, res, groups, key)
-			if err != nil {
-				return err
+			made, rerr := s.recreateGroups(ctx, o, res, groups, key)
+			if rerr != nil {
+				return rerr
 			}
 			if !made {
 				return nil // no object: nothing to grant access to
