@@ -39,8 +39,7 @@ func (s *site) counter(series string) int {
 // sibling keep their access, period after period, and nobody is taken out
 // and put back.
 func TestRancherSharedGroupKeepsASiblingsUsersWithRestrictMemberAccess(t *testing.T) {
-	// Only the test's resources: the fixture's ns-alpha is a live resource
-	// of the same Waldur project, whose team would be in the group too.
+	// Only the test's resources, as in newSiteWith.
 	fx := harness.Fixture(t)
 	fx.Orders, fx.Resources = nil, nil
 	s := &site{t: t, Site: harness.NewSite(t, harness.WithFixture(fx), harness.WithCluster(kube.Shared(t)), harness.WithRancher(ranchersim.Options{}),

@@ -46,6 +46,26 @@ func nsSlug(name string) (string, bool) {
 	return "", false
 }
 
+// sitebusName reports whether a group's path is one of the names sitebus
+// gives groups: a ManagedNamespace's top-level ns_<slug>_<role>, a
+// cluster's top-level c_… (Rancher's c_<cluster id>, rancher-cluster's
+// c_<uuid hex>), and under a c_ group a Rancher project's project_… or a
+// cluster role group c_<uuid hex>_<role>. The cleanup deletes no other
+// group, even one of its offerings: a name it does not know may be one a
+// newer sitebus uses for a live resource.
+func sitebusName(path string) bool {
+	parts := strings.Split(strings.TrimPrefix(path, "/"), "/")
+	switch len(parts) {
+	case 1:
+		_, ns := nsSlug(parts[0])
+		return ns || strings.HasPrefix(parts[0], "c_")
+	case 2:
+		parent, name := parts[0], parts[1]
+		return strings.HasPrefix(parent, "c_") && (strings.HasPrefix(name, "project_") || strings.HasPrefix(name, parent+"_"))
+	}
+	return false
+}
+
 // nsNames are a ManagedNamespace resource's groups, the names of an
 // offering without Names.
 func nsNames(r waldur.Resource) []GroupName {
@@ -85,8 +105,9 @@ func (s *Service) removeLeftovers(ctx context.Context) {
 //     a sitebus older than the attribute) is never deleted; when a live
 //     resource of this config names it, it is adopted (given that
 //     resource's offering), and from then on is this deployment's.
-//   - A group of ours goes when no live resource (any state but
-//     Terminated) names it, its offering's platform binds it to nothing
+//   - A group of ours goes when its name is one sitebus gives
+//     (sitebusName), no live resource (any state but Terminated) names
+//     it, its offering's platform binds it to nothing
 //     (a Rancher child group another project still uses stays), and it has
 //     no subgroup left (children go first, in the same pass).
 //
@@ -167,7 +188,7 @@ func (s *Service) removeRealmLeftovers(ctx context.Context, r *realm) bool {
 			continue
 		}
 		o, ours := byHex[owner]
-		if !ours || live != "" {
+		if !ours || live != "" || !sitebusName(g.Path) {
 			continue
 		}
 		if o.Bindings != nil {

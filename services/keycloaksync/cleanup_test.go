@@ -47,6 +47,30 @@ func owned(offering string) map[string][]string {
 // offForeign is an offering of another deployment on the same realm.
 const offForeign = "0f0f0f0f0f0f4f0f8f0f0f0f0f0f0f0f"
 
+func TestSitebusName(t *testing.T) {
+	tests := map[string]struct {
+		path string
+		want bool
+	}{
+		"a namespace group":                     {"/ns_alpha_admin", true},
+		"a Rancher cluster group":               {"/c_cmsim000", true},
+		"a Rancher project group":               {"/c_cmsim000/project_genomics_member", true},
+		"a rancher-cluster role group":          {"/c_0a0a/c_0a0a_admin", true},
+		"another cluster's role-group name":     {"/c_0a0a/c_0b0b_admin", false},
+		"a name sitebus does not give":          {"/team-gone", false},
+		"a namespace group under a parent":      {"/c_x/ns_alpha_admin", false},
+		"a project group at the top":            {"/project_genomics_member", false},
+		"deeper than sitebus ever makes groups": {"/c_x/project_y/z", false},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got := sitebusName(tc.path); got != tc.want {
+				t.Errorf("sitebusName(%q) = %v, want %v", tc.path, got, tc.want)
+			}
+		})
+	}
+}
+
 func TestRemoveLeftovers(t *testing.T) {
 	res := func(slug, state string) waldur.Resource {
 		return waldur.Resource{UUID: slug + "-uuid", Slug: slug, State: state}
@@ -65,12 +89,13 @@ func TestRemoveLeftovers(t *testing.T) {
 		r.AddGroup("ns_legacy_admin", "", keycloak.LegacyManagedBy)
 		r.AddGroup("ns_foreign_admin", "", "")
 		r.AddGroup("someones", r.AddGroupWithAttributes("ns_shared_admin", "", owned(offA)), "")
+		r.AddGroupWithAttributes("team-gone", "", owned(offA))
 	}
 	all := []string{"/ns_alive_admin", "/ns_creating_admin", "/ns_ended_admin", "/ns_erred_admin", "/ns_foreign_admin",
 		"/ns_gone_admin", "/ns_gone_readonly", "/ns_goneb_admin", "/ns_inb_admin", "/ns_legacy_admin", "/ns_older_admin",
-		"/ns_shared_admin", "/ns_shared_admin/someones", "/ns_theirs_admin"}
+		"/ns_shared_admin", "/ns_shared_admin/someones", "/ns_theirs_admin", "/team-gone"}
 	cleaned := []string{"/ns_alive_admin", "/ns_creating_admin", "/ns_erred_admin", "/ns_foreign_admin",
-		"/ns_inb_admin", "/ns_legacy_admin", "/ns_older_admin", "/ns_shared_admin", "/ns_shared_admin/someones", "/ns_theirs_admin"}
+		"/ns_inb_admin", "/ns_legacy_admin", "/ns_older_admin", "/ns_shared_admin", "/ns_shared_admin/someones", "/ns_theirs_admin", "/team-gone"}
 	listed := map[string][]waldur.Resource{
 		offA: {res("alive", waldur.ResourceStateOK), res("erred", waldur.ResourceStateErred), res("creating", waldur.ResourceStateCreating),
 			res("ended", waldur.ResourceStateTerminated), res("older", waldur.ResourceStateOK)},
@@ -84,7 +109,8 @@ func TestRemoveLeftovers(t *testing.T) {
 		// Kept: groups of a resource alive in any state but Terminated,
 		// in any offering of the realm; another deployment's; those
 		// without an offering (the Python agent's, an older sitebus's);
-		// foreign ones; a group over a foreign subgroup.
+		// foreign ones; a group over a foreign subgroup; a group of ours
+		// whose name sitebus does not give.
 		"groups of this deployment's gone and terminated resources go, every other stays": {want: cleaned, done: 1},
 		"a realm whose offerings Waldur lists nothing for is left alone": {
 			change: func(e *env) { e.waldur[offA].resources, e.waldur[offB].resources = nil, nil },
