@@ -278,6 +278,7 @@ func (s *Service) syncOffering(ctx context.Context, o Offering, now time.Time) {
 		return
 	}
 	key := fmt.Sprintf("periodic:%d", now.UnixNano())
+	ctx = withPassCache(ctx)
 	for _, r := range resources {
 		if _, err := s.syncResource(ctx, o, r.UUID, key+":"+r.UUID, false); err != nil && ctx.Err() == nil {
 			s.log.Warn("membership reconcile of a resource failed", "offering", o.Config.Name, "resource", r.UUID, "err", err)
@@ -303,7 +304,7 @@ func (s *Service) syncResource(ctx context.Context, o Offering, resourceUUID, ke
 	if res.Slug == "" || res.State == waldur.ResourceStateTerminated || res.State == waldur.ResourceStateTerminating {
 		return &sitebusv1.SyncResourceResponse{}, nil
 	}
-	team, err := o.Waldur.GetResourceTeam(ctx, res.UUID, nil)
+	team, err := readTeam(ctx, o.Waldur, res.UUID)
 	if err != nil {
 		return nil, fmt.Errorf("get team of resource %s: %w", res.UUID, err)
 	}

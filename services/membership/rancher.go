@@ -166,8 +166,7 @@ func (s *Service) projectMembers(ctx context.Context, o Offering, res *waldur.Re
 		if g := so.ProjectGroups(res.ProjectSlug); g[len(g)-1] != child {
 			continue // another cluster's group
 		}
-		siblings, err := so.Waldur.ListProviderResources(ctx, waldur.ResourceFilter{OfferingUUID: so.Config.WaldurOfferingUUID,
-			ProjectUUID: res.ProjectUUID, States: []string{waldur.ResourceStateOK, waldur.ResourceStateErred}})
+		siblings, err := projectResources(ctx, so, res.ProjectUUID)
 		if err != nil {
 			return nil, fmt.Errorf("list the resources of project %s: %w", res.ProjectUUID, err)
 		}
@@ -175,7 +174,7 @@ func (s *Service) projectMembers(ctx context.Context, o Offering, res *waldur.Re
 			if sib.UUID == res.UUID || sib.RestrictMemberAccess || sib.ProjectUUID != res.ProjectUUID {
 				continue
 			}
-			t, err := so.Waldur.GetResourceTeam(ctx, sib.UUID, nil)
+			t, err := readTeam(ctx, so.Waldur, sib.UUID)
 			if err != nil {
 				return nil, fmt.Errorf("get team of resource %s: %w", sib.UUID, err)
 			}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
@@ -143,5 +144,33 @@ func TestSharedProjectGroupHoldsTheUnionOfTheProjectsLiveResources(t *testing.T)
 				t.Errorf("members removed by later syncs %v: the group flaps", removed)
 			}
 		})
+	}
+}
+
+// A periodic pass reads each team once and lists each Waldur project once,
+// however many resources share the project's group.
+func TestPeriodicPassReadsEachTeamOnce(t *testing.T) {
+	p := newPlatform("p-1", "p-2", "p-3", "p-4")
+	e := newEnv(t, Offering{Backend: p, ProjectGroups: rancherGroups})
+	e.sib.setMembers("c_cm1")
+	e.sib.setMembers("project_physics_member")
+	for i := 1; i <= 4; i++ {
+		e.sib.known[fmt.Sprintf("u%d", i)] = true
+		p.bind("project_physics_member", fmt.Sprintf("p-%d", i))
+		e.w.add(waldur.Resource{UUID: resUUID(i), Slug: fmt.Sprintf("r%d", i), BackendID: fmt.Sprintf("p-%d", i), ProjectSlug: "physics",
+			ProjectUUID: projectUUID, State: waldur.ResourceStateOK}, user(fmt.Sprintf("u%d", i), "PROJECT.MEMBER"))
+	}
+	e.s.syncOffering(t.Context(), e.offering, time.Now())
+	if got := e.sib.members("project_physics_member"); !slices.Equal(got, []string{"u1", "u2", "u3", "u4"}) {
+		t.Errorf("group holds %v", got)
+	}
+	lists := 0
+	for _, f := range e.w.filters {
+		if f.ProjectUUID == projectUUID {
+			lists++
+		}
+	}
+	if e.w.teamReads != 4 || lists != 1 {
+		t.Errorf("%d team reads and %d project listings for a pass over 4 resources of one project, want 4 and 1", e.w.teamReads, lists)
 	}
 }
