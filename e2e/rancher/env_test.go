@@ -58,7 +58,12 @@ type siteOptions struct {
 
 func newSiteWith(t testing.TB, opts siteOptions) *site {
 	t.Helper()
-	return &site{t: t, Site: harness.NewSite(t, harness.WithCluster(kube.Shared(t)), harness.WithRancher(ranchersim.Options{}),
+	// Only the tests' own resources: the fixture's ns-alpha is a live
+	// resource of the same Waldur project, so its team would share the
+	// project's child group (it holds the union of the project's teams).
+	fx := harness.Fixture(t)
+	fx.Orders, fx.Resources = nil, nil
+	return &site{t: t, Site: harness.NewSite(t, harness.WithFixture(fx), harness.WithCluster(kube.Shared(t)), harness.WithRancher(ranchersim.Options{}),
 		harness.WithKeycloak(kcAdminPassword, harness.KeycloakUsers...), harness.WithGPU(),
 		harness.WithSettings(map[string]any{"default_role": "workloads-manage", "namespace_labels": map[string]any{"gpu-pool": "h100-2x"},
 			"keycloak_enabled": opts.Keycloak}),

@@ -31,6 +31,7 @@ func (d *decoder) sitebus(n *yaml.Node, s scope, sb *Sitebus) {
 				"membership_sync_period":  d.optDuration(&p.MembershipSync, 0),
 				"reconciliation_period":   d.optDuration(&p.Reconciliation, 0),
 				"keycloak_pending_period": d.optDuration(&sb.KeycloakPendingPeriod, minKeycloakPendingPeriod),
+				"keycloak_cleanup_period": d.duration(&sb.KeycloakCleanupPeriod),
 				"saga_lease":              d.optDuration(&sb.SagaLease, minSagaLease),
 			})
 		},

@@ -45,7 +45,11 @@ const (
 	// coordinator accept; checked here so that `config check` refuses
 	// what `run` would.
 	minKeycloakPendingPeriod = time.Second
-	minSagaLease             = 300 * time.Millisecond
+	// The leftover-group cleanup lists every resource of the realm's
+	// offerings from Waldur: more often than every 10 s only loads Waldur.
+	defaultKeycloakCleanupPeriod = time.Hour
+	minKeycloakCleanupPeriod     = 10 * time.Second
+	minSagaLease                 = 300 * time.Millisecond
 )
 
 // logLevels are the levels the Python agent accepts, in its spelling.

@@ -17,6 +17,10 @@ type Sitebus struct {
 	// KeycloakPendingPeriod is how often memberships of users not yet in
 	// Keycloak are retried (periods.keycloak_pending_period; default 15m).
 	KeycloakPendingPeriod time.Duration `json:"keycloak_pending_period,omitempty"`
+	// KeycloakCleanupPeriod is how often keycloak-sync removes the groups
+	// of this deployment's offerings whose resources are gone
+	// (periods.keycloak_cleanup_period; default 1h, at least 10s).
+	KeycloakCleanupPeriod time.Duration `json:"keycloak_cleanup_period"`
 	// SagaLease is how long a saga coordinator owns a saga without renewing
 	// it; another coordinator takes over a dead one's sagas after it
 	// (periods.saga_lease; default 6s).
@@ -110,7 +114,8 @@ func newSitebus() Sitebus {
 			DLQMaxAge:       defaultDLQMaxAge,
 			Replicas:        defaultStreamReplicas,
 		},
-		Ordering: Ordering{Mode: OrderingProcess, Slots: defaultOrderingSlots},
+		Ordering:              Ordering{Mode: OrderingProcess, Slots: defaultOrderingSlots},
+		KeycloakCleanupPeriod: defaultKeycloakCleanupPeriod,
 	}
 }
 

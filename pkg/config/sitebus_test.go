@@ -1,6 +1,7 @@
 package config
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -23,6 +24,7 @@ func TestSitebusSection(t *testing.T) {
 		"  periods:",
 		"    membership_sync_period: 90s",
 		"    report_period: 1h",
+		"    keycloak_cleanup_period: 10s",
 		"  streams:",
 		"    events_max_age: 24h",
 		"    duplicate_window: 10m",
@@ -32,11 +34,12 @@ func TestSitebusSection(t *testing.T) {
 	), noEnv)
 	eq(t, "sitebus", r.Sitebus, Sitebus{
 		NATSURL: "nats://nats.sitebus.svc:4222", DataDir: "/var/lib/sitebus", HTTPAddr: "0.0.0.0:8080", LogFormat: "text",
-		Stomp:    StompSettings{Transport: "tcp", TCPHost: "rabbit.example.com", TCPPort: 61614, PrefetchCount: 8, ReconnectMax: time.Minute, Heartbeat: 5 * time.Second},
-		Periods:  Periods{MembershipSync: 90 * time.Second, Report: time.Hour},
-		Streams:  Streams{EventsMaxAge: 24 * time.Hour, DuplicateWindow: 10 * time.Minute, DLQMaxAge: 48 * time.Hour, Replicas: 3},
-		Ordering: Ordering{Mode: OrderingCluster, Slots: 32},
-		Services: []string{"stomp-bridge", "orders"},
+		Stomp:                 StompSettings{Transport: "tcp", TCPHost: "rabbit.example.com", TCPPort: 61614, PrefetchCount: 8, ReconnectMax: time.Minute, Heartbeat: 5 * time.Second},
+		Periods:               Periods{MembershipSync: 90 * time.Second, Report: time.Hour},
+		Streams:               Streams{EventsMaxAge: 24 * time.Hour, DuplicateWindow: 10 * time.Minute, DLQMaxAge: 48 * time.Hour, Replicas: 3},
+		Ordering:              Ordering{Mode: OrderingCluster, Slots: 32},
+		Services:              []string{"stomp-bridge", "orders"},
+		KeycloakCleanupPeriod: 10 * time.Second,
 	})
 	eq(t, "effective membership period", r.Periods.MembershipSync, 90*time.Second)
 	host, port := r.Sitebus.Stomp.TCPEndpoint(&r.Offerings[0])
@@ -115,6 +118,38 @@ func TestSitebusErrors(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			_, err := Parse(conf(nil, tc.lines...), "config.yaml", noEnv)
 			wantProblems(t, err, tc.want...)
+		})
+	}
+}
+
+func TestKeycloakCleanupPeriod(t *testing.T) {
+	tests := map[string]struct {
+		lines   []string
+		want    time.Duration
+		wantErr string
+	}{
+		"unset is an hour":                     {want: time.Hour},
+		"ten seconds is accepted":              {lines: []string{"    keycloak_cleanup_period: 10s"}, want: 10 * time.Second},
+		"a day is accepted":                    {lines: []string{"    keycloak_cleanup_period: 24h"}, want: 24 * time.Hour},
+		"under ten seconds is refused":         {lines: []string{"    keycloak_cleanup_period: 9s"}, wantErr: "sitebus.periods.keycloak_cleanup_period: 9s is shorter than the minimum of 10s"},
+		"zero is refused, not taken for unset": {lines: []string{"    keycloak_cleanup_period: 0s"}, wantErr: "sitebus.periods.keycloak_cleanup_period: 0s is shorter than the minimum of 10s"},
+		"not a duration is refused":            {lines: []string{"    keycloak_cleanup_period: hourly"}, wantErr: "sitebus.periods.keycloak_cleanup_period"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			lines := []string{"sitebus:", "  periods:", "    report_period: 1h"}
+			lines = append(lines, tc.lines...)
+			r, err := Parse(conf(nil, lines...), "config.yaml", noEnv)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			eq(t, "cleanup period", r.Sitebus.KeycloakCleanupPeriod, tc.want)
 		})
 	}
 }

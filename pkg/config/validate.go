@@ -189,6 +189,10 @@ func (sb *Sitebus) validate(p *problems, s scope) {
 		seen[name] = true
 	}
 
+	if sb.KeycloakCleanupPeriod < minKeycloakCleanupPeriod {
+		p.at(s.key("periods").key("keycloak_cleanup_period"), "%s is shorter than the minimum of %s", sb.KeycloakCleanupPeriod, minKeycloakCleanupPeriod)
+	}
+
 	st, ss := &sb.Stomp, s.key("stomp")
 	if !slices.Contains(stompTransports, st.Transport) {
 		p.at(ss.key("transport"), "%q is not one of %s", st.Transport, strings.Join(stompTransports, ", "))

@@ -139,3 +139,28 @@ func statusOf(err error) int {
 	}
 	return -1
 }
+
+// StatusError is the error the client returns when Keycloak answers an
+// admin call with status: of the kind the client gives that status (404
+// ErrNotFound, 409 ErrConflict, 5xx ErrUnavailable, ...). In-memory
+// stand-ins of the client (package keycloakfake) fail with it, so that
+// code under test sees exactly what the real client would return.
+func StatusError(op string, status int, msg string) *Error {
+	if msg == "" {
+		msg = http.StatusText(status)
+	}
+	return &Error{Op: op, Status: status, Msg: msg, kind: kindOf(status), unauthorized: status == http.StatusUnauthorized}
+}
+
+// NotManagedError is the client's refusal to delete a group that does not
+// carry sitebus's (or the Python agent's) managed_by mark.
+func NotManagedError(op, msg string) *Error {
+	return &Error{Op: op, Msg: msg, kind: ErrNotManaged}
+}
+
+// CredentialsError is the client's error when the token endpoint refuses
+// the configured client or credentials with status (400 or 401).
+func CredentialsError(status int) *Error {
+	return &Error{Op: "log in", Status: status, Msg: http.StatusText(status) +
+		" (check keycloak_username, keycloak_password, client_id and keycloak_user_realm)", kind: ErrCredentials}
+}

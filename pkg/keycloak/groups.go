@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,6 +21,53 @@ const (
 	LegacyManagedBy = "waldur-site-agent"
 )
 
+// Attributes sitebus writes on the groups it makes, next to managed_by.
+const (
+	// OfferingAttribute holds the UUID (32 hex digits) of the Waldur
+	// offering a group was made for. Deployments that share a realm tell
+	// their groups apart by it: one deletes only groups of offerings in
+	// its own config.
+	OfferingAttribute = "sitebus_offering_uuid"
+	// CreatedByAttribute holds the key of the command that made the group,
+	// so that the same command, tried again after a failure, knows the
+	// group is its own and its undo removes it.
+	CreatedByAttribute = "sitebus_created_by"
+)
+
+// GroupOption adds to the attributes of a group EnsureGroup creates.
+type GroupOption func(attrs map[string][]string)
+
+// WithAttribute sets attribute key to values on a group EnsureGroup
+// creates (a group that exists keeps its attributes). Empty values are
+// left out.
+func WithAttribute(key string, values ...string) GroupOption {
+	return func(attrs map[string][]string) {
+		var vs []string
+		for _, v := range values {
+			if v != "" {
+				vs = append(vs, v)
+			}
+		}
+		if len(vs) > 0 {
+			attrs[key] = vs
+		}
+	}
+}
+
+// NewGroupAttributes are the attributes EnsureGroup gives a group it
+// creates: description, managed_by sitebus, and opts.
+func NewGroupAttributes(description string, opts ...GroupOption) map[string][]string {
+	desc := []string{}
+	if description != "" {
+		desc = []string{description}
+	}
+	attrs := map[string][]string{"description": desc, "managed_by": {ManagedBy}}
+	for _, o := range opts {
+		o(attrs)
+	}
+	return attrs
+}
+
 // pageSize is what we ask for per page: Keycloak's children endpoint gives
 // only 10 unless told otherwise.
 const pageSize = 100
@@ -32,6 +80,30 @@ type Group struct {
 	// LegacyManagedBy: sitebus may delete the group and own its members.
 	Managed    bool
 	Attributes map[string][]string
+}
+
+// Offering is the offering UUID the group was made for (OfferingAttribute),
+// "" when it carries none: made by the Python agent, by a sitebus older
+// than the attribute, or by hand.
+func (g Group) Offering() string {
+	if v := g.Attributes[OfferingAttribute]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+// CreatedBy is the key of the command that made the group, "" if unknown.
+func (g Group) CreatedBy() string {
+	if v := g.Attributes[CreatedByAttribute]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+// IsManaged reports whether attrs carry sitebus's or the Python agent's
+// managed_by mark.
+func IsManaged(attrs map[string][]string) bool {
+	return slices.Contains(attrs["managed_by"], ManagedBy) || slices.Contains(attrs["managed_by"], LegacyManagedBy)
 }
 
 // groupJSON is Keycloak's GroupRepresentation with the fields gocloak's
@@ -50,7 +122,7 @@ func newGroup(id, name, path, parent string, attrs map[string][]string) Group {
 	if d := attrs["description"]; len(d) > 0 {
 		g.Description = d[0]
 	}
-	g.Managed = slices.Contains(attrs["managed_by"], ManagedBy) || slices.Contains(attrs["managed_by"], LegacyManagedBy)
+	g.Managed = IsManaged(attrs)
 	return g
 }
 
@@ -147,21 +219,18 @@ func (c *Client) eachChild(ctx context.Context, parentID, search string, fn func
 }
 
 // EnsureGroup returns the group called name under parentID ("" for top
-// level), creating it when missing with attributes description and
-// managed_by: ["sitebus"]. created is true only when this call made it.
+// level), creating it when missing with attributes description,
+// managed_by: ["sitebus"] and those of opts (NewGroupAttributes). created is
+// true only when this call made it.
 // An existing group is returned as it is, whoever made it: check Managed
 // before changing it. A name taken between the lookup and the create (409)
 // is looked up again.
-func (c *Client) EnsureGroup(ctx context.Context, name, parentID, description string) (Group, bool, error) {
+func (c *Client) EnsureGroup(ctx context.Context, name, parentID, description string, opts ...GroupOption) (Group, bool, error) {
 	g, err := c.FindGroup(ctx, name, parentID)
 	if err != nil || g != nil {
 		return deref(g), false, err
 	}
-	desc := []string{}
-	if description != "" {
-		desc = []string{description}
-	}
-	attrs := map[string][]string{"description": desc, "managed_by": {ManagedBy}}
+	attrs := NewGroupAttributes(description, opts...)
 	body := gocloak.Group{Name: gocloak.StringP(name), Attributes: &attrs}
 	var id string
 	err = c.do(ctx, "create group "+name, func(ctx context.Context, tok string) error {
@@ -277,6 +346,28 @@ func (c *Client) checkManaged(ctx context.Context, g groupJSON) error {
 		}
 	}
 	return nil
+}
+
+// SetGroupAttributes sets the attributes named in attrs on a group, keeping
+// its others (Keycloak's update replaces the whole map, so the group is read
+// first). A missing group is ErrNotFound.
+func (c *Client) SetGroupAttributes(ctx context.Context, id string, attrs map[string][]string) error {
+	g, err := c.group(ctx, id)
+	if err != nil {
+		return err
+	}
+	if g == nil {
+		return &Error{Op: "update group " + id, Status: 404, Msg: "no such group", kind: ErrNotFound}
+	}
+	merged := maps.Clone(g.Attributes)
+	if merged == nil {
+		merged = map[string][]string{}
+	}
+	maps.Copy(merged, attrs)
+	body := gocloak.Group{ID: gocloak.StringP(g.ID), Name: gocloak.StringP(g.Name), Attributes: &merged}
+	return c.do(ctx, "update group "+g.Name, func(ctx context.Context, tok string) error {
+		return c.gc.UpdateGroup(ctx, tok, c.cfg.Realm, body)
+	})
 }
 
 // ManagedGroups lists every group, at any depth, marked as managed by

@@ -395,7 +395,7 @@ func (d *deps) build(name string) (Service, error) {
 			return nil, err
 		}
 		return keycloaksync.New(d.bus, keycloaksync.Config{Offerings: offerings, Logger: d.log, Registerer: d.reg,
-			PendingPeriod: d.cfg.Sitebus.KeycloakPendingPeriod})
+			PendingPeriod: d.cfg.Sitebus.KeycloakPendingPeriod, CleanupPeriod: d.cfg.Sitebus.KeycloakCleanupPeriod})
 	case membership.Name:
 		offerings, err := d.membershipOfferings()
 		if err != nil {

@@ -166,7 +166,25 @@ func (d *deps) keycloakOfferings() ([]keycloaksync.Offering, error) {
 		kc.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
 			return telemetry.InstrumentTransport(rt, "keycloak", d.reg, d.tp)
 		}
-		out = append(out, keycloaksync.Offering{Config: o.Config, Waldur: o.Waldur, Keycloak: kc})
+		ko := keycloaksync.Offering{Config: o.Config, Waldur: o.Waldur, Keycloak: kc}
+		name := o.Config.OrderProcessingBackend
+		if name == "" {
+			name = o.Config.MembershipSyncBackend
+		}
+		switch {
+		case name == "":
+		case clusterBackend(name):
+			ko.Names = clusterGroupNames
+		default:
+			b, err := d.backends.get(i, name)
+			if err != nil {
+				return nil, err
+			}
+			if names, bindings := rancherGroupNames(b); names != nil {
+				ko.Names, ko.Bindings = names, bindings
+			}
+		}
+		out = append(out, ko)
 	}
 	return out, nil
 }

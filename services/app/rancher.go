@@ -1,9 +1,15 @@
 package app
 
 import (
+	"context"
+
 	"github.com/sitebus/sitebus/pkg/backend"
 	"github.com/sitebus/sitebus/pkg/backend/rancher"
+	"github.com/sitebus/sitebus/pkg/backend/ranchercluster"
 	"github.com/sitebus/sitebus/pkg/contract"
+	"github.com/sitebus/sitebus/pkg/events"
+	"github.com/sitebus/sitebus/pkg/waldur"
+	"github.com/sitebus/sitebus/services/keycloaksync"
 )
 
 // projectGroups names a Rancher project's Keycloak groups when its
@@ -35,4 +41,29 @@ func usersByID(b backend.Backend) (byID, ok bool) {
 		return false, false
 	}
 	return rb.Settings().KeycloakUseUserID, true
+}
+
+// rancherGroupNames are, for keycloak-sync's leftover cleanup, the groups a
+// live resource of a Rancher offering uses (its cluster's group and its
+// Waldur project's child group) and the backend's group bindings, so that
+// a child group still bound to a project stays; nil for other backends.
+func rancherGroupNames(b backend.Backend) (func(waldur.Resource) []keycloaksync.GroupName, func(context.Context, string) ([]string, error)) {
+	groups := projectGroups(b)
+	if groups == nil {
+		return nil, nil
+	}
+	names := func(r waldur.Resource) []keycloaksync.GroupName {
+		var out []keycloaksync.GroupName
+		for _, g := range groups(r.ProjectSlug) {
+			out = append(out, keycloaksync.GroupName{Name: g.Name, Parent: g.Parent})
+		}
+		return out
+	}
+	return names, b.(*rancher.Backend).GroupBindings
+}
+
+// clusterGroupNames are a rancher-cluster resource's groups: its cluster
+// group c_<uuid hex> and every role group under it.
+func clusterGroupNames(r waldur.Resource) []keycloaksync.GroupName {
+	return []keycloaksync.GroupName{{Name: ranchercluster.KeycloakParentGroup(events.HexUUID(r.UUID)), Subtree: true}}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/sitebus/sitebus/pkg/bus"
@@ -11,6 +12,13 @@ import (
 	"github.com/sitebus/sitebus/pkg/keycloak"
 )
 
+// ensureGroups makes the groups that are missing, marked as this
+// offering's (keycloak.OfferingAttribute) and as made by this command's key
+// (keycloak.CreatedByAttribute), so that the same command tried again
+// reports a group its earlier attempt made as created, and the undo of a
+// saga step removes it. When one group fails, the groups this attempt made
+// are deleted again before the error returns: a saga does not undo a step
+// that failed (package saga), so the step must leave nothing behind.
 func (s *Service) ensureGroups(ctx context.Context, req *sitebusv1.EnsureGroupsRequest) (*sitebusv1.EnsureGroupsResponse, error) {
 	r, err := s.realmOf(req.GetOfferingUuid())
 	if err != nil {
@@ -21,7 +29,25 @@ func (s *Service) ensureGroups(ctx context.Context, req *sitebusv1.EnsureGroupsR
 			return nil, invalidf("ensure-groups: a group without a name")
 		}
 	}
+	key := ""
+	if d, ok := bus.DeliveryFromContext(ctx); ok {
+		key = d.Header.Get(bus.HeaderCallKey)
+	}
+	opts := []keycloak.GroupOption{
+		keycloak.WithAttribute(keycloak.OfferingAttribute, offeringHex(req.GetOfferingUuid())),
+		keycloak.WithAttribute(keycloak.CreatedByAttribute, key),
+	}
 	resp := &sitebusv1.EnsureGroupsResponse{}
+	var made []keycloak.Group // by this attempt, to undo on failure
+	undo := func(cause error) error {
+		for _, g := range slices.Backward(made) {
+			if err := r.client.DeleteGroup(ctx, g.ID); err != nil {
+				s.log.Warn("a group made by a failed ensure-groups could not be deleted; the command's next attempt or its undo will",
+					"group", g.Path, "err", err)
+			}
+		}
+		return cause
+	}
 	// A parent named by name is one ensured earlier in this request, else
 	// an existing top-level group: a Rancher project's group goes under
 	// its cluster's group, which the same request may have just made.
@@ -31,19 +57,23 @@ func (s *Service) ensureGroups(ctx context.Context, req *sitebusv1.EnsureGroupsR
 		if parent == "" && spec.GetParentName() != "" {
 			id, err := resolveParent(ctx, r.client, ensured, spec.GetParentName())
 			if err != nil {
-				return nil, err
+				return nil, undo(err)
 			}
 			parent = id
 		}
-		g, created, err := r.client.EnsureGroup(ctx, spec.GetName(), parent, spec.GetDescription())
+		g, created, err := r.client.EnsureGroup(ctx, spec.GetName(), parent, spec.GetDescription(), opts...)
 		if err != nil {
-			return nil, err
+			return nil, undo(err)
+		}
+		if created {
+			made = append(made, g)
 		}
 		if parent == "" {
 			ensured[g.Name] = g.ID
 		}
 		resp.Groups = append(resp.Groups, &sitebusv1.EnsuredGroup{
-			Id: g.ID, Name: g.Name, ParentId: g.ParentID, Created: created, Managed: g.Managed,
+			Id: g.ID, Name: g.Name, ParentId: g.ParentID, Managed: g.Managed,
+			Created: created || key != "" && g.CreatedBy() == key,
 		})
 	}
 	return resp, nil

@@ -3,13 +3,17 @@ package keycloaksync
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/sitebus/sitebus/pkg/bus"
 	"github.com/sitebus/sitebus/pkg/fault"
 	sitebusv1 "github.com/sitebus/sitebus/pkg/gen/sitebus/v1"
 	"github.com/sitebus/sitebus/pkg/keycloak"
+	"github.com/sitebus/sitebus/pkg/keycloak/keycloakfake"
 )
 
 // The handlers are called as serveCmd calls them: their error goes
@@ -22,7 +26,7 @@ func TestEnsureGroups(t *testing.T) {
 		kind    error    // the error's kind, nil for none
 	}
 	tests := map[string]struct {
-		before func(r *fakeRealm)
+		before func(r *keycloakfake.Realm)
 		groups []*sitebusv1.GroupSpec
 		want   want
 	}{
@@ -31,7 +35,7 @@ func TestEnsureGroups(t *testing.T) {
 			want:   want{created: []bool{true}, paths: []string{"/ns_alpha_admin"}},
 		},
 		"an existing group is returned as it is, whoever made it": {
-			before: func(r *fakeRealm) { r.addGroup("ns_alpha_admin", "", "") },
+			before: func(r *keycloakfake.Realm) { r.AddGroup("ns_alpha_admin", "", "") },
 			groups: []*sitebusv1.GroupSpec{{Name: "ns_alpha_admin"}},
 			want:   want{created: []bool{false}, paths: []string{"/ns_alpha_admin"}},
 		},
@@ -40,13 +44,13 @@ func TestEnsureGroups(t *testing.T) {
 			want:   want{created: []bool{true, true}, paths: []string{"/c_cm1", "/c_cm1/project_physics_member"}},
 		},
 		"a child goes under an existing top-level parent": {
-			before: func(r *fakeRealm) { r.addGroup("c_cm1", "", keycloak.ManagedBy) },
+			before: func(r *keycloakfake.Realm) { r.AddGroup("c_cm1", "", keycloak.ManagedBy) },
 			groups: []*sitebusv1.GroupSpec{{Name: "project_physics_member", ParentName: "c_cm1"}},
 			want:   want{created: []bool{true}, paths: []string{"/c_cm1", "/c_cm1/project_physics_member"}},
 		},
 		"a child whose parent exists with it already is not created again": {
-			before: func(r *fakeRealm) {
-				r.addGroup("project_physics_member", r.addGroup("c_cm1", "", keycloak.ManagedBy), keycloak.ManagedBy)
+			before: func(r *keycloakfake.Realm) {
+				r.AddGroup("project_physics_member", r.AddGroup("c_cm1", "", keycloak.ManagedBy), keycloak.ManagedBy)
 			},
 			groups: []*sitebusv1.GroupSpec{{Name: "c_cm1"}, {Name: "project_physics_member", ParentName: "c_cm1"}},
 			want:   want{created: []bool{false, false}, paths: []string{"/c_cm1", "/c_cm1/project_physics_member"}},
@@ -72,7 +76,7 @@ func TestEnsureGroups(t *testing.T) {
 				if !errors.Is(err, tc.want.kind) || !fault.IsTerminal(err) {
 					t.Fatalf("err = %v, want a terminal %v", err, tc.want.kind)
 				}
-				if p := e.site.paths(); len(p) > 0 {
+				if p := e.site.Paths(); len(p) > 0 {
 					t.Errorf("groups made: %v", p)
 				}
 				return
@@ -87,7 +91,7 @@ func TestEnsureGroups(t *testing.T) {
 			if !slices.Equal(created, tc.want.created) {
 				t.Errorf("created = %v, want %v", created, tc.want.created)
 			}
-			if got := e.site.paths(); !slices.Equal(got, tc.want.paths) {
+			if got := e.site.Paths(); !slices.Equal(got, tc.want.paths) {
 				t.Errorf("groups %v, want %v", got, tc.want.paths)
 			}
 		})
@@ -102,13 +106,16 @@ func TestEnsureGroupsMarksWhatItCreatesAndAnswersWithTheParent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	parent, child := e.site.byPath("/c_cm1"), e.site.byPath("/c_cm1/project_physics_member")
+	parent, child := e.site.ByPath("/c_cm1"), e.site.ByPath("/c_cm1/project_physics_member")
 	if parent == nil || child == nil {
-		t.Fatalf("groups %v", e.site.paths())
+		t.Fatalf("groups %v", e.site.Paths())
 	}
 	for _, g := range []*keycloak.Group{parent, child} {
 		if !slices.Equal(g.Attributes["managed_by"], []string{keycloak.ManagedBy}) {
 			t.Errorf("%s: managed_by %v", g.Path, g.Attributes["managed_by"])
+		}
+		if g.Offering() != offeringHex(offA) {
+			t.Errorf("%s: offering %q, want the request's %q", g.Path, g.Offering(), offeringHex(offA))
 		}
 	}
 	if child.Description != "Members of physics" || parent.Description != "Cluster cm1" {
@@ -121,8 +128,81 @@ func TestEnsureGroupsMarksWhatItCreatesAndAnswersWithTheParent(t *testing.T) {
 	if _, err := e.s.ensureGroups(t.Context(), &sitebusv1.EnsureGroupsRequest{OfferingUuid: offOther, Groups: []*sitebusv1.GroupSpec{{Name: "ns_x_admin"}}}); err != nil {
 		t.Fatal(err)
 	}
-	if got := e.other.paths(); !slices.Equal(got, []string{"/ns_x_admin"}) || e.site.byPath("/ns_x_admin") != nil {
+	if got := e.other.Paths(); !slices.Equal(got, []string{"/ns_x_admin"}) || e.site.ByPath("/ns_x_admin") != nil {
 		t.Errorf("realm other has %v", got)
+	}
+}
+
+func TestEnsureGroupsThatFailsLeavesNothingBehind(t *testing.T) {
+	groups := []*sitebusv1.GroupSpec{{Name: "c_cm1"}, {Name: "project_physics_member", ParentName: "c_cm1"}}
+	tests := map[string]struct {
+		before func(r *keycloakfake.Realm)
+		want   []string
+	}{
+		"the parent made before a child that Keycloak refuses is deleted again": {
+			before: func(r *keycloakfake.Realm) {
+				r.FailFor("EnsureGroup", "project_physics_member", keycloakfake.Error("create group", 403))
+			},
+		},
+		"a parent that was there before stays": {
+			before: func(r *keycloakfake.Realm) {
+				r.AddGroup("c_cm1", "", keycloak.ManagedBy)
+				r.FailFor("EnsureGroup", "project_physics_member", keycloakfake.Error("create group", 403))
+			},
+			want: []string{"/c_cm1"},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t)
+			tc.before(e.site)
+			if _, err := e.s.ensureGroups(t.Context(), &sitebusv1.EnsureGroupsRequest{OfferingUuid: offA, Groups: groups}); err == nil {
+				t.Fatal("ensure-groups succeeded")
+			}
+			if got := e.site.Paths(); !slices.Equal(got, tc.want) {
+				t.Errorf("groups %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// A saga step's command is retried under one key: a group an earlier
+// attempt made (and could not delete again) is still reported created, so
+// the saga's undo removes it.
+func TestEnsureGroupsRetriedReportsWhatItsEarlierAttemptMade(t *testing.T) {
+	e := newEnv(t)
+	e.run(t)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	req := &sitebusv1.EnsureGroupsRequest{OfferingUuid: offA, Groups: []*sitebusv1.GroupSpec{
+		{Name: "c_cm1"}, {Name: "project_physics_member", ParentName: "c_cm1"}}}
+	e.site.FailFor("EnsureGroup", "project_physics_member", keycloakfake.Error("create group", 503))
+	e.site.SetFail("DeleteGroup", keycloakfake.Error("delete group", 503))
+	if err := e.b.Call(ctx, Name, CmdEnsureGroups, req, &sitebusv1.EnsureGroupsResponse{}, bus.WithKey("saga:s1:groups:do")); err == nil {
+		t.Fatal("ensure-groups succeeded while Keycloak failed")
+	}
+	if got := e.site.Paths(); !slices.Equal(got, []string{"/c_cm1"}) {
+		t.Fatalf("groups %v, want the parent left by the failed attempts", got)
+	}
+	e.site.FailFor("EnsureGroup", "project_physics_member", nil)
+	e.site.SetFail("DeleteGroup", nil)
+	var resp sitebusv1.EnsureGroupsResponse
+	if err := e.b.Call(ctx, Name, CmdEnsureGroups, req, &resp, bus.WithKey("saga:s1:groups:do")); err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range resp.Groups {
+		if !g.Created {
+			t.Errorf("%s reported as there before; its undo would leave it", g.Name)
+		}
+	}
+	// Another command (another saga) finds them made by someone else.
+	if err := e.b.Call(ctx, Name, CmdEnsureGroups, req, &resp, bus.WithKey("saga:s2:groups:do")); err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range resp.Groups {
+		if g.Created {
+			t.Errorf("%s reported created by another saga", g.Name)
+		}
 	}
 }
 
@@ -163,8 +243,8 @@ func TestCommandsOfAnOfferingWithoutKeycloakAreRefused(t *testing.T) {
 			t.Errorf("%s: err = %v, want a terminal refusal", cmd, err)
 		}
 	}
-	if len(e.site.calls)+len(e.other.calls) > 0 {
-		t.Errorf("Keycloak was called: %v %v", e.site.calls, e.other.calls)
+	if len(e.site.Calls())+len(e.other.Calls()) > 0 {
+		t.Errorf("Keycloak was called: %v %v", e.site.Calls(), e.other.Calls())
 	}
 }
 
@@ -176,12 +256,12 @@ func TestDeleteGroups(t *testing.T) {
 	}
 	// The realm before every case: a cluster group with a project group
 	// under it, a group of the Python agent and a foreign one.
-	setup := func(r *fakeRealm) {
-		c := r.addGroup("c_cm1", "", keycloak.ManagedBy)
-		r.addGroup("project_physics_member", c, keycloak.ManagedBy)
-		r.addGroup("ns_legacy_admin", "", keycloak.LegacyManagedBy)
-		r.addGroup("ns_alpha_admin", "", keycloak.ManagedBy)
-		r.addGroup("admins", "", "")
+	setup := func(r *keycloakfake.Realm) {
+		c := r.AddGroup("c_cm1", "", keycloak.ManagedBy)
+		r.AddGroup("project_physics_member", c, keycloak.ManagedBy)
+		r.AddGroup("ns_legacy_admin", "", keycloak.LegacyManagedBy)
+		r.AddGroup("ns_alpha_admin", "", keycloak.ManagedBy)
+		r.AddGroup("admins", "", "")
 	}
 	all := []string{"/admins", "/c_cm1", "/c_cm1/project_physics_member", "/ns_alpha_admin", "/ns_legacy_admin"}
 	tests := map[string]struct {
@@ -240,7 +320,7 @@ func TestDeleteGroups(t *testing.T) {
 						tc.want.deleted, tc.want.missing, tc.want.kept)
 				}
 			}
-			if got := e.site.paths(); !slices.Equal(got, tc.want.left) {
+			if got := e.site.Paths(); !slices.Equal(got, tc.want.left) {
 				t.Errorf("groups left %v, want %v", got, tc.want.left)
 			}
 		})
@@ -249,9 +329,9 @@ func TestDeleteGroups(t *testing.T) {
 
 func TestDeleteGroupsByIDAndWithAForeignSubgroup(t *testing.T) {
 	e := newEnv(t)
-	c := e.site.addGroup("c_cm1", "", keycloak.ManagedBy)
-	e.site.addGroup("someones", c, "")
-	ns := e.site.addGroup("ns_alpha_admin", "", keycloak.ManagedBy)
+	c := e.site.AddGroup("c_cm1", "", keycloak.ManagedBy)
+	e.site.AddGroup("someones", c, "")
+	ns := e.site.AddGroup("ns_alpha_admin", "", keycloak.ManagedBy)
 	resp, err := e.s.deleteGroups(t.Context(), &sitebusv1.DeleteGroupsRequest{OfferingUuid: offA, Groups: []*sitebusv1.GroupRef{{Id: ns}}})
 	if err != nil || !slices.Equal(resp.DeletedIds, []string{ns}) {
 		t.Fatalf("by id: %v, %v", resp, err)
@@ -262,14 +342,14 @@ func TestDeleteGroupsByIDAndWithAForeignSubgroup(t *testing.T) {
 	if err = classify(err); !errors.Is(err, keycloak.ErrNotManaged) || !fault.IsTerminal(err) {
 		t.Errorf("err = %v, want a terminal ErrNotManaged", err)
 	}
-	if got := e.site.paths(); !slices.Equal(got, []string{"/c_cm1", "/c_cm1/someones"}) {
+	if got := e.site.Paths(); !slices.Equal(got, []string{"/c_cm1", "/c_cm1/someones"}) {
 		t.Errorf("groups left %v", got)
 	}
 }
 
 func TestDeleteGroupsDropsTheGroupsPendingMemberships(t *testing.T) {
 	e := newEnv(t)
-	id := e.site.addGroup("ns_alpha_admin", "", keycloak.ManagedBy)
+	id := e.site.AddGroup("ns_alpha_admin", "", keycloak.ManagedBy)
 	if _, err := e.s.addMember(t.Context(), &sitebusv1.AddMemberRequest{OfferingUuid: offA, Group: &sitebusv1.GroupRef{Id: id}, User: &sitebusv1.UserRef{Ref: "newcomer"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -295,7 +375,7 @@ func TestSetGroupMembers(t *testing.T) {
 		group    *sitebusv1.GroupRef
 		members  []*sitebusv1.UserRef
 		ifExists bool
-		before   func(r *fakeRealm)
+		before   func(r *keycloakfake.Realm)
 		want     want
 	}{
 		"wanted users are added, others removed, unknown ones pending": {
@@ -304,8 +384,12 @@ func TestSetGroupMembers(t *testing.T) {
 				members: []string{"u-alice", "u-bob"}},
 		},
 		"users named by Keycloak id": {
-			members: []*sitebusv1.UserRef{{Ref: "u-bob", ById: true}, {Ref: "bob", ById: true}},
-			want:    want{added: []string{"u-bob"}, removed: []string{"u-alice", "u-carol"}, pending: []string{"bob"}, members: []string{"u-bob"}},
+			members: []*sitebusv1.UserRef{{Ref: "u-bob", ById: true}, {Ref: "u-dave", ById: true}},
+			want:    want{added: []string{"u-bob"}, removed: []string{"u-alice", "u-carol"}, pending: []string{"u-dave"}, members: []string{"u-bob"}},
+		},
+		"an id that is no user's is tried as a username, as the client does": {
+			members: []*sitebusv1.UserRef{{Ref: "bob", ById: true}},
+			want:    want{added: []string{"u-bob"}, removed: []string{"u-alice", "u-carol"}, members: []string{"u-bob"}},
 		},
 		"the same user twice is added once": {
 			members: []*sitebusv1.UserRef{{Ref: "bob"}, {Ref: "u-bob", ById: true}, {Ref: "alice"}, {Ref: "carol"}},
@@ -316,7 +400,7 @@ func TestSetGroupMembers(t *testing.T) {
 		},
 		"a user deleted between lookup and add is pending": {
 			members: []*sitebusv1.UserRef{{Ref: "bob"}},
-			before:  func(r *fakeRealm) { r.failOnce["AddMember"] = kcError("add member", 404, keycloak.ErrNotFound) },
+			before:  func(r *keycloakfake.Realm) { r.FailOnce("AddMember", keycloakfake.Error("add member", 404)) },
 			want:    want{removed: []string{"u-alice", "u-carol"}, pending: []string{"bob"}},
 		},
 		"a child group named under its parent's name": {
@@ -346,12 +430,12 @@ func TestSetGroupMembers(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			e := newEnv(t)
 			for _, u := range []string{"alice", "bob", "carol"} {
-				e.site.addUser("u-"+u, u)
+				e.site.AddUser("u-"+u, u)
 			}
-			ns := e.site.addGroup("ns_alpha_admin", "", keycloak.ManagedBy)
-			e.site.setMembers(ns, "u-alice", "u-carol")
-			child := e.site.addGroup("project_physics_member", e.site.addGroup("c_cm1", "", keycloak.ManagedBy), keycloak.ManagedBy)
-			e.site.setMembers(e.site.addGroup("admins", "", ""), "u-alice", "u-carol")
+			ns := e.site.AddGroup("ns_alpha_admin", "", keycloak.ManagedBy)
+			e.site.SetMembers(ns, "u-alice", "u-carol")
+			child := e.site.AddGroup("project_physics_member", e.site.AddGroup("c_cm1", "", keycloak.ManagedBy), keycloak.ManagedBy)
+			e.site.SetMembers(e.site.AddGroup("admins", "", ""), "u-alice", "u-carol")
 			if tc.before != nil {
 				tc.before(e.site)
 			}
@@ -360,13 +444,13 @@ func TestSetGroupMembers(t *testing.T) {
 			case group == nil:
 				group = &sitebusv1.GroupRef{Name: "ns_alpha_admin"}
 			case group.Name == "admins":
-				target = e.site.byPath("/admins").ID
+				target = e.site.ByPath("/admins").ID
 			case group.ParentName != "":
 				target = child
 			}
 			resp, err := e.s.setGroupMembers(t.Context(), &sitebusv1.SetGroupMembersRequest{OfferingUuid: offA, Group: group, Members: tc.members, IfExists: tc.ifExists})
 			err = classify(err)
-			if got := e.site.memberIDs(target); !slices.Equal(got, tc.want.members) {
+			if got := e.site.MemberIDs(target); !slices.Equal(got, tc.want.members) {
 				t.Errorf("members %v, want %v", got, tc.want.members)
 			}
 			if tc.want.kind != nil {
@@ -413,8 +497,8 @@ func TestSetGroupMembers(t *testing.T) {
 
 func TestSetGroupMembersIsDesiredState(t *testing.T) {
 	e := newEnv(t)
-	e.site.addUser("u-alice", "alice")
-	ns := e.site.addGroup("ns_alpha_admin", "", keycloak.ManagedBy)
+	e.site.AddUser("u-alice", "alice")
+	ns := e.site.AddGroup("ns_alpha_admin", "", keycloak.ManagedBy)
 	set := func(refs ...string) *sitebusv1.SetGroupMembersResponse {
 		t.Helper()
 		req := &sitebusv1.SetGroupMembersRequest{OfferingUuid: offA, Group: &sitebusv1.GroupRef{Name: "ns_alpha_admin"}}
@@ -438,9 +522,9 @@ func TestSetGroupMembersIsDesiredState(t *testing.T) {
 	if got := e.pendingRefs(t, offA, ns); !slices.Equal(got, []string{"newcomer"}) {
 		t.Errorf("pending %v, want only newcomer", got)
 	}
-	e.site.addUser("u-later", "later")
+	e.site.AddUser("u-later", "later")
 	e.s.retryPending(t.Context())
-	if got := e.site.memberIDs(ns); !slices.Equal(got, []string{"u-alice"}) {
+	if got := e.site.MemberIDs(ns); !slices.Equal(got, []string{"u-alice"}) {
 		t.Errorf("members %v: a user dropped from the team was added", got)
 	}
 }
@@ -448,10 +532,10 @@ func TestSetGroupMembersIsDesiredState(t *testing.T) {
 func TestAddRemoveAndListMembers(t *testing.T) {
 	e := newEnv(t)
 	ctx := t.Context()
-	e.site.addUser("u-alice", "alice")
-	ns := e.site.addGroup("ns_alpha_admin", "", keycloak.ManagedBy)
-	foreign := e.site.addGroup("admins", "", "")
-	e.site.setMembers(foreign, "u-alice")
+	e.site.AddUser("u-alice", "alice")
+	ns := e.site.AddGroup("ns_alpha_admin", "", keycloak.ManagedBy)
+	foreign := e.site.AddGroup("admins", "", "")
+	e.site.SetMembers(foreign, "u-alice")
 	group := &sitebusv1.GroupRef{Name: "ns_alpha_admin"}
 
 	added, err := e.s.addMember(ctx, &sitebusv1.AddMemberRequest{OfferingUuid: offA, Group: group, User: &sitebusv1.UserRef{Ref: "alice"}})
@@ -482,7 +566,7 @@ func TestAddRemoveAndListMembers(t *testing.T) {
 			t.Errorf("%s: %v, %v; want removed %v", r.name, resp, err, r.wantRemoved)
 		}
 	}
-	if got := e.site.memberIDs(ns); len(got) != 0 {
+	if got := e.site.MemberIDs(ns); len(got) != 0 {
 		t.Errorf("members left %v", got)
 	}
 	if got := e.pendingRefs(t, offA, ns); len(got) != 0 {
@@ -523,7 +607,7 @@ func TestAddRemoveAndListMembers(t *testing.T) {
 			t.Errorf("%s: err = %v, want a terminal %v", name, err, r.kind)
 		}
 	}
-	if got := e.site.memberIDs(foreign); !slices.Equal(got, []string{"u-alice"}) {
+	if got := e.site.MemberIDs(foreign); !slices.Equal(got, []string{"u-alice"}) {
 		t.Errorf("foreign group's members changed: %v", got)
 	}
 	// Removing from a group that does not exist: not a member, done.
@@ -541,7 +625,7 @@ func TestRetryPending(t *testing.T) {
 		wantPending []string
 	}{
 		"a user who appeared is added and no longer pending": {
-			change:      func(e *env, _ string) { e.site.addUser("u-newcomer", "newcomer") },
+			change:      func(e *env, _ string) { e.site.AddUser("u-newcomer", "newcomer") },
 			wantMembers: []string{"u-newcomer"},
 		},
 		"a user still absent stays pending": {
@@ -550,23 +634,21 @@ func TestRetryPending(t *testing.T) {
 		},
 		"a group deleted meanwhile drops the membership": {
 			change: func(e *env, group string) {
-				e.site.addUser("u-newcomer", "newcomer")
-				e.site.mu.Lock()
-				delete(e.site.groups, group)
-				e.site.mu.Unlock()
+				e.site.AddUser("u-newcomer", "newcomer")
+				e.site.RemoveGroup(group)
 			},
 		},
 		"Keycloak unavailable keeps it for the next period": {
 			change: func(e *env, _ string) {
-				e.site.addUser("u-newcomer", "newcomer")
-				e.site.setFail("FindUser", kcError("find user", 503, keycloak.ErrUnavailable))
+				e.site.AddUser("u-newcomer", "newcomer")
+				e.site.SetFail("FindUser", keycloakfake.Error("find user", 503))
 			},
 			wantPending: []string{"newcomer"},
 		},
 		"adding refused for now keeps it for the next period": {
 			change: func(e *env, _ string) {
-				e.site.addUser("u-newcomer", "newcomer")
-				e.site.setFail("AddMember", kcError("add member", 429, keycloak.ErrUnavailable))
+				e.site.AddUser("u-newcomer", "newcomer")
+				e.site.SetFail("AddMember", keycloakfake.Error("add member", 429))
 			},
 			wantPending: []string{"newcomer"},
 		},
@@ -574,13 +656,13 @@ func TestRetryPending(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			e := newEnv(t)
-			ns := e.site.addGroup("ns_alpha_admin", "", keycloak.ManagedBy)
+			ns := e.site.AddGroup("ns_alpha_admin", "", keycloak.ManagedBy)
 			if _, err := e.s.addMember(t.Context(), &sitebusv1.AddMemberRequest{OfferingUuid: offA, Group: &sitebusv1.GroupRef{Id: ns}, User: &sitebusv1.UserRef{Ref: "newcomer"}}); err != nil {
 				t.Fatal(err)
 			}
 			tc.change(e, ns)
 			e.s.retryPending(t.Context())
-			if got := e.site.memberIDs(ns); !slices.Equal(got, tc.wantMembers) {
+			if got := e.site.MemberIDs(ns); !slices.Equal(got, tc.wantMembers) {
 				t.Errorf("members %v, want %v", got, tc.wantMembers)
 			}
 			if got := e.pendingRefs(t, offA, ns); !slices.Equal(got, tc.wantPending) {
@@ -607,23 +689,23 @@ func TestClassify(t *testing.T) {
 		err          error
 		wantTerminal bool
 	}{
-		"Keycloak answering 5xx is retried":   {kcError("get group", 503, keycloak.ErrUnavailable), false},
-		"Keycloak answering 429 is retried":   {kcError("get group", 429, keycloak.ErrUnavailable), false},
-		"Keycloak unreachable is retried":     {kcError("get group", 0, keycloak.ErrUnavailable), false},
-		"a 401 with a fresh token is retried": {kcError("get group", 401, keycloak.ErrUnauthorized), false},
-		"a 409 left over is retried":          {kcError("create group", 409, keycloak.ErrConflict), false},
-		"a 400 or 403 is rejected for good":   {kcError("create group", 403, keycloak.ErrRejected), true},
-		"credentials refused are final":       {kcError("log in", 401, keycloak.ErrCredentials), true},
-		"a group not sitebus's is final":      {kcError("delete group", 0, keycloak.ErrNotManaged), true},
-		"a bad argument is final":             {kcError("create group", 0, keycloak.ErrInvalid), true},
+		"Keycloak answering 5xx is retried":   {keycloakfake.Error("get group", 503), false},
+		"Keycloak answering 429 is retried":   {keycloakfake.Error("get group", 429), false},
+		"Keycloak unreachable is retried":     {keycloakfake.Error("get group", 0), false},
+		"a 401 with a fresh token is retried": {keycloakfake.Error("get group", 401), false},
+		"a 409 left over is retried":          {keycloakfake.Error("create group", 409), false},
+		"a 400 or 403 is rejected for good":   {keycloakfake.Error("create group", 403), true},
+		"credentials refused are final":       {keycloak.CredentialsError(401), true},
+		"a group not sitebus's is final":      {keycloak.NotManagedError("delete group", "not ours"), true},
+		"a bad argument is final":             {fmt.Errorf("keycloak: create group: %w: empty name", keycloak.ErrInvalid), true},
 		// fault retries NotFound by default; keycloak-sync's classify makes a
 		// 404 left after its handlers dealt with the expected ones final (a
 		// parent group that does not exist).
-		"a 404 the handler did not deal with is final":       {kcError("get parent", 404, keycloak.ErrNotFound), true},
+		"a 404 the handler did not deal with is final":       {keycloakfake.Error("get parent", 404), true},
 		"a cancelled call is retried":                        {context.Canceled, false},
 		"an error nobody classified is retried":              {errors.New("connection reset"), false},
 		"an error marked final by the handler stays final":   {fault.Terminal(errors.New("x")), true},
-		"a keycloak error marked final by the handler stays": {fault.Terminal(kcError("get group", 503, keycloak.ErrUnavailable)), true},
+		"a keycloak error marked final by the handler stays": {fault.Terminal(keycloakfake.Error("get group", 503)), true},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

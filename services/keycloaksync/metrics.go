@@ -10,6 +10,8 @@ type metrics struct {
 	commands *prometheus.CounterVec
 	pending  prometheus.Gauge
 	removed  prometheus.Counter
+	adopted  prometheus.Counter
+	cleanups *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -26,5 +28,13 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "sitebus_keycloak_leftover_groups_removed_total",
 			Help: "Managed groups removed because their resource is gone.",
 		})),
+		adopted: telemetry.Register(reg, prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sitebus_keycloak_groups_adopted_total",
+			Help: "Marked groups without an offering (the Python agent's, an older sitebus's) given the offering of the live resource that names them.",
+		})),
+		cleanups: telemetry.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sitebus_keycloak_cleanup_passes_total",
+			Help: "Leftover-group cleanup passes per realm, by outcome: done (groups looked at), skipped (a listing failed or was empty).",
+		}, []string{"outcome"})),
 	}
 }

@@ -54,6 +54,8 @@ func (s *Service) kv() jetstream.KeyValue {
 // token makes any string a key token: base64url has no dots or wildcards.
 func token(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
 
+// offeringHex is an offering UUID as keys and group attributes carry it:
+// 32 lower-case hex digits, however it was spelt.
 func offeringHex(uuid string) string { return strings.ToLower(strings.ReplaceAll(uuid, "-", "")) }
 
 func groupPrefix(offering, groupID string) string {

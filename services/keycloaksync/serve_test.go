@@ -13,6 +13,7 @@ import (
 	"github.com/sitebus/sitebus/pkg/fault"
 	sitebusv1 "github.com/sitebus/sitebus/pkg/gen/sitebus/v1"
 	"github.com/sitebus/sitebus/pkg/keycloak"
+	"github.com/sitebus/sitebus/pkg/keycloak/keycloakfake"
 )
 
 // TestCommandsOverTheBus sends commands as the other services do
@@ -30,9 +31,7 @@ func TestCommandsOverTheBus(t *testing.T) {
 	}
 
 	// Keycloak down for one call: the command is redelivered and succeeds.
-	e.site.mu.Lock()
-	e.site.failOnce["FindGroup"] = kcError("find group", 503, keycloak.ErrUnavailable)
-	e.site.mu.Unlock()
+	e.site.FailOnce("FindGroup", keycloakfake.Error("find group", 503))
 	var ensured sitebusv1.EnsureGroupsResponse
 	if err := e.b.Call(ctx, Name, CmdEnsureGroups, &sitebusv1.EnsureGroupsRequest{OfferingUuid: offA,
 		Groups: []*sitebusv1.GroupSpec{{Name: "ns_alpha_admin"}}}, &ensured, bus.WithKey("t:ensure")); err != nil {
@@ -46,23 +45,23 @@ func TestCommandsOverTheBus(t *testing.T) {
 	}
 
 	// Keycloak down throughout: given up after MaxDeliver, retryable.
-	e.site.setFail("Members", kcError("list members", 502, keycloak.ErrUnavailable))
+	e.site.SetFail("Members", keycloakfake.Error("list members", 502))
 	err := e.b.Call(ctx, Name, CmdSetGroupMembers, &sitebusv1.SetGroupMembersRequest{OfferingUuid: offA,
 		Group: &sitebusv1.GroupRef{Name: "ns_alpha_admin"}}, &sitebusv1.SetGroupMembersResponse{}, bus.WithKey("t:set"))
 	var remote *bus.RemoteError
-	if !errors.As(err, &remote) || fault.IsTerminal(err) || remote.Attempts != 3 || !strings.Contains(err.Error(), "unavailable") {
+	if !errors.As(err, &remote) || fault.IsTerminal(err) || remote.Attempts != 3 || !strings.Contains(err.Error(), "HTTP 502") {
 		t.Errorf("set-group-members while Keycloak is down: %v, want a retryable failure after 3 attempts", err)
 	}
-	e.site.setFail("Members", nil)
+	e.site.SetFail("Members", nil)
 
 	// Refusals are final at the first attempt.
-	e.site.addGroup("admins", "", "")
+	e.site.AddGroup("admins", "", "")
 	err = e.b.Call(ctx, Name, CmdDeleteGroups, &sitebusv1.DeleteGroupsRequest{OfferingUuid: offA,
 		Groups: []*sitebusv1.GroupRef{{Name: "admins"}}}, &sitebusv1.DeleteGroupsResponse{}, bus.WithKey("t:delete"))
 	if !fault.IsTerminal(err) || !strings.Contains(err.Error(), "managed_by") {
 		t.Errorf("delete-groups of a foreign group: %v, want a terminal refusal", err)
 	}
-	e.site.setFail("FindUser", kcError("log in", 401, keycloak.ErrCredentials))
+	e.site.SetFail("FindUser", keycloak.CredentialsError(401))
 	err = e.b.Call(ctx, Name, CmdAddMember, &sitebusv1.AddMemberRequest{OfferingUuid: offA,
 		Group: &sitebusv1.GroupRef{Name: "ns_alpha_admin"}, User: &sitebusv1.UserRef{Ref: "alice"}}, &sitebusv1.AddMemberResponse{}, bus.WithKey("t:add"))
 	if !fault.IsTerminal(err) || !errors.As(err, &remote) || remote.Attempts != 1 {

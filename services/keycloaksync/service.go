@@ -42,7 +42,8 @@ const (
 	CmdListMembers     = contract.CmdListMembers
 )
 
-// Defaults of the periodic jobs (seed 003).
+// Defaults of the periodic jobs: the Python agent has neither job; these
+// are sitebus's.
 const (
 	DefaultPendingPeriod = 15 * time.Minute
 	DefaultCleanupPeriod = time.Hour
@@ -54,12 +55,13 @@ type Waldur interface {
 }
 
 // keycloakAPI is what the service calls in one realm: a *keycloak.Client,
-// or an in-memory realm in the unit tests.
+// or a keycloakfake.Realm in the unit tests.
 type keycloakAPI interface {
 	Realm() string
 	FindGroup(ctx context.Context, name, parentID string) (*keycloak.Group, error)
-	EnsureGroup(ctx context.Context, name, parentID, description string) (keycloak.Group, bool, error)
+	EnsureGroup(ctx context.Context, name, parentID, description string, opts ...keycloak.GroupOption) (keycloak.Group, bool, error)
 	GetGroup(ctx context.Context, id string) (*keycloak.Group, error)
+	SetGroupAttributes(ctx context.Context, id string, attrs map[string][]string) error
 	DeleteGroup(ctx context.Context, id string) error
 	HasSubGroups(ctx context.Context, id string) (bool, error)
 	ManagedGroups(ctx context.Context) ([]keycloak.Group, error)
@@ -78,6 +80,13 @@ type Offering struct {
 	Waldur Waldur
 	// Keycloak is backend_settings.keycloak, parsed (see Settings).
 	Keycloak keycloak.Config
+	// Names lists the groups a resource of the offering uses, for the
+	// leftover cleanup; nil means ManagedNamespace's ns_<slug>_<role>.
+	Names func(r waldur.Resource) []GroupName
+	// Bindings lists the platform objects a group is bound to (a Rancher
+	// project's group bindings); nil when the offering binds no groups.
+	// The cleanup keeps a group bound to anything.
+	Bindings func(ctx context.Context, group string) ([]string, error)
 }
 
 // Config configures the service.
@@ -85,8 +94,8 @@ type Config struct {
 	Offerings []Offering
 	// PendingPeriod is how often pending memberships are retried.
 	PendingPeriod time.Duration
-	// CleanupPeriod is how often leftover managed groups are removed;
-	// negative disables the job.
+	// CleanupPeriod is how often leftover managed groups are removed
+	// (sitebus.periods.keycloak_cleanup_period); negative disables the job.
 	CleanupPeriod time.Duration
 	// MaxDeliver and Backoff shape the retries of a command while
 	// Keycloak is unavailable (defaults 20, 1 s..1 min: about 15 minutes).

@@ -33,6 +33,8 @@ type fakeWaldur struct {
 	// fail makes a method fail (retryably, as a 503) while set.
 	fail    map[string]bool
 	filters []waldur.ResourceFilter
+	// teamReads counts GetResourceTeam calls.
+	teamReads int
 }
 
 func newWaldur() *fakeWaldur {
@@ -68,6 +70,7 @@ func (w *fakeWaldur) GetResource(_ context.Context, uuid string, _ ...string) (*
 func (w *fakeWaldur) GetResourceTeam(_ context.Context, uuid string, _ *bool) ([]waldur.ProjectUser, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.teamReads++
 	if w.fail["GetResourceTeam"] {
 		return nil, unavailable("/api/marketplace-provider-resources/" + uuid + "/team/")
 	}

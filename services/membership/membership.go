@@ -84,6 +84,8 @@ type Service struct {
 	log       *slog.Logger
 	offerings map[string]Offering
 	changes   *prometheus.CounterVec
+	recreated prometheus.Counter
+	passes    *prometheus.CounterVec
 	subs      bus.Subscriptions
 }
 
@@ -96,6 +98,13 @@ func New(b *bus.Bus, cfg Config) (*Service, error) {
 		changes: telemetry.Register(cfg.Registerer, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sitebus_membership_changes_total", Help: "Membership changes applied, by kind (added, removed, pending).",
 		}, []string{"kind"})),
+		recreated: telemetry.Register(cfg.Registerer, prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sitebus_membership_groups_recreated_total", Help: "Access groups of live resources found missing and made again.",
+		})),
+		passes: telemetry.Register(cfg.Registerer, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sitebus_membership_reconcile_passes_total",
+			Help: "Periodic membership reconciles of an offering, by outcome: done (every resource tried), failed (its resources could not be listed).",
+		}, []string{"offering", "outcome"})),
 	}
 	for _, o := range cfg.Offerings {
 		if o.Config == nil || o.Waldur == nil || o.Backend == nil {
@@ -263,15 +272,20 @@ func (s *Service) syncOffering(ctx context.Context, o Offering, now time.Time) {
 	})
 	if err != nil {
 		if ctx.Err() == nil {
+			s.passes.WithLabelValues(o.Config.OfferingUUIDHex(), "failed").Inc()
 			s.log.Error("listing resources for the membership reconcile failed; next try at the next period", "offering", o.Config.Name, "err", err)
 		}
 		return
 	}
-	key := fmt.Sprintf("periodic:%d", now.Unix())
+	key := fmt.Sprintf("periodic:%d", now.UnixNano())
+	ctx = withPassCache(ctx)
 	for _, r := range resources {
 		if _, err := s.syncResource(ctx, o, r.UUID, key+":"+r.UUID, false); err != nil && ctx.Err() == nil {
 			s.log.Warn("membership reconcile of a resource failed", "offering", o.Config.Name, "resource", r.UUID, "err", err)
 		}
+	}
+	if ctx.Err() == nil {
+		s.passes.WithLabelValues(o.Config.OfferingUUIDHex(), "done").Inc()
 	}
 }
 
@@ -290,25 +304,15 @@ func (s *Service) syncResource(ctx context.Context, o Offering, resourceUUID, ke
 	if res.Slug == "" || res.State == waldur.ResourceStateTerminated || res.State == waldur.ResourceStateTerminating {
 		return &sitebusv1.SyncResourceResponse{}, nil
 	}
-	team, err := o.Waldur.GetResourceTeam(ctx, res.UUID, nil)
+	team, err := readTeam(ctx, o.Waldur, res.UUID)
 	if err != nil {
 		return nil, fmt.Errorf("get team of resource %s: %w", res.UUID, err)
 	}
 	byRole := ByRole(Desired(team, o.RoleMapping, o.DefaultRole, res.RestrictMemberAccess))
 	out := &sitebusv1.SyncResourceResponse{}
 	if o.Groups != nil {
-		for _, g := range o.Groups(res.Slug) {
-			req := &sitebusv1.SetGroupMembersRequest{OfferingUuid: o.Config.OfferingUUIDHex(), Group: &sitebusv1.GroupRef{Name: g.Name}}
-			for _, m := range byRole[g.Role] {
-				req.Members = append(req.Members, &sitebusv1.UserRef{Ref: m.Ref, ById: o.UsersByID})
-			}
-			resp, err := contract.SetGroupMembers.Call(ctx, s.bus, req, bus.WithKey(key+":"+g.Role))
-			if err != nil {
-				return nil, fmt.Errorf("set members of group %s: %w", g.Name, err)
-			}
-			out.Added += int32(len(resp.Added))
-			out.Removed += int32(len(resp.Removed))
-			out.Pending += int32(len(resp.Pending))
+		if err := s.syncAccessGroups(ctx, o, res, byRole, key, out); err != nil {
+			return nil, err
 		}
 	}
 	if o.ProjectGroups != nil {
@@ -333,6 +337,83 @@ func (s *Service) syncResource(ctx context.Context, o Offering, resourceUUID, ke
 		s.log.Info("membership synced", "offering", o.Config.Name, "resource", res.UUID, "added", out.Added, "removed", out.Removed, "pending", out.Pending)
 	}
 	return out, nil
+}
+
+// syncAccessGroups puts each role's members into the resource's group of
+// that role. A group that is missing (deleted by hand, or by a cleanup that
+// raced the resource) is made again with its siblings and then filled: a
+// live resource keeps its access, where a not-found would last until the
+// resource is terminated.
+func (s *Service) syncAccessGroups(ctx context.Context, o Offering, res *waldur.Resource, byRole map[string][]Member, key string, out *sitebusv1.SyncResourceResponse) error {
+	groups := o.Groups(res.Slug)
+	recreated := false
+	for _, g := range groups {
+		req := &sitebusv1.SetGroupMembersRequest{OfferingUuid: o.Config.OfferingUUIDHex(), Group: &sitebusv1.GroupRef{Name: g.Name}, IfExists: true}
+		for _, m := range byRole[g.Role] {
+			req.Members = append(req.Members, &sitebusv1.UserRef{Ref: m.Ref, ById: o.UsersByID})
+		}
+		resp, err := contract.SetGroupMembers.Call(ctx, s.bus, req, bus.WithKey(key+":"+g.Role))
+		if err == nil && resp.Missing && !recreated {
+			made, rerr := s.recreateGroups(ctx, o, res, groups, key)
+			if rerr != nil {
+				return rerr
+			}
+			if !made {
+				return nil // no object: nothing to grant access to
+			}
+			recreated = true
+			req.IfExists = false
+			resp, err = contract.SetGroupMembers.Call(ctx, s.bus, req, bus.WithKey(key+":"+g.Role+":recreated"))
+		}
+		if err == nil && resp.Missing {
+			err = bus.Terminal(fmt.Errorf("group %s is missing again right after it was made", g.Name))
+		}
+		if err != nil {
+			return fmt.Errorf("set members of group %s: %w", g.Name, err)
+		}
+		out.Added += int32(len(resp.Added))
+		out.Removed += int32(len(resp.Removed))
+		out.Pending += int32(len(resp.Pending))
+	}
+	return nil
+}
+
+// recreateGroups has keycloak-sync make a live resource's missing groups,
+// when its object exists (a resource whose namespace was never made, or
+// is gone, has nothing the groups would grant access to); made is false
+// when it does not.
+func (s *Service) recreateGroups(ctx context.Context, o Offering, res *waldur.Resource, groups []contract.GroupSpec, key string) (made bool, err error) {
+	id := res.BackendID
+	if id == "" {
+		if id, err = o.Backend.BackendID(backend.Resource{UUID: res.UUID, Slug: res.Slug, CustomerSlug: res.CustomerSlug, ProjectSlug: res.ProjectSlug}); err != nil {
+			return false, bus.Terminal(err)
+		}
+	}
+	exists, err := o.Backend.Exists(ctx, id)
+	if err != nil {
+		return false, fmt.Errorf("look up %s %s: %w", o.Backend.Type(), id, err)
+	}
+	if !exists {
+		s.log.Debug("access groups missing, and so is the object: nothing to grant access to", "offering", o.Config.Name, "resource", res.UUID, "backend_id", id)
+		return false, nil
+	}
+	req := &sitebusv1.EnsureGroupsRequest{OfferingUuid: o.Config.OfferingUUIDHex()}
+	for _, g := range groups {
+		req.Groups = append(req.Groups, &sitebusv1.GroupSpec{Name: g.Name, Description: g.Description, ParentName: g.Parent})
+	}
+	resp, err := contract.EnsureGroups.Call(ctx, s.bus, req, bus.WithKey(key+":recreate"))
+	if err != nil {
+		return false, fmt.Errorf("recreate the groups of resource %s: %w", res.UUID, err)
+	}
+	var names []string
+	for _, g := range resp.Groups {
+		if g.Created {
+			names = append(names, g.Name)
+		}
+	}
+	s.recreated.Add(float64(len(names)))
+	s.log.Warn("access groups of a live resource were missing; made again", "offering", o.Config.Name, "resource", res.UUID, "groups", names)
+	return true, nil
 }
 
 func (s *Service) syncUsersToObject(ctx context.Context, o Offering, syncer backend.UserSyncer, res *waldur.Resource, byRole map[string][]Member) error {

@@ -3,6 +3,7 @@ package membership
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -34,8 +35,10 @@ func groupBinder(o Offering) (GroupBinder, error) {
 }
 
 // syncProjectGroups makes the child group of a Rancher project hold the
-// resource's whole team (OIDC grants access by group; roles do not split
-// it). A team with members gets the groups and the binding made first, as
+// whole teams of the live resources of its Waldur project on that cluster
+// (OIDC grants access by group; roles do not split it): the group is
+// named by the Waldur project and bound to every one of their projects, as
+// in the Python Rancher plugin, so it holds their union (projectMembers). A team with members gets the groups and the binding made first, as
 // the Python agent's add_user recreates them. A sync that removed the last
 // member has the binding removed and, when no other project is bound to
 // the child group, the child and then an empty parent deleted (the Python
@@ -55,8 +58,12 @@ func (s *Service) syncProjectGroups(ctx context.Context, o Offering, res *waldur
 	groups := o.ProjectGroups(res.ProjectSlug)
 	child := groups[len(groups)-1]
 	offering := o.Config.OfferingUUIDHex()
+	members, err := s.projectMembers(ctx, o, res, team, groups)
+	if err != nil {
+		return err
+	}
 	var refs []*sitebusv1.UserRef
-	for _, m := range Desired(team, nil, "", res.RestrictMemberAccess) {
+	for _, m := range members {
 		refs = append(refs, &sitebusv1.UserRef{Ref: m.Ref, ById: o.UsersByID})
 	}
 	slices.SortFunc(refs, func(a, b *sitebusv1.UserRef) int { return strings.Compare(a.Ref, b.Ref) })
@@ -135,4 +142,48 @@ func (s *Service) syncProjectGroups(ctx context.Context, o Offering, res *waldur
 	}
 	s.log.Info("last member left: binding and emptied groups removed", "resource", res.UUID, "group", child.Name, "deleted", len(deleted.DeletedIds), "kept", len(deleted.Kept))
 	return nil
+}
+
+// projectMembers is the union of the desired members of the live
+// resources (OK or Erred) of res's Waldur project whose child group is
+// res's, in every offering of this service on the same cluster, with res
+// as Waldur has it now (it may still be Creating). A resource with
+// restrict_member_access adds nobody, but its siblings' users keep their
+// access: setting the shared group to one resource's team would take them
+// out and put them back every other sync.
+func (s *Service) projectMembers(ctx context.Context, o Offering, res *waldur.Resource, team []waldur.ProjectUser, groups []contract.GroupSpec) (map[string]Member, error) {
+	members := Desired(team, nil, "", res.RestrictMemberAccess)
+	if res.ProjectUUID == "" {
+		return members, nil
+	}
+	child := groups[len(groups)-1]
+	hexes := slices.Sorted(maps.Keys(s.offerings))
+	for _, hex := range hexes {
+		so := s.offerings[hex]
+		if so.ProjectGroups == nil {
+			continue
+		}
+		if g := so.ProjectGroups(res.ProjectSlug); g[len(g)-1] != child {
+			continue // another cluster's group
+		}
+		siblings, err := projectResources(ctx, so, res.ProjectUUID)
+		if err != nil {
+			return nil, fmt.Errorf("list the resources of project %s: %w", res.ProjectUUID, err)
+		}
+		for _, sib := range siblings {
+			if sib.UUID == res.UUID || sib.RestrictMemberAccess || sib.ProjectUUID != res.ProjectUUID {
+				continue
+			}
+			t, err := readTeam(ctx, so.Waldur, sib.UUID)
+			if err != nil {
+				return nil, fmt.Errorf("get team of resource %s: %w", sib.UUID, err)
+			}
+			for ref, m := range Desired(t, nil, "", false) {
+				if _, ok := members[ref]; !ok {
+					members[ref] = m
+				}
+			}
+		}
+	}
+	return members, nil
 }
