@@ -3,7 +3,6 @@ package keycloaksim
 import (
 	"cmp"
 	"fmt"
-	"time"
 
 	"github.com/sitebus/sitebus/e2e/simkit"
 )
@@ -48,18 +47,6 @@ func (s *Server) AddUser(realmName string, u User) (User, error) {
 		return User{}, err
 	}
 	return u, nil
-}
-
-// DeleteUser removes a user (by id or username) and its memberships.
-func (s *Server) DeleteUser(realmName, ref string) error {
-	return s.inRealm(realmName, func(rm *realm) error {
-		u := rm.userByRef(ref)
-		if u == nil {
-			return fmt.Errorf("keycloaksim: no user %q", ref)
-		}
-		rm.deleteUser(u.ID)
-		return nil
-	})
 }
 
 // AddGroup creates a group and its subtree under parentID ("" for top
@@ -140,17 +127,9 @@ func (s *Server) MemberNames(realmName, groupID string) []string {
 }
 
 // ExpireTokens makes every access token issued so far invalid, as if its
-// lifespan had passed (or Keycloak restarted with new keys); refresh
-// tokens stay valid.
+// lifespan had passed (or Keycloak restarted with new keys).
 func (s *Server) ExpireTokens() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	clear(s.tokens)
-}
-
-// SetTokenLifespan changes the lifespan of tokens issued from now on.
-func (s *Server) SetTokenLifespan(d time.Duration) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.cfg.TokenLifespan = d
 }

@@ -8,7 +8,7 @@
 // inline subGroups but reports subGroupCount, search returns matches inside
 // their ancestry, /groups/{id}/children pages (10 by default), names are
 // unique among siblings (409), and errors carry Keycloak's bodies. Tokens are
-// short-lived and their expiry is enforced, so token refresh is exercised.
+// short-lived and their expiry is enforced, so logging in again is exercised.
 //
 // Tests drive it with Go methods on Server: seed users and groups, add a
 // user later, inspect members, read the call log, and inject faults

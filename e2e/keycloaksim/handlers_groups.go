@@ -112,19 +112,6 @@ func (rm *realm) hierarchy(matched []*group, brief, withCount bool) []*groupRep 
 	return simkit.Map(simkit.SortedBy(roots, groupKey), func(g *group) *groupRep { return reps[g.id] })
 }
 
-// countGroups is GET /groups/count: {"count": n} for all groups, the
-// top-level ones (top=true) or those matching search.
-func countGroups(q req) (any, *apiError) {
-	n := len(q.rm.groups)
-	switch v := q.URL.Query(); {
-	case v.Has("search"):
-		n = len(q.rm.search(strings.TrimSpace(v.Get("search")), false))
-	case boolParam(q.Request, "top", false):
-		n = len(q.rm.children(""))
-	}
-	return map[string]int{"count": n}, nil
-}
-
 // addGroup is POST /groups (parent "") and POST /groups/{id}/children:
 // 201 with a Location header for a new group (and, for a child, its
 // representation); a body with the id of an existing group moves it under
@@ -148,19 +135,17 @@ func addGroup(q req, parent string) (any, *apiError) {
 	if err != nil {
 		return nil, err
 	}
-	loc := "http://" + q.Host + "/admin/realms/" + q.rm.name + "/groups/" + g.id
-	if parent == "" {
-		return created{location: loc}, nil
+	rep := simkit.Reply{Status: http.StatusCreated,
+		Header: http.Header{"Location": {"http://" + q.Host + "/admin/realms/" + q.rm.name + "/groups/" + g.id}}}
+	if parent != "" {
+		rep.Body = q.rm.groupRepOf(g, false, false)
 	}
-	return created{location: loc, body: q.rm.groupRepOf(g, false, false)}, nil
+	return rep, nil
 }
 
 // place renames g to b's name, unique among its new siblings, under
 // parent (refusing a cycle), and replaces its attributes when b has them.
 func (rm *realm) place(g *group, b groupBody, parent string) *apiError {
-	if strings.TrimSpace(b.Name) == "" {
-		return errNameMissing
-	}
 	if parent != "" && rm.isAncestor(g.id, parent) {
 		return errorMessage(http.StatusBadRequest, "Cannot move group into itself or one of its subgroups")
 	}
@@ -177,16 +162,6 @@ func (rm *realm) place(g *group, b groupBody, parent string) *apiError {
 // getGroup is GET /groups/{id}: the full representation with subGroupCount
 // and, since Keycloak 23, no inlined subGroups.
 func getGroup(q req) (any, *apiError) { return q.rm.groupRepOf(q.g, false, true), nil }
-
-// updateGroup is PUT /groups/{id}: renames (unique among siblings) and
-// replaces the attributes when the body has them.
-func updateGroup(q req) (any, *apiError) {
-	b, err := decode[groupBody](q.Request)
-	if err != nil {
-		return nil, err
-	}
-	return nil, q.rm.place(q.g, b, q.g.parent)
-}
 
 // deleteGroup is DELETE /groups/{id}; the subtree and memberships go too.
 func deleteGroup(q req) (any, *apiError) {
@@ -208,15 +183,3 @@ func listChildren(q req) (any, *apiError) {
 // listMembers is GET /groups/{id}/members: direct members by username,
 // first (0), max (100, Keycloak's default page).
 func listMembers(q req) (any, *apiError) { return userList(q, q.rm.groupMembers(q.g)) }
-
-// groupByPath is GET /group-by-path/{path}.
-func groupByPath(q req) (any, *apiError) {
-	g, parent := (*group)(nil), ""
-	for _, name := range strings.Split(strings.Trim(q.PathValue("path"), "/"), "/") {
-		if g = q.rm.siblingNamed(parent, name, ""); g == nil {
-			return nil, errGroupPathUnset
-		}
-		parent = g.id
-	}
-	return q.rm.groupRepOf(g, false, true), nil
-}

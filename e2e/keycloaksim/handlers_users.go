@@ -43,9 +43,6 @@ func userList(q req, users []*user) (any, *apiError) {
 // listUsers is GET /users.
 func listUsers(q req) (any, *apiError) { return userList(q, q.rm.findUsers(q.Request)) }
 
-// countUsers is GET /users/count: a bare number.
-func countUsers(q req) (any, *apiError) { return len(q.rm.findUsers(q.Request)), nil }
-
 // getUser is GET /users/{id}.
 func getUser(q req) (any, *apiError) { return userRepOf(q.u, false), nil }
 

@@ -25,15 +25,14 @@ func errorCode(status int, msg string) *apiError {
 }
 
 var (
-	errGroupNotFound  = errorCode(http.StatusNotFound, "Could not find group by id")
-	errUserNotFound   = errorCode(http.StatusNotFound, "User not found")
-	errRealmNotFound  = errorCode(http.StatusNotFound, "Realm not found.")
-	errNoRoute        = errorCode(http.StatusNotFound, "Unable to find matching target resource method")
-	errUnauthorized   = simkit.OAuthError(http.StatusUnauthorized, "HttpUnauthorizedException", "HTTP 401 Unauthorized")
-	errForbidden      = errorCode(http.StatusForbidden, "HTTP 403 Forbidden")
-	errBadJSON        = errorCode(http.StatusBadRequest, "Cannot parse the JSON")
-	errGroupPathUnset = errorCode(http.StatusNotFound, "Group path does not exist")
-	errNameMissing    = errorMessage(http.StatusBadRequest, "Group name is missing")
+	errGroupNotFound = errorCode(http.StatusNotFound, "Could not find group by id")
+	errUserNotFound  = errorCode(http.StatusNotFound, "User not found")
+	errRealmNotFound = errorCode(http.StatusNotFound, "Realm not found.")
+	errNoRoute       = errorCode(http.StatusNotFound, "Unable to find matching target resource method")
+	errUnauthorized  = simkit.OAuthError(http.StatusUnauthorized, "HttpUnauthorizedException", "HTTP 401 Unauthorized")
+	errForbidden     = errorCode(http.StatusForbidden, "HTTP 403 Forbidden")
+	errBadJSON       = errorCode(http.StatusBadRequest, "Cannot parse the JSON")
+	errNameMissing   = errorMessage(http.StatusBadRequest, "Group name is missing")
 )
 
 // req is an authorized admin request on an existing realm, served with
@@ -46,35 +45,8 @@ type req struct {
 }
 
 // adminHandler serves one admin endpoint. It returns the body of a 200, or
-// nil for a 204, or created for a 201.
+// nil for a 204, or a simkit.Reply for anything else (a 201).
 type adminHandler func(q req) (any, *apiError)
-
-// created is a 201 answer: Location names the new object; body may be nil.
-type created struct {
-	location string
-	body     any
-}
-
-// reply writes what an adminHandler returned.
-func reply(w http.ResponseWriter, out any, err *apiError) {
-	if err != nil {
-		simkit.WriteError(w, err)
-		return
-	}
-	switch v := out.(type) {
-	case nil:
-		w.WriteHeader(http.StatusNoContent)
-	case created:
-		w.Header().Set("Location", v.location)
-		if v.body == nil {
-			w.WriteHeader(http.StatusCreated)
-			return
-		}
-		simkit.WriteJSON(w, http.StatusCreated, v.body)
-	default:
-		simkit.WriteJSON(w, http.StatusOK, out)
-	}
-}
 
 // decode reads a JSON body; Keycloak answers any unreadable one alike.
 func decode[T any](r *http.Request) (T, *apiError) {

@@ -13,26 +13,25 @@ import (
 	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
+const (
+	// adminRealm is where the admin user logs in (keycloak_user_realm).
+	// Only the admin user's token from it may use the admin API.
+	adminRealm = "master"
+	// clientIDAdminCLI is the public client the token endpoint accepts.
+	clientIDAdminCLI = "admin-cli"
+)
+
 // Config seeds and tunes a simulator. The zero value is usable: realms
 // "master" (with admin/admin) and "waldur", no users, 60 s tokens.
 type Config struct {
-	// AdminRealm is where the admin user logs in (keycloak_user_realm);
-	// default "master". A token from the admin realm may manage every realm,
-	// a token from another realm only that realm, as in Keycloak.
-	AdminRealm string
 	// AdminUsername and AdminPassword default to "admin" and "admin".
 	AdminUsername, AdminPassword string
-	// ClientIDs are the public clients the token endpoint accepts; default
-	// ["admin-cli"].
-	ClientIDs []string
 	// Realms are seeded in order; Realms without a "waldur" entry get an
 	// empty "waldur" realm added, so the default configuration just works.
 	Realms []Realm
 	// TokenLifespan is the access token lifetime; default 60 s (Keycloak's
-	// default for master is 60 s, which is what makes refresh matter).
+	// default for master is 60 s, which is what makes re-login matter).
 	TokenLifespan time.Duration
-	// RefreshLifespan is the refresh token lifetime; default 30 min.
-	RefreshLifespan time.Duration
 	// Now defaults to time.Now; tests pin or advance it to expire tokens
 	// without sleeping.
 	Now func() time.Time
@@ -77,10 +76,9 @@ type Server struct {
 	cfg Config
 	log *slog.Logger
 
-	mu      sync.Mutex
-	realms  map[string]*realm
-	tokens  map[string]session
-	refresh map[string]session
+	mu     sync.Mutex
+	realms map[string]*realm
+	tokens map[string]session
 
 	simkit.Base
 }
@@ -88,28 +86,20 @@ type Server struct {
 // New builds a simulator; it does not listen (see Start, NewTestServer,
 // Handler).
 func New(cfg Config) (*Server, error) {
-	cfg.AdminRealm = cmp.Or(cfg.AdminRealm, "master")
 	cfg.AdminUsername = cmp.Or(cfg.AdminUsername, "admin")
 	cfg.AdminPassword = cmp.Or(cfg.AdminPassword, "admin")
-	if len(cfg.ClientIDs) == 0 {
-		cfg.ClientIDs = []string{"admin-cli"}
-	}
 	if cfg.TokenLifespan <= 0 {
 		cfg.TokenLifespan = 60 * time.Second
-	}
-	if cfg.RefreshLifespan <= 0 {
-		cfg.RefreshLifespan = 30 * time.Minute
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
 	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
 	s := &Server{
-		cfg:     cfg,
-		log:     cfg.Logger.With("component", "keycloaksim"),
-		realms:  map[string]*realm{},
-		tokens:  map[string]session{},
-		refresh: map[string]session{},
+		cfg:    cfg,
+		log:    cfg.Logger.With("component", "keycloaksim"),
+		realms: map[string]*realm{},
+		tokens: map[string]session{},
 	}
 	s.Faults = newFaults()
 	if err := s.seed(); err != nil {
@@ -120,7 +110,7 @@ func New(cfg Config) (*Server, error) {
 }
 
 func (s *Server) seed() error {
-	seeds := append([]Realm{{Name: s.cfg.AdminRealm}}, s.cfg.Realms...)
+	seeds := append([]Realm{{Name: adminRealm}}, s.cfg.Realms...)
 	if !slices.ContainsFunc(seeds, func(r Realm) bool { return r.Name == "waldur" }) {
 		seeds = append(seeds, Realm{Name: "waldur"})
 	}
@@ -141,7 +131,7 @@ func (s *Server) seed() error {
 			}
 		}
 	}
-	admin := s.realms[s.cfg.AdminRealm]
+	admin := s.realms[adminRealm]
 	if u := admin.userByName(s.cfg.AdminUsername); u != nil {
 		u.Password = s.cfg.AdminPassword
 	} else if _, err := admin.addUser(User{Username: s.cfg.AdminUsername, Password: s.cfg.AdminPassword}, s.nowMillis()); err != nil {

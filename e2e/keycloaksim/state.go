@@ -196,13 +196,6 @@ func (r *realm) userGroups(userID string) []*group {
 	return out
 }
 
-func (r *realm) deleteUser(id string) {
-	delete(r.users, id)
-	for _, g := range r.groups {
-		delete(g.members, id)
-	}
-}
-
 func cloneAttrs(a map[string][]string) map[string][]string {
 	out := make(map[string][]string, len(a))
 	for k, v := range maps.All(a) {

@@ -5,39 +5,32 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
-// session is what an access or refresh token stands for.
+// session is what an access token stands for.
 type session struct {
 	realm, userID, username, clientID string
 	expires                           time.Time
 }
 
-// tokenResponse is the OAuth2 token response Keycloak sends.
+// tokenResponse is the OAuth2 token response Keycloak sends, without the
+// refresh token sitebus does not use (it logs in again).
 type tokenResponse struct {
-	AccessToken      string `json:"access_token"`
-	ExpiresIn        int    `json:"expires_in"`
-	RefreshExpiresIn int    `json:"refresh_expires_in"`
-	RefreshToken     string `json:"refresh_token"`
-	TokenType        string `json:"token_type"`
-	NotBeforePolicy  int    `json:"not-before-policy"`
-	SessionState     string `json:"session_state"`
-	Scope            string `json:"scope"`
+	AccessToken     string `json:"access_token"`
+	ExpiresIn       int    `json:"expires_in"`
+	TokenType       string `json:"token_type"`
+	NotBeforePolicy int    `json:"not-before-policy"`
+	SessionState    string `json:"session_state"`
+	Scope           string `json:"scope"`
 }
 
 // token serves POST /realms/{realm}/protocol/openid-connect/token for the
-// password and refresh_token grants of public clients.
-func (s *Server) token(w http.ResponseWriter, r *http.Request) {
-	out, err := s.grant(r)
-	reply(w, out, err)
-}
-
-func (s *Server) grant(r *http.Request) (any, *apiError) {
+// password grant of the admin-cli public client.
+func (s *Server) token(r *http.Request, _ struct{}) (any, error) {
 	if err := r.ParseForm(); err != nil {
 		return nil, simkit.OAuthError(http.StatusBadRequest, "invalid_request", "Could not parse form")
 	}
@@ -53,44 +46,25 @@ func (s *Server) grant(r *http.Request) (any, *apiError) {
 		return nil, simkit.OAuthError(http.StatusBadRequest, "invalid_request", "Missing form parameter: grant_type")
 	}
 	clientID := form("client_id")
-	if !slices.Contains(s.cfg.ClientIDs, clientID) {
+	if clientID != clientIDAdminCLI {
 		return nil, simkit.OAuthError(http.StatusUnauthorized, "invalid_client", "Invalid client or Invalid client credentials")
 	}
-	invalidGrant := func(desc string) *apiError { return simkit.OAuthError(http.StatusBadRequest, "invalid_grant", desc) }
-	var u *user
-	switch grant {
-	case "password":
-		if u = rm.userByName(form("username")); u == nil || u.Password == "" || u.Password != form("password") {
-			return nil, simkit.OAuthError(http.StatusUnauthorized, "invalid_grant", "Invalid user credentials")
-		}
-	case "refresh_token":
-		old, ok := s.refresh[form("refresh_token")]
-		if !ok || old.realm != rm.name || old.clientID != clientID {
-			return nil, invalidGrant("Invalid refresh token")
-		}
-		if !s.now().Before(old.expires) {
-			return nil, invalidGrant("Token is not active")
-		}
-		if u = rm.users[old.userID]; u == nil {
-			return nil, invalidGrant("Invalid refresh token")
-		}
-	default:
+	if grant != "password" {
 		return nil, simkit.OAuthError(http.StatusBadRequest, "unsupported_grant_type", "Unsupported grant_type")
 	}
+	u := rm.userByName(form("username"))
+	if u == nil || u.Password == "" || u.Password != form("password") {
+		return nil, simkit.OAuthError(http.StatusUnauthorized, "invalid_grant", "Invalid user credentials")
+	}
 	if u.Disabled {
-		return nil, invalidGrant("Account disabled")
+		return nil, simkit.OAuthError(http.StatusBadRequest, "invalid_grant", "Account disabled")
 	}
 	now := s.now()
 	access := session{realm: rm.name, userID: u.ID, username: u.Username, clientID: clientID, expires: now.Add(s.cfg.TokenLifespan)}
-	refresh := access
-	refresh.expires = now.Add(s.cfg.RefreshLifespan)
 	at := s.jwt(r, access, now, "Bearer")
-	rt := s.jwt(r, refresh, now, "Refresh")
 	s.tokens[at] = access
-	s.refresh[rt] = refresh
 	return tokenResponse{
 		AccessToken: at, ExpiresIn: int(s.cfg.TokenLifespan / time.Second),
-		RefreshExpiresIn: int(s.cfg.RefreshLifespan / time.Second), RefreshToken: rt,
 		TokenType: "Bearer", SessionState: simkit.NewUUID(), Scope: "profile email",
 	}, nil
 }
@@ -123,7 +97,7 @@ func (s *Server) authorize(r *http.Request, realmName string) *apiError {
 	if !ok || !s.now().Before(ss.expires) {
 		return errUnauthorized
 	}
-	if ss.realm == s.cfg.AdminRealm && ss.username == strings.ToLower(s.cfg.AdminUsername) {
+	if ss.realm == adminRealm && ss.username == strings.ToLower(s.cfg.AdminUsername) {
 		return nil
 	}
 	return errForbidden

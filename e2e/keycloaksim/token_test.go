@@ -42,22 +42,6 @@ func TestToken(t *testing.T) {
 			_, err := e.gc.GetRealm(ctx, e.token, "waldur")
 			must(t, err)
 		}},
-		{"a refresh token gives a new access token after expiry", func(t *testing.T, e *env) {
-			jwt, err := e.gc.LoginAdmin(ctx, "admin", "admin", "master")
-			must(t, err)
-			e.clock.Advance(61 * time.Second)
-			fresh, err := e.gc.RefreshToken(ctx, jwt.RefreshToken, "admin-cli", "", "master")
-			must(t, err)
-			_, err = e.gc.GetRealm(ctx, fresh.AccessToken, "waldur")
-			must(t, err)
-		}},
-		{"an expired refresh token is a 400 invalid_grant", func(t *testing.T, e *env) {
-			jwt, err := e.gc.LoginAdmin(ctx, "admin", "admin", "master")
-			must(t, err)
-			e.clock.Advance(31 * time.Minute)
-			_, err = e.gc.RefreshToken(ctx, jwt.RefreshToken, "admin-cli", "", "master")
-			apiErr(t, err, 400, "Token is not active")
-		}},
 		{"ExpireTokens invalidates tokens already handed out", func(t *testing.T, e *env) {
 			e.sim.ExpireTokens()
 			_, err := e.gc.GetRealm(ctx, e.token, "waldur")

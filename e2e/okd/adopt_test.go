@@ -1,15 +1,8 @@
 package okd_test
 
 import (
-	"crypto/tls"
-	"encoding/json"
 	"maps"
-	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,50 +16,6 @@ import (
 	"github.com/sitebus/sitebus/pkg/waldur"
 )
 
-// userAPI stands in front of the OKD simulator and answers what the
-// simulator does not serve yet: OpenShift's GET
-// /apis/user.openshift.io/v1/users/~, the user of the bearer token, which
-// is okdsim.DefaultUser for the simulator's token (the requester of the
-// projects it makes). Everything else goes to the simulator.
-type userAPI struct {
-	sim   atomic.Pointer[okdsim.Server]
-	proxy atomic.Pointer[httputil.ReverseProxy]
-}
-
-func (u *userAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	sim, proxy := u.sim.Load(), u.proxy.Load()
-	if sim == nil || proxy == nil {
-		http.Error(w, "not ready", http.StatusServiceUnavailable)
-		return
-	}
-	if r.Method != http.MethodGet || r.URL.Path != "/apis/user.openshift.io/v1/users/~" {
-		proxy.ServeHTTP(w, r)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	if tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); tok == "" || tok != sim.Token() {
-		w.WriteHeader(http.StatusUnauthorized)
-		_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Unauthorized","reason":"Unauthorized","code":401}`))
-		return
-	}
-	_ = json.NewEncoder(w).Encode(map[string]any{"kind": "User", "apiVersion": "user.openshift.io/v1",
-		"metadata": map[string]any{"name": okdsim.DefaultUser}})
-}
-
-func (u *userAPI) target(t testing.TB, sim *okdsim.Server) {
-	t.Helper()
-	to, err := url.Parse(sim.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := httputil.NewSingleHostReverseProxy(to)
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.TLSClientConfig = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // the simulator's test certificate
-	p.Transport = tr
-	u.sim.Store(sim)
-	u.proxy.Store(p)
-}
-
 // After the switch from the Python agent, update, pause and terminate
 // work on the OpenShift project it requested for a resource with the
 // token sitebus now uses (sitebus adopts it, marking it); a project
@@ -79,12 +28,8 @@ func TestPythonAgentsProjectIsAdopted(t *testing.T) {
 		fx.Resources = append(fx.Resources, waldursim.Resource{UUID: r.uuid, Name: r.slug, Slug: r.slug, State: "OK",
 			Offering: fx.Offerings[0].UUID, Project: projectUUID, Limits: map[string]int{"cpu": 1, "ram": 1, "storage": 1}})
 	}
-	front := &userAPI{}
-	srv := httptest.NewServer(front)
-	t.Cleanup(srv.Close)
 	s := &site{t: t, Site: harness.NewSite(t, harness.WithCluster(kube.Shared(t)), harness.WithOKD(), harness.WithFixture(fx),
-		harness.WithSettings(map[string]any{"default_role": "view", "api_url": srv.URL}), harness.WithoutStart())}
-	front.target(t, s.OKD)
+		harness.WithSettings(map[string]any{"default_role": "view"}), harness.WithoutStart())}
 
 	// The Python agent's projects, as OpenShift keeps them after its
 	// ProjectRequests (the template's annotations and the requester; the

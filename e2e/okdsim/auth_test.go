@@ -16,6 +16,7 @@ const unauthorized = `{"kind":"Status","apiVersion":"v1","metadata":{},"status":
 func TestAuth(t *testing.T) {
 	paths := map[string]string{
 		"a project route": api + "/projects",
+		"the user API":    whoami,
 		"a proxied route": "/api/v1/namespaces",
 		"discovery":       "/apis",
 		"an unknown path": "/no/such/path",
@@ -35,15 +36,18 @@ func TestAuth(t *testing.T) {
 
 	t.Run("a rotated token file makes the old token a 401 and the new one work", func(t *testing.T) {
 		old := e.c.token
-		e.c.do("GET", api+"/projects", nil).want(t, http.StatusOK)
+		r := e.c.do("GET", whoami, nil).want(t, http.StatusOK)
+		eq(t, "kind", r.str("kind"), "User")
+		eq(t, "apiVersion", r.str("apiVersion"), "user.openshift.io/v1")
+		eq(t, "user", r.str("metadata", "name"), okdsim.DefaultUser)
 		if err := e.sim.RotateToken("sha256~rotated"); err != nil {
 			t.Fatal(err)
 		}
-		e.c.do("GET", api+"/projects", nil).want(t, http.StatusUnauthorized)
+		e.c.do("GET", whoami, nil).want(t, http.StatusUnauthorized)
 		eq(t, "Token()", e.sim.Token(), "sha256~rotated")
 		c := *e.c
 		c.token = "sha256~rotated"
-		c.do("GET", api+"/projects", nil).want(t, http.StatusOK)
+		c.do("GET", whoami, nil).want(t, http.StatusOK)
 		t.Cleanup(func() { _ = e.sim.RotateToken(old) })
 	})
 
@@ -57,6 +61,7 @@ func TestAuth(t *testing.T) {
 		name := e.uniqueName(t, "bob")
 		r := c.requestProject(name, "", "", nil).want(t, http.StatusCreated)
 		eq(t, "requester", r.str("metadata", "annotations", okdsim.RequesterAnnotation), "bob")
+		eq(t, "users/~", c.do("GET", whoami, nil).want(t, http.StatusOK).str("metadata", "name"), "bob")
 	})
 
 	t.Run("the call log names tokens by id, never by value", func(t *testing.T) {
@@ -115,9 +120,9 @@ func TestOAuth(t *testing.T) {
 		}
 		c := *e.c
 		c.token = tok
-		c.do("GET", api+"/projects", nil).want(t, http.StatusOK)
+		c.do("GET", whoami, nil).want(t, http.StatusOK)
 		e.sim.ExpireOAuthTokens()
-		c.do("GET", api+"/projects", nil).want(t, http.StatusUnauthorized)
+		c.do("GET", whoami, nil).want(t, http.StatusUnauthorized)
 	})
 
 	t.Run("client credentials as basic auth work too", func(t *testing.T) {

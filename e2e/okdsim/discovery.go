@@ -29,8 +29,8 @@ var projectResources = metav1.APIResourceList{
 	TypeMeta:     metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"},
 	GroupVersion: APIVersion,
 	APIResources: []metav1.APIResource{
-		{Name: "projectrequests", Namespaced: false, Kind: "ProjectRequest", Verbs: metav1.Verbs{"create", "list"}},
-		{Name: "projects", Namespaced: false, Kind: "Project", Verbs: metav1.Verbs{"delete", "get", "list", "patch", "update"}},
+		{Name: "projectrequests", Namespaced: false, Kind: "ProjectRequest", Verbs: metav1.Verbs{"create"}},
+		{Name: "projects", Namespaced: false, Kind: "Project", Verbs: metav1.Verbs{"delete"}},
 	},
 }
 

@@ -16,14 +16,10 @@
 //     the request's metadata.annotations and labels (the template only
 //     takes name, displayName, description and the user); a client that
 //     wants its own annotations patches the project afterwards.
-//   - GET/PUT/PATCH/DELETE projects/{name} read and change the namespace;
-//     an update changes only labels and annotations, as OpenShift allows.
-//   - GET projects lists the namespaces carrying openshift.io/requester,
-//     i.e. the ones requested through the simulator or seeded as projects.
-//     OpenShift lists what the user may see: every namespace for a
-//     cluster-admin, the requested ones for a self-provisioner. The
-//     simulator plays the latter, the service account the agent runs as;
-//     Options.ListAllNamespaces plays the former.
+//   - DELETE projects/{name} deletes the namespace, passing on the
+//     body's preconditions.
+//   - GET user.openshift.io/v1 users/~ names the token's user, the one
+//     recorded as openshift.io/requester.
 //
 // Errors are Kubernetes Status objects, as OpenShift answers them (409
 // AlreadyExists, 422 Invalid, 404 NotFound, 403 Forbidden for the names
@@ -38,8 +34,7 @@
 // OpenShift's Status with reason Unauthorized.
 //
 // Tests inspect projects, the call log (with a token id, never the token)
-// and inject faults through Go methods; run as a process (cmd/okdsim) the
-// same is served without a token under /sim/.
+// and inject faults through Go methods.
 //
 //	func TestMain(m *testing.M) { os.Exit(kube.RunShared(m)) }
 //

@@ -116,6 +116,10 @@ func (r response) str(path ...string) string {
 
 const api = "/apis/project.openshift.io/v1"
 
+// whoami is OpenShift's user of the bearer token, a call that needs only
+// a valid token.
+const whoami = "/apis/user.openshift.io/v1/users/~"
+
 // requestProject sends the Python plugin's ProjectRequest body plus
 // displayName and description.
 func (c *client) requestProject(name, display, description string, annotations map[string]string) response {

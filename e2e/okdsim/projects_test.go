@@ -2,7 +2,6 @@ package okdsim_test
 
 import (
 	"net/http"
-	"slices"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -102,89 +101,10 @@ func unstructuredString(obj map[string]any, path ...string) (string, bool, error
 	return s, ok, nil
 }
 
-func projectNames(r response) []string {
-	items, _ := r.obj["items"].([]any)
-	out := []string{}
-	for _, it := range items {
-		out = append(out, it.(map[string]any)["metadata"].(map[string]any)["name"].(string))
-	}
-	return out
-}
-
-func TestProjects(t *testing.T) {
+func TestProjectDelete(t *testing.T) {
 	e := newEnv(t, okdsim.Options{})
 	name := e.uniqueName(t, "proj")
 	e.c.requestProject(name, "P", "d", nil).want(t, http.StatusCreated)
-	plain := e.uniqueName(t, "plain") // a namespace nobody requested
-	if err := e.sim.SeedProject(e.ctx, okdsim.Project{Name: "unused-" + plain}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = e.dyn.Resource(namespaceGVR).Delete(e.ctx, "unused-"+plain, metav1.DeleteOptions{}) })
-	ns := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": plain}}
-	e.c.do("POST", "/api/v1/namespaces", ns).want(t, http.StatusCreated)
-
-	t.Run("the list has requested and seeded projects, not plain namespaces", func(t *testing.T) {
-		r := e.c.do("GET", api+"/projects", nil).want(t, http.StatusOK)
-		eq(t, "kind", r.str("kind"), "ProjectList")
-		names := projectNames(r)
-		if !slices.Contains(names, name) || !slices.Contains(names, "unused-"+plain) {
-			t.Errorf("list %v lacks %s or the seeded project", names, name)
-		}
-		if slices.Contains(names, plain) || slices.Contains(names, "kube-system") {
-			t.Errorf("list %v has a namespace nobody requested", names)
-		}
-	})
-
-	t.Run("a label selector narrows the list", func(t *testing.T) {
-		e.c.doType("PATCH", api+"/projects/"+name, "application/merge-patch+json",
-			map[string]any{"metadata": map[string]any{"labels": map[string]string{"sel": name}}}).want(t, http.StatusOK)
-		r := e.c.do("GET", api+"/projects?labelSelector=sel%3D"+name, nil).want(t, http.StatusOK)
-		if got := projectNames(r); !slices.Equal(got, []string{name}) {
-			t.Errorf("selected %v, want [%s]", got, name)
-		}
-	})
-
-	t.Run("get returns the project with its annotations", func(t *testing.T) {
-		r := e.c.do("GET", api+"/projects/"+name, nil).want(t, http.StatusOK)
-		eq(t, "kind", r.str("kind"), "Project")
-		eq(t, "display name", r.str("metadata", "annotations", okdsim.DisplayNameAnnotation), "P")
-	})
-
-	t.Run("get of a missing project is a 404 naming the project", func(t *testing.T) {
-		r := e.c.do("GET", api+"/projects/no-such-"+name, nil).wantStatus(t, http.StatusNotFound, "NotFound")
-		eq(t, "message", r.str("message"), `projects.project.openshift.io "no-such-`+name+`" not found`)
-	})
-
-	t.Run("a merge patch adds and removes annotations on the namespace", func(t *testing.T) {
-		e.c.doType("PATCH", api+"/projects/"+name, "application/merge-patch+json", map[string]any{
-			"metadata": map[string]any{"annotations": map[string]any{"waldur/organization": "org-x", okdsim.DescriptionAnnotation: nil}},
-		}).want(t, http.StatusOK)
-		p, _, err := e.sim.Project(e.ctx, name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		eq(t, "waldur/organization", p.Annotations["waldur/organization"], "org-x")
-		if _, ok := p.Annotations[okdsim.DescriptionAnnotation]; ok {
-			t.Error("description annotation still there after a null patch")
-		}
-	})
-
-	t.Run("a JSON patch outside metadata labels and annotations is Invalid", func(t *testing.T) {
-		e.c.doType("PATCH", api+"/projects/"+name, "application/json-patch+json",
-			[]map[string]any{{"op": "add", "path": "/spec/finalizers/-", "value": "x"}}).wantStatus(t, http.StatusUnprocessableEntity, "Invalid")
-	})
-
-	t.Run("put replaces labels and annotations; a stale resourceVersion is a 409 Conflict", func(t *testing.T) {
-		cur := e.c.do("GET", api+"/projects/"+name, nil).want(t, http.StatusOK).obj
-		md := cur["metadata"].(map[string]any)
-		md["annotations"] = map[string]any{"waldur/managed": "yes"}
-		stale := md["resourceVersion"]
-		r := e.c.do("PUT", api+"/projects/"+name, cur).want(t, http.StatusOK)
-		eq(t, "managed", r.str("metadata", "annotations", "waldur/managed"), "yes")
-		eq(t, "display name gone", r.str("metadata", "annotations", okdsim.DisplayNameAnnotation), "")
-		md["resourceVersion"] = stale
-		e.c.do("PUT", api+"/projects/"+name, cur).wantStatus(t, http.StatusConflict, "Conflict")
-	})
 
 	t.Run("delete answers Success and the namespace goes away", func(t *testing.T) {
 		r := e.c.do("DELETE", api+"/projects/"+name, nil).want(t, http.StatusOK)

@@ -42,8 +42,8 @@ func writeErr(w http.ResponseWriter, err error) {
 	simkit.WriteJSON(w, int(status.Code), status)
 }
 
-// successStatus is OpenShift's answer to a project delete, and to listing
-// project requests when the user may make them: a bare Status, no details.
+// successStatus is OpenShift's answer to a project delete: a bare Status,
+// no details.
 func successStatus() metav1.Status {
 	return metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusSuccess}
 }

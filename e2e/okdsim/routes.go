@@ -8,54 +8,40 @@ import (
 	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
-// handler serves one route of the project API: the body of its success
-// status, or an error answered as a Kubernetes Status (see writeErr).
-type handler func(r *http.Request) (any, error)
-
 func (s *Server) routes() http.Handler {
 	api := http.NewServeMux()
 	api.HandleFunc("GET /apis", s.apiGroups)
 	api.HandleFunc("GET /apis/{$}", s.apiGroups)
-	static := func(v any) handler { return func(*http.Request) (any, error) { return v, nil } }
-	for _, rt := range []struct {
-		pattern string
-		status  int
-		h       handler
-	}{
-		{"GET /apis/" + Group, http.StatusOK, static(projectGroup)},
-		{"GET /apis/" + Group + "/{$}", http.StatusOK, static(projectGroup)},
-		{"GET " + apiPrefix, http.StatusOK, static(projectResources)},
-		{"GET " + apiPrefix + "/{$}", http.StatusOK, static(projectResources)},
-		{"POST " + apiPrefix + "/projectrequests", http.StatusCreated, s.createProjectRequest},
-		{"GET " + apiPrefix + "/projectrequests", http.StatusOK, static(successStatus())},
-		{"GET " + apiPrefix + "/projects", http.StatusOK, s.listProjects},
-		{"GET " + apiPrefix + "/projects/{name}", http.StatusOK, s.getProject},
-		{"PUT " + apiPrefix + "/projects/{name}", http.StatusOK, s.updateProject},
-		{"PATCH " + apiPrefix + "/projects/{name}", http.StatusOK, s.patchProject},
-		{"DELETE " + apiPrefix + "/projects/{name}", http.StatusOK, s.deleteProject},
-		// The group's other paths and methods are not the real server's
-		// to answer.
-		{"/apis/" + Group + "/", 0, func(*http.Request) (any, error) {
-			return nil, apierrors.NewGenericServerResponse(http.StatusNotFound, "", projectsGR, "", "", 0, false)
-		}},
-	} {
-		api.HandleFunc(rt.pattern, func(w http.ResponseWriter, r *http.Request) {
-			if out, err := rt.h(r); err != nil {
-				writeErr(w, err)
-			} else {
-				simkit.WriteJSON(w, rt.status, out)
-			}
-		})
+	// Handlers answer errors as Kubernetes Status objects (see writeErr).
+	hs := simkit.Handlers{WriteError: writeErr}
+	static := func(v any) http.HandlerFunc {
+		return simkit.Handle(hs, func(*http.Request, struct{}) (any, error) { return v, nil })
 	}
+	api.Handle("GET /apis/"+Group, static(projectGroup))
+	api.Handle("GET /apis/"+Group+"/{$}", static(projectGroup))
+	api.Handle("GET "+apiPrefix, static(projectResources))
+	api.Handle("GET "+apiPrefix+"/{$}", static(projectResources))
+	api.Handle("POST "+apiPrefix+"/projectrequests", simkit.Handle(hs, s.createProjectRequest))
+	api.Handle("DELETE "+apiPrefix+"/projects/{name}", simkit.Handle(hs, s.deleteProject))
+	// The group's other paths and methods are not the real server's to
+	// answer.
+	api.Handle("/apis/"+Group+"/", simkit.Handle(hs, func(*http.Request, struct{}) (any, error) {
+		return nil, apierrors.NewGenericServerResponse(http.StatusNotFound, "", projectsGR, "", "", 0, false)
+	}))
+	api.Handle("GET /apis/user.openshift.io/v1/users/~", simkit.Handle(hs, currentUser))
 	api.Handle("/", s.kube.proxy)
 
-	// The admin API and OAuth sit outside authentication; the admin API
-	// outside faults and the call log too, so a test is never locked out
-	// of inspecting the simulator.
+	// OAuth sits outside authentication.
 	top := http.NewServeMux()
-	s.adminRoutes(top)
 	top.Handle("GET /.well-known/oauth-authorization-server", s.Faults.Middleware(http.HandlerFunc(s.oauthMetadata)))
 	top.Handle("POST /oauth/token", s.Faults.Middleware(http.HandlerFunc(s.oauthToken)))
 	top.Handle("/", s.Faults.Middleware(s.authed(api)))
 	return top
+}
+
+// currentUser is OpenShift's users/~: the user the bearer token belongs
+// to, the same the simulator records as openshift.io/requester.
+func currentUser(r *http.Request, _ struct{}) (any, error) {
+	return map[string]any{"kind": "User", "apiVersion": "user.openshift.io/v1",
+		"metadata": map[string]any{"name": userFrom(r.Context())}}, nil
 }

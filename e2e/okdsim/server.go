@@ -41,12 +41,6 @@ type Options struct {
 	// the openshift.io/requester of requested projects. Default
 	// DefaultUser.
 	User string
-	// ListAllNamespaces makes GET projects list every namespace, as
-	// OpenShift does for a cluster-admin.
-	ListAllNamespaces bool
-	// NoAdminBinding leaves out the "admin" RoleBinding the default
-	// project template creates for the requester.
-	NoAdminBinding bool
 	// OAuthClientID, OAuthClientSecret and RefreshToken are what
 	// /oauth/token accepts for the refresh_token grant.
 	OAuthClientID, OAuthClientSecret, RefreshToken string

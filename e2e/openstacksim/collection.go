@@ -27,7 +27,7 @@ var listParams = []string{"limit", "marker", "sort_key", "sort_dir", "fields", "
 // linksFormat is how Nova, Neutron and Cinder page a list:
 // "<key>_links":[{"rel":"next","href":…}]; bad is the service's 400.
 func linksFormat(bad func(string) *apiErr) *simkit.ListFormat {
-	return &simkit.ListFormat{BadRequest: bad, Params: listParams, Filters: tagFilters,
+	return &simkit.ListFormat{BadRequest: bad, Params: listParams,
 		Links: func(r *http.Request, body obj, key, next string) {
 			if next == "" {
 				return
@@ -45,7 +45,7 @@ var (
 	novaList    = linksFormat(novaBad) // Nova's and Cinder's
 	// glanceList links the next page with "next":"/v2/images?…", relative
 	// to the service root.
-	glanceList = &simkit.ListFormat{BadRequest: glanceBad, Params: listParams, Filters: tagFilters,
+	glanceList = &simkit.ListFormat{BadRequest: glanceBad, Params: listParams,
 		Links: func(_ *http.Request, body obj, _, next string) {
 			body["first"], body["schema"] = "/v2/images", "/v2/schemas/images"
 			if next != "" {
@@ -53,7 +53,7 @@ var (
 			}
 		}}
 	// keystoneList is one page with "links":{"self","next":null,"previous":null}.
-	keystoneList = &simkit.ListFormat{OnePage: true, BadRequest: keystoneBad, Params: listParams, Filters: tagFilters,
+	keystoneList = &simkit.ListFormat{OnePage: true, BadRequest: keystoneBad, Params: listParams,
 		Links: func(r *http.Request, body obj, _, _ string) {
 			self := simkit.BaseURL(r) + r.URL.Path
 			if r.URL.RawQuery != "" {

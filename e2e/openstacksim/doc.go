@@ -38,7 +38,7 @@
 //     (plus shared and external networks); an admin sees all and may create
 //     for another project (project_id/tenant_id). Addresses are handed out
 //     in pool order (Neutron picks at random in the pool: a client must not
-//     count on the order). DHCP ports exist only with Options.DHCPPorts.
+//     count on the order).
 //   - Nova: servers boot from an image or from block_device_mapping_v2
 //     (image or blank → new volume, or an existing available volume), on
 //     given ports (which must be unbound: 409) or on networks (Nova makes the
@@ -61,10 +61,8 @@
 //   - Glance: the configured images.
 //
 // Objects can carry an owner's mark, as the real services allow, and be
-// found by it: Keystone project tags (create, PATCH, ?tags= and the other
-// tag filters), Neutron descriptions and tags (on create, and the tag API
-// under /{resource}/{id}/tags), Nova server metadata, Cinder volume
-// metadata (?metadata={'k':'v'}).
+// found by it: Keystone and Neutron descriptions, Nova server metadata,
+// Cinder volume metadata (?metadata={'k':'v'}).
 //
 // Lists page with limit and marker and link the next page the way each
 // service does (Nova/Neutron/Cinder <resource>_links, Glance next); a
@@ -73,11 +71,9 @@
 //
 // Tests inspect the simulator with Go methods (Inventory, Calls, CallCount)
 // and inject faults (FailCall, AddFault, FailServers, SetQuota, Down,
-// ExpireTokens); run as a process (cmd/openstacksim) the same is served
-// without a token under /sim/. Inventory leaves out what the simulator
-// starts with (admin project and user, external network), and
-// Inventory.Empty ignores the default security groups, which outlive
-// their project in Neutron.
+// ExpireTokens). Inventory leaves out what the simulator starts with
+// (admin project and user, external network), and Inventory.Empty ignores
+// the default security groups, which outlive their project in Neutron.
 //
 //	sim := openstacksim.NewTestServer(t, openstacksim.Options{AvailabilityZones: []string{"az-a", "az-b", "az-c"}})
 //	o := sim.Options()

@@ -3,7 +3,6 @@ package openstacksim
 import (
 	"cmp"
 	"encoding/json"
-	"net/http"
 	"strings"
 
 	"github.com/sitebus/sitebus/e2e/simkit"
@@ -125,18 +124,4 @@ func (s *Server) matchErrorRule(sv *Instance) string {
 		}
 	}
 	return msg
-}
-
-// errorRulesAdmin serves POST /sim/server-errors (a ServerErrorRule) and
-// DELETE /sim/server-errors.
-func (s *Server) errorRulesAdmin(mux *http.ServeMux) {
-	bad := func(w http.ResponseWriter, msg string) { simkit.WriteError(w, keystoneErr(400, msg)) }
-	mux.HandleFunc("POST /sim/server-errors", simkit.JSONBody(bad, func(w http.ResponseWriter, _ *http.Request, rl ServerErrorRule) {
-		s.FailServers(rl)
-		w.WriteHeader(http.StatusNoContent)
-	}))
-	mux.HandleFunc("DELETE /sim/server-errors", func(w http.ResponseWriter, _ *http.Request) {
-		s.ClearServerErrors()
-		w.WriteHeader(http.StatusNoContent)
-	})
 }

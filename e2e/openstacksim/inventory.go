@@ -1,9 +1,7 @@
 package openstacksim
 
 import (
-	"encoding/json"
 	"maps"
-	"net/http"
 	"slices"
 
 	"github.com/sitebus/sitebus/e2e/simkit"
@@ -163,42 +161,4 @@ func (s *Server) AddApplicationCredential(userName, project, name, secret string
 	a := &AppCredential{ID: newHexID(), Name: name, UserID: u.ID, ProjectID: project, Secret: secret}
 	s.st.appCreds[a.ID] = a
 	return *a, nil
-}
-
-// adminRoutes serve the inspection API under /sim/ for a simulator run as
-// a process, where tests cannot call Server's methods. It needs no token
-// and bypasses faults and the call log. Listen on loopback only.
-//
-//	GET    /sim/inventory[?project=]  Inventory          GET    /sim/calls     call log
-//	POST   /sim/server-errors         ServerErrorRule    DELETE /sim/calls     reset it
-//	DELETE /sim/server-errors         clear rules        POST   /sim/faults    add a fault
-//	POST   /sim/quotas                {"project","resource","limit"}
-//	POST   /sim/expire-tokens         ExpireTokens       DELETE /sim/faults    clear faults
-//	POST   /sim/down                  {"down":bool}      GET    /sim/calls/summary  CallSummary
-func (s *Server) adminRoutes(mux *http.ServeMux) {
-	mux.HandleFunc("POST /sim/quotas", func(w http.ResponseWriter, r *http.Request) {
-		var q struct {
-			Project, Resource string
-			Limit             int
-		}
-		if err := json.NewDecoder(r.Body).Decode(&q); err != nil || q.Project == "" || q.Resource == "" {
-			simkit.WriteError(w, keystoneErr(400, "want {\"project\",\"resource\",\"limit\"}"))
-			return
-		}
-		s.SetQuota(q.Project, q.Resource, q.Limit)
-		w.WriteHeader(http.StatusNoContent)
-	})
-	mux.HandleFunc("POST /sim/expire-tokens", func(w http.ResponseWriter, _ *http.Request) {
-		s.ExpireTokens()
-		w.WriteHeader(http.StatusNoContent)
-	})
-	mux.HandleFunc("GET /sim/inventory", func(w http.ResponseWriter, r *http.Request) {
-		simkit.WriteJSON(w, http.StatusOK, s.Inventory(r.URL.Query().Get("project")))
-	})
-	mux.HandleFunc("GET /sim/calls", func(w http.ResponseWriter, _ *http.Request) { simkit.WriteJSON(w, http.StatusOK, s.Calls()) })
-	mux.HandleFunc("GET /sim/calls/summary", func(w http.ResponseWriter, _ *http.Request) {
-		simkit.WriteJSON(w, http.StatusOK, s.CallSummary())
-	})
-	s.errorRulesAdmin(mux)
-	s.AdminRoutes(mux, func(w http.ResponseWriter, msg string) { simkit.WriteError(w, keystoneErr(400, msg)) })
 }

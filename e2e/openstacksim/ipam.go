@@ -135,15 +135,15 @@ func (st *state) newSubnet(spec subnetSpec, now time.Time) (*Subnet, *apiErr) {
 
 // setPools replaces the pools of sub, refusing pools that leave out an
 // address in use inside the old pools, so a narrowed pool never strands
-// an allocation made from it; exempt (DHCP's port) may keep its address.
-func (sub *Subnet) setPools(pools []Pool, exempt func(portID string) bool) *apiErr {
+// an allocation made from it.
+func (sub *Subnet) setPools(pools []Pool) *apiErr {
 	parsed, e := parsePools(sub.prefix, sub.GatewayIP, pools)
 	if e != nil {
 		return e
 	}
 	for ip := range sub.Allocated {
 		a := netip.MustParseAddr(ip)
-		if !sub.inPools(a) || ip == sub.GatewayIP || exempt(sub.Allocated[ip]) {
+		if !sub.inPools(a) || ip == sub.GatewayIP {
 			continue
 		}
 		in := false

@@ -262,27 +262,6 @@ func (s *Server) tokenBody(r *http.Request, t *token) obj {
 	return body
 }
 
-// validateToken serves GET /v3/auth/tokens (X-Subject-Token).
-func (s *Server) validateToken(w http.ResponseWriter, r *http.Request, _ *caller) *apiErr {
-	t := s.st.tokens[r.Header.Get("X-Subject-Token")]
-	if t == nil || !s.now().Before(t.expires) {
-		return keystoneErr(404, "Could not find token.")
-	}
-	w.Header().Set("X-Subject-Token", t.id)
-	simkit.WriteJSON(w, http.StatusOK, obj{"token": s.tokenBody(r, t)})
-	return nil
-}
-
-func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request, _ *caller) *apiErr {
-	id := r.Header.Get("X-Subject-Token")
-	if s.st.tokens[id] == nil {
-		return keystoneErr(404, "Could not find token.")
-	}
-	delete(s.st.tokens, id)
-	w.WriteHeader(http.StatusNoContent)
-	return nil
-}
-
 func keystoneVersion(b string) obj {
 	return obj{"id": "v3.14", "status": "stable", "updated": "2020-04-07T00:00:00Z",
 		"links":       []obj{{"rel": "self", "href": b + "/identity/v3/"}},
@@ -299,7 +278,7 @@ func forbidden(action string) *apiErr {
 
 func (s *Server) projectRep(r *http.Request, p *Project) obj {
 	return obj{"id": p.ID, "name": p.Name, "domain_id": p.DomainID, "description": p.Description,
-		"enabled": p.Enabled, "is_domain": false, "parent_id": p.DomainID, "tags": append([]string{}, p.Tags...), "options": obj{},
+		"enabled": p.Enabled, "is_domain": false, "parent_id": p.DomainID, "tags": []string{}, "options": obj{},
 		"links": obj{"self": simkit.BaseURL(r) + "/identity/v3/projects/" + p.ID}}
 }
 
@@ -317,11 +296,10 @@ func (s *Server) named(name, domainID *string) *apiErr {
 }
 
 type projectIn struct {
-	Name        *string   `json:"name"`
-	DomainID    string    `json:"domain_id"`
-	Description *string   `json:"description"`
-	Enabled     *bool     `json:"enabled"`
-	Tags        *[]string `json:"tags"`
+	Name        *string `json:"name"`
+	DomainID    string  `json:"domain_id"`
+	Description *string `json:"description"`
+	Enabled     *bool   `json:"enabled"`
 }
 
 // val is *p, or T's zero value for nil.
@@ -353,26 +331,9 @@ func (s *Server) createProject(_ *caller, in projectIn) (*Project, *apiErr) {
 		return nil, e
 	}
 	p := &Project{ID: newHexID(), Name: name, DomainID: in.DomainID, Description: val(in.Description),
-		Enabled: in.Enabled == nil || *in.Enabled, Tags: uniqueTags(val(in.Tags)), Created: s.now(), seq: s.st.next()}
+		Enabled: in.Enabled == nil || *in.Enabled, Created: s.now(), seq: s.st.next()}
 	s.st.projects[p.ID] = p
 	return p, nil
-}
-
-// updateProject serves PATCH /v3/projects/{id}: name (unique in the
-// domain), description, enabled and tags.
-func (s *Server) updateProject(_ *caller, p *Project, in projectIn) *apiErr {
-	if in.Name != nil && *in.Name != p.Name {
-		if e := s.nameTaken(p.DomainID, *in.Name); e != nil {
-			return e
-		}
-		p.Name = *in.Name
-	}
-	set(&p.Description, in.Description)
-	set(&p.Enabled, in.Enabled)
-	if in.Tags != nil {
-		p.Tags = uniqueTags(*in.Tags)
-	}
-	return nil
 }
 
 // projects are seen by admins and their own members.
@@ -384,7 +345,7 @@ var projects = keystoneCollection("projects", "project",
 // keystoneCollection is a Keystone resource: listed to admins only, seen
 // by id by whom visible says and forbidden (not unknown) to others, as
 // Keystone's policy answers; one page with Keystone's links; written by
-// admins only, an update with PATCH.
+// admins only.
 func keystoneCollection[T any](plural, singular string, items func(*state) map[string]*T, seq func(*T) uint64,
 	owner func(*T) string, visible func(*caller, *T) bool, rep func(*Server, *http.Request, *T) obj) *collection[T] {
 	return &collection[T]{
@@ -397,7 +358,7 @@ func keystoneCollection[T any](plural, singular string, items func(*state) map[s
 		Allow: func(c *caller, verb string) *apiErr {
 			return adminOnly("identity:" + verb + "_" + singular)(c)
 		},
-		BadBody: keystoneBad, UpdateMethod: http.MethodPatch,
+		BadBody: keystoneBad,
 	}
 }
 
@@ -509,7 +470,7 @@ func (s *Server) assignment(r *http.Request) (p, u, rl string, e *apiErr) {
 		return "", "", "", keystoneErr(404, "Could not find project: "+p+".")
 	case s.st.users[u] == nil:
 		return "", "", "", keystoneErr(404, "Could not find user: "+u+".")
-	case rl != "" && s.st.roles[rl] == nil:
+	case s.st.roles[rl] == nil:
 		return "", "", "", keystoneErr(404, "Could not find role: "+rl+".")
 	}
 	return p, u, rl, nil
@@ -521,82 +482,6 @@ func (s *Server) assignRole(w http.ResponseWriter, r *http.Request, _ *caller) *
 		return e
 	}
 	s.st.assign(p, u, rl)
-	w.WriteHeader(http.StatusNoContent)
-	return nil
-}
-
-func (s *Server) unassignRole(w http.ResponseWriter, r *http.Request, _ *caller) *apiErr {
-	p, u, rl, e := s.assignment(r)
-	if e != nil {
-		return e
-	}
-	ids := s.st.assignments[p][u]
-	i := slices.Index(ids, rl)
-	if i < 0 {
-		return keystoneErr(404, "Could not find role assignment with role: "+rl+", user or group: "+u+", project, domain, or system: "+p+".")
-	}
-	s.st.assignments[p][u] = slices.Delete(ids, i, i+1)
-	w.WriteHeader(http.StatusNoContent)
-	return nil
-}
-
-func (s *Server) listUserProjectRoles(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	p, u, _, e := s.assignment(r)
-	if e != nil {
-		return e
-	}
-	if !c.admin && c.userID != u {
-		return forbidden("identity:list_grants")
-	}
-	objs := []obj{}
-	for _, id := range s.st.assignments[p][u] {
-		objs = append(objs, roleRep(r, s.st.roles[id]))
-	}
-	keystoneList.WriteList(w, r, "roles", objs)
-	return nil
-}
-
-// createAppCred serves POST /v3/users/{user}/application_credentials: a
-// user makes one for the project of its token.
-func (s *Server) createAppCred(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	uid := r.PathValue("user")
-	if c.userID != uid {
-		return forbidden("identity:create_application_credential")
-	}
-	if c.projectID == "" {
-		return keystoneErr(401, "Unable to create an application credential with an unscoped token.")
-	}
-	var in struct {
-		AppCred struct {
-			Name   string `json:"name"`
-			Secret string `json:"secret"`
-		} `json:"application_credential"`
-	}
-	if e := simkit.Decode(r, &in, keystoneBad); e != nil {
-		return e
-	}
-	if simkit.FindBy(s.st.appCreds, func(a *AppCredential) bool { return a.UserID == uid && a.Name == in.AppCred.Name }) != nil {
-		return keystoneErr(409, "Conflict occurred attempting to store application_credential - Duplicate entry.")
-	}
-	a := &AppCredential{ID: newHexID(), Name: in.AppCred.Name, UserID: uid, ProjectID: c.projectID, Secret: in.AppCred.Secret}
-	a.Secret = cmp.Or(a.Secret, randomHex(32))
-	s.st.appCreds[a.ID] = a
-	simkit.WriteJSON(w, http.StatusCreated, obj{"application_credential": obj{"id": a.ID, "name": a.Name,
-		"secret": a.Secret, "project_id": a.ProjectID, "user_id": a.UserID, "unrestricted": false,
-		"expires_at": nil, "roles": []obj{}, "description": nil}})
-	return nil
-}
-
-func (s *Server) deleteAppCred(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	uid, id := r.PathValue("user"), r.PathValue("id")
-	a := s.st.appCreds[id]
-	if a == nil || a.UserID != uid {
-		return keystoneErr(404, "Could not find Application Credential: "+id+".")
-	}
-	if c.userID != uid && !c.admin {
-		return forbidden("identity:delete_application_credential")
-	}
-	delete(s.st.appCreds, id)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

@@ -6,9 +6,7 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack"
-	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/applicationcredentials"
 	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/projects"
-	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/tokens"
 	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/users"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
 
@@ -66,24 +64,6 @@ func TestAuthentication(t *testing.T) {
 			}
 		})
 	}
-}
-
-func TestUsersCreateApplicationCredentials(t *testing.T) {
-	sim := openstacksim.NewTestServer(t, openstacksim.Options{})
-	_, c := tenant(t, sim, "appcred")
-	ctx := ctxT(t)
-	tok := must(tokens.Get(ctx, c.identity, c.provider.Token()).ExtractUser()).of(t)
-	ac := must(applicationcredentials.Create(ctx, c.identity, tok.ID, applicationcredentials.CreateOpts{Name: "sitebus"}).Extract()).of(t)
-	if ac.Secret == "" || ac.ID == "" {
-		t.Fatalf("credential %+v", ac)
-	}
-	pc := must(openstack.AuthenticatedClient(ctx, gophercloud.AuthOptions{IdentityEndpoint: sim.AuthURL(),
-		ApplicationCredentialID: ac.ID, ApplicationCredentialSecret: ac.Secret})).of(t)
-	if _, err := networks.List(clientsOf(t, pc).network, nil).AllPages(ctx); err != nil {
-		t.Fatal(err)
-	}
-	_, err := applicationcredentials.Create(ctx, c.identity, tok.ID, applicationcredentials.CreateOpts{Name: "sitebus"}).Extract()
-	wantCode(t, err, http.StatusConflict)
 }
 
 func TestAuthenticationDiscoversTheVersionFromTheUnversionedURL(t *testing.T) {

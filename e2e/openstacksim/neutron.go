@@ -15,7 +15,6 @@ import (
 const (
 	ownerRouterInterface = "network:router_interface"
 	ownerRouterGateway   = "network:router_gateway"
-	ownerDHCP            = "network:dhcp"
 )
 
 // neutron makes sure the caller's project has its default security group
@@ -63,7 +62,7 @@ func stamp(o obj, m *Meta) obj {
 	o["tenant_id"], o["project_id"] = m.ProjectID, m.ProjectID
 	o["created_at"], o["updated_at"] = fmtTime(m.Created), fmtTime(m.Created)
 	o["revision_number"], o["description"] = 1, m.Description
-	o["tags"] = append([]string{}, m.Tags...)
+	o["tags"] = []string{}
 	return o
 }
 
@@ -72,33 +71,18 @@ func (s *Server) fresh(project string) Meta {
 	return Meta{ID: simkit.NewUUID(), ProjectID: project, Created: s.now(), seq: s.st.next()}
 }
 
-// attrsIn are the standard attributes a create or update may set; Neutron
-// takes tags on create since its tag-creation extension.
+// attrsIn are the standard attributes a create or update may set.
 type attrsIn struct {
-	Name        *string   `json:"name"`
-	Description *string   `json:"description"`
-	Tags        *[]string `json:"tags"`
-	ProjectID   string    `json:"project_id"`
-	TenantID    string    `json:"tenant_id"`
+	Name        *string `json:"name"`
+	Description *string `json:"description"`
+	ProjectID   string  `json:"project_id"`
+	TenantID    string  `json:"tenant_id"`
 }
 
-// apply sets what in carries; tags only on create.
-func (in attrsIn) apply(m *Meta, create bool) {
+// apply sets what in carries.
+func (in attrsIn) apply(m *Meta) {
 	set(&m.Name, in.Name)
 	set(&m.Description, in.Description)
-	if in.Tags != nil && create {
-		m.Tags = uniqueTags(*in.Tags)
-	}
-}
-
-func uniqueTags(in []string) []string {
-	out := []string{}
-	for _, t := range in {
-		if !slices.Contains(out, t) {
-			out = append(out, t)
-		}
-	}
-	return out
 }
 
 // ---- networks
@@ -152,40 +136,21 @@ func (s *Server) createNetwork(c *caller, nin networkIn) (*Network, *apiErr) {
 	}
 	n.Shared = nin.Shared != nil && *nin.Shared
 	n.External = nin.External != nil && *nin.External
-	nin.apply(&n.Meta, true)
+	nin.apply(&n.Meta)
 	s.st.networks[n.ID] = n
 	return n, nil
 }
 
-func (s *Server) updateNetwork(c *caller, n *Network, in networkIn) *apiErr {
-	if !c.owns(n.ProjectID) {
-		return policy("update_network")
-	}
-	in.apply(&n.Meta, false)
-	if in.Shared != nil {
-		if !c.admin {
-			return policy("update_network:shared")
-		}
-		n.Shared = *in.Shared
-	}
-	return nil
-}
-
-// deleteNetwork refuses while a port other than DHCP's is on the network
-// (409 NetworkInUse) and takes the network's subnets with it, as Neutron.
+// deleteNetwork refuses while a port is on the network (409 NetworkInUse)
+// and takes the network's subnets with it, as Neutron.
 func (s *Server) deleteNetwork(c *caller, n *Network) *apiErr {
 	id := n.ID
 	if !c.owns(n.ProjectID) || s.st.builtin[n] {
 		return policy("delete_network")
 	}
-	if simkit.FindBy(s.st.ports, func(p *Port) bool { return p.NetworkID == id && p.DeviceOwner != ownerDHCP }) != nil {
+	if simkit.FindBy(s.st.ports, func(p *Port) bool { return p.NetworkID == id }) != nil {
 		return neutronErr(http.StatusConflict, "NetworkInUse", "Unable to complete operation on network "+id+
 			". There are one or more ports still in use on the network.")
-	}
-	for _, p := range s.st.ports {
-		if p.NetworkID == id {
-			s.removePort(p) // DHCP's, which Neutron deletes with the network
-		}
 	}
 	maps.DeleteFunc(s.st.subnets, func(_ string, sub *Subnet) bool { return sub.NetworkID == id })
 	delete(s.st.networks, id)
@@ -261,10 +226,7 @@ func (s *Server) createSubnet(c *caller, sin subnetIn) (*Subnet, *apiErr) {
 	if e != nil {
 		return nil, e
 	}
-	sin.apply(&sub.Meta, true)
-	if s.opts.DHCPPorts && sub.EnableDHCP {
-		s.dhcpPort(n, sub)
-	}
+	sin.apply(&sub.Meta)
 	return sub, nil
 }
 
@@ -289,12 +251,11 @@ func (s *Server) updateSubnet(c *caller, sub *Subnet, sin subnetIn) *apiErr {
 		sub.GatewayIP = *g
 	}
 	if sin.Pools != nil {
-		isDHCP := func(id string) bool { p := s.st.ports[id]; return p != nil && p.DeviceOwner == ownerDHCP }
-		if e := sub.setPools(*sin.Pools, isDHCP); e != nil {
+		if e := sub.setPools(*sin.Pools); e != nil {
 			return e
 		}
 	}
-	sin.apply(&sub.Meta, false)
+	sin.apply(&sub.Meta)
 	if sin.DNS != nil {
 		sub.DNSNameservers = slices.Clone(*sin.DNS)
 	}
@@ -308,7 +269,7 @@ func (s *Server) deleteSubnet(c *caller, sub *Subnet) *apiErr {
 		return policy("delete_subnet")
 	}
 	for _, pid := range sub.Allocated {
-		if p := s.st.ports[pid]; p != nil && p.DeviceOwner != ownerDHCP {
+		if s.st.ports[pid] != nil {
 			return neutronErr(http.StatusConflict, "SubnetInUse", "Unable to complete operation on subnet "+id+
 				": One or more ports have an IP allocation from this subnet.")
 		}
@@ -320,22 +281,6 @@ func (s *Server) deleteSubnet(c *caller, sub *Subnet) *apiErr {
 	}
 	delete(s.st.subnets, id)
 	return nil
-}
-
-// dhcpPort gives sub an address on n's DHCP port, as the DHCP agent does
-// right after a subnet with DHCP appears: the first free pool address.
-func (s *Server) dhcpPort(n *Network, sub *Subnet) {
-	p := simkit.FindBy(s.st.ports, func(x *Port) bool { return x.NetworkID == n.ID && x.DeviceOwner == ownerDHCP })
-	if p == nil {
-		p = &Port{Meta: s.fresh(n.ProjectID), NetworkID: n.ID, MAC: newMAC(), DeviceOwner: ownerDHCP,
-			DeviceID: "dhcp" + randomHex(16) + "-" + n.ID, SecurityGroups: []string{}}
-	}
-	ip, e := sub.allocate("", p.ID)
-	if e != nil {
-		return // no free address: the agent logs and retries; the simulator does without
-	}
-	p.FixedIPs = append(p.FixedIPs, FixedIP{sub.ID, ip})
-	s.st.ports[p.ID] = p
 }
 
 // ---- ports
@@ -498,7 +443,7 @@ func (s *Server) newPort(c *caller, n *Network, project string, in portIn) (*Por
 	set(&p.DeviceID, in.DeviceID)
 	set(&p.DeviceOwner, in.DeviceOwner)
 	set(&p.PortSecurity, in.PortSecurity)
-	in.apply(&p.Meta, true)
+	in.apply(&p.Meta)
 	switch {
 	case in.SecurityGroups != nil:
 		ids, e := s.resolveGroups(c, project, *in.SecurityGroups)
@@ -561,7 +506,7 @@ func (s *Server) updatePort(c *caller, p *Port, pin portIn) *apiErr {
 		}
 		p.FixedIPs = ips
 	}
-	pin.apply(&p.Meta, false)
+	pin.apply(&p.Meta)
 	set(&p.DeviceID, pin.DeviceID)
 	set(&p.DeviceOwner, pin.DeviceOwner)
 	set(&p.PortSecurity, pin.PortSecurity)
@@ -659,20 +604,12 @@ func (s *Server) createSecGroup(c *caller, in attrsIn) (*SecurityGroup, *apiErr)
 		return nil, e
 	}
 	g := &SecurityGroup{Meta: s.fresh(p)}
-	in.apply(&g.Meta, true)
+	in.apply(&g.Meta)
 	for _, et := range []string{"IPv4", "IPv6"} {
 		g.Rules = append(g.Rules, s.newRule(g, "egress", et))
 	}
 	s.st.secGroups[g.ID] = g
 	return g, nil
-}
-
-func (s *Server) updateSecGroup(c *caller, g *SecurityGroup, in attrsIn) *apiErr {
-	if in.Name != nil && g.Default && *in.Name != "default" {
-		return neutronErr(http.StatusConflict, "SecurityGroupCannotUpdateDefault", "Updating default security group not allowed.")
-	}
-	in.apply(&g.Meta, false)
-	return nil
 }
 
 func (s *Server) deleteSecGroup(c *caller, g *SecurityGroup) *apiErr {
@@ -773,11 +710,6 @@ func (s *Server) createRule(c *caller, rin ruleIn) (*Rule, *apiErr) {
 	rl.seq, rl.Created = s.st.next(), s.now()
 	g.Rules = append(g.Rules, rl)
 	return &g.Rules[len(g.Rules)-1], nil
-}
-
-// updateRule: Neutron's rules are immutable but for their description.
-func (s *Server) updateRule(http.ResponseWriter, *http.Request, *caller, *Rule) *apiErr {
-	return badInput("Security group rules cannot be updated; delete and create the rule.")
 }
 
 func (s *Server) deleteRule(_ *caller, rl *Rule) *apiErr {

@@ -86,7 +86,7 @@ func (s *Server) createRouter(c *caller, in routerIn) (*Router, *apiErr) {
 	}
 	rt := &Router{Meta: s.fresh(p)}
 	set(&rt.HA, in.HA)
-	in.apply(&rt.Meta, true)
+	in.apply(&rt.Meta)
 	if in.Gateway.Set {
 		if e := s.setGateway(rt, in.Gateway.V.NetworkID); e != nil {
 			return nil, e
@@ -102,7 +102,7 @@ func (s *Server) updateRouter(c *caller, rt *Router, in routerIn) *apiErr {
 			return e
 		}
 	}
-	in.apply(&rt.Meta, false)
+	in.apply(&rt.Meta)
 	return nil
 }
 
@@ -330,7 +330,7 @@ func (s *Server) createFloatingIP(c *caller, fin fipIn) (*FloatingIP, *apiErr) {
 		return nil, e
 	}
 	f := &FloatingIP{Meta: s.fresh(p), NetworkID: n.ID}
-	fin.apply(&f.Meta, true)
+	fin.apply(&f.Meta)
 	var want *[]fixedIPIn
 	if fin.Address != "" {
 		if !c.admin {
@@ -354,16 +354,6 @@ func (s *Server) createFloatingIP(c *caller, fin fipIn) (*FloatingIP, *apiErr) {
 	}
 	s.st.fips[f.ID] = f
 	return f, nil
-}
-
-func (s *Server) updateFloatingIP(c *caller, f *FloatingIP, in fipIn) *apiErr {
-	if in.PortID.Set {
-		if e := s.associate(c, f, in.PortID.V, in.FixedIPAddress); e != nil {
-			return e
-		}
-	}
-	in.apply(&f.Meta, false)
-	return nil
 }
 
 func (s *Server) deleteFloatingIP(c *caller, f *FloatingIP) *apiErr {

@@ -31,15 +31,6 @@ func flavorRep(r *http.Request, f *Flavor) obj {
 		"links": []obj{{"rel": "self", "href": simkit.BaseURL(r) + "/compute/v2.1/flavors/" + f.ID}}}
 }
 
-func (s *Server) listAZs(w http.ResponseWriter, _ *http.Request, _ *caller) *apiErr {
-	zones := []obj{}
-	for _, z := range s.opts.AvailabilityZones {
-		zones = append(zones, obj{"zoneName": z, "zoneState": obj{"available": true}, "hosts": nil})
-	}
-	simkit.WriteJSON(w, http.StatusOK, obj{"availabilityZoneInfo": zones})
-	return nil
-}
-
 // serverView is sv with its ports, addresses and volumes filled in. Call
 // with s.mu held.
 func (s *Server) serverView(sv *Instance) Instance {
@@ -702,66 +693,5 @@ func (s *Server) serverAction(w http.ResponseWriter, r *http.Request, _ *caller,
 	default:
 		return novaErr(400, "The simulator does not implement this server action.")
 	}
-	return nil
-}
-
-func attachmentRep(a Attachment) obj {
-	return obj{"id": a.VolumeID, "volumeId": a.VolumeID, "serverId": a.ServerID, "device": a.Device,
-		"tag": nil, "delete_on_termination": a.DeleteOnTermination}
-}
-
-func (s *Server) listAttachments(w http.ResponseWriter, _ *http.Request, _ *caller, sv *Instance) *apiErr {
-	out := []obj{}
-	for _, a := range s.serverAttachments(sv.ID) {
-		out = append(out, attachmentRep(a))
-	}
-	simkit.WriteJSON(w, http.StatusOK, obj{"volumeAttachments": out})
-	return nil
-}
-
-func (s *Server) getAttachment(w http.ResponseWriter, r *http.Request, _ *caller, sv *Instance) *apiErr {
-	for _, a := range s.serverAttachments(sv.ID) {
-		if a.VolumeID == r.PathValue("vol") {
-			simkit.WriteJSON(w, http.StatusOK, obj{"volumeAttachment": attachmentRep(a)})
-			return nil
-		}
-	}
-	return novaErr(404, "Volume "+r.PathValue("vol")+" is not attached to instance "+sv.ID+".")
-}
-
-func (s *Server) attachVolume(w http.ResponseWriter, r *http.Request, c *caller, sv *Instance) *apiErr {
-	var in struct {
-		VA struct {
-			VolumeID            string `json:"volumeId"`
-			DeleteOnTermination bool   `json:"delete_on_termination"`
-		} `json:"volumeAttachment"`
-	}
-	if e := simkit.Decode(r, &in, novaBad); e != nil {
-		return e
-	}
-	v := volumes.Lookup(s, c, in.VA.VolumeID)
-	if v == nil {
-		return novaErr(404, "Volume "+in.VA.VolumeID+" could not be found.")
-	}
-	if v.Status != "available" {
-		return novaErr(400, "Invalid volume: volume "+v.ID+" status must be available, but current status is: "+v.Status+".")
-	}
-	a := Attachment{ID: simkit.NewUUID(), VolumeID: v.ID, ServerID: sv.ID, Device: deviceName(len(s.serverAttachments(sv.ID))),
-		DeleteOnTermination: in.VA.DeleteOnTermination, Attached: s.now()}
-	v.Attachments, v.Status = []Attachment{a}, "in-use"
-	simkit.WriteJSON(w, http.StatusOK, obj{"volumeAttachment": attachmentRep(a)})
-	return nil
-}
-
-func (s *Server) detachVolume(w http.ResponseWriter, r *http.Request, _ *caller, sv *Instance) *apiErr {
-	v := s.st.volumes[r.PathValue("vol")]
-	if v == nil || len(v.Attachments) == 0 || v.Attachments[0].ServerID != sv.ID {
-		return novaErr(404, "Volume "+r.PathValue("vol")+" is not attached to instance "+sv.ID+".")
-	}
-	if v.Attachments[0].Device == deviceName(0) && sv.ImageID == "" {
-		return novaErr(400, "Can't detach root device volume")
-	}
-	v.Attachments, v.Status = nil, "available"
-	w.WriteHeader(http.StatusAccepted)
 	return nil
 }

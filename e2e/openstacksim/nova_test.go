@@ -11,7 +11,6 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2/openstack/blockstorage/v3/volumes"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
-	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/volumeattach"
 	"github.com/gophercloud/gophercloud/v2/openstack/image/v2/images"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/groups"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
@@ -133,13 +132,12 @@ func TestServerLifecycle(t *testing.T) {
 		}
 	})
 	t.Run("both volumes are in use, the boot volume first", func(t *testing.T) {
-		page := must(volumeattach.List(c.compute, created.ID).AllPages(ctx)).of(t)
-		atts := must(volumeattach.ExtractVolumeAttachments(page)).of(t)
-		if len(atts) != 2 || atts[0].Device != "/dev/vda" || atts[1].VolumeID != data.ID || atts[1].Device != "/dev/vdb" {
+		atts := must(servers.Get(ctx, c.compute, created.ID).Extract()).of(t).AttachedVolumes
+		if len(atts) != 2 || atts[0].ID != b.seen[0].Volumes[0] || atts[1].ID != data.ID {
 			t.Fatalf("attachments %+v", atts)
 		}
 		v := must(volumes.Get(ctx, c.volume, data.ID).Extract()).of(t)
-		if v.Status != "in-use" || len(v.Attachments) != 1 || v.Attachments[0].ServerID != created.ID {
+		if v.Status != "in-use" || len(v.Attachments) != 1 || v.Attachments[0].ServerID != created.ID || v.Attachments[0].Device != "/dev/vdb" {
 			t.Fatalf("data volume %+v", v)
 		}
 		err := volumes.Delete(ctx, c.volume, data.ID, volumes.DeleteOpts{}).ExtractErr()

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
-	"slices"
 
 	"github.com/sitebus/sitebus/e2e/simkit"
 )
@@ -82,46 +81,12 @@ func (s *Server) checkNeutronQuota(project, resource string, add int) *apiErr {
 	return nil
 }
 
-var neutronQuotaNames = slices.Collect(maps.Keys(neutronUsage))
-
 func (s *Server) quotaSet(project string, names []string) obj {
 	out := obj{}
 	for _, n := range names {
 		out[n] = s.limit(project, n)
 	}
 	return out
-}
-
-func (s *Server) getNeutronQuota(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	p := r.PathValue("project")
-	if !c.admin && p != c.projectID {
-		return policy("get_quota")
-	}
-	simkit.WriteJSON(w, http.StatusOK, obj{"quota": s.quotaSet(p, neutronQuotaNames)})
-	return nil
-}
-
-func (s *Server) putNeutronQuota(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	if !c.admin {
-		return policy("update_quota")
-	}
-	var in struct {
-		Quota map[string]int `json:"quota"`
-	}
-	if e := simkit.Decode(r, &in, badInput); e != nil {
-		return e
-	}
-	p := r.PathValue("project")
-	for k := range in.Quota {
-		if neutronUsage[k] == nil && !slices.Contains([]string{"rbac_policy", "subnetpool", "trunk"}, k) {
-			return badInput("Unrecognized attribute(s) '" + k + "'")
-		}
-	}
-	for k, v := range in.Quota {
-		s.setQuota(p, k, v)
-	}
-	simkit.WriteJSON(w, http.StatusOK, obj{"quota": s.quotaSet(p, neutronQuotaNames)})
-	return nil
 }
 
 // novaUsage is project's instances, cores and RAM.
@@ -155,22 +120,6 @@ func (s *Server) checkNovaQuota(project string, f *Flavor) *apiErr {
 }
 
 var novaQuotaNames = []string{"instances", "cores", "ram"}
-
-// getQuotaSet is Nova's and Cinder's GET os-quota-sets/{<key>}: a
-// project's own or, for an admin, any, refused in the service's policy
-// words otherwise.
-func (s *Server) getQuotaSet(key, policy string, names func() []string) handler {
-	return func(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-		p := r.PathValue(key)
-		if !c.admin && p != c.projectID {
-			return novaErr(http.StatusForbidden, "Policy doesn't allow "+policy+" to be performed.")
-		}
-		qs := s.quotaSet(p, names())
-		qs["id"] = p
-		simkit.WriteJSON(w, http.StatusOK, obj{"quota_set": qs})
-		return nil
-	}
-}
 
 // putQuotaSet is Nova's and Cinder's PUT os-quota-sets/{<key>}, an admin's
 // only; names the service does not know are ignored, as they do.

@@ -1,8 +1,6 @@
 package openstacksim_test
 
 import (
-	"bytes"
-	"net/http"
 	"slices"
 	"testing"
 
@@ -140,37 +138,4 @@ func TestTenantBuildAndTeardownLeavesNothing(t *testing.T) {
 			t.Fatalf("left behind: %+v", inv)
 		}
 	})
-}
-
-// TestAdminAPI drives the simulator as make run does, over /sim/.
-func TestAdminAPI(t *testing.T) {
-	sim := openstacksim.NewTestServer(t, openstacksim.Options{BuildPolls: -1})
-	p, c := tenant(t, sim, "adm")
-	ctx := ctxT(t)
-	post := func(path, body string) {
-		t.Helper()
-		resp, err := http.Post(sim.URL()+path, "application/json", bytes.NewReader([]byte(body)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		_ = resp.Body.Close()
-		if resp.StatusCode != http.StatusNoContent {
-			t.Fatalf("%s: status %d", path, resp.StatusCode)
-		}
-	}
-	post("/sim/quotas", `{"project":"`+p.ID+`","resource":"network","limit":0}`)
-	_, err := networks.Create(ctx, c.network, networks.CreateOpts{Name: "n"}).Extract()
-	wantCode(t, err, http.StatusConflict)
-	post("/sim/expire-tokens", ``)
-	_, err = networks.List(c.network, nil).AllPages(ctx)
-	wantCode(t, err, http.StatusUnauthorized)
-
-	_, c = tenantLogin(t, sim, p, "adm")
-	post("/sim/server-errors", `{"name":"doomed","message":"disk full"}`)
-	img := imageID(t, c, "ubuntu-22.04")
-	s := must(servers.Create(ctx, c.compute, servers.CreateOpts{Name: "doomed", FlavorRef: "1", ImageRef: img, Networks: "none"}, nil).Extract()).of(t)
-	got := must(servers.Get(ctx, c.compute, s.ID).Extract()).of(t)
-	if got.Status != "ERROR" || got.Fault.Message != "disk full" {
-		t.Fatalf("server %s %q", got.Status, got.Fault.Message)
-	}
 }

@@ -85,13 +85,6 @@ type Options struct {
 	// VolumePolls is how many GETs of a volume answer creating before it
 	// is available (0: DefaultVolumePolls; negative: available at once).
 	VolumePolls int
-	// DHCPPorts gives every network a DHCP port, as the DHCP agent (or
-	// OVN's metadata port) does: it takes a free pool address (the first:
-	// the simulator allocates in order, where Neutron picks at random in
-	// the pool) of each subnet with DHCP when the subnet is made, and is
-	// deleted with the network. A client that creates a subnet with pool .10–.200 and only
-	// then narrows it to .11–.200 has lost .10 to it, as on a real cloud.
-	DHCPPorts bool
 	// DeletePolls is how many API requests (of any kind, each one a tick
 	// of the simulator's clock) still see a deleted server, deleting, with
 	// its ports and volumes, before Nova's cleanup runs (0:

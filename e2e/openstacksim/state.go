@@ -16,7 +16,6 @@ type Project struct {
 	Name        string
 	DomainID    string
 	Description string
-	Tags        []string
 	Enabled     bool
 	Created     time.Time
 	seq         uint64
@@ -61,14 +60,12 @@ type token struct {
 }
 
 // Meta is what every Neutron resource, Nova server and Cinder volume has:
-// id, name, project, description, tags (Neutron's tag extension) and
-// creation time.
+// id, name, project, description and creation time.
 type Meta struct {
 	ID          string
 	Name        string
 	ProjectID   string
 	Description string
-	Tags        []string
 	Created     time.Time
 	seq         uint64
 }

@@ -25,7 +25,6 @@ func main() {
 		tokenFile := fs.String("token-file", "", "file of valid bearer tokens, re-read on every request; empty: a temporary one")
 		token := fs.String("token", okdsim.DefaultToken, "token written to -token-file when it does not exist")
 		user := fs.String("user", okdsim.DefaultUser, "user of the tokens (openshift.io/requester of requested projects)")
-		listAll := fs.Bool("list-all-namespaces", false, "list every namespace as a project (a cluster-admin's view)")
 		return func(_ context.Context, log *slog.Logger) (simkit.Sim, []any, error) {
 			if *kubeconfig == "" {
 				return nil, nil, errors.New("-kubeconfig (or KUBECONFIG) is required")
@@ -34,8 +33,7 @@ func main() {
 			if err != nil {
 				return nil, nil, fmt.Errorf("load kubeconfig %s: %w", *kubeconfig, err)
 			}
-			srv, err := okdsim.New(okdsim.Options{Kube: cfg, TokenFile: *tokenFile, Token: *token, User: *user,
-				ListAllNamespaces: *listAll, Logger: log})
+			srv, err := okdsim.New(okdsim.Options{Kube: cfg, TokenFile: *tokenFile, Token: *token, User: *user, Logger: log})
 			if err != nil {
 				return nil, nil, err
 			}

@@ -1,6 +1,6 @@
 // Command openstacksim serves the OpenStack simulator (see package
 // openstacksim) for local runs: Keystone, Nova, Neutron, Cinder and Glance
-// on one port, the inspection API under /sim/.
+// on one port.
 //
 //	openstacksim -listen 127.0.0.1:5000 -azs az-a,az-b,az-c -volume-types __DEFAULT__,ssd
 //	# auth_url: http://127.0.0.1:5000/identity/v3, user admin / sim-admin-password, project admin
@@ -32,14 +32,13 @@ func main() {
 		buildPolls := fs.Int("build-polls", openstacksim.DefaultBuildPolls, "GETs a server answers BUILD before it boots (negative: none)")
 		volumePolls := fs.Int("volume-polls", openstacksim.DefaultVolumePolls, "GETs a volume answers creating (negative: none)")
 		deletePolls := fs.Int("delete-polls", openstacksim.DefaultDeletePolls, "API requests a deleted server is still seen, deleting (negative: none)")
-		dhcpPorts := fs.Bool("dhcp-ports", false, "give networks a DHCP port that takes a pool address, as a real cloud does")
 		return func(_ context.Context, log *slog.Logger) (simkit.Sim, []any, error) {
 			opts := openstacksim.Options{
 				Region: *region, AdminUser: *adminUser, AdminPassword: *adminPassword, AdminProject: *adminProject,
 				AvailabilityZones: split(*azs), ExternalNetwork: openstacksim.ExternalNetwork{CIDR: *extCIDR},
 				// Zero means the default in Options; the flags' 0 means "no polls".
 				BuildPolls: noZero(*buildPolls), VolumePolls: noZero(*volumePolls), DeletePolls: noZero(*deletePolls),
-				DHCPPorts: *dhcpPorts, Logger: log,
+				Logger: log,
 			}
 			for _, f := range split(*flavors) {
 				fl, err := parseFlavor(f)
