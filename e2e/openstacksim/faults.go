@@ -131,9 +131,9 @@ func (s *Server) matchErrorRule(sv *Instance) string {
 // DELETE /sim/server-errors.
 func (s *Server) errorRulesAdmin(mux *http.ServeMux) {
 	bad := func(w http.ResponseWriter, msg string) { simkit.WriteError(w, keystoneErr(400, msg)) }
-	mux.HandleFunc("POST /sim/server-errors", simkit.JSONBody(bad, func(w http.ResponseWriter, _ *http.Request, rl ServerErrorRule) {
+	mux.HandleFunc("POST /sim/server-errors", simkit.Handle(simkit.BadBody(bad), func(_ *http.Request, rl ServerErrorRule) (simkit.Reply, error) {
 		s.FailServers(rl)
-		w.WriteHeader(http.StatusNoContent)
+		return simkit.Reply{Status: http.StatusNoContent}, nil
 	}))
 	mux.HandleFunc("DELETE /sim/server-errors", func(w http.ResponseWriter, _ *http.Request) {
 		s.ClearServerErrors()
