@@ -48,7 +48,7 @@ type Identity struct {
 	Services          []any  `json:"services"`
 }
 
-// AgentService is a service registered by an identity, with its processors.
+// AgentService is a service registered by an identity.
 type AgentService struct {
 	UUID       string         `json:"uuid"`
 	URL        string         `json:"url"`

@@ -61,7 +61,7 @@ type APIResource struct {
 	RestrictMemberAccess bool             `json:"restrict_member_access"`
 	EndDate              *string          `json:"end_date"`
 	EndDateUpdatedAt     *string          `json:"end_date_updated_at"`
-	LastSync             *string          `json:"last_sync"` // null: nothing here calls refresh_last_sync
+	LastSync             *string          `json:"last_sync"` // always null: sitebus never calls refresh_last_sync
 	ErrorMessage         string           `json:"error_message"`
 	ErrorTraceback       string           `json:"error_traceback"`
 	Created              string           `json:"created"`
