@@ -170,7 +170,7 @@ current-context: %[1]q
 func (s *Server) updateCluster(r *http.Request, in struct{ Name *string }) (int, any, *apiError) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	mc, err := s.provisioned(r, "changed")
+	mc, err := s.provisioned(r)
 	switch {
 	case err != nil:
 		return fail(err)
@@ -182,27 +182,14 @@ func (s *Server) updateCluster(r *http.Request, in struct{ Name *string }) (int,
 	return ok(s.clusterRep(simkit.BaseURL(r), mc, false))
 }
 
-// deleteCluster removes a provisioned cluster with everything in it.
-func (s *Server) deleteCluster(r *http.Request) (int, any, *apiError) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	mc, err := s.provisioned(r, "deleted")
-	if err != nil {
-		return fail(err)
-	}
-	rep := s.clusterRep(simkit.BaseURL(r), mc, false)
-	s.removeCluster(mc.ID)
-	return ok(removing(rep, true))
-}
-
 // provisioned is the provisioned cluster the path names; the simulator's
-// own cannot be changed or deleted (what). Caller holds s.mu.
-func (s *Server) provisioned(r *http.Request, what string) (*Cluster, *apiError) {
+// own cannot be changed. Caller holds s.mu.
+func (s *Server) provisioned(r *http.Request) (*Cluster, *apiError) {
 	switch mc, err := s.cluster(r); {
 	case err != nil:
 		return nil, err
 	case mc.own:
-		return nil, newErr(http.StatusMethodNotAllowed, "MethodNotAllow", "the simulator's own cluster "+s.opts.ClusterID+" cannot be "+what)
+		return nil, newErr(http.StatusMethodNotAllowed, "MethodNotAllow", "the simulator's own cluster "+s.opts.ClusterID+" cannot be changed")
 	default:
 		return mc, nil
 	}
@@ -257,7 +244,7 @@ func (s *Server) createClusterBinding(r *http.Request, in bindingBody) (int, any
 		return fail(missingRequired("clusterId"))
 	case in.RoleTemplateID == "":
 		return fail(missingRequired("roleTemplateId"))
-	case !slices.Contains(s.opts.ClusterRoleTemplates, in.RoleTemplateID):
+	case !slices.Contains(DefaultClusterRoleTemplates, in.RoleTemplateID):
 		return fail(invalidReference("roleTemplateId", `roletemplates.management.cattle.io "`+in.RoleTemplateID+`" not found`))
 	case !s.knownCluster(in.ClusterID):
 		return fail(invalidReference("clusterId", `clusters.management.cattle.io "`+in.ClusterID+`" not found`))

@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -36,8 +35,8 @@ type Registration struct {
 	Address string   `json:"address"` // optional: its ipAddress
 }
 
-// ErrRegistrationRefused is RegisterNode's error for a token that is no
-// live registration token (the HTTP endpoint's 401).
+// ErrRegistrationRefused is what a node's agent (e2e/vmboot) reports when
+// RegisterPath answers 401: the token is no live registration token.
 var ErrRegistrationRefused = errors.New("ranchersim: registration token is not valid")
 
 // NodeDrainInput is Rancher's v3 NodeDrainInput, as a drain call sent it;
@@ -154,21 +153,6 @@ func (s *Server) snapshot(n *Node) Node {
 	c.State, _, drained = s.nodeStatus(n)
 	c.Drained = drained[0]
 	return c
-}
-
-// RegisterNode registers a node as RegisterPath does (Go callers: a
-// simulated VM in the same process).
-func (s *Server) RegisterNode(reg Registration) (Node, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n, _, apiErr := s.register(reg)
-	switch {
-	case apiErr == unauthorized:
-		return Node{}, ErrRegistrationRefused
-	case apiErr != nil:
-		return Node{}, fmt.Errorf("ranchersim: register %s: %s", reg.Hostname, apiErr.message)
-	}
-	return s.snapshot(n), nil
 }
 
 func (s *Server) registerHTTP(r *http.Request, reg Registration) (int, any, *apiError) {
@@ -288,16 +272,9 @@ func (s *Server) nodeRep(b string, n *Node, read bool) map[string]any {
 	return m
 }
 
-// AddNodeFault injects f; ClearNodeFaults removes them all.
+// AddNodeFault injects f.
 func (s *Server) AddNodeFault(f NodeFault) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.prov.nodeFaults = append(s.prov.nodeFaults, f)
-}
-
-// ClearNodeFaults removes every node fault.
-func (s *Server) ClearNodeFaults() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.prov.nodeFaults = nil
 }

@@ -135,55 +135,21 @@ func paramValue(r *http.Request, key string) string {
 	return ""
 }
 
-// condition is one norman filter: field, modifier (eq, ne, prefix) and
-// value.
-type condition struct{ field, modifier, value string }
-
 // nonFilters are the query parameters norman uses for paging and sorting.
 var nonFilters = map[string]bool{"limit": true, "marker": true, "sort": true, "order": true, "reverse": true, "action": true}
 
-func conditions(r *http.Request) []condition {
-	var out []condition
-	for _, p := range rawParams(r.URL.RawQuery) {
-		if nonFilters[p.key] {
-			continue
-		}
-		c := condition{field: p.key, modifier: "eq", value: p.value}
-		for _, m := range []string{"ne", "prefix"} {
-			if f, ok := strings.CutSuffix(p.key, "_"+m); ok {
-				c.field, c.modifier = f, m
-			}
-		}
-		out = append(out, c)
-	}
-	return out
+// conditions are the norman filters of a list: field=value. Norman's
+// _ne and _prefix modifiers are not served: sitebus sends neither.
+func conditions(r *http.Request) []param {
+	return slices.DeleteFunc(rawParams(r.URL.RawQuery), func(p param) bool { return nonFilters[p.key] })
 }
 
 // matches applies the conditions as norman does: a condition on a field the
 // resource does not have is ignored; a null field equals nothing.
-func matches(obj map[string]any, conds []condition) bool {
+func matches(obj map[string]any, conds []param) bool {
 	for _, c := range conds {
-		v, ok := obj[c.field]
-		if !ok {
-			continue
-		}
-		s := ""
-		if v != nil {
-			s = fmt.Sprint(v)
-		}
-		switch c.modifier {
-		case "eq":
-			if v == nil || s != c.value {
-				return false
-			}
-		case "ne":
-			if v != nil && s == c.value {
-				return false
-			}
-		case "prefix":
-			if v == nil || !strings.HasPrefix(s, c.value) {
-				return false
-			}
+		if v, ok := obj[c.key]; ok && (v == nil || fmt.Sprint(v) != c.value) {
+			return false
 		}
 	}
 	return true
@@ -195,7 +161,7 @@ func collection(r *http.Request, resourceType, createURL string, objs []map[stri
 	conds := conditions(r)
 	filters := map[string]any{}
 	for _, c := range conds {
-		filters[c.field] = []map[string]string{{"modifier": c.modifier, "value": c.value}}
+		filters[c.key] = []map[string]string{{"modifier": "eq", "value": c.value}}
 	}
 	data := slices.DeleteFunc(append([]map[string]any{}, objs...), func(o map[string]any) bool { return !matches(o, conds) })
 	sort.Slice(data, func(i, j int) bool { return fmt.Sprint(data[i]["id"]) < fmt.Sprint(data[j]["id"]) })

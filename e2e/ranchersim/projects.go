@@ -96,7 +96,7 @@ func (s *Server) addProject(p *Project, creatorBinding bool) {
 	if p.ID == "" || !s.projects.Put(p.ID, p) {
 		p.ID = s.projects.Create(func() string { return p.ClusterID + ":p-" + randName(5) }, p)
 	}
-	if creatorBinding && !s.opts.NoCreatorBinding {
+	if creatorBinding {
 		s.storeBinding(&Binding{
 			Name: "creator-project-owner", ProjectID: p.ID, RoleTemplateID: "project-owner",
 			Subject: Subject{UserID: p.CreatorID, UserPrincipalID: "local://" + p.CreatorID},
@@ -316,7 +316,7 @@ func (s *Server) createBinding(r *http.Request, in bindingBody) (int, any, *apiE
 		return fail(missingRequired("projectId"))
 	case in.RoleTemplateID == "":
 		return fail(missingRequired("roleTemplateId"))
-	case !slices.Contains(s.opts.RoleTemplates, in.RoleTemplateID):
+	case !slices.Contains(DefaultRoleTemplates, in.RoleTemplateID):
 		return fail(invalidReference("roleTemplateId", `roletemplates.management.cattle.io "`+in.RoleTemplateID+`" not found`))
 	case in.kinds()+btoi(in.ServiceAccount != "") != 1:
 		return fail(invalidBody("binding must target either a user [userId]/[userPrincipalId] OR a group [groupId]/[groupPrincipalId] OR a serviceAccount [serviceAccount]"))
@@ -335,8 +335,8 @@ func (s *Server) createBinding(r *http.Request, in bindingBody) (int, any, *apiE
 	return created(bindingRep(simkit.BaseURL(r), pb))
 }
 
-// Projects returns every project (Rancher's Default and System included
-// unless Options.NoDefaultProjects), ordered by name then id.
+// Projects returns every project (Rancher's Default and System included),
+// ordered by name then id.
 func (s *Server) Projects() []Project {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -383,16 +383,4 @@ func (s *Server) AddProject(p Project) (Project, error) {
 	}
 	s.addProject(&p, false) // a copy; its maps are cloned
 	return p, nil
-}
-
-// DeleteProject removes a project and its bindings behind the client's
-// back; unlike the API it leaves the namespaces alone.
-func (s *Server) DeleteProject(id string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.projects.Delete(id) == nil {
-		return false
-	}
-	s.bindings.DeleteFunc(func(b *Binding) bool { return b.ProjectID == id })
-	return true
 }

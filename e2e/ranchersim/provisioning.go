@@ -34,8 +34,8 @@ import (
 const FleetNamespace = "fleet-default"
 
 // DefaultClusterRoleTemplates are Rancher's built-in cluster role
-// templates that the simulator knows when Options.ClusterRoleTemplates is
-// empty.
+// templates that the simulator knows; a cluster binding to another one is a
+// 422.
 var DefaultClusterRoleTemplates = []string{
 	"cluster-owner", "cluster-member", "create-ns", "projects-create", "projects-view", "nodes-manage", "nodes-view",
 	"storage-manage", "backups-manage", "navlinks-manage", "clusterroletemplatebindings-manage",

@@ -27,7 +27,7 @@ const (
 )
 
 // DefaultRoleTemplates are the built-in project role templates of Rancher
-// 2.x that the simulator knows when Options.RoleTemplates is empty.
+// 2.x that the simulator knows; a binding to another one is a 422.
 var DefaultRoleTemplates = []string{
 	"project-owner", "project-member", "read-only", "create-ns", "projectroletemplatebindings-manage",
 	"projectcatalogs-manage", "workloads-manage", "workloads-view", "ingress-manage", "ingress-view",
@@ -59,17 +59,6 @@ type Options struct {
 	// AllowDuplicateBindings gives PRTBs random names, so an identical
 	// binding can be created twice (Rancher before 2.14).
 	AllowDuplicateBindings bool
-	// NoDefaultProjects leaves out the "Default" and "System" projects
-	// Rancher has in every cluster.
-	NoDefaultProjects bool
-	// NoCreatorBinding leaves out the creator-project-owner binding.
-	NoCreatorBinding bool
-	// RoleTemplates are the known role template ids; default
-	// DefaultRoleTemplates. A binding to another one is a 422.
-	RoleTemplates []string
-	// ClusterRoleTemplates are the known cluster role template ids; default
-	// DefaultClusterRoleTemplates. A cluster binding to another one is a 422.
-	ClusterRoleTemplates []string
 	// Provisioning paces the provisioned clusters' simulated controllers
 	// (see ProvisioningOptions); the zero value takes the defaults.
 	Provisioning ProvisioningOptions
@@ -103,12 +92,6 @@ func New(opts Options) (*Server, error) {
 	opts.ClusterID = cmp.Or(opts.ClusterID, DefaultClusterID)
 	opts.ClusterName = cmp.Or(opts.ClusterName, DefaultClusterName)
 	opts.UserID = cmp.Or(opts.UserID, DefaultUserID)
-	if len(opts.RoleTemplates) == 0 {
-		opts.RoleTemplates = DefaultRoleTemplates
-	}
-	if len(opts.ClusterRoleTemplates) == 0 {
-		opts.ClusterRoleTemplates = DefaultClusterRoleTemplates
-	}
 	opts.Provisioning = opts.Provisioning.withDefaults()
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -127,11 +110,10 @@ func New(opts Options) (*Server, error) {
 		}
 		s.kube = k
 	}
-	if !opts.NoDefaultProjects {
-		for _, name := range []string{"Default", "System"} {
-			s.addProject(&Project{Name: name, Description: name + " project created for the cluster",
-				Labels: map[string]string{"authz.management.cattle.io/" + strings.ToLower(name) + "-project": "true"}}, false)
-		}
+	// Rancher has a Default and a System project in every cluster.
+	for _, name := range []string{"Default", "System"} {
+		s.addProject(&Project{Name: name, Description: name + " project created for the cluster",
+			Labels: map[string]string{"authz.management.cattle.io/" + strings.ToLower(name) + "-project": "true"}}, false)
 	}
 	s.Init(s.routes(), s.log)
 	return s, nil
@@ -165,7 +147,6 @@ func (s *Server) routes() http.Handler {
 	clustersType.routes(s, api, []string{"/v3/clusters"}, nil, true)
 	api("POST /v3/clusters/{cluster}", s.clusterAction)
 	api("PUT /v3/clusters/{cluster}", withBody(s.updateCluster))
-	api("DELETE /v3/clusters/{cluster}", s.deleteCluster)
 
 	projectsType.routes(s, api, []string{"/v3/projects"}, withBody(s.createProject), true)
 	api("PUT /v3/projects/{id}", withBody(s.updateProject))
@@ -280,8 +261,8 @@ func newFaults() *simkit.Faults {
 
 // adminRoutes serve the inspection API under /sim/ for a simulator run as
 // a process (make run), where tests cannot call Server's methods: what
-// the methods of the same names answer, node faults and simkit's call log
-// and fault routes. It needs no key and bypasses faults and the call log;
+// the methods of the same names answer and simkit's call log and fault
+// routes. It needs no key and bypasses faults and the call log;
 // listen on loopback only. RegisterPath is not part of it: it stands in
 // for a node's agent and goes through faults and the call log.
 func (s *Server) adminRoutes(mux *http.ServeMux) {
@@ -294,14 +275,5 @@ func (s *Server) adminRoutes(mux *http.ServeMux) {
 	get("/sim/calls", func() any { return s.Calls() })
 	get("/sim/inventory", func() any { return s.Inventory() })
 	get("/sim/drains", func() any { return s.Drains() })
-	bad := func(w http.ResponseWriter, msg string) { writeErr(w, invalidBody(msg)) }
-	mux.HandleFunc("POST /sim/node-faults", simkit.JSONBody(bad, func(w http.ResponseWriter, _ *http.Request, f NodeFault) {
-		s.AddNodeFault(f)
-		w.WriteHeader(http.StatusNoContent)
-	}))
-	mux.HandleFunc("DELETE /sim/node-faults", func(w http.ResponseWriter, _ *http.Request) {
-		s.ClearNodeFaults()
-		w.WriteHeader(http.StatusNoContent)
-	})
-	s.AdminRoutes(mux, bad)
+	s.AdminRoutes(mux, func(w http.ResponseWriter, msg string) { writeErr(w, invalidBody(msg)) })
 }

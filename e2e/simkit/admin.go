@@ -47,9 +47,10 @@ func (a Admin) Routes(mux *http.ServeMux) {
 		a.ResetCalls()
 		w.WriteHeader(http.StatusNoContent)
 	})
-	mux.HandleFunc("POST /sim/faults", JSONBody(a.BadRequest, func(w http.ResponseWriter, _ *http.Request, f AdminFault) {
+	body := BadBody(a.BadRequest)
+	mux.HandleFunc("POST /sim/faults", Handle(body, func(_ *http.Request, f AdminFault) (Reply, error) {
 		a.AddFault(f.Fault())
-		w.WriteHeader(http.StatusNoContent)
+		return Reply{Status: http.StatusNoContent}, nil
 	}))
 	mux.HandleFunc("DELETE /sim/faults", func(w http.ResponseWriter, _ *http.Request) {
 		a.ClearFaults()
@@ -58,8 +59,8 @@ func (a Admin) Routes(mux *http.ServeMux) {
 	type downIn struct {
 		Down bool `json:"down"`
 	}
-	mux.HandleFunc("POST /sim/down", JSONBody(a.BadRequest, func(w http.ResponseWriter, _ *http.Request, in downIn) {
+	mux.HandleFunc("POST /sim/down", Handle(body, func(_ *http.Request, in downIn) (Reply, error) {
 		a.Down(in.Down)
-		w.WriteHeader(http.StatusNoContent)
+		return Reply{Status: http.StatusNoContent}, nil
 	}))
 }

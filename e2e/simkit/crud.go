@@ -2,7 +2,6 @@ package simkit
 
 import (
 	"cmp"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -207,7 +206,13 @@ func (col *Collection[S, C, T]) Sorted(s S) []*T {
 
 // CountOwned counts owner's objects, e.g. for a quota.
 func (col *Collection[S, C, T]) CountOwned(s S, owner string) int {
-	return CountBy(col.Items(s), func(v *T) bool { return col.Owner(v) == owner })
+	n := 0
+	for _, v := range col.Items(s) {
+		if col.Owner(v) == owner {
+			n++
+		}
+	}
+	return n
 }
 
 // List serves the list.
@@ -340,40 +345,4 @@ func CRUD[S, C, T, In any](s S, add func(pattern string, h Handler[C]), path str
 			return nil
 		})
 	}
-}
-
-// Decode reads a JSON body into v; bad builds the service's 400 from
-// "Malformed request body: <reason>".
-func Decode(r *http.Request, v any, bad func(msg string) *Error) *Error {
-	if err := json.NewDecoder(r.Body).Decode(v); err != nil {
-		return bad("Malformed request body: " + err.Error())
-	}
-	return nil
-}
-
-// DecodeIn reads the In under key of a {"<key>": In} body; an absent key
-// is In's zero value.
-func DecodeIn[In any](r *http.Request, key string, bad func(msg string) *Error) (In, *Error) {
-	var env map[string]json.RawMessage
-	var in In
-	if e := Decode(r, &env, bad); e != nil {
-		return in, e
-	}
-	if raw, ok := env[key]; ok {
-		if err := json.Unmarshal(raw, &in); err != nil {
-			return in, bad("Malformed request body: " + err.Error())
-		}
-	}
-	return in, nil
-}
-
-// FindBy is a value of m that match accepts (which one, when several do,
-// is not defined: ask for what is unique); nil when none is.
-func FindBy[K comparable, V any](m map[K]*V, match func(*V) bool) *V {
-	for _, v := range m {
-		if match(v) {
-			return v
-		}
-	}
-	return nil
 }

@@ -2,6 +2,7 @@ package simkit
 
 import (
 	"bytes"
+	"cmp"
 	"io"
 	"net/http"
 	"strings"
@@ -49,7 +50,7 @@ type FaultOptions struct {
 	// simulated service's error format.
 	ErrorBody func(status int) string
 	// KeepBody says whether the call log keeps a request's body (its first
-	// MaxLoggedBody bytes, which is then all the handler reads); nil keeps
+	// maxLoggedBody bytes, which is then all the handler reads); nil keeps
 	// none (e.g. token requests carry passwords).
 	KeepBody func(r *http.Request) bool
 	// Label, when set, gives a logged call its Label (e.g. which token it
@@ -57,8 +58,8 @@ type FaultOptions struct {
 	Label func(r *http.Request) string
 }
 
-// MaxLoggedBody bounds what the call log keeps of a request body.
-const MaxLoggedBody = 1 << 20
+// maxLoggedBody bounds what the call log keeps of a request body.
+const maxLoggedBody = 1 << 20
 
 type activeFault struct {
 	Fault
@@ -162,10 +163,10 @@ func (fs *Faults) Middleware(next http.Handler) http.Handler {
 		start := time.Now()
 		var body []byte
 		if fs.opts.KeepBody != nil && fs.opts.KeepBody(r) {
-			body, _ = io.ReadAll(io.LimitReader(r.Body, MaxLoggedBody))
+			body, _ = io.ReadAll(io.LimitReader(r.Body, maxLoggedBody))
 			r.Body = io.NopCloser(bytes.NewReader(body))
 		}
-		rec := NewRecorder(w)
+		rec := &statusRecorder{ResponseWriter: w}
 		f := fs.take(r)
 		defer func() {
 			label := ""
@@ -191,7 +192,7 @@ func (fs *Faults) Middleware(next http.Handler) http.Handler {
 			}
 			switch {
 			case f.Drop:
-				DropConn(w)
+				dropConn(w)
 				return
 			case f.Status != 0:
 				b := f.Body
@@ -212,8 +213,8 @@ func (fs *Faults) Middleware(next http.Handler) http.Handler {
 	})
 }
 
-// DropConn closes the connection without a response.
-func DropConn(w http.ResponseWriter) {
+// dropConn closes the connection without a response.
+func dropConn(w http.ResponseWriter) {
 	hj, ok := w.(http.Hijacker)
 	if !ok {
 		panic(http.ErrAbortHandler)
@@ -224,3 +225,36 @@ func DropConn(w http.ResponseWriter) {
 	}
 	_ = conn.Close()
 }
+
+// statusRecorder passes a response through and remembers its status, for
+// the call log.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+// Status is the status written so far; 0 when nothing was (the connection
+// was dropped or the client left).
+func (r *statusRecorder) Status() int { return r.status }
+
+// WriteHeader records the first status.
+func (r *statusRecorder) WriteHeader(code int) {
+	r.status = cmp.Or(r.status, code)
+	r.ResponseWriter.WriteHeader(code)
+}
+
+// Write records an implicit 200.
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	r.status = cmp.Or(r.status, http.StatusOK)
+	return r.ResponseWriter.Write(b)
+}
+
+// Flush lets a proxy (ranchersim's Kubernetes watches) stream through.
+func (r *statusRecorder) Flush() {
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }

@@ -2,6 +2,7 @@ package simkit
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 )
 
@@ -30,6 +31,19 @@ type Handlers struct {
 	// Render turns an answer's body into what is sent (e.g. only the
 	// fields the request names); nil sends the body as it is.
 	Render func(r *http.Request, body any) any
+}
+
+// BadBody is Handlers for a route whose only error is a malformed JSON
+// body (e.g. an admin route's): bad answers it, with the decoder's
+// message, in the simulated service's error format.
+func BadBody(bad func(w http.ResponseWriter, msg string)) Handlers {
+	return Handlers{WriteError: func(w http.ResponseWriter, err error) {
+		if e, ok := err.(*Error); ok {
+			bad(w, fmt.Sprint(e.Body))
+			return
+		}
+		bad(w, err.Error())
+	}}
 }
 
 // DecodeJSON reads a JSON body into in. An In of struct{} reads nothing;
@@ -88,4 +102,29 @@ func (hs Handlers) writeError(w http.ResponseWriter, err error) {
 	} else {
 		WriteError(w, &Error{Status: http.StatusInternalServerError, Body: err.Error()})
 	}
+}
+
+// Decode reads a JSON body into v; bad builds the service's 400 from
+// "Malformed request body: <reason>".
+func Decode(r *http.Request, v any, bad func(msg string) *Error) *Error {
+	if err := json.NewDecoder(r.Body).Decode(v); err != nil {
+		return bad("Malformed request body: " + err.Error())
+	}
+	return nil
+}
+
+// DecodeIn reads the In under key of a {"<key>": In} body; an absent key
+// is In's zero value.
+func DecodeIn[In any](r *http.Request, key string, bad func(msg string) *Error) (In, *Error) {
+	var env map[string]json.RawMessage
+	var in In
+	if e := Decode(r, &env, bad); e != nil {
+		return in, e
+	}
+	if raw, ok := env[key]; ok {
+		if err := json.Unmarshal(raw, &in); err != nil {
+			return in, bad("Malformed request body: " + err.Error())
+		}
+	}
+	return in, nil
 }

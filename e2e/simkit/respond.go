@@ -17,6 +17,12 @@ type Error struct {
 
 func (e *Error) Error() string { return fmt.Sprintf("HTTP %d: %v", e.Status, e.Body) }
 
+// OAuthError is an OAuth 2.0 token endpoint's error answer (RFC 6749
+// section 5.2): {"error": code, "error_description": desc}.
+func OAuthError(status int, code, desc string) *Error {
+	return &Error{Status: status, Body: map[string]string{"error": code, "error_description": desc}}
+}
+
 // WriteJSON answers status with v as JSON.
 func WriteJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
@@ -33,20 +39,6 @@ func WriteError(w http.ResponseWriter, e *Error) {
 		return
 	}
 	WriteJSON(w, e.Status, e.Body)
-}
-
-// JSONBody adapts a handler of a typed JSON request body: a malformed
-// body is answered by bad, in the simulated service's error format, the
-// rest by h.
-func JSONBody[In any](bad func(w http.ResponseWriter, msg string), h func(w http.ResponseWriter, r *http.Request, in In)) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		var in In
-		if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
-			bad(w, err.Error())
-			return
-		}
-		h(w, r, in)
-	}
 }
 
 // BaseURL is the scheme and host of r, which links are built on.

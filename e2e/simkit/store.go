@@ -18,9 +18,6 @@ type Store[T any] struct {
 	byID  map[string]*T
 }
 
-// NewStore returns an empty store.
-func NewStore[T any]() *Store[T] { return &Store[T]{byID: map[string]*T{}} }
-
 // Put stores v under id unless id is taken; it reports whether it did.
 func (s *Store[T]) Put(id string, v *T) bool {
 	s.mu.Lock()
@@ -51,17 +48,6 @@ func (s *Store[T]) Get(id string) *T {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.byID[id]
-}
-
-// Update calls change on the object with id; false when there is none.
-func (s *Store[T]) Update(id string, change func(*T)) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	v := s.byID[id]
-	if v != nil {
-		change(v)
-	}
-	return v != nil
 }
 
 // Delete removes the object with id and returns it; nil when there was
@@ -132,16 +118,6 @@ func (s *Store[T]) Find(match func(*T) bool) *T {
 
 // Count is how many objects keep accepts (nil: all).
 func (s *Store[T]) Count(keep func(*T) bool) int { return len(s.List(keep)) }
-
-// CountBy counts the objects by owner (e.g. the project or cluster each
-// belongs to), for quotas and summaries.
-func (s *Store[T]) CountBy(owner func(*T) string) map[string]int {
-	out := map[string]int{}
-	for _, v := range s.List(nil) {
-		out[owner(v)]++
-	}
-	return out
-}
 
 // Copies is ListByID with each object copied out, for a caller that must
 // not share them (e.g. a test reading state the simulator goes on

@@ -146,15 +146,3 @@ func (c *AdminClient) Subscriptions(ctx context.Context) ([]SubscriptionInfo, er
 	var out []SubscriptionInfo
 	return out, c.do(ctx, http.MethodGet, "/sim/subscriptions", nil, &out)
 }
-
-// CountCalls counts logged calls with method (empty: any) whose path ends
-// with pathSuffix.
-func CountCalls(calls []Call, method, pathSuffix string) int {
-	n := 0
-	for _, c := range calls {
-		if (method == "" || c.Method == method) && strings.HasSuffix(c.Path, pathSuffix) {
-			n++
-		}
-	}
-	return n
-}

@@ -222,17 +222,3 @@ func (s *Server) brokerDeclareQueue(ctx context.Context, q *SubscriptionQueue) e
 	}
 	return s.pub.mgmt.DeclareQueue(ctx, q.Vhost, q.QueueName, QueueArguments())
 }
-
-func (s *Server) brokerTeardownSubscription(ctx context.Context, sub *EventSubscription, queues []*SubscriptionQueue) {
-	if s.pub == nil {
-		return
-	}
-	for _, q := range queues {
-		if err := s.pub.mgmt.DeleteQueue(ctx, q.Vhost, q.QueueName); err != nil && !rabbitmq.IsNotFound(err) {
-			s.log.Warn("delete queue", "queue", q.QueueName, "err", err)
-		}
-	}
-	if err := s.pub.mgmt.DeleteUser(ctx, sub.UUID); err != nil && !rabbitmq.IsNotFound(err) {
-		s.log.Warn("delete rabbitmq user", "user", sub.UUID, "err", err)
-	}
-}

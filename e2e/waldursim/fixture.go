@@ -35,8 +35,6 @@ type Customer struct {
 	UUID string `yaml:"uuid"`
 	Name string `yaml:"name"`
 	Slug string `yaml:"slug"`
-	// ServiceProviderUUID defaults to one derived from UUID.
-	ServiceProviderUUID string `yaml:"service_provider_uuid"`
 }
 
 // Project belongs to a customer.
@@ -88,13 +86,11 @@ type Resource struct {
 	EndDate              string         `yaml:"end_date"`
 	Team                 []TeamMember   `yaml:"team"`
 
-	BackendMetadata        map[string]any   `yaml:"-"`
-	Endpoints              []map[string]any `yaml:"-"`
-	ErrorMessage           string           `yaml:"-"`
-	ErrorTraceback         string           `yaml:"-"`
-	LastSync               string           `yaml:"-"`
-	MembershipSyncStatuses []any            `yaml:"-"`
-	Created, Modified      string           `yaml:"-"`
+	BackendMetadata   map[string]any   `yaml:"-"`
+	Endpoints         []map[string]any `yaml:"-"`
+	ErrorMessage      string           `yaml:"-"`
+	ErrorTraceback    string           `yaml:"-"`
+	Created, Modified string           `yaml:"-"`
 	// EventSeq numbers this resource's events (sequence_number).
 	EventSeq int `yaml:"-"`
 }

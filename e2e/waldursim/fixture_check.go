@@ -50,8 +50,6 @@ func (f *Fixture) normalize() error {
 	for i := range f.Customers {
 		c := &f.Customers[i]
 		fix("customer", &c.UUID, true)
-		fix("customer service_provider_uuid", &c.ServiceProviderUUID, false)
-		c.ServiceProviderUUID = cmp.Or(c.ServiceProviderUUID, derivedUUID("service-provider", c.UUID))
 		unique("customer", c.UUID)
 	}
 	// child checks an object that names its owner (a project's customer,

@@ -113,29 +113,9 @@ func (s *Server) registerService(r *http.Request, in req, _ *Identity) (any, err
 		}
 	}
 	svc := &AgentService{UUID: newUUID(), Identity: in.id, Name: name, Mode: mode, State: "Active",
-		Statistics: map[string]any{}, Processors: []AgentProcessor{}, Created: s.now(), Modified: s.now()}
+		Statistics: map[string]any{}, Processors: []any{}, Created: s.now(), Modified: s.now()}
 	s.st.services[svc.UUID] = svc
 	return created(serviceView(baseURL(r), svc)), nil
-}
-
-func (s *Server) registerProcessor(_ *http.Request, in req, svc *AgentService) (any, error) {
-	fe := fieldErrors{}
-	name, _ := strField(in.body, fe, "name", true, false)
-	btype, _ := strField(in.body, fe, "backend_type", true, false)
-	bversion, _ := strField(in.body, fe, "backend_version", false, true)
-	if err := fe.err(); err != nil {
-		return nil, err
-	}
-	for i := range svc.Processors {
-		if p := &svc.Processors[i]; p.Name == name {
-			p.BackendType, p.BackendVersion, p.Modified = btype, bversion, s.now()
-			return *p, nil
-		}
-	}
-	p := AgentProcessor{UUID: newUUID(), Service: in.id, Name: name, BackendType: btype,
-		BackendVersion: bversion, Created: s.now(), Modified: s.now()}
-	svc.Processors = append(svc.Processors, p)
-	return created(p), nil
 }
 
 // objectType reads an observable object type, one of Mastermind's.
@@ -206,35 +186,6 @@ func (s *Server) subscriptions(r *http.Request, in req) []EventSubscription {
 		}
 	}
 	return out
-}
-
-func (s *Server) getSubscription(r *http.Request, in req) (any, error) {
-	sub, err := s.ownSub(in)
-	if err != nil {
-		return nil, err
-	}
-	return subView(baseURL(r), sub), nil
-}
-
-func (s *Server) deleteSubscription(r *http.Request, in req) (any, error) {
-	sub, err := s.ownSub(in)
-	if err != nil {
-		return nil, err
-	}
-	var queues []*SubscriptionQueue
-	s.st.queues = slices.DeleteFunc(s.st.queues, func(q *SubscriptionQueue) bool {
-		if q.EventSubscriptionUUID == sub.UUID {
-			queues = append(queues, q)
-		}
-		return q.EventSubscriptionUUID == sub.UUID
-	})
-	delete(s.st.subs, sub.UUID)
-	s.st.subOrder = slices.DeleteFunc(s.st.subOrder, func(id string) bool { return id == sub.UUID })
-	_ = s.unlocked(func() error {
-		s.brokerTeardownSubscription(context.WithoutCancel(r.Context()), sub, queues)
-		return nil
-	})
-	return simkit.Reply{Status: http.StatusNoContent}, nil
 }
 
 // createQueue declares subscription_<sub>_offering_<off>_<type> in the

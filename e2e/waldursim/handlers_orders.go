@@ -7,12 +7,8 @@ import (
 
 var orderFilters = []filter[APIOrder]{
 	byUUID("offering_uuid", func(v APIOrder) string { return v.OfferingUUID }),
-	byUUID("resource_uuid", func(v APIOrder) string { return v.ResourceUUID }),
-	byUUID("project_uuid", func(v APIOrder) string { return v.ProjectUUID }),
 	byChoice("state", orderStates, func(v APIOrder) string { return v.State }),
-	byChoice("type", orderTypes, func(v APIOrder) string { return v.Type }),
-	byTime("modified_before", false, func(v APIOrder) string { return v.Modified }),
-	byTime("modified_after", true, func(v APIOrder) string { return v.Modified }),
+	byTime("modified_before", func(v APIOrder) string { return v.Modified }),
 }
 
 func (s *Server) orders(r *http.Request, _ req) []APIOrder {
@@ -23,7 +19,6 @@ func (s *Server) orders(r *http.Request, _ req) []APIOrder {
 // order: from the state each needs, to the one it ends in.
 var orderTransitions = map[string]struct{ from, to string }{
 	"approve_by_provider": {"pending-provider", "executing"},
-	"reject_by_provider":  {"pending-provider", "rejected"},
 	"set_state_done":      {"executing", "done"},
 	"set_state_erred":     {"executing", "erred"},
 }
@@ -33,19 +28,9 @@ func (s *Server) orderAction(r *http.Request, in req, o *Order) (any, error) {
 	fe := fieldErrors{}
 	var msg, tb string
 	action := r.PathValue("action")
-	switch action {
-	case "set_state_erred":
+	if action == "set_state_erred" {
 		msg, _ = strField(in.body, fe, "error_message", false, true)
 		tb, _ = strField(in.body, fe, "error_traceback", false, true)
-	case "set_backend_id":
-		bid, ok := strField(in.body, fe, "backend_id", true, false)
-		if err := fe.err(); err != nil {
-			return nil, err
-		}
-		if ok {
-			o.BackendID, o.Modified = bid, s.now()
-		}
-		return map[string]any{"status": "Order backend_id has been changed."}, nil
 	}
 	t, ok := orderTransitions[action]
 	if !ok {
@@ -100,15 +85,6 @@ func (s *Server) setOrderState(o *Order, to string) {
 		if res != nil {
 			res.State, res.Modified = "Erred", o.Modified
 			res.ErrorMessage, res.ErrorTraceback = o.ErrorMessage, o.ErrorTraceback
-		}
-	case "rejected", "canceled":
-		if res != nil {
-			if o.Type == "Create" {
-				res.State = "Terminated"
-			} else {
-				res.State = "OK"
-			}
-			res.Modified = o.Modified
 		}
 	}
 }

@@ -7,13 +7,12 @@ import (
 var resourceFilters = []filter[APIResource]{
 	byUUID("offering_uuid", func(v APIResource) string { return v.OfferingUUID }),
 	byUUID("project_uuid", func(v APIResource) string { return v.ProjectUUID }),
-	byUUID("customer_uuid", func(v APIResource) string { return v.CustomerUUID }),
 	byChoice("state", resourceStates, func(v APIResource) string { return v.State }),
 	byText("backend_id", func(v APIResource) string { return v.BackendID }),
 }
 
 func (s *Server) resources(r *http.Request, _ req) []APIResource {
-	return inOrder(s.st.resources, s.st.resourceOrder, func(res *Resource) APIResource { return s.st.resourceDetail(baseURL(r), res) })
+	return inOrder(s.st.resources, s.st.resourceOrder, func(res *Resource) APIResource { return s.st.resourceView(baseURL(r), res) })
 }
 
 func getTeam(r *http.Request, _ req, res *Resource) (any, error) {
@@ -64,16 +63,6 @@ func (s *Server) resourceAction(r *http.Request, in req, res *Resource) (any, er
 		}
 	case "set_as_ok":
 		res.State, res.ErrorMessage, res.ErrorTraceback = "OK", "", ""
-	case "refresh_last_sync":
-		res.LastSync = s.now()
-	case "set_membership_sync_statuses":
-		if eachDict(body, fe, "statuses", func(m map[string]any, ef fieldErrors) {
-			for _, k := range []string{"username", "scope_type", "role_name", "state"} {
-				strField(m, ef, k, true, false)
-			}
-		}) {
-			res.MembershipSyncStatuses = jsonPlain(body["statuses"]).([]any)
-		}
 	default:
 		return nil, errNotFound
 	}

@@ -3,7 +3,6 @@ package waldursim
 import (
 	"encoding/json"
 	"fmt"
-	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -121,47 +120,6 @@ func (s *Server) component(offering, typ string) map[string]any {
 	return off.Components[i]
 }
 
-func (s *Server) setUserUsages(_ *http.Request, in req) (any, error) {
-	i := slices.IndexFunc(s.st.usages, func(x *ComponentUsage) bool { return x.UUID == in.id })
-	if i < 0 {
-		return nil, errNotFound
-	}
-	u := s.st.usages[i]
-	fe := fieldErrors{}
-	var out []map[string]any
-	eachDict(in.body, fe, "usages", func(m map[string]any, ef fieldErrors) {
-		name, _ := strField(m, ef, "username", true, false)
-		usage := decimalField(m, ef, "usage")
-		date, _ := strField(m, ef, "date", false, false)
-		user, _ := strField(m, ef, "user", false, true)
-		out = append(out, map[string]any{"uuid": newUUID(), "component_usage": u.UUID, "username": name,
-			"usage": usage, "date": date, "user": user, "resource_uuid": u.ResourceUUID,
-			"component_type": u.Type, "billing_period": u.BillingPeriod})
-	})
-	if err := fe.err(); err != nil {
-		return nil, err
-	}
-	u.UserUsages = out
-	return created(map[string]any{}), nil
-}
-
-var userUsageFilters = []filter[map[string]any]{
-	byUUID("resource_uuid", func(v map[string]any) string { return v["resource_uuid"].(string) }),
-	byPeriod("component_usage__billing_period", func(v map[string]any) string { return v["billing_period"].(string) }),
-}
-
-func (s *Server) userUsages(r *http.Request, _ req) []map[string]any {
-	var out []map[string]any
-	for _, u := range s.st.usages {
-		for _, uu := range u.UserUsages {
-			m := maps.Clone(uu)
-			m["component_usage"] = usageURL(baseURL(r), u)
-			out = append(out, m)
-		}
-	}
-	return out
-}
-
 // Usages returns a copy of the component usages Waldur holds, in the order
 // they were first set (tests compare them with what the agent measured).
 func (s *Server) Usages() []ComponentUsage {
@@ -169,9 +127,7 @@ func (s *Server) Usages() []ComponentUsage {
 	defer s.mu.Unlock()
 	out := make([]ComponentUsage, 0, len(s.st.usages))
 	for _, u := range s.st.usages {
-		c := *u
-		c.UserUsages = nil
-		out = append(out, c)
+		out = append(out, *u)
 	}
 	return out
 }

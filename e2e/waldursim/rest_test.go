@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -98,9 +99,6 @@ func TestOrderTransitions(t *testing.T) {
 		{"erred before approval conflicts", "set_state_erred", `{"error_message":"x"}`, 409},
 		{"approve pending-provider", "approve_by_provider", "{}", 200},
 		{"approve again conflicts", "approve_by_provider", "{}", 409},
-		{"reject executing conflicts", "reject_by_provider", "{}", 409},
-		{"set backend id requires backend_id", "set_backend_id", "{}", 400},
-		{"set backend id", "set_backend_id", `{"backend_id":"ns-beta"}`, 200},
 		{"done from executing", "set_state_done", "", 200},
 		{"done twice conflicts", "set_state_done", "", 409},
 		{"unknown action", "frobnicate", "", 404},
@@ -116,7 +114,7 @@ func TestOrderTransitions(t *testing.T) {
 	}
 	var order waldursim.APIOrder
 	call(t, s, "GET", "/api/marketplace-orders/"+pendingOrd+"/", token, "").json(t, &order)
-	if order.State != "done" || order.BackendID != "ns-beta" || order.MarketplaceResourceUUID != resBeta {
+	if order.State != "done" || order.MarketplaceResourceUUID != resBeta {
 		t.Errorf("order = %+v", order)
 	}
 	var res waldursim.APIResource
@@ -149,8 +147,6 @@ func TestBadBodiesAreRejected(t *testing.T) {
 		{"limits missing", "POST", res + "set_limits/", `{}`, "limits"},
 		{"limits not integers", "POST", res + "set_limits/", `{"limits":{"cpu":"many"}}`, "limits"},
 		{"endpoints without url", "POST", res + "set_endpoints/", `{"endpoints":[{"name":"api"}]}`, "endpoints.url"},
-		{"sync statuses missing state", "POST", res + "set_membership_sync_statuses/",
-			`{"statuses":[{"username":"a","scope_type":"project","role_name":"r"}]}`, "statuses.state"},
 		{"identity without name", "POST", "/api/marketplace-site-agent-identities/", `{"offering":"` + offering + `"}`, "name"},
 		{"identity for unknown offering", "POST", "/api/marketplace-site-agent-identities/",
 			`{"offering":"` + resAlpha + `","name":"x"}`, "offering"},
@@ -298,8 +294,9 @@ func TestAgentRegistrationWithoutBroker(t *testing.T) {
 	r = call(t, s, "POST", "/api/marketplace-site-agent-identities/"+id+"/register_service/", token, `{"name":"event_process-order","mode":"event_process"}`)
 	wantStatus(t, r, 201)
 	r.json(t, &svc)
-	wantStatus(t, call(t, s, "POST", "/api/marketplace-site-agent-services/"+svc["uuid"].(string)+"/register_processor/", token,
-		`{"name":"p","backend_type":"k8s","backend_version":"1"}`), 201)
+	if procs, ok := svc["processors"].([]any); !ok || len(procs) != 0 {
+		t.Fatalf("service processors %v, want []", svc["processors"])
+	}
 
 	var sub waldursim.EventSubscription
 	r = call(t, s, "POST", "/api/marketplace-site-agent-identities/"+id+"/register_event_subscription/", token,
@@ -330,8 +327,6 @@ func TestAgentRegistrationWithoutBroker(t *testing.T) {
 	if sq.QueueName != "subscription_"+sub.UUID+"_offering_"+offering+"_order" || sq.Vhost != userUUID {
 		t.Fatalf("queue %+v", sq)
 	}
-	wantStatus(t, call(t, s, "DELETE", "/api/event-subscriptions/"+sub.UUID+"/", token, ""), 204)
-	wantStatus(t, call(t, s, "POST", q, token, body), 404)
 }
 
 func TestCallLogAndFaults(t *testing.T) {
@@ -348,8 +343,10 @@ func TestCallLogAndFaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := waldursim.CountCalls(calls, "GET", "/api/marketplace-orders/"); n != 3 {
-		t.Fatalf("%d order list calls logged", n)
+	if len(calls) != 3 || slices.ContainsFunc(calls, func(c waldursim.Call) bool {
+		return c.Method != "GET" || c.Path != "/api/marketplace-orders/"
+	}) {
+		t.Fatalf("calls %+v, want 3 order lists", calls)
 	}
 	if calls[0].Status != 503 || calls[2].Status != 200 || calls[2].Query != "state=pending-provider" {
 		t.Fatalf("calls %+v", calls)

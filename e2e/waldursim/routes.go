@@ -40,38 +40,28 @@ func (s *Server) routes() http.Handler {
 	handle("GET /api/marketplace-site-agent-identities/{$}", list(s.identities,
 		byUUID("offering_uuid", func(v Identity) string { return v.Offering }), byText("name", func(v Identity) string { return v.Name })))
 	handle("POST /api/marketplace-site-agent-identities/{$}", s.createIdentity)
-	handle("GET /api/marketplace-site-agent-identities/{uuid}/{$}", show(s.st.identities, s.identityView))
 	handle("PUT /api/marketplace-site-agent-identities/{uuid}/{$}", object(s.st.identities, s.updateIdentity))
-	handle("PATCH /api/marketplace-site-agent-identities/{uuid}/{$}", object(s.st.identities, s.updateIdentity))
 	handle("POST /api/marketplace-site-agent-identities/{uuid}/register_service/{$}", object(s.st.identities, s.registerService))
 	handle("POST /api/marketplace-site-agent-identities/{uuid}/register_event_subscription/{$}", s.registerEventSubscription)
-	handle("POST /api/marketplace-site-agent-services/{uuid}/register_processor/{$}", object(s.st.services, s.registerProcessor))
 
 	handle("GET /api/event-subscriptions/{$}", list(s.subscriptions))
-	handle("GET /api/event-subscriptions/{uuid}/{$}", s.getSubscription)
-	handle("DELETE /api/event-subscriptions/{uuid}/{$}", s.deleteSubscription)
 	handle("POST /api/event-subscriptions/{uuid}/create_queue/{$}", s.createQueue)
 
 	handle("GET /api/marketplace-provider-offerings/{uuid}/{$}", show(s.st.offerings, s.st.offeringView))
 	handle("POST /api/marketplace-provider-offerings/{uuid}/create_offering_component/{$}", object(s.st.offerings, createComponent))
 	handle("POST /api/marketplace-provider-offerings/{uuid}/update_offering_component/{$}", object(s.st.offerings, updateComponent))
-	handle("GET /api/marketplace-service-providers/{$}", list(s.serviceProviders,
-		byUUID("customer_uuid", func(v map[string]any) string { return v["customer_uuid"].(string) })))
-	handle("GET /api/marketplace-plans/{uuid}/{$}", show(s.st.plans, s.st.planView))
 
 	handle("GET /api/marketplace-orders/{$}", list(s.orders, orderFilters...))
 	handle("GET /api/marketplace-orders/{uuid}/{$}", show(s.st.orders, s.st.orderView))
 	handle("POST /api/marketplace-orders/{uuid}/{action}/{$}", object(s.st.orders, s.orderAction))
 
 	handle("GET /api/marketplace-provider-resources/{$}", list(s.resources, resourceFilters...))
-	handle("GET /api/marketplace-provider-resources/{uuid}/{$}", show(s.st.resources, s.st.resourceDetail))
+	handle("GET /api/marketplace-provider-resources/{uuid}/{$}", show(s.st.resources, s.st.resourceView))
 	handle("GET /api/marketplace-provider-resources/{uuid}/team/{$}", object(s.st.resources, getTeam))
 	handle("POST /api/marketplace-provider-resources/{uuid}/{action}/{$}", object(s.st.resources, s.resourceAction))
 
 	handle("GET /api/marketplace-component-usages/{$}", list(s.usageViews, usageFilters...))
 	handle("POST /api/marketplace-component-usages/set_usage/{$}", s.setUsage)
-	handle("POST /api/marketplace-component-usages/{uuid}/set_user_usages/{$}", s.setUserUsages)
-	handle("GET /api/marketplace-component-user-usages/{$}", list(s.userUsages, userUsageFilters...))
 
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) { writeErr(w, errNotFound) })
 
@@ -219,9 +209,8 @@ func byText[V any](param string, field func(V) string) filter[V] {
 	return filter[V]{param, false, func(v string) (string, bool) { return v, true }, "", field, equal}
 }
 
-// byTime filters by a date/time parameter: items modified before it, or
-// (after) not before it.
-func byTime[V any](param string, after bool, field func(V) string) filter[V] {
+// byTime filters by a date/time parameter: items modified before it.
+func byTime[V any](param string, field func(V) string) filter[V] {
 	valid := func(v string) (string, bool) {
 		_, ok := parseTime(v)
 		return v, ok
@@ -229,7 +218,7 @@ func byTime[V any](param string, after bool, field func(V) string) filter[V] {
 	return filter[V]{param, false, valid, "Enter a valid date/time.", field, func(got, want string) bool {
 		t, _ := parseTime(got)
 		w, _ := parseTime(want)
-		return t.Before(w) != after
+		return t.Before(w)
 	}}
 }
 

@@ -48,29 +48,18 @@ type Identity struct {
 	Services          []any  `json:"services"`
 }
 
-// AgentService is a service registered by an identity, with its processors.
+// AgentService is a service registered by an identity.
 type AgentService struct {
-	UUID       string           `json:"uuid"`
-	URL        string           `json:"url"`
-	Identity   string           `json:"identity"`
-	Name       string           `json:"name"`
-	Mode       string           `json:"mode"`
-	State      string           `json:"state"`
-	Statistics map[string]any   `json:"statistics"`
-	Processors []AgentProcessor `json:"processors"`
-	Created    string           `json:"created"`
-	Modified   string           `json:"modified"`
-}
-
-// AgentProcessor is a processor registered under a service.
-type AgentProcessor struct {
-	UUID           string `json:"uuid"`
-	Service        string `json:"service"`
-	Name           string `json:"name"`
-	BackendType    string `json:"backend_type"`
-	BackendVersion string `json:"backend_version"`
-	Created        string `json:"created"`
-	Modified       string `json:"modified"`
+	UUID       string         `json:"uuid"`
+	URL        string         `json:"url"`
+	Identity   string         `json:"identity"`
+	Name       string         `json:"name"`
+	Mode       string         `json:"mode"`
+	State      string         `json:"state"`
+	Statistics map[string]any `json:"statistics"`
+	Processors []any          `json:"processors"` // always []: sitebus registers no processors
+	Created    string         `json:"created"`
+	Modified   string         `json:"modified"`
 }
 
 // EventSubscription mirrors Waldur's event-subscriptions object.
@@ -103,20 +92,19 @@ type SubscriptionQueue struct {
 
 // ComponentUsage is one marketplace-component-usages row.
 type ComponentUsage struct {
-	UUID          string           `json:"uuid"`
-	URL           string           `json:"url"`
-	ResourceUUID  string           `json:"resource_uuid"`
-	ResourceName  string           `json:"resource_name"`
-	OfferingUUID  string           `json:"offering_uuid"`
-	Type          string           `json:"type"`
-	Name          string           `json:"name"`
-	MeasuredUnit  string           `json:"measured_unit"`
-	Usage         string           `json:"usage"`
-	Date          string           `json:"date"`
-	BillingPeriod string           `json:"billing_period"`
-	Created       string           `json:"created"`
-	Modified      string           `json:"modified"`
-	UserUsages    []map[string]any `json:"-"`
+	UUID          string `json:"uuid"`
+	URL           string `json:"url"`
+	ResourceUUID  string `json:"resource_uuid"`
+	ResourceName  string `json:"resource_name"`
+	OfferingUUID  string `json:"offering_uuid"`
+	Type          string `json:"type"`
+	Name          string `json:"name"`
+	MeasuredUnit  string `json:"measured_unit"`
+	Usage         string `json:"usage"`
+	Date          string `json:"date"`
+	BillingPeriod string `json:"billing_period"`
+	Created       string `json:"created"`
+	Modified      string `json:"modified"`
 }
 
 func newState(f *Fixture, now func() string) (*state, error) {

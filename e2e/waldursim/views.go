@@ -61,13 +61,11 @@ type APIResource struct {
 	RestrictMemberAccess bool             `json:"restrict_member_access"`
 	EndDate              *string          `json:"end_date"`
 	EndDateUpdatedAt     *string          `json:"end_date_updated_at"`
-	LastSync             *string          `json:"last_sync"`
+	LastSync             *string          `json:"last_sync"` // always null: sitebus never calls refresh_last_sync
 	ErrorMessage         string           `json:"error_message"`
 	ErrorTraceback       string           `json:"error_traceback"`
 	Created              string           `json:"created"`
 	Modified             string           `json:"modified"`
-	// Not part of Waldur's resource; exposed on /sim/ only.
-	MembershipSyncStatuses []any `json:"membership_sync_statuses,omitempty"`
 }
 
 func strPtr(s string) *string {
@@ -121,9 +119,9 @@ func (st *state) resourceView(base string, r *Resource) APIResource {
 		PlanUUID: strPtr(r.Plan), Limits: orEmpty(r.Limits), Attributes: orEmpty(r.Attributes),
 		BackendMetadata: orEmpty(r.BackendMetadata), Endpoints: r.Endpoints,
 		Paused: r.Paused, Downscaled: r.Downscaled, RestrictMemberAccess: r.RestrictMemberAccess,
-		EndDate: strPtr(r.EndDate), LastSync: strPtr(r.LastSync),
+		EndDate:      strPtr(r.EndDate),
 		ErrorMessage: r.ErrorMessage, ErrorTraceback: r.ErrorTraceback,
-		Created: r.Created, Modified: r.Modified, MembershipSyncStatuses: r.MembershipSyncStatuses,
+		Created: r.Created, Modified: r.Modified,
 	}
 	if v.Endpoints == nil {
 		v.Endpoints = []map[string]any{}
@@ -135,14 +133,6 @@ func (st *state) resourceView(base string, r *Resource) APIResource {
 		v.Project = base + "/api/projects/" + p.UUID + "/"
 		v.ProjectDescription, v.ProjectEndDate = p.Description, strPtr(p.EndDate)
 	}
-	return v
-}
-
-// resourceDetail is a resource as Waldur's provider-resources show it:
-// without the membership sync statuses.
-func (st *state) resourceDetail(base string, r *Resource) APIResource {
-	v := st.resourceView(base, r)
-	v.MembershipSyncStatuses = nil
 	return v
 }
 

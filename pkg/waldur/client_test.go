@@ -387,7 +387,7 @@ func TestRealRetryAfterSleepIsCapped(t *testing.T) {
 	})
 	c := newTestClient(t, srv.URL, func(c *Config) { c.Retry.MaxRetryAfter = 20 * time.Millisecond })
 	start := time.Now()
-	if err := c.RefreshLastSync(context.Background(), "r1"); err != nil {
+	if err := c.SetResourceOK(context.Background(), "r1"); err != nil {
 		t.Fatal(err)
 	}
 	// At least the capped 20ms (a monotonic lower bound), and nowhere near

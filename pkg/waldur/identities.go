@@ -55,18 +55,6 @@ type AgentService struct {
 	Modified   *time.Time      `json:"modified,omitempty"`
 }
 
-// AgentProcessor is what register_processor returns.
-type AgentProcessor struct {
-	UUID           string     `json:"uuid"`
-	URL            string     `json:"url,omitempty"`
-	Name           string     `json:"name"`
-	BackendType    string     `json:"backend_type"`
-	BackendVersion string     `json:"backend_version"`
-	LastRun        *time.Time `json:"last_run,omitempty"`
-	Created        *time.Time `json:"created,omitempty"`
-	Modified       *time.Time `json:"modified,omitempty"`
-}
-
 // EventSubscription is returned by register_event_subscription; UUID and
 // UserUUID identify the RabbitMQ/STOMP credentials of the agent.
 type EventSubscription struct {
@@ -184,16 +172,6 @@ func (c *Client) RegisterService(ctx context.Context, identityUUID, name, mode s
 	return &out, nil
 }
 
-// RegisterProcessor registers a processor of a service.
-func (c *Client) RegisterProcessor(ctx context.Context, serviceUUID, name, backendType, backendVersion string) (*AgentProcessor, error) {
-	var out AgentProcessor
-	body := map[string]string{"name": name, "backend_type": backendType, "backend_version": backendVersion}
-	if err := c.post(ctx, "marketplace-site-agent-services", serviceUUID, "register_processor", body, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
-}
-
 // RegisterEventSubscription creates (or returns) the identity's subscription
 // for one observable object type.
 func (c *Client) RegisterEventSubscription(ctx context.Context, identityUUID, objectType, description string) (*EventSubscription, error) {
@@ -220,15 +198,6 @@ func (c *Client) CreateQueue(ctx context.Context, subscriptionUUID, offeringUUID
 // user (Waldur shows a user only their own).
 func (c *Client) ListEventSubscriptions(ctx context.Context) ([]EventSubscription, error) {
 	return list[EventSubscription](ctx, c, "/api/event-subscriptions/", nil)
-}
-
-// DeleteEventSubscription deletes a subscription.
-func (c *Client) DeleteEventSubscription(ctx context.Context, uuid string) error {
-	p, err := objectPath("event-subscriptions", uuid, "")
-	if err != nil {
-		return err
-	}
-	return c.do(ctx, http.MethodDelete, p, nil, nil, nil)
 }
 
 // Me returns the authenticated user; readiness probes pass fields "uuid".

@@ -3,7 +3,6 @@ package waldur
 import (
 	"context"
 	"encoding/json"
-	"net/url"
 )
 
 // Offering is a marketplace-provider-offerings object. Only fields the agent
@@ -46,51 +45,12 @@ type OfferingComponent struct {
 	Fields map[string]any `json:"-"`
 }
 
-// ServiceProvider is a marketplace-service-providers object.
-type ServiceProvider struct {
-	UUID         string `json:"uuid"`
-	URL          string `json:"url,omitempty"`
-	CustomerUUID string `json:"customer_uuid,omitempty"`
-	CustomerName string `json:"customer_name,omitempty"`
-}
-
-// Plan is a marketplace-plans object; Quotas gives limits for plan-based orders.
-type Plan struct {
-	UUID        string             `json:"uuid"`
-	URL         string             `json:"url,omitempty"`
-	Name        string             `json:"name"`
-	Description string             `json:"description,omitempty"`
-	Unit        string             `json:"unit,omitempty"`
-	Archived    bool               `json:"archived,omitempty"`
-	Quotas      map[string]float64 `json:"quotas,omitempty"`
-	Prices      json.RawMessage    `json:"prices,omitempty"`
-}
-
 // GetOffering fetches a provider offering; fields (repeated field= params)
 // limit the answer, e.g. "components", "customer_uuid", "partitions",
 // "plugin_options".
 func (c *Client) GetOffering(ctx context.Context, uuid string, fields ...string) (*Offering, error) {
 	var out Offering
 	if err := c.get(ctx, "marketplace-provider-offerings", uuid, fields, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
-}
-
-// ListServiceProviders lists the service providers of a customer (the agent
-// uses the first).
-func (c *Client) ListServiceProviders(ctx context.Context, customerUUID string) ([]ServiceProvider, error) {
-	q := url.Values{}
-	if customerUUID != "" {
-		q.Set("customer_uuid", customerUUID)
-	}
-	return list[ServiceProvider](ctx, c, "/api/marketplace-service-providers/", q)
-}
-
-// GetPlan fetches a plan.
-func (c *Client) GetPlan(ctx context.Context, uuid string) (*Plan, error) {
-	var out Plan
-	if err := c.get(ctx, "marketplace-plans", uuid, nil, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil

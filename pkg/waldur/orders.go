@@ -98,11 +98,6 @@ func (c *Client) ApproveOrderByProvider(ctx context.Context, uuid string) error 
 	return c.post(ctx, orders, uuid, "approve_by_provider", struct{}{}, nil)
 }
 
-// RejectOrderByProvider rejects a pending-provider order.
-func (c *Client) RejectOrderByProvider(ctx context.Context, uuid string) error {
-	return c.post(ctx, orders, uuid, "reject_by_provider", struct{}{}, nil)
-}
-
 // SetOrderStateDone completes an executing order (no request body).
 func (c *Client) SetOrderStateDone(ctx context.Context, uuid string) error {
 	return c.post(ctx, orders, uuid, "set_state_done", nil, nil)
@@ -112,9 +107,4 @@ func (c *Client) SetOrderStateDone(ctx context.Context, uuid string) error {
 func (c *Client) SetOrderStateErred(ctx context.Context, uuid, message, traceback string) error {
 	body := map[string]string{"error_message": message, "error_traceback": traceback}
 	return c.post(ctx, orders, uuid, "set_state_erred", body, nil)
-}
-
-// SetOrderBackendID records the backend's id on an order (async backends).
-func (c *Client) SetOrderBackendID(ctx context.Context, uuid, backendID string) error {
-	return c.post(ctx, orders, uuid, "set_backend_id", map[string]string{"backend_id": backendID}, nil)
 }

@@ -84,16 +84,6 @@ type Endpoint struct {
 	URL  string `json:"url"`
 }
 
-// MembershipSyncStatus reports the outcome of syncing one user's membership.
-type MembershipSyncStatus struct {
-	Username            string `json:"username"`
-	ScopeType           string `json:"scope_type"`
-	ResourceProjectUUID string `json:"resource_project_uuid,omitempty"`
-	RoleName            string `json:"role_name"`
-	State               string `json:"state"`
-	Message             string `json:"message,omitempty"`
-}
-
 const resources = "marketplace-provider-resources"
 
 // GetResource fetches a provider resource; fields limit the answer.
@@ -185,18 +175,4 @@ func (c *Client) SetResourceErred(ctx context.Context, uuid, message, traceback 
 // SetResourceOK marks a previously Erred resource OK after a successful sync.
 func (c *Client) SetResourceOK(ctx context.Context, uuid string) error {
 	return c.post(ctx, resources, uuid, "set_as_ok", nil, nil)
-}
-
-// RefreshLastSync tells Waldur the resource was just synchronised.
-func (c *Client) RefreshLastSync(ctx context.Context, uuid string) error {
-	return c.post(ctx, resources, uuid, "refresh_last_sync", nil, nil)
-}
-
-// SetMembershipSyncStatuses reports per-user membership sync outcomes (only
-// when the offering's plugin_options.enable_membership_sync_status is set).
-func (c *Client) SetMembershipSyncStatuses(ctx context.Context, uuid string, statuses []MembershipSyncStatus) error {
-	if statuses == nil {
-		statuses = []MembershipSyncStatus{}
-	}
-	return c.post(ctx, resources, uuid, "set_membership_sync_statuses", map[string]any{"statuses": statuses}, nil)
 }

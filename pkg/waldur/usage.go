@@ -31,24 +31,6 @@ type SetUsageRequest struct {
 	Date     time.Time        `json:"date"`
 }
 
-// UserUsage is one user's share of a component usage.
-type UserUsage struct {
-	Username string
-	Usage    float64   // sent as "%.2f"
-	Date     time.Time // sent as an ISO datetime
-	User     string    // optional offering-user URL
-}
-
-// MarshalJSON renders Usage as "%.2f" and omits an empty User.
-func (u UserUsage) MarshalJSON() ([]byte, error) {
-	return json.Marshal(struct {
-		Username string    `json:"username"`
-		Usage    string    `json:"usage"`
-		Date     time.Time `json:"date"`
-		User     string    `json:"user,omitempty"`
-	}{u.Username, formatAmount(u.Usage), u.Date, u.User})
-}
-
 // ComponentUsageRecord is an existing marketplace-component-usages entry.
 // Usage is a decimal; Waldur sends it as a string, json.Number accepts both.
 type ComponentUsageRecord struct {
@@ -88,15 +70,6 @@ func (c *Client) SetUsage(ctx context.Context, req SetUsageRequest) error {
 		req.Usages = []ComponentUsage{}
 	}
 	return c.do(ctx, http.MethodPost, "/api/marketplace-component-usages/set_usage/", nil, req, nil)
-}
-
-// SetUserUsages reports per-user usages of one component usage record.
-func (c *Client) SetUserUsages(ctx context.Context, componentUsageUUID string, usages []UserUsage) error {
-	if usages == nil {
-		usages = []UserUsage{}
-	}
-	return c.post(ctx, "marketplace-component-usages", componentUsageUUID, "set_user_usages",
-		map[string]any{"usages": usages}, nil)
 }
 
 // formatAmount matches Python's "%.2f".

@@ -5,18 +5,6 @@ import (
 	"slices"
 )
 
-// CountBy counts the values of m for which match holds, e.g. the objects
-// a project owns, for a quota.
-func CountBy[K comparable, V any](m map[K]V, match func(V) bool) int {
-	n := 0
-	for _, v := range m {
-		if match(v) {
-			n++
-		}
-	}
-	return n
-}
-
 // SortedBy returns m's values ordered by key (e.g. a creation sequence):
 // map order is random, lists must be stable.
 func SortedBy[K comparable, V any, O cmp.Ordered](m map[K]V, key func(V) O) []V {
@@ -40,12 +28,33 @@ func Select[K comparable, V any, O cmp.Ordered, R any](m map[K]V, key func(V) O,
 	return out
 }
 
+// FindBy is a value of m that match accepts (which one, when several do,
+// is not defined: ask for what is unique); nil when none is.
+func FindBy[K comparable, V any](m map[K]*V, match func(*V) bool) *V {
+	for _, v := range m {
+		if match(v) {
+			return v
+		}
+	}
+	return nil
+}
+
 // Index is a map of pointers to the items by key, e.g. a fixture's
 // objects by id.
 func Index[K comparable, T any](items []T, key func(T) K) map[K]*T {
 	out := make(map[K]*T, len(items))
 	for i := range items {
 		out[key(items[i])] = &items[i]
+	}
+	return out
+}
+
+// Map is f of each of items, in order; empty, never nil, when items is,
+// since a JSON list must be [] rather than null.
+func Map[T, R any](items []T, f func(T) R) []R {
+	out := make([]R, 0, len(items))
+	for _, v := range items {
+		out = append(out, f(v))
 	}
 	return out
 }
