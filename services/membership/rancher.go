@@ -38,8 +38,13 @@ func groupBinder(o Offering) (GroupBinder, error) {
 // whole teams of the live resources of its Waldur project on that cluster
 // (OIDC grants access by group; roles do not split it): the group is
 // named by the Waldur project and bound to every one of their projects, as
-// in the Python Rancher plugin, so it holds their union (projectMembers). A team with members gets the groups and the binding made first, as
-// the Python agent's add_user recreates them. A sync that removed the last
+// in the Python Rancher plugin, so it holds their union (projectMembers).
+// The group is read first: this resource's missing members are added
+// alone, and the other resources' teams are read only when the group
+// could lose a member, so a sync costs a fixed number of Waldur calls
+// however many resources the project has. A team with members gets the
+// groups and the binding made first, as the Python agent's add_user
+// recreates them. A sync that removed the last
 // member has the binding removed and, when no other project is bound to
 // the child group, the child and then an empty parent deleted (the Python
 // agent's cleanup of empty groups). Each step is a command to the service
