@@ -303,6 +303,9 @@ func (s *Service) listMembers(ctx context.Context, req *sitebusv1.ListMembersReq
 	if err != nil {
 		return nil, err
 	}
+	if g == nil && req.GetIfExists() {
+		return &sitebusv1.ListMembersResponse{Missing: true}, nil
+	}
 	if g == nil {
 		return nil, bus.Terminal(fmt.Errorf("%w: group %s", keycloak.ErrNotFound, describe(req.GetGroup())))
 	}

@@ -610,6 +610,12 @@ func TestAddRemoveAndListMembers(t *testing.T) {
 	if got := e.site.MemberIDs(foreign); !slices.Equal(got, []string{"u-alice"}) {
 		t.Errorf("foreign group's members changed: %v", got)
 	}
+	// Listing a group that does not exist with if_exists: no members, and
+	// said so (membership reads a Rancher child group removed when its last
+	// member left).
+	if resp, err := e.s.listMembers(ctx, &sitebusv1.ListMembersRequest{OfferingUuid: offA, Group: &sitebusv1.GroupRef{Name: "ns_gone_admin"}, IfExists: true}); err != nil || !resp.Missing || len(resp.Members) != 0 {
+		t.Errorf("list a missing group with if_exists: %v, %v", resp, err)
+	}
 	// Removing from a group that does not exist: not a member, done.
 	if resp, err := e.s.removeMember(ctx, &sitebusv1.RemoveMemberRequest{OfferingUuid: offA, Group: &sitebusv1.GroupRef{Name: "ns_gone_admin"}, User: &sitebusv1.UserRef{Ref: "alice"}}); err != nil || resp.Removed {
 		t.Errorf("remove from a missing group: %v, %v", resp, err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -357,6 +358,46 @@ func (s *siblings) setGroupMembers(ctx context.Context, req *sitebusv1.SetGroupM
 	return resp, nil
 }
 
+func (s *siblings) listMembers(ctx context.Context, req *sitebusv1.ListMembersRequest) (*sitebusv1.ListMembersResponse, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.record(ctx, contract.KeycloakSync, contract.CmdListMembers, req)
+	if s.down {
+		return nil, errors.New("keycloak: list members: HTTP 503: unavailable")
+	}
+	name := req.GetGroup().GetName()
+	have, ok := s.groups[name]
+	if !ok && req.IfExists {
+		return &sitebusv1.ListMembersResponse{Missing: true}, nil
+	}
+	if !ok {
+		return nil, bus.Terminal(fmt.Errorf("list members of group %s: not found", name))
+	}
+	resp := &sitebusv1.ListMembersResponse{GroupId: "id-" + name}
+	for _, m := range slices.Sorted(maps.Keys(have)) {
+		resp.Members = append(resp.Members, &sitebusv1.Member{Id: m, Username: m})
+	}
+	return resp, nil
+}
+
+func (s *siblings) addMember(ctx context.Context, req *sitebusv1.AddMemberRequest) (*sitebusv1.AddMemberResponse, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.record(ctx, contract.KeycloakSync, contract.CmdAddMember, req)
+	if s.down {
+		return nil, errors.New("keycloak: add member: HTTP 503: unavailable")
+	}
+	name := req.GetGroup().GetName()
+	if _, ok := s.groups[name]; !ok {
+		return nil, bus.Terminal(fmt.Errorf("add to group %s: not found", name))
+	}
+	if !s.known[req.GetUser().GetRef()] {
+		return &sitebusv1.AddMemberResponse{GroupId: "id-" + name, Pending: true}, nil
+	}
+	s.groups[name][req.GetUser().GetRef()] = true
+	return &sitebusv1.AddMemberResponse{GroupId: "id-" + name, UserId: req.GetUser().GetRef()}, nil
+}
+
 func (s *siblings) ensureGroups(ctx context.Context, req *sitebusv1.EnsureGroupsRequest) (*sitebusv1.EnsureGroupsResponse, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -408,6 +449,8 @@ func serveSiblings(t *testing.T, b *bus.Bus, s *siblings) {
 	add(bus.Serve(ctx, b, cfg(contract.KeycloakSync, contract.CmdSetGroupMembers), s.setGroupMembers))
 	add(bus.Serve(ctx, b, cfg(contract.KeycloakSync, contract.CmdEnsureGroups), s.ensureGroups))
 	add(bus.Serve(ctx, b, cfg(contract.KeycloakSync, contract.CmdDeleteGroups), s.deleteGroups))
+	add(bus.Serve(ctx, b, cfg(contract.KeycloakSync, contract.CmdListMembers), s.listMembers))
+	add(bus.Serve(ctx, b, cfg(contract.KeycloakSync, contract.CmdAddMember), s.addMember))
 	t.Cleanup(func() {
 		cancel()
 		stop, done := context.WithTimeout(context.Background(), 10*time.Second)

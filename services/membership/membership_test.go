@@ -348,6 +348,8 @@ func TestSyncProjectGroups(t *testing.T) {
 		term    bool
 	}
 	ensure, set, del := "keycloak-sync ensure-groups", "keycloak-sync set-group-members", "keycloak-sync delete-groups"
+	// Every sync reads the child group first (list-members).
+	list := "keycloak-sync list-members"
 	// Bindings go through the offering's backend (GroupBinder), not a command.
 	bind, unbind := []string{"bind p-physics " + child}, []string{"unbind p-physics " + child}
 	tests := map[string]struct {
@@ -361,41 +363,41 @@ func TestSyncProjectGroups(t *testing.T) {
 	}{
 		"a team with members gets the groups, the binding and the members": {
 			res: waldur.Resource{BackendID: "p-physics"}, team: team,
-			want: want{cmds: []string{ensure, set}, binds: bind, members: []string{"alice", "bob"}, bound: []string{"p-physics"}, groups: true,
+			want: want{cmds: []string{list, ensure, set}, binds: bind, members: []string{"alice", "bob"}, bound: []string{"p-physics"}, groups: true,
 				resp: &sitebusv1.SyncResourceResponse{Added: 2, Removed: 1}},
 		},
 		"the create saga's team step neither looks the project up nor binds again": {
 			res: waldur.Resource{}, team: team, created: true,
 			before: func(e *env, p *platform) { p.existsErr = errors.New("must not be called") },
-			want: want{cmds: []string{ensure, set}, members: []string{"alice", "bob"}, bound: []string{"p-physics"}, groups: true,
+			want: want{cmds: []string{list, ensure, set}, members: []string{"alice", "bob"}, bound: []string{"p-physics"}, groups: true,
 				resp: &sitebusv1.SyncResourceResponse{Added: 2, Removed: 1}},
 		},
 		"a resource without a backend id yet finds its project by name": {
 			res: waldur.Resource{}, team: team,
-			want: want{cmds: []string{ensure, set}, binds: bind, members: []string{"alice", "bob"}, bound: []string{"p-physics"}, groups: true,
+			want: want{cmds: []string{list, ensure, set}, binds: bind, members: []string{"alice", "bob"}, bound: []string{"p-physics"}, groups: true,
 				resp: &sitebusv1.SyncResourceResponse{Added: 2, Removed: 1}},
 		},
 		"a resource whose project is not there changes nothing": {
 			res: waldur.Resource{BackendID: "p-other"}, team: team,
-			want: want{groups: true, members: []string{"zed"}, bound: []string{"p-physics"}, resp: &sitebusv1.SyncResourceResponse{}},
+			want: want{cmds: []string{list}, groups: true, members: []string{"zed"}, bound: []string{"p-physics"}, resp: &sitebusv1.SyncResourceResponse{}},
 		},
 		"the last member leaving unbinds the group and deletes the emptied groups": {
 			res: waldur.Resource{BackendID: "p-physics", RestrictMemberAccess: true}, team: team,
-			want: want{cmds: []string{set, del}, binds: unbind, resp: &sitebusv1.SyncResourceResponse{Removed: 1}},
+			want: want{cmds: []string{list, set, del}, binds: unbind, resp: &sitebusv1.SyncResourceResponse{Removed: 1}},
 		},
 		"the last member leaving keeps a group another project is still bound to": {
 			res: waldur.Resource{BackendID: "p-physics"},
 			before: func(e *env, p *platform) {
 				p.bind(child, "p-physics", "p-physics-2")
 			},
-			want: want{cmds: []string{set}, binds: unbind, groups: true, bound: []string{"p-physics-2"}, resp: &sitebusv1.SyncResourceResponse{Removed: 1}},
+			want: want{cmds: []string{list, set}, binds: unbind, groups: true, bound: []string{"p-physics-2"}, resp: &sitebusv1.SyncResourceResponse{Removed: 1}},
 		},
 		"an empty team that removed nobody keeps what the create saga made": {
 			res: waldur.Resource{BackendID: "p-physics"},
 			before: func(e *env, p *platform) {
 				e.sib.setMembers(child)
 			},
-			want: want{cmds: []string{set}, groups: true, bound: []string{"p-physics"}, resp: &sitebusv1.SyncResourceResponse{}},
+			want: want{cmds: []string{list, set}, groups: true, bound: []string{"p-physics"}, resp: &sitebusv1.SyncResourceResponse{}},
 		},
 		"an empty team of a group that was never made is nothing to do": {
 			res: waldur.Resource{BackendID: "p-physics"},
@@ -404,36 +406,36 @@ func TestSyncProjectGroups(t *testing.T) {
 				delete(e.sib.groups, child)
 				e.sib.mu.Unlock()
 			},
-			want: want{cmds: []string{set}, bound: []string{"p-physics"}, resp: &sitebusv1.SyncResourceResponse{}},
+			want: want{cmds: []string{list, set}, bound: []string{"p-physics"}, resp: &sitebusv1.SyncResourceResponse{}},
 		},
 		"a project that cannot be named is final": {
 			res: waldur.Resource{}, team: team,
 			before: func(e *env, p *platform) { p.idErr = fault.Errorf(fault.Invalid, "project slug too long") },
-			want:   want{err: true, term: true, groups: true, members: []string{"zed"}, bound: []string{"p-physics"}},
+			want:   want{cmds: []string{list}, err: true, term: true, groups: true, members: []string{"zed"}, bound: []string{"p-physics"}},
 		},
 		"Rancher unavailable is retried": {
 			res: waldur.Resource{BackendID: "p-physics"}, team: team,
 			before: func(e *env, p *platform) { p.existsErr = errors.New("rancher: 503") },
-			want:   want{err: true, groups: true, members: []string{"zed"}, bound: []string{"p-physics"}},
+			want:   want{cmds: []string{list}, err: true, groups: true, members: []string{"zed"}, bound: []string{"p-physics"}},
 		},
 		"Rancher failing to bind is retried before any member is added": {
 			res: waldur.Resource{BackendID: "p-physics"}, team: team,
 			before: func(e *env, p *platform) { p.bindErr = errors.New("rancher: 503") },
-			want:   want{cmds: []string{ensure}, binds: bind, err: true, groups: true, members: []string{"zed"}, bound: []string{"p-physics"}},
+			want:   want{cmds: []string{list, ensure}, binds: bind, err: true, groups: true, members: []string{"zed"}, bound: []string{"p-physics"}},
 		},
 		"Rancher failing to unbind keeps the emptied groups for the retry": {
 			res: waldur.Resource{BackendID: "p-physics", RestrictMemberAccess: true}, team: team,
 			before: func(e *env, p *platform) { p.bindErr = errors.New("rancher: 503") },
-			want:   want{cmds: []string{set}, binds: unbind, err: true, groups: true, bound: []string{"p-physics"}},
+			want:   want{cmds: []string{list, set}, binds: unbind, err: true, groups: true, bound: []string{"p-physics"}},
 		},
 		"a backend that binds no groups is final": {
 			res: waldur.Resource{BackendID: "p-physics"}, team: team, notBinder: true,
-			want: want{cmds: []string{ensure}, err: true, term: true, groups: true, members: []string{"zed"}, bound: []string{"p-physics"}},
+			want: want{cmds: []string{list, ensure}, err: true, term: true, groups: true, members: []string{"zed"}, bound: []string{"p-physics"}},
 		},
 		"Keycloak unavailable is retried": {
 			res: waldur.Resource{BackendID: "p-physics"}, team: team,
 			before: func(e *env, p *platform) { e.sib.down = true },
-			want:   want{cmds: []string{ensure}, err: true, groups: true, members: []string{"zed"}, bound: []string{"p-physics"}},
+			want:   want{cmds: []string{list}, err: true, groups: true, members: []string{"zed"}, bound: []string{"p-physics"}},
 		},
 	}
 	for name, tc := range tests {
@@ -491,7 +493,7 @@ func TestSyncProjectGroupsRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 	key := "test:" + resUUID(1)
-	wantCalls := []string{"keycloak-sync ensure-groups " + key + ":groups", "keycloak-sync set-group-members " + key + ":child"}
+	wantCalls := []string{"keycloak-sync list-members " + key + ":members", "keycloak-sync ensure-groups " + key + ":groups", "keycloak-sync set-group-members " + key + ":child"}
 	if !slices.Equal(e.sib.calls, wantCalls) {
 		t.Fatalf("calls %v, want %v", e.sib.calls, wantCalls)
 	}
@@ -499,11 +501,14 @@ func TestSyncProjectGroupsRequests(t *testing.T) {
 	if got, want := p.binds(), []string{"bind p-physics project_physics_member"}; !slices.Equal(got, want) {
 		t.Errorf("platform calls %v, want %v", got, want)
 	}
-	ensure := e.sib.reqs[0].(*sitebusv1.EnsureGroupsRequest)
+	if list := e.sib.reqs[0].(*sitebusv1.ListMembersRequest); list.Group.ParentName != "c_cm1" || !list.IfExists {
+		t.Errorf("list %v: the child under its parent, a missing one is no error", list)
+	}
+	ensure := e.sib.reqs[1].(*sitebusv1.EnsureGroupsRequest)
 	if len(ensure.Groups) != 2 || ensure.Groups[0].Name != "c_cm1" || ensure.Groups[1].ParentName != "c_cm1" {
 		t.Errorf("ensure %v: the parent first, the child under it", ensure.Groups)
 	}
-	set := e.sib.reqs[1].(*sitebusv1.SetGroupMembersRequest)
+	set := e.sib.reqs[2].(*sitebusv1.SetGroupMembersRequest)
 	if set.Group.ParentName != "c_cm1" || set.IfExists || len(set.Members) != 2 || set.Members[0].Ref != "alice" || !set.Members[0].ById {
 		t.Errorf("set %v: the child under its parent, members sorted, by id", set)
 	}
@@ -522,17 +527,17 @@ func TestSyncProjectGroupsRequests(t *testing.T) {
 	if _, err := e.s.syncResource(t.Context(), e.offering, resUUID(1), key, false); err != nil {
 		t.Fatal(err)
 	}
-	wantCalls = []string{"keycloak-sync set-group-members " + key + ":child", "keycloak-sync delete-groups " + key + ":cleanup"}
+	wantCalls = []string{"keycloak-sync list-members " + key + ":members", "keycloak-sync set-group-members " + key + ":child", "keycloak-sync delete-groups " + key + ":cleanup"}
 	if !slices.Equal(e.sib.calls, wantCalls) {
 		t.Fatalf("calls %v, want %v", e.sib.calls, wantCalls)
 	}
 	if got, want := p.binds(), []string{"unbind p-physics project_physics_member"}; !slices.Equal(got, want) {
 		t.Errorf("platform calls %v, want %v", got, want)
 	}
-	if set := e.sib.reqs[0].(*sitebusv1.SetGroupMembersRequest); !set.IfExists || len(set.Members) != 0 {
+	if set := e.sib.reqs[1].(*sitebusv1.SetGroupMembersRequest); !set.IfExists || len(set.Members) != 0 {
 		t.Errorf("emptying set %v: only if the group exists", set)
 	}
-	del := e.sib.reqs[1].(*sitebusv1.DeleteGroupsRequest)
+	del := e.sib.reqs[2].(*sitebusv1.DeleteGroupsRequest)
 	if want := contract.ProjectGroupsCleanup(offeringHex, rancherGroups("physics")); !proto.Equal(del, want) {
 		t.Errorf("delete %v, want %v", del, want)
 	}
@@ -724,10 +729,11 @@ func TestSyncCommandsOverTheBus(t *testing.T) {
 		bus.WithKey("saga:order-1:team:do")); err != nil {
 		t.Fatal(err)
 	}
-	if resp.Added != 1 || !slices.Equal(e.sib.commands(), []string{"keycloak-sync ensure-groups", "keycloak-sync set-group-members"}) || len(p.binds()) != 0 {
+	// The group is missing (no saga made it here), so it is filled with the union.
+	if resp.Added != 1 || !slices.Equal(e.sib.commands(), []string{"keycloak-sync list-members", "keycloak-sync ensure-groups", "keycloak-sync set-group-members"}) || len(p.binds()) != 0 {
 		t.Errorf("sync-created-resource: %v, commands %v, platform calls %v", &resp, e.sib.commands(), p.binds())
 	}
-	if !strings.HasPrefix(e.sib.calls[0], "keycloak-sync ensure-groups sync:saga:order-1:team:do:") {
+	if !strings.HasPrefix(e.sib.calls[0], "keycloak-sync list-members sync:saga:order-1:team:do:") {
 		t.Errorf("key %q does not derive from the command's", e.sib.calls[0])
 	}
 

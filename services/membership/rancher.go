@@ -38,8 +38,13 @@ func groupBinder(o Offering) (GroupBinder, error) {
 // whole teams of the live resources of its Waldur project on that cluster
 // (OIDC grants access by group; roles do not split it): the group is
 // named by the Waldur project and bound to every one of their projects, as
-// in the Python Rancher plugin, so it holds their union (projectMembers). A team with members gets the groups and the binding made first, as
-// the Python agent's add_user recreates them. A sync that removed the last
+// in the Python Rancher plugin, so it holds their union (projectMembers).
+// The group is read first: this resource's missing members are added
+// alone, and the other resources' teams are read only when the group
+// could lose a member, so a sync costs a fixed number of Waldur calls
+// however many resources the project has. A team with members gets the
+// groups and the binding made first, as the Python agent's add_user
+// recreates them. A sync that removed the last
 // member has the binding removed and, when no other project is bound to
 // the child group, the child and then an empty parent deleted (the Python
 // agent's cleanup of empty groups). Each step is a command to the service
@@ -58,9 +63,28 @@ func (s *Service) syncProjectGroups(ctx context.Context, o Offering, res *waldur
 	groups := o.ProjectGroups(res.ProjectSlug)
 	child := groups[len(groups)-1]
 	offering := o.Config.OfferingUUIDHex()
-	members, err := s.projectMembers(ctx, o, res, team, groups)
+	desired := Desired(team, nil, "", res.RestrictMemberAccess)
+	current, missing, err := s.childMembers(ctx, o, child, key)
 	if err != nil {
 		return err
+	}
+	// Adding this resource's members never breaks the union, so the
+	// siblings' teams are read only when the group could lose a member: one
+	// of its members is not among this resource's (another resource may
+	// still want them), or this resource wants nobody (an emptied group is
+	// unbound and deleted, which only the whole union may decide). A group
+	// that is missing is made with the whole union too.
+	members, union := desired, len(desired) == 0 || missing
+	for ref := range current {
+		if !wants(desired, ref, o.UsersByID) {
+			union = true
+			break
+		}
+	}
+	if union {
+		if members, err = s.projectMembers(ctx, o, res, desired); err != nil {
+			return err
+		}
 	}
 	var refs []*sitebusv1.UserRef
 	for _, m := range members {
@@ -107,6 +131,12 @@ func (s *Service) syncProjectGroups(ctx context.Context, o Offering, res *waldur
 			}
 		}
 	}
+	if !union {
+		// Only additions: each is its own add-member, so two resources of
+		// the project synced at once cannot take out each other's new
+		// members, as setting the whole group from a stale read would.
+		return s.addChildMembers(ctx, o, child, refs, current, key, out)
+	}
 	set := &sitebusv1.SetGroupMembersRequest{OfferingUuid: offering, Group: &sitebusv1.GroupRef{Name: child.Name, ParentName: child.Parent},
 		Members: refs, IfExists: len(refs) == 0}
 	resp, err := contract.SetGroupMembers.Call(ctx, s.bus, set, bus.WithKey(key+":child"))
@@ -144,6 +174,70 @@ func (s *Service) syncProjectGroups(ctx context.Context, o Offering, res *waldur
 	return nil
 }
 
+// childMembers reads the refs the child group holds now, members and
+// pending (users Keycloak does not know yet), as membership names them
+// (the Keycloak user id with keycloak_use_user_id, else the username); a
+// missing group holds nobody.
+func (s *Service) childMembers(ctx context.Context, o Offering, child contract.GroupSpec, key string) (refs map[string]bool, missing bool, err error) {
+	req := &sitebusv1.ListMembersRequest{OfferingUuid: o.Config.OfferingUUIDHex(), Group: &sitebusv1.GroupRef{Name: child.Name, ParentName: child.Parent}, IfExists: true}
+	resp, err := contract.ListMembers.Call(ctx, s.bus, req, bus.WithKey(key+":members"))
+	if err != nil {
+		return nil, false, fmt.Errorf("list members of group %s: %w", child.Name, err)
+	}
+	out := map[string]bool{}
+	for _, m := range resp.Members {
+		if o.UsersByID {
+			out[m.Id] = true
+		} else {
+			out[m.Username] = true
+		}
+	}
+	for _, p := range resp.Pending {
+		out[p.Ref] = true
+	}
+	return out, resp.Missing, nil
+}
+
+// wants says whether ref, as the group holds it, is one of members.
+// Keycloak keeps usernames in lower case, whatever case Waldur's offering
+// username has.
+func wants(members map[string]Member, ref string, byID bool) bool {
+	if _, ok := members[ref]; ok || byID {
+		return ok
+	}
+	for r := range members {
+		if strings.EqualFold(r, ref) {
+			return true
+		}
+	}
+	return false
+}
+
+// addChildMembers adds the refs the child group does not hold yet, one
+// add-member each.
+func (s *Service) addChildMembers(ctx context.Context, o Offering, child contract.GroupSpec, refs []*sitebusv1.UserRef, current map[string]bool, key string, out *sitebusv1.SyncResourceResponse) error {
+	held := map[string]Member{}
+	for ref := range current {
+		held[ref] = Member{Ref: ref}
+	}
+	for _, ref := range refs {
+		if wants(held, ref.Ref, o.UsersByID) {
+			continue
+		}
+		req := &sitebusv1.AddMemberRequest{OfferingUuid: o.Config.OfferingUUIDHex(), Group: &sitebusv1.GroupRef{Name: child.Name, ParentName: child.Parent}, User: ref}
+		resp, err := contract.AddMember.Call(ctx, s.bus, req, bus.WithKey(key+":add:"+ref.Ref))
+		if err != nil {
+			return fmt.Errorf("add %s to group %s: %w", ref.Ref, child.Name, err)
+		}
+		if resp.Pending {
+			out.Pending++
+		} else {
+			out.Added++
+		}
+	}
+	return nil
+}
+
 // projectMembers is the union of the desired members of the live
 // resources (OK or Erred) of res's Waldur project whose child group is
 // res's, in every offering of this service on the same cluster, with res
@@ -151,11 +245,12 @@ func (s *Service) syncProjectGroups(ctx context.Context, o Offering, res *waldur
 // restrict_member_access adds nobody, but its siblings' users keep their
 // access: setting the shared group to one resource's team would take them
 // out and put them back every other sync.
-func (s *Service) projectMembers(ctx context.Context, o Offering, res *waldur.Resource, team []waldur.ProjectUser, groups []contract.GroupSpec) (map[string]Member, error) {
-	members := Desired(team, nil, "", res.RestrictMemberAccess)
+func (s *Service) projectMembers(ctx context.Context, o Offering, res *waldur.Resource, desired map[string]Member) (map[string]Member, error) {
+	members := maps.Clone(desired)
 	if res.ProjectUUID == "" {
 		return members, nil
 	}
+	groups := o.ProjectGroups(res.ProjectSlug)
 	child := groups[len(groups)-1]
 	hexes := slices.Sorted(maps.Keys(s.offerings))
 	for _, hex := range hexes {

@@ -174,3 +174,68 @@ func TestPeriodicPassReadsEachTeamOnce(t *testing.T) {
 		t.Errorf("%d team reads and %d project listings for a pass over 4 resources of one project, want 4 and 1", e.w.teamReads, lists)
 	}
 }
+
+// A sync of one resource reads the shared child group first: adding its
+// own members never breaks the union, so the siblings' teams are read only
+// for a member the resource does not want, which stays when another live
+// resource of the Waldur project wants it.
+func TestSharedProjectGroupReadsSiblingsOnlyForARemoval(t *testing.T) {
+	const child = "project_physics_member"
+	tests := map[string]struct {
+		group     []string // the child group's members before the sync
+		team      []string // the synced resource's team; its sibling's is bob
+		want      []string
+		teamReads int // its own team, plus the sibling's when read
+		removed   int32
+	}{
+		"an add-only sync reads no sibling's team": {
+			group: []string{"alice"}, team: []string{"alice", "carol"},
+			want: []string{"alice", "carol"}, teamReads: 1,
+		},
+		"a sync that changes nothing reads no sibling's team": {
+			group: []string{"alice", "bob"}, team: []string{"alice", "bob"},
+			want: []string{"alice", "bob"}, teamReads: 1,
+		},
+		"a removal candidate a sibling wants stays": {
+			group: []string{"alice", "bob"}, team: []string{"alice"},
+			want: []string{"alice", "bob"}, teamReads: 2,
+		},
+		"a removal candidate nobody wants is removed": {
+			group: []string{"alice", "bob", "zed"}, team: []string{"alice"},
+			want: []string{"alice", "bob"}, teamReads: 2, removed: 1,
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			p := newPlatform("p-physics-1", "p-physics-2")
+			e := newEnv(t, Offering{Backend: p, ProjectGroups: rancherGroups})
+			e.sib.setMembers("c_cm1")
+			e.sib.setMembers(child, tc.group...)
+			for _, u := range []string{"alice", "bob", "carol", "zed"} {
+				e.sib.known[u] = true
+			}
+			p.bind(child, "p-physics-1", "p-physics-2")
+			var team []waldur.ProjectUser
+			for _, u := range tc.team {
+				team = append(team, user(u, "PROJECT.MEMBER"))
+			}
+			e.w.add(waldur.Resource{UUID: resUUID(1), Slug: "physics-1", BackendID: "p-physics-1", ProjectSlug: "physics",
+				ProjectUUID: projectUUID, State: waldur.ResourceStateOK}, team...)
+			e.w.add(waldur.Resource{UUID: resUUID(2), Slug: "physics-2", BackendID: "p-physics-2", ProjectSlug: "physics",
+				ProjectUUID: projectUUID, State: waldur.ResourceStateOK}, user("bob", "PROJECT.MEMBER"))
+			resp, err := e.sync(t, resUUID(1), false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := e.sib.members(child); !slices.Equal(got, tc.want) {
+				t.Errorf("group holds %v, want %v", got, tc.want)
+			}
+			if e.w.teamReads != tc.teamReads {
+				t.Errorf("%d team reads, want %d", e.w.teamReads, tc.teamReads)
+			}
+			if resp.Removed != tc.removed {
+				t.Errorf("%d removed, want %d", resp.Removed, tc.removed)
+			}
+		})
+	}
+}

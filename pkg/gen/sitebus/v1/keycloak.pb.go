@@ -977,9 +977,12 @@ func (x *RemoveMemberResponse) GetRemoved() bool {
 
 // ListMembersRequest (command list-members) reads a group's direct members.
 type ListMembersRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	OfferingUuid  string                 `protobuf:"bytes,1,opt,name=offering_uuid,json=offeringUuid,proto3" json:"offering_uuid,omitempty"`
-	Group         *GroupRef              `protobuf:"bytes,2,opt,name=group,proto3" json:"group,omitempty"`
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	OfferingUuid string                 `protobuf:"bytes,1,opt,name=offering_uuid,json=offeringUuid,proto3" json:"offering_uuid,omitempty"`
+	Group        *GroupRef              `protobuf:"bytes,2,opt,name=group,proto3" json:"group,omitempty"`
+	// A missing group is no error: it has no members (a Rancher project's
+	// group, removed when its last member left).
+	IfExists      bool `protobuf:"varint,3,opt,name=if_exists,json=ifExists,proto3" json:"if_exists,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1028,12 +1031,21 @@ func (x *ListMembersRequest) GetGroup() *GroupRef {
 	return nil
 }
 
+func (x *ListMembersRequest) GetIfExists() bool {
+	if x != nil {
+		return x.IfExists
+	}
+	return false
+}
+
 // ListMembersResponse answers a ListMembersRequest.
 type ListMembersResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	GroupId       string                 `protobuf:"bytes,1,opt,name=group_id,json=groupId,proto3" json:"group_id,omitempty"`
-	Members       []*Member              `protobuf:"bytes,2,rep,name=members,proto3" json:"members,omitempty"`
-	Pending       []*UserRef             `protobuf:"bytes,3,rep,name=pending,proto3" json:"pending,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	GroupId string                 `protobuf:"bytes,1,opt,name=group_id,json=groupId,proto3" json:"group_id,omitempty"`
+	Members []*Member              `protobuf:"bytes,2,rep,name=members,proto3" json:"members,omitempty"`
+	Pending []*UserRef             `protobuf:"bytes,3,rep,name=pending,proto3" json:"pending,omitempty"`
+	// The group does not exist (only with if_exists).
+	Missing       bool `protobuf:"varint,4,opt,name=missing,proto3" json:"missing,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1087,6 +1099,13 @@ func (x *ListMembersResponse) GetPending() []*UserRef {
 		return x.Pending
 	}
 	return nil
+}
+
+func (x *ListMembersResponse) GetMissing() bool {
+	if x != nil {
+		return x.Missing
+	}
+	return false
 }
 
 var File_sitebus_v1_keycloak_proto protoreflect.FileDescriptor
@@ -1158,14 +1177,16 @@ const file_sitebus_v1_keycloak_proto_rawDesc = "" +
 	"\x04user\x18\x03 \x01(\v2\x13.sitebus.v1.UserRefR\x04user\"K\n" +
 	"\x14RemoveMemberResponse\x12\x19\n" +
 	"\bgroup_id\x18\x01 \x01(\tR\agroupId\x12\x18\n" +
-	"\aremoved\x18\x02 \x01(\bR\aremoved\"e\n" +
+	"\aremoved\x18\x02 \x01(\bR\aremoved\"\x82\x01\n" +
 	"\x12ListMembersRequest\x12#\n" +
 	"\roffering_uuid\x18\x01 \x01(\tR\fofferingUuid\x12*\n" +
-	"\x05group\x18\x02 \x01(\v2\x14.sitebus.v1.GroupRefR\x05group\"\x8d\x01\n" +
+	"\x05group\x18\x02 \x01(\v2\x14.sitebus.v1.GroupRefR\x05group\x12\x1b\n" +
+	"\tif_exists\x18\x03 \x01(\bR\bifExists\"\xa7\x01\n" +
 	"\x13ListMembersResponse\x12\x19\n" +
 	"\bgroup_id\x18\x01 \x01(\tR\agroupId\x12,\n" +
 	"\amembers\x18\x02 \x03(\v2\x12.sitebus.v1.MemberR\amembers\x12-\n" +
-	"\apending\x18\x03 \x03(\v2\x13.sitebus.v1.UserRefR\apendingB\xa1\x01\n" +
+	"\apending\x18\x03 \x03(\v2\x13.sitebus.v1.UserRefR\apending\x12\x18\n" +
+	"\amissing\x18\x04 \x01(\bR\amissingB\xa1\x01\n" +
 	"\x0ecom.sitebus.v1B\rKeycloakProtoP\x01Z7github.com/sitebus/sitebus/pkg/gen/sitebus/v1;sitebusv1\xa2\x02\x03SXX\xaa\x02\n" +
 	"Sitebus.V1\xca\x02\n" +
 	"Sitebus\\V1\xe2\x02\x16Sitebus\\V1\\GPBMetadata\xea\x02\vSitebus::V1b\x06proto3"
