@@ -106,17 +106,31 @@ var ErrMalformed = errors.New("malformed event")
 // Validate checks that body is a JSON object carrying the UUIDs objectType
 // needs. The error says exactly what is wrong, for the dead-letter reason.
 func Validate(objectType string, body []byte) error {
+	_, err := Inspect(objectType, body)
+	return err
+}
+
+// Inspect is Validate and OrderingKey in one reading of body: the bridge
+// needs both for every event it ingests, and decoding the JSON twice was a
+// tenth of its CPU time. The key is returned even when validation fails
+// (a parked event keeps its partition); it is "" when body is not a JSON
+// object.
+func Inspect(objectType string, body []byte) (key string, err error) {
 	req, ok := requiredUUIDs[objectType]
 	if !ok {
-		return fmt.Errorf("%w: unknown object type %q", ErrMalformed, objectType)
+		return "", fmt.Errorf("%w: unknown object type %q", ErrMalformed, objectType)
 	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(body, &fields); err != nil {
-		return fmt.Errorf("%w: %s body is not a JSON object: %v", ErrMalformed, objectType, err)
+		return "", fmt.Errorf("%w: %s body is not a JSON object: %v", ErrMalformed, objectType, err)
 	}
 	if fields == nil {
-		return fmt.Errorf("%w: %s body is null", ErrMalformed, objectType)
+		return "", fmt.Errorf("%w: %s body is null", ErrMalformed, objectType)
 	}
+	return keyOf(objectType, fields), validateFields(objectType, req, fields)
+}
+
+func validateFields(objectType string, req [][]string, fields map[string]json.RawMessage) error {
 	for _, alternatives := range req {
 		found := false
 		var bad []string
@@ -125,8 +139,7 @@ func Validate(objectType string, body []byte) error {
 			if !ok || string(raw) == "null" {
 				continue
 			}
-			var s string
-			if json.Unmarshal(raw, &s) != nil || !IsUUID(s) {
+			if s, ok := jsonString(raw); !ok || !IsUUID(s) {
 				bad = append(bad, fmt.Sprintf("%s=%s", f, truncate(string(raw), 80)))
 				continue
 			}
@@ -141,6 +154,20 @@ func Validate(objectType string, body []byte) error {
 		}
 	}
 	return nil
+}
+
+// jsonString is the string raw holds, if it holds one.
+func jsonString(raw json.RawMessage) (string, bool) {
+	// A UUID needs no escapes: take the bytes between the quotes as they
+	// are, and leave anything with a backslash to the decoder.
+	if n := len(raw); n >= 2 && raw[0] == '"' && raw[n-1] == '"' && !slices.Contains(raw[1:n-1], '\\') {
+		return string(raw[1 : n-1]), true
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return "", false
+	}
+	return s, true
 }
 
 func truncate(s string, n int) string {
@@ -189,23 +216,30 @@ var NonActionableOrderStates = []string{"done", "erred", "pending-consumer", "ca
 // events of one resource, "project:<hex>" for project-wide role changes.
 // "" when the body names none of them.
 func OrderingKey(objectType string, body []byte) string {
-	var f struct {
-		OrderUUID    string `json:"order_uuid"`
-		ResourceUUID string `json:"resource_uuid"`
-		ProjectUUID  string `json:"project_uuid"`
-	}
-	if json.Unmarshal(body, &f) != nil {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(body, &fields) != nil {
 		return ""
 	}
-	switch {
-	case objectType == Order && IsUUID(f.OrderUUID):
-		return "order:" + HexUUID(f.OrderUUID)
-	case objectType == Order:
+	return keyOf(objectType, fields)
+}
+
+// keyOf is OrderingKey of a decoded body.
+func keyOf(objectType string, fields map[string]json.RawMessage) string {
+	uuid := func(name string) (string, bool) {
+		s, ok := jsonString(fields[name])
+		return s, ok && IsUUID(s)
+	}
+	if objectType == Order {
+		if u, ok := uuid("order_uuid"); ok {
+			return "order:" + HexUUID(u)
+		}
 		return ""
-	case IsUUID(f.ResourceUUID):
-		return "resource:" + HexUUID(f.ResourceUUID)
-	case objectType == UserRole && IsUUID(f.ProjectUUID):
-		return "project:" + HexUUID(f.ProjectUUID)
+	}
+	if u, ok := uuid("resource_uuid"); ok {
+		return "resource:" + HexUUID(u)
+	}
+	if u, ok := uuid("project_uuid"); ok && objectType == UserRole {
+		return "project:" + HexUUID(u)
 	}
 	return ""
 }

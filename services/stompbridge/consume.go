@@ -257,7 +257,7 @@ func decode(offeringHex, objectType string, f Frame, received time.Time) (ev *si
 	// The subject's partition comes from the same key the publish puts in
 	// the ordering header, so consumers in cluster ordering keep one
 	// resource's events on one slot.
-	key = events.OrderingKey(ev.ObjectType, f.Body)
+	key, verr := events.Inspect(ev.ObjectType, f.Body)
 	subject, serr := bus.EventSubject(ev.OfferingUuid, ev.ObjectType, key)
 	if !events.Known(ev.ObjectType) {
 		if serr != nil {
@@ -268,10 +268,7 @@ func decode(offeringHex, objectType string, f Frame, received time.Time) (ev *si
 	if serr != nil {
 		return ev, "", key, serr
 	}
-	if err := events.Validate(ev.ObjectType, f.Body); err != nil {
-		return ev, subject, key, err
-	}
-	return ev, subject, key, nil
+	return ev, subject, key, verr
 }
 
 // parseDestination reads a subscription queue destination. Mastermind sends
