@@ -127,6 +127,8 @@ type PlannedAdoption struct {
 	// Object is the object's id as the backend names it (namespace,
 	// project name and id).
 	Object string
+	// BackendID is the id the resource led to, what Adopt takes.
+	BackendID string
 	// Resource is the Waldur resource whose id led to the object.
 	Resource Resource
 	// Action is PlanManaged, PlanAbsent, PlanAdopt or PlanRefuse.
@@ -184,6 +186,7 @@ func PlanAdoptions(ctx context.Context, b Backend, a Adopter, f ResourceFinder) 
 		if p.Object == "" {
 			p.Object = id
 		}
+		p.BackendID = id
 		if p.Resource.UUID == "" {
 			p.Resource = r
 		}

@@ -1,0 +1,227 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sitebus/sitebus/pkg/backend"
+	"github.com/sitebus/sitebus/pkg/waldur"
+	"github.com/sitebus/sitebus/services/app"
+)
+
+// migrateReport is what sitebus migrate found for one offering: what the
+// first changes and passes of sitebus would do to a site the Python agent
+// ran. Every part is the dry run of the code that makes the change
+// (backend.PlanAdoptions is the decision a change takes before it adopts).
+type migrateReport struct {
+	Offering string `json:"offering"`
+	Backend  string `json:"backend,omitempty"`
+	// Adoptions lists the objects of the offering's resources that
+	// sitebus does not mark yet: adopted (with the proof) or refused
+	// (with the reason). Objects already sitebus's are counted only.
+	Adoptions []adoptionEntry `json:"adoptions"`
+	Managed   int             `json:"already_managed"`
+	Absent    int             `json:"absent"`
+	// Errors are what could not be read or done; each needs a person.
+	Errors []string `json:"errors,omitempty"`
+}
+
+// adoptionEntry is one object sitebus would adopt or refuses.
+type adoptionEntry struct {
+	Object       string `json:"object"`
+	Resource     string `json:"resource"`
+	ResourceName string `json:"resource_name,omitempty"`
+	Action       string `json:"action"` // adopt, refuse
+	Proof        string `json:"proof,omitempty"`
+	Reason       string `json:"reason,omitempty"`
+	// Adopted is set by --apply once the object carries sitebus's mark.
+	Adopted bool `json:"adopted,omitempty"`
+}
+
+// needsPerson reports whether the offering has something sitebus will not
+// decide alone: a refused object (every change for its resource errs) or
+// a part that could not be planned.
+func (r *migrateReport) needsPerson() bool {
+	if len(r.Errors) > 0 {
+		return true
+	}
+	for _, a := range r.Adoptions {
+		if a.Action == backend.PlanRefuse {
+			return true
+		}
+	}
+	return false
+}
+
+func migrateCmd() *cobra.Command {
+	var (
+		path          string
+		apply, asJSON bool
+		timeout       time.Duration
+	)
+	c := &cobra.Command{
+		Use:   "migrate -c CONFIG [--apply] [--json]",
+		Short: "Show what sitebus would adopt, refuse and change on a site the Python agent ran; --apply adopts; exit 1 when something needs a person",
+		Long: `migrate reads, per offering, the Waldur resources and the objects the
+Python agent made for them, and prints what sitebus's first changes would do:
+the objects it would adopt (with the proof that they are the Python agent's
+for that resource) and those it refuses (with the reason). It changes
+nothing unless --apply, which adopts the objects listed as "adopt" the way
+the first change for their resource would. It exits 1 when something needs
+a person: a refused object, or a part it could not read.`,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			plan, err := app.LoadPlan(path)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+			defer cancel()
+			reports := runMigrate(ctx, plan, apply)
+			out := cmd.OutOrStdout()
+			if asJSON {
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(map[string]any{"applied": apply, "offerings": reports}); err != nil {
+					return err
+				}
+			} else {
+				printMigrate(out, reports, apply)
+			}
+			needs := 0
+			for i := range reports {
+				if reports[i].needsPerson() {
+					needs++
+				}
+			}
+			if needs > 0 {
+				return fmt.Errorf("%d offering(s) need a person: see the refusals and errors above", needs)
+			}
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.StringVarP(&path, "config", "c", "waldur-site-agent-config.yaml", "configuration file (the Python agent's format)")
+	f.BoolVar(&apply, "apply", false, "adopt the objects listed as adopt (nothing else is changed)")
+	f.BoolVar(&asJSON, "json", false, "print JSON instead of text")
+	f.DurationVar(&timeout, "timeout", 5*time.Minute, "bound of the whole run")
+	return c
+}
+
+// runMigrate plans (and with apply, adopts) every offering in file order.
+func runMigrate(ctx context.Context, plan *app.Plan, apply bool) []migrateReport {
+	out := make([]migrateReport, 0, len(plan.Offerings))
+	for i := range plan.Offerings {
+		op := &plan.Offerings[i]
+		r := migrateReport{Offering: fmt.Sprintf("%s (%s)", op.Config.Name, op.Config.OfferingUUIDHex()),
+			Backend: op.Config.OrderProcessingBackend}
+		if err := migrateOffering(ctx, op, apply, &r); err != nil {
+			r.Errors = append(r.Errors, err.Error())
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// migrateOffering builds the offering's order backend as run does, with
+// the Waldur resources it proves ownership with, and plans its adoptions.
+func migrateOffering(ctx context.Context, op *app.OfferingPlan, apply bool, r *migrateReport) error {
+	name := op.Config.OrderProcessingBackend
+	if name == "" {
+		return nil // no objects: nothing to adopt
+	}
+	wcfg := op.Waldur
+	wcfg.Logger = slog.New(slog.DiscardHandler)
+	w, err := waldur.New(wcfg)
+	if err != nil {
+		return err
+	}
+	finder := app.WaldurResources(w, op.Config.WaldurOfferingUUID)
+	b, err := op.NewBackend(name, app.BackendOptions{Logger: slog.New(slog.DiscardHandler), Resources: finder})
+	if err != nil {
+		return err
+	}
+	return planAdoptions(ctx, b, finder, apply, r)
+}
+
+// planAdoptions fills r with b's adoption plan and, with apply, adopts.
+// A backend that makes no objects of its own to adopt (rancher-cluster's
+// sagas) has no plan.
+func planAdoptions(ctx context.Context, b backend.Backend, f backend.ResourceFinder, apply bool, r *migrateReport) error {
+	a, ok := b.(backend.Adopter)
+	if !ok {
+		return nil
+	}
+	plan, err := backend.PlanAdoptions(ctx, b, a, f)
+	if err != nil {
+		return err
+	}
+	for _, p := range plan {
+		switch p.Action {
+		case backend.PlanManaged:
+			r.Managed++
+			continue
+		case backend.PlanAbsent:
+			r.Absent++
+			continue
+		}
+		e := adoptionEntry{Object: p.Object, Resource: p.Resource.UUID, ResourceName: p.Resource.Name,
+			Action: p.Action, Proof: p.Proof, Reason: p.Reason}
+		if apply && p.Action == backend.PlanAdopt {
+			if err := a.Adopt(ctx, p.BackendID); err != nil {
+				r.Errors = append(r.Errors, fmt.Sprintf("adopt %s: %v", p.Object, err))
+			} else {
+				e.Adopted = true
+			}
+		}
+		r.Adoptions = append(r.Adoptions, e)
+	}
+	return nil
+}
+
+func printMigrate(out io.Writer, reports []migrateReport, applied bool) {
+	for i := range reports {
+		r := &reports[i]
+		fmt.Fprintf(out, "offering %s", r.Offering)
+		if r.Backend != "" {
+			fmt.Fprintf(out, ", backend %s", r.Backend)
+		}
+		fmt.Fprintln(out)
+		adopt, refuse := 0, 0
+		for _, a := range r.Adoptions {
+			switch a.Action {
+			case backend.PlanAdopt:
+				adopt++
+				verb := "would adopt"
+				if a.Adopted {
+					verb = "adopted"
+				}
+				fmt.Fprintf(out, "  %s %s for resource %s: %s\n", verb, a.Object, resourceLabel(a), a.Proof)
+			case backend.PlanRefuse:
+				refuse++
+				fmt.Fprintf(out, "  REFUSES %s (resource %s): %s; every change for the resource errs until a person decides\n",
+					a.Object, resourceLabel(a), a.Reason)
+			}
+		}
+		fmt.Fprintf(out, "  adoption: %d to adopt, %d refused, %d already sitebus's, %d resource(s) without an object\n",
+			adopt, refuse, r.Managed, r.Absent)
+		for _, e := range r.Errors {
+			fmt.Fprintf(out, "  ERROR %s\n", e)
+		}
+	}
+	if !applied {
+		fmt.Fprintln(out, "nothing was changed; --apply adopts the objects listed as to adopt")
+	}
+}
+
+func resourceLabel(a adoptionEntry) string {
+	if a.ResourceName == "" {
+		return a.Resource
+	}
+	return fmt.Sprintf("%s (%s)", a.ResourceName, a.Resource)
+}
