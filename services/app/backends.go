@@ -136,11 +136,8 @@ func (d *deps) membershipOfferings() ([]membership.Offering, error) {
 func (d *deps) quotaOfferings() ([]quota.Offering, error) {
 	var out []quota.Offering
 	for i, o := range d.offerings {
-		name := o.Config.OrderProcessingBackend
+		name := d.plan.Offerings[i].ObjectBackend()
 		if name == "" {
-			name = o.Config.MembershipSyncBackend
-		}
-		if name == "" || clusterBackend(name) {
 			continue
 		}
 		b, err := d.backends.get(i, name)

@@ -6,13 +6,18 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/sitebus/sitebus/pkg/backend"
+	"github.com/sitebus/sitebus/pkg/backend/rancher"
 	"github.com/sitebus/sitebus/pkg/waldur"
 	"github.com/sitebus/sitebus/services/app"
+	"github.com/sitebus/sitebus/services/quota"
 )
 
 // migrateReport is what sitebus migrate found for one offering: what the
@@ -28,6 +33,13 @@ type migrateReport struct {
 	Adoptions []adoptionEntry `json:"adoptions"`
 	Managed   int             `json:"already_managed"`
 	Absent    int             `json:"absent"`
+	// Quota are the changes of status the first flag pass would make
+	// (quota.Limits.PlanFlags): a paused resource whose object is active
+	// drops to zero quota.
+	Quota []quota.FlagChange `json:"quota_changes"`
+	// UsageBasis says how the usage reported differs from the Python
+	// agent's, when it does.
+	UsageBasis string `json:"usage_basis,omitempty"`
 	// Errors are what could not be read or done; each needs a person.
 	Errors []string `json:"errors,omitempty"`
 }
@@ -118,36 +130,57 @@ func runMigrate(ctx context.Context, plan *app.Plan, apply bool) []migrateReport
 	out := make([]migrateReport, 0, len(plan.Offerings))
 	for i := range plan.Offerings {
 		op := &plan.Offerings[i]
-		r := migrateReport{Offering: fmt.Sprintf("%s (%s)", op.Config.Name, op.Config.OfferingUUIDHex()),
-			Backend: op.Config.OrderProcessingBackend}
-		if err := migrateOffering(ctx, op, apply, &r); err != nil {
-			r.Errors = append(r.Errors, err.Error())
-		}
+		r := migrateReport{Offering: fmt.Sprintf("%s (%s)", op.Config.Name, op.Config.OfferingUUIDHex())}
+		migrateOffering(ctx, op, apply, &r)
 		out = append(out, r)
 	}
 	return out
 }
 
-// migrateOffering builds the offering's order backend as run does, with
-// the Waldur resources it proves ownership with, and plans its adoptions.
-func migrateOffering(ctx context.Context, op *app.OfferingPlan, apply bool, r *migrateReport) error {
-	name := op.Config.OrderProcessingBackend
+// migrateOffering builds the offering's backend as run does, with the
+// Waldur resources it proves ownership with, and fills r with the dry
+// run of each part; a part that fails is an error in r, the others still
+// run.
+func migrateOffering(ctx context.Context, op *app.OfferingPlan, apply bool, r *migrateReport) {
+	name := op.ObjectBackend()
 	if name == "" {
-		return nil // no objects: nothing to adopt
+		return // no objects of a backend.Backend: nothing to adopt or flag
 	}
+	r.Backend = name
+	fail := func(part string, err error) { r.Errors = append(r.Errors, part+": "+err.Error()) }
+	discard := slog.New(slog.DiscardHandler)
 	wcfg := op.Waldur
-	wcfg.Logger = slog.New(slog.DiscardHandler)
+	wcfg.Logger = discard
 	w, err := waldur.New(wcfg)
 	if err != nil {
-		return err
+		fail("waldur", err)
+		return
 	}
 	finder := app.WaldurResources(w, op.Config.WaldurOfferingUUID)
-	b, err := op.NewBackend(name, app.BackendOptions{Logger: slog.New(slog.DiscardHandler), Resources: finder})
+	b, err := op.NewBackend(name, app.BackendOptions{Logger: discard, Resources: finder})
 	if err != nil {
-		return err
+		fail("backend", err)
+		return
 	}
-	return planAdoptions(ctx, b, finder, apply, r)
+	if err := planAdoptions(ctx, b, finder, apply, r); err != nil {
+		fail("adoption", err)
+	}
+	limits, err := quota.NewLimits([]quota.Offering{{Config: op.Config, Waldur: w, Backend: b}}, discard, nil)
+	if err == nil {
+		r.Quota, err = limits.PlanFlags(ctx, op.Config.OfferingUUIDHex())
+	}
+	if err != nil {
+		fail("quota flags", err)
+	}
+	if op.Config.ReportingBackend == rancher.Type {
+		r.UsageBasis = rancherUsageBasis
+	}
 }
+
+// rancherUsageBasis is the one usage difference a switching Rancher site
+// meets (README, "Compatibility with the Python agent").
+const rancherUsageBasis = "sitebus reports the sum of container requests in the project's namespaces; the Python agent reported the quota's status.used of limits. " +
+	"In the month of the switch a figure lower than the agent's last one is refused as an anomaly (usage anomaly log, sitebus_usage_anomalies_total) until the next month."
 
 // planAdoptions fills r with b's adoption plan and, with apply, adopts.
 // A backend that makes no objects of its own to adopt (rancher-cluster's
@@ -210,6 +243,15 @@ func printMigrate(out io.Writer, reports []migrateReport, applied bool) {
 		}
 		fmt.Fprintf(out, "  adoption: %d to adopt, %d refused, %d already sitebus's, %d resource(s) without an object\n",
 			adopt, refuse, r.Managed, r.Absent)
+		for _, q := range r.Quota {
+			fmt.Fprintf(out, "  quota: would %s %s for resource %s: %s -> %s%s\n", q.Action, q.BackendID, q.Resource, q.From, q.To, limitsBefore(q))
+		}
+		if r.Backend != "" {
+			fmt.Fprintf(out, "  quota: %d flag change(s)\n", len(r.Quota))
+		}
+		if r.UsageBasis != "" {
+			fmt.Fprintf(out, "  usage: %s\n", r.UsageBasis)
+		}
 		for _, e := range r.Errors {
 			fmt.Fprintf(out, "  ERROR %s\n", e)
 		}
@@ -217,6 +259,18 @@ func printMigrate(out io.Writer, reports []migrateReport, applied bool) {
 	if !applied {
 		fmt.Fprintln(out, "nothing was changed; --apply adopts the objects listed as to adopt")
 	}
+}
+
+// limitsBefore says what a change of status takes away or gives back.
+func limitsBefore(q quota.FlagChange) string {
+	if len(q.Limits) == 0 {
+		return ""
+	}
+	parts := make([]string, 0, len(q.Limits))
+	for _, k := range slices.Sorted(maps.Keys(q.Limits)) {
+		parts = append(parts, fmt.Sprintf("%s=%g", k, q.Limits[k]))
+	}
+	return " (limits now " + strings.Join(parts, " ") + ")"
 }
 
 func resourceLabel(a adoptionEntry) string {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/sitebus/sitebus/pkg/backend"
+	"github.com/sitebus/sitebus/services/quota"
 )
 
 // adoptingBackend is a backend whose objects are plans: the adoption
@@ -134,12 +135,18 @@ func TestMigrateTextNamesTheProofAndTheReason(t *testing.T) {
 			{Object: "ns-alpha", Resource: "r1", ResourceName: "alpha", Action: backend.PlanAdopt, Proof: "resource r1 names it"},
 			{Object: "ns-beta", Resource: "r2", Action: backend.PlanRefuse, Reason: "another owner"},
 		},
+		Quota: []quota.FlagChange{{Resource: "r1", BackendID: "ns-alpha", Action: "pause", From: backend.StatusActive, To: backend.StatusPaused,
+			Limits: map[string]float64{"ram": 4, "cpu": 2}}},
+		UsageBasis: rancherUsageBasis,
 	}}, false)
 	for _, want := range []string{
 		"offering k8s (7f3a), backend k8s-ut-namespace",
 		"would adopt ns-alpha for resource alpha (r1): resource r1 names it",
 		"REFUSES ns-beta (resource r2): another owner",
 		"1 to adopt, 1 refused, 1 already sitebus's",
+		"quota: would pause ns-alpha for resource r1: active -> paused (limits now cpu=2 ram=4)",
+		"quota: 1 flag change(s)",
+		"usage: sitebus reports the sum of container requests",
 		"nothing was changed",
 	} {
 		if !strings.Contains(out.String(), want) {
