@@ -7,6 +7,7 @@ import (
 	"github.com/sitebus/sitebus/pkg/backend"
 	"github.com/sitebus/sitebus/pkg/backend/managedns"
 	"github.com/sitebus/sitebus/pkg/backend/okd"
+	"github.com/sitebus/sitebus/pkg/config"
 	"github.com/sitebus/sitebus/pkg/contract"
 	"github.com/sitebus/sitebus/pkg/openstack"
 	"github.com/sitebus/sitebus/pkg/telemetry"
@@ -116,18 +117,26 @@ func (d *deps) membershipOfferings() ([]membership.Offering, error) {
 		if err != nil {
 			return nil, err
 		}
-		mo := membership.Offering{Config: o.Config, Waldur: o.Waldur, Backend: b, Groups: accessGroups(b), ProjectGroups: projectGroups(b)}
-		if byID, ok := usersByID(b); ok {
-			mo.UsersByID = byID
-		}
-		if mns, ok := b.(*managedns.Backend); ok {
-			st := mns.Settings()
-			mo.RoleMapping, mo.DefaultRole, mo.UsersByID = st.RoleMapping, st.DefaultRole, st.KeycloakUseUserID
-			mo.SyncUsersToCR, mo.IdentityField, mo.IdentityLowercase = st.SyncUsersToCR, st.CRUserIdentityField, st.CRUserIdentityLowercase
-		}
-		out = append(out, mo)
+		out = append(out, MembershipOffering(o.Config, o.Waldur, b))
 	}
 	return out, nil
+}
+
+// MembershipOffering is how the membership service sees an offering
+// whose membership_sync_backend is b: its access groups, role mapping and
+// user identity, from b's settings. run and sitebus migrate both build it
+// here, so migrate's plan is the pass's.
+func MembershipOffering(cfg *config.Offering, w membership.Waldur, b backend.Backend) membership.Offering {
+	mo := membership.Offering{Config: cfg, Waldur: w, Backend: b, Groups: accessGroups(b), ProjectGroups: projectGroups(b)}
+	if byID, ok := usersByID(b); ok {
+		mo.UsersByID = byID
+	}
+	if mns, ok := b.(*managedns.Backend); ok {
+		st := mns.Settings()
+		mo.RoleMapping, mo.DefaultRole, mo.UsersByID = st.RoleMapping, st.DefaultRole, st.KeycloakUseUserID
+		mo.SyncUsersToCR, mo.IdentityField, mo.IdentityLowercase = st.SyncUsersToCR, st.CRUserIdentityField, st.CRUserIdentityLowercase
+	}
+	return mo
 }
 
 // quotaOfferings are the offerings whose limits and flags sitebus manages:

@@ -15,8 +15,11 @@ import (
 
 	"github.com/sitebus/sitebus/pkg/backend"
 	"github.com/sitebus/sitebus/pkg/backend/rancher"
+	"github.com/sitebus/sitebus/pkg/backend/ranchercluster"
+	"github.com/sitebus/sitebus/pkg/keycloak"
 	"github.com/sitebus/sitebus/pkg/waldur"
 	"github.com/sitebus/sitebus/services/app"
+	"github.com/sitebus/sitebus/services/membership"
 	"github.com/sitebus/sitebus/services/quota"
 )
 
@@ -37,6 +40,11 @@ type migrateReport struct {
 	// (quota.Limits.PlanFlags): a paused resource whose object is active
 	// drops to zero quota.
 	Quota []quota.FlagChange `json:"quota_changes"`
+	// Membership are the moves of the first membership pass
+	// (membership.Service.Plan against Keycloak's members), Groups the
+	// groups it would make or refuses.
+	Membership []membershipMove `json:"membership_moves"`
+	Groups     []groupChange    `json:"groups"`
 	// UsageBasis says how the usage reported differs from the Python
 	// agent's, when it does.
 	UsageBasis string `json:"usage_basis,omitempty"`
@@ -65,6 +73,11 @@ func (r *migrateReport) needsPerson() bool {
 	}
 	for _, a := range r.Adoptions {
 		if a.Action == backend.PlanRefuse {
+			return true
+		}
+	}
+	for _, g := range r.Groups {
+		if g.Action == "refuse" {
 			return true
 		}
 	}
@@ -172,9 +185,49 @@ func migrateOffering(ctx context.Context, op *app.OfferingPlan, apply bool, r *m
 	if err != nil {
 		fail("quota flags", err)
 	}
+	if err := planMembership(ctx, op, w, b, r); err != nil {
+		fail("membership", err)
+	}
 	if op.Config.ReportingBackend == rancher.Type {
 		r.UsageBasis = rancherUsageBasis
 	}
+}
+
+// planMembership fills r with the moves of the first membership pass of
+// an offering whose membership_sync_backend has Keycloak groups.
+func planMembership(ctx context.Context, op *app.OfferingPlan, w *waldur.Client, objects backend.Backend, r *migrateReport) error {
+	name := op.Config.MembershipSyncBackend
+	if name == "" || op.Keycloak == nil || name == ranchercluster.Type {
+		return nil
+	}
+	discard := slog.New(slog.DiscardHandler)
+	b := objects
+	if name != r.Backend {
+		var err error
+		if b, err = op.NewBackend(name, app.BackendOptions{Logger: discard, Resources: app.WaldurResources(w, op.Config.WaldurOfferingUUID)}); err != nil {
+			return err
+		}
+	}
+	mo := app.MembershipOffering(op.Config, w, b)
+	if mo.Groups == nil && mo.ProjectGroups == nil {
+		return nil // no Keycloak groups (OKD binds users itself)
+	}
+	svc, err := membership.New(nil, membership.Config{Offerings: []membership.Offering{mo}, Logger: discard})
+	if err != nil {
+		return err
+	}
+	plan, err := svc.Plan(ctx, op.Config.OfferingUUIDHex())
+	if err != nil {
+		return err
+	}
+	kcfg := *op.Keycloak
+	kcfg.Logger = discard
+	kc, err := keycloak.New(kcfg)
+	if err != nil {
+		return err
+	}
+	r.Membership, r.Groups, err = membershipMoves(ctx, kc, plan)
+	return err
 }
 
 // rancherUsageBasis is the one usage difference a switching Rancher site
@@ -248,6 +301,26 @@ func printMigrate(out io.Writer, reports []migrateReport, applied bool) {
 		}
 		if r.Backend != "" {
 			fmt.Fprintf(out, "  quota: %d flag change(s)\n", len(r.Quota))
+		}
+		for _, m := range r.Membership {
+			switch {
+			case m.Pending:
+				fmt.Fprintf(out, "  membership: %s into %s when Keycloak has the user (resource %s)\n", m.User, m.To, m.Resource)
+			case m.From == "":
+				fmt.Fprintf(out, "  membership: add %s to %s (resource %s)\n", m.User, m.To, m.Resource)
+			case m.To == "":
+				fmt.Fprintf(out, "  membership: remove %s from %s (resource %s)\n", m.User, m.From, m.Resource)
+			default:
+				fmt.Fprintf(out, "  membership: move %s from %s to %s (resource %s)\n", m.User, m.From, m.To, m.Resource)
+			}
+		}
+		for _, g := range r.Groups {
+			switch g.Action {
+			case "refuse":
+				fmt.Fprintf(out, "  REFUSES group %s (resource %s): %s\n", g.Group, g.Resource, g.Reason)
+			default:
+				fmt.Fprintf(out, "  group: would %s %s with %d member(s) (resource %s): %s\n", g.Action, g.Group, g.Members, g.Resource, g.Reason)
+			}
 		}
 		if r.UsageBasis != "" {
 			fmt.Fprintf(out, "  usage: %s\n", r.UsageBasis)
