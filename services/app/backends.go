@@ -163,36 +163,51 @@ func (d *deps) quotaOfferings() ([]quota.Offering, error) {
 func (d *deps) keycloakOfferings() ([]keycloaksync.Offering, error) {
 	var out []keycloaksync.Offering
 	for i, o := range d.offerings {
-		op := d.plan.Offerings[i]
-		if op.Keycloak == nil {
+		op := &d.plan.Offerings[i]
+		ko, ok, err := KeycloakOffering(op, o.Waldur, func(name string) (backend.Backend, error) { return d.backends.get(i, name) })
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
 			continue
 		}
-		kc := *op.Keycloak
-		kc.Logger = d.log.With("offering", o.Config.Name)
-		kc.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		ko.Keycloak.Logger = d.log.With("offering", o.Config.Name)
+		ko.Keycloak.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
 			return telemetry.InstrumentTransport(rt, "keycloak", d.reg, d.tp)
-		}
-		ko := keycloaksync.Offering{Config: o.Config, Waldur: o.Waldur, Keycloak: kc}
-		name := o.Config.OrderProcessingBackend
-		if name == "" {
-			name = o.Config.MembershipSyncBackend
-		}
-		switch {
-		case name == "":
-		case clusterBackend(name):
-			ko.Names = clusterGroupNames
-		default:
-			b, err := d.backends.get(i, name)
-			if err != nil {
-				return nil, err
-			}
-			if names, bindings := rancherGroupNames(b); names != nil {
-				ko.Names, ko.Bindings = names, bindings
-			}
 		}
 		out = append(out, ko)
 	}
 	return out, nil
+}
+
+// KeycloakOffering is how keycloak-sync sees an offering (ok false when
+// its Keycloak is not enabled): the groups its resources use and, for
+// Rancher, their bindings, for the leftover cleanup. backendFor builds the
+// offering's backend of a name. run and sitebus migrate both build it
+// here, so migrate's cleanup plan is the cleanup's.
+func KeycloakOffering(op *OfferingPlan, w keycloaksync.Waldur, backendFor func(name string) (backend.Backend, error)) (keycloaksync.Offering, bool, error) {
+	if op.Keycloak == nil {
+		return keycloaksync.Offering{}, false, nil
+	}
+	ko := keycloaksync.Offering{Config: op.Config, Waldur: w, Keycloak: *op.Keycloak}
+	name := op.Config.OrderProcessingBackend
+	if name == "" {
+		name = op.Config.MembershipSyncBackend
+	}
+	switch {
+	case name == "":
+	case clusterBackend(name):
+		ko.Names = clusterGroupNames
+	default:
+		b, err := backendFor(name)
+		if err != nil {
+			return keycloaksync.Offering{}, false, err
+		}
+		if names, bindings := rancherGroupNames(b); names != nil {
+			ko.Names, ko.Bindings = names, bindings
+		}
+	}
+	return ko, true, nil
 }
 
 // usageOfferings are the offerings with a reporting_backend (the Python

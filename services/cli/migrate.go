@@ -19,6 +19,7 @@ import (
 	"github.com/sitebus/sitebus/pkg/keycloak"
 	"github.com/sitebus/sitebus/pkg/waldur"
 	"github.com/sitebus/sitebus/services/app"
+	"github.com/sitebus/sitebus/services/keycloaksync"
 	"github.com/sitebus/sitebus/services/membership"
 	"github.com/sitebus/sitebus/services/quota"
 )
@@ -45,6 +46,12 @@ type migrateReport struct {
 	// groups it would make or refuses.
 	Membership []membershipMove `json:"membership_moves"`
 	Groups     []groupChange    `json:"groups"`
+	// Cleanup are the groups the Keycloak leftover cleanup would adopt
+	// (the Python agent's, named by a live resource) and delete (this
+	// deployment's, named by none); CleanupNote says why it would skip a
+	// realm (then it deletes nothing there).
+	Cleanup     []keycloaksync.GroupCleanup `json:"keycloak_cleanup"`
+	CleanupNote string                      `json:"keycloak_cleanup_skipped,omitempty"`
 	// UsageBasis says how the usage reported differs from the Python
 	// agent's, when it does.
 	UsageBasis string `json:"usage_basis,omitempty"`
@@ -147,7 +154,63 @@ func runMigrate(ctx context.Context, plan *app.Plan, apply bool) []migrateReport
 		migrateOffering(ctx, op, apply, &r)
 		out = append(out, r)
 	}
+	planCleanup(ctx, plan, out)
 	return out
+}
+
+// planCleanup adds to each offering's report what the Keycloak leftover
+// cleanup would adopt and delete (keycloaksync.Service.PlanCleanup over
+// every Keycloak-enabled offering of the config, as run's keycloak-sync
+// sees them: a realm's cleanup considers all of them at once).
+func planCleanup(ctx context.Context, plan *app.Plan, reports []migrateReport) {
+	discard := slog.New(slog.DiscardHandler)
+	var offerings []keycloaksync.Offering
+	byHex := map[string]*migrateReport{}
+	for i := range plan.Offerings {
+		op := &plan.Offerings[i]
+		r := &reports[i]
+		byHex[op.Config.OfferingUUIDHex()] = r
+		wcfg := op.Waldur
+		wcfg.Logger = discard
+		w, err := waldur.New(wcfg)
+		if err != nil {
+			continue // already an error of the offering
+		}
+		ko, ok, err := app.KeycloakOffering(op, w, func(name string) (backend.Backend, error) {
+			return op.NewBackend(name, app.BackendOptions{Logger: discard})
+		})
+		if err != nil {
+			r.Errors = append(r.Errors, "keycloak cleanup: "+err.Error())
+			continue
+		}
+		if ok {
+			ko.Keycloak.Logger = discard
+			offerings = append(offerings, ko)
+		}
+	}
+	if len(offerings) == 0 {
+		return
+	}
+	kc, err := keycloaksync.New(nil, keycloaksync.Config{Offerings: offerings, Logger: discard})
+	if err != nil {
+		for _, o := range offerings {
+			r := byHex[o.Config.OfferingUUIDHex()]
+			r.Errors = append(r.Errors, "keycloak cleanup: "+err.Error())
+		}
+		return
+	}
+	changes, skipped := kc.PlanCleanup(ctx)
+	for _, c := range changes {
+		if r := byHex[c.Offering]; r != nil {
+			r.Cleanup = append(r.Cleanup, c)
+		}
+	}
+	if skipped != nil {
+		for _, o := range offerings {
+			r := byHex[o.Config.OfferingUUIDHex()]
+			r.CleanupNote = skipped.Error()
+		}
+	}
 }
 
 // migrateOffering builds the offering's backend as run does, with the
@@ -321,6 +384,17 @@ func printMigrate(out io.Writer, reports []migrateReport, applied bool) {
 			default:
 				fmt.Fprintf(out, "  group: would %s %s with %d member(s) (resource %s): %s\n", g.Action, g.Group, g.Members, g.Resource, g.Reason)
 			}
+		}
+		for _, c := range r.Cleanup {
+			switch c.Action {
+			case keycloaksync.CleanupAdopt:
+				fmt.Fprintf(out, "  keycloak: the cleanup would adopt group %s (realm %s): a live resource of this offering names it\n", c.Group, c.Realm)
+			default:
+				fmt.Fprintf(out, "  keycloak: the cleanup would delete group %s (realm %s): no live resource of this offering names it\n", c.Group, c.Realm)
+			}
+		}
+		if r.CleanupNote != "" {
+			fmt.Fprintf(out, "  keycloak: %s\n", r.CleanupNote)
 		}
 		if r.UsageBasis != "" {
 			fmt.Fprintf(out, "  usage: %s\n", r.UsageBasis)

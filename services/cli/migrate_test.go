@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/sitebus/sitebus/pkg/backend"
+	"github.com/sitebus/sitebus/services/keycloaksync"
 	"github.com/sitebus/sitebus/services/quota"
 )
 
@@ -138,6 +139,9 @@ func TestMigrateTextNamesTheProofAndTheReason(t *testing.T) {
 		Quota: []quota.FlagChange{{Resource: "r1", BackendID: "ns-alpha", Action: "pause", From: backend.StatusActive, To: backend.StatusPaused,
 			Limits: map[string]float64{"ram": 4, "cpu": 2}}},
 		UsageBasis: rancherUsageBasis,
+		Membership: []membershipMove{{Resource: "r1", User: "alice", From: "ns_alpha_readonly", To: "ns_alpha_admin"}},
+		Groups:     []groupChange{{Resource: "r1", Group: "ns_alpha_readwrite", Action: "create", Members: 1, Reason: "missing"}},
+		Cleanup:    []keycloaksync.GroupCleanup{{Realm: "site", Group: "/ns_gone_admin", Action: keycloaksync.CleanupDelete}},
 	}}, false)
 	for _, want := range []string{
 		"offering k8s (7f3a), backend k8s-ut-namespace",
@@ -147,6 +151,9 @@ func TestMigrateTextNamesTheProofAndTheReason(t *testing.T) {
 		"quota: would pause ns-alpha for resource r1: active -> paused (limits now cpu=2 ram=4)",
 		"quota: 1 flag change(s)",
 		"usage: sitebus reports the sum of container requests",
+		"membership: move alice from ns_alpha_readonly to ns_alpha_admin (resource r1)",
+		"group: would create ns_alpha_readwrite with 1 member(s) (resource r1): missing",
+		"keycloak: the cleanup would delete group /ns_gone_admin (realm site)",
 		"nothing was changed",
 	} {
 		if !strings.Contains(out.String(), want) {
