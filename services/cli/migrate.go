@@ -150,7 +150,10 @@ func runMigrate(ctx context.Context, plan *app.Plan, apply bool) []migrateReport
 	out := make([]migrateReport, 0, len(plan.Offerings))
 	for i := range plan.Offerings {
 		op := &plan.Offerings[i]
-		r := migrateReport{Offering: fmt.Sprintf("%s (%s)", op.Config.Name, op.Config.OfferingUUIDHex())}
+		// Empty lists, not null, in --json: "nothing" is an answer.
+		r := migrateReport{Offering: fmt.Sprintf("%s (%s)", op.Config.Name, op.Config.OfferingUUIDHex()),
+			Adoptions: []adoptionEntry{}, Quota: []quota.FlagChange{}, Membership: []membershipMove{}, Groups: []groupChange{},
+			Cleanup: []keycloaksync.GroupCleanup{}}
 		migrateOffering(ctx, op, apply, &r)
 		out = append(out, r)
 	}

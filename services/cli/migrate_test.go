@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -158,6 +159,31 @@ func TestMigrateTextNamesTheProofAndTheReason(t *testing.T) {
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+// A part migrate cannot read is an error on the offering's report (text
+// and JSON), makes it exit 1, and prints no secret.
+func TestMigrateCommandReportsWhatItCannotRead(t *testing.T) {
+	path := writeConfig(t,
+		"offerings:",
+		"  - name: bare",
+		"    waldur_api_url: http://127.0.0.1:9/api/",
+		"    waldur_api_token: "+secretToken,
+		"    waldur_offering_uuid: 7f3a1c2e-9b4d-4e8f-a1b2-c3d4e5f6a7b8",
+		"    backend_type: k8s-ut-namespace",
+		"    order_processing_backend: k8s-ut-namespace",
+		"    backend_settings:",
+		"      kubeconfig_path: "+filepath.Join(t.TempDir(), "missing"),
+	)
+	for _, args := range [][]string{{}, {"--json"}} {
+		out, _, err := execute(t, append([]string{"migrate", "-c", path}, args...)...)
+		if err == nil || !strings.Contains(err.Error(), "need a person") {
+			t.Errorf("migrate %v: err = %v, want exit 1 for a person", args, err)
+		}
+		if !strings.Contains(out, "kubeconfig_path") || strings.Contains(out, secretToken) {
+			t.Errorf("migrate %v output, want the backend error and no token:\n%s", args, out)
 		}
 	}
 }
