@@ -105,3 +105,93 @@ func AdoptionsCounter(reg prometheus.Registerer) *prometheus.CounterVec {
 		Help: "Objects without sitebus's mark met by a change, by backend and outcome (adopted: the Python agent's for a Waldur resource, now marked; refused: left untouched).",
 	}, []string{"backend", "outcome"}))
 }
+
+// What the first change for a resource would do with its object
+// (PlannedAdoption.Action).
+const (
+	// PlanManaged: the object carries sitebus's mark; nothing to adopt.
+	PlanManaged = "managed"
+	// PlanAbsent: there is no object of the resource's id.
+	PlanAbsent = "absent"
+	// PlanAdopt: the object is the Python agent's for the resource and
+	// would be marked as sitebus's.
+	PlanAdopt = "adopt"
+	// PlanRefuse: the object lacks sitebus's mark and no proof makes it
+	// the resource's; every change errs until a person decides.
+	PlanRefuse = "refuse"
+)
+
+// PlannedAdoption is the decision a change makes on one object, made
+// without changing it (the dry run of adoption: sitebus migrate).
+type PlannedAdoption struct {
+	// Object is the object's id as the backend names it (namespace,
+	// project name and id).
+	Object string
+	// BackendID is the id the resource led to, what Adopt takes.
+	BackendID string
+	// Resource is the Waldur resource whose id led to the object.
+	Resource Resource
+	// Action is PlanManaged, PlanAbsent, PlanAdopt or PlanRefuse.
+	Action string
+	// Proof (PlanAdopt) or Reason (PlanRefuse), as the log and the
+	// order's error say them.
+	Proof, Reason string
+}
+
+// Adopter is implemented by the backends that adopt the Python agent's
+// objects. PlanAdoption reads the object of backendID and decides as a
+// change would (the same decideAdoption) without marking it; Adopt marks
+// it through the very path a change takes first (an adopted object is
+// marked, a refused one errs ErrNotManaged).
+type Adopter interface {
+	PlanAdoption(ctx context.Context, backendID string) (PlannedAdoption, error)
+	Adopt(ctx context.Context, backendID string) error
+}
+
+// Planned is the outcome of deciding d on object: adopt or refuse.
+func Planned(object string, d Adoption) PlannedAdoption {
+	if d.Adopt {
+		return PlannedAdoption{Object: object, Resource: d.Resource, Action: PlanAdopt, Proof: d.Proof}
+	}
+	return PlannedAdoption{Object: object, Action: PlanRefuse, Reason: d.Reason}
+}
+
+// PlanAdoptions is the adoption plan of one offering: for each live Waldur
+// resource of the offering (f), the object of its backend_id (else of the
+// id the backend computes for it) and what the first change for it would
+// do. An object several resources lead to is listed once. The plan is
+// sorted by object.
+func PlanAdoptions(ctx context.Context, b Backend, a Adopter, f ResourceFinder) ([]PlannedAdoption, error) {
+	resources, err := f.Resources(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list the offering's Waldur resources: %w", err)
+	}
+	seen := map[string]bool{}
+	var out []PlannedAdoption
+	for _, r := range resources {
+		id := r.BackendID
+		if id == "" {
+			if id, err = b.BackendID(r); err != nil {
+				continue // a name that cannot be valid has no object
+			}
+		}
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		p, err := a.PlanAdoption(ctx, id)
+		if err != nil {
+			return nil, fmt.Errorf("resource %s (%s): %w", r.UUID, id, err)
+		}
+		if p.Object == "" {
+			p.Object = id
+		}
+		p.BackendID = id
+		if p.Resource.UUID == "" {
+			p.Resource = r
+		}
+		out = append(out, p)
+	}
+	slices.SortFunc(out, func(x, y PlannedAdoption) int { return strings.Compare(x.Object, y.Object) })
+	return out, nil
+}

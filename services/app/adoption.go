@@ -58,3 +58,10 @@ func toBackend(res []waldur.Resource) []backend.Resource {
 	}
 	return out
 }
+
+// WaldurResources is the offering's live resources in Waldur (w), the
+// ResourceFinder the backends of run adopt with; sitebus migrate builds
+// its backends with it, so its plan is made from the same resources.
+func WaldurResources(w ResourceLister, offeringUUID string) backend.ResourceFinder {
+	return waldurResources{w: w, offering: offeringUUID}
+}

@@ -7,6 +7,7 @@ import (
 	"github.com/sitebus/sitebus/pkg/backend"
 	"github.com/sitebus/sitebus/pkg/backend/managedns"
 	"github.com/sitebus/sitebus/pkg/backend/okd"
+	"github.com/sitebus/sitebus/pkg/config"
 	"github.com/sitebus/sitebus/pkg/contract"
 	"github.com/sitebus/sitebus/pkg/openstack"
 	"github.com/sitebus/sitebus/pkg/telemetry"
@@ -116,18 +117,26 @@ func (d *deps) membershipOfferings() ([]membership.Offering, error) {
 		if err != nil {
 			return nil, err
 		}
-		mo := membership.Offering{Config: o.Config, Waldur: o.Waldur, Backend: b, Groups: accessGroups(b), ProjectGroups: projectGroups(b)}
-		if byID, ok := usersByID(b); ok {
-			mo.UsersByID = byID
-		}
-		if mns, ok := b.(*managedns.Backend); ok {
-			st := mns.Settings()
-			mo.RoleMapping, mo.DefaultRole, mo.UsersByID = st.RoleMapping, st.DefaultRole, st.KeycloakUseUserID
-			mo.SyncUsersToCR, mo.IdentityField, mo.IdentityLowercase = st.SyncUsersToCR, st.CRUserIdentityField, st.CRUserIdentityLowercase
-		}
-		out = append(out, mo)
+		out = append(out, MembershipOffering(o.Config, o.Waldur, b))
 	}
 	return out, nil
+}
+
+// MembershipOffering is how the membership service sees an offering
+// whose membership_sync_backend is b: its access groups, role mapping and
+// user identity, from b's settings. run and sitebus migrate both build it
+// here, so migrate's plan is the pass's.
+func MembershipOffering(cfg *config.Offering, w membership.Waldur, b backend.Backend) membership.Offering {
+	mo := membership.Offering{Config: cfg, Waldur: w, Backend: b, Groups: accessGroups(b), ProjectGroups: projectGroups(b)}
+	if byID, ok := usersByID(b); ok {
+		mo.UsersByID = byID
+	}
+	if mns, ok := b.(*managedns.Backend); ok {
+		st := mns.Settings()
+		mo.RoleMapping, mo.DefaultRole, mo.UsersByID = st.RoleMapping, st.DefaultRole, st.KeycloakUseUserID
+		mo.SyncUsersToCR, mo.IdentityField, mo.IdentityLowercase = st.SyncUsersToCR, st.CRUserIdentityField, st.CRUserIdentityLowercase
+	}
+	return mo
 }
 
 // quotaOfferings are the offerings whose limits and flags sitebus manages:
@@ -136,11 +145,8 @@ func (d *deps) membershipOfferings() ([]membership.Offering, error) {
 func (d *deps) quotaOfferings() ([]quota.Offering, error) {
 	var out []quota.Offering
 	for i, o := range d.offerings {
-		name := o.Config.OrderProcessingBackend
+		name := d.plan.Offerings[i].ObjectBackend()
 		if name == "" {
-			name = o.Config.MembershipSyncBackend
-		}
-		if name == "" || clusterBackend(name) {
 			continue
 		}
 		b, err := d.backends.get(i, name)
@@ -157,36 +163,51 @@ func (d *deps) quotaOfferings() ([]quota.Offering, error) {
 func (d *deps) keycloakOfferings() ([]keycloaksync.Offering, error) {
 	var out []keycloaksync.Offering
 	for i, o := range d.offerings {
-		op := d.plan.Offerings[i]
-		if op.Keycloak == nil {
+		op := &d.plan.Offerings[i]
+		ko, ok, err := KeycloakOffering(op, o.Waldur, func(name string) (backend.Backend, error) { return d.backends.get(i, name) })
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
 			continue
 		}
-		kc := *op.Keycloak
-		kc.Logger = d.log.With("offering", o.Config.Name)
-		kc.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		ko.Keycloak.Logger = d.log.With("offering", o.Config.Name)
+		ko.Keycloak.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
 			return telemetry.InstrumentTransport(rt, "keycloak", d.reg, d.tp)
-		}
-		ko := keycloaksync.Offering{Config: o.Config, Waldur: o.Waldur, Keycloak: kc}
-		name := o.Config.OrderProcessingBackend
-		if name == "" {
-			name = o.Config.MembershipSyncBackend
-		}
-		switch {
-		case name == "":
-		case clusterBackend(name):
-			ko.Names = clusterGroupNames
-		default:
-			b, err := d.backends.get(i, name)
-			if err != nil {
-				return nil, err
-			}
-			if names, bindings := rancherGroupNames(b); names != nil {
-				ko.Names, ko.Bindings = names, bindings
-			}
 		}
 		out = append(out, ko)
 	}
 	return out, nil
+}
+
+// KeycloakOffering is how keycloak-sync sees an offering (ok false when
+// its Keycloak is not enabled): the groups its resources use and, for
+// Rancher, their bindings, for the leftover cleanup. backendFor builds the
+// offering's backend of a name. run and sitebus migrate both build it
+// here, so migrate's cleanup plan is the cleanup's.
+func KeycloakOffering(op *OfferingPlan, w keycloaksync.Waldur, backendFor func(name string) (backend.Backend, error)) (keycloaksync.Offering, bool, error) {
+	if op.Keycloak == nil {
+		return keycloaksync.Offering{}, false, nil
+	}
+	ko := keycloaksync.Offering{Config: op.Config, Waldur: w, Keycloak: *op.Keycloak}
+	name := op.Config.OrderProcessingBackend
+	if name == "" {
+		name = op.Config.MembershipSyncBackend
+	}
+	switch {
+	case name == "":
+	case clusterBackend(name):
+		ko.Names = clusterGroupNames
+	default:
+		b, err := backendFor(name)
+		if err != nil {
+			return keycloaksync.Offering{}, false, err
+		}
+		if names, bindings := rancherGroupNames(b); names != nil {
+			ko.Names, ko.Bindings = names, bindings
+		}
+	}
+	return ko, true, nil
 }
 
 // usageOfferings are the offerings with a reporting_backend (the Python

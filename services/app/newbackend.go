@@ -62,3 +62,19 @@ func (op *OfferingPlan) NewBackend(name string, opts BackendOptions) (backend.Ba
 	}
 	return b, nil
 }
+
+// ObjectBackend is the backend whose objects the offering's limits and
+// flags are set on (the quota service's, and sitebus migrate's):
+// order_processing_backend, else membership_sync_backend (the Python
+// agent applies flags in membership sync). "" when neither names one, or
+// when it is the cluster-provisioner's, which has no backend.Backend.
+func (op *OfferingPlan) ObjectBackend() string {
+	name := op.Config.OrderProcessingBackend
+	if name == "" {
+		name = op.Config.MembershipSyncBackend
+	}
+	if clusterBackend(name) {
+		return ""
+	}
+	return name
+}

@@ -3,6 +3,7 @@ package keycloaksync
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/sitebus/sitebus/pkg/keycloak"
@@ -113,6 +114,54 @@ func (s *Service) removeLeftovers(ctx context.Context) {
 //
 // It reports whether the pass got as far as looking at the groups.
 func (s *Service) removeRealmLeftovers(ctx context.Context, r *realm) bool {
+	_, skipped := s.cleanRealm(ctx, r, true)
+	return skipped == nil
+}
+
+// GroupCleanup is one change the leftover cleanup makes to a group.
+type GroupCleanup struct {
+	Realm string `json:"realm"`
+	// Group is the group's path.
+	Group string `json:"group"`
+	// Action is adopt (the group is given Offering) or delete (a group of
+	// Offering that no live resource names).
+	Action   string `json:"action"`
+	Offering string `json:"offering"`
+}
+
+// Actions of a GroupCleanup.
+const (
+	CleanupAdopt  = "adopt"
+	CleanupDelete = "delete"
+)
+
+// PlanCleanup is the dry run of the leftover cleanup: in every realm, the
+// groups it would adopt and delete, decided by the very walk the cleanup
+// makes (cleanRealm), without a change to Keycloak. A realm the cleanup
+// would skip is an error naming why (nothing would be deleted there).
+func (s *Service) PlanCleanup(ctx context.Context) ([]GroupCleanup, error) {
+	var (
+		out  []GroupCleanup
+		errs []error
+	)
+	for _, r := range s.realms {
+		plan, skipped := s.cleanRealm(ctx, r, false)
+		if skipped != nil {
+			errs = append(errs, fmt.Errorf("realm %s: the cleanup would skip it: %w", r.client.Realm(), skipped))
+		}
+		out = append(out, plan...)
+	}
+	return out, errors.Join(errs...)
+}
+
+// cleanRealm walks one realm's groups as removeRealmLeftovers says and,
+// when apply, makes the changes; either way it returns them. skipped is
+// why it did not get as far as the groups. Without apply nothing is
+// deleted, so a group whose subgroups are all planned for deletion is
+// taken as one without subgroups left (as it will be when the pass, which
+// deletes children first, reaches it; a subgroup without the managed_by
+// mark, which the pass never deletes, keeps it there).
+func (s *Service) cleanRealm(ctx context.Context, r *realm, apply bool) (plan []GroupCleanup, skipped error) {
 	log := s.log.With("realm", r.client.Realm())
 	named := map[string]string{}   // path → offering of a live resource naming it
 	subtree := map[string]string{} // path → offering, for Subtree names
@@ -123,14 +172,14 @@ func (s *Service) removeRealmLeftovers(ctx context.Context, r *realm) bool {
 		byHex[hex] = o
 		if o.Waldur == nil {
 			log.Debug("leftover cleanup skipped: an offering of the realm has no Waldur client", "offering", o.Config.Name)
-			return false
+			return nil, fmt.Errorf("offering %s has no Waldur client", o.Config.Name)
 		}
 		resources, err := o.Waldur.ListProviderResources(ctx, waldur.ResourceFilter{
 			OfferingUUID: o.Config.WaldurOfferingUUID, Fields: []string{"uuid", "slug", "state", "project_slug", "project_uuid"},
 		})
 		if err != nil {
 			log.Warn("leftover cleanup skipped: cannot list resources", "offering", o.Config.Name, "err", err)
-			return false
+			return nil, fmt.Errorf("cannot list the resources of offering %s: %w", o.Config.Name, err)
 		}
 		listed += len(resources)
 		names := o.Names
@@ -151,12 +200,12 @@ func (s *Service) removeRealmLeftovers(ctx context.Context, r *realm) bool {
 	}
 	if listed == 0 {
 		log.Info("leftover cleanup skipped: Waldur lists no resources for the realm's offerings")
-		return false
+		return nil, errors.New("waldur lists no resources for the realm's offerings")
 	}
 	groups, err := r.client.ManagedGroups(ctx)
 	if err != nil {
 		log.Warn("leftover cleanup skipped: cannot list managed groups", "err", err)
-		return false
+		return nil, fmt.Errorf("cannot list the managed groups: %w", err)
 	}
 	liveOwner := func(path string) string {
 		if o, ok := named[path]; ok {
@@ -173,17 +222,37 @@ func (s *Service) removeRealmLeftovers(ctx context.Context, r *realm) bool {
 			}
 		}
 	}
+	planned := map[string]bool{} // ids of the groups planned for deletion
+	hasSubGroups := func(g keycloak.Group) (bool, error) {
+		has, err := r.client.HasSubGroups(ctx, g.ID)
+		if err != nil || !has || apply {
+			return has, err
+		}
+		children := 0
+		for _, c := range groups {
+			if c.ParentID == g.ID {
+				if !planned[c.ID] {
+					return true, nil
+				}
+				children++
+			}
+		}
+		return children == 0, nil
+	}
 	// Deepest first: a child goes before its parent is looked at.
 	for i := len(groups) - 1; i >= 0; i-- {
 		if ctx.Err() != nil {
-			return true
+			return plan, nil
 		}
 		g := groups[i]
 		owner := offeringHex(g.Offering())
 		live := liveOwner(g.Path)
 		if owner == "" {
 			if live != "" {
-				s.adopt(ctx, r, g, live)
+				plan = append(plan, GroupCleanup{Realm: r.client.Realm(), Group: g.Path, Action: CleanupAdopt, Offering: live})
+				if apply {
+					s.adopt(ctx, r, g, live)
+				}
 			}
 			continue
 		}
@@ -201,12 +270,17 @@ func (s *Service) removeRealmLeftovers(ctx context.Context, r *realm) bool {
 				continue
 			}
 		}
-		has, err := r.client.HasSubGroups(ctx, g.ID)
+		has, err := hasSubGroups(g)
 		if err != nil {
 			log.Warn("leftover group kept: its subgroups cannot be listed; next try at the next period", "group", g.Path, "err", err)
 			continue
 		}
 		if has {
+			continue
+		}
+		if !apply {
+			planned[g.ID] = true
+			plan = append(plan, GroupCleanup{Realm: r.client.Realm(), Group: g.Path, Action: CleanupDelete, Offering: owner})
 			continue
 		}
 		err = r.client.DeleteGroup(ctx, g.ID)
@@ -218,6 +292,7 @@ func (s *Service) removeRealmLeftovers(ctx context.Context, r *realm) bool {
 			log.Warn("leftover group not removed; next try at the next period", "group", g.Path, "err", err)
 			continue
 		}
+		plan = append(plan, GroupCleanup{Realm: r.client.Realm(), Group: g.Path, Action: CleanupDelete, Offering: owner})
 		s.metrics.removed.Inc()
 		log.Info("leftover group removed: no live resource of its offering uses it", "group", g.Path, "offering", o.Config.Name)
 		for _, o := range r.offerings {
@@ -226,7 +301,7 @@ func (s *Service) removeRealmLeftovers(ctx context.Context, r *realm) bool {
 			}
 		}
 	}
-	return true
+	return plan, nil
 }
 
 // adopt gives a marked group without an offering the offering of the live

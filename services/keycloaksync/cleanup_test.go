@@ -275,3 +275,76 @@ func TestRemoveLeftoversDropsPendingAndLeavesOtherRealms(t *testing.T) {
 		t.Errorf("pending memberships of a removed group kept: %v", got)
 	}
 }
+
+// TestPlanCleanupIsTheDryRunOfTheCleanup: the plan deletes nothing, and
+// the cleanup run after it adopts and deletes exactly what it planned,
+// emptied parents after their children included.
+func TestPlanCleanupIsTheDryRunOfTheCleanup(t *testing.T) {
+	const clusterLive, clusterGone = "c_11111111111111111111111111111111", "c_22222222222222222222222222222222"
+	e := newEnv(t)
+	r := e.site
+	live := r.AddGroupWithAttributes(clusterLive, "", owned(offA))
+	r.AddGroupWithAttributes(clusterLive+"_admin", live, owned(offA))
+	gone := r.AddGroupWithAttributes(clusterGone, "", owned(offA))
+	r.AddGroupWithAttributes(clusterGone+"_admin", gone, owned(offA))
+	r.AddGroupWithAttributes(clusterGone+"_viewer", gone, owned(offA))
+	held := r.AddGroupWithAttributes("c_held", "", owned(offA))
+	r.AddGroup("someones", held, "")
+	r.AddGroup("ns_x_admin", "", keycloak.LegacyManagedBy)
+	r.AddGroupWithAttributes("ns_theirs_admin", "", owned(offForeign))
+	e.waldur[offA].resources = []waldur.Resource{{UUID: "11111111-1111-1111-1111-111111111111", Slug: "cl", State: waldur.ResourceStateOK}}
+	e.waldur[offB].resources = []waldur.Resource{{UUID: "r1", Slug: "x", State: waldur.ResourceStateOK}}
+	e.s.realms[0].offerings[0].Names = func(r waldur.Resource) []GroupName {
+		return []GroupName{{Name: "c_" + strings.ReplaceAll(r.UUID, "-", ""), Subtree: true}}
+	}
+	before := e.site.Paths()
+
+	// The env's second realm has no resources: skipped, and said so.
+	plan, err := e.s.PlanCleanup(t.Context())
+	if err == nil || strings.Contains(err.Error(), "realm site") {
+		t.Fatalf("PlanCleanup = %v, want only the other realm skipped", err)
+	}
+	if got := e.site.Paths(); !slices.Equal(got, before) {
+		t.Fatalf("planning changed the groups: %v", got)
+	}
+	var planned, adopted []string
+	for _, c := range plan {
+		switch c.Action {
+		case CleanupDelete:
+			planned = append(planned, c.Group)
+		case CleanupAdopt:
+			adopted = append(adopted, c.Group+"→"+c.Offering)
+		}
+	}
+	slices.Sort(planned)
+	wantDeleted := []string{"/" + clusterGone, "/" + clusterGone + "/" + clusterGone + "_admin", "/" + clusterGone + "/" + clusterGone + "_viewer"}
+	if !slices.Equal(planned, wantDeleted) {
+		t.Errorf("planned deletions %v, want %v", planned, wantDeleted)
+	}
+	if want := []string{"/ns_x_admin→" + offeringHex(offB)}; !slices.Equal(adopted, want) {
+		t.Errorf("planned adoptions %v, want %v", adopted, want)
+	}
+
+	e.s.removeLeftovers(t.Context())
+	var deleted []string
+	after := e.site.Paths()
+	for _, p := range before {
+		if !slices.Contains(after, p) {
+			deleted = append(deleted, p)
+		}
+	}
+	if !slices.Equal(deleted, planned) {
+		t.Errorf("the cleanup deleted %v, the plan said %v", deleted, planned)
+	}
+	if got := testutil.ToFloat64(e.s.metrics.adopted); got != 1 {
+		t.Errorf("adopted %v, want 1", got)
+	}
+}
+
+func TestPlanCleanupSaysWhyARealmIsSkipped(t *testing.T) {
+	e := newEnv(t)
+	e.site.AddGroupWithAttributes("ns_gone_admin", "", owned(offA))
+	if _, err := e.s.PlanCleanup(t.Context()); err == nil || !strings.Contains(err.Error(), "lists no resources") {
+		t.Errorf("PlanCleanup = %v, want the skip's reason", err)
+	}
+}

@@ -154,15 +154,11 @@ func (s *Service) setGroupMembers(ctx context.Context, req *sitebusv1.SetGroupMe
 		return &sitebusv1.SetGroupMembersResponse{Missing: true}, nil
 	}
 	resp := &sitebusv1.SetGroupMembersResponse{GroupId: g.ID}
-	type found struct {
-		ref  *sitebusv1.UserRef
-		user keycloak.User
-	}
 	var (
-		wanted  []found
+		wanted  []keycloak.User
 		pending []*sitebusv1.UserRef
 	)
-	want := map[string]bool{}
+	refOf := map[string]*sitebusv1.UserRef{} // user id → the ref that found it
 	for _, ref := range req.GetMembers() {
 		if ref.GetRef() == "" {
 			return nil, invalidf("set-group-members: a member without id or username")
@@ -175,37 +171,30 @@ func (s *Service) setGroupMembers(ctx context.Context, req *sitebusv1.SetGroupMe
 			pending = append(pending, ref)
 			continue
 		}
-		wanted = append(wanted, found{ref, *u})
-		want[u.ID] = true
+		wanted = append(wanted, *u)
+		refOf[u.ID] = ref
 	}
 	current, err := r.client.Members(ctx, g.ID)
 	if err != nil {
 		return nil, err
 	}
-	have := map[string]bool{}
-	for _, m := range current {
-		have[m.ID] = true
-		if !want[m.ID] {
-			if err := r.client.RemoveMember(ctx, g.ID, m.ID); err != nil {
-				return nil, err
-			}
-			resp.Removed = append(resp.Removed, member(m))
+	add, remove := MemberChanges(current, wanted)
+	for _, m := range remove {
+		if err := r.client.RemoveMember(ctx, g.ID, m.ID); err != nil {
+			return nil, err
 		}
+		resp.Removed = append(resp.Removed, member(m))
 	}
-	for _, f := range wanted {
-		if have[f.user.ID] {
-			continue
-		}
-		have[f.user.ID] = true
-		err := r.client.AddMember(ctx, g.ID, f.user.ID)
+	for _, u := range add {
+		err := r.client.AddMember(ctx, g.ID, u.ID)
 		if errors.Is(err, keycloak.ErrNotFound) {
-			pending = append(pending, f.ref) // deleted in between
+			pending = append(pending, refOf[u.ID]) // deleted in between
 			continue
 		}
 		if err != nil {
 			return nil, err
 		}
-		resp.Added = append(resp.Added, member(f.user))
+		resp.Added = append(resp.Added, member(u))
 	}
 	if err := s.setPending(ctx, req.GetOfferingUuid(), *g, pending); err != nil {
 		return nil, err
@@ -384,4 +373,31 @@ func describe(ref *sitebusv1.GroupRef) string {
 
 func member(u keycloak.User) *sitebusv1.Member {
 	return &sitebusv1.Member{Id: u.ID, Username: u.Username}
+}
+
+// MemberChanges is what setting a group's members to wanted does to its
+// current members: the users to add (wanted, not members; each once) and
+// to remove (members, not wanted), by Keycloak user id, in the order
+// given. set-group-members applies exactly these; sitebus migrate shows
+// them.
+func MemberChanges(current, wanted []keycloak.User) (add, remove []keycloak.User) {
+	want := map[string]bool{}
+	for _, u := range wanted {
+		want[u.ID] = true
+	}
+	have := map[string]bool{}
+	for _, m := range current {
+		have[m.ID] = true
+		if !want[m.ID] {
+			remove = append(remove, m)
+		}
+	}
+	for _, u := range wanted {
+		if have[u.ID] {
+			continue
+		}
+		have[u.ID] = true
+		add = append(add, u)
+	}
+	return add, remove
 }

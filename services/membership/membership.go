@@ -266,10 +266,16 @@ func (s *Service) periodic(ctx context.Context) {
 	}
 }
 
-func (s *Service) syncOffering(ctx context.Context, o Offering, now time.Time) {
-	resources, err := o.Waldur.ListProviderResources(ctx, waldur.ResourceFilter{
+// passResources are the resources the periodic pass syncs: the live ones
+// with an object.
+func passResources(ctx context.Context, o Offering) ([]waldur.Resource, error) {
+	return o.Waldur.ListProviderResources(ctx, waldur.ResourceFilter{
 		OfferingUUID: o.Config.WaldurOfferingUUID, States: []string{waldur.ResourceStateOK, waldur.ResourceStateErred}, DropEmptyBackendID: true,
 	})
+}
+
+func (s *Service) syncOffering(ctx context.Context, o Offering, now time.Time) {
+	resources, err := passResources(ctx, o)
 	if err != nil {
 		if ctx.Err() == nil {
 			s.passes.WithLabelValues(o.Config.OfferingUUIDHex(), "failed").Inc()
@@ -347,10 +353,11 @@ func (s *Service) syncResource(ctx context.Context, o Offering, resourceUUID, ke
 func (s *Service) syncAccessGroups(ctx context.Context, o Offering, res *waldur.Resource, byRole map[string][]Member, key string, out *sitebusv1.SyncResourceResponse) error {
 	groups := o.Groups(res.Slug)
 	recreated := false
-	for _, g := range groups {
+	for _, gm := range accessGroupMembers(o, res, byRole) {
+		g := gm.Group
 		req := &sitebusv1.SetGroupMembersRequest{OfferingUuid: o.Config.OfferingUUIDHex(), Group: &sitebusv1.GroupRef{Name: g.Name}, IfExists: true}
-		for _, m := range byRole[g.Role] {
-			req.Members = append(req.Members, &sitebusv1.UserRef{Ref: m.Ref, ById: o.UsersByID})
+		for _, ref := range gm.Members {
+			req.Members = append(req.Members, &sitebusv1.UserRef{Ref: ref, ById: gm.ByID})
 		}
 		resp, err := contract.SetGroupMembers.Call(ctx, s.bus, req, bus.WithKey(key+":"+g.Role))
 		if err == nil && resp.Missing && !recreated {
@@ -489,4 +496,93 @@ func (s *Service) syncRoleBindings(ctx context.Context, o Offering, binder RoleB
 		s.log.Info("role bindings synced", "offering", o.Config.Name, "resource", res.UUID, "backend_id", res.BackendID, "users", len(users))
 	}
 	return nil
+}
+
+// GroupMembers is what the membership pass sets one Keycloak group's
+// members to.
+type GroupMembers struct {
+	// Resource is the Waldur resource the group is set for.
+	Resource string `json:"resource"`
+	// Group names the group (Parent for a Rancher project's child group)
+	// and the access role it grants.
+	Group contract.GroupSpec `json:"group"`
+	// Members are the users' refs: offering usernames, or Keycloak user
+	// ids when ByID.
+	Members []string `json:"members"`
+	ByID    bool     `json:"by_id,omitempty"`
+}
+
+// accessGroupMembers are the resource's access groups, each with the
+// members of its role (byRole, from Desired).
+func accessGroupMembers(o Offering, res *waldur.Resource, byRole map[string][]Member) []GroupMembers {
+	var out []GroupMembers
+	for _, g := range o.Groups(res.Slug) {
+		gm := GroupMembers{Resource: res.UUID, Group: g, ByID: o.UsersByID}
+		for _, m := range byRole[g.Role] {
+			gm.Members = append(gm.Members, m.Ref)
+		}
+		out = append(out, gm)
+	}
+	return out
+}
+
+// Plan is the dry run of the periodic membership pass for the offering
+// (its UUID as hex): for every resource the pass syncs, the groups it
+// sets and the members it sets them to, decided as the pass decides
+// (Desired with the offering's role mapping, restrict_member_access, the
+// union of a Rancher project's resources). A Rancher child group shared by
+// several resources is listed once. It sends no command and changes
+// nothing; the bus is not used.
+func (s *Service) Plan(ctx context.Context, offeringHex string) ([]GroupMembers, error) {
+	o, ok := s.offerings[offeringHex]
+	if !ok {
+		return nil, fmt.Errorf("offering %s has no membership here", offeringHex)
+	}
+	resources, err := passResources(ctx, o)
+	if err != nil {
+		return nil, fmt.Errorf("list the offering's resources: %w", err)
+	}
+	ctx = withPassCache(ctx)
+	var out []GroupMembers
+	seen := map[contract.GroupSpec]bool{}
+	for i := range resources {
+		res := &resources[i]
+		if res.Slug == "" {
+			continue
+		}
+		team, err := readTeam(ctx, o.Waldur, res.UUID)
+		if err != nil {
+			return nil, fmt.Errorf("get team of resource %s: %w", res.UUID, err)
+		}
+		if o.Groups != nil {
+			out = append(out, accessGroupMembers(o, res, ByRole(Desired(team, o.RoleMapping, o.DefaultRole, res.RestrictMemberAccess)))...)
+		}
+		if o.ProjectGroups == nil {
+			continue
+		}
+		groups := o.ProjectGroups(res.ProjectSlug)
+		child := groups[len(groups)-1]
+		if seen[child] {
+			continue
+		}
+		exists, err := o.Backend.Exists(ctx, res.BackendID)
+		if err != nil {
+			return nil, fmt.Errorf("look up %s %s: %w", o.Backend.Type(), res.BackendID, err)
+		}
+		if !exists {
+			continue // the pass leaves the shared group alone for it
+		}
+		seen[child] = true
+		members, err := s.projectMembers(ctx, o, res, team, groups)
+		if err != nil {
+			return nil, err
+		}
+		gm := GroupMembers{Resource: res.UUID, Group: child, ByID: o.UsersByID}
+		for _, m := range members {
+			gm.Members = append(gm.Members, m.Ref)
+		}
+		slices.Sort(gm.Members)
+		out = append(out, gm)
+	}
+	return out, nil
 }

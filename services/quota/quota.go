@@ -7,12 +7,14 @@
 package quota
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -206,28 +208,126 @@ func (s *Service) handleResourceEvent(ctx context.Context, ev *sitebusv1.WaldurE
 	return s.applyFlags(ctx, o, res)
 }
 
-// applyFlags brings one resource's quota in line with its flags.
-func (l *Limits) applyFlags(ctx context.Context, o Offering, res *waldur.Resource) error {
+// FlagChange is what the flag pass asks of one resource's object: the
+// status its Waldur flags want (paused: zero quota, downscaled: minimal
+// quota, neither: the limits from before).
+type FlagChange struct {
+	Resource     string `json:"resource"`
+	ResourceName string `json:"resource_name,omitempty"`
+	BackendID    string `json:"backend_id"`
+	// Action is pause, downscale or restore.
+	Action string `json:"action"`
+	// From is the object's status before (PlanFlags only), To the one
+	// the flags want.
+	From backend.Status `json:"from,omitempty"`
+	To   backend.Status `json:"to"`
+	// Limits are the limits in force before, in Waldur units (PlanFlags
+	// only, when the backend can read them): what a pause takes away.
+	Limits map[string]float64 `json:"limits_before,omitempty"`
+}
+
+// flagAction is the flag pass's decision for one resource; ok is false
+// for a resource it leaves alone (no object yet, or a state in which the
+// order lifecycle owns the object).
+func flagAction(res *waldur.Resource) (c FlagChange, ok bool) {
 	if res.BackendID == "" || (res.State != waldur.ResourceStateOK && res.State != waldur.ResourceStateErred) {
-		return nil
+		return FlagChange{}, false
 	}
-	kind, apply := "restore", o.Backend.Restore
+	c = FlagChange{Resource: res.UUID, ResourceName: res.Name, BackendID: res.BackendID, Action: "restore", To: backend.StatusActive}
 	switch {
 	case res.Paused:
-		kind, apply = "pause", o.Backend.Pause
+		c.Action, c.To = "pause", backend.StatusPaused
 	case res.Downscaled:
-		kind, apply = "downscale", o.Backend.Downscale
+		c.Action, c.To = "downscale", backend.StatusDownscaled
 	}
-	if err := apply(ctx, res.BackendID); err != nil {
+	return c, true
+}
+
+// applyFlags brings one resource's quota in line with its flags.
+func (l *Limits) applyFlags(ctx context.Context, o Offering, res *waldur.Resource) error {
+	c, ok := flagAction(res)
+	if !ok {
+		return nil
+	}
+	return l.applyFlag(ctx, o, c)
+}
+
+// applyFlag sets the status c asks for; every status is set again, also
+// one the object has, so a quota changed by hand is put back.
+func (l *Limits) applyFlag(ctx context.Context, o Offering, c FlagChange) error {
+	apply := o.Backend.Restore
+	switch c.Action {
+	case "pause":
+		apply = o.Backend.Pause
+	case "downscale":
+		apply = o.Backend.Downscale
+	}
+	if err := apply(ctx, c.BackendID); err != nil {
 		if errors.Is(err, backend.ErrNotFound) {
 			return nil // not created yet, or gone: the order service owns that
 		}
-		l.applied.WithLabelValues(kind, "error").Inc()
-		return fmt.Errorf("%s %s %s: %w", kind, o.Backend.Type(), res.BackendID, err)
+		l.applied.WithLabelValues(c.Action, "error").Inc()
+		return fmt.Errorf("%s %s %s: %w", c.Action, o.Backend.Type(), c.BackendID, err)
 	}
-	l.applied.WithLabelValues(kind, "ok").Inc()
-	l.log.Debug("flags applied", "backend_id", res.BackendID, "action", kind)
+	l.applied.WithLabelValues(c.Action, "ok").Inc()
+	l.log.Debug("flags applied", "backend_id", c.BackendID, "action", c.Action)
 	return nil
+}
+
+// flagPlan is what the periodic flag pass asks of every resource of the
+// offering it reconciles.
+func flagPlan(ctx context.Context, o Offering) ([]FlagChange, error) {
+	resources, err := o.Waldur.ListProviderResources(ctx, waldur.ResourceFilter{
+		OfferingUUID: o.Config.WaldurOfferingUUID, States: []string{waldur.ResourceStateOK, waldur.ResourceStateErred},
+		DropEmptyBackendID: true,
+	})
+	if err != nil {
+		return nil, err
+	}
+	var out []FlagChange
+	for i := range resources {
+		if c, ok := flagAction(&resources[i]); ok {
+			out = append(out, c)
+		}
+	}
+	slices.SortFunc(out, func(a, b FlagChange) int { return strings.Compare(a.BackendID, b.BackendID) })
+	return out, nil
+}
+
+// PlanFlags is the dry run of the flag pass for the offering (its UUID as
+// hex): the changes of status it would make, each with the limits in
+// force before. The status before is the one the backend's List reads
+// on the object; an object it does not list (not sitebus's yet: the
+// Python agent's, whose plugins ignored the flags) is active.
+func (l *Limits) PlanFlags(ctx context.Context, offeringHex string) ([]FlagChange, error) {
+	o, ok := l.offerings[offeringHex]
+	if !ok {
+		return nil, fmt.Errorf("offering %s is not configured here", offeringHex)
+	}
+	plan, err := flagPlan(ctx, o)
+	if err != nil {
+		return nil, fmt.Errorf("list the offering's resources: %w", err)
+	}
+	objects, err := o.Backend.List(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list the %s objects: %w", o.Backend.Type(), err)
+	}
+	status := map[string]backend.Status{}
+	for _, obj := range objects {
+		status[obj.BackendID] = obj.Status
+	}
+	var out []FlagChange
+	for _, c := range plan {
+		c.From = cmp.Or(status[c.BackendID], backend.StatusActive)
+		if c.From == c.To {
+			continue
+		}
+		if limits, err := o.Backend.Limits(ctx, c.BackendID); err == nil {
+			c.Limits = limits
+		}
+		out = append(out, c)
+	}
+	return out, nil
 }
 
 func (s *Service) syncLoop(ctx context.Context) {
@@ -248,19 +348,16 @@ func (s *Service) syncLoop(ctx context.Context) {
 func (s *Service) syncOffering(ctx context.Context, o Offering) {
 	ctx, span := s.tracer.Start(ctx, "reconcile resource flags")
 	defer span.End()
-	resources, err := o.Waldur.ListProviderResources(ctx, waldur.ResourceFilter{
-		OfferingUUID: o.Config.WaldurOfferingUUID, States: []string{waldur.ResourceStateOK, waldur.ResourceStateErred},
-		DropEmptyBackendID: true,
-	})
+	plan, err := flagPlan(ctx, o)
 	if err != nil {
 		if ctx.Err() == nil {
 			s.log.Error("listing resources for the flag reconcile failed; next try at the next period", "offering", o.Config.Name, "err", err)
 		}
 		return
 	}
-	for i := range resources {
-		if err := s.applyFlags(ctx, o, &resources[i]); err != nil && ctx.Err() == nil {
-			s.log.Warn("flag reconcile of a resource failed", "offering", o.Config.Name, "resource", resources[i].UUID, "err", err)
+	for _, c := range plan {
+		if err := s.applyFlag(ctx, o, c); err != nil && ctx.Err() == nil {
+			s.log.Warn("flag reconcile of a resource failed", "offering", o.Config.Name, "resource", c.Resource, "err", err)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package quota
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -101,6 +102,23 @@ func (b *fakeBackend) Downscale(_ context.Context, id string) error {
 
 func (b *fakeBackend) Restore(_ context.Context, id string) error {
 	return b.set(id, backend.StatusActive)
+}
+
+// List lists every object with its status (active when never set).
+func (b *fakeBackend) List(context.Context) ([]backend.Object, error) {
+	var out []backend.Object
+	for id := range b.limits {
+		out = append(out, backend.Object{BackendID: id, Status: cmp.Or(b.status[id], backend.StatusActive)})
+	}
+	return out, b.fail
+}
+
+func (b *fakeBackend) Limits(_ context.Context, id string) (map[string]float64, error) {
+	l, ok := b.limits[id]
+	if !ok {
+		return nil, fmt.Errorf("object %s: %w", id, backend.ErrNotFound)
+	}
+	return maps.Clone(l), nil
 }
 
 func newTest(t *testing.T, res *waldur.Resource) (*Service, *fakeWaldur, *fakeBackend) {
@@ -273,5 +291,92 @@ func TestQuotaServiceOnTheBus(t *testing.T) {
 	}
 	if got := <-fb.applied; got != backend.StatusPaused {
 		t.Errorf("status %q, want paused", got)
+	}
+}
+
+// TestPlanFlagsIsTheDryRunOfTheFlagPass: the plan lists what the pass
+// would change (a status that differs, with the limits it takes away),
+// and the pass, run after it, makes exactly those changes.
+func TestPlanFlagsIsTheDryRunOfTheFlagPass(t *testing.T) {
+	tests := map[string]struct {
+		res        waldur.Resource
+		statusNow  backend.Status
+		wantAction string
+		wantFrom   backend.Status
+	}{
+		"a paused resource whose object is active drops to zero quota": {
+			res:        waldur.Resource{UUID: resUUID, Name: "alpha", BackendID: "ns-alpha", State: waldur.ResourceStateOK, Paused: true},
+			wantAction: "pause", wantFrom: backend.StatusActive,
+		},
+		"a downscaled resource whose object is active is downscaled": {
+			res:        waldur.Resource{UUID: resUUID, BackendID: "ns-alpha", State: waldur.ResourceStateErred, Downscaled: true},
+			wantAction: "downscale", wantFrom: backend.StatusActive,
+		},
+		"an unflagged resource whose object is paused is restored": {
+			res: waldur.Resource{UUID: resUUID, BackendID: "ns-alpha", State: waldur.ResourceStateOK}, statusNow: backend.StatusPaused,
+			wantAction: "restore", wantFrom: backend.StatusPaused,
+		},
+		"a paused resource whose object is paused is no change": {
+			res: waldur.Resource{UUID: resUUID, BackendID: "ns-alpha", State: waldur.ResourceStateOK, Paused: true}, statusNow: backend.StatusPaused,
+		},
+		"an unflagged resource whose object is active is no change": {
+			res: waldur.Resource{UUID: resUUID, BackendID: "ns-alpha", State: waldur.ResourceStateOK},
+		},
+		"a resource being created is left to the order": {
+			res: waldur.Resource{UUID: resUUID, BackendID: "ns-alpha", State: "Creating", Paused: true},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			res := tc.res
+			s, _, b := newTest(t, &res)
+			if tc.statusNow != "" {
+				b.status["ns-alpha"] = tc.statusNow
+			}
+			plan, err := s.PlanFlags(context.Background(), offeringHex)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b.status["ns-alpha"] != tc.statusNow {
+				t.Fatalf("planning changed the status to %q", b.status["ns-alpha"])
+			}
+			if tc.wantAction == "" {
+				if len(plan) != 0 {
+					t.Errorf("plan = %+v, want no change", plan)
+				}
+				return
+			}
+			if len(plan) != 1 || plan[0].Action != tc.wantAction || plan[0].From != tc.wantFrom || plan[0].BackendID != "ns-alpha" ||
+				plan[0].Limits["cpu"] != 1 {
+				t.Fatalf("plan = %+v, want %s from %s with the limits before", plan, tc.wantAction, tc.wantFrom)
+			}
+			for _, o := range s.offerings {
+				s.syncOffering(context.Background(), o)
+			}
+			if got := cmp.Or(b.status["ns-alpha"], backend.StatusActive); got != plan[0].To {
+				t.Errorf("the pass set %q, the plan said %q", got, plan[0].To)
+			}
+		})
+	}
+}
+
+func TestPlanFlagsErrors(t *testing.T) {
+	res := &waldur.Resource{UUID: resUUID, BackendID: "ns-alpha", State: waldur.ResourceStateOK, Paused: true}
+	tests := map[string]struct {
+		offering     string
+		waldur, plat error
+	}{
+		"an offering not configured here": {offering: "ffff"},
+		"Waldur away":                     {offering: offeringHex, waldur: errors.New("connection refused")},
+		"the platform away":               {offering: offeringHex, plat: fault.Errorf(fault.Unavailable, "503")},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			s, w, b := newTest(t, res)
+			w.fail, b.fail = tc.waldur, tc.plat
+			if _, err := s.PlanFlags(context.Background(), tc.offering); err == nil {
+				t.Error("PlanFlags = nil error, want one")
+			}
+		})
 	}
 }

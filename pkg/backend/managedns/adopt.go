@@ -3,6 +3,7 @@ package managedns
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,11 +24,10 @@ func (b *Backend) adopt(ctx context.Context, cr *unstructured.Unstructured) (*un
 	if b.resources == nil {
 		return nil, b.notManaged(name)
 	}
-	claimants, err := backend.Claimants(ctx, b.resources, name, b.BackendID)
+	d, err := b.decide(ctx, cr)
 	if err != nil {
 		return nil, err
 	}
-	d := decideAdoption(cr, claimants)
 	if !d.Adopt {
 		b.adoptions.WithLabelValues(Type, backend.AdoptionRefused).Inc()
 		return nil, fault.Errorf(fault.NotManaged,
@@ -51,6 +51,46 @@ func (b *Backend) adopt(ctx context.Context, cr *unstructured.Unstructured) (*un
 	b.adoptions.WithLabelValues(Type, backend.AdoptionAdopted).Inc()
 	b.log.Info("adopted the Python agent's ManagedNamespace", "name", name, "resource", d.Resource.UUID, "proof", d.Proof)
 	return out, nil
+}
+
+var _ backend.Adopter = (*Backend)(nil)
+
+// decide finds the resources that name cr and decides (decideAdoption).
+func (b *Backend) decide(ctx context.Context, cr *unstructured.Unstructured) (backend.Adoption, error) {
+	claimants, err := backend.Claimants(ctx, b.resources, cr.GetName(), b.BackendID)
+	if err != nil {
+		return backend.Adoption{}, err
+	}
+	return decideAdoption(cr, claimants), nil
+}
+
+// PlanAdoption tells what the first change for backendID would do with
+// its CR (backend.Adopter), without changing it.
+func (b *Backend) PlanAdoption(ctx context.Context, backendID string) (backend.PlannedAdoption, error) {
+	cr, err := b.get(ctx, "get", backendID)
+	switch {
+	case errors.Is(err, backend.ErrNotFound):
+		return backend.PlannedAdoption{Object: backendID, Action: backend.PlanAbsent}, nil
+	case err != nil:
+		return backend.PlannedAdoption{}, err
+	case isManaged(cr):
+		return backend.PlannedAdoption{Object: backendID, Action: backend.PlanManaged}, nil
+	case b.resources == nil:
+		return backend.PlannedAdoption{Object: backendID, Action: backend.PlanRefuse, Reason: "no Waldur resources to prove ownership with"}, nil
+	}
+	d, err := b.decide(ctx, cr)
+	if err != nil {
+		return backend.PlannedAdoption{}, err
+	}
+	return backend.Planned(backendID, d), nil
+}
+
+// Adopt adopts the CR of backendID as the first change for it would
+// (backend.Adopter): a CR of sitebus's is left as it is, a refused one
+// errs ErrNotManaged.
+func (b *Backend) Adopt(ctx context.Context, backendID string) error {
+	_, err := b.getManaged(ctx, backendID)
+	return err
 }
 
 // decideAdoption tells whether an unmarked CR is the Python agent's for

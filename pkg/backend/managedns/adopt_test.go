@@ -246,3 +246,53 @@ func TestAdoptionIsRefusedWithoutProof(t *testing.T) {
 		}
 	})
 }
+
+func TestPlanAdoptionsIsTheDryRunOfAdopt(t *testing.T) {
+	ctx := context.Background()
+	other := backend.Resource{UUID: "0a0a0a0a0a0a4a0a8a0a0a0a0a0a0a0a", Slug: "beta", BackendID: "waldur-beta", CustomerUUID: customer, ProjectUUID: project}
+	missing := backend.Resource{UUID: "0b0b0b0b0b0b4b0b8b0b0b0b0b0b0b0b", Slug: "gamma", BackendID: "waldur-gamma", CustomerUUID: customer, ProjectUUID: project}
+	foreign := pythonCR("waldur-beta", map[string]any{"orgID": "11111111-2222-3333-4444-555555555555"})
+	f := &finder{res: []backend.Resource{pythonResource, other, missing}}
+	b, adoptions := fakeBackend(t, f, pythonCR("waldur-alpha", pythonOwner), foreign)
+
+	plan, err := backend.PlanAdoptions(ctx, b, b, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []struct{ object, action, says string }{
+		{"waldur-alpha", backend.PlanAdopt, "spec.owner.orgID is its customer"},
+		{"waldur-beta", backend.PlanRefuse, "spec.owner.orgID"},
+		{"waldur-gamma", backend.PlanAbsent, ""},
+	}
+	if len(plan) != len(want) {
+		t.Fatalf("plan = %+v, want %d entries", plan, len(want))
+	}
+	for i, w := range want {
+		p := plan[i]
+		if p.Object != w.object || p.Action != w.action || !strings.Contains(p.Proof+p.Reason, w.says) {
+			t.Errorf("plan[%d] = %+v, want %s %s saying %q", i, p, w.object, w.action, w.says)
+		}
+	}
+	if got := testutil.ToFloat64(adoptions.WithLabelValues(Type, backend.AdoptionAdopted)); got != 0 {
+		t.Errorf("planning adopted %v objects, want none", got)
+	}
+	if cr, _ := b.crs.Get(ctx, "waldur-alpha", metav1.GetOptions{}); isManaged(cr) {
+		t.Error("planning marked the CR")
+	}
+
+	// Adopt applies the plan the way a change would; a second plan has
+	// nothing to adopt.
+	if err := b.Adopt(ctx, "waldur-alpha"); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Adopt(ctx, "waldur-beta"); !errors.Is(err, fault.NotManaged) {
+		t.Fatalf("Adopt of the foreign CR: err = %v, want not managed", err)
+	}
+	again, err := backend.PlanAdoptions(ctx, b, b, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again[0].Action != backend.PlanManaged || again[1].Action != backend.PlanRefuse {
+		t.Errorf("second plan = %+v, want alpha managed and beta still refused", again)
+	}
+}

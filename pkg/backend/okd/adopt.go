@@ -3,6 +3,7 @@ package okd
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -37,15 +38,10 @@ func (b *Backend) adopt(ctx context.Context, ns *unstructured.Unstructured) (*un
 	if b.resources == nil {
 		return nil, b.notManaged(name)
 	}
-	claimants, err := backend.Claimants(ctx, b.resources, name, b.BackendID)
+	d, err := b.decide(ctx, ns)
 	if err != nil {
 		return nil, err
 	}
-	user, err := b.identity.get(ctx, b)
-	if err != nil {
-		return nil, err
-	}
-	d := decideAdoption(ns, claimants, user, b.settings)
 	if !d.Adopt {
 		b.adoptions.WithLabelValues(Type, backend.AdoptionRefused).Inc()
 		return nil, fault.Errorf(fault.NotManaged,
@@ -67,6 +63,51 @@ func (b *Backend) adopt(ctx context.Context, ns *unstructured.Unstructured) (*un
 	b.adoptions.WithLabelValues(Type, backend.AdoptionAdopted).Inc()
 	b.log.Info("adopted the Python agent's OpenShift project", "project", name, "resource", d.Resource.UUID, "proof", d.Proof)
 	return out, nil
+}
+
+var _ backend.Adopter = (*Backend)(nil)
+
+// decide finds the resources that name ns and the configured token's
+// user, and decides (decideAdoption).
+func (b *Backend) decide(ctx context.Context, ns *unstructured.Unstructured) (backend.Adoption, error) {
+	claimants, err := backend.Claimants(ctx, b.resources, ns.GetName(), b.BackendID)
+	if err != nil {
+		return backend.Adoption{}, err
+	}
+	user, err := b.identity.get(ctx, b)
+	if err != nil {
+		return backend.Adoption{}, err
+	}
+	return decideAdoption(ns, claimants, user, b.settings), nil
+}
+
+// PlanAdoption tells what the first change for backendID would do with
+// its project (backend.Adopter), without changing it.
+func (b *Backend) PlanAdoption(ctx context.Context, backendID string) (backend.PlannedAdoption, error) {
+	ns, err := b.getNamespace(ctx, backendID)
+	switch {
+	case errors.Is(err, backend.ErrNotFound):
+		return backend.PlannedAdoption{Object: backendID, Action: backend.PlanAbsent}, nil
+	case err != nil:
+		return backend.PlannedAdoption{}, err
+	case isManaged(ns):
+		return backend.PlannedAdoption{Object: backendID, Action: backend.PlanManaged}, nil
+	case b.resources == nil:
+		return backend.PlannedAdoption{Object: backendID, Action: backend.PlanRefuse, Reason: "no Waldur resources to prove ownership with"}, nil
+	}
+	d, err := b.decide(ctx, ns)
+	if err != nil {
+		return backend.PlannedAdoption{}, err
+	}
+	return backend.Planned(backendID, d), nil
+}
+
+// Adopt adopts the project of backendID as the first change for it would
+// (backend.Adopter): a project of sitebus's is left as it is, a refused
+// one errs ErrNotManaged.
+func (b *Backend) Adopt(ctx context.Context, backendID string) error {
+	_, err := b.getManaged(ctx, backendID)
+	return err
 }
 
 // decideAdoption tells whether an unmarked project is the Python agent's

@@ -3,6 +3,7 @@ package rancher
 import (
 	"cmp"
 	"context"
+	"errors"
 	"maps"
 
 	"github.com/sitebus/sitebus/pkg/backend"
@@ -22,19 +23,10 @@ func (b *Backend) adopt(ctx context.Context, p project) (project, error) {
 	if b.resources == nil {
 		return p, nil
 	}
-	// Waldur holds the project id (Python's backend_id, and sitebus's);
-	// a resource without one names the project by the name it computes.
-	claimants, err := backend.Claimants(ctx, b.resources, p.ID, func(r backend.Resource) (string, error) {
-		name, err := b.BackendID(r)
-		if err != nil || name != p.Name {
-			return "", err
-		}
-		return p.ID, nil
-	})
+	d, err := b.decide(ctx, p)
 	if err != nil {
 		return project{}, err
 	}
-	d := decideAdoption(p, claimants)
 	if !d.Adopt {
 		b.adoptions.WithLabelValues(Type, backend.AdoptionRefused).Inc()
 		return project{}, fault.Errorf(fault.NotManaged,
@@ -50,6 +42,61 @@ func (b *Backend) adopt(ctx context.Context, p project) (project, error) {
 	b.adoptions.WithLabelValues(Type, backend.AdoptionAdopted).Inc()
 	b.log.Info("adopted the Python agent's Rancher project", "project", p.ID, "name", p.Name, "resource", d.Resource.UUID, "proof", d.Proof)
 	return p, nil
+}
+
+var _ backend.Adopter = (*Backend)(nil)
+
+// decide finds the resources that name p and decides (decideAdoption).
+func (b *Backend) decide(ctx context.Context, p project) (backend.Adoption, error) {
+	// Waldur holds the project id (Python's backend_id, and sitebus's);
+	// a resource without one names the project by the name it computes.
+	claimants, err := backend.Claimants(ctx, b.resources, p.ID, func(r backend.Resource) (string, error) {
+		name, err := b.BackendID(r)
+		if err != nil || name != p.Name {
+			return "", err
+		}
+		return p.ID, nil
+	})
+	if err != nil {
+		return backend.Adoption{}, err
+	}
+	return decideAdoption(p, claimants), nil
+}
+
+// PlanAdoption tells what the first change for backendID (a project id or
+// name) would do with its project (backend.Adopter), without changing it.
+func (b *Backend) PlanAdoption(ctx context.Context, backendID string) (backend.PlannedAdoption, error) {
+	p, err := b.resolve(ctx, backendID)
+	switch {
+	case errors.Is(err, backend.ErrNotFound):
+		return backend.PlannedAdoption{Object: backendID, Action: backend.PlanAbsent}, nil
+	case err != nil:
+		return backend.PlannedAdoption{}, err
+	}
+	object := p.Name + " (" + p.ID + ")"
+	switch {
+	case !isManaged(p):
+		return backend.PlannedAdoption{Object: object, Action: backend.PlanRefuse,
+			Reason: "it has no " + AnnotationManaged + ": \"true\" annotation"}, nil
+	case p.Annotations[AnnotationResourceUUID] != "":
+		return backend.PlannedAdoption{Object: object, Action: backend.PlanManaged}, nil
+	case b.resources == nil:
+		// Without proof a project is taken as it is (adopt).
+		return backend.PlannedAdoption{Object: object, Action: backend.PlanManaged}, nil
+	}
+	d, err := b.decide(ctx, p)
+	if err != nil {
+		return backend.PlannedAdoption{}, err
+	}
+	return backend.Planned(object, d), nil
+}
+
+// Adopt adopts the project of backendID as the first change for it would
+// (backend.Adopter): a project naming its resource is left as it is, a
+// refused one errs ErrNotManaged.
+func (b *Backend) Adopt(ctx context.Context, backendID string) error {
+	_, err := b.managed(ctx, backendID)
+	return err
 }
 
 // decideAdoption tells whether a project marked waldur/managed that names
