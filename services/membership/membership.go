@@ -573,7 +573,7 @@ func (s *Service) Plan(ctx context.Context, offeringHex string) ([]GroupMembers,
 			continue // the pass leaves the shared group alone for it
 		}
 		seen[child] = true
-		members, err := s.projectMembers(ctx, o, res, team, groups)
+		members, err := s.projectMembers(ctx, o, res, Desired(team, nil, "", res.RestrictMemberAccess))
 		if err != nil {
 			return nil, err
 		}
