@@ -163,17 +163,14 @@ func allZero(hard map[string]string) bool {
 	return true
 }
 
-func equal(want map[string]string) func(map[string]string) bool {
-	return func(got map[string]string) bool { return maps.Equal(got, want) }
-}
-
-// The API server stops taking the token while sitebus's file still looks
-// unchanged (same size and time, as a copy that keeps times does): the
-// next call gets one 401, sitebus reads the file again, the call succeeds
-// and no order errs.
-func TestOKDTokenRotatedMidRun(t *testing.T) {
-	s := newSite(t)
-	create, resUUID := s.Create("rotate", map[string]int{"cpu": 1, "ram": 1, "storage": 1})
+// rotateUnseen creates a resource named slug, then has the API server
+// stop taking the token while sitebus's file still looks unchanged (the
+// new token written with the old size and time, as a copy that keeps times
+// does), and empties the OKD call log. fill is the new token's letter.
+func (s *site) rotateUnseen(slug, fill string) (create, resUUID, backendID, old, fresh string) {
+	t := s.t
+	t.Helper()
+	create, resUUID = s.Create(slug, map[string]int{"cpu": 1, "ram": 1, "storage": 1})
 	if o := s.WaitOrder(create, "done", "erred"); o.State != "done" {
 		t.Fatalf("create: %s (%s)\n%s", o.State, o.ErrorMessage, s.Sitebus.Tail(40))
 	}
@@ -185,8 +182,8 @@ func TestOKDTokenRotatedMidRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	old := s.OKD.Token()
-	fresh := "sha256~" + strings.Repeat("r", len(old)-len("sha256~"))
+	old = s.OKD.Token()
+	fresh = "sha256~" + strings.Repeat(fill, len(old)-len("sha256~"))
 	if err := s.OKD.RotateToken(fresh); err != nil {
 		t.Fatal(err)
 	}
@@ -197,11 +194,25 @@ func TestOKDTokenRotatedMidRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.OKD.ResetCalls()
+	return create, resUUID, res.BackendID, old, fresh
+}
+
+func equal(want map[string]string) func(map[string]string) bool {
+	return func(got map[string]string) bool { return maps.Equal(got, want) }
+}
+
+// The API server stops taking the token while sitebus's file still looks
+// unchanged (same size and time, as a copy that keeps times does): the
+// next call gets one 401, sitebus reads the file again, the call succeeds
+// and no order errs.
+func TestOKDTokenRotatedMidRun(t *testing.T) {
+	s := newSite(t)
+	create, resUUID, backendID, old, fresh := s.rotateUnseen("rotate", "r")
 	up, _ := s.Order(waldursim.CreateOrderRequest{Type: "Update", ResourceUUID: resUUID, Limits: map[string]int{"cpu": 2, "ram": 1, "storage": 1}})
 	if o := s.WaitOrder(up, "done", "erred"); o.State != "done" {
 		t.Fatalf("update after the rotation: %s (%s)\n%s", o.State, o.ErrorMessage, s.Sitebus.Tail(40))
 	}
-	s.waitQuota("quota after the rotation", res.BackendID, map[string]string{"requests.cpu": "2", "limits.cpu": "4",
+	s.waitQuota("quota after the rotation", backendID, map[string]string{"requests.cpu": "2", "limits.cpu": "4",
 		"requests.memory": "1Gi", "limits.memory": "2Gi", "requests.storage": "1Gi"})
 	if n := s.OKD.CallCount("", "/", 401); n != 1 {
 		t.Errorf("%d calls answered 401, want exactly one", n)

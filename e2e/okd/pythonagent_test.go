@@ -2,7 +2,6 @@ package okd_test
 
 import (
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 
@@ -50,39 +49,16 @@ func TestOKDStartedAsThePythonAgentsUnit(t *testing.T) {
 // request succeeds with the new token at once, with no 401 on the way.
 func TestOKDTokenForbiddenMidRun(t *testing.T) {
 	s := newSite(t)
-	create, resUUID := s.Create("forbid", map[string]int{"cpu": 1, "ram": 1, "storage": 1})
-	if o := s.WaitOrder(create, "done", "erred"); o.State != "done" {
-		t.Fatalf("create: %s (%s)\n%s", o.State, o.ErrorMessage, s.Sitebus.Tail(40))
-	}
-	res, err := s.Admin.Resource(ctx(t), resUUID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fi, err := os.Stat(s.OKDTokenFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	old := s.OKD.Token()
-	fresh := "sha256~" + strings.Repeat("f", len(old)-len("sha256~"))
-	if err := s.OKD.RotateToken(fresh); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(s.OKDTokenFile, []byte(fresh+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chtimes(s.OKDTokenFile, fi.ModTime(), fi.ModTime()); err != nil {
-		t.Fatal(err)
-	}
-	s.OKD.ResetCalls()
+	_, resUUID, backendID, old, fresh := s.rotateUnseen("forbid", "f")
 	// OpenShift's body for a token whose account may not do the call.
 	s.OKD.Faults.Add(okdsim.Fault{PathPrefix: "/", Status: http.StatusForbidden, Count: 1,
-		Body: `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"namespaces \"` + res.BackendID +
+		Body: `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"namespaces \"` + backendID +
 			`\" is forbidden: User \"system:serviceaccount:waldur:agent\" cannot get resource \"namespaces\" in API group \"\"","reason":"Forbidden","code":403}`})
 	up, _ := s.Order(waldursim.CreateOrderRequest{Type: "Update", ResourceUUID: resUUID, Limits: map[string]int{"cpu": 2, "ram": 1, "storage": 1}})
 	if o := s.WaitOrder(up, "done", "erred"); o.State != "done" {
 		t.Fatalf("update after the rotation: %s (%s)\n%s", o.State, o.ErrorMessage, s.Sitebus.Tail(40))
 	}
-	s.waitQuota("quota after the rotation", res.BackendID, map[string]string{"requests.cpu": "2", "limits.cpu": "4",
+	s.waitQuota("quota after the rotation", backendID, map[string]string{"requests.cpu": "2", "limits.cpu": "4",
 		"requests.memory": "1Gi", "limits.memory": "2Gi", "requests.storage": "1Gi"})
 	if n := s.OKD.CallCount("", "/", http.StatusForbidden); n != 1 {
 		t.Errorf("%d calls answered 403, want the one injected", n)
