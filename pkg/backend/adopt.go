@@ -2,6 +2,7 @@ package backend
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -154,6 +155,28 @@ func Planned(object string, d Adoption) PlannedAdoption {
 		return PlannedAdoption{Object: object, Resource: d.Resource, Action: PlanAdopt, Proof: d.Proof}
 	}
 	return PlannedAdoption{Object: object, Action: PlanRefuse, Reason: d.Reason}
+}
+
+// PlanObject is a Kubernetes-object backend's PlanAdoption once it has
+// read the object of backendID (err is that read's error): absent,
+// already sitebus's (managed), refused when there are no Waldur resources
+// to prove ownership with (canProve false), or what decide says.
+func PlanObject(backendID string, err error, managed func() bool, canProve bool, decide func() (Adoption, error)) (PlannedAdoption, error) {
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return PlannedAdoption{Object: backendID, Action: PlanAbsent}, nil
+	case err != nil:
+		return PlannedAdoption{}, err
+	case managed():
+		return PlannedAdoption{Object: backendID, Action: PlanManaged}, nil
+	case !canProve:
+		return PlannedAdoption{Object: backendID, Action: PlanRefuse, Reason: "no Waldur resources to prove ownership with"}, nil
+	}
+	d, err := decide()
+	if err != nil {
+		return PlannedAdoption{}, err
+	}
+	return Planned(backendID, d), nil
 }
 
 // PlanAdoptions is the adoption plan of one offering: for each live Waldur

@@ -3,7 +3,6 @@ package managedns
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -68,21 +67,8 @@ func (b *Backend) decide(ctx context.Context, cr *unstructured.Unstructured) (ba
 // its CR (backend.Adopter), without changing it.
 func (b *Backend) PlanAdoption(ctx context.Context, backendID string) (backend.PlannedAdoption, error) {
 	cr, err := b.get(ctx, "get", backendID)
-	switch {
-	case errors.Is(err, backend.ErrNotFound):
-		return backend.PlannedAdoption{Object: backendID, Action: backend.PlanAbsent}, nil
-	case err != nil:
-		return backend.PlannedAdoption{}, err
-	case isManaged(cr):
-		return backend.PlannedAdoption{Object: backendID, Action: backend.PlanManaged}, nil
-	case b.resources == nil:
-		return backend.PlannedAdoption{Object: backendID, Action: backend.PlanRefuse, Reason: "no Waldur resources to prove ownership with"}, nil
-	}
-	d, err := b.decide(ctx, cr)
-	if err != nil {
-		return backend.PlannedAdoption{}, err
-	}
-	return backend.Planned(backendID, d), nil
+	return backend.PlanObject(backendID, err, func() bool { return isManaged(cr) }, b.resources != nil,
+		func() (backend.Adoption, error) { return b.decide(ctx, cr) })
 }
 
 // Adopt adopts the CR of backendID as the first change for it would

@@ -3,7 +3,6 @@ package okd
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -85,21 +84,8 @@ func (b *Backend) decide(ctx context.Context, ns *unstructured.Unstructured) (ba
 // its project (backend.Adopter), without changing it.
 func (b *Backend) PlanAdoption(ctx context.Context, backendID string) (backend.PlannedAdoption, error) {
 	ns, err := b.getNamespace(ctx, backendID)
-	switch {
-	case errors.Is(err, backend.ErrNotFound):
-		return backend.PlannedAdoption{Object: backendID, Action: backend.PlanAbsent}, nil
-	case err != nil:
-		return backend.PlannedAdoption{}, err
-	case isManaged(ns):
-		return backend.PlannedAdoption{Object: backendID, Action: backend.PlanManaged}, nil
-	case b.resources == nil:
-		return backend.PlannedAdoption{Object: backendID, Action: backend.PlanRefuse, Reason: "no Waldur resources to prove ownership with"}, nil
-	}
-	d, err := b.decide(ctx, ns)
-	if err != nil {
-		return backend.PlannedAdoption{}, err
-	}
-	return backend.Planned(backendID, d), nil
+	return backend.PlanObject(backendID, err, func() bool { return isManaged(ns) }, b.resources != nil,
+		func() (backend.Adoption, error) { return b.decide(ctx, ns) })
 }
 
 // Adopt adopts the project of backendID as the first change for it would
