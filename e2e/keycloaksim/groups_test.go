@@ -72,6 +72,20 @@ func TestGroups(t *testing.T) {
 			_, err := e.gc.CreateChildGroup(ctx, e.token, "waldur", team, group("a", nil))
 			apiErr(t, err, 409, "Sibling group named 'a' already exists.")
 		}},
+		{"update renames and replaces attributes; a sibling's name is a 409", func(t *testing.T, e *env) {
+			_, a, _, _ := e.tree(t)
+			g, err := e.gc.GetGroup(ctx, e.token, "waldur", a)
+			must(t, err)
+			g.Name = gocloak.StringP("b")
+			apiErr(t, e.gc.UpdateGroup(ctx, e.token, "waldur", *g), 409, "Sibling group named 'b' already exists.")
+			g.Name = gocloak.StringP("a2")
+			g.Attributes = &map[string][]string{"k": {"v"}}
+			must(t, e.gc.UpdateGroup(ctx, e.token, "waldur", *g))
+			g, err = e.gc.GetGroup(ctx, e.token, "waldur", a)
+			must(t, err)
+			eq(t, "path", gocloak.PString(g.Path), "/team/a2")
+			eq(t, "attribute", (*g.Attributes)["k"][0], "v")
+		}},
 		{"a name is required", func(t *testing.T, e *env) {
 			_, err := e.gc.CreateGroup(ctx, e.token, "waldur", group("", nil))
 			apiErr(t, err, 400, "Group name is missing")

@@ -143,6 +143,17 @@ func addGroup(q req, parent string) (any, *apiError) {
 	return rep, nil
 }
 
+// updateGroup is PUT /groups/{id}: renames (unique among siblings) and
+// replaces the attributes when the body has them. keycloak-sync marks the
+// groups it adopts this way.
+func updateGroup(q req) (any, *apiError) {
+	b, err := decode[groupBody](q.Request)
+	if err != nil {
+		return nil, err
+	}
+	return nil, q.rm.place(q.g, b, q.g.parent)
+}
+
 // place renames g to b's name, unique among its new siblings, under
 // parent (refusing a cycle), and replaces its attributes when b has them.
 func (rm *realm) place(g *group, b groupBody, parent string) *apiError {

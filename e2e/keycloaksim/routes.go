@@ -36,6 +36,7 @@ func (s *Server) routes() http.Handler {
 		"GET /groups":                         listGroups,
 		"POST /groups":                        func(q req) (any, *apiError) { return addGroup(q, "") },
 		"GET /groups/{id}":                    onGroup(getGroup),
+		"PUT /groups/{id}":                    onGroup(updateGroup),
 		"DELETE /groups/{id}":                 onGroup(deleteGroup),
 		"GET /groups/{id}/children":           onGroup(listChildren),
 		"POST /groups/{id}/children":          onGroup(func(q req) (any, *apiError) { return addGroup(q, q.g.id) }),

@@ -289,9 +289,6 @@ func TestRancherSwitchOverFromThePythonAgent(t *testing.T) {
 	// keycloak-sync's cleanup adopts the Python agent's groups (the live
 	// sw-other still names them) in its first period: they get this
 	// offering and keep the plugin's managed_by mark.
-	t.Skip("keycloak-sync cannot adopt the Python agent's groups against the Keycloak simulator: " +
-		"SetGroupAttributes sends PUT admin/realms/waldur/groups/{id}, which e2e/keycloaksim does not route " +
-		"(HTTP 404 \"Unable to find matching target resource method\"; log: group not adopted; next try at the next period)")
 	for _, path := range []string{"/" + parentGroup, childPath} {
 		harness.Eventually(t, 60*time.Second, "group "+path+" adopted", func() bool {
 			g, ok := s.Keycloak.GroupByPath("waldur", path)
