@@ -89,10 +89,8 @@ func (in attrsIn) apply(m *Meta) {
 
 func (s *Server) netRep(n *Network) obj {
 	subs := []string{}
-	for _, sub := range simkit.SortedBy(s.st.subnets, func(x *Subnet) uint64 { return x.seq }) {
-		if sub.NetworkID == n.ID {
-			subs = append(subs, sub.ID)
-		}
+	for _, sub := range where(s.st.subnets, func(sub *Subnet) bool { return sub.NetworkID == n.ID }) {
+		subs = append(subs, sub.ID)
 	}
 	return stamp(obj{"id": n.ID, "name": n.Name, "admin_state_up": true, "status": "ACTIVE", "subnets": subs,
 		"shared": n.Shared, "router:external": n.External, "mtu": n.MTU, "port_security_enabled": true,
@@ -349,12 +347,7 @@ type portIn struct {
 // none asked: one from the network's first subnet with a free address.
 // On error nothing stays allocated.
 func (s *Server) allocateIPs(n *Network, id string, want *[]fixedIPIn) ([]FixedIP, *apiErr) {
-	var subs []*Subnet
-	for _, sub := range simkit.SortedBy(s.st.subnets, func(x *Subnet) uint64 { return x.seq }) {
-		if sub.NetworkID == n.ID {
-			subs = append(subs, sub)
-		}
-	}
+	subs := where(s.st.subnets, func(sub *Subnet) bool { return sub.NetworkID == n.ID })
 	var out []FixedIP
 	undo := func() {
 		for _, f := range out {

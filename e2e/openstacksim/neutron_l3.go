@@ -297,10 +297,7 @@ func (s *Server) associate(c *caller, f *FloatingIP, portID, fixed string) *apiE
 				" ("+f.ID+") with port "+portID+" using fixed IP "+ip.IPAddress+", as that fixed IP already has a floating IP on external network "+o.NetworkID+".")
 		}
 	}
-	for _, rt := range simkit.SortedBy(s.st.routers, func(x *Router) uint64 { return x.seq }) {
-		if rt.GatewayNetworkID != f.NetworkID {
-			continue
-		}
+	for _, rt := range where(s.st.routers, func(rt *Router) bool { return rt.GatewayNetworkID == f.NetworkID }) {
 		for _, pid := range rt.Interfaces {
 			for _, x := range s.st.ports[pid].FixedIPs {
 				if x.SubnetID == ip.SubnetID {

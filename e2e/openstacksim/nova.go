@@ -46,10 +46,8 @@ func (s *Server) serverView(sv *Instance) Instance {
 		for _, f := range p.FixedIPs {
 			v.FixedIPs = append(v.FixedIPs, f.IPAddress)
 		}
-		for _, f := range simkit.SortedBy(s.st.fips, func(x *FloatingIP) uint64 { return x.seq }) {
-			if f.PortID == p.ID {
-				v.FloatingIPs = append(v.FloatingIPs, f.Address)
-			}
+		for _, f := range where(s.st.fips, func(f *FloatingIP) bool { return f.PortID == p.ID }) {
+			v.FloatingIPs = append(v.FloatingIPs, f.Address)
 		}
 	}
 	for _, a := range s.serverAttachments(sv.ID) {
@@ -64,13 +62,7 @@ func (s *Server) serverView(sv *Instance) Instance {
 }
 
 func (s *Server) serverPorts(id string) []*Port {
-	var out []*Port
-	for _, p := range simkit.SortedBy(s.st.ports, func(x *Port) uint64 { return x.seq }) {
-		if p.DeviceID == id && strings.HasPrefix(p.DeviceOwner, "compute:") {
-			out = append(out, p)
-		}
-	}
-	return out
+	return where(s.st.ports, func(p *Port) bool { return p.DeviceID == id && strings.HasPrefix(p.DeviceOwner, "compute:") })
 }
 
 // serverAttachments are the server's volume attachments by device name.
@@ -555,12 +547,7 @@ func (s *Server) serverNetworks(c *caller, raw json.RawMessage) ([]netReq, *apiE
 		if word == "none" {
 			return nil, nil
 		}
-		var own []*Network
-		for _, n := range simkit.SortedBy(s.st.networks, func(x *Network) uint64 { return x.seq }) {
-			if n.ProjectID == c.projectID && !n.External {
-				own = append(own, n)
-			}
-		}
+		own := where(s.st.networks, func(n *Network) bool { return n.ProjectID == c.projectID && !n.External })
 		switch len(own) {
 		case 0:
 			return nil, nil
@@ -650,6 +637,12 @@ func (s *Server) tick() {
 	}
 }
 
+// powerActions are the server actions that need one vm state and leave
+// the server in another, in the order Nova's API checks them.
+var powerActions = []struct{ key, verb, from, to string }{
+	{"os-stop", "stop", "ACTIVE", "SHUTOFF"}, {"os-start", "start", "SHUTOFF", "ACTIVE"}, {"reboot", "reboot", "ACTIVE", "ACTIVE"},
+}
+
 func (s *Server) serverAction(w http.ResponseWriter, r *http.Request, _ *caller, sv *Instance) *apiErr {
 	var in map[string]json.RawMessage
 	if e := simkit.Decode(r, &in, novaBad); e != nil {
@@ -659,6 +652,7 @@ func (s *Server) serverAction(w http.ResponseWriter, r *http.Request, _ *caller,
 	case in["forceDelete"] != nil:
 		s.removeServer(sv)
 		w.WriteHeader(http.StatusAccepted)
+		return nil
 	case in["os-getConsoleOutput"] != nil:
 		var opts struct {
 			Length *int `json:"length"`
@@ -673,25 +667,18 @@ func (s *Server) serverAction(w http.ResponseWriter, r *http.Request, _ *caller,
 			out += "\n"
 		}
 		simkit.WriteJSON(w, http.StatusOK, obj{"output": out})
-	case in["os-stop"] != nil:
-		if sv.Status != "ACTIVE" {
-			return novaErr(409, "Cannot 'stop' instance "+sv.ID+" while it is in vm_state "+strings.ToLower(sv.Status))
-		}
-		sv.Status = "SHUTOFF"
-		w.WriteHeader(http.StatusAccepted)
-	case in["os-start"] != nil:
-		if sv.Status != "SHUTOFF" {
-			return novaErr(409, "Cannot 'start' instance "+sv.ID+" while it is in vm_state "+strings.ToLower(sv.Status))
-		}
-		sv.Status = "ACTIVE"
-		w.WriteHeader(http.StatusAccepted)
-	case in["reboot"] != nil:
-		if sv.Status != "ACTIVE" {
-			return novaErr(409, "Cannot 'reboot' instance "+sv.ID+" while it is in vm_state "+strings.ToLower(sv.Status))
-		}
-		w.WriteHeader(http.StatusAccepted)
-	default:
-		return novaErr(400, "The simulator does not implement this server action.")
+		return nil
 	}
-	return nil
+	for _, a := range powerActions {
+		if in[a.key] == nil {
+			continue
+		}
+		if sv.Status != a.from {
+			return novaErr(409, "Cannot '"+a.verb+"' instance "+sv.ID+" while it is in vm_state "+strings.ToLower(sv.Status))
+		}
+		sv.Status = a.to
+		w.WriteHeader(http.StatusAccepted)
+		return nil
+	}
+	return novaErr(400, "The simulator does not implement this server action.")
 }
