@@ -103,14 +103,6 @@ func (s *Server) FailServers(rule ServerErrorRule) {
 	s.st.serverRules = append(s.st.serverRules, &rule)
 }
 
-// ClearServerErrors removes every error rule; servers already picked still
-// fail.
-func (s *Server) ClearServerErrors() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.st.serverRules = nil
-}
-
 // matchErrorRule returns the fault message of the first rule picking sv.
 func (s *Server) matchErrorRule(sv *Instance) string {
 	msg := ""

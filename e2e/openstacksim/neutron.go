@@ -158,10 +158,7 @@ func (s *Server) deleteNetwork(c *caller, n *Network) *apiErr {
 // ---- subnets
 
 func (s *Server) subnetRep(sub *Subnet) obj {
-	pools := []obj{}
-	for _, p := range sub.Pools {
-		pools = append(pools, obj{"start": p.Start, "end": p.End})
-	}
+	pools := simkit.Map(sub.Pools, func(p Pool) obj { return obj{"start": p.Start, "end": p.End} })
 	return stamp(obj{"id": sub.ID, "name": sub.Name, "network_id": sub.NetworkID, "cidr": sub.CIDR,
 		"gateway_ip": orNil(sub.GatewayIP), "ip_version": 4, "enable_dhcp": sub.EnableDHCP, "allocation_pools": pools,
 		"dns_nameservers": slices.Clone(sub.DNSNameservers), "host_routes": []obj{}, "ipv6_address_mode": nil,
@@ -283,18 +280,19 @@ func (s *Server) deleteSubnet(c *caller, sub *Subnet) *apiErr {
 
 // ---- ports
 
+// fixedIPsRep are a port's fixed_ips, as ports and router gateways show them.
+func fixedIPsRep(ips []FixedIP) []obj {
+	return simkit.Map(ips, func(f FixedIP) obj { return obj{"subnet_id": f.SubnetID, "ip_address": f.IPAddress} })
+}
+
 func (s *Server) portRep(p *Port) obj {
-	ips := []obj{}
-	for _, f := range p.FixedIPs {
-		ips = append(ips, obj{"subnet_id": f.SubnetID, "ip_address": f.IPAddress})
-	}
 	status := "DOWN"
 	if p.DeviceID != "" {
 		status = "ACTIVE"
 	}
 	return stamp(obj{"id": p.ID, "name": p.Name, "network_id": p.NetworkID, "mac_address": p.MAC,
 		"admin_state_up": true, "status": status, "device_id": p.DeviceID, "device_owner": p.DeviceOwner,
-		"fixed_ips": ips, "security_groups": slices.Clone(p.SecurityGroups), "allowed_address_pairs": []obj{},
+		"fixed_ips": fixedIPsRep(p.FixedIPs), "security_groups": slices.Clone(p.SecurityGroups), "allowed_address_pairs": []obj{},
 		"extra_dhcp_opts": []obj{}, "port_security_enabled": p.PortSecurity, "binding:vnic_type": "normal",
 		"propagate_uplink_status": false}, &p.Meta)
 }
@@ -541,10 +539,7 @@ func (s *Server) ruleRep(rl *Rule) obj {
 }
 
 func (s *Server) sgRep(g *SecurityGroup) obj {
-	rules := []obj{}
-	for i := range g.Rules {
-		rules = append(rules, s.ruleRep(&g.Rules[i]))
-	}
+	rules := simkit.Map(g.Rules, func(rl Rule) obj { return s.ruleRep(&rl) })
 	return stamp(obj{"id": g.ID, "name": g.Name, "security_group_rules": rules, "stateful": true, "shared": false},
 		&g.Meta)
 }

@@ -12,12 +12,11 @@ import (
 func (s *Server) routerRep(rt *Router) obj {
 	var gw any
 	if rt.GatewayNetworkID != "" {
-		ips := []obj{}
+		var fixed []FixedIP
 		if p := s.st.ports[rt.GatewayPortID]; p != nil {
-			for _, f := range p.FixedIPs {
-				ips = append(ips, obj{"subnet_id": f.SubnetID, "ip_address": f.IPAddress})
-			}
+			fixed = p.FixedIPs
 		}
+		ips := fixedIPsRep(fixed)
 		gw = obj{"network_id": rt.GatewayNetworkID, "enable_snat": true, "external_fixed_ips": ips}
 	}
 	return stamp(obj{"id": rt.ID, "name": rt.Name, "status": "ACTIVE", "admin_state_up": true,
@@ -124,10 +123,7 @@ type interfaceIn struct {
 }
 
 func (s *Server) interfaceRep(rt *Router, p *Port) obj {
-	subs := []string{}
-	for _, f := range p.FixedIPs {
-		subs = append(subs, f.SubnetID)
-	}
+	subs := simkit.Map(p.FixedIPs, func(f FixedIP) string { return f.SubnetID })
 	first := ""
 	if len(subs) > 0 {
 		first = subs[0]

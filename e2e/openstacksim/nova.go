@@ -104,10 +104,9 @@ func (s *Server) serverRep(r *http.Request, sv *Instance) obj {
 			}
 		}
 	}
-	vols := []obj{}
-	for _, a := range s.serverAttachments(sv.ID) {
-		vols = append(vols, obj{"id": a.VolumeID, "delete_on_termination": a.DeleteOnTermination})
-	}
+	vols := simkit.Map(s.serverAttachments(sv.ID), func(a Attachment) obj {
+		return obj{"id": a.VolumeID, "delete_on_termination": a.DeleteOnTermination}
+	})
 	var image any = ""
 	if sv.ImageID != "" {
 		image = obj{"id": sv.ImageID, "links": []obj{{"rel": "bookmark", "href": simkit.BaseURL(r) + "/compute/images/" + sv.ImageID}}}
@@ -148,11 +147,7 @@ func (s *Server) serverRep(r *http.Request, sv *Instance) obj {
 
 // namedObjs are Nova's [{"name": …}] of names.
 func namedObjs(names []string) []obj {
-	out := []obj{}
-	for _, n := range names {
-		out = append(out, obj{"name": n})
-	}
-	return out
+	return simkit.Map(names, func(n string) obj { return obj{"name": n} })
 }
 
 func cloneMapOrEmpty(m map[string]string) map[string]string {
@@ -376,17 +371,12 @@ func (s *Server) createServer(w http.ResponseWriter, r *http.Request, c *caller)
 	s.ensureDefaultSG(c.projectID)
 	var sgIDs []string
 	for _, n := range sgNames {
-		var found []string
-		for _, g := range s.st.secGroups {
-			if g.ProjectID == c.projectID && (g.Name == n || g.ID == n) {
-				found = append(found, g.ID)
-			}
-		}
+		found := where(s.st.secGroups, func(g *SecurityGroup) bool { return g.ProjectID == c.projectID && (g.Name == n || g.ID == n) })
 		switch len(found) {
 		case 0:
 			return novaErr(400, "Security group "+n+" not found for project "+c.projectID+".")
 		case 1:
-			sgIDs = append(sgIDs, found[0])
+			sgIDs = append(sgIDs, found[0].ID)
 		default:
 			return novaErr(409, "Multiple security group matches found for name '"+n+"', use an ID to be more specific.")
 		}

@@ -57,13 +57,6 @@ func (s *Server) setQuota(project, resource string, limit int) {
 	q[resource] = limit
 }
 
-// Quota returns project's effective limit on resource.
-func (s *Server) Quota(project, resource string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.limit(project, resource)
-}
-
 // neutronUsage counts what a project holds of each Neutron resource.
 var neutronUsage = map[string]func(s *Server, project string) int{
 	"network": networks.CountOwned, "subnet": subnets.CountOwned, "port": ports.CountOwned,
@@ -174,9 +167,9 @@ func (s *Server) checkCinderQuota(project, typeName string, size int) *apiErr {
 			"VolumeLimitExceeded: Maximum number of volumes allowed (%d) exceeded for quota 'volumes'.", l))
 	}
 	for _, c := range []struct {
-		name       string
-		used, have int
-	}{{"gigabytes", total, 0}, {"gigabytes_" + typeName, ofType, 0}} {
+		name string
+		used int
+	}{{"gigabytes", total}, {"gigabytes_" + typeName, ofType}} {
 		if l := s.limit(project, c.name); l >= 0 && c.used+size > l {
 			return novaErr(http.StatusRequestEntityTooLarge, fmt.Sprintf(
 				"VolumeSizeExceedsAvailableQuota: Requested volume or snapshot exceeds allowed %s quota. Requested %dG, quota is %dG and %dG has been consumed.",
