@@ -79,6 +79,15 @@ func (s *Server) serverAttachments(id string) []Attachment {
 	return out
 }
 
+// vmState is Nova's task, vm and power state of a server.
+type vmState struct {
+	task, vm string
+	power    int
+}
+
+// vmStates are the states of a server by status, but BUILD.
+var vmStates = map[string]vmState{"ACTIVE": {"", "active", 1}, "SHUTOFF": {"", "stopped", 4}, "ERROR": {"", "error", 0}}
+
 func (s *Server) serverRep(r *http.Request, sv *Instance) obj {
 	b := simkit.BaseURL(r) + "/compute/v2.1"
 	addresses := obj{}
@@ -111,19 +120,14 @@ func (s *Server) serverRep(r *http.Request, sv *Instance) obj {
 	if sv.ImageID != "" {
 		image = obj{"id": sv.ImageID, "links": []obj{{"rel": "bookmark", "href": simkit.BaseURL(r) + "/compute/images/" + sv.ImageID}}}
 	}
-	task, vm, power := "spawning", "building", 0
-	var launched any
-	switch sv.Status {
-	case "ACTIVE":
-		task, vm, power = "", "active", 1
-	case "SHUTOFF":
-		task, vm, power = "", "stopped", 4
-	case "ERROR":
-		task, vm, power = "", "error", 0
+	vs, ok := vmStates[sv.Status]
+	if !ok { // BUILD
+		vs = vmState{"spawning", "building", 0}
 	}
 	if sv.Deleting {
-		task = "deleting"
+		vs.task = "deleting"
 	}
+	var launched any
 	if !sv.Launched.IsZero() {
 		launched = fmtMicro(sv.Launched)
 	}
@@ -135,7 +139,7 @@ func (s *Server) serverRep(r *http.Request, sv *Instance) obj {
 		"accessIPv4": "", "accessIPv6": "", "progress": 0, "OS-DCF:diskConfig": "MANUAL", "config_drive": "",
 		"key_name": orNil(sv.KeyName), "OS-EXT-AZ:availability_zone": sv.AvailabilityZone,
 		"OS-SRV-USG:launched_at": launched, "OS-SRV-USG:terminated_at": nil,
-		"OS-EXT-STS:task_state": orNil(task), "OS-EXT-STS:vm_state": vm, "OS-EXT-STS:power_state": power,
+		"OS-EXT-STS:task_state": orNil(vs.task), "OS-EXT-STS:vm_state": vs.vm, "OS-EXT-STS:power_state": vs.power,
 		"os-extended-volumes:volumes_attached": vols, "security_groups": namedObjs(sgNames), "locked": false,
 		"links": []obj{{"rel": "self", "href": b + "/servers/" + sv.ID}},
 	}
@@ -447,7 +451,7 @@ func (s *Server) createServer(w http.ResponseWriter, r *http.Request, c *caller)
 		if e != nil {
 			undo()
 			// Nova reports Neutron's refusals as its own.
-			return novaErr(e.Status, neutronMessage(e))
+			return novaErr(e.Status, errMessage(e))
 		}
 		p.novaCreated = true
 		madePorts = append(madePorts, p)
@@ -482,7 +486,7 @@ func (s *Server) createServer(w http.ResponseWriter, r *http.Request, c *caller)
 				// nova-compute makes these volumes while building, so
 				// Cinder's refusal (quota, size) fails the boot, not the
 				// request.
-				bootFault = cmp.Or(bootFault, "Build of instance "+sv.ID+" aborted: "+cinderMessage(e))
+				bootFault = cmp.Or(bootFault, "Build of instance "+sv.ID+" aborted: "+errMessage(e))
 				continue
 			}
 		}
@@ -511,15 +515,9 @@ func bootOrder(i *int) int {
 
 func deviceName(i int) string { return fmt.Sprintf("/dev/vd%c", 'a'+i) }
 
-// neutronMessage and cinderMessage take the message out of an error body.
-func neutronMessage(e *apiErr) string {
-	if m, ok := e.Body.(map[string]any)["NeutronError"].(map[string]any); ok {
-		return fmt.Sprint(m["message"])
-	}
-	return fmt.Sprint(e.Body)
-}
-
-func cinderMessage(e *apiErr) string {
+// errMessage is the message of a Neutron or Cinder error body: both wrap
+// {"message": …} in one key (NeutronError, or the kind of error).
+func errMessage(e *apiErr) string {
 	for _, v := range e.Body.(map[string]any) {
 		if m, ok := v.(map[string]any); ok {
 			return fmt.Sprint(m["message"])
