@@ -262,12 +262,6 @@ func (s *Server) tokenBody(r *http.Request, t *token) obj {
 	return body
 }
 
-func keystoneVersion(b string) obj {
-	return obj{"id": "v3.14", "status": "stable", "updated": "2020-04-07T00:00:00Z",
-		"links":       []obj{{"rel": "self", "href": b + "/identity/v3/"}},
-		"media-types": []obj{{"base": "application/json", "type": "application/vnd.openstack.identity-v3+json"}}}
-}
-
 func (s *Server) identityVersions(w http.ResponseWriter, r *http.Request) {
 	simkit.WriteJSON(w, http.StatusMultipleChoices, obj{"versions": obj{"values": []obj{keystoneVersion(simkit.BaseURL(r))}}})
 }
@@ -296,26 +290,10 @@ func (s *Server) named(name, domainID *string) *apiErr {
 }
 
 type projectIn struct {
-	Name        *string `json:"name"`
-	DomainID    string  `json:"domain_id"`
-	Description *string `json:"description"`
-	Enabled     *bool   `json:"enabled"`
-}
-
-// val is *p, or T's zero value for nil.
-func val[T any](p *T) (v T) {
-	if p != nil {
-		v = *p
-	}
-	return v
-}
-
-// nameTaken is Keystone's 409 for a second project called name in domain.
-func (s *Server) nameTaken(domain, name string) *apiErr {
-	if s.st.projectNamed(domain, name) != nil {
-		return keystoneErr(409, "Conflict occurred attempting to store project - it is not permitted to have two projects with the same name in the same domain : "+name+".")
-	}
-	return nil
+	Name        string `json:"name"`
+	DomainID    string `json:"domain_id"`
+	Description string `json:"description"`
+	Enabled     *bool  `json:"enabled"`
 }
 
 func (st *state) projectNamed(domain, name string) *Project {
@@ -323,14 +301,13 @@ func (st *state) projectNamed(domain, name string) *Project {
 }
 
 func (s *Server) createProject(_ *caller, in projectIn) (*Project, *apiErr) {
-	name := val(in.Name)
-	if e := s.named(&name, &in.DomainID); e != nil {
+	if e := s.named(&in.Name, &in.DomainID); e != nil {
 		return nil, e
 	}
-	if e := s.nameTaken(in.DomainID, name); e != nil {
-		return nil, e
+	if s.st.projectNamed(in.DomainID, in.Name) != nil {
+		return nil, keystoneErr(409, "Conflict occurred attempting to store project - it is not permitted to have two projects with the same name in the same domain : "+in.Name+".")
 	}
-	p := &Project{ID: newHexID(), Name: name, DomainID: in.DomainID, Description: val(in.Description),
+	p := &Project{ID: newHexID(), Name: in.Name, DomainID: in.DomainID, Description: in.Description,
 		Enabled: in.Enabled == nil || *in.Enabled, Created: s.now(), seq: s.st.next()}
 	s.st.projects[p.ID] = p
 	return p, nil

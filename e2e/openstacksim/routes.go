@@ -1,6 +1,7 @@
 package openstacksim
 
 import (
+	"maps"
 	"net/http"
 	"strings"
 
@@ -139,20 +140,23 @@ func versionDoc(status int, key string, mk func(base string) obj) http.HandlerFu
 	}
 }
 
-func computeVersionDoc(b string) obj {
-	return obj{"id": "v2.1", "status": "CURRENT", "version": "2.96", "min_version": "2.1",
-		"updated": "2013-07-23T11:33:21Z", "links": []obj{{"rel": "self", "href": b + "/compute/v2.1/"}}}
+// version is the version document of id (status, the self link at path)
+// with more fields, for a base URL.
+func version(id, status, path string, more obj) func(base string) obj {
+	return func(b string) obj {
+		o := obj{"id": id, "status": status, "links": []obj{{"rel": "self", "href": b + path}}}
+		maps.Copy(o, more)
+		return o
+	}
 }
 
-func networkVersionDoc(b string) obj {
-	return obj{"id": "v2.0", "status": "CURRENT", "links": []obj{{"rel": "self", "href": b + "/network/v2.0/"}}}
-}
-
-func volumeVersionDoc(b string) obj {
-	return obj{"id": "v3.0", "status": "CURRENT", "version": "3.70", "min_version": "3.0",
-		"updated": "2023-08-31T00:00:00Z", "links": []obj{{"rel": "self", "href": b + "/volume/v3/"}}}
-}
-
-func imageVersionDoc(b string) obj {
-	return obj{"id": "v2.15", "status": "CURRENT", "links": []obj{{"rel": "self", "href": b + "/image/v2/"}}}
-}
+var (
+	keystoneVersion = version("v3.14", "stable", "/identity/v3/", obj{"updated": "2020-04-07T00:00:00Z",
+		"media-types": []obj{{"base": "application/json", "type": "application/vnd.openstack.identity-v3+json"}}})
+	computeVersionDoc = version("v2.1", "CURRENT", "/compute/v2.1/",
+		obj{"version": "2.96", "min_version": "2.1", "updated": "2013-07-23T11:33:21Z"})
+	networkVersionDoc = version("v2.0", "CURRENT", "/network/v2.0/", nil)
+	volumeVersionDoc  = version("v3.0", "CURRENT", "/volume/v3/",
+		obj{"version": "3.70", "min_version": "3.0", "updated": "2023-08-31T00:00:00Z"})
+	imageVersionDoc = version("v2.15", "CURRENT", "/image/v2/", nil)
+)
