@@ -155,13 +155,10 @@ func (s *Server) newToken(req authRequest) (*token, *apiErr) {
 	case slices.Contains(id.Methods, "application_credential") && id.AppCred != nil:
 		method = "application_credential"
 		ac := id.AppCred
-		for _, x := range st.appCreds {
-			if ac.ID != "" && x.ID == ac.ID || ac.ID == "" && ac.User != nil && x.Name == ac.Name &&
-				st.findUser(*ac.User) != nil && st.findUser(*ac.User).ID == x.UserID {
-				appCred = x
-				break
-			}
-		}
+		appCred = simkit.FindBy(st.appCreds, func(x *AppCredential) bool {
+			return ac.ID != "" && x.ID == ac.ID || ac.ID == "" && ac.User != nil && x.Name == ac.Name &&
+				st.findUser(*ac.User) != nil && st.findUser(*ac.User).ID == x.UserID
+		})
 		if appCred == nil || !eq(appCred.Secret, ac.Secret) {
 			return nil, errUnauthorized
 		}

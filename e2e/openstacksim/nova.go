@@ -365,10 +365,7 @@ func (s *Server) createServer(w http.ResponseWriter, r *http.Request, c *caller)
 		return e
 	}
 	// Security groups by name (or id), in the caller's project.
-	sgNames := []string{}
-	for _, g := range sin.SecurityGroups {
-		sgNames = append(sgNames, g.Name)
-	}
+	sgNames := simkit.Map(sin.SecurityGroups, func(g struct{ Name string }) string { return g.Name })
 	if len(sgNames) == 0 {
 		sgNames = []string{"default"}
 	}
