@@ -336,16 +336,6 @@ func keystoneCollection[T any](plural, singular string, items func(*state) map[s
 	}
 }
 
-// admin lets only admins call h, as Keystone's policy does for action.
-func admin(action string, h handler) handler {
-	return func(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-		if e := adminOnly(action)(c); e != nil {
-			return e
-		}
-		return h(w, r, c)
-	}
-}
-
 // adminOnly is the policy of an admin-only call.
 func adminOnly(action string) func(*caller) *apiErr {
 	return func(c *caller) *apiErr {
@@ -435,25 +425,20 @@ func (s *Server) listRoles(w http.ResponseWriter, r *http.Request, _ *caller) *a
 	return nil
 }
 
-// assignment resolves {project}, {user} and {role}; Keystone answers an
-// unknown one with 404 naming it.
-func (s *Server) assignment(r *http.Request) (p, u, rl string, e *apiErr) {
-	p, u, rl = r.PathValue("project"), r.PathValue("user"), r.PathValue("role")
+// assignRole grants {role} on {project} to {user}, an admin's call;
+// Keystone answers an unknown one of the three with 404 naming it.
+func (s *Server) assignRole(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+	if e := adminOnly("identity:create_grant")(c); e != nil {
+		return e
+	}
+	p, u, rl := r.PathValue("project"), r.PathValue("user"), r.PathValue("role")
 	switch {
 	case s.st.projects[p] == nil:
-		return "", "", "", keystoneErr(404, "Could not find project: "+p+".")
+		return keystoneErr(404, "Could not find project: "+p+".")
 	case s.st.users[u] == nil:
-		return "", "", "", keystoneErr(404, "Could not find user: "+u+".")
+		return keystoneErr(404, "Could not find user: "+u+".")
 	case s.st.roles[rl] == nil:
-		return "", "", "", keystoneErr(404, "Could not find role: "+rl+".")
-	}
-	return p, u, rl, nil
-}
-
-func (s *Server) assignRole(w http.ResponseWriter, r *http.Request, _ *caller) *apiErr {
-	p, u, rl, e := s.assignment(r)
-	if e != nil {
-		return e
+		return keystoneErr(404, "Could not find role: "+rl+".")
 	}
 	s.st.assign(p, u, rl)
 	w.WriteHeader(http.StatusNoContent)

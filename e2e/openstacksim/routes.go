@@ -25,7 +25,7 @@ func (s *Server) routes() http.Handler {
 	simkit.CRUD(s, api, "/identity/v3/projects", projects, (*Server).createProject, nil, (*Server).deleteProject)
 	simkit.CRUD(s, api, "/identity/v3/users", users, (*Server).createUser, nil, (*Server).deleteUser)
 	api("GET /identity/v3/roles", s.listRoles)
-	api("PUT /identity/v3/projects/{project}/users/{user}/roles/{role}", admin("identity:create_grant", s.assignRole))
+	api("PUT /identity/v3/projects/{project}/users/{user}/roles/{role}", s.assignRole)
 
 	// Nova.
 	root("/compute", versionDoc(http.StatusOK, "versions", computeVersionDoc))
