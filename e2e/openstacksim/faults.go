@@ -2,6 +2,7 @@ package openstacksim
 
 import (
 	"cmp"
+	"encoding/hex"
 	"encoding/json"
 	"strings"
 
@@ -66,15 +67,8 @@ func pathTemplate(path string) string {
 
 func isID(s string) bool {
 	h := strings.ReplaceAll(s, "-", "")
-	if len(h) != 32 || len(s) != 32 && len(s) != 36 {
-		return false
-	}
-	for _, r := range h {
-		if !strings.ContainsRune("0123456789abcdef", r) {
-			return false
-		}
-	}
-	return true
+	_, err := hex.DecodeString(h)
+	return err == nil && len(h) == 32 && (len(s) == 32 || len(s) == 36) && h == strings.ToLower(h)
 }
 
 // DefaultBootFault is the fault message of a server an error rule fails,

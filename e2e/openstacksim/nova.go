@@ -197,12 +197,7 @@ func brief(r *http.Request, o obj) obj {
 
 // listed are the servers a list shows c, newest first.
 func (s *Server) listed(r *http.Request, c *caller) []*Instance {
-	var out []*Instance
-	for _, sv := range servers.Sorted(s) {
-		if servers.Visible(s, c, sv) && servers.Listed(s, c, r, sv) {
-			out = append(out, sv)
-		}
-	}
+	out := where(s.st.servers, func(sv *Instance) bool { return servers.Visible(s, c, sv) && servers.Listed(s, c, r, sv) })
 	slices.Reverse(out)
 	return out
 }
