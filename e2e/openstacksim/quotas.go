@@ -74,39 +74,26 @@ func (s *Server) checkNeutronQuota(project, resource string, add int) *apiErr {
 	return nil
 }
 
-func (s *Server) quotaSet(project string, names []string) obj {
-	out := obj{}
-	for _, n := range names {
-		out[n] = s.limit(project, n)
-	}
-	return out
-}
-
-// novaUsage is project's instances, cores and RAM.
-func (s *Server) novaUsage(project string) (instances, cores, ram int) {
+// checkNovaQuota is Nova's 403 "Quota exceeded" for one more server of f.
+func (s *Server) checkNovaQuota(project string, f *Flavor) *apiErr {
+	used := map[string]int{}
 	for _, sv := range s.st.servers {
 		if sv.ProjectID != project {
 			continue
 		}
-		instances++
-		if f := s.flavor(sv.FlavorID); f != nil {
-			cores += f.VCPUs
-			ram += f.RAM
+		used["instances"]++
+		if g := s.flavor(sv.FlavorID); g != nil {
+			used["cores"] += g.VCPUs
+			used["ram"] += g.RAM
 		}
 	}
-	return
-}
-
-// checkNovaQuota is Nova's 403 "Quota exceeded" for one more server of f.
-func (s *Server) checkNovaQuota(project string, f *Flavor) *apiErr {
-	inst, cores, ram := s.novaUsage(project)
 	for _, c := range []struct {
-		name      string
-		used, req int
-	}{{"instances", inst, 1}, {"cores", cores, f.VCPUs}, {"ram", ram, f.RAM}} {
-		if l := s.limit(project, c.name); l >= 0 && c.used+c.req > l {
+		name string
+		req  int
+	}{{"instances", 1}, {"cores", f.VCPUs}, {"ram", f.RAM}} {
+		if l := s.limit(project, c.name); l >= 0 && used[c.name]+c.req > l {
 			return novaErr(http.StatusForbidden, fmt.Sprintf("Quota exceeded for %s: Requested %d, but already used %d of %d %s",
-				c.name, c.req, c.used, l, c.name))
+				c.name, c.req, used[c.name], l, c.name))
 		}
 	}
 	return nil
@@ -127,13 +114,14 @@ func (s *Server) putQuotaSet(key, policy string, names func() []string) handler 
 		if e := simkit.Decode(r, &in, novaBad); e != nil {
 			return e
 		}
-		p := r.PathValue(key)
+		p, out := r.PathValue(key), obj{}
 		for _, n := range names() {
 			if v, ok := in.QuotaSet[n].(float64); ok {
 				s.setQuota(p, n, int(v))
 			}
+			out[n] = s.limit(p, n)
 		}
-		simkit.WriteJSON(w, http.StatusOK, obj{"quota_set": s.quotaSet(p, names())})
+		simkit.WriteJSON(w, http.StatusOK, obj{"quota_set": out})
 		return nil
 	}
 }
