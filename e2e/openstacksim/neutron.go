@@ -107,8 +107,6 @@ var networks = func() *collection[Network] {
 	return col
 }()
 
-func (s *Server) visibleNetwork(c *caller, id string) *Network { return networks.Lookup(s, c, id) }
-
 type networkIn struct {
 	attrsIn
 	Shared   *bool `json:"shared"`
@@ -170,11 +168,9 @@ func (s *Server) subnetRep(sub *Subnet) obj {
 var subnets = func() *collection[Subnet] {
 	col := neutronCollection("subnets", "subnet", "subnet",
 		func(st *state) map[string]*Subnet { return st.subnets }, (*Server).subnetRep)
-	col.Visible = func(s *Server, c *caller, sub *Subnet) bool { return s.visibleNetwork(c, sub.NetworkID) != nil }
+	col.Visible = func(s *Server, c *caller, sub *Subnet) bool { return networks.Lookup(s, c, sub.NetworkID) != nil }
 	return col
 }()
-
-func (s *Server) visibleSubnet(c *caller, id string) *Subnet { return subnets.Lookup(s, c, id) }
 
 type subnetIn struct {
 	attrsIn
@@ -196,7 +192,7 @@ func (in subnetIn) gateway() *string {
 }
 
 func (s *Server) createSubnet(c *caller, sin subnetIn) (*Subnet, *apiErr) {
-	n := s.visibleNetwork(c, sin.NetworkID)
+	n := networks.Lookup(s, c, sin.NetworkID)
 	if n == nil {
 		return nil, nfound("network", sin.NetworkID)
 	}
@@ -303,8 +299,6 @@ var ports = func() *collection[Port] {
 	col.Filters = fixedIPsFilter
 	return col
 }()
-
-func (s *Server) visiblePort(c *caller, id string) *Port { return ports.Lookup(s, c, id) }
 
 // fixedIPsFilter is Neutron's ?fixed_ips=ip_address=…&fixed_ips=subnet_id=…:
 // a port matches when one of its addresses has every given key.
@@ -462,7 +456,7 @@ func (s *Server) createPort(c *caller, in portIn) (*Port, *apiErr) {
 		// fixed_ips' subnet.
 		return nil, neutronErr(http.StatusBadRequest, "HTTPBadRequest", "Failed to parse request. Required attribute 'network_id' not specified")
 	}
-	n := s.visibleNetwork(c, in.NetworkID)
+	n := networks.Lookup(s, c, in.NetworkID)
 	if n == nil {
 		return nil, nfound("network", in.NetworkID)
 	}
@@ -573,8 +567,6 @@ func (s *Server) ensureDefaultSG(project string) {
 var secGroups = neutronCollection("security_groups", "security_group", "security group",
 	func(st *state) map[string]*SecurityGroup { return st.secGroups }, (*Server).sgRep)
 
-func (s *Server) visibleSG(c *caller, id string) *SecurityGroup { return secGroups.Lookup(s, c, id) }
-
 // createSecGroup makes a group with Neutron's two egress rules.
 func (s *Server) createSecGroup(c *caller, in attrsIn) (*SecurityGroup, *apiErr) {
 	p, e := in.project(c)
@@ -642,7 +634,7 @@ type ruleIn struct {
 }
 
 func (s *Server) createRule(c *caller, rin ruleIn) (*Rule, *apiErr) {
-	g := s.visibleSG(c, rin.SecurityGroupID)
+	g := secGroups.Lookup(s, c, rin.SecurityGroupID)
 	if g == nil {
 		return nil, nfound("security group", rin.SecurityGroupID)
 	}

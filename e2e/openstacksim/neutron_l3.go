@@ -153,7 +153,7 @@ func (s *Server) addRouterInterface(w http.ResponseWriter, c *caller, rt *Router
 	case in.SubnetID != "" && in.PortID != "":
 		return neutronErr(http.StatusBadRequest, "BadRequest", "Bad router request: Cannot specify both subnet-id and port-id.")
 	case in.SubnetID != "":
-		sub := s.visibleSubnet(c, in.SubnetID)
+		sub := subnets.Lookup(s, c, in.SubnetID)
 		if sub == nil {
 			return nfound("subnet", in.SubnetID)
 		}
@@ -179,7 +179,7 @@ func (s *Server) addRouterInterface(w http.ResponseWriter, c *caller, rt *Router
 		p.FixedIPs = []FixedIP{{sub.ID, ip}}
 		s.st.ports[p.ID] = p
 	case in.PortID != "":
-		p = s.visiblePort(c, in.PortID)
+		p = ports.Lookup(s, c, in.PortID)
 		if p == nil {
 			return nfound("port", in.PortID)
 		}
@@ -273,7 +273,7 @@ func (s *Server) associate(c *caller, f *FloatingIP, portID, fixed string) *apiE
 		f.PortID, f.FixedIPAddress, f.RouterID = "", "", ""
 		return nil
 	}
-	p := s.visiblePort(c, portID)
+	p := ports.Lookup(s, c, portID)
 	if p == nil {
 		return nfound("port", portID)
 	}

@@ -548,7 +548,7 @@ func (s *Server) serverNetworks(c *caller, raw json.RawMessage) ([]netReq, *apiE
 			return nil, novaErr(409, "Port "+n.Port+" is still in use.")
 		case n.Port != "":
 			seen[n.Port] = true
-			p := s.visiblePort(c, n.Port)
+			p := ports.Lookup(s, c, n.Port)
 			if p == nil {
 				return nil, novaErr(400, "Port id "+n.Port+" could not be found.")
 			}
@@ -556,7 +556,7 @@ func (s *Server) serverNetworks(c *caller, raw json.RawMessage) ([]netReq, *apiE
 				return nil, novaErr(409, "Port "+n.Port+" is still in use.")
 			}
 		case n.UUID != "":
-			if s.visibleNetwork(c, n.UUID) == nil {
+			if networks.Lookup(s, c, n.UUID) == nil {
 				return nil, novaErr(400, "Network "+n.UUID+" could not be found.")
 			}
 		default:

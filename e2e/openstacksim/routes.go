@@ -72,16 +72,11 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /image/versions", versionDoc(http.StatusOK, "versions", imageVersionDoc))
 	api("GET /image/v2/images", images.List(s))
 
+	// An unknown path is a 404 in the format of the service its prefix names.
 	mux.Handle("/", s.authed(func(_ http.ResponseWriter, r *http.Request, _ *caller) *apiErr {
-		return notFoundFor(r.URL.Path)
+		return serviceErr(r.URL.Path, http.StatusNotFound, "HTTPNotFound", "The resource could not be found.")
 	}))
 	return s.Faults.Middleware(mux)
-}
-
-// notFoundFor is an unknown path's 404 in the format of the service its
-// prefix names.
-func notFoundFor(path string) *apiErr {
-	return serviceErr(path, http.StatusNotFound, "HTTPNotFound", "The resource could not be found.")
 }
 
 // serviceErr is an error in the format of the service path's prefix
