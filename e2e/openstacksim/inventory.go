@@ -84,13 +84,7 @@ func inventory[T any](s *Server, col *collection[T], project string, own func(*T
 
 // ServersNamed returns the servers called name, in creation order.
 func (s *Server) ServersNamed(name string) []Instance {
-	var out []Instance
-	for _, sv := range s.Inventory("").Servers {
-		if sv.Name == name {
-			out = append(out, sv)
-		}
-	}
-	return out
+	return slices.DeleteFunc(s.Inventory("").Servers, func(sv Instance) bool { return sv.Name != name })
 }
 
 // RemoveServer deletes a server behind the client's back (an operator, or
