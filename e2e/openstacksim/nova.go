@@ -433,12 +433,11 @@ func (s *Server) createServer(w http.ResponseWriter, r *http.Request, c *caller)
 			boundPorts = append(boundPorts, p)
 			continue
 		}
-		pin := portIn{SecurityGroups: &sgIDs}
+		owner, dev := "compute:"+az, sv.ID
+		pin := portIn{SecurityGroups: &sgIDs, DeviceOwner: &owner, DeviceID: &dev}
 		if n.FixedIP != "" {
 			pin.FixedIPs = &[]fixedIPIn{{IPAddress: n.FixedIP}}
 		}
-		owner, dev := "compute:"+az, sv.ID
-		pin.DeviceOwner, pin.DeviceID = &owner, &dev
 		p, e := s.newPort(c, s.st.networks[n.UUID], c.projectID, pin)
 		if e != nil {
 			undo()
@@ -487,10 +486,9 @@ func (s *Server) createServer(w http.ResponseWriter, r *http.Request, c *caller)
 			DeleteOnTermination: b.DeleteOnTermination, Attached: s.now()}}
 		dev++
 	}
-	sv.failWith = s.matchErrorRule(sv)
-	if bootFault != "" {
-		sv.failWith = bootFault
-	}
+	// An error rule counts every server it matches, even one a refused
+	// volume fails already.
+	sv.failWith = cmp.Or(bootFault, s.matchErrorRule(sv))
 	s.st.servers[sv.ID] = sv
 	simkit.WriteJSON(w, http.StatusAccepted, obj{"server": obj{"id": sv.ID, "OS-DCF:diskConfig": "MANUAL",
 		"security_groups": namedObjs(sgNames), "adminPass": randomHex(6),
