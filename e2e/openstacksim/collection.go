@@ -111,3 +111,15 @@ func optionsCollection[T any](plural, singular string, all func(*Options) []T, i
 		Render:  func(_ *Server, r *http.Request, v *T) obj { return rep(r, v) },
 	}
 }
+
+// where is the objects of m that keep accepts, in creation order: map
+// order is random, and lists and first-match choices must be stable.
+func where[T any, P hasMeta[T]](m map[string]*T, keep func(P) bool) []P {
+	var out []P
+	for _, v := range simkit.SortedBy(m, func(v *T) uint64 { return P(v).meta().seq }) {
+		if keep(v) {
+			out = append(out, v)
+		}
+	}
+	return out
+}

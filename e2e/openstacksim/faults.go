@@ -2,6 +2,7 @@ package openstacksim
 
 import (
 	"cmp"
+	"encoding/hex"
 	"encoding/json"
 	"strings"
 
@@ -66,15 +67,8 @@ func pathTemplate(path string) string {
 
 func isID(s string) bool {
 	h := strings.ReplaceAll(s, "-", "")
-	if len(h) != 32 || len(s) != 32 && len(s) != 36 {
-		return false
-	}
-	for _, r := range h {
-		if !strings.ContainsRune("0123456789abcdef", r) {
-			return false
-		}
-	}
-	return true
+	_, err := hex.DecodeString(h)
+	return err == nil && len(h) == 32 && (len(s) == 32 || len(s) == 36) && h == strings.ToLower(h)
 }
 
 // DefaultBootFault is the fault message of a server an error rule fails,
@@ -101,14 +95,6 @@ func (s *Server) FailServers(rule ServerErrorRule) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.st.serverRules = append(s.st.serverRules, &rule)
-}
-
-// ClearServerErrors removes every error rule; servers already picked still
-// fail.
-func (s *Server) ClearServerErrors() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.st.serverRules = nil
 }
 
 // matchErrorRule returns the fault message of the first rule picking sv.

@@ -47,62 +47,44 @@ func (s *Server) Inventory(project string) Inventory {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return Inventory{
-		Projects: inventory(s, projects, project, deref),
-		Users:    inventory(s, users, project, deref),
-		Servers:  inventory(s, servers, project, s.serverView),
-		Volumes: inventory(s, volumes, project, func(v *Volume) Volume {
-			c := *v
-			c.Attachments = slices.Clone(v.Attachments)
-			return c
+		Projects: inventory(s, projects, project, nil),
+		Users:    inventory(s, users, project, nil),
+		Servers:  inventory(s, servers, project, func(sv *Instance) { *sv = s.serverView(sv) }),
+		Volumes:  inventory(s, volumes, project, func(v *Volume) { v.Attachments = slices.Clone(v.Attachments) }),
+		Networks: inventory(s, networks, project, nil),
+		Subnets: inventory(s, subnets, project, func(sub *Subnet) {
+			sub.Pools = slices.Clone(sub.Pools)
+			sub.DNSNameservers = slices.Clone(sub.DNSNameservers)
+			sub.Allocated = maps.Clone(sub.Allocated)
 		}),
-		Networks: inventory(s, networks, project, deref),
-		Subnets: inventory(s, subnets, project, func(sub *Subnet) Subnet {
-			c := *sub
-			c.Pools = slices.Clone(sub.Pools)
-			c.DNSNameservers = slices.Clone(sub.DNSNameservers)
-			c.Allocated = maps.Clone(sub.Allocated)
-			return c
+		Ports: inventory(s, ports, project, func(p *Port) {
+			p.FixedIPs = slices.Clone(p.FixedIPs)
+			p.SecurityGroups = slices.Clone(p.SecurityGroups)
 		}),
-		Ports: inventory(s, ports, project, func(p *Port) Port {
-			c := *p
-			c.FixedIPs = slices.Clone(p.FixedIPs)
-			c.SecurityGroups = slices.Clone(p.SecurityGroups)
-			return c
-		}),
-		Routers: inventory(s, routers, project, func(rt *Router) Router {
-			c := *rt
-			c.Interfaces = slices.Clone(rt.Interfaces)
-			return c
-		}),
-		SecurityGroups: inventory(s, secGroups, project, func(g *SecurityGroup) SecurityGroup {
-			c := *g
-			c.Rules = slices.Clone(g.Rules)
-			return c
-		}),
-		FloatingIPs: inventory(s, floatingIPs, project, deref),
+		Routers:        inventory(s, routers, project, func(rt *Router) { rt.Interfaces = slices.Clone(rt.Interfaces) }),
+		SecurityGroups: inventory(s, secGroups, project, func(g *SecurityGroup) { g.Rules = slices.Clone(g.Rules) }),
+		FloatingIPs:    inventory(s, floatingIPs, project, nil),
 	}
 }
 
 // inventory is what col holds of project ("": of every project) but the
-// builtin objects, in order, each copied by view.
-func inventory[T any](s *Server, col *collection[T], project string, view func(*T) T) []T {
+// builtin objects, in order, each copied and then given its own slices
+// and maps by own (nil: the object holds none).
+func inventory[T any](s *Server, col *collection[T], project string, own func(*T)) []T {
 	return simkit.Select(col.Items(s), col.Order, func(v *T) bool {
 		return !s.st.builtin[v] && (project == "" || col.Owner(v) == project)
-	}, view)
+	}, func(v *T) T {
+		c := *v
+		if own != nil {
+			own(&c)
+		}
+		return c
+	})
 }
-
-// deref copies an object that holds no slices or maps.
-func deref[T any](v *T) T { return *v }
 
 // ServersNamed returns the servers called name, in creation order.
 func (s *Server) ServersNamed(name string) []Instance {
-	var out []Instance
-	for _, sv := range s.Inventory("").Servers {
-		if sv.Name == name {
-			out = append(out, sv)
-		}
-	}
-	return out
+	return slices.DeleteFunc(s.Inventory("").Servers, func(sv Instance) bool { return sv.Name != name })
 }
 
 // RemoveServer deletes a server behind the client's back (an operator, or

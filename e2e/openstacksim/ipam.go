@@ -2,6 +2,7 @@ package openstacksim
 
 import (
 	"cmp"
+	"encoding/binary"
 	"net/http"
 	"net/netip"
 	"time"
@@ -23,22 +24,15 @@ func badInput(msg string) *apiErr {
 	return neutronErr(http.StatusBadRequest, "InvalidInput", "Invalid input for operation: "+msg)
 }
 
-// hostRange is the first and last usable address of p (IPv4: without the
-// network and broadcast addresses).
+// hostRange is the first and last usable address of p, an IPv4 prefix:
+// without the network and broadcast addresses but on a /31 or /32.
 func hostRange(p netip.Prefix) (netip.Addr, netip.Addr) {
-	first := p.Masked().Addr()
-	last := first
-	bits := first.BitLen() - p.Bits()
-	a := first.As16()
-	for i := 0; i < bits; i++ {
-		a[15-i/8] |= 1 << (i % 8)
-	}
-	last = netip.AddrFrom16(a)
-	if first.Is4() {
-		last = last.Unmap()
-		if p.Bits() < 31 {
-			return first.Next(), last.Prev()
-		}
+	a := p.Masked().Addr().As4()
+	first := netip.AddrFrom4(a)
+	binary.BigEndian.PutUint32(a[:], binary.BigEndian.Uint32(a[:])|(1<<(32-p.Bits())-1))
+	last := netip.AddrFrom4(a)
+	if p.Bits() < 31 {
+		return first.Next(), last.Prev()
 	}
 	return first, last
 }
@@ -120,8 +114,7 @@ func (st *state) newSubnet(spec subnetSpec, now time.Time) (*Subnet, *apiErr) {
 	if _, e := parsePools(prefix, gw, pools); e != nil {
 		return nil, e
 	}
-	id := spec.id
-	id = cmp.Or(id, simkit.NewUUID())
+	id := cmp.Or(spec.id, simkit.NewUUID())
 	dns := spec.dns
 	if dns == nil {
 		dns = []string{}

@@ -155,13 +155,10 @@ func (s *Server) newToken(req authRequest) (*token, *apiErr) {
 	case slices.Contains(id.Methods, "application_credential") && id.AppCred != nil:
 		method = "application_credential"
 		ac := id.AppCred
-		for _, x := range st.appCreds {
-			if ac.ID != "" && x.ID == ac.ID || ac.ID == "" && ac.User != nil && x.Name == ac.Name &&
-				st.findUser(*ac.User) != nil && st.findUser(*ac.User).ID == x.UserID {
-				appCred = x
-				break
-			}
-		}
+		appCred = simkit.FindBy(st.appCreds, func(x *AppCredential) bool {
+			return ac.ID != "" && x.ID == ac.ID || ac.ID == "" && ac.User != nil && x.Name == ac.Name &&
+				st.findUser(*ac.User) != nil && st.findUser(*ac.User).ID == x.UserID
+		})
 		if appCred == nil || !eq(appCred.Secret, ac.Secret) {
 			return nil, errUnauthorized
 		}
@@ -262,12 +259,6 @@ func (s *Server) tokenBody(r *http.Request, t *token) obj {
 	return body
 }
 
-func keystoneVersion(b string) obj {
-	return obj{"id": "v3.14", "status": "stable", "updated": "2020-04-07T00:00:00Z",
-		"links":       []obj{{"rel": "self", "href": b + "/identity/v3/"}},
-		"media-types": []obj{{"base": "application/json", "type": "application/vnd.openstack.identity-v3+json"}}}
-}
-
 func (s *Server) identityVersions(w http.ResponseWriter, r *http.Request) {
 	simkit.WriteJSON(w, http.StatusMultipleChoices, obj{"versions": obj{"values": []obj{keystoneVersion(simkit.BaseURL(r))}}})
 }
@@ -296,26 +287,10 @@ func (s *Server) named(name, domainID *string) *apiErr {
 }
 
 type projectIn struct {
-	Name        *string `json:"name"`
-	DomainID    string  `json:"domain_id"`
-	Description *string `json:"description"`
-	Enabled     *bool   `json:"enabled"`
-}
-
-// val is *p, or T's zero value for nil.
-func val[T any](p *T) (v T) {
-	if p != nil {
-		v = *p
-	}
-	return v
-}
-
-// nameTaken is Keystone's 409 for a second project called name in domain.
-func (s *Server) nameTaken(domain, name string) *apiErr {
-	if s.st.projectNamed(domain, name) != nil {
-		return keystoneErr(409, "Conflict occurred attempting to store project - it is not permitted to have two projects with the same name in the same domain : "+name+".")
-	}
-	return nil
+	Name        string `json:"name"`
+	DomainID    string `json:"domain_id"`
+	Description string `json:"description"`
+	Enabled     *bool  `json:"enabled"`
 }
 
 func (st *state) projectNamed(domain, name string) *Project {
@@ -323,14 +298,13 @@ func (st *state) projectNamed(domain, name string) *Project {
 }
 
 func (s *Server) createProject(_ *caller, in projectIn) (*Project, *apiErr) {
-	name := val(in.Name)
-	if e := s.named(&name, &in.DomainID); e != nil {
+	if e := s.named(&in.Name, &in.DomainID); e != nil {
 		return nil, e
 	}
-	if e := s.nameTaken(in.DomainID, name); e != nil {
-		return nil, e
+	if s.st.projectNamed(in.DomainID, in.Name) != nil {
+		return nil, keystoneErr(409, "Conflict occurred attempting to store project - it is not permitted to have two projects with the same name in the same domain : "+in.Name+".")
 	}
-	p := &Project{ID: newHexID(), Name: name, DomainID: in.DomainID, Description: val(in.Description),
+	p := &Project{ID: newHexID(), Name: in.Name, DomainID: in.DomainID, Description: in.Description,
 		Enabled: in.Enabled == nil || *in.Enabled, Created: s.now(), seq: s.st.next()}
 	s.st.projects[p.ID] = p
 	return p, nil
@@ -359,16 +333,6 @@ func keystoneCollection[T any](plural, singular string, items func(*state) map[s
 			return adminOnly("identity:" + verb + "_" + singular)(c)
 		},
 		BadBody: keystoneBad,
-	}
-}
-
-// admin lets only admins call h, as Keystone's policy does for action.
-func admin(action string, h handler) handler {
-	return func(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-		if e := adminOnly(action)(c); e != nil {
-			return e
-		}
-		return h(w, r, c)
 	}
 }
 
@@ -461,25 +425,20 @@ func (s *Server) listRoles(w http.ResponseWriter, r *http.Request, _ *caller) *a
 	return nil
 }
 
-// assignment resolves {project}, {user} and {role}; Keystone answers an
-// unknown one with 404 naming it.
-func (s *Server) assignment(r *http.Request) (p, u, rl string, e *apiErr) {
-	p, u, rl = r.PathValue("project"), r.PathValue("user"), r.PathValue("role")
+// assignRole grants {role} on {project} to {user}, an admin's call;
+// Keystone answers an unknown one of the three with 404 naming it.
+func (s *Server) assignRole(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
+	if e := adminOnly("identity:create_grant")(c); e != nil {
+		return e
+	}
+	p, u, rl := r.PathValue("project"), r.PathValue("user"), r.PathValue("role")
 	switch {
 	case s.st.projects[p] == nil:
-		return "", "", "", keystoneErr(404, "Could not find project: "+p+".")
+		return keystoneErr(404, "Could not find project: "+p+".")
 	case s.st.users[u] == nil:
-		return "", "", "", keystoneErr(404, "Could not find user: "+u+".")
+		return keystoneErr(404, "Could not find user: "+u+".")
 	case s.st.roles[rl] == nil:
-		return "", "", "", keystoneErr(404, "Could not find role: "+rl+".")
-	}
-	return p, u, rl, nil
-}
-
-func (s *Server) assignRole(w http.ResponseWriter, r *http.Request, _ *caller) *apiErr {
-	p, u, rl, e := s.assignment(r)
-	if e != nil {
-		return e
+		return keystoneErr(404, "Could not find role: "+rl+".")
 	}
 	s.st.assign(p, u, rl)
 	w.WriteHeader(http.StatusNoContent)

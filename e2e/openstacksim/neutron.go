@@ -89,10 +89,8 @@ func (in attrsIn) apply(m *Meta) {
 
 func (s *Server) netRep(n *Network) obj {
 	subs := []string{}
-	for _, sub := range simkit.SortedBy(s.st.subnets, func(x *Subnet) uint64 { return x.seq }) {
-		if sub.NetworkID == n.ID {
-			subs = append(subs, sub.ID)
-		}
+	for _, sub := range where(s.st.subnets, func(sub *Subnet) bool { return sub.NetworkID == n.ID }) {
+		subs = append(subs, sub.ID)
 	}
 	return stamp(obj{"id": n.ID, "name": n.Name, "admin_state_up": true, "status": "ACTIVE", "subnets": subs,
 		"shared": n.Shared, "router:external": n.External, "mtu": n.MTU, "port_security_enabled": true,
@@ -108,8 +106,6 @@ var networks = func() *collection[Network] {
 	col.Visible = func(_ *Server, c *caller, n *Network) bool { return c.owns(n.ProjectID) || n.Shared || n.External }
 	return col
 }()
-
-func (s *Server) visibleNetwork(c *caller, id string) *Network { return networks.Lookup(s, c, id) }
 
 type networkIn struct {
 	attrsIn
@@ -160,10 +156,7 @@ func (s *Server) deleteNetwork(c *caller, n *Network) *apiErr {
 // ---- subnets
 
 func (s *Server) subnetRep(sub *Subnet) obj {
-	pools := []obj{}
-	for _, p := range sub.Pools {
-		pools = append(pools, obj{"start": p.Start, "end": p.End})
-	}
+	pools := simkit.Map(sub.Pools, func(p Pool) obj { return obj{"start": p.Start, "end": p.End} })
 	return stamp(obj{"id": sub.ID, "name": sub.Name, "network_id": sub.NetworkID, "cidr": sub.CIDR,
 		"gateway_ip": orNil(sub.GatewayIP), "ip_version": 4, "enable_dhcp": sub.EnableDHCP, "allocation_pools": pools,
 		"dns_nameservers": slices.Clone(sub.DNSNameservers), "host_routes": []obj{}, "ipv6_address_mode": nil,
@@ -175,11 +168,9 @@ func (s *Server) subnetRep(sub *Subnet) obj {
 var subnets = func() *collection[Subnet] {
 	col := neutronCollection("subnets", "subnet", "subnet",
 		func(st *state) map[string]*Subnet { return st.subnets }, (*Server).subnetRep)
-	col.Visible = func(s *Server, c *caller, sub *Subnet) bool { return s.visibleNetwork(c, sub.NetworkID) != nil }
+	col.Visible = func(s *Server, c *caller, sub *Subnet) bool { return networks.Lookup(s, c, sub.NetworkID) != nil }
 	return col
 }()
-
-func (s *Server) visibleSubnet(c *caller, id string) *Subnet { return subnets.Lookup(s, c, id) }
 
 type subnetIn struct {
 	attrsIn
@@ -201,7 +192,7 @@ func (in subnetIn) gateway() *string {
 }
 
 func (s *Server) createSubnet(c *caller, sin subnetIn) (*Subnet, *apiErr) {
-	n := s.visibleNetwork(c, sin.NetworkID)
+	n := networks.Lookup(s, c, sin.NetworkID)
 	if n == nil {
 		return nil, nfound("network", sin.NetworkID)
 	}
@@ -285,18 +276,19 @@ func (s *Server) deleteSubnet(c *caller, sub *Subnet) *apiErr {
 
 // ---- ports
 
+// fixedIPsRep are a port's fixed_ips, as ports and router gateways show them.
+func fixedIPsRep(ips []FixedIP) []obj {
+	return simkit.Map(ips, func(f FixedIP) obj { return obj{"subnet_id": f.SubnetID, "ip_address": f.IPAddress} })
+}
+
 func (s *Server) portRep(p *Port) obj {
-	ips := []obj{}
-	for _, f := range p.FixedIPs {
-		ips = append(ips, obj{"subnet_id": f.SubnetID, "ip_address": f.IPAddress})
-	}
 	status := "DOWN"
 	if p.DeviceID != "" {
 		status = "ACTIVE"
 	}
 	return stamp(obj{"id": p.ID, "name": p.Name, "network_id": p.NetworkID, "mac_address": p.MAC,
 		"admin_state_up": true, "status": status, "device_id": p.DeviceID, "device_owner": p.DeviceOwner,
-		"fixed_ips": ips, "security_groups": slices.Clone(p.SecurityGroups), "allowed_address_pairs": []obj{},
+		"fixed_ips": fixedIPsRep(p.FixedIPs), "security_groups": slices.Clone(p.SecurityGroups), "allowed_address_pairs": []obj{},
 		"extra_dhcp_opts": []obj{}, "port_security_enabled": p.PortSecurity, "binding:vnic_type": "normal",
 		"propagate_uplink_status": false}, &p.Meta)
 }
@@ -307,8 +299,6 @@ var ports = func() *collection[Port] {
 	col.Filters = fixedIPsFilter
 	return col
 }()
-
-func (s *Server) visiblePort(c *caller, id string) *Port { return ports.Lookup(s, c, id) }
 
 // fixedIPsFilter is Neutron's ?fixed_ips=ip_address=…&fixed_ips=subnet_id=…:
 // a port matches when one of its addresses has every given key.
@@ -349,12 +339,7 @@ type portIn struct {
 // none asked: one from the network's first subnet with a free address.
 // On error nothing stays allocated.
 func (s *Server) allocateIPs(n *Network, id string, want *[]fixedIPIn) ([]FixedIP, *apiErr) {
-	var subs []*Subnet
-	for _, sub := range simkit.SortedBy(s.st.subnets, func(x *Subnet) uint64 { return x.seq }) {
-		if sub.NetworkID == n.ID {
-			subs = append(subs, sub)
-		}
-	}
+	subs := where(s.st.subnets, func(sub *Subnet) bool { return sub.NetworkID == n.ID })
 	var out []FixedIP
 	undo := func() {
 		for _, f := range out {
@@ -471,7 +456,7 @@ func (s *Server) createPort(c *caller, in portIn) (*Port, *apiErr) {
 		// fixed_ips' subnet.
 		return nil, neutronErr(http.StatusBadRequest, "HTTPBadRequest", "Failed to parse request. Required attribute 'network_id' not specified")
 	}
-	n := s.visibleNetwork(c, in.NetworkID)
+	n := networks.Lookup(s, c, in.NetworkID)
 	if n == nil {
 		return nil, nfound("network", in.NetworkID)
 	}
@@ -548,10 +533,7 @@ func (s *Server) ruleRep(rl *Rule) obj {
 }
 
 func (s *Server) sgRep(g *SecurityGroup) obj {
-	rules := []obj{}
-	for i := range g.Rules {
-		rules = append(rules, s.ruleRep(&g.Rules[i]))
-	}
+	rules := simkit.Map(g.Rules, func(rl Rule) obj { return s.ruleRep(&rl) })
 	return stamp(obj{"id": g.ID, "name": g.Name, "security_group_rules": rules, "stateful": true, "shared": false},
 		&g.Meta)
 }
@@ -584,8 +566,6 @@ func (s *Server) ensureDefaultSG(project string) {
 
 var secGroups = neutronCollection("security_groups", "security_group", "security group",
 	func(st *state) map[string]*SecurityGroup { return st.secGroups }, (*Server).sgRep)
-
-func (s *Server) visibleSG(c *caller, id string) *SecurityGroup { return secGroups.Lookup(s, c, id) }
 
 // createSecGroup makes a group with Neutron's two egress rules.
 func (s *Server) createSecGroup(c *caller, in attrsIn) (*SecurityGroup, *apiErr) {
@@ -654,7 +634,7 @@ type ruleIn struct {
 }
 
 func (s *Server) createRule(c *caller, rin ruleIn) (*Rule, *apiErr) {
-	g := s.visibleSG(c, rin.SecurityGroupID)
+	g := secGroups.Lookup(s, c, rin.SecurityGroupID)
 	if g == nil {
 		return nil, nfound("security group", rin.SecurityGroupID)
 	}

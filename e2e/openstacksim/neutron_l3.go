@@ -12,12 +12,11 @@ import (
 func (s *Server) routerRep(rt *Router) obj {
 	var gw any
 	if rt.GatewayNetworkID != "" {
-		ips := []obj{}
+		var fixed []FixedIP
 		if p := s.st.ports[rt.GatewayPortID]; p != nil {
-			for _, f := range p.FixedIPs {
-				ips = append(ips, obj{"subnet_id": f.SubnetID, "ip_address": f.IPAddress})
-			}
+			fixed = p.FixedIPs
 		}
+		ips := fixedIPsRep(fixed)
 		gw = obj{"network_id": rt.GatewayNetworkID, "enable_snat": true, "external_fixed_ips": ips}
 	}
 	return stamp(obj{"id": rt.ID, "name": rt.Name, "status": "ACTIVE", "admin_state_up": true,
@@ -124,10 +123,7 @@ type interfaceIn struct {
 }
 
 func (s *Server) interfaceRep(rt *Router, p *Port) obj {
-	subs := []string{}
-	for _, f := range p.FixedIPs {
-		subs = append(subs, f.SubnetID)
-	}
+	subs := simkit.Map(p.FixedIPs, func(f FixedIP) string { return f.SubnetID })
 	first := ""
 	if len(subs) > 0 {
 		first = subs[0]
@@ -157,7 +153,7 @@ func (s *Server) addRouterInterface(w http.ResponseWriter, c *caller, rt *Router
 	case in.SubnetID != "" && in.PortID != "":
 		return neutronErr(http.StatusBadRequest, "BadRequest", "Bad router request: Cannot specify both subnet-id and port-id.")
 	case in.SubnetID != "":
-		sub := s.visibleSubnet(c, in.SubnetID)
+		sub := subnets.Lookup(s, c, in.SubnetID)
 		if sub == nil {
 			return nfound("subnet", in.SubnetID)
 		}
@@ -183,7 +179,7 @@ func (s *Server) addRouterInterface(w http.ResponseWriter, c *caller, rt *Router
 		p.FixedIPs = []FixedIP{{sub.ID, ip}}
 		s.st.ports[p.ID] = p
 	case in.PortID != "":
-		p = s.visiblePort(c, in.PortID)
+		p = ports.Lookup(s, c, in.PortID)
 		if p == nil {
 			return nfound("port", in.PortID)
 		}
@@ -277,7 +273,7 @@ func (s *Server) associate(c *caller, f *FloatingIP, portID, fixed string) *apiE
 		f.PortID, f.FixedIPAddress, f.RouterID = "", "", ""
 		return nil
 	}
-	p := s.visiblePort(c, portID)
+	p := ports.Lookup(s, c, portID)
 	if p == nil {
 		return nfound("port", portID)
 	}
@@ -297,10 +293,7 @@ func (s *Server) associate(c *caller, f *FloatingIP, portID, fixed string) *apiE
 				" ("+f.ID+") with port "+portID+" using fixed IP "+ip.IPAddress+", as that fixed IP already has a floating IP on external network "+o.NetworkID+".")
 		}
 	}
-	for _, rt := range simkit.SortedBy(s.st.routers, func(x *Router) uint64 { return x.seq }) {
-		if rt.GatewayNetworkID != f.NetworkID {
-			continue
-		}
+	for _, rt := range where(s.st.routers, func(rt *Router) bool { return rt.GatewayNetworkID == f.NetworkID }) {
 		for _, pid := range rt.Interfaces {
 			for _, x := range s.st.ports[pid].FixedIPs {
 				if x.SubnetID == ip.SubnetID {

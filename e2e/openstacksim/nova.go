@@ -46,10 +46,8 @@ func (s *Server) serverView(sv *Instance) Instance {
 		for _, f := range p.FixedIPs {
 			v.FixedIPs = append(v.FixedIPs, f.IPAddress)
 		}
-		for _, f := range simkit.SortedBy(s.st.fips, func(x *FloatingIP) uint64 { return x.seq }) {
-			if f.PortID == p.ID {
-				v.FloatingIPs = append(v.FloatingIPs, f.Address)
-			}
+		for _, f := range where(s.st.fips, func(f *FloatingIP) bool { return f.PortID == p.ID }) {
+			v.FloatingIPs = append(v.FloatingIPs, f.Address)
 		}
 	}
 	for _, a := range s.serverAttachments(sv.ID) {
@@ -64,13 +62,7 @@ func (s *Server) serverView(sv *Instance) Instance {
 }
 
 func (s *Server) serverPorts(id string) []*Port {
-	var out []*Port
-	for _, p := range simkit.SortedBy(s.st.ports, func(x *Port) uint64 { return x.seq }) {
-		if p.DeviceID == id && strings.HasPrefix(p.DeviceOwner, "compute:") {
-			out = append(out, p)
-		}
-	}
-	return out
+	return where(s.st.ports, func(p *Port) bool { return p.DeviceID == id && strings.HasPrefix(p.DeviceOwner, "compute:") })
 }
 
 // serverAttachments are the server's volume attachments by device name.
@@ -86,6 +78,15 @@ func (s *Server) serverAttachments(id string) []Attachment {
 	slices.SortFunc(out, func(a, b Attachment) int { return strings.Compare(a.Device, b.Device) })
 	return out
 }
+
+// vmState is Nova's task, vm and power state of a server.
+type vmState struct {
+	task, vm string
+	power    int
+}
+
+// vmStates are the states of a server by status, but BUILD.
+var vmStates = map[string]vmState{"ACTIVE": {"", "active", 1}, "SHUTOFF": {"", "stopped", 4}, "ERROR": {"", "error", 0}}
 
 func (s *Server) serverRep(r *http.Request, sv *Instance) obj {
 	b := simkit.BaseURL(r) + "/compute/v2.1"
@@ -112,27 +113,21 @@ func (s *Server) serverRep(r *http.Request, sv *Instance) obj {
 			}
 		}
 	}
-	vols := []obj{}
-	for _, a := range s.serverAttachments(sv.ID) {
-		vols = append(vols, obj{"id": a.VolumeID, "delete_on_termination": a.DeleteOnTermination})
-	}
+	vols := simkit.Map(s.serverAttachments(sv.ID), func(a Attachment) obj {
+		return obj{"id": a.VolumeID, "delete_on_termination": a.DeleteOnTermination}
+	})
 	var image any = ""
 	if sv.ImageID != "" {
 		image = obj{"id": sv.ImageID, "links": []obj{{"rel": "bookmark", "href": simkit.BaseURL(r) + "/compute/images/" + sv.ImageID}}}
 	}
-	task, vm, power := "spawning", "building", 0
-	var launched any
-	switch sv.Status {
-	case "ACTIVE":
-		task, vm, power = "", "active", 1
-	case "SHUTOFF":
-		task, vm, power = "", "stopped", 4
-	case "ERROR":
-		task, vm, power = "", "error", 0
+	vs, ok := vmStates[sv.Status]
+	if !ok { // BUILD
+		vs = vmState{"spawning", "building", 0}
 	}
 	if sv.Deleting {
-		task = "deleting"
+		vs.task = "deleting"
 	}
+	var launched any
 	if !sv.Launched.IsZero() {
 		launched = fmtMicro(sv.Launched)
 	}
@@ -144,7 +139,7 @@ func (s *Server) serverRep(r *http.Request, sv *Instance) obj {
 		"accessIPv4": "", "accessIPv6": "", "progress": 0, "OS-DCF:diskConfig": "MANUAL", "config_drive": "",
 		"key_name": orNil(sv.KeyName), "OS-EXT-AZ:availability_zone": sv.AvailabilityZone,
 		"OS-SRV-USG:launched_at": launched, "OS-SRV-USG:terminated_at": nil,
-		"OS-EXT-STS:task_state": orNil(task), "OS-EXT-STS:vm_state": vm, "OS-EXT-STS:power_state": power,
+		"OS-EXT-STS:task_state": orNil(vs.task), "OS-EXT-STS:vm_state": vs.vm, "OS-EXT-STS:power_state": vs.power,
 		"os-extended-volumes:volumes_attached": vols, "security_groups": namedObjs(sgNames), "locked": false,
 		"links": []obj{{"rel": "self", "href": b + "/servers/" + sv.ID}},
 	}
@@ -156,11 +151,7 @@ func (s *Server) serverRep(r *http.Request, sv *Instance) obj {
 
 // namedObjs are Nova's [{"name": …}] of names.
 func namedObjs(names []string) []obj {
-	out := []obj{}
-	for _, n := range names {
-		out = append(out, obj{"name": n})
-	}
-	return out
+	return simkit.Map(names, func(n string) obj { return obj{"name": n} })
 }
 
 func cloneMapOrEmpty(m map[string]string) map[string]string {
@@ -206,12 +197,7 @@ func brief(r *http.Request, o obj) obj {
 
 // listed are the servers a list shows c, newest first.
 func (s *Server) listed(r *http.Request, c *caller) []*Instance {
-	var out []*Instance
-	for _, sv := range servers.Sorted(s) {
-		if servers.Visible(s, c, sv) && servers.Listed(s, c, r, sv) {
-			out = append(out, sv)
-		}
-	}
+	out := where(s.st.servers, func(sv *Instance) bool { return servers.Visible(s, c, sv) && servers.Listed(s, c, r, sv) })
 	slices.Reverse(out)
 	return out
 }
@@ -374,27 +360,19 @@ func (s *Server) createServer(w http.ResponseWriter, r *http.Request, c *caller)
 		return e
 	}
 	// Security groups by name (or id), in the caller's project.
-	sgNames := []string{}
-	for _, g := range sin.SecurityGroups {
-		sgNames = append(sgNames, g.Name)
-	}
+	sgNames := simkit.Map(sin.SecurityGroups, func(g struct{ Name string }) string { return g.Name })
 	if len(sgNames) == 0 {
 		sgNames = []string{"default"}
 	}
 	s.ensureDefaultSG(c.projectID)
 	var sgIDs []string
 	for _, n := range sgNames {
-		var found []string
-		for _, g := range s.st.secGroups {
-			if g.ProjectID == c.projectID && (g.Name == n || g.ID == n) {
-				found = append(found, g.ID)
-			}
-		}
+		found := where(s.st.secGroups, func(g *SecurityGroup) bool { return g.ProjectID == c.projectID && (g.Name == n || g.ID == n) })
 		switch len(found) {
 		case 0:
 			return novaErr(400, "Security group "+n+" not found for project "+c.projectID+".")
 		case 1:
-			sgIDs = append(sgIDs, found[0])
+			sgIDs = append(sgIDs, found[0].ID)
 		default:
 			return novaErr(409, "Multiple security group matches found for name '"+n+"', use an ID to be more specific.")
 		}
@@ -455,17 +433,16 @@ func (s *Server) createServer(w http.ResponseWriter, r *http.Request, c *caller)
 			boundPorts = append(boundPorts, p)
 			continue
 		}
-		pin := portIn{SecurityGroups: &sgIDs}
+		owner, dev := "compute:"+az, sv.ID
+		pin := portIn{SecurityGroups: &sgIDs, DeviceOwner: &owner, DeviceID: &dev}
 		if n.FixedIP != "" {
 			pin.FixedIPs = &[]fixedIPIn{{IPAddress: n.FixedIP}}
 		}
-		owner, dev := "compute:"+az, sv.ID
-		pin.DeviceOwner, pin.DeviceID = &owner, &dev
 		p, e := s.newPort(c, s.st.networks[n.UUID], c.projectID, pin)
 		if e != nil {
 			undo()
 			// Nova reports Neutron's refusals as its own.
-			return novaErr(e.Status, neutronMessage(e))
+			return novaErr(e.Status, errMessage(e))
 		}
 		p.novaCreated = true
 		madePorts = append(madePorts, p)
@@ -500,7 +477,7 @@ func (s *Server) createServer(w http.ResponseWriter, r *http.Request, c *caller)
 				// nova-compute makes these volumes while building, so
 				// Cinder's refusal (quota, size) fails the boot, not the
 				// request.
-				bootFault = cmp.Or(bootFault, "Build of instance "+sv.ID+" aborted: "+cinderMessage(e))
+				bootFault = cmp.Or(bootFault, "Build of instance "+sv.ID+" aborted: "+errMessage(e))
 				continue
 			}
 		}
@@ -509,10 +486,9 @@ func (s *Server) createServer(w http.ResponseWriter, r *http.Request, c *caller)
 			DeleteOnTermination: b.DeleteOnTermination, Attached: s.now()}}
 		dev++
 	}
-	sv.failWith = s.matchErrorRule(sv)
-	if bootFault != "" {
-		sv.failWith = bootFault
-	}
+	// An error rule counts every server it matches, even one a refused
+	// volume fails already.
+	sv.failWith = cmp.Or(bootFault, s.matchErrorRule(sv))
 	s.st.servers[sv.ID] = sv
 	simkit.WriteJSON(w, http.StatusAccepted, obj{"server": obj{"id": sv.ID, "OS-DCF:diskConfig": "MANUAL",
 		"security_groups": namedObjs(sgNames), "adminPass": randomHex(6),
@@ -529,15 +505,9 @@ func bootOrder(i *int) int {
 
 func deviceName(i int) string { return fmt.Sprintf("/dev/vd%c", 'a'+i) }
 
-// neutronMessage and cinderMessage take the message out of an error body.
-func neutronMessage(e *apiErr) string {
-	if m, ok := e.Body.(map[string]any)["NeutronError"].(map[string]any); ok {
-		return fmt.Sprint(m["message"])
-	}
-	return fmt.Sprint(e.Body)
-}
-
-func cinderMessage(e *apiErr) string {
+// errMessage is the message of a Neutron or Cinder error body: both wrap
+// {"message": …} in one key (NeutronError, or the kind of error).
+func errMessage(e *apiErr) string {
 	for _, v := range e.Body.(map[string]any) {
 		if m, ok := v.(map[string]any); ok {
 			return fmt.Sprint(m["message"])
@@ -555,12 +525,7 @@ func (s *Server) serverNetworks(c *caller, raw json.RawMessage) ([]netReq, *apiE
 		if word == "none" {
 			return nil, nil
 		}
-		var own []*Network
-		for _, n := range simkit.SortedBy(s.st.networks, func(x *Network) uint64 { return x.seq }) {
-			if n.ProjectID == c.projectID && !n.External {
-				own = append(own, n)
-			}
-		}
+		own := where(s.st.networks, func(n *Network) bool { return n.ProjectID == c.projectID && !n.External })
 		switch len(own) {
 		case 0:
 			return nil, nil
@@ -581,7 +546,7 @@ func (s *Server) serverNetworks(c *caller, raw json.RawMessage) ([]netReq, *apiE
 			return nil, novaErr(409, "Port "+n.Port+" is still in use.")
 		case n.Port != "":
 			seen[n.Port] = true
-			p := s.visiblePort(c, n.Port)
+			p := ports.Lookup(s, c, n.Port)
 			if p == nil {
 				return nil, novaErr(400, "Port id "+n.Port+" could not be found.")
 			}
@@ -589,7 +554,7 @@ func (s *Server) serverNetworks(c *caller, raw json.RawMessage) ([]netReq, *apiE
 				return nil, novaErr(409, "Port "+n.Port+" is still in use.")
 			}
 		case n.UUID != "":
-			if s.visibleNetwork(c, n.UUID) == nil {
+			if networks.Lookup(s, c, n.UUID) == nil {
 				return nil, novaErr(400, "Network "+n.UUID+" could not be found.")
 			}
 		default:
@@ -650,6 +615,12 @@ func (s *Server) tick() {
 	}
 }
 
+// powerActions are the server actions that need one vm state and leave
+// the server in another, in the order Nova's API checks them.
+var powerActions = []struct{ key, verb, from, to string }{
+	{"os-stop", "stop", "ACTIVE", "SHUTOFF"}, {"os-start", "start", "SHUTOFF", "ACTIVE"}, {"reboot", "reboot", "ACTIVE", "ACTIVE"},
+}
+
 func (s *Server) serverAction(w http.ResponseWriter, r *http.Request, _ *caller, sv *Instance) *apiErr {
 	var in map[string]json.RawMessage
 	if e := simkit.Decode(r, &in, novaBad); e != nil {
@@ -659,6 +630,7 @@ func (s *Server) serverAction(w http.ResponseWriter, r *http.Request, _ *caller,
 	case in["forceDelete"] != nil:
 		s.removeServer(sv)
 		w.WriteHeader(http.StatusAccepted)
+		return nil
 	case in["os-getConsoleOutput"] != nil:
 		var opts struct {
 			Length *int `json:"length"`
@@ -673,25 +645,18 @@ func (s *Server) serverAction(w http.ResponseWriter, r *http.Request, _ *caller,
 			out += "\n"
 		}
 		simkit.WriteJSON(w, http.StatusOK, obj{"output": out})
-	case in["os-stop"] != nil:
-		if sv.Status != "ACTIVE" {
-			return novaErr(409, "Cannot 'stop' instance "+sv.ID+" while it is in vm_state "+strings.ToLower(sv.Status))
-		}
-		sv.Status = "SHUTOFF"
-		w.WriteHeader(http.StatusAccepted)
-	case in["os-start"] != nil:
-		if sv.Status != "SHUTOFF" {
-			return novaErr(409, "Cannot 'start' instance "+sv.ID+" while it is in vm_state "+strings.ToLower(sv.Status))
-		}
-		sv.Status = "ACTIVE"
-		w.WriteHeader(http.StatusAccepted)
-	case in["reboot"] != nil:
-		if sv.Status != "ACTIVE" {
-			return novaErr(409, "Cannot 'reboot' instance "+sv.ID+" while it is in vm_state "+strings.ToLower(sv.Status))
-		}
-		w.WriteHeader(http.StatusAccepted)
-	default:
-		return novaErr(400, "The simulator does not implement this server action.")
+		return nil
 	}
-	return nil
+	for _, a := range powerActions {
+		if in[a.key] == nil {
+			continue
+		}
+		if sv.Status != a.from {
+			return novaErr(409, "Cannot '"+a.verb+"' instance "+sv.ID+" while it is in vm_state "+strings.ToLower(sv.Status))
+		}
+		sv.Status = a.to
+		w.WriteHeader(http.StatusAccepted)
+		return nil
+	}
+	return novaErr(400, "The simulator does not implement this server action.")
 }

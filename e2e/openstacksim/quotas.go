@@ -57,13 +57,6 @@ func (s *Server) setQuota(project, resource string, limit int) {
 	q[resource] = limit
 }
 
-// Quota returns project's effective limit on resource.
-func (s *Server) Quota(project, resource string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.limit(project, resource)
-}
-
 // neutronUsage counts what a project holds of each Neutron resource.
 var neutronUsage = map[string]func(s *Server, project string) int{
 	"network": networks.CountOwned, "subnet": subnets.CountOwned, "port": ports.CountOwned,
@@ -81,39 +74,26 @@ func (s *Server) checkNeutronQuota(project, resource string, add int) *apiErr {
 	return nil
 }
 
-func (s *Server) quotaSet(project string, names []string) obj {
-	out := obj{}
-	for _, n := range names {
-		out[n] = s.limit(project, n)
-	}
-	return out
-}
-
-// novaUsage is project's instances, cores and RAM.
-func (s *Server) novaUsage(project string) (instances, cores, ram int) {
+// checkNovaQuota is Nova's 403 "Quota exceeded" for one more server of f.
+func (s *Server) checkNovaQuota(project string, f *Flavor) *apiErr {
+	used := map[string]int{}
 	for _, sv := range s.st.servers {
 		if sv.ProjectID != project {
 			continue
 		}
-		instances++
-		if f := s.flavor(sv.FlavorID); f != nil {
-			cores += f.VCPUs
-			ram += f.RAM
+		used["instances"]++
+		if g := s.flavor(sv.FlavorID); g != nil {
+			used["cores"] += g.VCPUs
+			used["ram"] += g.RAM
 		}
 	}
-	return
-}
-
-// checkNovaQuota is Nova's 403 "Quota exceeded" for one more server of f.
-func (s *Server) checkNovaQuota(project string, f *Flavor) *apiErr {
-	inst, cores, ram := s.novaUsage(project)
 	for _, c := range []struct {
-		name      string
-		used, req int
-	}{{"instances", inst, 1}, {"cores", cores, f.VCPUs}, {"ram", ram, f.RAM}} {
-		if l := s.limit(project, c.name); l >= 0 && c.used+c.req > l {
+		name string
+		req  int
+	}{{"instances", 1}, {"cores", f.VCPUs}, {"ram", f.RAM}} {
+		if l := s.limit(project, c.name); l >= 0 && used[c.name]+c.req > l {
 			return novaErr(http.StatusForbidden, fmt.Sprintf("Quota exceeded for %s: Requested %d, but already used %d of %d %s",
-				c.name, c.req, c.used, l, c.name))
+				c.name, c.req, used[c.name], l, c.name))
 		}
 	}
 	return nil
@@ -134,13 +114,14 @@ func (s *Server) putQuotaSet(key, policy string, names func() []string) handler 
 		if e := simkit.Decode(r, &in, novaBad); e != nil {
 			return e
 		}
-		p := r.PathValue(key)
+		p, out := r.PathValue(key), obj{}
 		for _, n := range names() {
 			if v, ok := in.QuotaSet[n].(float64); ok {
 				s.setQuota(p, n, int(v))
 			}
+			out[n] = s.limit(p, n)
 		}
-		simkit.WriteJSON(w, http.StatusOK, obj{"quota_set": s.quotaSet(p, names())})
+		simkit.WriteJSON(w, http.StatusOK, obj{"quota_set": out})
 		return nil
 	}
 }
@@ -174,9 +155,9 @@ func (s *Server) checkCinderQuota(project, typeName string, size int) *apiErr {
 			"VolumeLimitExceeded: Maximum number of volumes allowed (%d) exceeded for quota 'volumes'.", l))
 	}
 	for _, c := range []struct {
-		name       string
-		used, have int
-	}{{"gigabytes", total, 0}, {"gigabytes_" + typeName, ofType, 0}} {
+		name string
+		used int
+	}{{"gigabytes", total}, {"gigabytes_" + typeName, ofType}} {
 		if l := s.limit(project, c.name); l >= 0 && c.used+size > l {
 			return novaErr(http.StatusRequestEntityTooLarge, fmt.Sprintf(
 				"VolumeSizeExceedsAvailableQuota: Requested volume or snapshot exceeds allowed %s quota. Requested %dG, quota is %dG and %dG has been consumed.",

@@ -1,6 +1,7 @@
 package openstacksim
 
 import (
+	"maps"
 	"net/http"
 	"strings"
 
@@ -24,7 +25,7 @@ func (s *Server) routes() http.Handler {
 	simkit.CRUD(s, api, "/identity/v3/projects", projects, (*Server).createProject, nil, (*Server).deleteProject)
 	simkit.CRUD(s, api, "/identity/v3/users", users, (*Server).createUser, nil, (*Server).deleteUser)
 	api("GET /identity/v3/roles", s.listRoles)
-	api("PUT /identity/v3/projects/{project}/users/{user}/roles/{role}", admin("identity:create_grant", s.assignRole))
+	api("PUT /identity/v3/projects/{project}/users/{user}/roles/{role}", s.assignRole)
 
 	// Nova.
 	root("/compute", versionDoc(http.StatusOK, "versions", computeVersionDoc))
@@ -71,16 +72,11 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /image/versions", versionDoc(http.StatusOK, "versions", imageVersionDoc))
 	api("GET /image/v2/images", images.List(s))
 
+	// An unknown path is a 404 in the format of the service its prefix names.
 	mux.Handle("/", s.authed(func(_ http.ResponseWriter, r *http.Request, _ *caller) *apiErr {
-		return notFoundFor(r.URL.Path)
+		return serviceErr(r.URL.Path, http.StatusNotFound, "HTTPNotFound", "The resource could not be found.")
 	}))
 	return s.Faults.Middleware(mux)
-}
-
-// notFoundFor is an unknown path's 404 in the format of the service its
-// prefix names.
-func notFoundFor(path string) *apiErr {
-	return serviceErr(path, http.StatusNotFound, "HTTPNotFound", "The resource could not be found.")
 }
 
 // serviceErr is an error in the format of the service path's prefix
@@ -139,20 +135,23 @@ func versionDoc(status int, key string, mk func(base string) obj) http.HandlerFu
 	}
 }
 
-func computeVersionDoc(b string) obj {
-	return obj{"id": "v2.1", "status": "CURRENT", "version": "2.96", "min_version": "2.1",
-		"updated": "2013-07-23T11:33:21Z", "links": []obj{{"rel": "self", "href": b + "/compute/v2.1/"}}}
+// version is the version document of id (status, the self link at path)
+// with more fields, for a base URL.
+func version(id, status, path string, more obj) func(base string) obj {
+	return func(b string) obj {
+		o := obj{"id": id, "status": status, "links": []obj{{"rel": "self", "href": b + path}}}
+		maps.Copy(o, more)
+		return o
+	}
 }
 
-func networkVersionDoc(b string) obj {
-	return obj{"id": "v2.0", "status": "CURRENT", "links": []obj{{"rel": "self", "href": b + "/network/v2.0/"}}}
-}
-
-func volumeVersionDoc(b string) obj {
-	return obj{"id": "v3.0", "status": "CURRENT", "version": "3.70", "min_version": "3.0",
-		"updated": "2023-08-31T00:00:00Z", "links": []obj{{"rel": "self", "href": b + "/volume/v3/"}}}
-}
-
-func imageVersionDoc(b string) obj {
-	return obj{"id": "v2.15", "status": "CURRENT", "links": []obj{{"rel": "self", "href": b + "/image/v2/"}}}
-}
+var (
+	keystoneVersion = version("v3.14", "stable", "/identity/v3/", obj{"updated": "2020-04-07T00:00:00Z",
+		"media-types": []obj{{"base": "application/json", "type": "application/vnd.openstack.identity-v3+json"}}})
+	computeVersionDoc = version("v2.1", "CURRENT", "/compute/v2.1/",
+		obj{"version": "2.96", "min_version": "2.1", "updated": "2013-07-23T11:33:21Z"})
+	networkVersionDoc = version("v2.0", "CURRENT", "/network/v2.0/", nil)
+	volumeVersionDoc  = version("v3.0", "CURRENT", "/volume/v3/",
+		obj{"version": "3.70", "min_version": "3.0", "updated": "2023-08-31T00:00:00Z"})
+	imageVersionDoc = version("v2.15", "CURRENT", "/image/v2/", nil)
+)

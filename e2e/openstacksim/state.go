@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/sitebus/sitebus/e2e/simkit"
@@ -342,12 +343,9 @@ func (st *state) assign(projectID, userID, roleID string) {
 		m = map[string][]string{}
 		st.assignments[projectID] = m
 	}
-	for _, id := range m[userID] {
-		if id == roleID {
-			return
-		}
+	if !slices.Contains(m[userID], roleID) {
+		m[userID] = append(m[userID], roleID)
 	}
-	m[userID] = append(m[userID], roleID)
 }
 
 // roleNames of user on project.

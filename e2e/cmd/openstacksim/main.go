@@ -11,7 +11,6 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"strings"
 
 	"github.com/sitebus/sitebus/e2e/openstacksim"
@@ -86,13 +85,9 @@ func parseFlavor(s string) (openstacksim.Flavor, error) {
 	if len(parts) != 5 {
 		return openstacksim.Flavor{}, fmt.Errorf("flavor %q: want id:name:vcpus:ram_mib:disk_gib", s)
 	}
-	var n [3]int
-	for i, p := range parts[2:] {
-		v, err := strconv.Atoi(p)
-		if err != nil {
-			return openstacksim.Flavor{}, fmt.Errorf("flavor %q: %w", s, err)
-		}
-		n[i] = v
+	f := openstacksim.Flavor{ID: parts[0], Name: parts[1]}
+	if _, err := fmt.Sscan(strings.Join(parts[2:], " "), &f.VCPUs, &f.RAM, &f.Disk); err != nil {
+		return openstacksim.Flavor{}, fmt.Errorf("flavor %q: %w", s, err)
 	}
-	return openstacksim.Flavor{ID: parts[0], Name: parts[1], VCPUs: n[0], RAM: n[1], Disk: n[2]}, nil
+	return f, nil
 }
