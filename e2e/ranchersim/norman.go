@@ -237,12 +237,3 @@ func nullable(s string) any {
 	}
 	return s
 }
-
-// reps renders each of items.
-func reps[T any](items []*T, rep func(*T) map[string]any) []map[string]any {
-	out := make([]map[string]any, 0, len(items))
-	for _, v := range items {
-		out = append(out, rep(v))
-	}
-	return out
-}
