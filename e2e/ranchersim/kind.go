@@ -71,7 +71,7 @@ func (k *kind[T]) list(s *Server) handler {
 		if r.PathValue("cluster") != "" && !s.knownCluster(scope) {
 			return fail(notFoundCluster(scope))
 		}
-		objs := reps(k.items(s).ListByID(func(v *T) bool {
+		objs := simkit.Map(k.items(s).ListByID(func(v *T) bool {
 			return (scope == "" || k.scope(v) == scope) && (k.keys == nil || matches(k.keys(v), conds)) &&
 				(k.labels == nil || sel.matches(k.labels(v)))
 		}), func(v *T) map[string]any { return k.rep(s, b, v, true) })

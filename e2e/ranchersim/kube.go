@@ -84,10 +84,7 @@ func (s *Server) listNamespaces(r *http.Request) (int, any, *apiError) {
 		return fail(kubeErr(err))
 	}
 	b := simkit.BaseURL(r)
-	objs := make([]map[string]any, 0, len(list.Items))
-	for i := range list.Items {
-		objs = append(objs, s.namespaceRep(b, &list.Items[i]))
-	}
+	objs := simkit.Map(list.Items, func(ns unstructured.Unstructured) map[string]any { return s.namespaceRep(b, &ns) })
 	return ok(collection(r, "namespace", b+"/v3/cluster/"+s.opts.ClusterID+"/namespaces", objs))
 }
 
@@ -137,10 +134,8 @@ func (s *Server) createNamespace(r *http.Request) (int, any, *apiError) {
 		ann[DescriptionAnnotation] = in.Description
 	}
 	ann["field.cattle.io/creatorId"] = s.opts.UserID
-	ns := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "v1", "kind": "Namespace",
-		"metadata": map[string]any{"name": in.Name},
-	}}
+	ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace"}}
+	ns.SetName(in.Name)
 	ns.SetLabels(labels)
 	ns.SetAnnotations(ann)
 	created, err := s.kube.namespaces().Create(r.Context(), ns, metav1.CreateOptions{})

@@ -35,8 +35,6 @@ func steveErr(status int, code, msg string) *apiError {
 	return &apiError{status: status, code: code, message: msg, steve: true}
 }
 
-func notFound(msg string) *apiError { return newErr(http.StatusNotFound, "NotFound", msg) }
-
 func alreadyExists(msg string) *apiError { return newErr(http.StatusConflict, "AlreadyExists", msg) }
 
 func missingRequired(field string) *apiError {
@@ -58,7 +56,7 @@ func invalidAction(action string) *apiError {
 var (
 	errNoKube = newErr(http.StatusServiceUnavailable, "ClusterUnavailable",
 		"cluster not available: the simulator has no Kubernetes API server")
-	errNoRoute   = notFound("not found")
+	errNoRoute   = newErr(http.StatusNotFound, "NotFound", "not found")
 	errNoPost    = newErr(http.StatusMethodNotAllowed, "MethodNotAllow", "Method POST not supported")
 	errNotNull   = newErr(http.StatusUnprocessableEntity, "NotNullable", "name")
 	unauthorized = newErr(http.StatusUnauthorized, "Unauthorized", "registration token is not valid")
@@ -236,13 +234,4 @@ func nullable(s string) any {
 		return nil
 	}
 	return s
-}
-
-// reps renders each of items.
-func reps[T any](items []*T, rep func(*T) map[string]any) []map[string]any {
-	out := make([]map[string]any, 0, len(items))
-	for _, v := range items {
-		out = append(out, rep(v))
-	}
-	return out
 }

@@ -291,7 +291,7 @@ func (s *Server) listProjectBindings(r *http.Request) (int, any, *apiError) {
 	if s.projects.Get(id) == nil {
 		return fail(projectsType.notFound(id))
 	}
-	objs := reps(s.bindings.List(func(pb *Binding) bool { return pb.ProjectID == id }),
+	objs := simkit.Map(s.bindings.List(func(pb *Binding) bool { return pb.ProjectID == id }),
 		func(pb *Binding) map[string]any { return bindingRep(b, pb) })
 	return ok(collection(r, "projectRoleTemplateBinding", b+"/v3/projectRoleTemplateBindings", objs))
 }

@@ -127,20 +127,12 @@ func (inv Inventory) Empty() bool {
 // String lists what is left, for a test's failure message.
 func (inv Inventory) String() string {
 	return fmt.Sprintf("provisioning clusters %v, clusters %v, nodes %v, tokens %v, cluster bindings %v, secrets %v",
-		idsOf(inv.ProvisioningClusters, func(p ProvisioningCluster) string { return p.ID }),
-		idsOf(inv.Clusters, func(c Cluster) string { return c.ID }),
-		idsOf(inv.Nodes, func(n Node) string { return n.ID + "(" + n.Hostname + ")" }),
-		idsOf(inv.Tokens, func(t RegistrationToken) string { return t.ID }),
-		idsOf(inv.ClusterBindings, func(b ClusterBinding) string { return b.ID }),
-		idsOf(inv.Secrets, func(s Secret) string { return s.ID }))
-}
-
-func idsOf[T any](items []T, id func(T) string) []string {
-	out := make([]string, 0, len(items))
-	for _, it := range items {
-		out = append(out, id(it))
-	}
-	return out
+		simkit.Map(inv.ProvisioningClusters, func(p ProvisioningCluster) string { return p.ID }),
+		simkit.Map(inv.Clusters, func(c Cluster) string { return c.ID }),
+		simkit.Map(inv.Nodes, func(n Node) string { return n.ID + "(" + n.Hostname + ")" }),
+		simkit.Map(inv.Tokens, func(t RegistrationToken) string { return t.ID }),
+		simkit.Map(inv.ClusterBindings, func(b ClusterBinding) string { return b.ID }),
+		simkit.Map(inv.Secrets, func(s Secret) string { return s.ID }))
 }
 
 // Inventory returns a snapshot, each list ordered by id. Reading it does
@@ -151,19 +143,14 @@ func (s *Server) Inventory() Inventory {
 	inv := Inventory{ProvisioningClusters: s.prov.v1.Copies(nil), Tokens: s.prov.tokens.Copies(nil),
 		ClusterBindings: s.prov.crtbs.Copies(nil), Secrets: s.prov.secrets.Copies(nil)}
 	for _, mc := range s.prov.clusters.ListByID(func(mc *Cluster) bool { return !mc.own }) {
-		inv.Clusters = append(inv.Clusters, s.clusterSnapshot(mc))
+		c := *mc // a snapshot, not a read
+		c.State, _ = s.clusterState(mc, false)
+		inv.Clusters = append(inv.Clusters, c)
 	}
 	for _, n := range s.prov.nodes.ListByID(nil) {
 		inv.Nodes = append(inv.Nodes, s.snapshot(n))
 	}
 	return inv
-}
-
-// clusterSnapshot does not count as a read. Caller holds s.mu.
-func (s *Server) clusterSnapshot(mc *Cluster) Cluster {
-	c := *mc
-	c.State, _ = s.clusterState(mc, false)
-	return c
 }
 
 // ProvisioningClusterNamed returns the v1 cluster fleet-default/name.

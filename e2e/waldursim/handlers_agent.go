@@ -32,11 +32,7 @@ func (s *Server) identities(r *http.Request, _ req) []Identity {
 
 // inOrder renders the objects of m in the order ids lists them.
 func inOrder[T, V any](m map[string]*T, ids []string, view func(*T) V) []V {
-	out := make([]V, 0, len(ids))
-	for _, id := range ids {
-		out = append(out, view(m[id]))
-	}
-	return out
+	return simkit.Map(ids, func(id string) V { return view(m[id]) })
 }
 
 // parseIdentity validates the body the agent sends on create and update.

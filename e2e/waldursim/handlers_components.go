@@ -181,9 +181,5 @@ func (s *Server) Components(offeringUUID string) []map[string]any {
 	if off == nil {
 		return nil
 	}
-	out := make([]map[string]any, len(off.Components))
-	for i, c := range off.Components {
-		out[i] = maps.Clone(c)
-	}
-	return out
+	return simkit.Map(off.Components, maps.Clone[map[string]any])
 }

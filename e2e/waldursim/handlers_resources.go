@@ -2,6 +2,8 @@ package waldursim
 
 import (
 	"net/http"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 var resourceFilters = []filter[APIResource]{
@@ -16,11 +18,7 @@ func (s *Server) resources(r *http.Request, _ req) []APIResource {
 }
 
 func getTeam(r *http.Request, _ req, res *Resource) (any, error) {
-	out := []map[string]any{}
-	for _, m := range res.Team {
-		out = append(out, teamView(baseURL(r), m))
-	}
-	return out, nil
+	return simkit.Map(res.Team, func(m TeamMember) map[string]any { return teamView(baseURL(r), m) }), nil
 }
 
 // resourceAction implements the provider-side resource updates.

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 func billingPeriod(t string) (string, bool) {
@@ -47,17 +49,11 @@ var usageFilters = []filter[ComponentUsage]{
 }
 
 func (s *Server) usageViews(r *http.Request, _ req) []ComponentUsage {
-	out := make([]ComponentUsage, 0, len(s.st.usages))
-	for _, u := range s.st.usages {
+	return simkit.Map(s.st.usages, func(u *ComponentUsage) ComponentUsage {
 		v := *u
-		v.URL = usageURL(baseURL(r), u)
-		out = append(out, v)
-	}
-	return out
-}
-
-func usageURL(base string, u *ComponentUsage) string {
-	return base + "/api/marketplace-component-usages/" + u.UUID + "/"
+		v.URL = baseURL(r) + "/api/marketplace-component-usages/" + u.UUID + "/"
+		return v
+	})
 }
 
 func (s *Server) setUsage(_ *http.Request, in req) (any, error) {
@@ -125,9 +121,5 @@ func (s *Server) component(offering, typ string) map[string]any {
 func (s *Server) Usages() []ComponentUsage {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]ComponentUsage, 0, len(s.st.usages))
-	for _, u := range s.st.usages {
-		out = append(out, *u)
-	}
-	return out
+	return simkit.Map(s.st.usages, func(u *ComponentUsage) ComponentUsage { return *u })
 }

@@ -49,12 +49,9 @@ func (s *Server) latency(next http.Handler) http.Handler {
 
 // Calls returns the log of /api/ calls.
 func (s *Server) Calls() []Call {
-	out := []Call{}
-	for _, c := range s.Faults.Calls() {
-		out = append(out, Call{Time: c.Time, Method: c.Method, Path: c.Path, Query: c.Query, Body: c.Body,
-			Status: c.Status, UserAgent: c.Label})
-	}
-	return out
+	return simkit.Map(s.Faults.Calls(), func(c simkit.Call) Call {
+		return Call{Time: c.Time, Method: c.Method, Path: c.Path, Query: c.Query, Body: c.Body, Status: c.Status, UserAgent: c.Label}
+	})
 }
 
 // AddFault injects a fault (see Fault).

@@ -96,32 +96,20 @@ func pyFloat(f float64) string {
 func pyString(sb *strings.Builder, s string) {
 	sb.WriteByte('"')
 	for _, r := range s {
-		switch r {
-		case '"':
-			sb.WriteString(`\"`)
-		case '\\':
-			sb.WriteString(`\\`)
-		case '\b':
-			sb.WriteString(`\b`)
-		case '\f':
-			sb.WriteString(`\f`)
-		case '\n':
-			sb.WriteString(`\n`)
-		case '\r':
-			sb.WriteString(`\r`)
-		case '\t':
-			sb.WriteString(`\t`)
+		esc, short := pyEscapes[r]
+		switch {
+		case short:
+			sb.WriteString(esc)
+		case r >= 0x20 && r <= 0x7e:
+			sb.WriteRune(r)
+		case r > 0xffff:
+			r1, r2 := utf16.EncodeRune(r)
+			fmt.Fprintf(sb, `\u%04x\u%04x`, r1, r2)
 		default:
-			switch {
-			case r >= 0x20 && r <= 0x7e:
-				sb.WriteRune(r)
-			case r > 0xffff:
-				r1, r2 := utf16.EncodeRune(r)
-				fmt.Fprintf(sb, `\u%04x\u%04x`, r1, r2)
-			default:
-				fmt.Fprintf(sb, `\u%04x`, r)
-			}
+			fmt.Fprintf(sb, `\u%04x`, r)
 		}
 	}
 	sb.WriteByte('"')
 }
+
+var pyEscapes = map[rune]string{'"': `\"`, '\\': `\\`, '\b': `\b`, '\f': `\f`, '\n': `\n`, '\r': `\r`, '\t': `\t`}
