@@ -264,6 +264,18 @@ func TestRancherSwitchOverFromThePythonAgent(t *testing.T) {
 	s.setTeam("sw-add-carol", ours, member("carol01", "PROJECT.MEMBER"), true)
 	s.waitMembers(childPath, "alice01", "bob01", "carol01")
 
+	// keycloak-sync's cleanup adopts the Python agent's groups (live
+	// resources name them) in its first period: they get this offering
+	// and keep the plugin's managed_by mark. Checked before the terminate,
+	// which deletes the child group as the Python plugin does.
+	for _, path := range []string{"/" + parentGroup, childPath} {
+		harness.Eventually(t, 60*time.Second, "group "+path+" adopted", func() bool {
+			g, ok := s.Keycloak.GroupByPath("waldur", path)
+			return ok && slices.Equal(g.Attributes[keycloak.OfferingAttribute], []string{offeringHex}) &&
+				slices.Equal(g.Attributes["managed_by"], []string{"waldur-site-agent"})
+		})
+	}
+
 	term, _ := s.Order(waldursim.CreateOrderRequest{Type: "Terminate", ResourceUUID: ours})
 	if o := s.WaitOrder(term, "done", "erred"); o.State != "done" {
 		t.Fatalf("terminate of the adopted project: %s (%s)", o.State, o.ErrorMessage)
@@ -284,16 +296,5 @@ func TestRancherSwitchOverFromThePythonAgent(t *testing.T) {
 	}
 	if after := s.foreignState(other); !reflect.DeepEqual(after, before) {
 		t.Errorf("the other organization's project changed by a refused update:\nbefore %+v\nafter  %+v", before, after)
-	}
-
-	// keycloak-sync's cleanup adopts the Python agent's groups (the live
-	// sw-other still names them) in its first period: they get this
-	// offering and keep the plugin's managed_by mark.
-	for _, path := range []string{"/" + parentGroup, childPath} {
-		harness.Eventually(t, 60*time.Second, "group "+path+" adopted", func() bool {
-			g, ok := s.Keycloak.GroupByPath("waldur", path)
-			return ok && slices.Equal(g.Attributes[keycloak.OfferingAttribute], []string{offeringHex}) &&
-				slices.Equal(g.Attributes["managed_by"], []string{"waldur-site-agent"})
-		})
 	}
 }
