@@ -20,26 +20,28 @@ import (
 // work on the OpenShift project it requested for a resource with the
 // token sitebus now uses (sitebus adopts it, marking it); a project
 // another user requested stays untouched and its resource's orders err.
-func TestPythonAgentsProjectIsAdopted(t *testing.T) {
-	const ours, theirs = "a0000000000040008000000000000b01", "a0000000000040008000000000000b02"
+// pythonAgentsProjects is a site (not started) as the Python agent leaves
+// it: two resources of the offering, named ourSlug and theirSlug, and
+// their projects as OpenShift keeps them after its ProjectRequests (the
+// template's annotations and the requester: the configured token's user
+// for ours, alice for theirs; the request's own annotations dropped; no
+// quota, since the plugin's create sets none), with the backend_ids it
+// reported to Waldur.
+func pythonAgentsProjects(t *testing.T, ours, theirs, ourSlug, theirSlug string) (s *site, ourNS, theirNS string) {
+	t.Helper()
 	fx := harness.Fixture(t)
 	fx.Orders = nil
-	for _, r := range []struct{ uuid, slug string }{{ours, "py-web"}, {theirs, "py-other"}} {
+	for _, r := range []struct{ uuid, slug string }{{ours, ourSlug}, {theirs, theirSlug}} {
 		fx.Resources = append(fx.Resources, waldursim.Resource{UUID: r.uuid, Name: r.slug, Slug: r.slug, State: "OK",
 			Offering: fx.Offerings[0].UUID, Project: projectUUID, Limits: map[string]int{"cpu": 1, "ram": 1, "storage": 1}})
 	}
-	s := &site{t: t, Site: harness.NewSite(t, harness.WithCluster(kube.Shared(t)), harness.WithOKD(), harness.WithFixture(fx),
+	s = &site{t: t, Site: harness.NewSite(t, harness.WithCluster(kube.Shared(t)), harness.WithOKD(), harness.WithFixture(fx),
 		harness.WithSettings(map[string]any{"default_role": "view"}), harness.WithoutStart())}
-
-	// The Python agent's projects, as OpenShift keeps them after its
-	// ProjectRequests (the template's annotations and the requester; the
-	// request's own annotations dropped, no quota since the plugin's create
-	// sets none), and the backend_ids it reported to Waldur.
-	ourNS, theirNS := s.Prefix+"alloc-py-web", s.Prefix+"alloc-py-other"
-	if err := s.OKD.SeedProject(ctx(t), okdsim.Project{Name: ourNS, DisplayName: "py-web", Description: "py-web", Requester: okdsim.DefaultUser}); err != nil {
+	ourNS, theirNS = s.Prefix+"alloc-"+ourSlug, s.Prefix+"alloc-"+theirSlug
+	if err := s.OKD.SeedProject(ctx(t), okdsim.Project{Name: ourNS, DisplayName: ourSlug, Description: ourSlug, Requester: okdsim.DefaultUser}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.OKD.SeedProject(ctx(t), okdsim.Project{Name: theirNS, DisplayName: "py-other", Description: "py-other", Requester: "alice"}); err != nil {
+	if err := s.OKD.SeedProject(ctx(t), okdsim.Project{Name: theirNS, DisplayName: theirSlug, Description: theirSlug, Requester: "alice"}); err != nil {
 		t.Fatal(err)
 	}
 	wc, err := waldur.New(waldur.Config{APIURL: s.Waldur.URL() + "/api/", Token: s.Token})
@@ -51,6 +53,12 @@ func TestPythonAgentsProjectIsAdopted(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	return s, ourNS, theirNS
+}
+
+func TestPythonAgentsProjectIsAdopted(t *testing.T) {
+	const ours, theirs = "a0000000000040008000000000000b01", "a0000000000040008000000000000b02"
+	s, ourNS, theirNS := pythonAgentsProjects(t, ours, theirs, "py-web", "py-other")
 	before, err := s.Cluster.Dynamic().Resource(namespaceGVR).Get(ctx(t), theirNS, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -1,13 +1,8 @@
 package okd_test
 
 import (
-	"errors"
 	"maps"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"reflect"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -17,47 +12,15 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/sitebus/sitebus/e2e/harness"
-	"github.com/sitebus/sitebus/e2e/kube"
-	"github.com/sitebus/sitebus/e2e/okdsim"
 	"github.com/sitebus/sitebus/e2e/waldursim"
 	"github.com/sitebus/sitebus/pkg/backend/okd"
-	"github.com/sitebus/sitebus/pkg/waldur"
 )
 
 // migrate runs `sitebus migrate -c CONFIG args...` as an operator would;
 // it returns the output and the exit code.
 func (s *site) migrate(args ...string) (string, int) {
 	s.t.Helper()
-	bin, err := harness.SitebusBinary()
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	path := filepath.Join(s.t.TempDir(), "config.yaml")
-	if err := os.WriteFile(path, []byte(s.Config), 0o600); err != nil {
-		s.t.Fatal(err)
-	}
-	cmd := exec.CommandContext(ctx(s.t), bin, append([]string{"migrate", "-c", path}, args...)...)
-	cmd.Env = append(cmd.Environ(), s.Env()...)
-	out, err := cmd.CombinedOutput()
-	var ee *exec.ExitError
-	switch {
-	case errors.As(err, &ee):
-		return string(out), ee.ExitCode()
-	case err != nil:
-		s.t.Fatal(err)
-	}
-	return string(out), 0
-}
-
-// adoptionLines are the lines of migrate's output about one object.
-var adoptionLines = regexp.MustCompile(`(?m)^\s+(would adopt|adopted|REFUSES) \S+`)
-
-func adoptions(out string) []string {
-	var got []string
-	for _, m := range adoptionLines.FindAllString(out, -1) {
-		got = append(got, strings.TrimSpace(m))
-	}
-	return got
+	return s.Command(s.t, "migrate", args...)
 }
 
 // untouched is what must not change on a foreign object: its labels,
@@ -81,34 +44,7 @@ func snapshotOf(u *unstructured.Unstructured) untouched {
 // stays as it was.
 func TestOKDSwitchOverFromThePythonAgent(t *testing.T) {
 	const ours, theirs = "a0000000000040008000000000000c01", "a0000000000040008000000000000c02"
-	fx := harness.Fixture(t)
-	fx.Orders = nil
-	for _, r := range []struct{ uuid, slug string }{{ours, "sw-web"}, {theirs, "sw-other"}} {
-		fx.Resources = append(fx.Resources, waldursim.Resource{UUID: r.uuid, Name: r.slug, Slug: r.slug, State: "OK",
-			Offering: fx.Offerings[0].UUID, Project: projectUUID, Limits: map[string]int{"cpu": 1, "ram": 1, "storage": 1}})
-	}
-	s := &site{t: t, Site: harness.NewSite(t, harness.WithCluster(kube.Shared(t)), harness.WithOKD(), harness.WithFixture(fx),
-		harness.WithSettings(map[string]any{"default_role": "view"}), harness.WithoutStart())}
-
-	// The Python agent's projects as OpenShift keeps them after its
-	// ProjectRequests (no quota: the plugin's create sets none), and the
-	// backend_ids it reported to Waldur.
-	ourNS, theirNS := s.Prefix+"alloc-sw-web", s.Prefix+"alloc-sw-other"
-	if err := s.OKD.SeedProject(ctx(t), okdsim.Project{Name: ourNS, DisplayName: "sw-web", Description: "sw-web", Requester: okdsim.DefaultUser}); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.OKD.SeedProject(ctx(t), okdsim.Project{Name: theirNS, DisplayName: "sw-other", Description: "sw-other", Requester: "alice"}); err != nil {
-		t.Fatal(err)
-	}
-	wc, err := waldur.New(waldur.Config{APIURL: s.Waldur.URL() + "/api/", Token: s.Token})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for uuid, ns := range map[string]string{ours: ourNS, theirs: theirNS} {
-		if err := wc.SetResourceBackendID(ctx(t), uuid, ns); err != nil {
-			t.Fatal(err)
-		}
-	}
+	s, ourNS, theirNS := pythonAgentsProjects(t, ours, theirs, "sw-web", "sw-other")
 	foreign := func() untouched {
 		u, err := s.Cluster.Dynamic().Resource(namespaceGVR).Get(ctx(t), theirNS, metav1.GetOptions{})
 		if err != nil {
@@ -122,7 +58,7 @@ func TestOKDSwitchOverFromThePythonAgent(t *testing.T) {
 	if code != 1 {
 		t.Fatalf("migrate exit %d, want 1 (a refusal needs a person):\n%s", code, out)
 	}
-	if got, want := adoptions(out), []string{"REFUSES " + theirNS, "would adopt " + ourNS}; !slices.Equal(got, want) {
+	if got, want := harness.Adoptions(out), []string{"REFUSES " + theirNS, "would adopt " + ourNS}; !slices.Equal(got, want) {
 		t.Fatalf("migrate lists %v, want exactly %v:\n%s", got, want, out)
 	}
 	for _, says := range []string{"requester is alice", "adoption: 1 to adopt, 1 refused", "nothing was changed"} {
@@ -138,7 +74,7 @@ func TestOKDSwitchOverFromThePythonAgent(t *testing.T) {
 	if code != 1 {
 		t.Fatalf("migrate --apply exit %d, want 1 (the refusal stays):\n%s", code, out)
 	}
-	if got, want := adoptions(out), []string{"REFUSES " + theirNS, "adopted " + ourNS}; !slices.Equal(got, want) {
+	if got, want := harness.Adoptions(out), []string{"REFUSES " + theirNS, "adopted " + ourNS}; !slices.Equal(got, want) {
 		t.Fatalf("migrate --apply lists %v, want %v:\n%s", got, want, out)
 	}
 	p, found, err := s.OKD.Project(ctx(t), ourNS)

@@ -1,11 +1,6 @@
 package orders_test
 
 import (
-	"errors"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -17,29 +12,8 @@ import (
 // it returns the output and the exit code.
 func (s *site) migrate(args ...string) (string, int) {
 	s.t.Helper()
-	bin, err := harness.SitebusBinary()
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	path := filepath.Join(s.t.TempDir(), "config.yaml")
-	if err := os.WriteFile(path, []byte(s.Config), 0o600); err != nil {
-		s.t.Fatal(err)
-	}
-	cmd := exec.CommandContext(ctx(s.t), bin, append([]string{"migrate", "-c", path}, args...)...)
-	cmd.Env = append(cmd.Environ(), s.Env()...)
-	out, err := cmd.CombinedOutput()
-	var ee *exec.ExitError
-	switch {
-	case errors.As(err, &ee):
-		return string(out), ee.ExitCode()
-	case err != nil:
-		s.t.Fatal(err)
-	}
-	return string(out), 0
+	return s.Command(s.t, "migrate", args...)
 }
-
-// adoptionLines are the lines of migrate's output about one object.
-var adoptionLines = regexp.MustCompile(`(?m)^\s+(would adopt|adopted|REFUSES) \S+`)
 
 // A site exactly as the Python agent leaves it: migrate lists the CR it
 // would adopt (with the proof) and the foreign one it refuses (with the
@@ -59,7 +33,7 @@ func TestMigrateListsAndAdoptsThePythonAgentsManagedNamespaces(t *testing.T) {
 		t.Fatalf("migrate exit %d, want 1 (a refusal needs a person):\n%s", code, out)
 	}
 	want := []string{"REFUSES waldur-py-foreign", "would adopt waldur-py-mig"} // by object name
-	if got := adoptions(out); !slices.Equal(got, want) {
+	if got := harness.Adoptions(out); !slices.Equal(got, want) {
 		t.Fatalf("migrate lists %v, want exactly %v:\n%s", got, want, out)
 	}
 	for _, says := range []string{"resource " + ours + " names it; spec.owner.orgID is its customer", "its spec.owner.orgID is 11111111-2222-4333-8444-555555555555", "nothing was changed"} {
@@ -75,7 +49,7 @@ func TestMigrateListsAndAdoptsThePythonAgentsManagedNamespaces(t *testing.T) {
 	if code != 1 {
 		t.Fatalf("migrate --apply exit %d, want 1 (the refusal stays):\n%s", code, out)
 	}
-	if got, want := adoptions(out), []string{"REFUSES waldur-py-foreign", "adopted waldur-py-mig"}; !slices.Equal(got, want) {
+	if got, want := harness.Adoptions(out), []string{"REFUSES waldur-py-foreign", "adopted waldur-py-mig"}; !slices.Equal(got, want) {
 		t.Fatalf("migrate --apply lists %v, want %v:\n%s", got, want, out)
 	}
 	cr := s.mustCR("waldur-py-mig")
@@ -87,18 +61,10 @@ func TestMigrateListsAndAdoptsThePythonAgentsManagedNamespaces(t *testing.T) {
 	}
 
 	out, _ = s.migrate()
-	if got, want := adoptions(out), []string{"REFUSES waldur-py-foreign"}; !slices.Equal(got, want) {
+	if got, want := harness.Adoptions(out), []string{"REFUSES waldur-py-foreign"}; !slices.Equal(got, want) {
 		t.Errorf("a second migrate lists %v, want only %v:\n%s", got, want, out)
 	}
 	if !strings.Contains(out, "0 to adopt, 1 refused") {
 		t.Errorf("a second migrate has something to adopt:\n%s", out)
 	}
-}
-
-func adoptions(out string) []string {
-	var got []string
-	for _, m := range adoptionLines.FindAllString(out, -1) {
-		got = append(got, strings.TrimSpace(m))
-	}
-	return got
 }

@@ -3,12 +3,8 @@ package rancher_test
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"maps"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
@@ -33,25 +29,7 @@ import (
 // it returns the output and the exit code.
 func (s *site) migrate(args ...string) (string, int) {
 	s.t.Helper()
-	bin, err := harness.SitebusBinary()
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	path := filepath.Join(s.t.TempDir(), "config.yaml")
-	if err := os.WriteFile(path, []byte(s.Config), 0o600); err != nil {
-		s.t.Fatal(err)
-	}
-	cmd := exec.CommandContext(ctx(s.t), bin, append([]string{"migrate", "-c", path}, args...)...)
-	cmd.Env = append(cmd.Environ(), s.Env()...)
-	out, err := cmd.CombinedOutput()
-	var ee *exec.ExitError
-	switch {
-	case errors.As(err, &ee):
-		return string(out), ee.ExitCode()
-	case err != nil:
-		s.t.Fatal(err)
-	}
-	return string(out), 0
+	return s.Command(s.t, "migrate", args...)
 }
 
 // reportLines are the lines of migrate's output about one object or group.
