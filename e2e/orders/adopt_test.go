@@ -2,6 +2,7 @@ package orders_test
 
 import (
 	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -41,16 +42,17 @@ func (s *site) createPythonCR(name, orgID, projectID string) *unstructured.Unstr
 	return made
 }
 
-// After the switch from the Python agent, update, pause and terminate
-// work on the CR it made for a resource (which sitebus adopts, marking
-// it); a CR whose spec.owner is another customer stays untouched and its
-// resource's orders err.
+// After the switch from the Python agent, update, pause, restore, a role
+// change (its users written into the CR) and terminate work on the CR it
+// made for a resource (which sitebus adopts, marking it); a CR whose
+// spec.owner is another customer stays untouched and its resource's
+// orders err.
 func TestPythonAgentsManagedNamespaceIsAdopted(t *testing.T) {
 	const ours, theirs = "a0000000000040008000000000000a01", "a0000000000040008000000000000a02"
 	fx := harness.Fixture(t)
 	fx.Orders = nil
 	fx.Resources = append(fx.Resources, pythonResource(ours, "py-lab"), pythonResource(theirs, "py-other"))
-	s := newSite(t, harness.WithFixture(fx), harness.WithoutStart())
+	s := newSite(t, harness.WithFixture(fx), harness.WithoutStart(), harness.WithSettings(map[string]any{"sync_users_to_cr": true}))
 	s.createPythonCR("waldur-py-lab", customerUUID, projectUUID)
 	foreign := s.createPythonCR("waldur-py-other", "11111111-2222-4333-8444-555555555555", projectUUID)
 	s.Start()
@@ -74,6 +76,22 @@ func TestPythonAgentsManagedNamespaceIsAdopted(t *testing.T) {
 	paused := map[string]string{"cpu": "0", "memory": "0Gi", "storage": "0Gi"}
 	harness.Eventually(t, 30*time.Second, "the adopted CR's quota paused", func() bool {
 		return maps.Equal(quota(s.mustCR("waldur-py-lab")), paused)
+	})
+
+	if _, err := s.Admin.SetFlags(ctx(t), ours, waldursim.FlagsRequest{Paused: ptr(false)}); err != nil {
+		t.Fatal(err)
+	}
+	harness.Eventually(t, 30*time.Second, "the adopted CR's quota restored", func() bool {
+		q := quota(s.mustCR("waldur-py-lab"))
+		return q["cpu"] == "8" && q["memory"] == "16Gi"
+	})
+
+	if _, err := s.Admin.SetTeam(ctx(t), waldursim.TeamRequest{ResourceUUID: ours, Member: member("alice01", "PROJECT.ADMIN"), Granted: true}); err != nil {
+		t.Fatal(err)
+	}
+	harness.Eventually(t, 30*time.Second, "the role change written into the adopted CR", func() bool {
+		admins, _, _ := unstructured.NestedStringSlice(s.mustCR("waldur-py-lab").Object, "spec", "adminUsers")
+		return slices.Contains(admins, "alice01@acme.example")
 	})
 
 	term, _ := s.Order(waldursim.CreateOrderRequest{Type: "Terminate", ResourceUUID: ours})
