@@ -32,7 +32,12 @@ const HeaderCallKey = "Sitebus-Call-Key"
 type callState struct {
 	mu      sync.Mutex
 	results jetstream.KeyValue
-	streams map[string]bool
+	// streamsMu is held while a command stream is ensured, so a Call and
+	// a Serve starting at once update the stream once: nats-server
+	// v2.15.2 races (its race detector's report) when a stream's config
+	// is updated while a consumer is created on it.
+	streamsMu sync.Mutex
+	streams   map[string]bool
 }
 
 // EnsureResultsBucket creates or updates the command results bucket.
@@ -58,23 +63,22 @@ func (b *Bus) EnsureResultsBucket(ctx context.Context) (jetstream.KeyValue, erro
 }
 
 // ensureCommandStreamOnce is EnsureCommandStream at most once per service
-// and Bus, so that a caller can send before the service has started.
+// and Bus: a caller can send before the service has started, and a
+// service's Serve calls (one per command) do not update it again while
+// each other's consumers are being created.
 func (b *Bus) ensureCommandStreamOnce(ctx context.Context, service string) error {
-	b.calls.mu.Lock()
-	done := b.calls.streams[service]
-	b.calls.mu.Unlock()
-	if done {
+	b.calls.streamsMu.Lock()
+	defer b.calls.streamsMu.Unlock()
+	if b.calls.streams[service] {
 		return nil
 	}
 	if err := b.EnsureCommandStream(ctx, service); err != nil {
 		return err
 	}
-	b.calls.mu.Lock()
 	if b.calls.streams == nil {
 		b.calls.streams = map[string]bool{}
 	}
 	b.calls.streams[service] = true
-	b.calls.mu.Unlock()
 	return nil
 }
 

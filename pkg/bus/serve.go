@@ -48,7 +48,7 @@ func Serve[Req, Resp any, PReq interface {
 	if err != nil {
 		return nil, err
 	}
-	if err := b.EnsureCommandStream(ctx, cfg.Service); err != nil {
+	if err := b.ensureCommandStreamOnce(ctx, cfg.Service); err != nil {
 		return nil, err
 	}
 	kv, err := b.EnsureResultsBucket(ctx)
