@@ -313,6 +313,18 @@ func (s *Subscription) Stop(ctx context.Context) {
 		for _, a := range s.advisories {
 			_ = a.Drain()
 		}
+		// The consume callback adds to inflight, and a WaitGroup's Wait
+		// must not run beside an Add from zero (the race detector caught
+		// it): wait for the drained consumers to deliver their last
+		// message first.
+		for _, cc := range s.ccs {
+			select {
+			case <-cc.Closed():
+			case <-ctx.Done():
+				cc.Stop()
+				<-cc.Closed()
+			}
+		}
 		done := make(chan struct{})
 		go func() { s.inflight.Wait(); close(done) }()
 		select {
