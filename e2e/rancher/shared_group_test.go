@@ -57,11 +57,20 @@ func TestRancherSharedGroupKeepsASiblingsUsersWithRestrictMemberAccess(t *testin
 	}
 	s.waitMembers(childPath, "alice01", "bob01")
 
+	before := s.removals()
 	if _, err := s.Admin.SetFlags(ctx(t), one, ptrFlags(true)); err != nil {
 		t.Fatal(err)
 	}
 	// alice01 is only lab-one's: she goes; bob01 stays for lab-two.
 	s.waitMembers(childPath, "bob01")
+	// The group is seen before the sync that changed it has counted its
+	// change: the baseline is read once that removal is counted and two
+	// whole periodic passes have begun after the group was seen, so no
+	// sync that was under way then is still to be counted.
+	seen := s.membershipPasses()
+	harness.Eventually(t, 60*time.Second, "alice01's removal counted and two passes after it", func() bool {
+		return s.removals() > before && s.membershipPasses() >= seen+2
+	})
 	removed, from := s.removals(), s.membershipPasses()
 	harness.Eventually(t, 90*time.Second, "five more membership periods", func() bool {
 		if got := s.members(childPath); len(got) != 1 || got[0] != "bob01" {
