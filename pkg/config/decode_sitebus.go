@@ -44,6 +44,16 @@ func (d *decoder) sitebus(n *yaml.Node, s scope, sb *Sitebus) {
 				"replicas":         d.integer(&st.Replicas),
 			})
 		},
+		"status_page": func(n *yaml.Node, s scope) {
+			var token, tokenFile *yaml.Node
+			keep := func(p **yaml.Node) setter { return func(n *yaml.Node, _ scope) { *p = n } }
+			d.fields(n, s, map[string]setter{
+				"token":        keep(&token),
+				"token_file":   keep(&tokenFile),
+				"check_period": d.duration(&sb.StatusPage.CheckPeriod),
+			})
+			sb.StatusPage.Token = d.secret(token, tokenFile, s, "token")
+		},
 		"ordering": func(n *yaml.Node, s scope) {
 			o := &sb.Ordering
 			d.fields(n, s, map[string]setter{

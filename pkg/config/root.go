@@ -49,6 +49,8 @@ const (
 	// offerings from Waldur: more often than every 10 s only loads Waldur.
 	defaultKeycloakCleanupPeriod = time.Hour
 	minKeycloakCleanupPeriod     = 10 * time.Second
+	defaultStatusCheckPeriod     = time.Minute
+	minStatusCheckPeriod         = 10 * time.Second
 	minSagaLease                 = 300 * time.Millisecond
 )
 

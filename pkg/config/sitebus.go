@@ -33,6 +33,23 @@ type Sitebus struct {
 
 	// Services lists the services to run in this process; empty = all.
 	Services []string `json:"services,omitempty"`
+
+	// StatusPage is the operator's page at /status on HTTPAddr.
+	StatusPage StatusPage `json:"status_page"`
+}
+
+// StatusPage configures the operator's status page served beside the
+// probes and metrics.
+type StatusPage struct {
+	// Token is the bearer token the page asks for when http_addr is not a
+	// loopback address (the chart binds 0.0.0.0, so anyone in the cluster
+	// could read it); without a token the page is off there. On loopback
+	// the page is open, like the CLI tools on the same host.
+	Token Secret `json:"token,omitempty"`
+	// CheckPeriod is how often the process holding the STOMP connection
+	// runs the health checks (Waldur, backends, Keycloak) for the page, so
+	// a page load never calls a peer. Default 1m, at least 10s.
+	CheckPeriod time.Duration `json:"check_period"`
 }
 
 // StompSettings tune the connection to Waldur's STOMP broker.
@@ -116,6 +133,7 @@ func newSitebus() Sitebus {
 		},
 		Ordering:              Ordering{Mode: OrderingProcess, Slots: defaultOrderingSlots},
 		KeycloakCleanupPeriod: defaultKeycloakCleanupPeriod,
+		StatusPage:            StatusPage{CheckPeriod: defaultStatusCheckPeriod},
 	}
 }
 

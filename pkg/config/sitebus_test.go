@@ -40,6 +40,7 @@ func TestSitebusSection(t *testing.T) {
 		Ordering:              Ordering{Mode: OrderingCluster, Slots: 32},
 		Services:              []string{"stomp-bridge", "orders"},
 		KeycloakCleanupPeriod: 10 * time.Second,
+		StatusPage:            StatusPage{CheckPeriod: time.Minute},
 	})
 	eq(t, "effective membership period", r.Periods.MembershipSync, 90*time.Second)
 	host, port := r.Sitebus.Stomp.TCPEndpoint(&r.Offerings[0])
@@ -150,6 +151,52 @@ func TestKeycloakCleanupPeriod(t *testing.T) {
 				t.Fatal(err)
 			}
 			eq(t, "cleanup period", r.Sitebus.KeycloakCleanupPeriod, tc.want)
+		})
+	}
+}
+
+func TestStatusPage(t *testing.T) {
+	env := func(name string) (string, bool) {
+		if name == "STATUS_TOKEN" {
+			return "from-the-environment", true
+		}
+		return "", false
+	}
+	tests := map[string]struct {
+		lines     []string
+		wantToken string
+		wantCheck time.Duration
+		wantErr   string
+	}{
+		"unset is no token, checks every minute": {wantCheck: time.Minute},
+		"a literal token":                        {lines: []string{"    token: s3cret"}, wantToken: "s3cret", wantCheck: time.Minute},
+		"a token from the environment":           {lines: []string{"    token: ${STATUS_TOKEN}"}, wantToken: "from-the-environment", wantCheck: time.Minute},
+		"an unset variable is refused":           {lines: []string{"    token: ${NO_SUCH_TOKEN}"}, wantErr: "environment variable NO_SUCH_TOKEN is not set"},
+		"ten seconds between checks is accepted": {lines: []string{"    check_period: 10s"}, wantCheck: 10 * time.Second},
+		"under ten seconds is refused":           {lines: []string{"    check_period: 5s"}, wantErr: "sitebus.status_page.check_period: 5s is shorter than the minimum of 10s"},
+		"a token and a token file are not both":  {lines: []string{"    token: a", "    token_file: /nonexistent"}, wantErr: "set either token or token_file"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			lines := append([]string{"sitebus:", "  status_page:"}, tc.lines...)
+			if len(tc.lines) == 0 {
+				lines = nil
+			}
+			r, err := Parse(conf(nil, lines...), "config.yaml", env)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				if strings.Contains(err.Error(), "from-the-environment") {
+					t.Errorf("the error shows the token: %v", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			eq(t, "token", r.Sitebus.StatusPage.Token.Reveal(), tc.wantToken)
+			eq(t, "check period", r.Sitebus.StatusPage.CheckPeriod, tc.wantCheck)
 		})
 	}
 }

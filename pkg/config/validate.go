@@ -216,6 +216,10 @@ func (sb *Sitebus) validate(p *problems, s scope) {
 		p.at(ms.key("replicas"), "%d is not a replica count: 1 to %d (copies of each stream on as many JetStream servers)", sm.Replicas, maxStreamReplicas)
 	}
 
+	if sb.StatusPage.CheckPeriod < minStatusCheckPeriod {
+		p.at(s.key("status_page").key("check_period"), "%s is shorter than the minimum of %s", sb.StatusPage.CheckPeriod, minStatusCheckPeriod)
+	}
+
 	o, osc := &sb.Ordering, s.key("ordering")
 	if !slices.Contains(orderingModes, o.Mode) {
 		p.at(osc.key("mode"), "%q is not one of %s", o.Mode, strings.Join(orderingModes, ", "))
