@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -23,7 +22,6 @@ import (
 	"github.com/sitebus/sitebus/pkg/backend/managedns"
 	"github.com/sitebus/sitebus/pkg/backend/rancher"
 	"github.com/sitebus/sitebus/pkg/backend/ranchercluster"
-	"github.com/sitebus/sitebus/pkg/config"
 	"github.com/sitebus/sitebus/pkg/events"
 	"github.com/sitebus/sitebus/pkg/keycloak"
 	"github.com/sitebus/sitebus/pkg/waldur"
@@ -72,9 +70,9 @@ func diagnosticsCmd() *cobra.Command {
 				return err
 			}
 			results := runDiagnostics(cmd.Context(), plan, o)
-			red := newRedactor(plan)
+			red := app.NewRedactor(plan)
 			for i := range results {
-				results[i].Detail, results[i].Fix = red.clean(results[i].Detail), red.clean(results[i].Fix)
+				results[i].Detail, results[i].Fix = red.Clean(results[i].Detail), red.Clean(results[i].Fix)
 			}
 			failed := 0
 			for _, r := range results {
@@ -516,37 +514,4 @@ func printResults(w io.Writer, results []checkResult) {
 		}
 	}
 	fmt.Fprintf(w, "%d checks: %d passed, %d failed\n", len(results), len(results)-failed, failed)
-}
-
-// redactor removes every secret of the configuration from what is printed,
-// whatever a client put in an error message.
-type redactor struct{ secrets []string }
-
-func newRedactor(plan *app.Plan) redactor {
-	set := map[string]bool{}
-	for _, op := range plan.Offerings {
-		o := op.Config
-		for _, s := range []config.Secret{o.WaldurAPIToken, o.OIDCClientSecret, op.Rancher.Password,
-			op.OKD.Token, op.OKD.OAuth.ClientSecret, op.OKD.OAuth.RefreshToken} {
-			set[s.Reveal()] = true
-		}
-		for _, sec := range clusterSecrets(&op.RancherCluster) {
-			set[sec] = true
-		}
-		// op.Rancher.Keycloak is op.Keycloak when set (app.Plan).
-		if op.Keycloak != nil {
-			set[op.Keycloak.Password.Reveal()] = true
-		}
-	}
-	delete(set, "")
-	// Longest first, so a secret containing another is removed whole.
-	secrets := slices.SortedFunc(maps.Keys(set), func(a, b string) int { return len(b) - len(a) })
-	return redactor{secrets: secrets}
-}
-
-func (r redactor) clean(s string) string {
-	for _, sec := range r.secrets {
-		s = strings.ReplaceAll(s, sec, "[REDACTED]")
-	}
-	return s
 }

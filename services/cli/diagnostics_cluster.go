@@ -225,12 +225,3 @@ func vaultChecks(ctx context.Context, s *ranchercluster.Settings, timeout time.D
 	}
 	return append(out, pass("vault token", "the token is valid (policies %s, %s)", strings.Join(v.Data.Policies, ","), ttl))
 }
-
-// clusterSecrets are a rancher-cluster offering's secrets, for the redactor.
-func clusterSecrets(s *ranchercluster.Settings) []string {
-	out := []string{s.Password.Reveal(), s.Vault.Token.Reveal(), s.PrivateRegistryPassword.Reveal(), s.ArgoCDKubeconfig.Reveal()}
-	for _, az := range s.OpenStackOfferings {
-		out = append(out, az.Cloud.Password.Reveal(), az.Cloud.ApplicationCredentialSecret.Reveal())
-	}
-	return out
-}
