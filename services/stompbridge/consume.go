@@ -107,6 +107,7 @@ func (br *Bridge) session(ctx context.Context, s *subscription) (int, error) {
 				return frames, m.Err
 			}
 			frames++
+			s.lastFrame.Store(time.Now().UnixNano())
 			sem <- struct{}{}
 			inflight.Add(1)
 			go func() {

@@ -26,6 +26,10 @@ type subscription struct {
 	endpoint   Endpoint
 	cred       Credentials
 	connected  atomic.Bool
+	// lastFrame is when the broker last delivered a frame (Unix ns; 0:
+	// never), for the status page: a connected session that has been
+	// quiet for hours is worth an operator's look.
+	lastFrame atomic.Int64
 }
 
 func (s *subscription) destination() string { return "/amq/queue/" + s.queue }
