@@ -76,6 +76,9 @@ type Options struct {
 	LogOutput io.Writer
 	// Ready, when set, receives the HTTP address once /readyz can be asked.
 	Ready func(httpAddr string)
+	// HealthChecks, when set, are the checks behind the status page's
+	// health (run by the process running the bridge).
+	HealthChecks HealthChecks
 }
 
 // Run starts sitebus and blocks until ctx ends, then shuts down gracefully.
@@ -154,6 +157,9 @@ func Run(ctx context.Context, opts Options) error {
 	}
 
 	h := newHealth(b, offerings)
+	if h.status, err = statusHandler(plan, b, cfg.Sitebus.HTTPAddr, log); err != nil {
+		return err
+	}
 	srv, addr, err := serveHTTP(cfg.Sitebus.HTTPAddr, reg, h, log)
 	if err != nil {
 		return err
@@ -189,9 +195,16 @@ func Run(ctx context.Context, opts Options) error {
 		running = append(running, s)
 	}
 	h.setServices(running)
+	pub, err := statusPublisher(plan, b, running, opts.HealthChecks, id.Name, log)
+	if err != nil {
+		return err
+	}
 	log.Info("sitebus running", "services", services, "mode", opts.Mode, "http", addr, "version", opts.Version)
 
 	var wg sync.WaitGroup
+	if pub != nil {
+		wg.Go(func() { pub.Run(ctx) })
+	}
 	errs := make(chan error, len(running))
 	for _, s := range running {
 		wg.Go(func() {

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/sitebus/sitebus/pkg/bus"
+	"github.com/sitebus/sitebus/services/statuspage"
 	"github.com/sitebus/sitebus/services/stompbridge"
 )
 
@@ -28,6 +29,8 @@ type health struct {
 	// waldurOK caches the last successful Waldur check per offering, so a
 	// probe every few seconds does not turn into a Waldur call each time.
 	waldurOK map[string]time.Time
+	// status serves the operator's status page; nil serves none.
+	status http.Handler
 }
 
 const waldurCheckTTL = 30 * time.Second
@@ -59,6 +62,9 @@ func (h *health) mux(reg *prometheus.Registry) http.Handler {
 		_, _ = w.Write([]byte("ready\n"))
 	})
 	m.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	if h.status != nil {
+		m.Handle("GET "+statuspage.Path, h.status)
+	}
 	return m
 }
 

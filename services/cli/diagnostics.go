@@ -26,6 +26,7 @@ import (
 	"github.com/sitebus/sitebus/pkg/keycloak"
 	"github.com/sitebus/sitebus/pkg/waldur"
 	"github.com/sitebus/sitebus/services/app"
+	"github.com/sitebus/sitebus/services/statuspage"
 	"github.com/sitebus/sitebus/services/stompbridge"
 )
 
@@ -136,12 +137,37 @@ func runDiagnostics(ctx context.Context, plan *app.Plan, o diagOptions) []checkR
 // backend, Keycloak) at once; within a group a check that others depend on
 // comes first.
 func offeringChecks(ctx context.Context, plan *app.Plan, op *app.OfferingPlan, timeout time.Duration) []checkResult {
-	groups := []func() []checkResult{
+	return concurrently(
 		func() []checkResult { return waldurChecks(ctx, op, timeout) },
 		func() []checkResult { return stompChecks(ctx, plan, op, timeout) },
 		func() []checkResult { return backendChecks(ctx, op, timeout) },
 		func() []checkResult { return keycloakChecks(ctx, op, timeout) },
+	)
+}
+
+// statusCheckTimeout bounds each check behind the status page.
+const statusCheckTimeout = 15 * time.Second
+
+// statusChecks are the checks behind the status page's health: the
+// diagnostics' Waldur, backend and Keycloak checks. The STOMP state comes
+// from the running bridge's sessions instead: a login probe every check
+// period would be one more broker session for nothing.
+func statusChecks(ctx context.Context, _ *app.Plan, op *app.OfferingPlan) []statuspage.Check {
+	rs := concurrently(
+		func() []checkResult { return waldurChecks(ctx, op, statusCheckTimeout) },
+		func() []checkResult { return backendChecks(ctx, op, statusCheckTimeout) },
+		func() []checkResult { return keycloakChecks(ctx, op, statusCheckTimeout) },
+	)
+	out := make([]statuspage.Check, len(rs))
+	for i, r := range rs {
+		out[i] = statuspage.Check{Name: r.Check, OK: r.OK, Detail: r.Detail, Fix: r.Fix}
 	}
+	return out
+}
+
+// concurrently runs groups of checks at once and returns their results in
+// the groups' order.
+func concurrently(groups ...func() []checkResult) []checkResult {
 	parts := make([][]checkResult, len(groups))
 	var wg sync.WaitGroup
 	for i, g := range groups {

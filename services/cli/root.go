@@ -34,7 +34,7 @@ func New(version string) *cobra.Command {
 }
 
 func runCmd(version string) *cobra.Command {
-	o := app.Options{Version: version}
+	o := app.Options{Version: version, HealthChecks: statusChecks}
 	var only string
 	c := &cobra.Command{
 		Use:   "run",
