@@ -5,6 +5,8 @@ package statuspage
 
 import (
 	"context"
+	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -42,38 +44,29 @@ func TestStatusPageInChromium(t *testing.T) {
 		harness.WithSettings(map[string]any{"keycloak_enabled": true}),
 		harness.WithSitebusConfig(map[string]any{"status_page": map[string]any{"token": statusToken, "check_period": "10s"}}))
 
-	s.Keycloak.AddFault(keycloaksim.Fault{Method: "POST", PathPrefix: "/admin/realms/waldur/groups", Status: 403, Body: `{"error":"HTTP 403 Forbidden"}`})
-	s.Rancher.AddFault(ranchersim.Fault{Method: "DELETE", PathPrefix: "/v3/projects/", Status: 403, Body: `{"type":"error","status":"403","code":"Forbidden","message":"projects is forbidden"}`})
-	orderUUID, _ := s.Create("parks", map[string]int{"cpu": 1}, harness.Member("alice01", "PROJECT.ADMIN"))
-	sagaID := "order-" + strings.ReplaceAll(orderUUID, "-", "")
+	// Each fault once: the next order goes through and is a recent order.
+	s.Keycloak.AddFault(keycloaksim.Fault{Method: "POST", PathPrefix: "/admin/realms/waldur/groups", Status: 403, Body: `{"error":"HTTP 403 Forbidden"}`, Count: 1})
+	s.Rancher.AddFault(ranchersim.Fault{Method: "DELETE", PathPrefix: "/v3/projects/", Status: 403, Count: 1,
+		Body: `{"type":"error","status":"403","code":"Forbidden","message":"projects is forbidden"}`})
+	parkedOrder, _ := s.Create("parks", map[string]int{"cpu": 1}, harness.Member("alice01", "PROJECT.ADMIN"))
+	parkedSaga := "order-" + strings.ReplaceAll(parkedOrder, "-", "")
 	if _, err := s.Admin.PublishRaw(harness.Context(t, time.Minute), waldursim.RawEventRequest{
 		OfferingUUID: s.OfferingHex, ObjectType: "order", Body: "{this is not json", MessageID: "status-page-malformed"}); err != nil {
 		t.Fatal(err)
 	}
-
 	// The page over plain HTTP until it shows what the test looks for;
-	// then the same in Chromium, which is what is checked.
-	url := "http://" + s.Sitebus.HTTPAddr + "/status"
-	var last string
-	want := []string{sagaID, "compensation of step object failed", "Dead letters (1)", "stomp order", "waldur token"}
-	harness.Eventually(t, 2*time.Minute, "the page to show the parked saga, the dead letter and the health", func() bool {
-		code, body := s.Sitebus.Get("/status")
-		last = body
-		if code != 200 {
-			return false
-		}
-		for _, w := range want {
-			if !strings.Contains(body, w) {
-				return false
-			}
-		}
-		return true
-	})
-	_ = last
+	// what Chromium shows is then checked.
+	waitPage(t, s, parkedSaga, "compensation of step object failed", "Dead letters (1)", "stomp order", "waldur token")
+	doneOrder, _ := s.Create("works", map[string]int{"cpu": 1}, harness.Member("alice01", "PROJECT.ADMIN"))
+	s.WaitOrder(doneOrder, "done")
+	doneSaga := "order-" + strings.ReplaceAll(doneOrder, "-", "")
+	waitPage(t, s, doneSaga, "succeeded")
 
+	url := "http://" + s.Sitebus.HTTPAddr + "/status"
 	dom := runChromium(t, chromium, "--dump-dom", url)
 	for _, w := range []string{
-		sagaID, "parked", "compensation of step object failed (not retryable)", "403", // the parked saga and its last error
+		parkedSaga, "parked", "compensation of step object failed (not retryable)", "403", // the parked saga and its last error
+		doneSaga, "succeeded", "Recent orders (1)", // the order that went through
 		"order body is not a JSON object", "stomp-bridge", // the dead letter's reason and source
 		"Offering", s.OfferingHex, "stomp order", "connected", "waldur token", "backend rancher", "keycloak token", // health
 		`href="/metrics"`,
@@ -102,6 +95,24 @@ func TestStatusPageInChromium(t *testing.T) {
 	if t.Failed() {
 		t.Logf("DOM:\n%s\n%s", dom, s.Sitebus.Tail(40))
 	}
+}
+
+// waitPage polls the page over plain HTTP until it contains every one of
+// want.
+func waitPage(t *testing.T, s *harness.Site, want ...string) {
+	t.Helper()
+	harness.Eventually(t, 2*time.Minute, fmt.Sprintf("the page to show %q", want), func() bool {
+		code, body := s.Sitebus.Get("/status")
+		if code != http.StatusOK {
+			return false
+		}
+		for _, w := range want {
+			if !strings.Contains(body, w) {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 // requireChromium finds Debian's chromium; .ci/deps.sh installs it.

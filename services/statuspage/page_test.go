@@ -83,7 +83,7 @@ func TestPageRedactsAndEscapes(t *testing.T) {
 	b, _ := io.ReadAll(resp.Body)
 	_ = resp.Body.Close()
 	page := string(b)
-	for _, want := range []string{"order-0123", "compensation of step object failed", "&lt;script&gt;", "last frame 1m30s ago",
+	for _, want := range []string{"order-0123", "compensation of step object failed", "&lt;script&gt;", "last frame 1m30s ago", "needs attention:",
 		"needs attention", `content="15"`, `href="/metrics"`} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %q", want)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sitebus/sitebus/pkg/bus"
 	"github.com/sitebus/sitebus/pkg/saga"
+	"github.com/sitebus/sitebus/services/stompbridge"
 )
 
 // View is what the page shows. It holds no configuration value beyond the
@@ -41,6 +42,11 @@ type OfferingView struct {
 	Parked      []SagaView
 	Recent      []OrderView
 	DeadLetters []DeadLetterView
+}
+
+// NeedsAttention: a saga is parked, a dead letter waits or a check fails.
+func (o OfferingView) NeedsAttention() bool {
+	return len(o.Parked) > 0 || len(o.DeadLetters) > 0 || (o.Health != nil && !o.Health.OK)
 }
 
 // HealthView is an offering's health snapshot as of the page.
@@ -195,10 +201,12 @@ func healthView(h Health, redact func(string) string, publishPeriod time.Duratio
 		hv.OK = hv.OK && c.OK
 		hv.Checks = append(hv.Checks, c)
 	}
-	for _, s := range h.Stomp {
-		sv := StompView{ObjectType: s.ObjectType, Connected: s.Connected, LastFrameAgo: "no frame yet"}
+	stomp := slices.Clone(h.Stomp)
+	slices.SortFunc(stomp, func(a, b stompbridge.Session) int { return strings.Compare(a.ObjectType, b.ObjectType) })
+	for _, s := range stomp {
+		sv := StompView{ObjectType: s.ObjectType, Connected: s.Connected, LastFrameAgo: "no frame since sitebus started"}
 		if !s.LastFrame.IsZero() {
-			sv.LastFrameAgo = ago(now, s.LastFrame)
+			sv.LastFrameAgo = "last frame " + ago(now, s.LastFrame)
 		}
 		hv.OK = hv.OK && s.Connected
 		hv.Stomp = append(hv.Stomp, sv)
