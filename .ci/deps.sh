@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what building and testing sitebus needs and is not a Go module:
 # RabbitMQ and etcd (Debian packages, for the STOMP side and the Kubernetes
-# API server of the end-to-end tests) and
+# API server of the end-to-end tests), Chromium (Debian package, the
+# headless browser that loads the status page in e2e/statuspage) and
 # buf (npm package, for protobuf generation). Idempotent: installs only what
 # is missing. Tools land in $SITEBUS_CACHE (default ~/.cache/sitebus), keyed
 # by version, outside the repository.
@@ -19,6 +20,7 @@ apt_pkgs=()
 command -v rabbitmq-server >/dev/null 2>&1 || [ -x /usr/sbin/rabbitmq-server ] || apt_pkgs+=(rabbitmq-server)
 command -v npm >/dev/null 2>&1 || apt_pkgs+=(npm)
 command -v etcd >/dev/null 2>&1 || apt_pkgs+=(etcd-server)
+command -v chromium >/dev/null 2>&1 || apt_pkgs+=(chromium)
 if [ ${#apt_pkgs[@]} -gt 0 ]; then
   echo "deps: installing ${apt_pkgs[*]} (apt)"
   need_root apt-get update -qq
