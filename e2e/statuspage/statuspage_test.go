@@ -82,6 +82,19 @@ func TestStatusPageInChromium(t *testing.T) {
 		}
 	}
 
+	// Another process of the site, split off with --only as the chart
+	// runs them, holds no STOMP session and no saga, and serves the same
+	// facts from NATS. The sagas have all ended or parked, so a second
+	// coordinator has nothing to take over.
+	other := harness.StartSitebus(t, harness.SitebusOptions{Config: s.Config, NATSURL: s.Sitebus.NATSURL,
+		Args: []string{"--only", "saga-coordinator"}, Env: s.Env(), Name: "sitebus-coordinator"})
+	code, page := other.Get("/status")
+	for _, w := range []string{parkedSaga, doneSaga, "compensation of step object failed", "order body is not a JSON object", "stomp order", "waldur token"} {
+		if code != http.StatusOK || !strings.Contains(page, w) {
+			t.Errorf("the --only saga-coordinator process's page (%d) lacks %q", code, w)
+		}
+	}
+
 	dir := artifacts(t)
 	if err := os.WriteFile(filepath.Join(dir, "status-page.html"), []byte(dom), 0o644); err != nil {
 		t.Fatal(err)
