@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -363,6 +364,42 @@ func TestDeadLetterRetryAndPurge(t *testing.T) {
 	}
 	if _, err := b.RetryDeadLetter(ctx, frames[0].Seq); !errors.Is(err, bus.ErrNotRetryable) {
 		t.Errorf("retry of a letter without subject: %v, want ErrNotRetryable", err)
+	}
+}
+
+func TestLatestDeadLettersAreTheNewest(t *testing.T) {
+	b := newBus(t, bus.Config{})
+	ctx := testCtx(t)
+	if dls, err := b.LatestDeadLetters(ctx, 2); err != nil || len(dls) != 0 {
+		t.Fatalf("empty DLQ: %+v, %v", dls, err)
+	}
+	for _, id := range []string{"f1", "f2", "f3"} {
+		if err := b.Park(ctx, bus.DeadLetter{Source: "stomp-bridge", Reason: "not JSON " + id, ID: id, Data: []byte(id)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := map[string]struct {
+		n    int
+		want []string
+	}{
+		"the last two":        {2, []string{"not JSON f2", "not JSON f3"}},
+		"more than there are": {10, []string{"not JSON f1", "not JSON f2", "not JSON f3"}},
+		"zero is all of them": {0, []string{"not JSON f1", "not JSON f2", "not JSON f3"}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			dls, err := b.LatestDeadLetters(ctx, tc.n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, d := range dls {
+				got = append(got, d.Reason)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("reasons %q, want %q", got, tc.want)
+			}
+		})
 	}
 }
 

@@ -118,11 +118,21 @@ func deadLetterFrom(sm StoredMsg) DeadLetter {
 // DeadLetters lists parked messages whose DLQ subject matches filter
 // (e.g. "dlq.order.>"; empty: all).
 func (b *Bus) DeadLetters(ctx context.Context, filter string, limit int) ([]DeadLetter, error) {
-	var out []DeadLetter
 	opts := ScanOptions{Limit: limit}
 	if filter != "" {
 		opts.Subjects = []string{filter}
 	}
+	return b.scanDeadLetters(ctx, opts)
+}
+
+// LatestDeadLetters lists the newest parked messages, at most n, oldest
+// first: what an operator looks at first, however many older ones wait.
+func (b *Bus) LatestDeadLetters(ctx context.Context, n int) ([]DeadLetter, error) {
+	return b.scanDeadLetters(ctx, ScanOptions{Last: n})
+}
+
+func (b *Bus) scanDeadLetters(ctx context.Context, opts ScanOptions) ([]DeadLetter, error) {
+	var out []DeadLetter
 	err := b.Scan(ctx, DLQStream, opts, func(sm StoredMsg) error {
 		out = append(out, deadLetterFrom(sm))
 		return nil

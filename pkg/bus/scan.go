@@ -33,6 +33,9 @@ type ScanOptions struct {
 	Since time.Time
 	// Limit stops after this many messages (0: no limit).
 	Limit int
+	// Last, without FromSeq and Since, starts at the last Last sequences
+	// of the stream (messages deleted among them are not made up for).
+	Last int
 }
 
 // errStopScan ends a scan early without an error.
@@ -53,6 +56,12 @@ func (b *Bus) Scan(ctx context.Context, stream string, opts ScanOptions, visit f
 	last := info.State.LastSeq
 	if info.State.Msgs == 0 || (opts.FromSeq > 0 && opts.FromSeq > last) {
 		return nil
+	}
+	if opts.Last > 0 && opts.FromSeq == 0 && opts.Since.IsZero() {
+		opts.FromSeq = 1
+		if n := uint64(opts.Last); last > n {
+			opts.FromSeq = last - n + 1
+		}
 	}
 	occ := jetstream.OrderedConsumerConfig{FilterSubjects: opts.Subjects, InactiveThreshold: 30 * time.Second}
 	switch {

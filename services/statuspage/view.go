@@ -42,11 +42,14 @@ type OfferingView struct {
 	Parked      []SagaView
 	Recent      []OrderView
 	DeadLetters []DeadLetterView
+	// DeadLetterCount counts the offering's letters among the newest
+	// read, of which DeadLetters are the newest few.
+	DeadLetterCount int
 }
 
 // NeedsAttention: a saga is parked, a dead letter waits or a check fails.
 func (o OfferingView) NeedsAttention() bool {
-	return len(o.Parked) > 0 || len(o.DeadLetters) > 0 || (o.Health != nil && !o.Health.OK)
+	return len(o.Parked) > 0 || o.DeadLetterCount > 0 || (o.Health != nil && !o.Health.OK)
 }
 
 // HealthView is an offering's health snapshot as of the page.
@@ -104,7 +107,7 @@ type DeadLetterView struct {
 
 // Sources are the stores the page reads, each through the reader its CLI
 // command uses: the saga coordinator's List (`sitebus sagas list`) and the
-// bus's DeadLetters (`sitebus dlq list`).
+// bus's dead-letter scan (`sitebus dlq list`).
 type Sources struct {
 	Sagas *saga.Coordinator
 	Bus   *bus.Bus
@@ -115,7 +118,7 @@ type Sources struct {
 const (
 	recentOrders = 15
 	deadLetters  = 25
-	// scanLetters bounds the dead letters read for one page.
+	// scanLetters bounds the dead letters read for one page: the newest.
 	scanLetters = 1000
 )
 
@@ -170,13 +173,14 @@ func Load(ctx context.Context, src Sources, offerings []Offering, redact func(st
 		}
 	}
 
-	dls, err := src.Bus.DeadLetters(ctx, "", scanLetters)
+	dls, err := src.Bus.LatestDeadLetters(ctx, scanLetters)
 	if err != nil {
 		problem("dead letters ("+bus.DLQStream+")", err)
 	}
 	slices.Reverse(dls) // newest first
 	for _, d := range dls {
 		o := place(letterOffering(d, byUUID))
+		o.DeadLetterCount++
 		if len(o.DeadLetters) < deadLetters {
 			o.DeadLetters = append(o.DeadLetters, DeadLetterView{Seq: d.Seq, Parked: stamp(d.Time), Source: d.Source,
 				Subject: redact(d.Subject), Reason: redact(d.Reason), Deliveries: d.Deliveries})
