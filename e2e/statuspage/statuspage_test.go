@@ -131,15 +131,15 @@ func waitPage(t *testing.T, s *harness.Site, want ...string) {
 // requireChromium finds Debian's chromium; .ci/deps.sh installs it.
 func requireChromium(t *testing.T) string {
 	t.Helper()
-	var path string
-	var err error
-	for _, name := range []string{"chromium", "chromium-browser"} {
-		if path, err = exec.LookPath(name); err == nil {
-			return path
+	path, err := exec.LookPath("chromium")
+	if err != nil {
+		// Ubuntu's and older Debian's name.
+		if p, err2 := exec.LookPath("chromium-browser"); err2 == nil {
+			return p
 		}
 	}
 	testenv.Require(t, "headless Chromium (Debian package chromium; .ci/deps.sh installs it)", err)
-	return ""
+	return path
 }
 
 // runChromium runs headless Chromium on one URL with a fresh profile and
