@@ -42,10 +42,12 @@ func (s *site) waitAccess(t *testing.T, resUUID string, owners, members []string
 // and takes them out when they leave.
 func TestClusterTeamGetsAccessThroughTheRoleGroups(t *testing.T) {
 	s := newSiteWith(t, siteOptions{membership: true, roleMapping: map[string]string{"PROJECT.MANAGER": ""}})
-	name := "access-lab"
+	// A Waldur name is free text: the managed cluster is named by the
+	// slug (k8s-access-lab), the name is only shown.
+	name := "acc create"
 	attrs := createAttributes(name, 1)
 	attrs["openstack_offering_uuid_list"] = []any{zones[0].uuid}
-	orderUUID, resUUID := s.Order(waldursim.CreateOrderRequest{ResourceName: name, Attributes: attrs, Silent: true})
+	orderUUID, resUUID := s.Order(waldursim.CreateOrderRequest{ResourceName: name, ResourceSlug: "access-lab", Attributes: attrs, Silent: true})
 	for _, m := range []waldursim.TeamMember{
 		harness.Member("alice01", "PROJECT.ADMIN"), harness.Member("bob01", "PROJECT.MEMBER"), harness.Member("carol01", "PROJECT.MANAGER"),
 	} {
@@ -56,6 +58,17 @@ func TestClusterTeamGetsAccessThroughTheRoleGroups(t *testing.T) {
 	s.Deliver(orderUUID)
 	if o := s.WaitOrder(orderUUID, "done", "erred"); o.State != "done" {
 		t.Fatalf("create order %s: %s", o.State, o.ErrorMessage)
+	}
+
+	if _, ok := s.Rancher.ProvisioningClusterNamed("k8s-access-lab"); !ok {
+		t.Errorf("no provisioning cluster k8s-access-lab: %v", s.Rancher.Inventory())
+	}
+	res, err := s.Admin.Resource(ctx(t), resUUID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.BackendMetadata["display_name"] != name {
+		t.Errorf("backend_metadata %v, want display_name %q", res.BackendMetadata, name)
 	}
 
 	t.Run("the team lands in the groups of its roles; an excluded role in none", func(t *testing.T) {
