@@ -42,6 +42,10 @@ type ClusterOffering struct {
 	// role groups, by RoleMapping (backend_settings.role_mapping) when set.
 	MembershipSync bool
 	RoleMapping    map[string]string
+	// ArgoCDKubeconfig (a kubeconfig, or the absolute path of its file)
+	// and ArgoCDNamespace, when set, register each cluster with the ArgoCD
+	// of that Kubernetes API (argocd_k8s_kubeconfig, argocd_k8s_namespace).
+	ArgoCDKubeconfig, ArgoCDNamespace string
 	// Zones are the offering's OpenStack zones (at least one).
 	Zones []ClusterZone
 }
@@ -117,6 +121,9 @@ func (c ClusterOffering) YAML() string {
 		fmt.Fprintf(&b, "      keycloak_enabled: true\n"+
 			"      keycloak: {keycloak_url: %q, keycloak_realm: waldur, keycloak_user_realm: master, keycloak_username: admin, keycloak_password: %q}\n",
 			strings.TrimRight(c.KeycloakURL, "/")+"/", pw)
+	}
+	if c.ArgoCDKubeconfig != "" {
+		fmt.Fprintf(&b, "      argocd_k8s_kubeconfig: %q\n      argocd_k8s_namespace: %q\n", c.ArgoCDKubeconfig, c.ArgoCDNamespace)
 	}
 	if len(c.RoleMapping) > 0 {
 		b.WriteString("      role_mapping:\n")

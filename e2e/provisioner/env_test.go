@@ -86,6 +86,9 @@ type siteOptions struct {
 	// each second, with roleMapping as backend_settings.role_mapping.
 	membership  bool
 	roleMapping map[string]string
+	// argoKubeconfig (a file) and argoNamespace register the clusters with
+	// ArgoCD there.
+	argoKubeconfig, argoNamespace string
 }
 
 func newSiteWith(t testing.TB, opts siteOptions, env ...string) *site {
@@ -135,6 +138,7 @@ func newSiteWith(t testing.TB, opts siteOptions, env ...string) *site {
 		harness.WithOfferingYAML(func(hs *harness.Site) string {
 			o := clusterOffering(hs, vp.URL, s.vault.RootToken)
 			o.MembershipSync, o.RoleMapping = opts.membership, opts.roleMapping
+			o.ArgoCDKubeconfig, o.ArgoCDNamespace = opts.argoKubeconfig, opts.argoNamespace
 			return o.YAML()
 		}),
 		harness.WithSitebusConfig(map[string]any{"periods": periods}))

@@ -80,6 +80,7 @@ type harness struct {
 	coord *saga.Coordinator
 	plans *memPlans
 	o     *Offering
+	acts  *activities
 }
 
 func newHarness(t *testing.T) *harness {
@@ -95,8 +96,9 @@ func newHarness(t *testing.T) *harness {
 	plans := &memPlans{m: map[string][]byte{}}
 	acts := &activities{offerings: map[string]*Offering{offeringHex: o}, groups: fakeGroups{w}, orders: fakeOrders{w}, plans: plans,
 		timeouts: Timeouts{Step: 30 * time.Second, Nodes: 30 * time.Second}, log: log,
-		nodesActive: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "a"}, []string{"cluster"}),
-		nodesWanted: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "w"}, []string{"cluster"})}
+		nodesActive:    prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "a"}, []string{"cluster"}),
+		nodesWanted:    prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "w"}, []string{"cluster"}),
+		argocdFailures: prometheus.NewCounter(prometheus.CounterOpts{Name: "f"})}
 	srv := bustest.Server(t)
 	js, err := jetstream.New(bustest.Connect(t, srv))
 	if err != nil {
@@ -119,7 +121,7 @@ func newHarness(t *testing.T) *harness {
 			t.Errorf("coordinator: %v", err)
 		}
 	})
-	return &harness{w: w, coord: coord, plans: plans, o: o}
+	return &harness{w: w, coord: coord, plans: plans, o: o, acts: acts}
 }
 
 func (h *harness) run(t *testing.T, def, orderHex string, attrs json.RawMessage) saga.Saga {
