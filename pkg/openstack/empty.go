@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/blockstorage/v3/volumes"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
@@ -167,27 +166,6 @@ func (c *Client) EmptyProject(ctx context.Context, owner Owner, projectID string
 		}
 	}
 	return out, nil
-}
-
-// waitServerGone waits until Nova no longer lists the server (an admin may
-// see it DELETED until Nova purges it), as long as Config.DeleteTimeout.
-func (c *Client) waitServerGone(ctx context.Context, id, obj string) error {
-	deadline := time.Now().Add(c.cfg.DeleteTimeout)
-	for {
-		cur, err := servers.Get(ctx, c.compute, id).Extract()
-		if gone(err) || err == nil && cur.Status == "DELETED" {
-			return nil
-		}
-		if err != nil {
-			return classify("read", obj, err)
-		}
-		if time.Now().After(deadline) {
-			return newError("wait for the deletion of", obj, fmt.Sprintf("still there after %s", c.cfg.DeleteTimeout), ErrTimeout, fault.Rejected)
-		}
-		if err := sleep(ctx, c.cfg.PollInterval); err != nil {
-			return err
-		}
-	}
 }
 
 func boolInt(b bool) int {
