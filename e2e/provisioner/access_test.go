@@ -2,11 +2,13 @@ package provisioner_test
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/sitebus/sitebus/e2e/harness"
+	"github.com/sitebus/sitebus/e2e/keycloaksim"
 	"github.com/sitebus/sitebus/e2e/waldursim"
 )
 
@@ -86,12 +88,29 @@ func TestClusterTeamGetsAccessThroughTheRoleGroups(t *testing.T) {
 		}
 		s.waitAccess(t, resUUID, []string{"bob01"}, nil)
 	})
+	t.Run("a member Keycloak does not know yet joins once they appear", func(t *testing.T) {
+		if _, err := s.Admin.SetTeam(ctx(t), waldursim.TeamRequest{ResourceUUID: resUUID, Member: harness.Member("dave01", "PROJECT.MEMBER"), Granted: true}); err != nil {
+			t.Fatal(err)
+		}
+		// Each membership sync of the resource counts dave01 pending.
+		harness.Eventually(t, 60*time.Second, "dave01 counted pending", func() bool {
+			v, err := strconv.ParseFloat(s.Metric(`sitebus_membership_changes_total{kind="pending"}`), 64)
+			return err == nil && v >= 1
+		})
+		if got, _ := s.clusterMembers(resUUID, "cluster-member"); len(got) != 0 {
+			t.Fatalf("cluster-member holds %v while dave01 is not in Keycloak", got)
+		}
+		if _, err := s.Keycloak.AddUser("waldur", keycloaksim.User{Username: "dave01", Email: "dave@acme.example"}); err != nil {
+			t.Fatal(err)
+		}
+		s.waitAccess(t, resUUID, []string{"bob01"}, []string{"dave01"})
+	})
 	t.Run("the excluded role moved to an included one gets access", func(t *testing.T) {
 		// carol01 was excluded all along (the groups held exactly the
 		// others after every change); as a member she is one.
 		if _, err := s.Admin.SetTeam(ctx(t), waldursim.TeamRequest{ResourceUUID: resUUID, Member: harness.Member("carol01", "PROJECT.MEMBER"), Granted: true}); err != nil {
 			t.Fatal(err)
 		}
-		s.waitAccess(t, resUUID, []string{"bob01"}, []string{"carol01"})
+		s.waitAccess(t, resUUID, []string{"bob01"}, []string{"carol01", "dave01"})
 	})
 }
