@@ -2,6 +2,8 @@ package harness
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -35,6 +37,15 @@ type ClusterOffering struct {
 	// waldur, admin in master); KeycloakPassword is the admin's, default
 	// "admin".
 	KeycloakURL, KeycloakPassword string
+	// MembershipSync makes rancher-cluster the membership_sync_backend:
+	// the membership service puts each resource's team into its cluster's
+	// role groups, by RoleMapping (backend_settings.role_mapping) when set.
+	MembershipSync bool
+	RoleMapping    map[string]string
+	// ArgoCDKubeconfig (a kubeconfig, or the absolute path of its file)
+	// and ArgoCDNamespace, when set, register each cluster with the ArgoCD
+	// of that Kubernetes API (argocd_k8s_kubeconfig, argocd_k8s_namespace).
+	ArgoCDKubeconfig, ArgoCDNamespace string
 	// Zones are the offering's OpenStack zones (at least one).
 	Zones []ClusterZone
 }
@@ -61,6 +72,10 @@ type ClusterZone struct {
 func (c ClusterOffering) YAML() string {
 	host, port, _ := strings.Cut(c.WebSTOMPAddr, ":")
 	var b strings.Builder
+	membership := ""
+	if c.MembershipSync {
+		membership = "    membership_sync_backend: rancher-cluster\n"
+	}
 	fmt.Fprintf(&b, `  - name: %q
     waldur_api_url: %q
     waldur_api_token: %q
@@ -68,7 +83,7 @@ func (c ClusterOffering) YAML() string {
     backend_type: rancher-cluster
     order_processing_backend: rancher-cluster
     reporting_backend: rancher-cluster
-    stomp_enabled: true
+%s    stomp_enabled: true
     websocket_use_tls: false
     stomp_ws_host: %q
     stomp_ws_port: %s
@@ -79,7 +94,7 @@ func (c ClusterOffering) YAML() string {
       password: %q
       base_image_name: %q
       deployment_mode: managed
-`, c.Name, strings.TrimRight(c.WaldurURL, "/")+"/api/", c.Token, c.OfferingUUID, host, port, c.WebSTOMPPath,
+`, c.Name, strings.TrimRight(c.WaldurURL, "/")+"/api/", c.Token, c.OfferingUUID, membership, host, port, c.WebSTOMPPath,
 		c.RancherURL, c.RancherAccessKey, c.RancherSecretKey, c.Image)
 	for _, p := range []struct {
 		kind string
@@ -106,6 +121,15 @@ func (c ClusterOffering) YAML() string {
 		fmt.Fprintf(&b, "      keycloak_enabled: true\n"+
 			"      keycloak: {keycloak_url: %q, keycloak_realm: waldur, keycloak_user_realm: master, keycloak_username: admin, keycloak_password: %q}\n",
 			strings.TrimRight(c.KeycloakURL, "/")+"/", pw)
+	}
+	if c.ArgoCDKubeconfig != "" {
+		fmt.Fprintf(&b, "      argocd_k8s_kubeconfig: %q\n      argocd_k8s_namespace: %q\n", c.ArgoCDKubeconfig, c.ArgoCDNamespace)
+	}
+	if len(c.RoleMapping) > 0 {
+		b.WriteString("      role_mapping:\n")
+		for _, k := range slices.Sorted(maps.Keys(c.RoleMapping)) {
+			fmt.Fprintf(&b, "        %q: %q\n", k, c.RoleMapping[k])
+		}
 	}
 	b.WriteString("      openstack_offering_uuid_list:\n")
 	for _, z := range c.Zones {

@@ -32,16 +32,20 @@ func TestClusterOfferingDecodesToItsFields(t *testing.T) {
 	withVault.VaultURL, withVault.VaultToken = "http://127.0.0.1:8200", "hvs.root"
 	withKeycloak := base
 	withKeycloak.KeycloakURL, withKeycloak.KeycloakPassword = "http://127.0.0.1:8080", "kc-pass"
+	withMembership := withKeycloak
+	withMembership.MembershipSync, withMembership.RoleMapping = true, map[string]string{"PROJECT.MANAGER": ""}
 
 	for _, tc := range []struct {
 		name      string
 		offering  ClusterOffering
 		vaultHost string
 		kcPass    string
+		members   bool
 	}{
-		{"without Vault or Keycloak", base, "", ""},
-		{"with Vault", withVault, "http://127.0.0.1:8200", ""},
-		{"with Keycloak", withKeycloak, "", "kc-pass"},
+		{"without Vault or Keycloak", base, "", "", false},
+		{"with Vault", withVault, "http://127.0.0.1:8200", "", false},
+		{"with Keycloak", withKeycloak, "", "kc-pass", false},
+		{"with membership and a role mapping", withMembership, "", "kc-pass", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root, err := config.Parse([]byte("offerings:\n"+tc.offering.YAML()), "test.yaml", func(string) (string, bool) { return "", false })
@@ -73,6 +77,12 @@ func TestClusterOfferingDecodesToItsFields(t *testing.T) {
 			}
 			if (tc.kcPass != "") != s.KeycloakEnabled || (s.Keycloak != nil && (s.Keycloak.Password.Reveal() != tc.kcPass || s.Keycloak.Realm != "waldur")) {
 				t.Errorf("keycloak enabled %v %+v", s.KeycloakEnabled, s.Keycloak)
+			}
+			if (o.MembershipSyncBackend == ranchercluster.Type) != tc.members {
+				t.Errorf("membership_sync_backend %q", o.MembershipSyncBackend)
+			}
+			if r, ok := s.RoleMapping["PROJECT.MANAGER"]; tc.members && (!ok || r != "") {
+				t.Errorf("role mapping %v", s.RoleMapping)
 			}
 			var got []string
 			for _, az := range s.OpenStackOfferings {

@@ -17,12 +17,36 @@ const (
 	ownerRouterGateway   = "network:router_gateway"
 )
 
-// neutron makes sure the caller's project has its default security group
-// before h runs, as Neutron does on a project's first call.
+// neutron runs h as a Neutron call, making the default security group of
+// a project whose groups are listed first (ensureListedDefaultSG).
 func (s *Server) neutron(h handler) handler {
 	return func(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-		s.ensureDefaultSG(c.projectID)
+		s.ensureListedDefaultSG(r, c)
 		return h(w, r, c)
+	}
+}
+
+// ensureListedDefaultSG makes the default security group of the projects
+// whose security groups a list asks for, as Neutron's get_security_groups
+// does: the caller's, or those an admin filters on (project_id,
+// tenant_id). Creating a network, port or group in a project makes it too
+// (ensureDefaultSG there); other calls do not, so a tenant emptied group
+// by group stays empty. The group stays after its Keystone project is
+// deleted unless an admin deletes it. Only for a project Keystone knows:
+// the simulator makes no group for a project that is gone.
+func (s *Server) ensureListedDefaultSG(r *http.Request, c *caller) {
+	if r.Method != http.MethodGet || !strings.HasSuffix(r.URL.Path, "/security-groups") {
+		return
+	}
+	q := r.URL.Query()
+	filtered := append(q["project_id"], q["tenant_id"]...)
+	if len(filtered) == 0 || !c.admin {
+		filtered = []string{c.projectID}
+	}
+	for _, p := range filtered {
+		if s.st.projects[p] != nil {
+			s.ensureDefaultSG(p)
+		}
 	}
 }
 

@@ -77,6 +77,22 @@ func (c *counter) snapshot() map[string]int {
 // start only).
 func newSite(t testing.TB, env ...string) *site {
 	t.Helper()
+	return newSiteWith(t, siteOptions{}, env...)
+}
+
+// siteOptions change the offering of a site.
+type siteOptions struct {
+	// membership runs the membership service over the offering, a pass
+	// each second, with roleMapping as backend_settings.role_mapping.
+	membership  bool
+	roleMapping map[string]string
+	// argoKubeconfig (a file) and argoNamespace register the clusters with
+	// ArgoCD there.
+	argoKubeconfig, argoNamespace string
+}
+
+func newSiteWith(t testing.TB, opts siteOptions, env ...string) *site {
+	t.Helper()
 	s := &site{t: t, vaultCalls: &counter{m: map[string]int{}}, boots: &counter{m: map[string]int{}}}
 	s.vault = harness.StartVault(t)
 	// Vault behind a counting proxy: every Vault call of a create, by
@@ -93,7 +109,11 @@ func newSite(t testing.TB, env ...string) *site {
 	t.Cleanup(vp.Close)
 
 	register := vmboot.RancherSim(nil)
-	s.Site = harness.NewSite(t, harness.WithoutStart(), harness.WithRancher(ranchersim.Options{}), harness.WithKeycloak(kcAdminPassword),
+	periods := map[string]any{"saga_lease": "3s"}
+	if opts.membership {
+		periods["membership_sync_period"] = "1s"
+	}
+	s.Site = harness.NewSite(t, harness.WithoutStart(), harness.WithRancher(ranchersim.Options{}), harness.WithKeycloak(kcAdminPassword, harness.KeycloakUsers...),
 		harness.WithOpenStack(openstacksim.Options{
 			AdminPassword:     osAdminPassword,
 			AvailabilityZones: []string{"nova-a", "nova-b", "nova-c"},
@@ -115,8 +135,13 @@ func newSite(t testing.TB, env ...string) *site {
 				return vmboot.Boot(ctx, v.UserData, v.Name, register)
 			},
 		}),
-		harness.WithOfferingYAML(func(hs *harness.Site) string { return clusterOffering(hs, vp.URL, s.vault.RootToken).YAML() }),
-		harness.WithSitebusConfig(map[string]any{"periods": map[string]any{"saga_lease": "3s"}}))
+		harness.WithOfferingYAML(func(hs *harness.Site) string {
+			o := clusterOffering(hs, vp.URL, s.vault.RootToken)
+			o.MembershipSync, o.RoleMapping = opts.membership, opts.roleMapping
+			o.ArgoCDKubeconfig, o.ArgoCDNamespace = opts.argoKubeconfig, opts.argoNamespace
+			return o.YAML()
+		}),
+		harness.WithSitebusConfig(map[string]any{"periods": periods}))
 	s.Start(env...)
 	return s
 }

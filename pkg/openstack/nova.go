@@ -157,22 +157,8 @@ func (c *Client) DeleteServer(ctx context.Context, owner Owner, serverID string)
 	if err := servers.Delete(ctx, c.compute, serverID).ExtractErr(); err != nil && !gone(err) {
 		return classify("delete", obj, err)
 	}
-	deadline := time.Now().Add(c.cfg.DeleteTimeout)
-	for {
-		cur, err := servers.Get(ctx, c.compute, serverID).Extract()
-		// An admin may see a deleted server as DELETED until Nova purges it.
-		if gone(err) || err == nil && cur.Status == "DELETED" {
-			break
-		}
-		if err != nil {
-			return classify("read", obj, err)
-		}
-		if time.Now().After(deadline) {
-			return newError("wait for the deletion of", obj, fmt.Sprintf("still there after %s", c.cfg.DeleteTimeout), ErrTimeout, fault.Rejected)
-		}
-		if err := sleep(ctx, c.cfg.PollInterval); err != nil {
-			return err
-		}
+	if err := c.waitServerGone(ctx, serverID, obj); err != nil {
+		return err
 	}
 	c.log.InfoContext(ctx, "deleted server", "name", r.Name, "id", r.ID, "owner", string(owner))
 	// Nova deletes the volumes sitebus booted the server from
@@ -304,4 +290,25 @@ func (c *Client) serverOf(_ context.Context, s *servers.Server) Server {
 		}
 	}
 	return out
+}
+
+// waitServerGone waits until Nova no longer lists the server (an admin may
+// see it DELETED until Nova purges it), as long as Config.DeleteTimeout.
+func (c *Client) waitServerGone(ctx context.Context, id, obj string) error {
+	deadline := time.Now().Add(c.cfg.DeleteTimeout)
+	for {
+		cur, err := servers.Get(ctx, c.compute, id).Extract()
+		if gone(err) || err == nil && cur.Status == "DELETED" {
+			return nil
+		}
+		if err != nil {
+			return classify("read", obj, err)
+		}
+		if time.Now().After(deadline) {
+			return newError("wait for the deletion of", obj, fmt.Sprintf("still there after %s", c.cfg.DeleteTimeout), ErrTimeout, fault.Rejected)
+		}
+		if err := sleep(ctx, c.cfg.PollInterval); err != nil {
+			return err
+		}
+	}
 }

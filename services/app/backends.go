@@ -11,6 +11,7 @@ import (
 	"github.com/sitebus/sitebus/pkg/contract"
 	"github.com/sitebus/sitebus/pkg/openstack"
 	"github.com/sitebus/sitebus/pkg/telemetry"
+	"github.com/sitebus/sitebus/pkg/waldur"
 	"github.com/sitebus/sitebus/services/keycloaksync"
 	"github.com/sitebus/sitebus/services/membership"
 	"github.com/sitebus/sitebus/services/orderflow"
@@ -110,7 +111,13 @@ func (d *deps) membershipOfferings() ([]membership.Offering, error) {
 	var out []membership.Offering
 	for i, o := range d.offerings {
 		name := o.Config.MembershipSyncBackend
-		if name == "" || clusterBackend(name) {
+		if name == "" {
+			continue
+		}
+		if clusterBackend(name) {
+			if mo, ok := ClusterMembershipOffering(&d.plan.Offerings[i], o.Waldur); ok {
+				out = append(out, mo)
+			}
 			continue
 		}
 		b, err := d.backends.get(i, name)
@@ -127,7 +134,7 @@ func (d *deps) membershipOfferings() ([]membership.Offering, error) {
 // user identity, from b's settings. run and sitebus migrate both build it
 // here, so migrate's plan is the pass's.
 func MembershipOffering(cfg *config.Offering, w membership.Waldur, b backend.Backend) membership.Offering {
-	mo := membership.Offering{Config: cfg, Waldur: w, Backend: b, Groups: accessGroups(b), ProjectGroups: projectGroups(b)}
+	mo := membership.Offering{Config: cfg, Waldur: w, Backend: b, Groups: bySlug(accessGroups(b)), ProjectGroups: projectGroups(b)}
 	if byID, ok := usersByID(b); ok {
 		mo.UsersByID = byID
 	}
@@ -137,6 +144,14 @@ func MembershipOffering(cfg *config.Offering, w membership.Waldur, b backend.Bac
 		mo.SyncUsersToCR, mo.IdentityField, mo.IdentityLowercase = st.SyncUsersToCR, st.CRUserIdentityField, st.CRUserIdentityLowercase
 	}
 	return mo
+}
+
+// bySlug names a resource's groups by its slug (nil stays nil).
+func bySlug(groups func(slug string) []contract.GroupSpec) func(*waldur.Resource) []contract.GroupSpec {
+	if groups == nil {
+		return nil
+	}
+	return func(r *waldur.Resource) []contract.GroupSpec { return groups(r.Slug) }
 }
 
 // quotaOfferings are the offerings whose limits and flags sitebus manages:

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/sitebus/sitebus/pkg/config"
+	"github.com/sitebus/sitebus/pkg/waldur"
 	"github.com/sitebus/sitebus/services/provisioner"
 	"github.com/sitebus/sitebus/services/stompbridge"
 )
@@ -89,5 +90,54 @@ func TestClusterProvisionerIsAService(t *testing.T) {
 	got, err := selectServices("", []string{provisioner.Name}, nil)
 	if err != nil || !slices.Equal(got, []string{provisioner.Name}) {
 		t.Errorf("selectServices = %v, %v", got, err)
+	}
+}
+
+// A rancher-cluster offering's membership names each resource's role
+// groups by its UUID, under the cluster's group, with the offering's role
+// mapping; without Keycloak its clusters have no groups to fill.
+func TestClusterMembershipOffering(t *testing.T) {
+	keycloak := "      keycloak_enabled: true\n" +
+		"      keycloak: {keycloak_url: https://kc.example.com/, keycloak_realm: waldur, keycloak_user_realm: master, keycloak_username: admin, keycloak_password: pw}\n" +
+		"      role_mapping: {PROJECT.MANAGER: \"\"}\n"
+	for _, tc := range []struct {
+		name, extra string
+		ok          bool
+	}{{"without Keycloak", "", false}, {"with Keycloak", keycloak, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			text := strings.Replace(clusterOffering, "    order_processing_backend: rancher-cluster\n",
+				"    order_processing_backend: rancher-cluster\n    membership_sync_backend: rancher-cluster\n", 1)
+			cfg, err := config.Parse([]byte(text+tc.extra), "config.yaml", nil)
+			if err != nil {
+				t.Fatalf("config.Parse: %v", err)
+			}
+			p, err := NewPlan(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mo, ok := ClusterMembershipOffering(&p.Offerings[0], nil)
+			if ok != tc.ok {
+				t.Fatalf("ok %v, want %v", ok, tc.ok)
+			}
+			if !ok {
+				return
+			}
+			groups := mo.Groups(&waldur.Resource{UUID: "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"})
+			var got []string
+			for _, g := range groups {
+				got = append(got, g.Parent+"/"+g.Name+" "+g.Role)
+			}
+			want := []string{
+				"c_0a1b2c3d4e5f4a6b8c7d9e0f1a2b3c4d/c_0a1b2c3d4e5f4a6b8c7d9e0f1a2b3c4d_cluster-owner cluster-owner",
+				"c_0a1b2c3d4e5f4a6b8c7d9e0f1a2b3c4d/c_0a1b2c3d4e5f4a6b8c7d9e0f1a2b3c4d_cluster-member cluster-member",
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("groups %q, want %q", got, want)
+			}
+			if mo.Backend != nil || !slices.Equal(mo.Roles, []string{"cluster-owner", "cluster-member"}) ||
+				mo.RoleMapping["PROJECT.ADMIN"] != "cluster-owner" || mo.RoleMapping["PROJECT.MANAGER"] != "" || mo.RoleMapping["PROJECT.MEMBER"] != "cluster-member" {
+				t.Errorf("offering: backend %v, roles %v, mapping %v", mo.Backend, mo.Roles, mo.RoleMapping)
+			}
+		})
 	}
 }

@@ -2,6 +2,8 @@ package app
 
 import (
 	"context"
+	"maps"
+	"slices"
 
 	"github.com/sitebus/sitebus/pkg/backend"
 	"github.com/sitebus/sitebus/pkg/backend/rancher"
@@ -10,6 +12,7 @@ import (
 	"github.com/sitebus/sitebus/pkg/events"
 	"github.com/sitebus/sitebus/pkg/waldur"
 	"github.com/sitebus/sitebus/services/keycloaksync"
+	"github.com/sitebus/sitebus/services/membership"
 )
 
 // projectGroups names a Rancher project's Keycloak groups when its
@@ -66,4 +69,29 @@ func rancherGroupNames(b backend.Backend) (func(waldur.Resource) []keycloaksync.
 // group c_<uuid hex> and every role group under it.
 func clusterGroupNames(r waldur.Resource) []keycloaksync.GroupName {
 	return []keycloaksync.GroupName{{Name: ranchercluster.KeycloakParentGroup(events.HexUUID(r.UUID)), Subtree: true}}
+}
+
+// ClusterMembershipOffering is how the membership service sees a
+// rancher-cluster offering (ok false without keycloak_enabled: its
+// clusters have no groups): each resource's team goes into its cluster's
+// role groups c_<uuid hex>_<role>, which the create saga made under
+// c_<uuid hex> and bound to the cluster's role templates, by the
+// offering's role_mapping. It has no backend: the groups and bindings are
+// the cluster-provisioner's, membership only fills them.
+func ClusterMembershipOffering(op *OfferingPlan, w membership.Waldur) (membership.Offering, bool) {
+	s := &op.RancherCluster
+	if !s.KeycloakEnabled {
+		return membership.Offering{}, false
+	}
+	roles := slices.Clone(s.ClusterRoles)
+	return membership.Offering{Config: op.Config, Waldur: w, Roles: roles, RoleMapping: maps.Clone(s.RoleMapping),
+		Groups: func(r *waldur.Resource) []contract.GroupSpec {
+			h := events.HexUUID(r.UUID)
+			parent := ranchercluster.KeycloakParentGroup(h)
+			out := make([]contract.GroupSpec, 0, len(roles))
+			for _, role := range roles {
+				out = append(out, contract.GroupSpec{Role: role, Name: ranchercluster.KeycloakRoleGroup(h, role), Parent: parent})
+			}
+			return out
+		}}, true
 }

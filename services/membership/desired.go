@@ -41,12 +41,25 @@ type Member struct {
 // restrict_member_access has no members. It is a function of Waldur's
 // state alone, so applying it is idempotent and order-independent.
 func Desired(team []waldur.ProjectUser, roleMapping map[string]string, defaultRole string, restrict bool) map[string]Member {
+	mapping := DefaultRoleMapping()
+	maps.Copy(mapping, roleMapping)
+	return desired(team, mapping, defaultRole, backend.Roles, restrict, false)
+}
+
+// DesiredIn is Desired for an offering whose access roles are its own
+// (roles, strongest first: a rancher-cluster offering's role templates):
+// mapping is the whole mapping, not merged over DefaultRoleMapping, and a
+// project role it maps to "" or does not name gives no access at all.
+func DesiredIn(team []waldur.ProjectUser, mapping map[string]string, roles []string, restrict bool) map[string]Member {
+	return desired(team, mapping, "", roles, restrict, true)
+}
+
+// desired maps the team; exclude drops members whose role maps to "".
+func desired(team []waldur.ProjectUser, mapping map[string]string, defaultRole string, roles []string, restrict, exclude bool) map[string]Member {
 	out := map[string]Member{}
 	if restrict {
 		return out
 	}
-	mapping := DefaultRoleMapping()
-	maps.Copy(mapping, roleMapping)
 	for _, u := range team {
 		ref := strings.TrimSpace(u.OfferingUserUsername)
 		if ref == "" {
@@ -56,8 +69,11 @@ func Desired(team []waldur.ProjectUser, roleMapping map[string]string, defaultRo
 		if !ok {
 			role = defaultRole
 		}
+		if role == "" && exclude {
+			continue
+		}
 		// One user listed twice (two project roles): the stronger role wins.
-		if prev, dup := out[ref]; dup && rank(prev.Role) <= rank(role) {
+		if prev, dup := out[ref]; dup && rank(roles, prev.Role) <= rank(roles, role) {
 			continue
 		}
 		out[ref] = Member{Ref: ref, Role: role, Email: u.Email, Username: u.Username, WaldurRole: u.Role}
@@ -65,13 +81,13 @@ func Desired(team []waldur.ProjectUser, roleMapping map[string]string, defaultRo
 	return out
 }
 
-func rank(role string) int {
-	for i, r := range backend.Roles {
+func rank(roles []string, role string) int {
+	for i, r := range roles {
 		if r == role {
 			return i
 		}
 	}
-	return len(backend.Roles)
+	return len(roles)
 }
 
 // ByRole groups members by access role, with every role present.

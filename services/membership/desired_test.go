@@ -50,3 +50,45 @@ func TestDesired(t *testing.T) {
 		t.Errorf("ByRole = %v", byRole)
 	}
 }
+
+func TestDesiredInOwnRoles(t *testing.T) {
+	roles := []string{"cluster-owner", "cluster-member"}
+	team := []waldur.ProjectUser{
+		{OfferingUserUsername: "alice01", Role: "PROJECT.ADMIN"},
+		{OfferingUserUsername: "bob01", Role: "PROJECT.MEMBER"},
+		{OfferingUserUsername: "bob01", Role: "PROJECT.MANAGER"},
+		{OfferingUserUsername: "carol01", Role: "PROJECT.GUEST"},
+		{OfferingUserUsername: "dave01", Role: "manager"},
+		{OfferingUserUsername: "erin01", Role: "PROJECT.MEMBER"},
+	}
+	tests := map[string]struct {
+		mapping map[string]string
+		want    map[string]string
+	}{
+		"the mapping is the whole mapping: the plugin's names and unnamed roles give nothing": {
+			mapping: map[string]string{"PROJECT.ADMIN": "cluster-owner", "PROJECT.MANAGER": "cluster-owner", "PROJECT.MEMBER": "cluster-member"},
+			want:    map[string]string{"alice01": "cluster-owner", "bob01": "cluster-owner", "erin01": "cluster-member"},
+		},
+		"an empty role excludes, and a user's other role still counts": {
+			mapping: map[string]string{"PROJECT.ADMIN": "cluster-owner", "PROJECT.MANAGER": "", "PROJECT.MEMBER": "cluster-member"},
+			want:    map[string]string{"alice01": "cluster-owner", "bob01": "cluster-member", "erin01": "cluster-member"},
+		},
+		"the first of the roles wins for a user listed twice, in either order": {
+			mapping: map[string]string{"PROJECT.MEMBER": "cluster-owner", "PROJECT.MANAGER": "cluster-member"},
+			want:    map[string]string{"bob01": "cluster-owner", "erin01": "cluster-owner"},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got := DesiredIn(team, tc.mapping, roles, false)
+			if len(got) != len(tc.want) {
+				t.Fatalf("got %v, want %v", got, tc.want)
+			}
+			for ref, role := range tc.want {
+				if got[ref].Role != role {
+					t.Errorf("%s: role %q, want %q", ref, got[ref].Role, role)
+				}
+			}
+		})
+	}
+}

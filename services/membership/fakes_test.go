@@ -469,7 +469,8 @@ const (
 	projectUUID  = "7a7a7a7a-7a7a-4a7a-8a7a-7a7a7a7a7a7a"
 )
 
-func nsGroups(slug string) []contract.GroupSpec {
+func nsGroups(res *waldur.Resource) []contract.GroupSpec {
+	slug := res.Slug
 	var out []contract.GroupSpec
 	for _, r := range backend.Roles {
 		out = append(out, contract.GroupSpec{Role: r, Name: "ns_" + slug + "_" + r})
@@ -493,6 +494,15 @@ type env struct {
 
 func newEnv(t *testing.T, o Offering) *env {
 	t.Helper()
+	if o.Backend == nil {
+		o.Backend = newPlatform()
+	}
+	return newEnvAs(t, o)
+}
+
+// newEnvAs is newEnv for o as it is, without a backend if it has none.
+func newEnvAs(t *testing.T, o Offering) *env {
+	t.Helper()
 	e := &env{w: newWaldur(), sib: &siblings{groups: map[string]map[string]bool{}, known: map[string]bool{}}}
 	e.b = bustest.New(t, bus.Config{})
 	if o.Groups != nil || o.ProjectGroups != nil {
@@ -500,9 +510,6 @@ func newEnv(t *testing.T, o Offering) *env {
 	}
 	o.Config = &config.Offering{Name: "test", WaldurOfferingUUID: offeringUUID}
 	o.Waldur = e.w
-	if o.Backend == nil {
-		o.Backend = newPlatform()
-	}
 	log := slog.New(slog.DiscardHandler)
 	if testing.Verbose() {
 		log = slog.Default()

@@ -43,12 +43,17 @@ type Waldur interface {
 
 // Offering is one offering whose access this service manages.
 type Offering struct {
-	Config  *config.Offering
-	Waldur  Waldur
+	Config *config.Offering
+	Waldur Waldur
+	// Backend is the platform the objects are on; nil for an offering
+	// whose objects and groups another service owns (rancher-cluster: the
+	// cluster-provisioner makes each cluster's groups and binds them), so
+	// that membership only fills the groups and never remakes them.
 	Backend backend.Backend
-	// Groups names the access groups of a slug; nil when the offering has
-	// no identity provider (then only users in the object are synced).
-	Groups func(slug string) []contract.GroupSpec
+	// Groups names a resource's access groups, each with the access role
+	// its members get; nil when the offering has no identity provider
+	// (then only users in the object are synced).
+	Groups func(res *waldur.Resource) []contract.GroupSpec
 	// ProjectGroups names a Rancher project's groups by the Waldur
 	// project's slug (the cluster's group, then the child bound to the
 	// project, last); every member of the team goes into the child.
@@ -57,6 +62,12 @@ type Offering struct {
 	// roles it does not name.
 	RoleMapping map[string]string
 	DefaultRole string
+	// Roles, when set, are the offering's own access roles, strongest
+	// first, in place of backend.Roles (a rancher-cluster offering's
+	// cluster role templates): RoleMapping is then the whole mapping and a
+	// project role it maps to "" or does not name gets no access
+	// (DesiredIn); DefaultRole is not used.
+	Roles []string
 	// UsersByID: offering usernames are Keycloak user ids (keycloak_use_user_id).
 	UsersByID bool
 	// SyncUsersToCR writes users into the object too, identified by
@@ -107,8 +118,11 @@ func New(b *bus.Bus, cfg Config) (*Service, error) {
 		}, []string{"offering", "outcome"})),
 	}
 	for _, o := range cfg.Offerings {
-		if o.Config == nil || o.Waldur == nil || o.Backend == nil {
-			return nil, errors.New("membership: offering without config, Waldur client or backend")
+		if o.Config == nil || o.Waldur == nil {
+			return nil, errors.New("membership: offering without config or Waldur client")
+		}
+		if o.Backend == nil && (o.ProjectGroups != nil || o.Groups == nil) {
+			return nil, errors.New("membership: an offering without a backend must have access groups and no Rancher project groups")
 		}
 		s.offerings[o.Config.OfferingUUIDHex()] = o
 	}
@@ -295,6 +309,15 @@ func (s *Service) syncOffering(ctx context.Context, o Offering, now time.Time) {
 	}
 }
 
+// desired is who should have access to res, and how, by the offering's
+// role mapping.
+func (o Offering) desired(team []waldur.ProjectUser, res *waldur.Resource) map[string]Member {
+	if o.Roles != nil {
+		return DesiredIn(team, o.RoleMapping, o.Roles, res.RestrictMemberAccess)
+	}
+	return Desired(team, o.RoleMapping, o.DefaultRole, res.RestrictMemberAccess)
+}
+
 // syncResource applies Waldur's team of one resource to its access groups
 // and, where configured, to the users listed in the object. key makes the
 // commands it sends idempotent for this one sync. created says the caller
@@ -314,7 +337,7 @@ func (s *Service) syncResource(ctx context.Context, o Offering, resourceUUID, ke
 	if err != nil {
 		return nil, fmt.Errorf("get team of resource %s: %w", res.UUID, err)
 	}
-	byRole := ByRole(Desired(team, o.RoleMapping, o.DefaultRole, res.RestrictMemberAccess))
+	byRole := ByRole(o.desired(team, res))
 	out := &sitebusv1.SyncResourceResponse{}
 	if o.Groups != nil {
 		if err := s.syncAccessGroups(ctx, o, res, byRole, key, out); err != nil {
@@ -351,11 +374,11 @@ func (s *Service) syncResource(ctx context.Context, o Offering, resourceUUID, ke
 // live resource keeps its access, where a not-found would last until the
 // resource is terminated.
 func (s *Service) syncAccessGroups(ctx context.Context, o Offering, res *waldur.Resource, byRole map[string][]Member, key string, out *sitebusv1.SyncResourceResponse) error {
-	groups := o.Groups(res.Slug)
+	groups := o.Groups(res)
 	recreated := false
 	for _, gm := range accessGroupMembers(o, res, byRole) {
 		g := gm.Group
-		req := &sitebusv1.SetGroupMembersRequest{OfferingUuid: o.Config.OfferingUUIDHex(), Group: &sitebusv1.GroupRef{Name: g.Name}, IfExists: true}
+		req := &sitebusv1.SetGroupMembersRequest{OfferingUuid: o.Config.OfferingUUIDHex(), Group: &sitebusv1.GroupRef{Name: g.Name, ParentName: g.Parent}, IfExists: true}
 		for _, ref := range gm.Members {
 			req.Members = append(req.Members, &sitebusv1.UserRef{Ref: ref, ById: gm.ByID})
 		}
@@ -390,6 +413,13 @@ func (s *Service) syncAccessGroups(ctx context.Context, o Offering, res *waldur.
 // is gone, has nothing the groups would grant access to); made is false
 // when it does not.
 func (s *Service) recreateGroups(ctx context.Context, o Offering, res *waldur.Resource, groups []contract.GroupSpec, key string) (made bool, err error) {
+	if o.Backend == nil {
+		// Their owner makes them (a cluster's groups, with their bindings
+		// to the cluster's roles, are the cluster-provisioner's): a group
+		// made here would grant nothing.
+		s.log.Warn("access groups of a resource are missing; left to the service that makes them", "offering", o.Config.Name, "resource", res.UUID)
+		return false, nil
+	}
 	id := res.BackendID
 	if id == "" {
 		if id, err = o.Backend.BackendID(backend.Resource{UUID: res.UUID, Slug: res.Slug, CustomerSlug: res.CustomerSlug, ProjectSlug: res.ProjectSlug}); err != nil {
@@ -516,7 +546,7 @@ type GroupMembers struct {
 // members of its role (byRole, from Desired).
 func accessGroupMembers(o Offering, res *waldur.Resource, byRole map[string][]Member) []GroupMembers {
 	var out []GroupMembers
-	for _, g := range o.Groups(res.Slug) {
+	for _, g := range o.Groups(res) {
 		gm := GroupMembers{Resource: res.UUID, Group: g, ByID: o.UsersByID}
 		for _, m := range byRole[g.Role] {
 			gm.Members = append(gm.Members, m.Ref)
@@ -555,7 +585,7 @@ func (s *Service) Plan(ctx context.Context, offeringHex string) ([]GroupMembers,
 			return nil, fmt.Errorf("get team of resource %s: %w", res.UUID, err)
 		}
 		if o.Groups != nil {
-			out = append(out, accessGroupMembers(o, res, ByRole(Desired(team, o.RoleMapping, o.DefaultRole, res.RestrictMemberAccess)))...)
+			out = append(out, accessGroupMembers(o, res, ByRole(o.desired(team, res)))...)
 		}
 		if o.ProjectGroups == nil {
 			continue

@@ -170,7 +170,7 @@ func TestSyncResourceAccessGroups(t *testing.T) {
 
 func TestSyncResourceSendsUsersByIDAndOneKeyPerGroup(t *testing.T) {
 	e := newEnv(t, Offering{Groups: nsGroups, UsersByID: true})
-	for _, g := range nsGroups("alpha") {
+	for _, g := range nsGroups(&waldur.Resource{Slug: "alpha"}) {
 		e.sib.setMembers(g.Name)
 	}
 	e.w.add(waldur.Resource{UUID: resUUID(1), Slug: "alpha", State: waldur.ResourceStateOK}, user("alice", "PROJECT.ADMIN"))
@@ -207,7 +207,7 @@ func TestSyncResourceErrors(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			e := newEnv(t, Offering{Groups: nsGroups})
-			for _, g := range nsGroups("alpha") {
+			for _, g := range nsGroups(&waldur.Resource{Slug: "alpha"}) {
 				e.sib.setMembers(g.Name)
 			}
 			e.w.add(waldur.Resource{UUID: resUUID(1), Slug: "alpha", State: waldur.ResourceStateOK}, user("alice", "PROJECT.ADMIN"))

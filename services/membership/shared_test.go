@@ -46,7 +46,7 @@ func TestSyncResourceRecreatesMissingGroups(t *testing.T) {
 				p = newPlatform()
 			}
 			e := newEnv(t, Offering{Groups: nsGroups, DefaultRole: backend.RoleReadOnly, Backend: p})
-			for _, g := range nsGroups("alpha") {
+			for _, g := range nsGroups(&waldur.Resource{Slug: "alpha"}) {
 				if !slices.Contains(tc.missing, g.Name) {
 					e.sib.setMembers(g.Name)
 				}

@@ -65,6 +65,8 @@ type activities struct {
 	log       *slog.Logger
 	// nodesActive and nodesWanted show a create's progress per cluster.
 	nodesActive, nodesWanted *prometheus.GaugeVec
+	// argocdFailures counts clusters left unregistered with ArgoCD.
+	argocdFailures prometheus.Counter
 }
 
 func (a *activities) all() map[string]saga.Activity {

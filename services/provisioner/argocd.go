@@ -17,6 +17,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/sitebus/sitebus/pkg/bus"
 	"github.com/sitebus/sitebus/pkg/fault"
 	"github.com/sitebus/sitebus/pkg/saga"
 )
@@ -280,18 +281,61 @@ func (k *kubeSecrets) DeleteClusterSecret(ctx context.Context, namespace, name, 
 // argocd registers the cluster with ArgoCD when the offering has one:
 // the cluster's kubeconfig from Rancher, its name, server and token in
 // the cluster Secret, labelled for Longhorn when the order asked for it.
+//
+// A failure never undoes the cluster, which is finished and usable by now
+// (Mastermind only logs it): a retryable error is retried as any step's,
+// and the last attempt's error, or a terminal one, is logged, counted
+// (sitebus_cluster_argocd_failures_total) and recorded as the step's
+// output (argoCDOutcome), which settle reports to Waldur in the
+// resource's backend metadata (argocd_error); the saga goes on.
 func (a *activities) argocd(ctx context.Context, in saga.ActivityInput) (json.RawMessage, error) {
 	r, err := a.start(in, true)
 	if err != nil || r.plan.ArgoCDSecret == "" || r.o.ArgoCD == nil {
 		return nil, err
 	}
+	err = r.registerArgoCD(ctx)
+	switch {
+	case err == nil:
+		return nil, nil
+	case !bus.IsTerminal(err) && !fault.IsTerminal(err) && in.Attempt < stepAttempts:
+		return nil, err
+	case errors.Is(ctx.Err(), context.Canceled):
+		// This coordinator is stopping: the attempt runs again elsewhere.
+		return nil, err
+	}
+	if a.argocdFailures != nil {
+		a.argocdFailures.Inc()
+	}
+	r.log.Error("registering the cluster with ArgoCD failed; the cluster stays, and Waldur's backend metadata says so (argocd_error)",
+		"secret", r.o.Settings.ArgoCDNamespace+"/"+r.plan.ArgoCDSecret, "attempts", in.Attempt, "err", err)
+	return json.Marshal(argoCDOutcome{Error: err.Error()})
+}
+
+// argoCDOutcome is the argocd step's output when the registration failed
+// for good.
+type argoCDOutcome struct {
+	Error string `json:"error,omitempty"`
+}
+
+// argoCDError is the error the argocd step recorded ("" when it
+// registered the cluster, or had nothing to do).
+func argoCDError(outputs map[string]json.RawMessage) string {
+	var o argoCDOutcome
+	if raw := outputs["argocd"]; len(raw) > 0 && json.Unmarshal(raw, &o) == nil {
+		return o.Error
+	}
+	return ""
+}
+
+// registerArgoCD writes the cluster Secret.
+func (r *run) registerArgoCD(ctx context.Context) error {
 	kc, err := r.o.Rancher.GenerateKubeconfig(ctx, r.clusterRef())
 	if err != nil {
-		return nil, fmt.Errorf("kubeconfig of %s: %w", r.clusterRef(), err)
+		return fmt.Errorf("kubeconfig of %s: %w", r.clusterRef(), err)
 	}
 	data, err := clusterSecretData(kc.Reveal())
 	if err != nil {
-		return nil, err
+		return err
 	}
 	labels := map[string]string{argoSecretTypeLabel: "cluster"}
 	if r.plan.InstallLonghorn {
@@ -300,10 +344,10 @@ func (a *activities) argocd(ctx context.Context, in saga.ActivityInput) (json.Ra
 	created, err := r.o.ArgoCD.EnsureClusterSecret(ctx, ClusterSecret{Namespace: r.o.Settings.ArgoCDNamespace, Name: r.plan.ArgoCDSecret,
 		ResourceUUID: r.in.ResourceUUID, Labels: labels, StringData: data})
 	if err != nil {
-		return nil, fmt.Errorf("argocd Secret %s: %w", r.plan.ArgoCDSecret, err)
+		return fmt.Errorf("argocd Secret %s: %w", r.plan.ArgoCDSecret, err)
 	}
 	r.log.Info("cluster registered with ArgoCD", "secret", r.o.Settings.ArgoCDNamespace+"/"+r.plan.ArgoCDSecret, "created", created)
-	return nil, nil
+	return nil
 }
 
 func (a *activities) deleteArgoCD(ctx context.Context, in saga.ActivityInput) (json.RawMessage, error) {

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/sitebus/sitebus/pkg/backend"
 	"github.com/sitebus/sitebus/pkg/fault"
 	"github.com/sitebus/sitebus/pkg/saga"
@@ -175,5 +177,59 @@ func TestCreateRegistersTheClusterWithArgoCDAndTerminateRemovesIt(t *testing.T) 
 	}
 	if _, ok := k.secret(key); ok {
 		t.Error("the ArgoCD Secret outlived the terminate")
+	}
+}
+
+// An ArgoCD that refuses or is down never undoes a finished cluster
+// (Mastermind only logs it): the step is retried, then its failure is
+// logged, counted and shown in Waldur's backend metadata, and the create
+// succeeds with the cluster kept.
+func TestArgoCDFailureLeavesTheClusterAndIsReported(t *testing.T) {
+	tests := map[string]struct {
+		argo func(t *testing.T) ArgoCD
+		want string
+	}{
+		"ArgoCD refuses the credentials": {
+			argo: func(t *testing.T) ArgoCD {
+				a, err := NewArgoCD(newKubeAPI(t).kubeconfig("wrong-token"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				return a
+			},
+			want: "401 Unauthorized",
+		},
+		"ArgoCD is down on every attempt": {
+			argo: func(t *testing.T) ArgoCD {
+				k := newKubeAPI(t)
+				a, err := NewArgoCD(k.kubeconfig("argocd-admin-token"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				k.srv.Close()
+				return a
+			},
+			want: "connect",
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			h := newHarness(t)
+			h.o.ArgoCD = tc.argo(t)
+			h.o.Settings.ArgoCDKubeconfig, h.o.Settings.ArgoCDNamespace = "set", "argocd"
+			sg := h.run(t, ClusterCreate, "000000000000000000000000000000e1", attributes(1, 1))
+			if sg.Status != saga.StatusSucceeded {
+				t.Fatalf("create %s: %s", sg.Status, sg.Error)
+			}
+			if n := len(h.w.byKind("server")); n == 0 {
+				t.Error("the cluster's VMs are gone")
+			}
+			if e, _ := h.w.metadata["argocd_error"].(string); !strings.Contains(e, tc.want) {
+				t.Errorf("argocd_error %q, want it to say %q", e, tc.want)
+			}
+			if n := testutil.ToFloat64(h.acts.argocdFailures); n != 1 {
+				t.Errorf("%v failures counted, want 1", n)
+			}
+		})
 	}
 }

@@ -64,6 +64,10 @@ type Zone interface {
 	EnsureServer(ctx context.Context, owner openstack.Owner, s openstack.ServerSpec) (openstack.Server, bool, error)
 	WaitServerActive(ctx context.Context, serverID string) (openstack.Server, error)
 	DeleteServer(ctx context.Context, owner openstack.Owner, serverID string) error
+
+	// EmptyProject deletes everything left in the client's project (an
+	// owner's), Neutron's default security group included.
+	EmptyProject(ctx context.Context, owner openstack.Owner, projectID string) (openstack.Emptied, error)
 }
 
 var _ Zone = (*openstack.Client)(nil)

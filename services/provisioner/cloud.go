@@ -201,8 +201,10 @@ func (a *activities) deleteTenants(ctx context.Context, in saga.ActivityInput) (
 }
 
 // removeTenants removes, zones in reverse, what each record lists:
-// security groups, router, subnet, network (in the project), then the
-// user and the project.
+// security groups, router, subnet, network (in the project), then
+// whatever else the project holds (EmptyProject: Neutron's default group,
+// ports and volumes nobody recorded), then the user and the project.
+// Deleting a Keystone project deletes nothing in Neutron, Cinder or Nova.
 func (r *run) removeTenants(ctx context.Context, recs []TenantRecord) error {
 	var errs []error
 	for _, t := range slices.Backward(recs) {
@@ -215,7 +217,7 @@ func (r *run) removeTenants(ctx context.Context, recs []TenantRecord) error {
 
 func (r *run) removeTenant(ctx context.Context, t TenantRecord) error {
 	own := r.owner()
-	if t.Project.ID != "" && (t.NetworkID != "" || t.SubnetID != "" || t.RouterID != "" || len(t.SecurityGroups) > 0) {
+	if t.Project.ID != "" {
 		z, _, err := r.inProject(ctx, t.OfferingUUID, t.Project)
 		if err != nil {
 			return err
@@ -235,6 +237,13 @@ func (r *run) removeTenant(ctx context.Context, t TenantRecord) error {
 			if err := del.fn(ctx, own, del.id); err != nil {
 				return fmt.Errorf("%s %s: %w", del.what, del.id, err)
 			}
+		}
+		emptied, err := z.EmptyProject(ctx, own, t.Project.ID)
+		if err != nil {
+			return fmt.Errorf("empty project %s: %w", t.Project.Name, err)
+		}
+		if len(emptied) > 0 {
+			r.log.Info("objects nobody recorded removed with the tenant", "tenant", t.Project.Name, "removed", map[string]int(emptied))
 		}
 	}
 	admin, _, err := r.admin(ctx, t.OfferingUUID)

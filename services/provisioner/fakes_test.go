@@ -264,6 +264,25 @@ func (z *fakeZone) EnsureSecurityGroup(_ context.Context, owner openstack.Owner,
 	return openstack.SecurityGroup{ID: o.id, Name: g.Name}, created, nil
 }
 
+// EmptyProject removes every object left in the project, as a purge
+// before the project's deletion does.
+func (z *fakeZone) EmptyProject(_ context.Context, _ openstack.Owner, projectID string) (openstack.Emptied, error) {
+	z.w.mu.Lock()
+	defer z.w.mu.Unlock()
+	if err := z.w.fail("empty project"); err != nil {
+		return nil, err
+	}
+	out := openstack.Emptied{}
+	for id, o := range z.w.objs {
+		if o.project == projectID && o.kind != "project" {
+			delete(z.w.objs, id)
+			out[o.kind]++
+			z.w.log("delete %s %s (emptying its project)", o.kind, o.name)
+		}
+	}
+	return out, nil
+}
+
 func (z *fakeZone) DeleteSecurityGroup(_ context.Context, owner openstack.Owner, id string) error {
 	return z.remove("security-group", id, owner)
 }

@@ -98,6 +98,10 @@ func New(b *bus.Bus, cfg Config) (*Service, error) {
 		nodesWanted: telemetry.Register(cfg.Registerer, prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "sitebus_cluster_nodes_wanted", Help: "Nodes a cluster being created waits for.",
 		}, []string{"cluster"})),
+		argocdFailures: telemetry.Register(cfg.Registerer, prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sitebus_cluster_argocd_failures_total",
+			Help: "Clusters whose registration with ArgoCD failed for good; the cluster stays, its backend metadata has argocd_error.",
+		})),
 	}
 	if err := register(coord, acts); err != nil {
 		return nil, err

@@ -111,7 +111,11 @@ func (a *activities) settle(ctx context.Context, in saga.ActivityInput) (json.Ra
 		if err := w.SetResourceBackendID(ctx, r.in.ResourceUUID, ref.ID); err != nil {
 			return nil, fmt.Errorf("set_backend_id: %w", err)
 		}
-		if err := w.SetResourceBackendMetadata(ctx, r.in.ResourceUUID, r.metadata(ref.ID)); err != nil {
+		md := r.metadata(ref.ID)
+		if e := argoCDError(in.Outputs); e != "" {
+			md["argocd_error"] = e
+		}
+		if err := w.SetResourceBackendMetadata(ctx, r.in.ResourceUUID, md); err != nil {
 			return nil, fmt.Errorf("set_backend_metadata: %w", err)
 		}
 		if eps := r.endpoints(ref.ID); len(eps) > 0 {

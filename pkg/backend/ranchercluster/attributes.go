@@ -248,8 +248,12 @@ func DecodeManagedAttributes(raw json.RawMessage) (ManagedAttributes, error) {
 	d.boolean("install_longhorn", &a.InstallLonghorn)
 	d.integer("worker_nodes_longhorn_volume_size", &a.WorkerNodesLonghornVolumeSizeMB, a.InstallLonghorn, 1)
 	d.str("worker_nodes_longhorn_volume_type_name", &a.WorkerNodesLonghornVolumeTypeName, false)
-	if msg := checkClusterName(a.Name); msg != "" && a.Name != "" {
-		d.bad("name", "%s", msg)
+	// A managed cluster is named k8s-<resource slug> (checked with the
+	// resource); the order's name is only its display name, and Waldur
+	// names are free text ("acc create"), so only what no display name
+	// can hold is refused.
+	if err := checkOpenStackName(a.Name); err != nil && a.Name != "" {
+		d.bad("name", "%v", err)
 	}
 	for _, f := range [][2]string{{"worker_nodes_flavor_name", a.WorkerNodesFlavorName},
 		{"worker_nodes_data_volume_type_name", a.WorkerNodesDataVolumeTypeName},

@@ -1,8 +1,10 @@
 package ranchercluster
 
 import (
+	"context"
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -45,6 +47,29 @@ func TestDecodeManagedAttributes(t *testing.T) {
 	}
 }
 
+// A managed cluster is named by the resource's slug, so the order's name
+// is free text, as Waldur's names are: only the display name takes it.
+func TestManagedOrderNameIsFreeText(t *testing.T) {
+	for _, name := range []string{"acc create", "Prod_Cluster", "Cluster für Physik", strings.Repeat("c", 200)} {
+		t.Run(name, func(t *testing.T) {
+			a, err := DecodeManagedAttributes(managedOrder("a", "name", name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := PlanManaged(context.Background(), goldenSettings(t), a, resource, newCatalog())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Cluster.Name != ClusterName(resource.Slug) || p.Cluster.DisplayName != name {
+				t.Errorf("cluster %q shown as %q, want %q shown as %q", p.Cluster.Name, p.Cluster.DisplayName, ClusterName(resource.Slug), name)
+			}
+		})
+	}
+	// A self-managed cluster is named by the order: Waldur's rule stays.
+	_, err := DecodeSelfManagedAttributes(selfManagedOrder(func(m map[string]any) { m["name"] = "acc create" }))
+	wantTerminal(t, err, "name: Name must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character")
+}
+
 func TestDecodeManagedAttributesRefuses(t *testing.T) {
 	tests := map[string]struct {
 		raw  json.RawMessage
@@ -69,13 +94,9 @@ func TestDecodeManagedAttributesRefuses(t *testing.T) {
 			raw:  managedOrder("a", "worker_nodes_count", 0),
 			want: "worker_nodes_count: Ensure this value is greater than or equal to 1.",
 		},
-		"a name Waldur's cluster name rule refuses": {
-			raw:  managedOrder("a", "name", "Prod_Cluster"),
-			want: "name: Name must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character",
-		},
-		"a name too long for a Kubernetes object": {
-			raw:  managedOrder("a", "name", "c0123456789012345678901234567890123456789012345678901234567890123"),
-			want: "name: Ensure this field has no more than 63 characters.",
+		"a name no display name can hold": {
+			raw:  managedOrder("a", "name", "acc\tcreate"),
+			want: `name: "acc\tcreate" has control characters`,
 		},
 		"a flavor name with a control character": {
 			raw:  managedOrder("a", "worker_nodes_flavor_name", "m1.large\n"),

@@ -31,8 +31,9 @@
 //     and k8s_public (tcp 80 and 443), with their rules (Mastermind makes
 //     them empty);
 //   - Keycloak groups c_<uuid hex> and c_<uuid hex>_<role> per
-//     cluster_roles, ArgoCD Secret cluster-<uuid hex>; the UUID is the
-//     Waldur resource's. Vault's names are pkg/vault's.
+//     cluster_roles (the membership service puts the resource's team into
+//     the role groups by role_mapping), ArgoCD Secret cluster-<uuid hex>;
+//     the UUID is the Waldur resource's. Vault's names are pkg/vault's.
 //
 // A name longer than its object allows (63 for anything that becomes a
 // hostname or Rancher name, 64 for Keystone) keeps a prefix and gets 8 hex

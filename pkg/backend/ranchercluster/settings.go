@@ -3,10 +3,12 @@ package ranchercluster
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/sitebus/sitebus/pkg/config"
@@ -39,6 +41,14 @@ const (
 // Keycloak child group: Mastermind's user sync maps customer owners and
 // project managers to cluster-owner and project admins to cluster-member.
 var DefaultClusterRoles = []string{"cluster-owner", "cluster-member"}
+
+// DefaultRoleMapping maps a Waldur project role to the cluster role
+// template whose group its members join: managers and admins own the
+// cluster, members are its members. role_mapping is merged over it; a role
+// mapped to "" (or not named) gets no access to the cluster.
+func DefaultRoleMapping() map[string]string {
+	return map[string]string{"PROJECT.ADMIN": "cluster-owner", "PROJECT.MANAGER": "cluster-owner", "PROJECT.MEMBER": "cluster-member"}
+}
 
 // NodeProfile is what the offering fixes for one kind of VM
 // (managed_rancher_<kind>_*): flavor and volumes, sizes in GB.
@@ -96,8 +106,16 @@ type Settings struct {
 	// the parsed keycloak block then (the same block every backend reads).
 	KeycloakEnabled bool
 	Keycloak        *keycloak.Config
-	// ClusterRoles are the role templates that get a child group.
+	// ClusterRoles are the role templates that get a child group,
+	// strongest first (a user with two project roles joins the first).
 	ClusterRoles []string
+	// RoleMapping maps Waldur project roles to ClusterRoles: the membership
+	// service puts each resource's team into its cluster's groups by it.
+	RoleMapping map[string]string
+	// ConfiguredRoleMapping is role_mapping as configured: only its roles
+	// must name one of ClusterRoles (a default role whose template
+	// cluster_roles leaves out gets no group, like any unnamed role).
+	ConfiguredRoleMapping map[string]string
 
 	// ArgoCDKubeconfig (content: it holds a credential) and
 	// ArgoCDNamespace say where the cluster's ArgoCD Secret goes; ""
@@ -140,6 +158,7 @@ func DefaultSettings() Settings {
 		NodeDiskDriver:    DefaultNodeDiskDriver,
 		Vault:             vault.DefaultSettings(),
 		ClusterRoles:      DefaultClusterRoles,
+		RoleMapping:       DefaultRoleMapping(),
 		DeploymentMode:    DefaultDeploymentMode,
 		AdminAllowedCIDRs: []string{"0.0.0.0/0"},
 	}
@@ -193,6 +212,8 @@ func DecodeSettings(raw map[string]any) (Settings, error) {
 	d.Bool("keycloak_enabled", &s.KeycloakEnabled)
 	d.Map("keycloak", &kc)
 	settingStrList(&d, "cluster_roles", &s.ClusterRoles)
+	d.StrMap("role_mapping", &s.ConfiguredRoleMapping, false)
+	maps.Copy(s.RoleMapping, s.ConfiguredRoleMapping)
 	d.Str("argocd_k8s_kubeconfig", &argoKubeconfig)
 	d.Str("argocd_k8s_namespace", &s.ArgoCDNamespace)
 	d.Str("deployment_mode", &s.DeploymentMode)
@@ -356,6 +377,13 @@ func (s *Settings) Validate() error {
 	for i, r := range s.ClusterRoles {
 		if !roleTemplateRe.MatchString(r) {
 			bad(fmt.Sprintf("cluster_roles[%d]", i), "%q is not a Rancher role template id", r)
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(s.ConfiguredRoleMapping)) {
+		// A role template with no group would put its users nowhere
+		// without a word; "" says so on purpose.
+		if r := s.ConfiguredRoleMapping[k]; r != "" && !slices.Contains(s.ClusterRoles, r) {
+			bad("role_mapping."+k, "%q is not one of cluster_roles %v (\"\" gives the role no access)", r, s.ClusterRoles)
 		}
 	}
 	if (s.ArgoCDKubeconfig != "") != (s.ArgoCDNamespace != "") {

@@ -323,3 +323,60 @@ func vaultAddr(s Settings) string {
 	}
 	return a
 }
+
+// role_mapping is merged over DefaultRoleMapping; "" takes a role's
+// access away, and a configured role template without a group is refused,
+// since its users would silently be in no group.
+func TestRoleMapping(t *testing.T) {
+	tests := map[string]struct {
+		mapping map[string]any
+		roles   []any
+		want    map[string]string
+		err     string
+	}{
+		"no role_mapping: admins and managers own, members are members": {
+			want: map[string]string{"PROJECT.ADMIN": "cluster-owner", "PROJECT.MANAGER": "cluster-owner", "PROJECT.MEMBER": "cluster-member"},
+		},
+		"an override and an exclusion are merged over the defaults": {
+			mapping: map[string]any{"PROJECT.MANAGER": "cluster-member", "PROJECT.MEMBER": ""},
+			want:    map[string]string{"PROJECT.ADMIN": "cluster-owner", "PROJECT.MANAGER": "cluster-member", "PROJECT.MEMBER": ""},
+		},
+		"a role template outside cluster_roles is refused": {
+			mapping: map[string]any{"PROJECT.MEMBER": "projects-view"},
+			err:     `backend_settings.role_mapping.PROJECT.MEMBER: "projects-view" is not one of cluster_roles`,
+		},
+		"a configured role cluster_roles drops is refused": {
+			mapping: map[string]any{"PROJECT.MEMBER": "cluster-member"}, roles: []any{"cluster-owner"},
+			err: `backend_settings.role_mapping.PROJECT.MEMBER: "cluster-member" is not one of cluster_roles`,
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			raw := managedRaw()
+			if tc.mapping != nil {
+				raw["role_mapping"] = tc.mapping
+			}
+			if tc.roles != nil {
+				raw["cluster_roles"] = tc.roles
+			}
+			s, err := DecodeSettings(raw)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(s.RoleMapping) != len(tc.want) {
+				t.Fatalf("mapping %v, want %v", s.RoleMapping, tc.want)
+			}
+			for k, v := range tc.want {
+				if got, ok := s.RoleMapping[k]; !ok || got != v {
+					t.Errorf("%s → %q, want %q", k, got, v)
+				}
+			}
+		})
+	}
+}
