@@ -286,15 +286,11 @@ type serverIn struct {
 	BDM              []bdmIn                 `json:"block_device_mapping_v2"`
 }
 
+// bdmIn is a block_device_mapping_v2 entry as sent: boot_index may be
+// null or absent.
 type bdmIn struct {
-	BootIndex           *int   `json:"boot_index"`
-	SourceType          string `json:"source_type"`
-	DestinationType     string `json:"destination_type"`
-	UUID                string `json:"uuid"`
-	VolumeSize          int    `json:"volume_size"`
-	VolumeType          string `json:"volume_type"`
-	DeleteOnTermination bool   `json:"delete_on_termination"`
-	DeviceName          string `json:"device_name"`
+	BlockDevice
+	BootIndex *int `json:"boot_index"`
 }
 
 type netReq struct {
@@ -456,13 +452,12 @@ func (s *Server) createServer(w http.ResponseWriter, r *http.Request, c *caller)
 		if b.DestinationType != "volume" && b.SourceType != "volume" {
 			continue
 		}
-		bi := -1
+		bd := b.BlockDevice
+		bd.BootIndex = -1
 		if b.BootIndex != nil {
-			bi = *b.BootIndex
+			bd.BootIndex = *b.BootIndex
 		}
-		sv.BlockDevices = append(sv.BlockDevices, BlockDevice{BootIndex: bi, SourceType: b.SourceType,
-			DestinationType: b.DestinationType, UUID: b.UUID, VolumeSize: b.VolumeSize, VolumeType: b.VolumeType,
-			DeleteOnTermination: b.DeleteOnTermination, DeviceName: b.DeviceName})
+		sv.BlockDevices = append(sv.BlockDevices, bd)
 		var v *Volume
 		if b.SourceType == "volume" {
 			v = s.st.volumes[b.UUID]
