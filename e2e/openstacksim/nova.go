@@ -133,7 +133,7 @@ func (s *Server) serverRep(r *http.Request, sv *Instance) obj {
 	}
 	o := obj{
 		"id": sv.ID, "name": sv.Name, "status": sv.Status, "tenant_id": sv.ProjectID, "user_id": sv.UserID,
-		"metadata": cloneMapOrEmpty(sv.Metadata), "hostId": "", "image": image,
+		"metadata": simkit.CloneOrEmpty(sv.Metadata), "hostId": "", "image": image,
 		"flavor":  obj{"id": sv.FlavorID, "links": []obj{{"rel": "bookmark", "href": simkit.BaseURL(r) + "/compute/flavors/" + sv.FlavorID}}},
 		"created": fmtTime(sv.Created), "updated": fmtTime(sv.Created), "addresses": addresses,
 		"accessIPv4": "", "accessIPv6": "", "progress": 0, "OS-DCF:diskConfig": "MANUAL", "config_drive": "",
@@ -152,13 +152,6 @@ func (s *Server) serverRep(r *http.Request, sv *Instance) obj {
 // namedObjs are Nova's [{"name": …}] of names.
 func namedObjs(names []string) []obj {
 	return simkit.Map(names, func(n string) obj { return obj{"name": n} })
-}
-
-func cloneMapOrEmpty(m map[string]string) map[string]string {
-	if m == nil {
-		return map[string]string{}
-	}
-	return maps.Clone(m)
 }
 
 // servers are seen by their project's members and admins. A list shows
