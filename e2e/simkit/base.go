@@ -9,10 +9,11 @@ import (
 
 // Base is the facade every simulator embeds: the handler, serving it
 // (Start, URL, Close, NewTestServer), and the call log and injected faults
-// of Faults, which the handler applies through Faults.Middleware.
+// of Faults (AddFault, Down, Calls, …), which the handler applies through
+// Faults.Middleware.
 type Base struct {
 	// Faults is the call log and fault registry.
-	Faults  *Faults
+	*Faults
 	handler http.Handler
 	srv     Server
 }
@@ -47,29 +48,6 @@ func (b *Base) Close() error { return b.srv.Close() }
 // ServeTest serves on an httptest server on 127.0.0.1 and has t.Cleanup
 // call closeSim, the simulator's Close (see NewTestServer).
 func (b *Base) ServeTest(t testing.TB, closeSim func() error) { b.srv.ServeTest(t, closeSim) }
-
-// AddFault injects f; faults are matched in the order they were added.
-func (b *Base) AddFault(f Fault) { b.Faults.Add(f) }
-
-// ClearFaults removes every fault (not Down).
-func (b *Base) ClearFaults() { b.Faults.Clear() }
-
-// Down makes every request answer 503 as the service behind its proxy
-// does while it restarts, until Down(false). For a connection-level
-// failure use AddFault(Fault{Drop: true}).
-func (b *Base) Down(down bool) { b.Faults.Down(down) }
-
-// Calls returns a copy of the call log, oldest first.
-func (b *Base) Calls() []Call { return b.Faults.Calls() }
-
-// CallCount counts logged requests matching method (empty: any) and path
-// prefix; with status > 0 only those answered with that status.
-func (b *Base) CallCount(method, pathPrefix string, status int) int {
-	return b.Faults.CallCount(method, pathPrefix, status)
-}
-
-// ResetCalls empties the call log.
-func (b *Base) ResetCalls() { b.Faults.ResetCalls() }
 
 // AdminRoutes adds the fault and call-log routes of Admin for b to mux;
 // badRequest answers an unreadable body in the service's error format.
