@@ -3,6 +3,7 @@ package simkit
 import (
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 )
@@ -15,39 +16,33 @@ type Base struct {
 	// Faults is the call log and fault registry.
 	*Faults
 	handler http.Handler
-	srv     Server
+	// log reports serve errors; nil: slog.Default().
+	log *slog.Logger
+	// wait bounds Close's graceful shutdown; cut makes Close cut requests
+	// still running (e.g. held by a hanging fault) instead of leaving
+	// them: at once on an httptest server, after wait otherwise.
+	wait time.Duration
+	cut  bool
+
+	httpSrv *http.Server
+	ts      *httptest.Server
+	url     string
 }
 
 // Init sets what b serves. Requests still running at Close (e.g. held by
 // a hanging fault) are cut after two seconds.
 func (b *Base) Init(h http.Handler, log *slog.Logger) {
-	b.handler = h
-	b.srv = Server{Handler: h, Log: log, ShutdownTimeout: 2 * time.Second, Cut: true}
+	b.handler, b.log, b.wait, b.cut = h, log, 2*time.Second, true
 }
 
 // InitGraceful is Init for a simulator whose Close waits up to wait for
 // the requests in flight instead of cutting them.
 func (b *Base) InitGraceful(h http.Handler, log *slog.Logger, wait time.Duration) {
-	b.handler = h
-	b.srv = Server{Handler: h, Log: log, ShutdownTimeout: wait}
+	b.handler, b.log, b.wait = h, log, wait
 }
 
 // Handler serves the simulator's API and its /sim/ admin API at the root.
 func (b *Base) Handler() http.Handler { return b.handler }
-
-// Start listens on addr (e.g. 127.0.0.1:8080, or 127.0.0.1:0) and serves in
-// the background until Close.
-func (b *Base) Start(addr string) error { return b.srv.Start(addr) }
-
-// URL is the base URL (no trailing slash) once Start or NewTestServer ran.
-func (b *Base) URL() string { return b.srv.URL() }
-
-// Close stops serving. Requests held by a hanging fault are cut.
-func (b *Base) Close() error { return b.srv.Close() }
-
-// ServeTest serves on an httptest server on 127.0.0.1 and has t.Cleanup
-// call closeSim, the simulator's Close (see NewTestServer).
-func (b *Base) ServeTest(t testing.TB, closeSim func() error) { b.srv.ServeTest(t, closeSim) }
 
 // AdminRoutes adds the fault and call-log routes of Admin for b to mux;
 // badRequest answers an unreadable body in the service's error format.
