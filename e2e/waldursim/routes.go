@@ -70,7 +70,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) { writeErr(w, errNotFound) })
 
 	root := http.NewServeMux()
-	root.Handle("/api/", s.latency(s.Faults.Middleware(mux)))
+	root.Handle("/api/", s.latency(s.Middleware(mux)))
 	root.Handle("/sim/", s.adminRoutes())
 	root.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { writeErr(w, errNotFound) })
 	return root
