@@ -60,7 +60,7 @@ func (s *Server) routes() http.Handler {
 		simkit.WriteJSON(w, http.StatusOK, s.Calls())
 	})
 	s.AdminRoutes(top, func(w http.ResponseWriter, _ string) { simkit.WriteError(w, errBadJSON) })
-	top.Handle("/", s.Faults.Middleware(mux))
+	top.Handle("/", s.Middleware(mux))
 	return top
 }
 

@@ -11,21 +11,28 @@ import (
 	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
+// ssoSessionIdle is Keycloak's default SSO Session Idle, how long a
+// refresh token lives.
+const ssoSessionIdle = 30 * time.Minute
+
 // session is what an access token stands for.
 type session struct {
 	realm, userID, username, clientID string
 	expires                           time.Time
 }
 
-// tokenResponse is the OAuth2 token response Keycloak sends, without the
-// refresh token sitebus does not use (it logs in again).
+// tokenResponse is the OAuth2 token response Keycloak sends. The password
+// grant also answers a refresh token (sitebus does not use it: it logs in
+// again), valid for the realm's SSO Session Idle, 30 minutes by default.
 type tokenResponse struct {
-	AccessToken     string `json:"access_token"`
-	ExpiresIn       int    `json:"expires_in"`
-	TokenType       string `json:"token_type"`
-	NotBeforePolicy int    `json:"not-before-policy"`
-	SessionState    string `json:"session_state"`
-	Scope           string `json:"scope"`
+	AccessToken      string `json:"access_token"`
+	ExpiresIn        int    `json:"expires_in"`
+	RefreshToken     string `json:"refresh_token"`
+	RefreshExpiresIn int    `json:"refresh_expires_in"`
+	TokenType        string `json:"token_type"`
+	NotBeforePolicy  int    `json:"not-before-policy"`
+	SessionState     string `json:"session_state"`
+	Scope            string `json:"scope"`
 }
 
 // token serves POST /realms/{realm}/protocol/openid-connect/token for the
@@ -63,8 +70,12 @@ func (s *Server) token(r *http.Request, _ struct{}) (any, error) {
 	access := session{realm: rm.name, userID: u.ID, username: u.Username, clientID: clientID, expires: now.Add(s.cfg.TokenLifespan)}
 	at := s.jwt(r, access, now, "Bearer")
 	s.tokens[at] = access
+	// The refresh token is not kept: it must not authorize admin calls.
+	refresh := access
+	refresh.expires = now.Add(ssoSessionIdle)
 	return tokenResponse{
 		AccessToken: at, ExpiresIn: int(s.cfg.TokenLifespan / time.Second),
+		RefreshToken: s.jwt(r, refresh, now, "Refresh"), RefreshExpiresIn: int(ssoSessionIdle / time.Second),
 		TokenType: "Bearer", SessionState: simkit.NewUUID(), Scope: "profile email",
 	}, nil
 }

@@ -20,6 +20,16 @@ func TestToken(t *testing.T) {
 			must(t, err)
 			eq(t, "realm", gocloak.PString(r.Realm), "waldur")
 		}},
+		{"password grant also answers a 30 min refresh token that is no bearer token", func(t *testing.T, e *env) {
+			jwt, err := e.gc.LoginAdmin(ctx, "admin", "admin", "master")
+			must(t, err)
+			eq(t, "refresh_expires_in", jwt.RefreshExpiresIn, 1800)
+			if jwt.RefreshToken == "" || jwt.RefreshToken == jwt.AccessToken {
+				t.Fatalf("refresh_token = %q, want a token of its own", jwt.RefreshToken)
+			}
+			_, err = e.gc.GetRealm(ctx, jwt.RefreshToken, "waldur")
+			apiErr(t, err, 401, "HttpUnauthorizedException: HTTP 401 Unauthorized")
+		}},
 		{"a wrong password is a 401 invalid_grant", func(t *testing.T, e *env) {
 			_, err := e.gc.LoginAdmin(ctx, "admin", "nope", "master")
 			apiErr(t, err, 401, "invalid_grant: Invalid user credentials")

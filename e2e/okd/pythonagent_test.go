@@ -51,7 +51,7 @@ func TestOKDTokenForbiddenMidRun(t *testing.T) {
 	s := newSite(t)
 	_, resUUID, backendID, old, fresh := s.rotateUnseen("forbid", "f")
 	// OpenShift's body for a token whose account may not do the call.
-	s.OKD.Faults.Add(okdsim.Fault{PathPrefix: "/", Status: http.StatusForbidden, Count: 1,
+	s.OKD.AddFault(okdsim.Fault{PathPrefix: "/", Status: http.StatusForbidden, Count: 1,
 		Body: `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"namespaces \"` + backendID +
 			`\" is forbidden: User \"system:serviceaccount:waldur:agent\" cannot get resource \"namespaces\" in API group \"\"","reason":"Forbidden","code":403}`})
 	up, _ := s.Order(waldursim.CreateOrderRequest{Type: "Update", ResourceUUID: resUUID, Limits: map[string]int{"cpu": 2, "ram": 1, "storage": 1}})

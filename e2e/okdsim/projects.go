@@ -81,11 +81,12 @@ func nsErr(err error, name string) error {
 
 // readBody decodes the request body into v, answering a body it cannot
 // decode with the API server's 400; an empty one leaves v be when
-// optional.
+// optional. Like the API server's decoder, it refuses data after the
+// JSON value.
 func readBody(r *http.Request, v any, optional bool) error {
 	b, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
 	if err == nil && (!optional || len(bytes.TrimSpace(b)) > 0) {
-		err = json.NewDecoder(bytes.NewReader(b)).Decode(v)
+		err = json.Unmarshal(b, v)
 	}
 	if err != nil {
 		return apierrors.NewBadRequest("the body of the request was in an unknown format: " + err.Error())

@@ -2,6 +2,7 @@ package okdsim_test
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -117,5 +118,25 @@ func TestProjectDelete(t *testing.T) {
 			t.Errorf("namespace %s not being deleted", name)
 		}
 		e.c.do("DELETE", api+"/projects/no-such-"+name, nil).wantStatus(t, http.StatusNotFound, "NotFound")
+	})
+	t.Run("a DeleteOptions body with data after it is a 400 BadRequest", func(t *testing.T) {
+		other := e.uniqueName(t, "proj")
+		e.c.requestProject(other, "P", "d", nil).want(t, http.StatusCreated)
+		req, err := http.NewRequestWithContext(e.ctx, "DELETE", e.c.base+api+"/projects/"+other, strings.NewReader(`{"kind":"DeleteOptions"} {}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+e.c.token)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := e.c.hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		eq(t, "status", resp.StatusCode, http.StatusBadRequest)
+		ns, err := e.dyn.Resource(namespaceGVR).Get(e.ctx, other, metav1.GetOptions{})
+		if err != nil || ns.GetDeletionTimestamp() != nil {
+			t.Errorf("namespace %s deleted by a refused delete (err %v)", other, err)
+		}
 	})
 }

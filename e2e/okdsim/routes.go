@@ -33,9 +33,9 @@ func (s *Server) routes() http.Handler {
 
 	// OAuth sits outside authentication.
 	top := http.NewServeMux()
-	top.Handle("GET /.well-known/oauth-authorization-server", s.Faults.Middleware(http.HandlerFunc(s.oauthMetadata)))
-	top.Handle("POST /oauth/token", s.Faults.Middleware(http.HandlerFunc(s.oauthToken)))
-	top.Handle("/", s.Faults.Middleware(s.authed(api)))
+	top.Handle("GET /.well-known/oauth-authorization-server", s.Middleware(http.HandlerFunc(s.oauthMetadata)))
+	top.Handle("POST /oauth/token", s.Middleware(http.HandlerFunc(s.oauthToken)))
+	top.Handle("/", s.Middleware(s.authed(api)))
 	return top
 }
 

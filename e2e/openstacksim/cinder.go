@@ -102,7 +102,7 @@ func (s *Server) volumeRep(r *http.Request, v *Volume) obj {
 	o := obj{"id": v.ID, "name": v.Name, "status": v.Status, "size": v.Size, "availability_zone": v.AvailabilityZone,
 		"created_at": fmtMicro(v.Created), "updated_at": fmtMicro(v.Created), "attachments": atts,
 		"description": orNil(v.Description), "volume_type": v.VolumeType, "snapshot_id": nil, "source_volid": nil,
-		"backup_id": nil, "metadata": cloneMapOrEmpty(v.Metadata), "user_id": "", "bootable": strconv.FormatBool(v.Bootable), "encrypted": false,
+		"backup_id": nil, "metadata": simkit.CloneOrEmpty(v.Metadata), "user_id": "", "bootable": strconv.FormatBool(v.Bootable), "encrypted": false,
 		"replication_status": nil, "consistencygroup_id": nil, "multiattach": false,
 		"os-vol-tenant-attr:tenant_id": v.ProjectID, "os-vol-host-attr:host": "sim@lvm#lvm",
 		"links": []obj{{"rel": "self", "href": simkit.BaseURL(r) + "/volume/v3/" + v.ProjectID + "/volumes/" + v.ID}}}

@@ -30,7 +30,7 @@ func newFaults() *simkit.Faults {
 func (s *Server) FailCall(method, pathPrefix string, status, count int) {
 	typ := cmp.Or(map[int]string{409: "Conflict", 400: "BadRequest", 404: "NotFound"}[status], "HTTPInternalServerError")
 	body := errBody(serviceErr(pathPrefix, status, typ, "injected fault"))
-	s.Faults.Add(Fault{Method: method, PathPrefix: pathPrefix, Status: status, Body: body, Count: count})
+	s.AddFault(Fault{Method: method, PathPrefix: pathPrefix, Status: status, Body: body, Count: count})
 }
 
 // errBody is e's body as sent.

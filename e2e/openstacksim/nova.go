@@ -133,7 +133,7 @@ func (s *Server) serverRep(r *http.Request, sv *Instance) obj {
 	}
 	o := obj{
 		"id": sv.ID, "name": sv.Name, "status": sv.Status, "tenant_id": sv.ProjectID, "user_id": sv.UserID,
-		"metadata": cloneMapOrEmpty(sv.Metadata), "hostId": "", "image": image,
+		"metadata": simkit.CloneOrEmpty(sv.Metadata), "hostId": "", "image": image,
 		"flavor":  obj{"id": sv.FlavorID, "links": []obj{{"rel": "bookmark", "href": simkit.BaseURL(r) + "/compute/flavors/" + sv.FlavorID}}},
 		"created": fmtTime(sv.Created), "updated": fmtTime(sv.Created), "addresses": addresses,
 		"accessIPv4": "", "accessIPv6": "", "progress": 0, "OS-DCF:diskConfig": "MANUAL", "config_drive": "",
@@ -152,13 +152,6 @@ func (s *Server) serverRep(r *http.Request, sv *Instance) obj {
 // namedObjs are Nova's [{"name": …}] of names.
 func namedObjs(names []string) []obj {
 	return simkit.Map(names, func(n string) obj { return obj{"name": n} })
-}
-
-func cloneMapOrEmpty(m map[string]string) map[string]string {
-	if m == nil {
-		return map[string]string{}
-	}
-	return maps.Clone(m)
 }
 
 // servers are seen by their project's members and admins. A list shows
@@ -286,15 +279,11 @@ type serverIn struct {
 	BDM              []bdmIn                 `json:"block_device_mapping_v2"`
 }
 
+// bdmIn is a block_device_mapping_v2 entry as sent: boot_index may be
+// null or absent.
 type bdmIn struct {
-	BootIndex           *int   `json:"boot_index"`
-	SourceType          string `json:"source_type"`
-	DestinationType     string `json:"destination_type"`
-	UUID                string `json:"uuid"`
-	VolumeSize          int    `json:"volume_size"`
-	VolumeType          string `json:"volume_type"`
-	DeleteOnTermination bool   `json:"delete_on_termination"`
-	DeviceName          string `json:"device_name"`
+	BlockDevice
+	BootIndex *int `json:"boot_index"`
 }
 
 type netReq struct {
@@ -456,13 +445,12 @@ func (s *Server) createServer(w http.ResponseWriter, r *http.Request, c *caller)
 		if b.DestinationType != "volume" && b.SourceType != "volume" {
 			continue
 		}
-		bi := -1
+		bd := b.BlockDevice
+		bd.BootIndex = -1
 		if b.BootIndex != nil {
-			bi = *b.BootIndex
+			bd.BootIndex = *b.BootIndex
 		}
-		sv.BlockDevices = append(sv.BlockDevices, BlockDevice{BootIndex: bi, SourceType: b.SourceType,
-			DestinationType: b.DestinationType, UUID: b.UUID, VolumeSize: b.VolumeSize, VolumeType: b.VolumeType,
-			DeleteOnTermination: b.DeleteOnTermination, DeviceName: b.DeviceName})
+		sv.BlockDevices = append(sv.BlockDevices, bd)
 		var v *Volume
 		if b.SourceType == "volume" {
 			v = s.st.volumes[b.UUID]

@@ -62,12 +62,7 @@ const (
 
 func fmtTime(t time.Time) string  { return t.UTC().Format(isoZ) }
 func fmtMicro(t time.Time) string { return t.UTC().Format(isoMicro) }
-func orNil(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
-}
+func orNil(s string) any          { return simkit.OrNil(s) }
 
 // set copies *from to *to when a request carried it (from not nil).
 func set[T any](to, from *T) {

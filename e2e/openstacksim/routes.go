@@ -76,7 +76,7 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("/", s.authed(func(_ http.ResponseWriter, r *http.Request, _ *caller) *apiErr {
 		return serviceErr(r.URL.Path, http.StatusNotFound, "HTTPNotFound", "The resource could not be found.")
 	}))
-	return s.Faults.Middleware(mux)
+	return s.Middleware(mux)
 }
 
 // serviceErr is an error in the format of the service path's prefix

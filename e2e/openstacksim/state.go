@@ -191,16 +191,17 @@ type Disk struct {
 	DeleteOnTermination bool
 }
 
-// BlockDevice is a block_device_mapping_v2 entry as Nova received it.
+// BlockDevice is a block_device_mapping_v2 entry as Nova received it;
+// BootIndex is -1 when the request had none.
 type BlockDevice struct {
-	BootIndex           int
-	SourceType          string
-	DestinationType     string
-	UUID                string
-	VolumeSize          int
-	VolumeType          string
-	DeleteOnTermination bool
-	DeviceName          string
+	BootIndex           int    `json:"-"`
+	SourceType          string `json:"source_type"`
+	DestinationType     string `json:"destination_type"`
+	UUID                string `json:"uuid"`
+	VolumeSize          int    `json:"volume_size"`
+	VolumeType          string `json:"volume_type"`
+	DeleteOnTermination bool   `json:"delete_on_termination"`
+	DeviceName          string `json:"device_name"`
 }
 
 // Instance is a Nova server (Nova calls them instances) as the simulator

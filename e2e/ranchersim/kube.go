@@ -48,11 +48,11 @@ func kubeErr(err error) *apiError {
 // namespaceRep is the v3 namespace Rancher derives from the Kubernetes one.
 func (s *Server) namespaceRep(b string, ns *unstructured.Unstructured) map[string]any {
 	self := b + "/v3/cluster/" + s.opts.ClusterID + "/namespaces/" + ns.GetName()
-	ann := cloneMap(ns.GetAnnotations())
+	ann := simkit.CloneOrEmpty(ns.GetAnnotations())
 	m := normanObj("namespace", self, ns.GetCreationTimestamp().Time, map[string]any{
 		"id": ns.GetName(), "name": ns.GetName(),
-		"projectId": nullable(ann[ProjectIDAnnotation]), "description": ann[DescriptionAnnotation],
-		"uuid": string(ns.GetUID()), "labels": cloneMap(ns.GetLabels()), "annotations": ann,
+		"projectId": simkit.OrNil(ann[ProjectIDAnnotation]), "description": ann[DescriptionAnnotation],
+		"uuid": string(ns.GetUID()), "labels": simkit.CloneOrEmpty(ns.GetLabels()), "annotations": ann,
 		"resourceQuota": nil, "containerDefaultResourceLimit": nil,
 	}, map[string]string{"yaml": self + "/yaml"}, map[string]string{"move": self + "?action=move"})
 	if phase, _, _ := unstructured.NestedString(ns.Object, "status", "phase"); phase == "Terminating" || ns.GetDeletionTimestamp() != nil {
@@ -121,7 +121,7 @@ func (s *Server) createNamespace(r *http.Request) (int, any, *apiError) {
 	if in.Name == "" {
 		return fail(missingRequired("name"))
 	}
-	labels, ann := cloneMap(in.Labels), cloneMap(in.Annotations)
+	labels, ann := simkit.CloneOrEmpty(in.Labels), simkit.CloneOrEmpty(in.Annotations)
 	if in.ProjectID != "" {
 		// The store's own lock will do: a project's cluster never changes.
 		if p := s.projects.Get(in.ProjectID); p == nil || p.ClusterID != s.opts.ClusterID {
@@ -328,7 +328,7 @@ func (k *kubeClient) applyOne(ctx context.Context, obj *unstructured.Unstructure
 		ri = k.dyn.Resource(mapping.Resource).Namespace(obj.GetNamespace())
 	} else if gvk.Kind == "Namespace" && gvk.Group == "" && in.ProjectID != "" {
 		// Rancher puts namespaces the manifest creates into the project.
-		ann, labels := cloneMap(obj.GetAnnotations()), cloneMap(obj.GetLabels())
+		ann, labels := simkit.CloneOrEmpty(obj.GetAnnotations()), simkit.CloneOrEmpty(obj.GetLabels())
 		ann[ProjectIDAnnotation] = in.ProjectID
 		labels[ProjectIDLabel] = projectShortID(in.ProjectID)
 		obj.SetAnnotations(ann)

@@ -227,11 +227,3 @@ func removing(m map[string]any, transitioning bool) map[string]any {
 	}
 	return m
 }
-
-// nullable writes "" as null, as norman does for unset references.
-func nullable(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
-}

@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/base32"
 	"fmt"
-	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -54,8 +53,8 @@ func (sub Subject) kinds() int {
 
 // fields adds the subject to a representation; unset ones are null.
 func (sub Subject) fields(m map[string]any) map[string]any {
-	m["userId"], m["userPrincipalId"] = nullable(sub.UserID), nullable(sub.UserPrincipalID)
-	m["groupId"], m["groupPrincipalId"] = nullable(sub.GroupID), nullable(sub.GroupPrincipalID)
+	m["userId"], m["userPrincipalId"] = simkit.OrNil(sub.UserID), simkit.OrNil(sub.UserPrincipalID)
+	m["groupId"], m["groupPrincipalId"] = simkit.OrNil(sub.GroupID), simkit.OrNil(sub.GroupPrincipalID)
 	return m
 }
 
@@ -87,7 +86,7 @@ func projectShortID(id string) string {
 // holds s.mu (or owns s exclusively).
 func (s *Server) addProject(p *Project, creatorBinding bool) {
 	p.ClusterID = cmp.Or(p.ClusterID, s.opts.ClusterID)
-	p.Annotations, p.Labels = cloneMap(p.Annotations), cloneMap(p.Labels)
+	p.Annotations, p.Labels = simkit.CloneOrEmpty(p.Annotations), simkit.CloneOrEmpty(p.Labels)
 	p.CreatorID = cmp.Or(p.CreatorID, s.opts.UserID)
 	p.Annotations["field.cattle.io/creatorId"] = p.CreatorID
 	p.Labels["cattle.io/creator"] = "norman"
@@ -109,7 +108,7 @@ func (s *Server) addProject(p *Project, creatorBinding bool) {
 // taken (an identical binding). Caller holds s.mu.
 func (s *Server) storeBinding(b *Binding) bool {
 	b.Name = cmp.Or(b.Name, bindingName(b, s.opts.AllowDuplicateBindings))
-	b.annotations, b.labels = cloneMap(b.annotations), cloneMap(b.labels)
+	b.annotations, b.labels = simkit.CloneOrEmpty(b.annotations), simkit.CloneOrEmpty(b.labels)
 	b.creatorID = cmp.Or(b.creatorID, s.opts.UserID)
 	b.uuid = simkit.NewUUID()
 	b.Created = s.now()
@@ -159,13 +158,6 @@ func randFrom(alphabet string, n int) string {
 	return string(b)
 }
 
-func cloneMap(m map[string]string) map[string]string {
-	if m == nil {
-		return map[string]string{}
-	}
-	return maps.Clone(m)
-}
-
 func btoi(b bool) int {
 	if b {
 		return 1
@@ -178,7 +170,7 @@ func projectRep(b string, p *Project) map[string]any {
 	return normanObj("project", self, p.Created, map[string]any{
 		"id": p.ID, "name": p.Name, "description": p.Description, "clusterId": p.ClusterID,
 		"namespaceId": nil, "creatorId": p.CreatorID, "uuid": p.uuid,
-		"annotations": cloneMap(p.Annotations), "labels": cloneMap(p.Labels),
+		"annotations": simkit.CloneOrEmpty(p.Annotations), "labels": simkit.CloneOrEmpty(p.Labels),
 		"resourceQuota": p.resourceQuota, "namespaceDefaultResourceQuota": p.nsDefaultQuota,
 		"containerDefaultResourceLimit": p.containerLimit,
 	}, map[string]string{
@@ -191,7 +183,7 @@ func bindingRep(b string, pb *Binding) map[string]any {
 	return normanObj("projectRoleTemplateBinding", b+"/v3/projectRoleTemplateBindings/"+pb.ID, pb.Created, pb.fields(map[string]any{
 		"id": pb.ID, "name": pb.Name, "projectId": pb.ProjectID, "roleTemplateId": pb.RoleTemplateID,
 		"serviceAccount": pb.ServiceAccount, "namespaceId": nil, "creatorId": pb.creatorID, "uuid": pb.uuid,
-		"annotations": cloneMap(pb.annotations), "labels": cloneMap(pb.labels),
+		"annotations": simkit.CloneOrEmpty(pb.annotations), "labels": simkit.CloneOrEmpty(pb.labels),
 	}), map[string]string{
 		"project":      b + "/v3/projects/" + pb.ProjectID,
 		"roleTemplate": b + "/v3/roleTemplates/" + pb.RoleTemplateID,
@@ -245,10 +237,10 @@ func (s *Server) updateProject(r *http.Request, in projectBody) (int, any, *apiE
 	}
 	p.Name, p.Description = *cmp.Or(in.Name, &p.Name), *cmp.Or(in.Description, &p.Description)
 	if in.Annotations != nil {
-		p.Annotations = cloneMap(in.Annotations)
+		p.Annotations = simkit.CloneOrEmpty(in.Annotations)
 	}
 	if in.Labels != nil {
-		p.Labels = cloneMap(in.Labels)
+		p.Labels = simkit.CloneOrEmpty(in.Labels)
 	}
 	for dst, v := range map[*any]any{&p.resourceQuota: in.ResourceQuota, &p.nsDefaultQuota: in.NamespaceDefaultResourceQuota,
 		&p.containerLimit: in.ContainerDefaultResourceLimit} {

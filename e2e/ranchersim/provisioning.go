@@ -203,7 +203,7 @@ func (s *Server) AddProvisioningCluster(name string, labels, annotations map[str
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	pc := &ProvisioningCluster{ID: FleetNamespace + "/" + name, Namespace: FleetNamespace, Name: name, uid: simkit.NewUUID(),
-		Body: body, Labels: cloneMap(labels), Annotations: cloneMap(annotations), Created: s.now(),
+		Body: body, Labels: simkit.CloneOrEmpty(labels), Annotations: simkit.CloneOrEmpty(annotations), Created: s.now(),
 		reads: s.opts.Provisioning.ClusterNamePolls}
 	if !s.storeProvCluster(pc) {
 		return ProvisioningCluster{}, fmt.Errorf("ranchersim: cluster %s exists", pc.ID)

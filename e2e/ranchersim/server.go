@@ -189,7 +189,7 @@ func (s *Server) routes() http.Handler {
 	// lock a test out of inspecting the simulator.
 	top := http.NewServeMux()
 	s.adminRoutes(top)
-	top.Handle("/", s.Faults.Middleware(mux))
+	top.Handle("/", s.Middleware(mux))
 	return top
 }
 

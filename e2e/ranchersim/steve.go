@@ -133,8 +133,8 @@ func (s *Server) createV1Cluster(r *http.Request) (int, any, *apiError) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	pc := &ProvisioningCluster{ID: meta.Metadata.Namespace + "/" + name, Namespace: meta.Metadata.Namespace, Name: name,
-		uid: simkit.NewUUID(), Body: body, Labels: cloneMap(meta.Metadata.Labels),
-		Annotations: cloneMap(meta.Metadata.Annotations), Created: s.now()}
+		uid: simkit.NewUUID(), Body: body, Labels: simkit.CloneOrEmpty(meta.Metadata.Labels),
+		Annotations: simkit.CloneOrEmpty(meta.Metadata.Annotations), Created: s.now()}
 	if !s.storeProvCluster(pc) {
 		return fail(steveErr(http.StatusConflict, "AlreadyExists", `clusters.provisioning.cattle.io "`+name+`" already exists`))
 	}
@@ -197,8 +197,8 @@ func (s *Server) createSecret(r *http.Request) (int, any, *apiError) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sec := &Secret{Namespace: meta.Metadata.Namespace, Name: meta.Metadata.Name, uid: simkit.NewUUID(),
-		Type: cmp.Or(typ, "Opaque"), Body: body, Labels: cloneMap(meta.Metadata.Labels),
-		Annotations: cloneMap(meta.Metadata.Annotations), Data: cloneMap(in.Data), Created: s.now()}
+		Type: cmp.Or(typ, "Opaque"), Body: body, Labels: simkit.CloneOrEmpty(meta.Metadata.Labels),
+		Annotations: simkit.CloneOrEmpty(meta.Metadata.Annotations), Data: simkit.CloneOrEmpty(in.Data), Created: s.now()}
 	switch {
 	case sec.Name == "" && meta.Metadata.GenerateName == "":
 		return fail(steveErr(http.StatusUnprocessableEntity, "Invalid", "metadata.name: Required value: name or generateName is required"))
@@ -222,9 +222,9 @@ func secretRep(b string, sec *Secret) map[string]any {
 		"links": map[string]string{"self": self, "update": self, "remove": self},
 		"metadata": map[string]any{
 			"name": sec.Name, "namespace": sec.Namespace, "uid": sec.uid,
-			"labels": cloneMap(sec.Labels), "annotations": cloneMap(sec.Annotations),
+			"labels": simkit.CloneOrEmpty(sec.Labels), "annotations": simkit.CloneOrEmpty(sec.Annotations),
 			"creationTimestamp": sec.Created.Format(time.RFC3339),
 		},
-		"data": cloneMap(sec.Data),
+		"data": simkit.CloneOrEmpty(sec.Data),
 	}
 }

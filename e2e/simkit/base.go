@@ -3,73 +3,46 @@ package simkit
 import (
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 )
 
 // Base is the facade every simulator embeds: the handler, serving it
 // (Start, URL, Close, NewTestServer), and the call log and injected faults
-// of Faults, which the handler applies through Faults.Middleware.
+// of Faults (AddFault, Down, Calls, …), which the handler applies through
+// Faults.Middleware.
 type Base struct {
 	// Faults is the call log and fault registry.
-	Faults  *Faults
+	*Faults
 	handler http.Handler
-	srv     Server
+	// log reports serve errors; nil: slog.Default().
+	log *slog.Logger
+	// wait bounds Close's graceful shutdown; cut makes Close cut requests
+	// still running (e.g. held by a hanging fault) instead of leaving
+	// them: at once on an httptest server, after wait otherwise.
+	wait time.Duration
+	cut  bool
+
+	httpSrv *http.Server
+	ts      *httptest.Server
+	url     string
 }
 
 // Init sets what b serves. Requests still running at Close (e.g. held by
 // a hanging fault) are cut after two seconds.
 func (b *Base) Init(h http.Handler, log *slog.Logger) {
-	b.handler = h
-	b.srv = Server{Handler: h, Log: log, ShutdownTimeout: 2 * time.Second, Cut: true}
+	b.handler, b.log, b.wait, b.cut = h, log, 2*time.Second, true
 }
 
 // InitGraceful is Init for a simulator whose Close waits up to wait for
 // the requests in flight instead of cutting them.
 func (b *Base) InitGraceful(h http.Handler, log *slog.Logger, wait time.Duration) {
-	b.handler = h
-	b.srv = Server{Handler: h, Log: log, ShutdownTimeout: wait}
+	b.handler, b.log, b.wait = h, log, wait
 }
 
 // Handler serves the simulator's API and its /sim/ admin API at the root.
 func (b *Base) Handler() http.Handler { return b.handler }
-
-// Start listens on addr (e.g. 127.0.0.1:8080, or 127.0.0.1:0) and serves in
-// the background until Close.
-func (b *Base) Start(addr string) error { return b.srv.Start(addr) }
-
-// URL is the base URL (no trailing slash) once Start or NewTestServer ran.
-func (b *Base) URL() string { return b.srv.URL() }
-
-// Close stops serving. Requests held by a hanging fault are cut.
-func (b *Base) Close() error { return b.srv.Close() }
-
-// ServeTest serves on an httptest server on 127.0.0.1 and has t.Cleanup
-// call closeSim, the simulator's Close (see NewTestServer).
-func (b *Base) ServeTest(t testing.TB, closeSim func() error) { b.srv.ServeTest(t, closeSim) }
-
-// AddFault injects f; faults are matched in the order they were added.
-func (b *Base) AddFault(f Fault) { b.Faults.Add(f) }
-
-// ClearFaults removes every fault (not Down).
-func (b *Base) ClearFaults() { b.Faults.Clear() }
-
-// Down makes every request answer 503 as the service behind its proxy
-// does while it restarts, until Down(false). For a connection-level
-// failure use AddFault(Fault{Drop: true}).
-func (b *Base) Down(down bool) { b.Faults.Down(down) }
-
-// Calls returns a copy of the call log, oldest first.
-func (b *Base) Calls() []Call { return b.Faults.Calls() }
-
-// CallCount counts logged requests matching method (empty: any) and path
-// prefix; with status > 0 only those answered with that status.
-func (b *Base) CallCount(method, pathPrefix string, status int) int {
-	return b.Faults.CallCount(method, pathPrefix, status)
-}
-
-// ResetCalls empties the call log.
-func (b *Base) ResetCalls() { b.Faults.ResetCalls() }
 
 // AdminRoutes adds the fault and call-log routes of Admin for b to mux;
 // badRequest answers an unreadable body in the service's error format.

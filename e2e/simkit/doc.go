@@ -3,10 +3,10 @@
 // wire format (error bodies, pagination, status codes); what differs
 // between them is an option here. Which piece to use for what:
 //
-//   - Serving: embed Base (base.go) for Start, URL, Close, NewTestServer,
-//     the call log and faults, and the /sim/ fault and call-log routes
-//     (AdminRoutes, admin.go); Server (server.go) is what Base serves
-//     with. Main (main.go) is the whole of an e2e/cmd/*sim command.
+//   - Serving: embed Base (base.go; serving in server.go) for Start, URL,
+//     Close, NewTestServer, the call log and faults, and the /sim/ fault
+//     and call-log routes (AdminRoutes, admin.go). Main (main.go) is the
+//     whole of an e2e/cmd/*sim command.
 //   - Faults and the call log: Faults (faults.go), applied by its
 //     Middleware; FaultOptions hold each service's error bodies.
 //   - Answers: WriteJSON and WriteError with Error, an error whose body is

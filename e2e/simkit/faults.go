@@ -80,8 +80,8 @@ type Faults struct {
 // NewFaults returns an empty registry.
 func NewFaults(opts FaultOptions) *Faults { return &Faults{opts: opts} }
 
-// Add injects f; faults are matched in the order they were added.
-func (fs *Faults) Add(f Fault) {
+// AddFault injects f; faults are matched in the order they were added.
+func (fs *Faults) AddFault(f Fault) {
 	left := f.Count
 	if left <= 0 {
 		left = -1
@@ -91,14 +91,16 @@ func (fs *Faults) Add(f Fault) {
 	fs.mu.Unlock()
 }
 
-// Clear removes every fault (not Down).
-func (fs *Faults) Clear() {
+// ClearFaults removes every fault (not Down).
+func (fs *Faults) ClearFaults() {
 	fs.mu.Lock()
 	fs.faults = nil
 	fs.mu.Unlock()
 }
 
-// Down makes every request answer 503 with DownBody until Down(false).
+// Down makes every request answer 503 with DownBody, as the service
+// behind its proxy does while it restarts, until Down(false). For a
+// connection-level failure use AddFault(Fault{Drop: true}).
 func (fs *Faults) Down(down bool) {
 	fs.mu.Lock()
 	fs.down = down

@@ -2,6 +2,7 @@ package simkit
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 )
 
@@ -57,4 +58,21 @@ func Map[T, R any](items []T, f func(T) R) []R {
 		out = append(out, f(v))
 	}
 	return out
+}
+
+// CloneOrEmpty is a copy of m, empty rather than nil: it renders as {},
+// and a caller may add to it without changing m.
+func CloneOrEmpty[M ~map[K]V, K comparable, V any](m M) M {
+	if m == nil {
+		return M{}
+	}
+	return maps.Clone(m)
+}
+
+// OrNil is s, or nil for "": an unset field renders as null.
+func OrNil(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
 }

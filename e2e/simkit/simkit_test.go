@@ -46,7 +46,7 @@ func TestBadBodyAnswersAMalformedBodyInTheServicesFormat(t *testing.T) {
 func TestAFaultAnswersItsCountThenPassesThrough(t *testing.T) {
 	fs := NewFaults(FaultOptions{ErrorBody: func(status int) string { return `{"error":"injected"}` },
 		Label: func(r *http.Request) string { return r.UserAgent() }})
-	fs.Add(Fault{Method: "GET", PathPrefix: "/x", Status: 503, Count: 1})
+	fs.AddFault(Fault{Method: "GET", PathPrefix: "/x", Status: 503, Count: 1})
 	h := fs.Middleware(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) }))
 	var got []int
 	for range 2 {

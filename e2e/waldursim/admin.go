@@ -96,8 +96,8 @@ var admin = simkit.Handlers{Decode: decodeStrict, WriteError: writeErr}
 func (s *Server) adminRoutes() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("POST /sim/orders", simkit.Handle(admin, publishing(http.StatusCreated, s.CreateOrder)))
-	mux.Handle("GET /sim/orders/{uuid}", s.guard(false, simkit.Handle(admin, show(s.st.orders, s.st.orderView))))
-	mux.Handle("GET /sim/resources/{uuid}", s.guard(false, simkit.Handle(admin, show(s.st.resources, s.st.resourceView))))
+	mux.Handle("GET /sim/orders/{uuid}", s.guard(false, simkit.Handle(admin, show(s.st.orders.Get, s.st.orderView))))
+	mux.Handle("GET /sim/resources/{uuid}", s.guard(false, simkit.Handle(admin, show(s.st.resources.Get, s.st.resourceView))))
 	mux.Handle("POST /sim/resources/{uuid}/flags", simkit.Handle(admin, func(r *http.Request, req FlagsRequest) (simkit.Reply, error) {
 		return publishing(http.StatusOK, func(ctx context.Context, req FlagsRequest) (*FlagsResult, error) {
 			return s.SetResourceFlags(ctx, r.PathValue("uuid"), req)
@@ -189,7 +189,7 @@ func (s *Server) CreateOrder(ctx context.Context, req CreateOrderRequest) (*Crea
 	}
 	return changing(s, ctx, func() (*CreateOrderResult, *pendingEvent, error) {
 		id, _ := normUUID(req.ResourceUUID)
-		res := s.st.resources[id]
+		res := s.st.resources.Get(id)
 		switch {
 		case req.ResourceUUID != "" && res == nil:
 			return nil, nil, badRequest("unknown resource %s", req.ResourceUUID)
@@ -208,16 +208,14 @@ func (s *Server) CreateOrder(ctx context.Context, req CreateOrderRequest) (*Crea
 			name := cmp.Or(req.ResourceName, "res-"+id[:8])
 			res = &Resource{UUID: id, Name: name, Slug: cmp.Or(req.ResourceSlug, name), State: "Creating", Offering: off,
 				Project: proj, Plan: req.PlanUUID, Limits: req.Limits, Attributes: req.Attributes, Created: s.now(), Modified: s.now()}
-			s.st.resources[id] = res
-			s.st.resourceOrder = append(s.st.resourceOrder, id)
+			s.st.resources.Put(id, res)
 		}
 		if state, ok := map[string]string{"Update": "Updating", "Terminate": "Terminating"}[req.Type]; ok {
 			res.State = state
 		}
 		order := &Order{UUID: newUUID(), Type: req.Type, State: req.State, Resource: res.UUID, Plan: req.PlanUUID,
 			Limits: req.Limits, Attributes: req.Attributes, Created: s.now(), Modified: s.now()}
-		s.st.orders[order.UUID] = order
-		s.st.orderOrder = append(s.st.orderOrder, order.UUID)
+		s.st.orders.Put(order.UUID, order)
 		var ev *pendingEvent
 		if !req.Silent && (order.State == "pending-provider" || order.State == "pending-consumer") {
 			ev = s.orderEvent(order)
@@ -256,7 +254,7 @@ func changing[R eventful](s *Server, ctx context.Context, change func() (R, *pen
 func (s *Server) SetResourceFlags(ctx context.Context, resourceUUID string, req FlagsRequest) (*FlagsResult, error) {
 	id, _ := normUUID(resourceUUID)
 	return changing(s, ctx, func() (*FlagsResult, *pendingEvent, error) {
-		res := s.st.resources[id]
+		res := s.st.resources.Get(id)
 		if res == nil {
 			return nil, nil, errNotFound
 		}
@@ -294,7 +292,7 @@ func (s *Server) SetTeam(ctx context.Context, req TeamRequest) (*TeamResult, err
 		return nil, badRequest("member.role is required to grant")
 	}
 	return changing(s, ctx, func() (*TeamResult, *pendingEvent, error) {
-		res := s.st.resources[id]
+		res := s.st.resources.Get(id)
 		if res == nil {
 			return nil, nil, errNotFound
 		}
@@ -333,7 +331,7 @@ func (s *Server) PublishRaw(ctx context.Context, req RawEventRequest) (*EventRes
 func (s *Server) Subscriptions(base string) []SubscriptionInfo {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return inOrder(s.st.subs, s.st.subOrder, func(sub *EventSubscription) SubscriptionInfo {
+	return simkit.Map(s.st.subs.List(nil), func(sub *EventSubscription) SubscriptionInfo {
 		info := SubscriptionInfo{EventSubscription: subView(base, sub), Queues: []SubscriptionQueue{}}
 		for _, q := range s.st.queues {
 			if q.EventSubscriptionUUID == sub.UUID {

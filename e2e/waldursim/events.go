@@ -82,7 +82,7 @@ func (s *Server) newEvent(offering, objectType string, payload PyObject) *pendin
 }
 
 func (s *Server) orderEvent(o *Order) *pendingEvent {
-	res := s.st.resources[o.Resource]
+	res := s.st.resources.Get(o.Resource)
 	if res == nil {
 		return nil
 	}

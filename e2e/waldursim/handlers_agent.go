@@ -27,12 +27,7 @@ func serviceView(base string, svc *AgentService) AgentService {
 }
 
 func (s *Server) identities(r *http.Request, _ req) []Identity {
-	return inOrder(s.st.identities, s.st.identOrder, func(id *Identity) Identity { return s.identityView(baseURL(r), id) })
-}
-
-// inOrder renders the objects of m in the order ids lists them.
-func inOrder[T, V any](m map[string]*T, ids []string, view func(*T) V) []V {
-	return simkit.Map(ids, func(id string) V { return view(m[id]) })
+	return simkit.Map(s.st.identities.List(nil), func(id *Identity) Identity { return s.identityView(baseURL(r), id) })
 }
 
 // parseIdentity validates the body the agent sends on create and update.
@@ -65,14 +60,11 @@ func (s *Server) createIdentity(r *http.Request, in req) (any, error) {
 	if err := s.parseIdentity(in.body, id); err != nil {
 		return nil, err
 	}
-	for _, other := range s.st.identities {
-		if other.Name == id.Name {
-			return nil, &apiError{Status: http.StatusBadRequest, Body: map[string][]string{
-				"name": {"Agent identity with this name already exists."}}}
-		}
+	if s.st.identities.Find(func(other *Identity) bool { return other.Name == id.Name }) != nil {
+		return nil, &apiError{Status: http.StatusBadRequest, Body: map[string][]string{
+			"name": {"Agent identity with this name already exists."}}}
 	}
-	s.st.identities[id.UUID] = id
-	s.st.identOrder = append(s.st.identOrder, id.UUID)
+	s.st.identities.Put(id.UUID, id)
 	return created(s.identityView(baseURL(r), id)), nil
 }
 
@@ -130,7 +122,7 @@ func (s *Server) registerEventSubscription(r *http.Request, in req) (any, error)
 	fe := fieldErrors{}
 	objType := objectType(in.body, fe, "observable_object_type")
 	desc, _ := strField(in.body, fe, "description", false, true)
-	if s.st.identities[in.id] == nil {
+	if s.st.identities.Get(in.id) == nil {
 		return nil, errNotFound
 	}
 	if err := fe.err(); err != nil {
@@ -145,8 +137,7 @@ func (s *Server) registerEventSubscription(r *http.Request, in req) (any, error)
 		s.log.Error("rabbitmq setup for event subscription failed", "subscription", sub.UUID, "err", err)
 		return nil, detail(http.StatusInternalServerError, "RabbitMQ error: "+err.Error())
 	}
-	s.st.subs[sub.UUID] = sub
-	s.st.subOrder = append(s.st.subOrder, sub.UUID)
+	s.st.subs.Put(sub.UUID, sub)
 	return created(subView(baseURL(r), sub)), nil
 }
 
@@ -167,7 +158,7 @@ func queueView(base string, q *SubscriptionQueue) SubscriptionQueue {
 // ownSub finds a subscription visible to the caller (others' are 404, as
 // the queryset is filtered by user).
 func (s *Server) ownSub(in req) (*EventSubscription, error) {
-	sub := s.st.subs[in.id]
+	sub := s.st.subs.Get(in.id)
 	if sub == nil || sub.UserUUID != in.u.UUID {
 		return nil, errNotFound
 	}
@@ -175,13 +166,8 @@ func (s *Server) ownSub(in req) (*EventSubscription, error) {
 }
 
 func (s *Server) subscriptions(r *http.Request, in req) []EventSubscription {
-	var out []EventSubscription
-	for _, id := range s.st.subOrder {
-		if sub := s.st.subs[id]; sub.UserUUID == in.u.UUID {
-			out = append(out, subView(baseURL(r), sub))
-		}
-	}
-	return out
+	own := s.st.subs.List(func(sub *EventSubscription) bool { return sub.UserUUID == in.u.UUID })
+	return simkit.Map(own, func(sub *EventSubscription) EventSubscription { return subView(baseURL(r), sub) })
 }
 
 // createQueue declares subscription_<sub>_offering_<off>_<type> in the

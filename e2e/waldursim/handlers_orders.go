@@ -3,6 +3,8 @@ package waldursim
 import (
 	"maps"
 	"net/http"
+
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 var orderFilters = []filter[APIOrder]{
@@ -12,7 +14,7 @@ var orderFilters = []filter[APIOrder]{
 }
 
 func (s *Server) orders(r *http.Request, _ req) []APIOrder {
-	return inOrder(s.st.orders, s.st.orderOrder, func(o *Order) APIOrder { return s.st.orderView(baseURL(r), o) })
+	return simkit.Map(s.st.orders.List(nil), func(o *Order) APIOrder { return s.st.orderView(baseURL(r), o) })
 }
 
 // orderTransitions are the provider-side order actions that move an
@@ -62,7 +64,7 @@ func (s *Server) orderAction(r *http.Request, in req, o *Order) (any, error) {
 // Mastermind applies. Caller holds s.mu.
 func (s *Server) setOrderState(o *Order, to string) {
 	o.State, o.Modified = to, s.now()
-	res := s.st.resources[o.Resource]
+	res := s.st.resources.Get(o.Resource)
 	switch to {
 	case "done":
 		o.CompletedAt = o.Modified

@@ -14,7 +14,7 @@ var resourceFilters = []filter[APIResource]{
 }
 
 func (s *Server) resources(r *http.Request, _ req) []APIResource {
-	return inOrder(s.st.resources, s.st.resourceOrder, func(res *Resource) APIResource { return s.st.resourceView(baseURL(r), res) })
+	return simkit.Map(s.st.resources.List(nil), func(res *Resource) APIResource { return s.st.resourceView(baseURL(r), res) })
 }
 
 func getTeam(r *http.Request, _ req, res *Resource) (any, error) {

@@ -68,7 +68,7 @@ func (s *Server) setUsage(_ *http.Request, in req) (any, error) {
 		date = s.now()
 		period, _ = billingPeriod(date)
 	}
-	res := s.st.resources[resID]
+	res := s.st.resources.Get(resID)
 	if okRes && res == nil {
 		fe.add("resource", "Invalid pk \""+resID+"\" - object does not exist.")
 	}

@@ -56,7 +56,7 @@ func (s *Server) Calls() []Call {
 
 // AddFault injects a fault (see Fault).
 func (s *Server) AddFault(f Fault) {
-	s.Faults.Add(simkit.Fault{Method: f.Method, PathPrefix: f.PathPrefix, Status: f.Status, Body: f.Body,
+	s.Faults.AddFault(simkit.Fault{Method: f.Method, PathPrefix: f.PathPrefix, Status: f.Status, Body: f.Body,
 		Delay: time.Duration(f.DelayMS) * time.Millisecond, Count: max(f.Count, 1)})
 }
 

@@ -46,10 +46,13 @@ func writeErr(w http.ResponseWriter, err error) {
 	simkit.WriteJSON(w, http.StatusInternalServerError, map[string]string{"detail": err.Error()})
 }
 
+// maxBody is how much of a request body is read.
+const maxBody = 10 << 20
+
 // decodeBody parses a JSON object body. An empty body is an empty object
 // (DRF treats a body-less POST as {}).
 func decodeBody(r *http.Request) (map[string]any, error) {
-	data, err := io.ReadAll(io.LimitReader(r.Body, 10<<20))
+	data, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
 	if err != nil {
 		return nil, detail(http.StatusBadRequest, err.Error())
 	}

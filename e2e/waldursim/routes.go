@@ -1,10 +1,13 @@
 package waldursim
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
+	"testing/iotest"
 	"time"
 
 	"github.com/sitebus/sitebus/e2e/simkit"
@@ -40,25 +43,26 @@ func (s *Server) routes() http.Handler {
 	handle("GET /api/marketplace-site-agent-identities/{$}", list(s.identities,
 		byUUID("offering_uuid", func(v Identity) string { return v.Offering }), byText("name", func(v Identity) string { return v.Name })))
 	handle("POST /api/marketplace-site-agent-identities/{$}", s.createIdentity)
-	handle("PUT /api/marketplace-site-agent-identities/{uuid}/{$}", object(s.st.identities, s.updateIdentity))
-	handle("POST /api/marketplace-site-agent-identities/{uuid}/register_service/{$}", object(s.st.identities, s.registerService))
+	handle("PUT /api/marketplace-site-agent-identities/{uuid}/{$}", object(s.st.identities.Get, s.updateIdentity))
+	handle("POST /api/marketplace-site-agent-identities/{uuid}/register_service/{$}", object(s.st.identities.Get, s.registerService))
 	handle("POST /api/marketplace-site-agent-identities/{uuid}/register_event_subscription/{$}", s.registerEventSubscription)
 
 	handle("GET /api/event-subscriptions/{$}", list(s.subscriptions))
 	handle("POST /api/event-subscriptions/{uuid}/create_queue/{$}", s.createQueue)
 
-	handle("GET /api/marketplace-provider-offerings/{uuid}/{$}", show(s.st.offerings, s.st.offeringView))
-	handle("POST /api/marketplace-provider-offerings/{uuid}/create_offering_component/{$}", object(s.st.offerings, createComponent))
-	handle("POST /api/marketplace-provider-offerings/{uuid}/update_offering_component/{$}", object(s.st.offerings, updateComponent))
+	offering := func(id string) *Offering { return s.st.offerings[id] }
+	handle("GET /api/marketplace-provider-offerings/{uuid}/{$}", show(offering, s.st.offeringView))
+	handle("POST /api/marketplace-provider-offerings/{uuid}/create_offering_component/{$}", object(offering, createComponent))
+	handle("POST /api/marketplace-provider-offerings/{uuid}/update_offering_component/{$}", object(offering, updateComponent))
 
 	handle("GET /api/marketplace-orders/{$}", list(s.orders, orderFilters...))
-	handle("GET /api/marketplace-orders/{uuid}/{$}", show(s.st.orders, s.st.orderView))
-	handle("POST /api/marketplace-orders/{uuid}/{action}/{$}", object(s.st.orders, s.orderAction))
+	handle("GET /api/marketplace-orders/{uuid}/{$}", show(s.st.orders.Get, s.st.orderView))
+	handle("POST /api/marketplace-orders/{uuid}/{action}/{$}", object(s.st.orders.Get, s.orderAction))
 
 	handle("GET /api/marketplace-provider-resources/{$}", list(s.resources, resourceFilters...))
-	handle("GET /api/marketplace-provider-resources/{uuid}/{$}", show(s.st.resources, s.st.resourceView))
-	handle("GET /api/marketplace-provider-resources/{uuid}/team/{$}", object(s.st.resources, getTeam))
-	handle("POST /api/marketplace-provider-resources/{uuid}/{action}/{$}", object(s.st.resources, s.resourceAction))
+	handle("GET /api/marketplace-provider-resources/{uuid}/{$}", show(s.st.resources.Get, s.st.resourceView))
+	handle("GET /api/marketplace-provider-resources/{uuid}/team/{$}", object(s.st.resources.Get, getTeam))
+	handle("POST /api/marketplace-provider-resources/{uuid}/{action}/{$}", object(s.st.resources.Get, s.resourceAction))
 
 	handle("GET /api/marketplace-component-usages/{$}", list(s.usageViews, usageFilters...))
 	handle("POST /api/marketplace-component-usages/set_usage/{$}", s.setUsage)
@@ -66,7 +70,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) { writeErr(w, errNotFound) })
 
 	root := http.NewServeMux()
-	root.Handle("/api/", s.latency(s.Faults.Middleware(mux)))
+	root.Handle("/api/", s.latency(s.Middleware(mux)))
 	root.Handle("/sim/", s.adminRoutes())
 	root.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { writeErr(w, errNotFound) })
 	return root
@@ -74,8 +78,11 @@ func (s *Server) routes() http.Handler {
 
 // guard serves h holding s.mu (handlers that wait on the broker let go of
 // it with unlocked), for an API route once the caller is authenticated.
+// The body is read before the lock is taken: a slow client must not stall
+// the API.
 func (s *Server) guard(auth bool, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		readBody(r)
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if auth {
@@ -89,6 +96,17 @@ func (s *Server) guard(auth bool, h http.Handler) http.Handler {
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// readBody reads as much of r's body as decodeBody does into memory; a
+// read error is kept for decodeBody to answer after the caller's checks.
+func readBody(r *http.Request) {
+	data, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
+	var body io.Reader = bytes.NewReader(data)
+	if err != nil {
+		body = io.MultiReader(body, iotest.ErrReader(err))
+	}
+	r.Body = io.NopCloser(body)
 }
 
 // unlocked runs f without s.mu, which the caller holds: f waits on the
@@ -116,11 +134,11 @@ func decodeReq(r *http.Request, in any) error {
 	return err
 }
 
-// object serves a route on one object of items, by its {uuid}; Waldur's
-// 404 when there is none.
-func object[T any](items map[string]*T, h func(r *http.Request, in req, obj *T) (any, error)) apiHandler {
+// object serves a route on one object, got by its {uuid}; Waldur's 404
+// when there is none.
+func object[T any](get func(id string) *T, h func(r *http.Request, in req, obj *T) (any, error)) apiHandler {
 	return func(r *http.Request, in req) (any, error) {
-		v := items[in.id]
+		v := get(in.id)
 		if v == nil {
 			return nil, errNotFound
 		}
@@ -129,8 +147,8 @@ func object[T any](items map[string]*T, h func(r *http.Request, in req, obj *T) 
 }
 
 // show serves the GET of one object by {uuid} as view renders it.
-func show[T, V any](items map[string]*T, view func(base string, v *T) V) apiHandler {
-	return object(items, func(r *http.Request, _ req, v *T) (any, error) { return view(baseURL(r), v), nil })
+func show[T, V any](get func(id string) *T, view func(base string, v *T) V) apiHandler {
+	return object(get, func(r *http.Request, _ req, v *T) (any, error) { return view(baseURL(r), v), nil })
 }
 
 // Waldur's REST_FRAMEWORK settings: LinkHeaderPagination, PAGE_SIZE 10,

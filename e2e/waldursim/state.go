@@ -18,16 +18,13 @@ type state struct {
 	projects  map[string]*Project
 	offerings map[string]*Offering
 	plans     map[string]*Plan
-	resources map[string]*Resource
-	orders    map[string]*Order
-	// Insertion order, so lists are stable.
-	resourceOrder, orderOrder []string
+	// Stores list in insertion order, so lists are stable.
+	resources simkit.Store[Resource]
+	orders    simkit.Store[Order]
 
-	identities map[string]*Identity
-	identOrder []string
+	identities simkit.Store[Identity]
 	services   map[string]*AgentService
-	subs       map[string]*EventSubscription
-	subOrder   []string
+	subs       simkit.Store[EventSubscription]
 	queues     []*SubscriptionQueue
 	usages     []*ComponentUsage
 }
@@ -138,28 +135,24 @@ func newState(f *Fixture, now func() string) (*state, error) {
 		o.Components = comps
 	}
 	st := &state{
-		now:        now,
-		users:      simkit.Index(cp.Users, func(u User) string { return u.Token }),
-		customers:  simkit.Index(cp.Customers, func(c Customer) string { return c.UUID }),
-		projects:   simkit.Index(cp.Projects, func(p Project) string { return p.UUID }),
-		offerings:  simkit.Index(cp.Offerings, func(o Offering) string { return o.UUID }),
-		plans:      simkit.Index(cp.Plans, func(p Plan) string { return p.UUID }),
-		resources:  simkit.Index(cp.Resources, func(r Resource) string { return r.UUID }),
-		orders:     simkit.Index(cp.Orders, func(o Order) string { return o.UUID }),
-		identities: map[string]*Identity{},
-		services:   map[string]*AgentService{},
-		subs:       map[string]*EventSubscription{},
+		now:       now,
+		users:     simkit.Index(cp.Users, func(u User) string { return u.Token }),
+		customers: simkit.Index(cp.Customers, func(c Customer) string { return c.UUID }),
+		projects:  simkit.Index(cp.Projects, func(p Project) string { return p.UUID }),
+		offerings: simkit.Index(cp.Offerings, func(o Offering) string { return o.UUID }),
+		plans:     simkit.Index(cp.Plans, func(p Plan) string { return p.UUID }),
+		services:  map[string]*AgentService{},
 	}
-	for i := range cp.Resources { // the objects st.resources points to
+	for i := range cp.Resources {
 		r := &cp.Resources[i]
 		r.Team, r.Limits = slices.Clone(r.Team), maps.Clone(r.Limits)
 		r.Created, r.Modified = ts, ts
-		st.resourceOrder = append(st.resourceOrder, r.UUID)
+		st.resources.Put(r.UUID, r)
 	}
 	for i := range cp.Orders {
 		o := &cp.Orders[i]
 		o.Created, o.Modified = ts, ts
-		st.orderOrder = append(st.orderOrder, o.UUID)
+		st.orders.Put(o.UUID, o)
 	}
 	return st, nil
 }

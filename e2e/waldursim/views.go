@@ -106,7 +106,7 @@ func (st *state) orderView(base string, o *Order) APIOrder {
 		ErrorMessage: o.ErrorMessage, ErrorTraceback: o.ErrorTraceback,
 		Created: o.Created, Modified: o.Modified, CompletedAt: strPtr(o.CompletedAt),
 	}
-	if r := st.resources[o.Resource]; r != nil {
+	if r := st.resources.Get(o.Resource); r != nil {
 		v.ResourceName, v.Scope = r.Name, st.scope(base, r)
 	}
 	return v
