@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -26,6 +27,24 @@ type subscription struct {
 	endpoint   Endpoint
 	cred       Credentials
 	connected  atomic.Bool
+
+	// What ingest needs of the subscription on every frame, worked out
+	// once: the offering's hex UUID and the span name.
+	perFrame struct {
+		once        sync.Once
+		offeringHex string
+		spanName    string
+	}
+}
+
+// frameConsts are the offering's hex UUID and the span name of this
+// subscription's frames, computed on the first frame.
+func (s *subscription) frameConsts() (offeringHex, spanName string) {
+	s.perFrame.once.Do(func() {
+		s.perFrame.offeringHex = s.offering.Config.OfferingUUIDHex()
+		s.perFrame.spanName = "stomp frame " + s.objectType
+	})
+	return s.perFrame.offeringHex, s.perFrame.spanName
 }
 
 func (s *subscription) destination() string { return "/amq/queue/" + s.queue }
