@@ -53,7 +53,9 @@ func (b *Bus) Publish(ctx context.Context, subject string, m proto.Message, opts
 	if err != nil {
 		return nil, Terminal(fmt.Errorf("bus: encode %T: %w", m, err))
 	}
-	msg := &nats.Msg{Subject: subject, Data: data, Header: nats.Header{}}
+	// Room for the two headers set here and the usual options' (message id,
+	// ordering key, trace context) without the map growing.
+	msg := &nats.Msg{Subject: subject, Data: data, Header: make(nats.Header, 5)}
 	msg.Header.Set(HeaderContentType, ContentTypeProtobuf)
 	msg.Header.Set(HeaderMessageType, string(m.ProtoReflect().Descriptor().FullName()))
 	return b.PublishMsg(ctx, msg, opts...)
@@ -61,23 +63,25 @@ func (b *Bus) Publish(ctx context.Context, subject string, m proto.Message, opts
 
 // PublishMsg stores a prepared message, adding the trace context of ctx.
 func (b *Bus) PublishMsg(ctx context.Context, msg *nats.Msg, opts ...PublishOption) (*jetstream.PubAck, error) {
-	var o publishOptions
-	for _, opt := range opts {
-		opt(&o)
-	}
 	if msg.Header == nil {
 		msg.Header = nats.Header{}
 	}
-	for k, vs := range o.headers {
-		msg.Header[k] = vs
+	// Options' headers go straight into the message's, not into a map of
+	// their own that is then copied: this runs for every ingested frame.
+	o := publishOptions{headers: msg.Header}
+	for _, opt := range opts {
+		opt(&o)
 	}
-	ctx, span := b.tracer.Start(ctx, "publish "+msg.Subject, trace.WithSpanKind(trace.SpanKindProducer),
-		trace.WithAttributes(
+	ctx, span := b.tracer.Start(ctx, "publish "+msg.Subject, trace.WithSpanKind(trace.SpanKindProducer))
+	defer span.End()
+	// Attributes only for a span that keeps them (tracing on).
+	if span.IsRecording() {
+		span.SetAttributes(
 			attribute.String("messaging.system", "nats"),
 			attribute.String("messaging.destination.name", msg.Subject),
 			attribute.String("messaging.message.id", o.msgID),
-		))
-	defer span.End()
+		)
+	}
 	b.prop.Inject(ctx, headerCarrier(msg.Header))
 
 	var jsOpts []jetstream.PublishOpt
@@ -106,7 +110,9 @@ func (b *Bus) PublishMsg(ctx context.Context, msg *nats.Msg, opts ...PublishOpti
 		span.SetStatus(codes.Error, err.Error())
 		return nil, fmt.Errorf("bus: publish %s: %w", msg.Subject, err)
 	}
-	span.SetAttributes(attribute.Int64("messaging.nats.stream_sequence", int64(ack.Sequence)), attribute.Bool("messaging.nats.duplicate", ack.Duplicate))
+	if span.IsRecording() {
+		span.SetAttributes(attribute.Int64("messaging.nats.stream_sequence", int64(ack.Sequence)), attribute.Bool("messaging.nats.duplicate", ack.Duplicate))
+	}
 	b.metrics.published.WithLabelValues(root).Inc()
 	return ack, nil
 }

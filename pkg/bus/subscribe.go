@@ -383,15 +383,19 @@ func (s *Subscription) process(m jetstream.Msg, ticket keylock.Ticket, decodeAnd
 		d.ReplayOf, _ = strconv.ParseUint(v, 10, 64)
 	}
 	ctx := b.prop.Extract(s.ctx, headerCarrier(m.Headers()))
-	ctx, span := b.tracer.Start(ctx, "process "+m.Subject(), trace.WithSpanKind(trace.SpanKindConsumer),
-		trace.WithAttributes(
+	ctx, span := b.tracer.Start(ctx, "process "+m.Subject(), trace.WithSpanKind(trace.SpanKindConsumer))
+	defer span.End()
+	// Attributes only for a span that keeps them (tracing on): this runs
+	// for every delivered message.
+	if span.IsRecording() {
+		span.SetAttributes(
 			attribute.String("messaging.system", "nats"),
 			attribute.String("messaging.destination.name", m.Subject()),
 			attribute.String("messaging.consumer.group.name", s.cfg.Name),
 			attribute.Int64("messaging.nats.stream_sequence", int64(d.StreamSeq)),
 			attribute.Int64("messaging.nats.delivered", int64(d.NumDelivered)),
-		))
-	defer span.End()
+		)
+	}
 	ctx = context.WithValue(ctx, deliveryKey{}, d)
 
 	// Keep the message ours while it waits for its key and while the

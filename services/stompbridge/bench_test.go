@@ -29,9 +29,19 @@ const batch = 2000
 func BenchmarkIngest(b *testing.B) {
 	ctx := context.Background()
 	bs := bustest.New(b, bus.Config{Logger: slog.New(slog.DiscardHandler)})
-	// The raw path gets its own stream with the same settings.
+	// The raw path gets a stream of its own with the events stream's
+	// settings (storage, retention, limits, duplicate window, replicas), so
+	// both paths store alike; only the subjects differ. The events stream's
+	// subject transform is left out: it rewrites only subjects without a
+	// partition, which the bridge never publishes.
 	js := bs.JetStream()
-	if _, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: "RAW", Subjects: []string{"raw.>"}, Storage: jetstream.FileStorage, Duplicates: 15 * time.Minute}); err != nil {
+	events, err := js.Stream(ctx, bus.EventsStream)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rawCfg := events.CachedInfo().Config
+	rawCfg.Name, rawCfg.Description, rawCfg.Subjects, rawCfg.SubjectTransform = "RAW", "", []string{"raw.>"}, nil
+	if _, err := js.CreateOrUpdateStream(ctx, rawCfg); err != nil {
 		b.Fatal(err)
 	}
 

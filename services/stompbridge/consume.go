@@ -133,18 +133,22 @@ func disconnect(conn *stomp.Conn) {
 // the write (or the dead letter), the frame stays unacked on the broker.
 func (br *Bridge) ingest(ctx context.Context, s *subscription, frame Frame, ack func() error) {
 	received := time.Now()
-	offeringHex := s.offering.Config.OfferingUUIDHex()
-	ctx, span := br.tracer.Start(ctx, "stomp frame "+s.objectType, trace.WithSpanKind(trace.SpanKindConsumer),
-		trace.WithAttributes(
+	offeringHex, spanName := s.frameConsts()
+	ctx, span := br.tracer.Start(ctx, spanName, trace.WithSpanKind(trace.SpanKindConsumer))
+	defer span.End()
+
+	ev, subject, key, derr := decode(offeringHex, s.objectType, frame, received)
+	// Attributes are built only for a span that keeps them: with tracing
+	// off (the default) they would be allocated and dropped for every frame.
+	if span.IsRecording() {
+		span.SetAttributes(
 			attribute.String("messaging.system", "rabbitmq"),
 			attribute.String("messaging.destination.name", frame.Destination),
 			attribute.String("waldur.object_type", s.objectType),
 			attribute.String("waldur.offering_uuid", offeringHex),
-		))
-	defer span.End()
-
-	ev, subject, key, derr := decode(offeringHex, s.objectType, frame, received)
-	span.SetAttributes(attribute.String("messaging.message.id", ev.MessageId))
+			attribute.String("messaging.message.id", ev.MessageId),
+		)
+	}
 	if err := failpoint.Inject(ctx, "bridge/before-publish"); err != nil {
 		return
 	}
@@ -175,7 +179,10 @@ func (br *Bridge) ingest(ctx context.Context, s *subscription, frame Frame, ack 
 		if err != nil {
 			return
 		}
-		outcome = map[bool]string{true: "duplicate", false: "published"}[dup]
+		outcome = "published"
+		if dup {
+			outcome = "duplicate"
+		}
 	}
 	if err := failpoint.Inject(ctx, "bridge/after-publish"); err != nil {
 		return

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -30,6 +31,24 @@ type subscription struct {
 	// never), for the status page: a connected session that has been
 	// quiet for hours is worth an operator's look.
 	lastFrame atomic.Int64
+
+	// What ingest needs of the subscription on every frame, worked out
+	// once: the offering's hex UUID and the span name.
+	perFrame struct {
+		once        sync.Once
+		offeringHex string
+		spanName    string
+	}
+}
+
+// frameConsts are the offering's hex UUID and the span name of this
+// subscription's frames, computed on the first frame.
+func (s *subscription) frameConsts() (offeringHex, spanName string) {
+	s.perFrame.once.Do(func() {
+		s.perFrame.offeringHex = s.offering.Config.OfferingUUIDHex()
+		s.perFrame.spanName = "stomp frame " + s.objectType
+	})
+	return s.perFrame.offeringHex, s.perFrame.spanName
 }
 
 func (s *subscription) destination() string { return "/amq/queue/" + s.queue }
