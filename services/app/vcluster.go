@@ -41,7 +41,9 @@ func (d *deps) vclusterOfferings() (map[string]*provisioner.VClusterOffering, er
 		if s.ImportToRancher {
 			rc, err := rancher.NewClusterClient(rancher.ClusterOptions{BackendURL: s.BackendURL, AccessKey: s.Username, SecretKey: s.Password,
 				VerifyCert: s.VerifyCert, Logger: d.log.With("offering", o.Config.Name, "backend", vcluster.Type),
-				WrapTransport: func(rt http.RoundTripper) http.RoundTripper { return telemetry.InstrumentTransport(rt, "rancher", d.reg, d.tp) }})
+				WrapTransport: func(rt http.RoundTripper) http.RoundTripper {
+					return telemetry.InstrumentTransport(rt, "rancher", d.reg, d.tp)
+				}})
 			if err != nil {
 				return nil, fmt.Errorf("offering %q: %w", o.Config.Name, err)
 			}
