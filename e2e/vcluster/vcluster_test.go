@@ -20,6 +20,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/sitebus/sitebus/e2e/kube"
 	"github.com/sitebus/sitebus/e2e/ranchersim"
@@ -80,6 +81,13 @@ type env struct {
 	sim        *ranchersim.Server
 	waldur     *waldurRecord
 	starter    *saga.Coordinator
+	bus        *bus.Bus
+	settings   vcluster.Settings
+	hostB      *vcluster.Backend
+	rancher    *rancher.ClusterClient
+	log        *slog.Logger
+	// stopFirst stops the cluster-provisioner newEnv started.
+	stopFirst func()
 	// slug names the resource: vc-<slug> on the host and in Rancher; each
 	// test has its own, as they share the host.
 	slug string
@@ -87,7 +95,7 @@ type env struct {
 
 func (e *env) ns() string { return "vc-" + e.slug }
 
-func newEnv(t *testing.T, slug string) *env {
+func newEnv(t *testing.T, slug string, first provisioner.VirtualCluster) *env {
 	t.Helper()
 	e := &env{host: kube.Shared(t), virt: kube.StartForTest(t, kube.Options{}), waldur: &waldurRecord{}, slug: slug}
 	e.sim = ranchersim.NewTestServer(t, ranchersim.Options{})
@@ -116,16 +124,13 @@ func newEnv(t *testing.T, slug string) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := bustest.New(t, bus.Config{})
-	prov, err := provisioner.New(b, provisioner.Config{Logger: log, Orders: e.waldur, LeaseTTL: 10 * time.Second,
-		Timeouts:  provisioner.Timeouts{Poll: 50 * time.Millisecond},
-		VClusters: map[string]*provisioner.VClusterOffering{offeringHex: {Name: "vc", Settings: s, Waldur: e.waldur, Host: host, Rancher: rc, Virtual: provisioner.KubeVirtual{}}}})
-	if err != nil {
-		t.Fatal(err)
+	e.bus, e.settings, e.hostB, e.rancher, e.log = bustest.New(t, bus.Config{}), s, host, rc, log
+	if first == nil {
+		first = provisioner.KubeVirtual{}
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- prov.Run(ctx) }()
+	stop := e.startProvisioner(t, first)
+	e.stopFirst = stop
+	b := e.bus
 	// The order lifecycle starts sagas on a coordinator of its own that
 	// knows the definitions and drives none of them.
 	if e.starter, err = saga.New(b.JetStream(), saga.Config{Logger: log}); err != nil {
@@ -140,12 +145,34 @@ func newEnv(t *testing.T, slug string) *env {
 	go e.agentStandIn(agentCtx)
 	t.Cleanup(func() {
 		stopAgent()
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("cluster-provisioner: %v", err)
-		}
+		stop()
 	})
 	return e
+}
+
+// startProvisioner runs a cluster-provisioner whose virtual clusters are
+// reached through virtual; stop ends it (a second call does nothing).
+func (e *env) startProvisioner(t *testing.T, virtual provisioner.VirtualCluster) (stop func()) {
+	t.Helper()
+	prov, err := provisioner.New(e.bus, provisioner.Config{Logger: e.log, Orders: e.waldur, LeaseTTL: 10 * time.Second,
+		Timeouts: provisioner.Timeouts{Poll: 50 * time.Millisecond},
+		VClusters: map[string]*provisioner.VClusterOffering{offeringHex: {Name: "vc", Settings: e.settings, Waldur: e.waldur,
+			Host: e.hostB, Rancher: e.rancher, Virtual: virtual}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- prov.Run(ctx) }()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("cluster-provisioner: %v", err)
+			}
+		})
+	}
 }
 
 // agentStandIn is Rancher's agent connecting back: once its Deployment and
@@ -207,11 +234,15 @@ func (e *env) bringKubeconfig(t *testing.T) {
 	}()
 }
 
-func (e *env) run(t *testing.T, def, orderHex string) saga.Saga {
-	t.Helper()
-	in := provisioner.VClusterInput{OfferingUUID: offeringHex, OrderUUID: orderHex, ResourceUUID: resourceUUID,
+func (e *env) input(orderHex string) provisioner.VClusterInput {
+	return provisioner.VClusterInput{OfferingUUID: offeringHex, OrderUUID: orderHex, ResourceUUID: resourceUUID,
 		Limits: map[string]float64{"cpu": 2, "ram": 4, "storage": 10}, Attributes: []byte(`{"name":"demo"}`),
 		Resource: provisioner.ResourceRef{UUID: resourceUUID, Name: e.slug, Slug: e.slug}}
+}
+
+func (e *env) run(t *testing.T, def, orderHex string) saga.Saga {
+	t.Helper()
+	in := e.input(orderHex)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	if _, err := e.starter.Start(ctx, def, contract.SagaID(orderHex), in); err != nil {
@@ -225,7 +256,7 @@ func (e *env) run(t *testing.T, def, orderHex string) saga.Saga {
 }
 
 func TestCreateImportsTheVirtualClusterAndTerminateLeavesNothing(t *testing.T) {
-	e := newEnv(t, "imported")
+	e := newEnv(t, "imported", nil)
 	ctx := context.Background()
 	e.bringKubeconfig(t)
 	sg := e.run(t, provisioner.VClusterCreate, "0000000000000000000000000000000a")
@@ -282,7 +313,7 @@ func TestCreateImportsTheVirtualClusterAndTerminateLeavesNothing(t *testing.T) {
 }
 
 func TestAForeignNamespaceOfTheSameNameErrsTheOrderUntouched(t *testing.T) {
-	e := newEnv(t, "foreign")
+	e := newEnv(t, "foreign", nil)
 	ctx := context.Background()
 	foreign := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e.ns(), Labels: map[string]string{"team": "other"}}}
 	if _, err := e.hostCS.CoreV1().Namespaces().Create(ctx, foreign, metav1.CreateOptions{}); err != nil {
@@ -306,5 +337,62 @@ func TestAForeignNamespaceOfTheSameNameErrsTheOrderUntouched(t *testing.T) {
 	defer e.waldur.mu.Unlock()
 	if e.waldur.done != 0 {
 		t.Errorf("order marked done")
+	}
+}
+
+// crashAtApply is a cluster-provisioner killed after it read the
+// registration token and before the manifest reached the virtual cluster:
+// the apply never returns until the process stops.
+type crashAtApply struct {
+	provisioner.KubeVirtual
+	reached chan struct{}
+	once    *sync.Once
+}
+
+func (c crashAtApply) InstallAgent(ctx context.Context, _ *rest.Config, _ string) (int, error) {
+	c.once.Do(func() { close(c.reached) })
+	<-ctx.Done()
+	return 0, ctx.Err()
+}
+
+func TestKilledBetweenTokenAndApplyResumesWithOneClusterOneAgentOneDone(t *testing.T) {
+	reached := make(chan struct{})
+	e := newEnv(t, "killed", crashAtApply{reached: reached, once: &sync.Once{}})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	e.bringKubeconfig(t)
+	id := contract.SagaID("0000000000000000000000000000000d")
+	if _, err := e.starter.Start(ctx, provisioner.VClusterCreate, id, e.input("0000000000000000000000000000000d")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-reached:
+	case <-ctx.Done():
+		t.Fatal("the agent step was never reached")
+	}
+	// The kill: the first cluster-provisioner stops mid-step (its stop
+	// function is idempotent, so the cleanup's call is a no-op), and
+	// another one takes the saga over.
+	e.stopFirst()
+	stop := e.startProvisioner(t, provisioner.KubeVirtual{})
+	t.Cleanup(stop)
+	sg, err := e.starter.Wait(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sg.Status != saga.StatusSucceeded {
+		t.Fatalf("create %s: %s", sg.Status, sg.Error)
+	}
+	if inv := e.sim.Inventory(); len(inv.ProvisioningClusters) != 1 || len(inv.Clusters) != 1 || len(inv.Tokens) != 1 {
+		t.Errorf("Rancher holds %s, want one cluster with one registration token", inv)
+	}
+	deps, err := e.virtCS.AppsV1().Deployments(vcluster.AgentNamespace).List(ctx, metav1.ListOptions{})
+	if err != nil || len(deps.Items) != 1 {
+		t.Errorf("agents in the virtual cluster: %v %v", deps, err)
+	}
+	e.waldur.mu.Lock()
+	defer e.waldur.mu.Unlock()
+	if e.waldur.done != 1 {
+		t.Errorf("order marked done %d times, want once", e.waldur.done)
 	}
 }
