@@ -527,7 +527,7 @@ func newRedactor(plan *app.Plan) redactor {
 	for _, op := range plan.Offerings {
 		o := op.Config
 		for _, s := range []config.Secret{o.WaldurAPIToken, o.OIDCClientSecret, op.Rancher.Password,
-			op.OKD.Token, op.OKD.OAuth.ClientSecret, op.OKD.OAuth.RefreshToken} {
+			op.OKD.Token, op.OKD.OAuth.ClientSecret, op.OKD.OAuth.RefreshToken, op.VCluster.Password} {
 			set[s.Reveal()] = true
 		}
 		for _, sec := range clusterSecrets(&op.RancherCluster) {
