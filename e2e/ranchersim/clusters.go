@@ -62,6 +62,9 @@ func (s *Server) cluster(r *http.Request) (*Cluster, *apiError) {
 // active, as Rancher's message says. read counts as a poll of its nodes.
 // Caller holds s.mu.
 func (s *Server) clusterState(mc *Cluster, read bool) (state, message string) {
+	if s.importedCluster(mc) {
+		return s.importedState(mc)
+	}
 	var etcd, cp, worker, all, activeNodes int
 	for _, n := range s.prov.nodes.ListByID(func(n *Node) bool { return n.ClusterID == mc.ID }) {
 		if read {

@@ -79,7 +79,8 @@ type Server struct {
 	projects simkit.Store[Project] // by id "c-…:p-…"
 	bindings simkit.Store[Binding] // by id "p-…:prtb-…"
 	imports  []Import
-	prov     provState // provisioned clusters, their nodes, tokens, bindings; v1 secrets
+	prov     provState       // provisioned clusters, their nodes, tokens, bindings; v1 secrets
+	agents   map[string]bool // imported clusters whose agent connected (agents.go)
 
 	simkit.Base
 }
@@ -180,6 +181,8 @@ func (s *Server) routes() http.Handler {
 	// (nodes.go). It takes the registration token instead of an API key
 	// and sits behind the fault middleware, so Down fails it too.
 	mux.Handle("POST "+RegisterPath, withBody(s.registerHTTP))
+
+	s.agentRoutes(mux) // imported clusters' manifests (agents.go)
 
 	mux.Handle("/k8s/clusters/{cluster}/{rest...}", s.authed(http.HandlerFunc(s.proxyKube)))
 

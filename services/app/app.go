@@ -434,7 +434,11 @@ func (d *deps) build(name string) (Service, error) {
 		if err != nil {
 			return nil, err
 		}
-		return d.clusterProvisioner(offerings)
+		vclusters, err := d.vclusterOfferings()
+		if err != nil {
+			return nil, err
+		}
+		return d.clusterProvisioner(offerings, vclusters)
 	}
 	return nil, errors.New("unknown service")
 }

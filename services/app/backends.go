@@ -62,7 +62,7 @@ func (d *deps) orderOfferings() ([]orderflow.Offering, error) {
 	var out []orderflow.Offering
 	var limits []quota.Offering
 	for i, o := range d.offerings {
-		if o.Config.OrderProcessingBackend == "" || clusterBackend(o.Config.OrderProcessingBackend) {
+		if o.Config.OrderProcessingBackend == "" || clusterBackend(o.Config.OrderProcessingBackend) || sagaOrders(o.Config.OrderProcessingBackend) {
 			continue
 		}
 		b, err := d.backends.get(i, o.Config.OrderProcessingBackend)

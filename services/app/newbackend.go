@@ -11,6 +11,7 @@ import (
 	"github.com/sitebus/sitebus/pkg/backend/managedns"
 	"github.com/sitebus/sitebus/pkg/backend/okd"
 	"github.com/sitebus/sitebus/pkg/backend/rancher"
+	"github.com/sitebus/sitebus/pkg/backend/vcluster"
 )
 
 // BackendOptions are how a backend built by NewBackend logs and
@@ -54,6 +55,8 @@ func (op *OfferingPlan) NewBackend(name string, opts BackendOptions) (backend.Ba
 	case okd.Type:
 		b, err = okd.New(op.OKD, o.BackendComponents, okd.Options{Logger: opts.Logger, WrapTransport: wrap("openshift"),
 			Resources: opts.Resources, Registerer: opts.Registerer})
+	case vcluster.Type:
+		b, err = vcluster.New(op.VCluster, vcluster.Options{Logger: opts.Logger, WrapTransport: wrap("kubernetes")})
 	default:
 		err = fmt.Errorf("backend %q is not supported (supported: %v)", name, supportedBackends)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/sitebus/sitebus/pkg/backend/okd"
 	"github.com/sitebus/sitebus/pkg/backend/rancher"
 	"github.com/sitebus/sitebus/pkg/backend/ranchercluster"
+	"github.com/sitebus/sitebus/pkg/backend/vcluster"
 	"github.com/sitebus/sitebus/pkg/config"
 	"github.com/sitebus/sitebus/pkg/keycloak"
 	"github.com/sitebus/sitebus/pkg/waldur"
@@ -18,7 +19,7 @@ import (
 
 // supportedBackends are the backend names (the Python plugins' entry
 // points) sitebus implements so far.
-var supportedBackends = []string{managedns.Type, rancher.Type, okd.Type, ranchercluster.Type}
+var supportedBackends = []string{managedns.Type, rancher.Type, okd.Type, ranchercluster.Type, vcluster.Type}
 
 // usernameBackends are the username_management_backend names sitebus
 // accepts: "base" generates no usernames, which is all sitebus does.
@@ -53,6 +54,8 @@ type OfferingPlan struct {
 	// RancherCluster are the backend_settings of a rancher-cluster
 	// offering (the cluster-provisioner's).
 	RancherCluster ranchercluster.Settings
+	// VCluster are the backend_settings of a vcluster offering.
+	VCluster vcluster.Settings
 	// Keycloak is backend_settings.keycloak when keycloak_enabled is true;
 	// nil otherwise.
 	Keycloak *keycloak.Config
@@ -157,6 +160,12 @@ func planOffering(o *config.Offering, proxy string) (OfferingPlan, error) {
 		errs = append(errs, err)
 		errs = append(errs, s.Warnings...)
 		op.RancherCluster = s
+	}
+	if names[vcluster.Type] {
+		s, err := vcluster.DecodeSettings(o.BackendSettings)
+		errs = append(errs, err)
+		errs = append(errs, s.Warnings...)
+		op.VCluster = s
 	}
 	// keycloak_enabled and the keycloak block belong to backend_settings
 	// whatever the backend (the Python Rancher and OKD plugins read them

@@ -25,7 +25,7 @@ func clusterBackend(name string) bool { return name == ranchercluster.Type }
 // clusterProvisioner is the cluster-provisioner service: the order
 // lifecycle (orderflow) over the rancher-cluster offerings, whose verbs
 // start the provisioner's sagas, and the provisioner running them.
-func (d *deps) clusterProvisioner(offerings map[string]*provisioner.Offering) (Service, error) {
+func (d *deps) clusterProvisioner(offerings map[string]*provisioner.Offering, vclusters map[string]*provisioner.VClusterOffering) (Service, error) {
 	// The verbs need the provisioner, which settles through the flow:
 	// the verbs read prov when an order comes, after both are built.
 	var prov *provisioner.Service
@@ -35,13 +35,17 @@ func (d *deps) clusterProvisioner(offerings map[string]*provisioner.Offering) (S
 		if po, ok := offerings[o.Config.OfferingUUIDHex()]; ok {
 			fo = append(fo, orderflow.FlowOffering{UUID: o.Config.OfferingUUIDHex(), Name: po.Name, Waldur: o.Waldur, Handler: verbs})
 		}
+		if vo, ok := vclusters[o.Config.OfferingUUIDHex()]; ok {
+			fo = append(fo, orderflow.FlowOffering{UUID: o.Config.OfferingUUIDHex(), Name: vo.Name, Waldur: o.Waldur,
+				Handler: vclusterVerbs(vo, o.Config.OfferingUUIDHex())})
+		}
 	}
 	flow, err := orderflow.NewFlow(d.bus, orderflow.FlowConfig{Name: provisioner.Name, OutcomesConsumer: provisioner.Name + "-outcomes",
 		Sagas: provisioner.Definitions(), Owner: d.identity, Logger: d.log, Registerer: d.reg, TracerProvider: d.tp, Offerings: fo})
 	if err != nil {
 		return nil, err
 	}
-	prov, err = provisioner.New(d.bus, provisioner.Config{Offerings: offerings, Orders: flow, Logger: d.log, Registerer: d.reg, TracerProvider: d.tp,
+	prov, err = provisioner.New(d.bus, provisioner.Config{Offerings: offerings, VClusters: vclusters, Orders: flow, Logger: d.log, Registerer: d.reg, TracerProvider: d.tp,
 		LeaseTTL: d.cfg.Sitebus.SagaLease, Owner: d.identity})
 	if err != nil {
 		return nil, err

@@ -22,7 +22,7 @@ func NewRedactor(plan *Plan) Redactor {
 	for _, op := range plan.Offerings {
 		o := op.Config
 		for _, s := range []config.Secret{o.WaldurAPIToken, o.OIDCClientSecret, op.Rancher.Password,
-			op.OKD.Token, op.OKD.OAuth.ClientSecret, op.OKD.OAuth.RefreshToken} {
+			op.OKD.Token, op.OKD.OAuth.ClientSecret, op.OKD.OAuth.RefreshToken, op.VCluster.Password} {
 			all = append(all, s.Reveal())
 		}
 		all = append(all, clusterSecrets(&op.RancherCluster)...)

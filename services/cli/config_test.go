@@ -91,11 +91,11 @@ func TestConfigCheckRefusesWhatRunRefuses(t *testing.T) {
 	}{
 		"unsupported backend_type names the supported ones": {
 			lines: replace(withOffering(), "backend_type:", "    backend_type: slurm"),
-			want:  `config.yaml:6: offerings[0] ("k8s").backend_type: "slurm" is not supported (supported: k8s-ut-namespace, rancher, okd, rancher-cluster)`,
+			want:  `config.yaml:6: offerings[0] ("k8s").backend_type: "slurm" is not supported (supported: k8s-ut-namespace, rancher, okd, rancher-cluster, vcluster)`,
 		},
 		"unsupported order_processing_backend": {
 			lines: replace(withOffering(), "order_processing_backend:", "    order_processing_backend: slurm"),
-			want:  `config.yaml:7: offerings[0] ("k8s").order_processing_backend: "slurm" is not supported (supported: k8s-ut-namespace, rancher, okd, rancher-cluster; "" disables it)`,
+			want:  `config.yaml:7: offerings[0] ("k8s").order_processing_backend: "slurm" is not supported (supported: k8s-ut-namespace, rancher, okd, rancher-cluster, vcluster; "" disables it)`,
 		},
 		"bad backend_settings value": {
 			lines: withOffering("      cr_namespace: 12"),

@@ -55,6 +55,9 @@ type Timeouts struct {
 	// Nodes bounds the VMs' boot and their registration with Rancher
 	// (Mastermind polls up to 100 minutes). Default 60m.
 	Nodes time.Duration
+	// Poll is how often the vcluster sagas' waits (kubeconfig Secret,
+	// Rancher's readiness) look again. Default 2s.
+	Poll time.Duration
 }
 
 func (t *Timeouts) setDefaults() {
@@ -63,6 +66,9 @@ func (t *Timeouts) setDefaults() {
 	}
 	if t.Nodes == 0 {
 		t.Nodes = time.Hour
+	}
+	if t.Poll == 0 {
+		t.Poll = 2 * time.Second
 	}
 }
 

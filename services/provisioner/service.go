@@ -43,6 +43,8 @@ const PlanBucket = "sitebus_cluster_plans"
 type Config struct {
 	// Offerings by offering UUID hex.
 	Offerings map[string]*Offering
+	// VClusters are the vcluster offerings, by offering UUID hex.
+	VClusters map[string]*VClusterOffering
 	Timeouts  Timeouts
 	// LeaseTTL and Owner are the coordinator's (see saga.Config).
 	LeaseTTL time.Duration
@@ -106,6 +108,9 @@ func New(b *bus.Bus, cfg Config) (*Service, error) {
 	if err := register(coord, acts); err != nil {
 		return nil, err
 	}
+	if err := registerVCluster(coord, cfg, log); err != nil {
+		return nil, err
+	}
 	return &Service{bus: b, cfg: cfg, log: log, coord: coord, acts: acts, ready: make(chan struct{})}, nil
 }
 
@@ -126,7 +131,7 @@ func (s *Service) Name() string { return Name }
 
 // Run drives the sagas until ctx ends.
 func (s *Service) Run(ctx context.Context) error {
-	if len(s.cfg.Offerings) == 0 {
+	if len(s.cfg.Offerings) == 0 && len(s.cfg.VClusters) == 0 {
 		close(s.ready)
 		<-ctx.Done()
 		return nil
@@ -153,7 +158,7 @@ func (s *Service) Ready(ctx context.Context) error {
 func Definitions() []saga.Definition {
 	var t Timeouts
 	t.setDefaults()
-	return definitions(t)
+	return append(definitions(t), vclusterDefinitions(t)...)
 }
 
 // Input is the saga input of a rancher-cluster order: the resource as the

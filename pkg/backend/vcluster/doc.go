@@ -1,0 +1,16 @@
+// Package vcluster is the backend of the vcluster offering: one Waldur
+// resource is one virtual cluster (vCluster) living in a namespace
+// vc-<slug> of a host cluster, imported into Rancher as a generic
+// ("imported") cluster the way Loft's vcluster-rancher-operator imports
+// one. This package owns what lives on the host cluster (the namespace,
+// its ResourceQuota and LimitRange, the usage of its pods and PVCs) and
+// the reading of the virtual cluster's kubeconfig Secret; the create and
+// terminate sagas of services/provisioner drive the Rancher import on top
+// of it.
+//
+// The virtual cluster itself is made by a driver. Only "external" is
+// implemented: someone else (an operator, a Helm release, a test) brings
+// the Secret vc-<slug> (key config) into the namespace, and sitebus waits
+// for it. That is the one contract every driver converges on in Loft's
+// operator too: a Secret holding a kubeconfig for a kube-apiserver.
+package vcluster

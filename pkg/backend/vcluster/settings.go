@@ -1,0 +1,210 @@
+package vcluster
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/sitebus/sitebus/pkg/config"
+)
+
+// Type is the backend_type of a vcluster offering.
+const Type = "vcluster"
+
+// Drivers that make the virtual cluster. Only DriverExternal is
+// implemented; the others are named so Validate can say what is missing.
+const (
+	DriverExternal = "external"
+	DriverHelm     = "helm"
+	DriverPlatform = "platform"
+)
+
+// SupportedDrivers are the drivers sitebus implements.
+var SupportedDrivers = []string{DriverExternal}
+
+// Defaults of backend_settings.
+const (
+	DefaultSecretKey      = "config"
+	DefaultKubeconfigWait = 10 * time.Minute
+	DefaultReadyWait      = 15 * time.Minute
+)
+
+// Settings are the backend_settings of a vcluster offering.
+type Settings struct {
+	// HostKubeconfigPath reaches the host cluster; "" is the in-cluster
+	// configuration (sitebus running on the host).
+	HostKubeconfigPath string
+	// HostClusterID is the host cluster's Rancher id (c-m-…, or local):
+	// the namespace's Rancher project label names it.
+	HostClusterID string
+	// RancherProjectID is the Rancher project (p-…) the host namespace is
+	// placed in; "" leaves it outside any project.
+	RancherProjectID string
+	// Driver makes the virtual cluster (see SupportedDrivers).
+	Driver string
+	// ImportToRancher imports the virtual cluster into Rancher.
+	ImportToRancher bool
+	// Rancher's API, for the import: the URL and an API key.
+	BackendURL string
+	Username   string
+	Password   config.Secret
+	VerifyCert bool
+	// Server is the address sitebus reaches the virtual cluster's API
+	// at; "" keeps the server of the kubeconfig Secret.
+	Server string
+	// SecretKey is the key of the kubeconfig in the Secret vc-<slug>.
+	SecretKey string
+	// KubeconfigWait bounds the wait for the Secret and for the virtual
+	// cluster's API to answer; ReadyWait the wait for Rancher to report
+	// the imported cluster ready.
+	KubeconfigWait time.Duration
+	ReadyWait      time.Duration
+
+	// Warnings are the keys DecodeSettings did not know (each a
+	// *config.SettingError).
+	Warnings []error
+}
+
+// DefaultSettings are the settings of an empty backend_settings.
+func DefaultSettings() Settings {
+	return Settings{Driver: DriverExternal, ImportToRancher: true, VerifyCert: true, SecretKey: DefaultSecretKey,
+		KubeconfigWait: DefaultKubeconfigWait, ReadyWait: DefaultReadyWait}
+}
+
+// DecodeSettings decodes backend_settings onto DefaultSettings and
+// validates the result; a value of the wrong type is an error naming its
+// key, unknown keys are listed in Warnings. Secrets are never quoted.
+func DecodeSettings(raw map[string]any) (Settings, error) {
+	s := DefaultSettings()
+	var password, kubeWait, readyWait string
+	d := config.SettingsDecoder{Raw: raw, Prefix: "backend_settings."}
+	d.Str("host_kubeconfig_path", &s.HostKubeconfigPath)
+	d.Str("host_cluster_id", &s.HostClusterID)
+	d.Str("rancher_project_id", &s.RancherProjectID)
+	d.Str("driver", &s.Driver)
+	d.Bool("import_to_rancher", &s.ImportToRancher)
+	d.Str("backend_url", &s.BackendURL)
+	d.Str("username", &s.Username)
+	d.Str("password", &password)
+	d.Bool("verify_cert", &s.VerifyCert)
+	d.Str("vcluster_server", &s.Server)
+	d.Str("kubeconfig_secret_key", &s.SecretKey)
+	d.Str("kubeconfig_wait", &kubeWait)
+	d.Str("ready_wait", &readyWait)
+	// Read by the agent itself for every backend (config.Offering), and by
+	// keycloak-sync.
+	d.Known("periodic_limits", "keycloak_enabled", "keycloak")
+	s.Password = config.Secret(password)
+	for _, w := range []struct {
+		key, v string
+		p      *time.Duration
+	}{{"kubeconfig_wait", kubeWait, &s.KubeconfigWait}, {"ready_wait", readyWait, &s.ReadyWait}} {
+		if w.v == "" {
+			continue
+		}
+		v, err := time.ParseDuration(w.v)
+		if err != nil {
+			d.Errorf(w.key, "must be a duration such as 10m, not %q", w.v)
+			continue
+		}
+		*w.p = v
+	}
+	if err := d.Err(); err != nil {
+		return Settings{}, err
+	}
+	s.Warnings = d.Warnings()
+	s.HostKubeconfigPath = expandHome(s.HostKubeconfigPath)
+	if err := s.Validate(); err != nil {
+		return Settings{}, err
+	}
+	return s, nil
+}
+
+// rancherID is a Rancher object id: c-m-xxxx, local, p-xxxx.
+var rancherID = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`)
+
+// Validate checks the settings as a whole; every problem names its key.
+func (s *Settings) Validate() error {
+	var errs []error
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, &config.SettingError{Key: "backend_settings." + key, Msg: fmt.Sprintf(format, args...)})
+	}
+	switch {
+	case s.Driver == DriverHelm || s.Driver == DriverPlatform:
+		bad("driver", "%q is not implemented yet (supported: %s: the virtual cluster's kubeconfig Secret vc-<slug> is brought by someone else)",
+			s.Driver, strings.Join(SupportedDrivers, ", "))
+	case !slices.Contains(SupportedDrivers, s.Driver):
+		bad("driver", "%q is not a driver (supported: %s)", s.Driver, strings.Join(SupportedDrivers, ", "))
+	}
+	if s.SecretKey == "" {
+		bad("kubeconfig_secret_key", "must not be empty")
+	}
+	if s.KubeconfigWait <= 0 {
+		bad("kubeconfig_wait", "must be positive")
+	}
+	if s.ReadyWait <= 0 {
+		bad("ready_wait", "must be positive")
+	}
+	if s.HostClusterID != "" && !rancherID.MatchString(s.HostClusterID) {
+		bad("host_cluster_id", "%q is not a Rancher cluster id (such as c-m-abcd1234 or local)", s.HostClusterID)
+	}
+	if p := s.RancherProjectID; p != "" {
+		if _, after, ok := strings.Cut(p, ":"); ok {
+			p = after // c-m-xxx:p-yyy, as Rancher's UI shows it
+		}
+		if !rancherID.MatchString(p) {
+			bad("rancher_project_id", "%q is not a Rancher project id (such as p-abcd1)", s.RancherProjectID)
+		}
+		if s.HostClusterID == "" {
+			bad("host_cluster_id", "is required with rancher_project_id (the namespace's project label names both)")
+		}
+	}
+	if s.Server != "" {
+		if u, err := url.Parse(s.Server); err != nil || u.Scheme != "https" || u.Host == "" {
+			bad("vcluster_server", "%q must be an https URL (https://host:port)", s.Server)
+		}
+	}
+	if s.ImportToRancher {
+		if s.HostClusterID == "" {
+			bad("host_cluster_id", "is required when import_to_rancher is true")
+		}
+		if u, err := url.Parse(s.BackendURL); s.BackendURL == "" || err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
+			bad("backend_url", "must be the Rancher URL (https://rancher.example.com) when import_to_rancher is true")
+		}
+		if s.Username == "" || s.Password == "" {
+			bad("username", "username and password (a Rancher API key) are required when import_to_rancher is true")
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// ProjectID is the namespace's Rancher project label value,
+// <host cluster>:<project>, or "" without a project.
+func (s *Settings) ProjectID() string {
+	p := s.RancherProjectID
+	if p == "" {
+		return ""
+	}
+	if strings.Contains(p, ":") {
+		return p
+	}
+	return s.HostClusterID + ":" + p
+}
+
+// expandHome expands a leading ~/ in a kubeconfig path, as a shell would.
+func expandHome(p string) string {
+	if !strings.HasPrefix(p, "~/") {
+		return p
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return p
+	}
+	return filepath.Join(home, p[2:])
+}

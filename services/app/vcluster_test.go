@@ -1,0 +1,70 @@
+package app
+
+import (
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sitebus/sitebus/pkg/config"
+	"github.com/sitebus/sitebus/services/stompbridge"
+)
+
+const vclusterOffering = `offerings:
+  - name: vclusters
+    waldur_api_url: https://waldur.example.com/api/
+    waldur_api_token: t
+    waldur_offering_uuid: 6e1f0a2b3c4d4e5f8a9b0c1d2e3f4a5b
+    backend_type: vcluster
+    order_processing_backend: vcluster
+    membership_sync_backend: vcluster
+    reporting_backend: vcluster
+    backend_settings:
+      host_kubeconfig_path: KUBECONFIG
+      host_cluster_id: c-m-host
+      rancher_project_id: p-abc
+      backend_url: https://rancher.example.com
+      username: token-abc
+      password: s3cret
+`
+
+func TestVClusterOrdersGoToTheProvisionerAndItsObjectsToQuotaAndUsage(t *testing.T) {
+	kc := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kc, []byte("apiVersion: v1\nkind: Config\nclusters:\n- name: h\n  cluster: {server: \"https://127.0.0.1:1\"}\n"+
+		"users:\n- name: u\n  user: {token: x}\ncontexts:\n- name: c\n  context: {cluster: h, user: u}\ncurrent-context: c\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	raw := []byte(vclusterOffering)
+	raw = []byte(strings.ReplaceAll(string(raw), "KUBECONFIG", kc))
+	cfg, err := config.Parse(raw, "config.yaml", nil)
+	if err != nil {
+		t.Fatalf("config.Parse: %v", err)
+	}
+	p, err := NewPlan(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &deps{cfg: cfg, plan: p, log: slog.New(slog.DiscardHandler), offerings: []stompbridge.Offering{{Config: &cfg.Offerings[0]}}}
+	d.backends.d = d
+	vcs, err := d.vclusterOfferings()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := vcs["6e1f0a2b3c4d4e5f8a9b0c1d2e3f4a5b"]; o == nil || o.Rancher == nil || o.Host == nil || o.Settings.ProjectID() != "c-m-host:p-abc" {
+		t.Fatalf("vcluster offerings %v", vcs)
+	}
+	for svc, tc := range map[string]struct {
+		list func() (int, error)
+		want int
+	}{
+		"order":      {func() (int, error) { l, err := d.orderOfferings(); return len(l), err }, 0},
+		"quota":      {func() (int, error) { l, err := d.quotaOfferings(); return len(l), err }, 1},
+		"membership": {func() (int, error) { l, err := d.membershipOfferings(); return len(l), err }, 1},
+		"usage":      {func() (int, error) { l, err := d.usageOfferings(); return len(l), err }, 1},
+	} {
+		if n, err := tc.list(); n != tc.want || err != nil {
+			t.Errorf("%s service gets %d offerings (%v), want %d", svc, n, err, tc.want)
+		}
+	}
+}

@@ -1,0 +1,589 @@
+package provisioner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/rest"
+
+	"github.com/sitebus/sitebus/pkg/backend"
+	"github.com/sitebus/sitebus/pkg/backend/rancher"
+	"github.com/sitebus/sitebus/pkg/backend/vcluster"
+	"github.com/sitebus/sitebus/pkg/bus"
+	"github.com/sitebus/sitebus/pkg/events"
+	"github.com/sitebus/sitebus/pkg/fault"
+	"github.com/sitebus/sitebus/pkg/saga"
+	"github.com/sitebus/sitebus/pkg/waldur"
+)
+
+// Saga definitions of the vcluster offering: one Waldur resource is one
+// virtual cluster on a host cluster, imported into Rancher as Loft's
+// vcluster-rancher-operator imports one (a v1 provisioning cluster with an
+// empty spec, its registration token's manifest applied into the virtual
+// cluster).
+const (
+	// VClusterCreate makes the host namespace with its quota, waits for
+	// the virtual cluster's kubeconfig and API, imports it into Rancher,
+	// installs Rancher's agent in it, waits for Rancher to report it
+	// ready and tells Waldur.
+	VClusterCreate = "vcluster-create"
+	// VClusterTerminate deletes the Rancher cluster, the agent's objects
+	// in the virtual cluster and the host namespace, then tells Waldur.
+	VClusterTerminate = "vcluster-terminate"
+)
+
+const (
+	actVCNamespace       = "vcluster.namespace"
+	actVCDeleteNamespace = "vcluster.delete-namespace"
+	actVCKubeconfig      = "vcluster.kubeconfig"
+	actVCImport          = "vcluster.import"
+	actVCDeleteImport    = "vcluster.delete-import"
+	actVCClusterID       = "vcluster.cluster-id"
+	actVCAgent           = "vcluster.agent"
+	actVCRemoveAgent     = "vcluster.remove-agent"
+	actVCReady           = "vcluster.ready"
+	actVCSettle          = "vcluster.settle"
+)
+
+// VClusterOffering is one vcluster offering with the clients its sagas
+// use.
+type VClusterOffering struct {
+	Name     string
+	Settings vcluster.Settings
+	Waldur   Waldur
+	Host     VClusterHost
+	// Rancher is nil when import_to_rancher is false.
+	Rancher VClusterRancher
+	Virtual VirtualCluster
+}
+
+// VClusterHost is the host side of a virtual cluster (*vcluster.Backend).
+type VClusterHost interface {
+	EnsureNamespace(ctx context.Context, r backend.Resource) (name string, existed bool, err error)
+	SetLimits(ctx context.Context, ns string, limits map[string]float64) (bool, error)
+	EnsureLimitRange(ctx context.Context, ns string) error
+	DeleteNamespace(ctx context.Context, ns, resourceUUID string) error
+	// VirtualConfig reaches the virtual cluster's API from its kubeconfig
+	// Secret (vcluster.ErrNoKubeconfig while there is none).
+	VirtualConfig(ctx context.Context, ns string) (*rest.Config, error)
+}
+
+var _ VClusterHost = (*vcluster.Backend)(nil)
+
+// VClusterRancher is the import's Rancher (*rancher.ClusterClient).
+type VClusterRancher interface {
+	CreateImportedCluster(ctx context.Context, spec rancher.ImportedClusterSpec) (rancher.ProvisioningCluster, error)
+	WaitV3ClusterID(ctx context.Context, name string, timeout time.Duration) (string, error)
+	CreateRegistrationToken(ctx context.Context, ref rancher.ClusterRef) (rancher.RegistrationToken, error)
+	GetProvisioningCluster(ctx context.Context, name string) (rancher.ProvisioningCluster, error)
+	DeleteCluster(ctx context.Context, ref rancher.ClusterRef) error
+}
+
+var _ VClusterRancher = (*rancher.ClusterClient)(nil)
+
+// VirtualCluster is what the sagas do inside a virtual cluster.
+type VirtualCluster interface {
+	Version(ctx context.Context, cfg *rest.Config) (string, error)
+	// InstallAgent fetches the registration token's manifest and applies
+	// it (server-side, field manager sitebus); it returns the number of
+	// objects applied.
+	InstallAgent(ctx context.Context, cfg *rest.Config, manifestURL string) (int, error)
+	RemoveAgent(ctx context.Context, cfg *rest.Config) error
+}
+
+// KubeVirtual is VirtualCluster over the Kubernetes API (package vcluster).
+type KubeVirtual struct{ InsecureManifest bool }
+
+func (KubeVirtual) Version(ctx context.Context, cfg *rest.Config) (string, error) {
+	return vcluster.Version(ctx, cfg)
+}
+
+func (k KubeVirtual) InstallAgent(ctx context.Context, cfg *rest.Config, manifestURL string) (int, error) {
+	m, err := vcluster.FetchManifest(ctx, nil, manifestURL, k.InsecureManifest)
+	if err != nil {
+		return 0, err
+	}
+	return vcluster.ApplyManifest(ctx, cfg, m)
+}
+
+func (KubeVirtual) RemoveAgent(ctx context.Context, cfg *rest.Config) error {
+	return vcluster.RemoveAgent(ctx, cfg)
+}
+
+// VClusterInput is the input of both vcluster sagas.
+type VClusterInput struct {
+	OfferingUUID string      `json:"offering_uuid"`
+	OrderUUID    string      `json:"order_uuid"`
+	ResourceUUID string      `json:"resource_uuid"`
+	Resource     ResourceRef `json:"resource"`
+	// Limits are the order's limits; the attributes' cpu, ram and storage
+	// win over them.
+	Limits     map[string]float64 `json:"limits,omitempty"`
+	Attributes json.RawMessage    `json:"attributes,omitempty"`
+}
+
+// Outputs of the vcluster steps: names and ids, never the kubeconfig or
+// the token.
+type (
+	// VClusterNamespaceOutput is the namespace step's.
+	VClusterNamespaceOutput struct {
+		Namespace string `json:"namespace"`
+		Created   bool   `json:"created"`
+	}
+	// VClusterImportOutput is the import step's.
+	VClusterImportOutput struct {
+		Name    string `json:"name"`
+		Created bool   `json:"created"`
+	}
+	// VClusterIDOutput is the cluster-id step's.
+	VClusterIDOutput struct {
+		ID string `json:"id"`
+	}
+	// VClusterKubeconfigOutput is the kubeconfig step's.
+	VClusterKubeconfigOutput struct {
+		Version string `json:"version"`
+	}
+)
+
+func vclusterDefinitions(t Timeouts) []saga.Definition {
+	t.setDefaults()
+	step := func(name, action, compensation string) saga.Step {
+		return saga.Step{Name: name, Action: action, Compensation: compensation, Timeout: t.Step, MaxAttempts: stepAttempts, CompensationMaxAttempts: 10}
+	}
+	// The waits bound themselves (kubeconfig_wait, ready_wait); a step's
+	// timeout is above the longest a waiting attempt takes.
+	wait := func(name, action string) saga.Step {
+		s := step(name, action, "")
+		s.Timeout = t.Nodes + t.Step
+		return s
+	}
+	settle := step("settle", actVCSettle, "")
+	settle.MaxAttempts = 20
+	return []saga.Definition{
+		{Name: VClusterCreate, Steps: []saga.Step{
+			step("namespace", actVCNamespace, actVCDeleteNamespace),
+			wait("kubeconfig", actVCKubeconfig),
+			step("import", actVCImport, actVCDeleteImport),
+			wait("cluster-id", actVCClusterID),
+			step("agent", actVCAgent, actVCRemoveAgent),
+			wait("ready", actVCReady),
+			settle,
+		}},
+		{Name: VClusterTerminate, Steps: []saga.Step{
+			step("import", actVCDeleteImport, ""),
+			step("agent", actVCRemoveAgent, ""),
+			step("namespace", actVCDeleteNamespace, ""),
+			settle,
+		}},
+	}
+}
+
+// vclusterActivities run the vcluster steps.
+type vclusterActivities struct {
+	offerings map[string]*VClusterOffering
+	orders    Orders
+	log       *slog.Logger
+	// poll is how often the waits look again.
+	poll time.Duration
+}
+
+func (a *vclusterActivities) all() map[string]saga.Activity {
+	return map[string]saga.Activity{
+		actVCNamespace: a.namespace, actVCDeleteNamespace: a.deleteNamespace,
+		actVCKubeconfig: a.kubeconfig,
+		actVCImport:     a.importCluster, actVCDeleteImport: a.deleteImport,
+		actVCClusterID: a.clusterID,
+		actVCAgent:     a.agent, actVCRemoveAgent: a.removeAgent,
+		actVCReady:  a.ready,
+		actVCSettle: a.settle,
+	}
+}
+
+// vrun is what every vcluster activity starts from.
+type vrun struct {
+	in  VClusterInput
+	o   *VClusterOffering
+	ns  string
+	log *slog.Logger
+}
+
+func (a *vclusterActivities) start(in saga.ActivityInput) (*vrun, error) {
+	var v VClusterInput
+	if err := in.DecodeInput(&v); err != nil {
+		return nil, err
+	}
+	if v.OfferingUUID == "" || v.ResourceUUID == "" {
+		return nil, bus.Terminal(fmt.Errorf("saga %s: input without offering or resource", in.SagaID))
+	}
+	o, ok := a.offerings[v.OfferingUUID]
+	if !ok {
+		return nil, bus.Terminal(fmt.Errorf("offering %s is no vcluster offering here", v.OfferingUUID))
+	}
+	ns := v.Resource.BackendID
+	if ns == "" {
+		var err error
+		if ns, err = vcluster.NamespaceName(v.Resource.backend()); err != nil {
+			return nil, err
+		}
+	}
+	return &vrun{in: v, o: o, ns: ns, log: a.log.With("saga", in.SagaID, "step", in.Step, "namespace", ns, "resource", v.ResourceUUID)}, nil
+}
+
+func (r *vrun) ref() rancher.ClusterRef {
+	return rancher.ClusterRef{Name: vcluster.ClusterName(r.ns), ResourceUUID: r.in.ResourceUUID}
+}
+
+func (r *vrun) importing() bool { return r.o.Settings.ImportToRancher && r.o.Rancher != nil }
+
+// limits are the order's limits with the attributes' over them.
+func (r *vrun) limits() (map[string]float64, error) {
+	attrs, err := vcluster.DecodeAttributes(r.in.Attributes)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]float64{}
+	maps.Copy(out, r.in.Limits)
+	maps.Copy(out, attrs.Limits())
+	return out, nil
+}
+
+// lastAttempt reports whether no attempt follows err.
+func lastAttempt(in saga.ActivityInput, err error) bool {
+	return bus.IsTerminal(err) || fault.IsTerminal(err) || in.Attempt >= stepAttempts
+}
+
+// namespace makes the host namespace vc-<slug>, its quota and limit range.
+// A namespace of that name that is not this resource's errs the order and
+// is left as it was. A quota the API server refuses for good deletes the
+// namespace this step made (the saga compensates only completed steps).
+func (a *vclusterActivities) namespace(ctx context.Context, in saga.ActivityInput) (json.RawMessage, error) {
+	r, err := a.start(in)
+	if err != nil {
+		return nil, err
+	}
+	limits, err := r.limits()
+	if err != nil {
+		return nil, err
+	}
+	if err := backend.CheckLimits(limits, nil); err != nil {
+		return nil, err
+	}
+	res := r.in.Resource.backend()
+	res.UUID = r.in.ResourceUUID
+	ns, existed, err := r.o.Host.EnsureNamespace(ctx, res)
+	if err != nil {
+		return nil, err
+	}
+	// A namespace this resource's earlier attempt made counts as made by
+	// this step: it is this resource's (EnsureNamespace checked the marks).
+	out := VClusterNamespaceOutput{Namespace: ns, Created: true}
+	_, err = r.o.Host.SetLimits(ctx, ns, limits)
+	if err == nil {
+		err = r.o.Host.EnsureLimitRange(ctx, ns)
+	}
+	if err != nil {
+		if lastAttempt(in, err) && !errors.Is(ctx.Err(), context.Canceled) {
+			if derr := r.o.Host.DeleteNamespace(context.WithoutCancel(ctx), ns, r.in.ResourceUUID); derr != nil {
+				return nil, fmt.Errorf("%w (and deleting namespace %s failed: %v)", err, ns, derr)
+			}
+		}
+		return nil, err
+	}
+	r.log.Info("host namespace ready", "existed", existed, "limits", limits)
+	return json.Marshal(out)
+}
+
+// deleteNamespace deletes the host namespace when it is this resource's;
+// as a compensation, only when the create made it.
+func (a *vclusterActivities) deleteNamespace(ctx context.Context, in saga.ActivityInput) (json.RawMessage, error) {
+	r, err := a.start(in)
+	if err != nil {
+		return nil, err
+	}
+	if in.Compensating {
+		var out VClusterNamespaceOutput
+		if ok, err := in.DecodeOutput("namespace", &out); err != nil || !ok || !out.Created {
+			return nil, err
+		}
+	}
+	if err := r.o.Host.DeleteNamespace(ctx, r.ns, r.in.ResourceUUID); err != nil {
+		return nil, err
+	}
+	r.log.Info("host namespace deleted")
+	return nil, nil
+}
+
+// waitFor calls check at once and then every poll until it is done, it
+// fails for good, or within has passed (done false).
+func (a *vclusterActivities) waitFor(ctx context.Context, within time.Duration, check func(context.Context) (bool, error)) (bool, error) {
+	deadline := time.Now().Add(within)
+	poll := a.poll
+	if poll <= 0 {
+		poll = 2 * time.Second
+	}
+	for {
+		done, err := check(ctx)
+		if done || (err != nil && (fault.IsTerminal(err) || bus.IsTerminal(err))) {
+			return done, err
+		}
+		if !time.Now().Before(deadline) {
+			return false, err
+		}
+		select {
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case <-time.After(poll):
+		}
+	}
+}
+
+// virtual waits (bounded by kubeconfig_wait) for the kubeconfig Secret and
+// returns how to reach the virtual cluster.
+func (a *vclusterActivities) virtual(ctx context.Context, r *vrun) (*rest.Config, error) {
+	var cfg *rest.Config
+	done, err := a.waitFor(ctx, r.o.Settings.KubeconfigWait, func(ctx context.Context) (bool, error) {
+		var err error
+		cfg, err = r.o.Host.VirtualConfig(ctx, r.ns)
+		return err == nil, err
+	})
+	if done {
+		return cfg, nil
+	}
+	if err == nil || errors.Is(err, vcluster.ErrNoKubeconfig) {
+		return nil, fmt.Errorf("the virtual cluster's kubeconfig Secret %s/%s is not there after %s; retry", r.ns, vcluster.SecretName(r.ns), r.o.Settings.KubeconfigWait)
+	}
+	return nil, err
+}
+
+// kubeconfig waits for the Secret and for /version answered by the
+// virtual cluster.
+func (a *vclusterActivities) kubeconfig(ctx context.Context, in saga.ActivityInput) (json.RawMessage, error) {
+	r, err := a.start(in)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := a.virtual(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	var version string
+	done, err := a.waitFor(ctx, r.o.Settings.KubeconfigWait, func(ctx context.Context) (bool, error) {
+		var err error
+		version, err = r.o.Virtual.Version(ctx, cfg)
+		return err == nil, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !done {
+		return nil, fmt.Errorf("the virtual cluster of %s does not answer /version after %s; retry", r.ns, r.o.Settings.KubeconfigWait)
+	}
+	r.log.Info("virtual cluster answers", "version", version)
+	return json.Marshal(VClusterKubeconfigOutput{Version: version})
+}
+
+// importCluster makes the Rancher provisioning cluster with an empty spec
+// and sitebus's ownership marks. A cluster of that name that is not this
+// resource's errs the order and is left as it was.
+func (a *vclusterActivities) importCluster(ctx context.Context, in saga.ActivityInput) (json.RawMessage, error) {
+	r, err := a.start(in)
+	if err != nil || !r.importing() {
+		return nil, err
+	}
+	p, err := r.o.Rancher.CreateImportedCluster(ctx, rancher.ImportedClusterSpec{Name: vcluster.ClusterName(r.ns), ResourceUUID: r.in.ResourceUUID,
+		Labels: map[string]string{"sitebus.io/vcluster-namespace": r.ns, "sitebus.io/vcluster-host-cluster": r.o.Settings.HostClusterID}})
+	if err != nil {
+		return nil, err
+	}
+	r.log.Info("Rancher imported cluster ready to register", "cluster", p.ID, "created", p.Created)
+	return json.Marshal(VClusterImportOutput{Name: p.Name, Created: true})
+}
+
+// deleteImport deletes the Rancher cluster when it is this resource's.
+func (a *vclusterActivities) deleteImport(ctx context.Context, in saga.ActivityInput) (json.RawMessage, error) {
+	r, err := a.start(in)
+	if err != nil || r.o.Rancher == nil {
+		return nil, err
+	}
+	if in.Compensating {
+		var out VClusterImportOutput
+		if ok, err := in.DecodeOutput("import", &out); err != nil || !ok || !out.Created {
+			return nil, err
+		}
+	}
+	if err := r.o.Rancher.DeleteCluster(ctx, r.ref()); err != nil && !errors.Is(err, backend.ErrNotFound) {
+		return nil, err
+	}
+	return nil, nil
+}
+
+// clusterID waits for Rancher to name the v3 cluster (status.clusterName).
+func (a *vclusterActivities) clusterID(ctx context.Context, in saga.ActivityInput) (json.RawMessage, error) {
+	r, err := a.start(in)
+	if err != nil || !r.importing() {
+		return nil, err
+	}
+	id, err := r.o.Rancher.WaitV3ClusterID(ctx, vcluster.ClusterName(r.ns), r.o.Settings.KubeconfigWait)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(VClusterIDOutput{ID: id})
+}
+
+// agent applies the registration token's manifest into the virtual
+// cluster. The token is read from Rancher each time and kept in memory
+// only; a repeated apply changes nothing (server-side apply).
+func (a *vclusterActivities) agent(ctx context.Context, in saga.ActivityInput) (json.RawMessage, error) {
+	r, err := a.start(in)
+	if err != nil || !r.importing() {
+		return nil, err
+	}
+	var id VClusterIDOutput
+	if _, err := in.DecodeOutput("cluster-id", &id); err != nil {
+		return nil, err
+	}
+	ref := r.ref()
+	ref.ID = id.ID
+	tok, err := r.o.Rancher.CreateRegistrationToken(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	if tok.ManifestURL == "" {
+		return nil, fmt.Errorf("Rancher's registration token of %s has no manifestUrl yet; retry", ref) //nolint:staticcheck // a message for Waldur
+	}
+	cfg, err := a.virtual(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	n, err := r.o.Virtual.InstallAgent(ctx, cfg, tok.ManifestURL)
+	if err != nil {
+		return nil, err
+	}
+	r.log.Info("Rancher agent applied into the virtual cluster", "cluster", ref, "objects", n)
+	return nil, nil
+}
+
+// removeAgent deletes Rancher's agent from the virtual cluster; without
+// a kubeconfig Secret (the virtual cluster is gone) there is nothing to
+// remove.
+func (a *vclusterActivities) removeAgent(ctx context.Context, in saga.ActivityInput) (json.RawMessage, error) {
+	r, err := a.start(in)
+	if err != nil || r.o.Rancher == nil {
+		return nil, err
+	}
+	cfg, err := r.o.Host.VirtualConfig(ctx, r.ns)
+	if errors.Is(err, vcluster.ErrNoKubeconfig) || errors.Is(err, backend.ErrNotFound) || errors.Is(err, backend.ErrNotManaged) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := r.o.Virtual.RemoveAgent(ctx, cfg); err != nil {
+		return nil, err
+	}
+	r.log.Info("Rancher agent removed from the virtual cluster")
+	return nil, nil
+}
+
+// ready waits (bounded by ready_wait) for Rancher to report the imported
+// cluster ready: its agent connected.
+func (a *vclusterActivities) ready(ctx context.Context, in saga.ActivityInput) (json.RawMessage, error) {
+	r, err := a.start(in)
+	if err != nil || !r.importing() {
+		return nil, err
+	}
+	name := vcluster.ClusterName(r.ns)
+	done, err := a.waitFor(ctx, r.o.Settings.ReadyWait, func(ctx context.Context) (bool, error) {
+		p, err := r.o.Rancher.GetProvisioningCluster(ctx, name)
+		return err == nil && p.Ready, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !done {
+		return nil, fmt.Errorf("Rancher has not reported cluster %s/%s ready within %s", rancher.FleetNamespace, name, r.o.Settings.ReadyWait) //nolint:staticcheck // a message for Waldur
+	}
+	r.log.Info("Rancher reports the virtual cluster ready")
+	return nil, nil
+}
+
+// settle tells Waldur the namespace (its backend_id) and the Rancher
+// cluster, then marks the order done.
+func (a *vclusterActivities) settle(ctx context.Context, in saga.ActivityInput) (json.RawMessage, error) {
+	r, err := a.start(in)
+	if err != nil {
+		return nil, err
+	}
+	if in.Definition == VClusterCreate {
+		if err := r.o.Waldur.SetResourceBackendID(ctx, r.in.ResourceUUID, r.ns); err != nil {
+			return nil, fmt.Errorf("set_backend_id: %w", err)
+		}
+		md := map[string]any{"host_namespace": r.ns, "host_cluster_id": r.o.Settings.HostClusterID}
+		var id VClusterIDOutput
+		if ok, _ := in.DecodeOutput("cluster-id", &id); ok && id.ID != "" {
+			md["rancher_cluster_id"], md["rancher_cluster_name"] = id.ID, vcluster.ClusterName(r.ns)
+		}
+		if err := r.o.Waldur.SetResourceBackendMetadata(ctx, r.in.ResourceUUID, md); err != nil {
+			return nil, fmt.Errorf("set_backend_metadata: %w", err)
+		}
+		if base := strings.TrimRight(r.o.Settings.BackendURL, "/"); base != "" && id.ID != "" {
+			if err := r.o.Waldur.SetResourceEndpoints(ctx, r.in.ResourceUUID, []waldur.Endpoint{{Name: "Rancher", URL: base + "/dashboard/c/" + id.ID}}); err != nil {
+				return nil, fmt.Errorf("set_endpoints: %w", err)
+			}
+		}
+	}
+	if a.orders == nil {
+		return nil, fault.Terminal(errors.New("this cluster-provisioner settles no orders"))
+	}
+	if err := a.orders.MarkDone(ctx, r.in.OfferingUUID, r.in.OrderUUID); err != nil {
+		return nil, err
+	}
+	r.log.Info("order done", "order", r.in.OrderUUID)
+	return nil, nil
+}
+
+// VClusterInputOf is the saga input of a vcluster order.
+func VClusterInputOf(ctx context.Context, o *VClusterOffering, offeringUUID string, order *waldur.Order) (VClusterInput, error) {
+	resUUID := order.MarketplaceResourceUUID
+	if resUUID == "" {
+		resUUID = order.ResourceUUID
+	}
+	res, err := o.Waldur.GetResource(ctx, resUUID)
+	if err != nil {
+		return VClusterInput{}, fmt.Errorf("get resource %s: %w", resUUID, err)
+	}
+	return VClusterInput{
+		OfferingUUID: offeringUUID, OrderUUID: events.HexUUID(order.UUID), ResourceUUID: res.UUID,
+		Resource: ResourceRef{UUID: res.UUID, Name: res.Name, Slug: res.Slug, BackendID: res.BackendID,
+			ProjectUUID: res.ProjectUUID, ProjectSlug: res.ProjectSlug, ProjectName: res.ProjectName,
+			CustomerUUID: res.CustomerUUID, CustomerSlug: res.CustomerSlug, CustomerName: res.CustomerName},
+		Limits: order.Limits, Attributes: order.Attributes,
+	}, nil
+}
+
+// registerVCluster registers the vcluster sagas and their activities.
+func registerVCluster(coord *saga.Coordinator, cfg Config, log *slog.Logger) error {
+	for hex, o := range cfg.VClusters {
+		if o == nil || o.Waldur == nil || o.Host == nil || o.Virtual == nil || (o.Settings.ImportToRancher && o.Rancher == nil) {
+			return fmt.Errorf("cluster-provisioner: vcluster offering %s lacks its Waldur, host, virtual cluster or Rancher client", hex)
+		}
+	}
+	t := cfg.Timeouts
+	t.setDefaults()
+	acts := &vclusterActivities{offerings: cfg.VClusters, orders: cfg.Orders, log: log, poll: t.Poll}
+	for name, fn := range acts.all() {
+		coord.RegisterActivity(name, fn)
+	}
+	for _, def := range vclusterDefinitions(cfg.Timeouts) {
+		if err := coord.Register(def); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,310 @@
+package provisioner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
+
+	"github.com/sitebus/sitebus/pkg/backend/rancher"
+	"github.com/sitebus/sitebus/pkg/backend/vcluster"
+	"github.com/sitebus/sitebus/pkg/bus/bustest"
+	"github.com/sitebus/sitebus/pkg/contract"
+	"github.com/sitebus/sitebus/pkg/fault"
+	"github.com/sitebus/sitebus/pkg/saga"
+	"github.com/sitebus/sitebus/pkg/waldur"
+)
+
+const vcKubeconfig = "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://localhost:8443\nusers:\n- name: u\n  user:\n    token: vc-secret-token\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\n"
+
+// vcWorld is the Rancher and the virtual cluster the vcluster sagas see,
+// in memory; the host is the real backend over client-go's fake API.
+type vcWorld struct {
+	mu       sync.Mutex
+	clusters map[string]rancher.ProvisioningCluster
+	foreign  map[string]bool
+	tokens   int
+	agents   int // objects sets applied
+	removed  int
+	done     int
+	backend  string
+	// failInstall fails that many installs, after the token was read.
+	failInstall int
+	// notReady keeps Rancher from reporting the cluster ready.
+	notReady bool
+}
+
+type vcRancher struct{ w *vcWorld }
+
+func (f vcRancher) CreateImportedCluster(_ context.Context, spec rancher.ImportedClusterSpec) (rancher.ProvisioningCluster, error) {
+	f.w.mu.Lock()
+	defer f.w.mu.Unlock()
+	if f.w.foreign[spec.Name] {
+		return rancher.ProvisioningCluster{}, fault.Errorf(fault.NotManaged, "Rancher cluster %s is not managed by sitebus", spec.Name)
+	}
+	if p, ok := f.w.clusters[spec.Name]; ok {
+		return p, nil
+	}
+	p := rancher.ProvisioningCluster{ID: rancher.FleetNamespace + "/" + spec.Name, Name: spec.Name, ClusterID: "c-m-" + spec.Name[3:],
+		ResourceUUID: spec.ResourceUUID, Managed: true, Created: true}
+	f.w.clusters[spec.Name] = p
+	return p, nil
+}
+
+func (f vcRancher) WaitV3ClusterID(_ context.Context, name string, _ time.Duration) (string, error) {
+	f.w.mu.Lock()
+	defer f.w.mu.Unlock()
+	return f.w.clusters[name].ClusterID, nil
+}
+
+func (f vcRancher) CreateRegistrationToken(_ context.Context, ref rancher.ClusterRef) (rancher.RegistrationToken, error) {
+	f.w.mu.Lock()
+	defer f.w.mu.Unlock()
+	f.w.tokens++
+	return rancher.RegistrationToken{ID: ref.ID + ":default-token", ClusterID: ref.ID, ManifestURL: "https://rancher.test/v3/import/tok_" + ref.ID + ".yaml"}, nil
+}
+
+func (f vcRancher) GetProvisioningCluster(_ context.Context, name string) (rancher.ProvisioningCluster, error) {
+	f.w.mu.Lock()
+	defer f.w.mu.Unlock()
+	p, ok := f.w.clusters[name]
+	if !ok {
+		return p, fault.Errorf(fault.NotFound, "no cluster %s", name)
+	}
+	p.Ready = f.w.agents > 0 && !f.w.notReady
+	return p, nil
+}
+
+func (f vcRancher) DeleteCluster(_ context.Context, ref rancher.ClusterRef) error {
+	f.w.mu.Lock()
+	defer f.w.mu.Unlock()
+	delete(f.w.clusters, ref.Name)
+	return nil
+}
+
+type vcVirtual struct{ w *vcWorld }
+
+func (f vcVirtual) Version(context.Context, *rest.Config) (string, error) { return "v1.31.0", nil }
+
+func (f vcVirtual) InstallAgent(_ context.Context, cfg *rest.Config, manifestURL string) (int, error) {
+	f.w.mu.Lock()
+	defer f.w.mu.Unlock()
+	if cfg.BearerToken != "vc-secret-token" || !strings.Contains(manifestURL, "/v3/import/") {
+		return 0, errors.New("install with the wrong kubeconfig or manifest")
+	}
+	if f.w.failInstall > 0 {
+		f.w.failInstall--
+		return 0, errors.New("connection reset while applying")
+	}
+	f.w.agents = 1 // server-side apply: a repeat is the same set
+	return 9, nil
+}
+
+func (f vcVirtual) RemoveAgent(context.Context, *rest.Config) error {
+	f.w.mu.Lock()
+	defer f.w.mu.Unlock()
+	f.w.agents = 0
+	f.w.removed++
+	return nil
+}
+
+type vcWaldur struct{ w *vcWorld }
+
+func (f vcWaldur) GetResource(_ context.Context, uuid string, _ ...string) (*waldur.Resource, error) {
+	return &waldur.Resource{UUID: uuid, Slug: "demo"}, nil
+}
+
+func (f vcWaldur) SetResourceBackendID(_ context.Context, _, id string) error {
+	f.w.mu.Lock()
+	defer f.w.mu.Unlock()
+	f.w.backend = id
+	return nil
+}
+
+func (f vcWaldur) SetResourceBackendMetadata(context.Context, string, map[string]any) error {
+	return nil
+}
+func (f vcWaldur) SetResourceEndpoints(context.Context, string, []waldur.Endpoint) error { return nil }
+
+type vcOrders struct{ w *vcWorld }
+
+func (f vcOrders) MarkDone(context.Context, string, string) error {
+	f.w.mu.Lock()
+	defer f.w.mu.Unlock()
+	f.w.done++
+	return nil
+}
+
+type vcHarness struct {
+	w     *vcWorld
+	host  *fake.Clientset
+	coord *saga.Coordinator
+}
+
+func newVCHarness(t *testing.T, objs ...corev1.Namespace) *vcHarness {
+	t.Helper()
+	s, err := vcluster.DecodeSettings(map[string]any{"host_cluster_id": "c-m-host", "rancher_project_id": "p-1",
+		"backend_url": "https://rancher.test", "username": "token-a", "password": "key", "kubeconfig_wait": "5s", "ready_wait": "2s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := fake.NewClientset()
+	for i := range objs {
+		if _, err := cs.CoreV1().Namespaces().Create(context.Background(), &objs[i], metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	log := slog.New(slog.DiscardHandler)
+	w := &vcWorld{clusters: map[string]rancher.ProvisioningCluster{}, foreign: map[string]bool{}}
+	o := &VClusterOffering{Name: "vc", Settings: s, Waldur: vcWaldur{w}, Host: vcluster.NewWithClient(s, cs, log), Rancher: vcRancher{w}, Virtual: vcVirtual{w}}
+	srv := bustest.Server(t)
+	js, err := jetstream.New(bustest.Connect(t, srv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	coord, err := saga.New(js, saga.Config{Logger: log, LeaseTTL: time.Minute, ShutdownGrace: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{VClusters: map[string]*VClusterOffering{offeringHex: o}, Orders: vcOrders{w}, Timeouts: Timeouts{Step: 30 * time.Second, Nodes: 30 * time.Second, Poll: 20 * time.Millisecond}}
+	if err := registerVCluster(coord, cfg, log); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- coord.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("coordinator: %v", err)
+		}
+	})
+	return &vcHarness{w: w, host: cs, coord: coord}
+}
+
+// bringKubeconfig is the external driver: someone else writes the
+// virtual cluster's kubeconfig Secret into the host namespace.
+func (h *vcHarness) bringKubeconfig(t *testing.T) {
+	t.Helper()
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "vc-demo", Namespace: "vc-demo"}, Data: map[string][]byte{"config": []byte(vcKubeconfig)}}
+	if _, err := h.host.CoreV1().Secrets("vc-demo").Create(context.Background(), sec, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (h *vcHarness) run(t *testing.T, def, orderHex string, attrs string, before func()) saga.Saga {
+	t.Helper()
+	in := VClusterInput{OfferingUUID: offeringHex, OrderUUID: orderHex, ResourceUUID: resourceUUID, Limits: map[string]float64{"cpu": 1},
+		Attributes: json.RawMessage(attrs), Resource: ResourceRef{UUID: resourceUUID, Name: "demo", Slug: "demo"}}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if before != nil {
+		before()
+	}
+	if _, err := h.coord.Start(ctx, def, contract.SagaID(orderHex), in); err != nil {
+		t.Fatal(err)
+	}
+	sg, err := h.coord.Wait(ctx, contract.SagaID(orderHex))
+	if err != nil {
+		t.Fatalf("wait: %v", err)
+	}
+	return sg
+}
+
+func TestVClusterCreateImportsAndTerminateLeavesNothing(t *testing.T) {
+	h := newVCHarness(t)
+	ctx := context.Background()
+	// The namespace step makes vc-demo; the Secret arrives while the
+	// kubeconfig step waits for it.
+	go func() {
+		for {
+			if _, err := h.host.CoreV1().Namespaces().Get(ctx, "vc-demo", metav1.GetOptions{}); err == nil {
+				h.bringKubeconfig(t)
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	sg := h.run(t, VClusterCreate, "0000000000000000000000000000000a", `{"name":"demo","cpu":2,"ram":4}`, nil)
+	if sg.Status != saga.StatusSucceeded {
+		t.Fatalf("saga %s: %s", sg.Status, sg.Error)
+	}
+	w := h.w
+	if len(w.clusters) != 1 || w.agents != 1 || w.done != 1 || w.backend != "vc-demo" {
+		t.Fatalf("clusters %v agents %d done %d backend %q", w.clusters, w.agents, w.done, w.backend)
+	}
+	rq, err := h.host.CoreV1().ResourceQuotas("vc-demo").Get(ctx, vcluster.QuotaName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q := rq.Spec.Hard[corev1.ResourceRequestsCPU]; q.String() != "2" {
+		t.Errorf("cpu quota %s, want the attribute's 2 over the order's 1", q.String())
+	}
+	for _, st := range sg.Steps {
+		if strings.Contains(string(st.Output), "vc-secret-token") || strings.Contains(string(st.Output), "tok_") {
+			t.Fatalf("step %s keeps a secret: %s", st.Name, st.Output)
+		}
+	}
+
+	sg = h.run(t, VClusterTerminate, "0000000000000000000000000000000b", ``, nil)
+	if sg.Status != saga.StatusSucceeded {
+		t.Fatalf("terminate %s: %s", sg.Status, sg.Error)
+	}
+	if len(w.clusters) != 0 || w.agents != 0 || w.removed != 1 || w.done != 2 {
+		t.Fatalf("after terminate: clusters %v agents %d removed %d done %d", w.clusters, w.agents, w.removed, w.done)
+	}
+	if _, err := h.host.CoreV1().Namespaces().Get(ctx, "vc-demo", metav1.GetOptions{}); err == nil {
+		t.Fatal("host namespace left")
+	}
+}
+
+func TestVClusterCreateErrsOnAForeignNamespaceAndLeavesItAlone(t *testing.T) {
+	foreign := corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "vc-demo", Labels: map[string]string{"team": "x"}}}
+	h := newVCHarness(t, foreign)
+	sg := h.run(t, VClusterCreate, "0000000000000000000000000000000c", `{}`, nil)
+	if sg.Status != saga.StatusFailed || !strings.Contains(sg.Error, "not managed by sitebus") {
+		t.Fatalf("saga %s: %s", sg.Status, sg.Error)
+	}
+	ns, err := h.host.CoreV1().Namespaces().Get(context.Background(), "vc-demo", metav1.GetOptions{})
+	if err != nil || len(ns.Annotations) != 0 || len(ns.Labels) != 1 {
+		t.Fatalf("foreign namespace changed: %v %v", ns, err)
+	}
+	if len(h.w.clusters) != 0 || h.w.done != 0 {
+		t.Fatalf("clusters %v done %d", h.w.clusters, h.w.done)
+	}
+}
+
+func TestVClusterInstallRetriedAfterTheTokenMakesOneClusterOneAgentOneDone(t *testing.T) {
+	h := newVCHarness(t)
+	ctx := context.Background()
+	h.w.failInstall = 1
+	go func() {
+		for {
+			if _, err := h.host.CoreV1().Namespaces().Get(ctx, "vc-demo", metav1.GetOptions{}); err == nil {
+				h.bringKubeconfig(t)
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	sg := h.run(t, VClusterCreate, "0000000000000000000000000000000d", `{}`, nil)
+	if sg.Status != saga.StatusSucceeded {
+		t.Fatalf("saga %s: %s", sg.Status, sg.Error)
+	}
+	if st, _ := sg.Step("agent"); st.Attempts < 2 {
+		t.Fatalf("agent step attempts %d, want the failed one retried", st.Attempts)
+	}
+	if len(h.w.clusters) != 1 || h.w.agents != 1 || h.w.done != 1 || h.w.tokens != 2 {
+		t.Fatalf("clusters %d agents %d done %d tokens read %d", len(h.w.clusters), h.w.agents, h.w.done, h.w.tokens)
+	}
+}
