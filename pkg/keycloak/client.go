@@ -93,7 +93,7 @@ func (c *Client) do(ctx context.Context, op string, call func(ctx context.Contex
 	for attempt := 1; ; attempt++ {
 		tok, err := c.tokens.get(ctx)
 		if err == nil {
-			err = classify(ctx, op, call(ctx, tok))
+			err = redact(classify(ctx, op, call(ctx, tok)), c.cfg.Password.Reveal(), tok)
 			if err == nil {
 				return nil
 			}
@@ -141,7 +141,7 @@ func (c *Client) login(ctx context.Context) (string, time.Duration, error) {
 		Password:  gocloak.StringP(c.cfg.Password.Reveal()),
 	})
 	if err != nil {
-		return "", 0, classifyLogin(ctx, err)
+		return "", 0, redact(classifyLogin(ctx, err), c.cfg.Password.Reveal())
 	}
 	if jwt.AccessToken == "" {
 		return "", 0, &Error{Op: "log in", Status: http.StatusOK, Msg: "no access_token in the answer", kind: ErrRejected}

@@ -1,0 +1,64 @@
+package managedns
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/sitebus/sitebus/pkg/backend"
+	"github.com/sitebus/sitebus/pkg/fault"
+)
+
+// FuzzNamespaceName feeds the namespace naming every slug an order's
+// resource may carry (Unicode, path characters, case tricks, any length)
+// under every prefix the settings accept. A name it gives is an RFC 1123
+// label (checked here by hand, not with the code under test), starts with
+// the prefix, is the slug used as it is (never rewritten, so two slugs
+// never share a namespace); anything else is refused as fault.Invalid.
+func FuzzNamespaceName(f *testing.F) {
+	f.Add("waldur-", "my-project", "my-project-2")
+	f.Add("", "abc1", "ABC1")
+	f.Add("waldur-", "MyProject", "myproject")
+	f.Add("waldur-", "my_project", "my-project")
+	f.Add("waldur-", "../kube-system", "kube-system")
+	f.Add("waldur-", strings.Repeat("a", 56), strings.Repeat("a", 57))
+	f.Add("waldur-", "ｋube", "kube")
+	f.Add("waldur-", "a\x00b", "a-b")
+	f.Fuzz(func(t *testing.T, prefix, slug, other string) {
+		if (Settings{CRNamespace: "waldur-system", NamespacePrefix: prefix}).Validate() != nil {
+			return // the settings refuse this prefix before any order
+		}
+		r := backend.Resource{UUID: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", Slug: slug}
+		name, err := namespaceName(prefix, r)
+		if err != nil {
+			if !errors.Is(err, fault.Invalid) {
+				t.Fatalf("refusal %v is not fault.Invalid", err)
+			}
+			return
+		}
+		if name != prefix+slug {
+			t.Fatalf("slug %q under prefix %q became %q: rewritten", slug, prefix, name)
+		}
+		if !isLabel(name) {
+			t.Fatalf("name %q is no RFC 1123 label", name)
+		}
+		if o, err := namespaceName(prefix, backend.Resource{Slug: other}); err == nil && other != slug && o == name {
+			t.Fatalf("slugs %q and %q share namespace %q", slug, other, name)
+		}
+	})
+}
+
+// isLabel is RFC 1123's label, written out: 1 to 63 of a-z, 0-9 and '-',
+// starting and ending with a letter or digit.
+func isLabel(s string) bool {
+	if len(s) == 0 || len(s) > 63 || s[0] == '-' || s[len(s)-1] == '-' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
