@@ -3,6 +3,7 @@ package keycloak
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -78,4 +79,24 @@ func FuzzKeycloakErrorBody(f *testing.F) {
 			t.Fatalf("the error quotes the password: %v", err)
 		}
 	})
+}
+
+// A login refused with a body that echoes the password (a proxy quoting
+// the request, say) must not carry it into the error, which reaches logs
+// and Waldur's order error.
+func TestLoginErrorNeverQuotesThePassword(t *testing.T) {
+	body := []byte(`{"error":"invalid_request","error_description":"password ` + fuzzPassword + ` rejected"}`)
+	c, err := New(Config{URL: "https://keycloak.example", Realm: "hpc", UserRealm: "master", ClientID: "admin-cli",
+		Username: "waldur-agent", Password: fuzzPassword, MaxAttempts: 1, Logger: slog.New(slog.DiscardHandler),
+		WrapTransport: func(http.RoundTripper) http.RoundTripper { return keycloakAnswers{true, http.StatusBadRequest, body} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.GetGroup(t.Context(), "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0")
+	if err == nil || strings.Contains(err.Error(), fuzzPassword) || !strings.Contains(err.Error(), "[redacted]") {
+		t.Fatalf("error = %v, want the password redacted", err)
+	}
+	if !errors.Is(err, ErrCredentials) {
+		t.Fatalf("error %v is not ErrCredentials", err)
+	}
 }

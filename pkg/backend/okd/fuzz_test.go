@@ -24,7 +24,7 @@ func FuzzProjectName(f *testing.F) {
 	f.Fuzz(func(t *testing.T, nsPrefix, allocPrefix, slug, other, customer, project string) {
 		s := DefaultSettings()
 		s.NamespacePrefix, s.AllocationPrefix = nsPrefix, allocPrefix
-		if !isPrefix(nsPrefix+allocPrefix) {
+		if !isPrefix(nsPrefix + allocPrefix) {
 			return // settings a site could not name any project with
 		}
 		r := backend.Resource{UUID: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", Slug: slug, CustomerSlug: customer, ProjectSlug: project}

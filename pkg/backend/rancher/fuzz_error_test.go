@@ -67,3 +67,26 @@ func FuzzRancherErrorBody(f *testing.F) {
 		}
 	})
 }
+
+// Rancher (or a proxy) may echo the secret key in any field of its error
+// body, or past the point where a long body is cut: the error holds none
+// of it.
+func TestErrorBodyEchoingTheSecretKeyIsRedacted(t *testing.T) {
+	for name, body := range map[string]string{
+		"in the code":             `{"type":"error","code":"` + testSecretKey + `","message":"x"}`,
+		"across the cut at 512":   "<html>" + strings.Repeat("x", 500) + testSecretKey + "</html>",
+		"in the message":          `{"type":"error","code":"Invalid","message":"key ` + testSecretKey + `"}`,
+		"as the basic credential": "Basic " + base64.StdEncoding.EncodeToString([]byte(testAccessKey+":"+testSecretKey)),
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := newAPIClient("https://rancher.example", testAccessKey, testSecretKey, true,
+				func(http.RoundTripper) http.RoundTripper {
+					return bodyTransport{http.StatusInternalServerError, []byte(body)}
+				}, slog.New(slog.DiscardHandler))
+			err := c.do(t.Context(), http.MethodGet, "/v3/projects", "", nil, nil)
+			if err == nil || strings.Contains(err.Error(), testSecretKey[:8]) || strings.Contains(err.Error(), testSecretKey[len(testSecretKey)-8:]) {
+				t.Fatalf("error = %v, want no part of the secret key", err)
+			}
+		})
+	}
+}
