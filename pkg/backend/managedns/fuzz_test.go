@@ -13,8 +13,10 @@ import (
 // resource may carry (Unicode, path characters, case tricks, any length)
 // under every prefix the settings accept. A name it gives is an RFC 1123
 // label (checked here by hand, not with the code under test), starts with
-// the prefix, is the slug used as it is (never rewritten, so two slugs
-// never share a namespace); anything else is refused as fault.Invalid.
+// the prefix, is none of the namespaces reserved from orders (the CR
+// namespace, default, kube-*), is the slug used as it is (never rewritten, so two slugs
+// never share a namespace or a Keycloak access group); anything else is
+// refused as fault.Invalid.
 func FuzzNamespaceName(f *testing.F) {
 	f.Add("waldur-", "my-project", "my-project-2")
 	f.Add("", "abc1", "ABC1")
@@ -24,12 +26,17 @@ func FuzzNamespaceName(f *testing.F) {
 	f.Add("waldur-", strings.Repeat("a", 56), strings.Repeat("a", 57))
 	f.Add("waldur-", "ｋube", "kube")
 	f.Add("waldur-", "a\x00b", "a-b")
+	f.Add("waldur-", "a_admin", "a")
+	f.Add("", "kube-system", "default")
+	f.Add("waldur-", "a/b", "a-b")
+	f.Add("waldur-", "straße", "strasse")
 	f.Fuzz(func(t *testing.T, prefix, slug, other string) {
 		if (Settings{CRNamespace: "waldur-system", NamespacePrefix: prefix}).Validate() != nil {
 			return // the settings refuse this prefix before any order
 		}
 		r := backend.Resource{UUID: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", Slug: slug}
-		name, err := namespaceName(prefix, r)
+		b := &Backend{settings: Settings{NamespacePrefix: prefix, CRNamespace: DefaultCRNamespace}}
+		name, err := b.BackendID(r)
 		if err != nil {
 			if !errors.Is(err, fault.Invalid) {
 				t.Fatalf("refusal %v is not fault.Invalid", err)
@@ -42,8 +49,28 @@ func FuzzNamespaceName(f *testing.F) {
 		if !isLabel(name) {
 			t.Fatalf("name %q is no RFC 1123 label", name)
 		}
-		if o, err := namespaceName(prefix, backend.Resource{Slug: other}); err == nil && other != slug && o == name {
+		if name == DefaultCRNamespace || name == "default" || strings.HasPrefix(name, "kube-") {
+			t.Fatalf("slug %q was given the reserved namespace %q", slug, name)
+		}
+		o, oerr := b.BackendID(backend.Resource{Slug: other})
+		if oerr == nil && other != slug && o == name {
 			t.Fatalf("slugs %q and %q share namespace %q", slug, other, name)
+		}
+		// The Keycloak groups of the namespace's roles: no path separator,
+		// and none shared with another slug's (a slug that passes holds no
+		// '_', so ns_<slug>_<role> reads back one way only).
+		for _, role := range backend.Roles {
+			g := GroupName(slug, role)
+			if strings.Contains(g, "/") {
+				t.Fatalf("group %q holds a path separator", g)
+			}
+			if oerr == nil && other != slug {
+				for _, r2 := range backend.Roles {
+					if GroupName(other, r2) == g {
+						t.Fatalf("slugs %q and %q share group %q", slug, other, g)
+					}
+				}
+			}
 		}
 	})
 }
