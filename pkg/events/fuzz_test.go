@@ -68,7 +68,7 @@ func checkKey(t *testing.T, key string) {
 		t.Fatalf("ordering key %q is not <order|resource|project>:<32 hex>", key)
 	}
 	for _, c := range hex {
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+		if !strings.ContainsRune("0123456789abcdef", c) {
 			t.Fatalf("ordering key %q is not lower-case hex", key)
 		}
 	}

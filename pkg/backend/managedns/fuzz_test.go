@@ -82,8 +82,7 @@ func isLabel(s string) bool {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-') {
+		if !strings.ContainsRune("abcdefghijklmnopqrstuvwxyz0123456789-", rune(s[i])) {
 			return false
 		}
 	}
