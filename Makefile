@@ -86,6 +86,7 @@ FUZZ_TARGETS := \
 	services/stompbridge:FuzzDecode \
 	pkg/config:FuzzParse \
 	pkg/backend/managedns:FuzzNamespaceName \
+	pkg/backend/managedns:FuzzQuota \
 	pkg/backend/okd:FuzzProjectName \
 	pkg/backend/rancher:FuzzProjectName \
 	pkg/backend/ranchercluster:FuzzDecodeAttributes \

@@ -2,8 +2,11 @@ package managedns
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/sitebus/sitebus/pkg/backend"
 	"github.com/sitebus/sitebus/pkg/fault"
@@ -87,4 +90,46 @@ func isLabel(s string) bool {
 		}
 	}
 	return true
+}
+
+// FuzzQuota feeds the quota conversion any limits an order may carry
+// (they reach the CR's spec.quota, which the operator copies into a
+// ResourceQuota). Limits it accepts become quantities Kubernetes parses,
+// none negative, and read back as the limits given; anything else (NaN,
+// infinities, negative numbers) is refused as fault.Invalid.
+func FuzzQuota(f *testing.F) {
+	f.Add(4.0, 8.0, 100.0, 1.0)
+	f.Add(0.5, 0.25, 1e-5, 0.0)
+	f.Add(-1.0, 8.0, 100.0, 1.0)
+	f.Add(1e20, 1e300, 5e-324, 3.0)
+	f.Add(math.NaN(), math.Inf(1), 0.0, 0.0)
+	f.Fuzz(func(t *testing.T, cpu, ram, storage, gpu float64) {
+		c := quotaCodec{mapping: DefaultQuotaMapping()}
+		limits := map[string]float64{"cpu": cpu, "ram": ram, "storage": storage, "gpu": gpu}
+		quota, err := c.toQuota(limits)
+		if err != nil {
+			if !errors.Is(err, fault.Invalid) {
+				t.Fatalf("refusal %v is not fault.Invalid", err)
+			}
+			return
+		}
+		for field, s := range quota {
+			q, err := resource.ParseQuantity(s)
+			if err != nil {
+				t.Fatalf("limits %v made %s %q, which Kubernetes cannot parse: %v", limits, field, s, err)
+			}
+			if q.Sign() < 0 {
+				t.Fatalf("limits %v made a negative %s %q", limits, field, s)
+			}
+		}
+		back, err := c.fromQuota(quota)
+		if err != nil {
+			t.Fatalf("quota %v does not read back: %v", quota, err)
+		}
+		for k, v := range back {
+			if want := limits[k]; v != want && math.Abs(v-want) > 1e-9*math.Max(1, math.Abs(want)) {
+				t.Fatalf("limit %s %v read back as %v (quota %q)", k, want, v, quota)
+			}
+		}
+	})
 }
