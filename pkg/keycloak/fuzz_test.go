@@ -100,3 +100,23 @@ func TestLoginErrorNeverQuotesThePassword(t *testing.T) {
 		t.Fatalf("error %v is not ErrCredentials", err)
 	}
 }
+
+// gocloak takes any status below 400 for a success; a 3xx that net/http
+// did not follow (a proxy's, without Location) must be an error, or an
+// empty answer would pass for a group (or a token).
+func TestAThreeHundredAnswerIsAnErrorNotAnEmptySuccess(t *testing.T) {
+	for name, login := range map[string]bool{"to an admin call": false, "to the login": true} {
+		t.Run(name, func(t *testing.T) {
+			c, err := New(Config{URL: "https://keycloak.example", Realm: "hpc", UserRealm: "master", ClientID: "admin-cli",
+				Username: "waldur-agent", Password: fuzzPassword, MaxAttempts: 1, Logger: slog.New(slog.DiscardHandler),
+				WrapTransport: func(http.RoundTripper) http.RoundTripper { return keycloakAnswers{login, 302, []byte(`{}`)} }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			g, err := c.GetGroup(t.Context(), "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0")
+			if err == nil || fault.KindOf(err) == "" {
+				t.Fatalf("GetGroup = %+v, %v; want an error of a fault kind", g, err)
+			}
+		})
+	}
+}
