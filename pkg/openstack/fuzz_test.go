@@ -1,6 +1,7 @@
 package openstack
 
 import (
+	"bytes"
 	"net/http"
 	"testing"
 
@@ -28,6 +29,7 @@ func FuzzOpenStackErrorBody(f *testing.F) {
 	f.Add(401, []byte(`{"error": {"code": 401, "title": "Unauthorized", "message": "The request you have made requires authentication."}}`))
 	f.Add(413, []byte(`{"overLimit": {"code": 413, "message": "VolumeLimitExceeded"}}`))
 	f.Add(503, []byte("<html><body><h1>503 Service Unavailable</h1></body></html>"))
+	f.Add(502, bytes.Repeat([]byte("<p>proxy error page</p>"), 1000))
 	f.Add(400, []byte(`{"message": "400 Bad Request\n\nInvalid image", "code": "400 Bad Request", "title": "Bad Request"}`))
 	f.Fuzz(func(t *testing.T, status int, body []byte) {
 		if status < 300 || status > 999 {
@@ -50,4 +52,12 @@ func FuzzOpenStackErrorBody(f *testing.F) {
 			t.Fatalf("answer of %d bytes made an error of %d bytes", len(body), n)
 		}
 	})
+}
+
+func TestALongErrorBodyIsQuotedShortened(t *testing.T) {
+	page := bytes.Repeat([]byte("<p>proxy error page</p>"), 1000)
+	err := classify("create network", "network x", gophercloud.ErrUnexpectedResponseCode{Actual: http.StatusBadGateway, Body: page})
+	if n := len(err.Error()); n > maxMessage+200 || fault.KindOf(err) != fault.Unavailable {
+		t.Fatalf("error of %d bytes (kind %q): want at most about %d and unavailable", n, fault.KindOf(err), maxMessage)
+	}
 }

@@ -30,6 +30,7 @@ func FuzzVaultErrorBody(f *testing.F) {
 	f.Add(429, []byte(`{"errors":["request path \"secret/data/x\": rate limit quota exceeded"]}`))
 	f.Add(502, []byte(`<html><body>Bad Gateway</body></html>`))
 	f.Add(500, []byte(`{"errors":null}`))
+	f.Add(502, bytes.Repeat([]byte("<p>proxy error page</p>"), 1000))
 	f.Fuzz(func(t *testing.T, status int, body []byte) {
 		if status < 400 || status > 999 {
 			return // 2xx and 3xx are no error to the vault/api client
@@ -52,4 +53,14 @@ func FuzzVaultErrorBody(f *testing.F) {
 			t.Fatalf("answer of %d bytes made an error of %d bytes", len(body), n)
 		}
 	})
+}
+
+func TestALongErrorBodyIsQuotedShortened(t *testing.T) {
+	page := bytes.Repeat([]byte("<p>proxy error page</p>"), 1000)
+	req := &http.Request{Method: http.MethodGet, URL: &url.URL{Scheme: "https", Host: "vault.example", Path: "/v1/sys/health"}}
+	resp := &vaultapi.Response{Response: &http.Response{StatusCode: http.StatusBadGateway, Header: http.Header{}, Body: io.NopCloser(bytes.NewReader(page)), Request: req}}
+	err := classify("read secret", "secret/data/x", resp.Error())
+	if n := len(err.Error()); n > maxErrors+200 || fault.KindOf(err) != fault.Unavailable {
+		t.Fatalf("error of %d bytes (kind %q): want at most about %d and unavailable", n, fault.KindOf(err), maxErrors)
+	}
 }
