@@ -78,8 +78,11 @@ unit:
 ## already runs each target's seeds and committed corpus
 ## (testdata/fuzz/<target>/) as ordinary tests; a failure found here is
 ## written there: commit it with the fix. FUZZFLAGS adds go test flags
-## (e.g. -parallel 1 on a shared machine).
+## (e.g. -parallel 1 on a shared machine). FUZZMINIMIZETIME bounds the
+## shrinking of each new interesting input, which go test otherwise gives
+## up to 60 s, counted in FUZZTIME: a short run would mostly shrink.
 FUZZTIME ?= 1m
+FUZZMINIMIZETIME ?= 5s
 FUZZFLAGS ?=
 FUZZ_TARGETS := \
 	pkg/events:FuzzInspect \
@@ -102,7 +105,7 @@ fuzz:
 	@for t in $(FUZZ_TARGETS); do \
 		dir=$${t%%:*}; name=$${t##*:}; \
 		echo "== fuzz $$name ($$dir, $(FUZZTIME))"; \
-		go test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $(FUZZFLAGS) ./$$dir/ || exit 1; \
+		go test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZETIME) $(FUZZFLAGS) ./$$dir/ || exit 1; \
 	done
 
 e2e: deps k8s-binaries vault
