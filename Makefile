@@ -11,7 +11,7 @@ GOLANGCI := $(SITEBUS_CACHE)/tools/golangci-lint-$(GOLANGCI_VERSION)/golangci-li
 MODULES := pkg services e2e
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: all build run test test-repeat unit e2e lint generate check-generated deps bench bench-orders k8s-binaries vault fmt image manifests soak bench-replicas
+.PHONY: all build run test test-repeat unit e2e lint generate check-generated deps bench bench-orders k8s-binaries vault fmt image manifests soak bench-replicas fuzz
 
 all: build
 
@@ -72,6 +72,41 @@ test-repeat: deps k8s-binaries vault
 
 unit:
 	go test ./pkg/... ./services/...
+
+## fuzz: every fuzz target for FUZZTIME (default 1m) each, one after the
+## other (go test fuzzes one target per package per run). `make test`
+## already runs each target's seeds and committed corpus
+## (testdata/fuzz/<target>/) as ordinary tests; a failure found here is
+## written there: commit it with the fix. FUZZFLAGS adds go test flags
+## (e.g. -parallel 1 on a shared machine). FUZZMINIMIZETIME bounds the
+## shrinking of each new interesting input, which go test otherwise gives
+## up to 60 s, counted in FUZZTIME: a short run would mostly shrink.
+FUZZTIME ?= 1m
+FUZZMINIMIZETIME ?= 5s
+FUZZFLAGS ?=
+FUZZ_TARGETS := \
+	pkg/events:FuzzInspect \
+	services/stompbridge:FuzzDecode \
+	pkg/config:FuzzParse \
+	pkg/backend/managedns:FuzzNamespaceName \
+	pkg/backend/managedns:FuzzQuota \
+	pkg/backend/okd:FuzzProjectName \
+	pkg/backend/rancher:FuzzProjectName \
+	pkg/backend/ranchercluster:FuzzDecodeAttributes \
+	pkg/backend/ranchercluster:FuzzClusterNames \
+	pkg/cloudinit:FuzzRender \
+	pkg/waldur:FuzzWaldurAnswer \
+	pkg/keycloak:FuzzKeycloakErrorBody \
+	pkg/backend/rancher:FuzzRancherErrorBody \
+	pkg/openstack:FuzzOpenStackErrorBody \
+	pkg/vault:FuzzVaultErrorBody \
+	pkg/backend/kubeapi:FuzzKubernetesErrorBody
+fuzz:
+	@for t in $(FUZZ_TARGETS); do \
+		dir=$${t%%:*}; name=$${t##*:}; \
+		echo "== fuzz $$name ($$dir, $(FUZZTIME))"; \
+		go test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZETIME) $(FUZZFLAGS) ./$$dir/ || exit 1; \
+	done
 
 e2e: deps k8s-binaries vault
 	go test -count=1 -timeout 20m -v ./e2e/...

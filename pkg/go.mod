@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/Nerzal/gocloak/v13 v13.9.0
+	github.com/go-resty/resty/v2 v2.7.0
 	github.com/gophercloud/gophercloud/v2 v2.15.0
 	github.com/hashicorp/vault/api v1.23.0
 	github.com/nats-io/nats-server/v2 v2.15.2
@@ -40,7 +41,6 @@ require (
 	github.com/go-openapi/jsonpointer v0.21.0 // indirect
 	github.com/go-openapi/jsonreference v0.20.2 // indirect
 	github.com/go-openapi/swag v0.23.0 // indirect
-	github.com/go-resty/resty/v2 v2.7.0 // indirect
 	github.com/golang-jwt/jwt/v5 v5.0.0 // indirect
 	github.com/google/gnostic-models v0.7.0 // indirect
 	github.com/google/go-tpm v0.9.8 // indirect

@@ -64,6 +64,13 @@ func isMergeKey(k *yaml.Node) bool {
 // an error: PyYAML silently keeps the last one, which hides mistakes.
 // A null value is an empty mapping.
 func (d *decoder) entries(n *yaml.Node, s scope) []entry {
+	return d.mergedEntries(n, s, map[*yaml.Node]bool{})
+}
+
+// mergedEntries is entries; expanding holds the mappings whose merge keys
+// are being spliced in, so that one merging itself (<<: *a inside &a,
+// directly or through another) is an error instead of endless recursion.
+func (d *decoder) mergedEntries(n *yaml.Node, s scope, expanding map[*yaml.Node]bool) []entry {
 	n = resolve(n)
 	if isNull(n) {
 		return nil
@@ -93,14 +100,20 @@ func (d *decoder) entries(n *yaml.Node, s scope) []entry {
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := resolve(n.Content[i]), n.Content[i+1]
 		if isMergeKey(k) {
+			expanding[n] = true
 			for _, src := range d.mergeSources(v, s) {
-				for _, e := range d.entries(src, s) {
+				if expanding[src] {
+					d.atLine(s, k.Line, "a merge key (<<) refers to a mapping that merges it: the merge never ends")
+					continue
+				}
+				for _, e := range d.mergedEntries(src, s, expanding) {
 					if explicit[e.key] == nil && !seen[e.key] {
 						seen[e.key] = true
 						out = append(out, e)
 					}
 				}
 			}
+			delete(expanding, n)
 			continue
 		}
 		if k.Kind != yaml.ScalarNode || seen[k.Value] {
@@ -391,10 +404,21 @@ func (d *decoder) anyMap(p *map[string]any) setter {
 // value, so that problems the plugin finds later (through
 // Root.OfferingProblems) point at their line.
 func (d *decoder) recordLines(n *yaml.Node, s scope) {
+	d.recordLinesOf(n, s, map[*yaml.Node]bool{})
+}
+
+// recordLinesOf is recordLines; inside holds the nodes being walked, so
+// that an alias to one of them (&a {x: *a}) ends the walk instead of
+// recursing for ever: yaml.v3 refuses such a value when it is decoded.
+func (d *decoder) recordLinesOf(n *yaml.Node, s scope, inside map[*yaml.Node]bool) {
 	n = resolve(n)
-	switch {
-	case n == nil:
-	case n.Kind == yaml.MappingNode:
+	if n == nil || inside[n] {
+		return
+	}
+	inside[n] = true
+	defer delete(inside, n)
+	switch n.Kind {
+	case yaml.MappingNode:
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k := resolve(n.Content[i])
 			if k.Kind != yaml.ScalarNode || isMergeKey(k) {
@@ -404,13 +428,13 @@ func (d *decoder) recordLines(n *yaml.Node, s scope) {
 			if _, seen := d.lines[ks.canon]; !seen {
 				d.lines[ks.canon] = k.Line
 			}
-			d.recordLines(n.Content[i+1], ks)
+			d.recordLinesOf(n.Content[i+1], ks, inside)
 		}
-	case n.Kind == yaml.SequenceNode:
+	case yaml.SequenceNode:
 		for i, item := range n.Content {
 			is := s.index(i)
 			d.lines[is.canon] = resolve(item).Line
-			d.recordLines(item, is)
+			d.recordLinesOf(item, is, inside)
 		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/Nerzal/gocloak/v13"
+	"github.com/go-resty/resty/v2"
 )
 
 // Client talks to one Keycloak realm. It is safe for concurrent use.
@@ -40,7 +41,16 @@ func New(cfg Config) (*Client, error) {
 		SetTransport(rt).
 		SetTimeout(cfg.Timeout).
 		SetLogger(restyLogger{cfg.Logger}).
-		SetRetryCount(0) // retries are ours: they renew tokens and classify
+		SetRetryCount(0). // retries are ours: they renew tokens and classify
+		// gocloak takes any status below 400 for a success; a 3xx that
+		// net/http did not follow (no Location, or not a redirect at
+		// all) is no answer of Keycloak's, so it is an error here.
+		OnAfterResponse(func(_ *resty.Client, r *resty.Response) error {
+			if s := r.StatusCode(); s >= 300 && s < 400 {
+				return fmt.Errorf("HTTP %d from %s is no Keycloak answer (a proxy in between?)", s, r.Request.URL)
+			}
+			return nil
+		})
 	c := &Client{cfg: cfg, log: cfg.Logger.With("component", "keycloak", "realm", cfg.Realm), gc: gc}
 	c.tokens = &tokenCache{login: c.login, now: time.Now}
 	return c, nil
@@ -93,7 +103,7 @@ func (c *Client) do(ctx context.Context, op string, call func(ctx context.Contex
 	for attempt := 1; ; attempt++ {
 		tok, err := c.tokens.get(ctx)
 		if err == nil {
-			err = classify(ctx, op, call(ctx, tok))
+			err = redact(classify(ctx, op, call(ctx, tok)), c.cfg.Password.Reveal(), tok)
 			if err == nil {
 				return nil
 			}
@@ -141,7 +151,7 @@ func (c *Client) login(ctx context.Context) (string, time.Duration, error) {
 		Password:  gocloak.StringP(c.cfg.Password.Reveal()),
 	})
 	if err != nil {
-		return "", 0, classifyLogin(ctx, err)
+		return "", 0, redact(classifyLogin(ctx, err), c.cfg.Password.Reveal())
 	}
 	if jwt.AccessToken == "" {
 		return "", 0, &Error{Op: "log in", Status: http.StatusOK, Msg: "no access_token in the answer", kind: ErrRejected}

@@ -105,6 +105,23 @@ func classify(ctx context.Context, op string, err error) error {
 		unauthorized: ae.Code == http.StatusUnauthorized}
 }
 
+// redact removes the secrets (the admin's password, the access token)
+// from an *Error's message: Keycloak, or a proxy in front of it, may echo
+// the request in its error body, and the message reaches logs and
+// Waldur's order error.
+func redact(err error, secrets ...string) error {
+	var e *Error
+	if !errors.As(err, &e) {
+		return err
+	}
+	for _, s := range secrets {
+		if s != "" {
+			e.Msg = strings.ReplaceAll(e.Msg, s, "[redacted]")
+		}
+	}
+	return err
+}
+
 // classifyLogin is classify for the token endpoint, where 400 and 401 mean
 // the client or the credentials are wrong.
 func classifyLogin(ctx context.Context, err error) error {

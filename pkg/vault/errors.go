@@ -48,7 +48,7 @@ func (e *Error) Error() string {
 	case e.Status != 0:
 		fmt.Fprintf(&b, "%d %s", e.Status, http.StatusText(e.Status))
 		if len(e.Errors) > 0 {
-			b.WriteString(": " + strings.Join(e.Errors, "; "))
+			b.WriteString(": " + shorten(strings.Join(e.Errors, "; "), maxErrors))
 		}
 	case e.err != nil:
 		b.WriteString(e.err.Error())
@@ -89,6 +89,19 @@ func classify(op, path string, err error) error {
 		e.kind, e.badCert = fault.Rejected, true
 	}
 	return e
+}
+
+// maxErrors bounds Vault's error text an Error quotes: a body that is
+// not Vault's JSON (a proxy's page) comes whole, and the message reaches
+// logs, traces and Waldur's order error.
+const maxErrors = 1024
+
+// shorten cuts s to at most n bytes of valid UTF-8, marking the cut.
+func shorten(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "…(truncated)"
 }
 
 // statusKind classifies Vault's answer by its status (see Error).

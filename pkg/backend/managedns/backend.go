@@ -149,7 +149,15 @@ func (b *Backend) Type() string { return Type }
 // Settings returns the settings in force (defaults filled in).
 func (b *Backend) Settings() Settings { return b.settings }
 
-// BackendID is namespace_prefix + slug, validated as a namespace name.
+// BackendID is namespace_prefix + slug, validated as a namespace name
+// that no order may have (see reservedNamespace).
 func (b *Backend) BackendID(r backend.Resource) (string, error) {
-	return namespaceName(b.settings.NamespacePrefix, r)
+	name, err := namespaceName(b.settings.NamespacePrefix, r)
+	if err != nil {
+		return "", err
+	}
+	if err := reservedNamespace(name, b.settings.CRNamespace); err != nil {
+		return "", err
+	}
+	return name, nil
 }

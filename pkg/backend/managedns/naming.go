@@ -1,6 +1,8 @@
 package managedns
 
 import (
+	"strings"
+
 	"github.com/sitebus/sitebus/pkg/backend"
 	"github.com/sitebus/sitebus/pkg/backend/kubeapi"
 	"github.com/sitebus/sitebus/pkg/fault"
@@ -27,4 +29,17 @@ func namespaceName(prefix string, r backend.Resource) (string, error) {
 // plugin's messages (they reach Waldur as the order's error).
 func validateName(name string) error {
 	return kubeapi.ValidateName("Namespace name", name)
+}
+
+// reservedNamespace refuses the namespaces an order must never get, since
+// the operator would grant the order's project access to them: the CR
+// namespace (with the default settings a resource slugged "system" would
+// otherwise be given waldur-system, where every ManagedNamespace CR, and
+// often sitebus's own configuration Secret, lives), "default", and the
+// kube- prefix Kubernetes reserves for its system namespaces.
+func reservedNamespace(name, crNamespace string) error {
+	if name == crNamespace || name == "default" || strings.HasPrefix(name, "kube-") {
+		return fault.Errorf(fault.Invalid, "Namespace name '%s' is reserved (the CR namespace, default or kube-*); rename the resource", name)
+	}
+	return nil
 }

@@ -74,3 +74,24 @@ func TestValidateNameEmpty(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+func TestBackendIDRefusesReservedNamespaces(t *testing.T) {
+	for name, tc := range map[string]struct{ prefix, slug string }{
+		"the CR namespace, from the default prefix and a slug named system": {"waldur-", "system"},
+		"the default namespace, with no prefix":                             {"", "default"},
+		"a kube- namespace, with no prefix":                                 {"", "kube-system"},
+		"the CR namespace itself, with no prefix":                           {"", "waldur-system"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			b := &Backend{settings: Settings{NamespacePrefix: tc.prefix, CRNamespace: DefaultCRNamespace}}
+			got, err := b.BackendID(backend.Resource{UUID: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", Slug: tc.slug})
+			if err == nil || !errors.Is(err, fault.Invalid) || !strings.Contains(err.Error(), "is reserved") {
+				t.Fatalf("BackendID = %q, %v; want a terminal refusal naming the reserved namespace", got, err)
+			}
+		})
+	}
+	b := &Backend{settings: Settings{NamespacePrefix: "waldur-", CRNamespace: DefaultCRNamespace}}
+	if got, err := b.BackendID(backend.Resource{Slug: "systems"}); err != nil || got != "waldur-systems" {
+		t.Fatalf("BackendID of an ordinary slug = %q, %v", got, err)
+	}
+}

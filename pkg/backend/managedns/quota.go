@@ -57,6 +57,12 @@ func (c quotaCodec) toQuota(limits map[string]float64) (map[string]string, error
 		if gibTypes[t] {
 			s += "Gi"
 		}
+		// Python's str() writes very small and very large numbers with an
+		// exponent (1e-05), which a quantity cannot combine with a unit:
+		// the CR would hold a quota the operator cannot apply.
+		if _, err := resource.ParseQuantity(s); err != nil {
+			return nil, fault.Errorf(fault.Invalid, "Resource limit %s (%s) cannot be written as a Kubernetes quantity", k, pyNumber(limits[k]))
+		}
 		quota[field] = s
 	}
 	return quota, nil

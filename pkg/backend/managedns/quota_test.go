@@ -3,10 +3,12 @@ package managedns
 import (
 	"errors"
 	"maps"
+	"strings"
 	"testing"
 
 	"github.com/sitebus/sitebus/pkg/backend"
 	"github.com/sitebus/sitebus/pkg/config"
+	"github.com/sitebus/sitebus/pkg/fault"
 )
 
 func typed(t string) config.BackendComponent {
@@ -191,6 +193,21 @@ func TestPyNumber(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := pyNumber(tt.in); got != tt.want {
 				t.Fatalf("pyNumber(%v) = %q, want %q", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestQuotaRefusesLimitsNoQuantityCanHold(t *testing.T) {
+	c := quotaCodec{mapping: DefaultQuotaMapping()}
+	for name, limits := range map[string]map[string]float64{
+		"a storage limit Python writes with an exponent": {"storage": 1e-05},
+		"a ram limit too large to write without one":     {"ram": 1e300},
+	} {
+		t.Run(name, func(t *testing.T) {
+			q, err := c.toQuota(limits)
+			if err == nil || !errors.Is(err, fault.Invalid) || !strings.Contains(err.Error(), "cannot be written as a Kubernetes quantity") {
+				t.Fatalf("toQuota = %v, %v; want a terminal refusal", q, err)
 			}
 		})
 	}

@@ -94,8 +94,10 @@ func (c *client) do(ctx context.Context, method, path, rawQuery string, in, out 
 		return transportError(method, path, c.redactErr(err))
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		code, msg := errorBody(data)
-		e := statusError(method, path, c.accessKey, resp.StatusCode, code, c.redact(msg))
+		// Redacted before errorBody shortens it, so that no part of the
+		// secret survives a cut, and in every field Rancher may echo it.
+		code, msg := errorBody([]byte(c.redact(string(data))))
+		e := statusError(method, path, c.accessKey, resp.StatusCode, code, msg)
 		c.log.Debug("rancher call failed", "method", method, "path", path, "status", resp.StatusCode, "code", code)
 		return e
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"path"
 	"slices"
 	"strings"
@@ -102,6 +103,11 @@ func parseObject(raw json.RawMessage) (map[string]any, error) {
 	var m map[string]any
 	if err := dec.Decode(&m); err != nil {
 		return nil, &AttributeError{Msg: "the order's attributes are not a JSON object: " + err.Error()}
+	}
+	// Decode reads one value and leaves the rest: text after the object
+	// means the attributes are not the object they look like.
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, &AttributeError{Msg: "the order's attributes are not a JSON object: text after the object"}
 	}
 	return m, nil
 }

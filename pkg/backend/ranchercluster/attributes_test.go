@@ -106,6 +106,10 @@ func TestDecodeManagedAttributesRefuses(t *testing.T) {
 			raw:  json.RawMessage(`[1]`),
 			want: "the order's attributes are not a JSON object: json: cannot unmarshal array into Go value of type map[string]interface {}",
 		},
+		"text after the object": {
+			raw:  json.RawMessage(`{}0`),
+			want: "the order's attributes are not a JSON object: text after the object",
+		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
