@@ -107,7 +107,9 @@ func (a *activities) updatePlan(ctx context.Context, in saga.ActivityInput) (jso
 		}
 		out.Rename = true
 	}
-	if u.WorkerNodesCount != nil && *u.WorkerNodesCount != p.WorkersPerZone {
+	// The same count again re-makes the workers the cluster pass removed
+	// (their VMs were deleted): the zones are planned back to it.
+	if u.WorkerNodesCount != nil && (*u.WorkerNodesCount != p.WorkersPerZone || shortOfWorkers(p)) {
 		if p, out.Resize, err = ranchercluster.PlanResize(&r.o.Settings, p, *u.WorkerNodesCount); err != nil {
 			return nil, bus.Terminal(err)
 		}
@@ -350,4 +352,15 @@ func (a *activities) recordUpdate(ctx context.Context, in saga.ActivityInput) (j
 		return nil, err
 	}
 	return nil, a.plans.Put(ctx, hexUUID(r.in.ResourceUUID), raw)
+}
+
+// shortOfWorkers reports whether a zone of a managed plan has fewer
+// agents than its worker count.
+func shortOfWorkers(p *ranchercluster.Plan) bool {
+	for _, t := range p.Tenants {
+		if len(p.Agents(t.OfferingUUID)) < p.WorkersPerZone {
+			return true
+		}
+	}
+	return false
 }
