@@ -270,7 +270,13 @@ func (a *activities) waitNodes(ctx context.Context, in saga.ActivityInput) (json
 	})
 	switch {
 	case errors.Is(err, rancher.ErrNodesInactive) || parent.Err() == nil && ctx.Err() != nil:
-		return r.notReady(fmt.Sprintf("the cluster was not usable within %s: %v", a.timeouts.Nodes, err))
+		// What the last read showed, not the error: the deadline may end
+		// the wait in the middle of a request.
+		standing := rep.last
+		if standing == "" {
+			standing = err.Error()
+		}
+		return r.notReady(fmt.Sprintf("the cluster was not usable within %s: %s", a.timeouts.Nodes, standing))
 	case err != nil:
 		return nil, fmt.Errorf("nodes of %s: %w", ref, err)
 	}
