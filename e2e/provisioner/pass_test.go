@@ -132,3 +132,21 @@ func TestTheClusterPassRemovesTheNodeOfADeletedVMAndRepairs(t *testing.T) {
 		t.Errorf("%d VMs after the repair, want 6", n)
 	}
 }
+
+// An update that arrives while its cluster is still being created waits
+// for the create instead of erring with "no cluster record".
+func TestAnUpdateDuringTheCreateWaitsForIt(t *testing.T) {
+	s := newSite(t)
+	name := "early-prod"
+	create, resUUID := s.order(waldursim.CreateOrderRequest{ResourceName: name, Attributes: oneZone(name)})
+	up, _ := s.order(waldursim.CreateOrderRequest{Type: "Update", ResourceUUID: resUUID, Attributes: map[string]any{"worker_nodes_count": 2}})
+	if o := s.WaitOrder(create, "done", "erred"); o.State != "done" {
+		t.Fatalf("create %s: %s", o.State, o.ErrorMessage)
+	}
+	if o := s.WaitOrder(up, "done", "erred"); o.State != "done" {
+		t.Fatalf("update during the create %s: %s", o.State, o.ErrorMessage)
+	}
+	if n := len(s.OpenStack.Inventory("").Servers); n != 6 {
+		t.Errorf("%d VMs, want 6 (a load balancer, 3 servers, 2 workers)", n)
+	}
+}

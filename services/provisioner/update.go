@@ -12,6 +12,7 @@ import (
 	"github.com/sitebus/sitebus/pkg/backend/ranchercluster"
 	"github.com/sitebus/sitebus/pkg/bus"
 	"github.com/sitebus/sitebus/pkg/saga"
+	"github.com/sitebus/sitebus/pkg/waldur"
 )
 
 // ClusterUpdate changes a cluster after an update order: its name
@@ -51,7 +52,8 @@ type UpdateOutput struct {
 // steps that wait for VMs or drains.
 func updateDefinition(step func(name, action, compensation string, long int) saga.Step) saga.Definition {
 	return saga.Definition{Name: ClusterUpdate, Steps: []saga.Step{
-		step("plan", actUpdatePlan, "", 0),
+		// Long: an update that comes during its cluster's create waits for it.
+		step("plan", actUpdatePlan, "", 1),
 		step("rename", actRename, actRenameBack, 0),
 		step("quota-up", actQuotaUp, actQuotaBack, 0),
 		step("vault", actAddVault, actVaultCleanup, 0),
@@ -82,12 +84,9 @@ func (a *activities) updatePlan(ctx context.Context, in saga.ActivityInput) (jso
 	if err != nil {
 		return nil, err
 	}
-	raw, err := a.plans.Get(ctx, hexUUID(r.in.ResourceUUID))
+	raw, err := a.recordAfterCreate(ctx, r)
 	if err != nil {
 		return nil, err
-	}
-	if raw == nil {
-		return nil, bus.Terminal(fmt.Errorf("no cluster record for resource %s: this sitebus did not make its cluster", r.in.ResourceUUID))
 	}
 	var out UpdateOutput
 	if err := json.Unmarshal(raw, &out.Record); err != nil {
@@ -363,4 +362,41 @@ func shortOfWorkers(p *ranchercluster.Plan) bool {
 		}
 	}
 	return false
+}
+
+// createPoll paces an update's wait for the create of its cluster.
+const createPoll = 2 * time.Second
+
+// recordAfterCreate is the cluster's record; an update that arrives while
+// the create still runs (no record yet, and Waldur has no backend_id for
+// the resource, which the create's settle step sets) waits for it, bounded
+// by the step's timeout, instead of erring. No record once the create is
+// over (a backend_id, or the resource erred or gone) is terminal: this
+// sitebus did not make the cluster.
+func (a *activities) recordAfterCreate(ctx context.Context, r *run) ([]byte, error) {
+	logged := false
+	for {
+		raw, err := a.plans.Get(ctx, hexUUID(r.in.ResourceUUID))
+		if err != nil || raw != nil {
+			return raw, err
+		}
+		res, err := r.o.Waldur.GetResource(ctx, r.in.ResourceUUID, "uuid", "state", "backend_id")
+		if err != nil {
+			return nil, fmt.Errorf("read resource %s: %w", r.in.ResourceUUID, err)
+		}
+		if res.BackendID != "" || res.State == waldur.ResourceStateErred || res.State == waldur.ResourceStateTerminated {
+			return nil, bus.Terminal(fmt.Errorf("no cluster record for resource %s: this sitebus did not make its cluster", r.in.ResourceUUID))
+		}
+		if !logged {
+			r.log.Info("update waits for the cluster's create", "order", r.in.OrderUUID, "resource_state", res.State)
+			logged = true
+		}
+		t := time.NewTimer(createPoll)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("the cluster of resource %s is still being created: %w", r.in.ResourceUUID, ctx.Err())
+		case <-t.C:
+		}
+	}
 }
