@@ -150,3 +150,43 @@ func TestAnUpdateDuringTheCreateWaitsForIt(t *testing.T) {
 		t.Errorf("%d VMs, want 6 (a load balancer, 3 servers, 2 workers)", n)
 	}
 }
+
+// A scale-down whose drain fails part-way errs the order saying which
+// nodes were removed and which were not; a later scale-down finishes it.
+func TestAScaleDownThatFailsPartWaySaysWhatWasRemoved(t *testing.T) {
+	s := newSite(t)
+	name := "shrink-prod"
+	attrs := oneZone(name)
+	attrs["worker_nodes_count"] = 3
+	create, resUUID := s.order(waldursim.CreateOrderRequest{ResourceName: name, Attributes: attrs})
+	if o := s.WaitOrder(create, "done", "erred"); o.State != "done" {
+		t.Fatalf("create %s: %s", o.State, o.ErrorMessage)
+	}
+	gone, stuck := "k8s-"+name+"-rancher-node-6", "k8s-"+name+"-rancher-node-5"
+	s.Rancher.AddNodeFault(ranchersim.NodeFault{Hostname: stuck, DrainError: "cannot evict pod as it would violate the pod's disruption budget"})
+	down, _ := s.order(waldursim.CreateOrderRequest{Type: "Update", ResourceUUID: resUUID, Attributes: map[string]any{"worker_nodes_count": 1}})
+	o := s.WaitOrder(down, "done", "erred")
+	if o.State != "erred" {
+		t.Fatalf("scale down %s, want erred", o.State)
+	}
+	for _, want := range []string{"removed: " + gone, "not removed: " + stuck, "disruption budget"} {
+		if !strings.Contains(o.ErrorMessage, want) {
+			t.Errorf("error message %q does not say %q", o.ErrorMessage, want)
+		}
+	}
+	if len(s.OpenStack.ServersNamed(gone)) != 0 || len(s.OpenStack.ServersNamed(stuck)) != 1 {
+		t.Errorf("VMs %s: %d, %s: %d; want the first gone, the second kept", gone, len(s.OpenStack.ServersNamed(gone)), stuck, len(s.OpenStack.ServersNamed(stuck)))
+	}
+	s.Rancher.ClearNodeFaults()
+	again, _ := s.order(waldursim.CreateOrderRequest{Type: "Update", ResourceUUID: resUUID, Attributes: map[string]any{"worker_nodes_count": 1}})
+	if o := s.WaitOrder(again, "done", "erred"); o.State != "done" {
+		t.Fatalf("second scale down %s: %s", o.State, o.ErrorMessage)
+	}
+	if n := len(s.OpenStack.Inventory("").Servers); n != 5 {
+		t.Errorf("%d VMs, want 5 (a load balancer, 3 servers, 1 worker)", n)
+	}
+	nodes, _ := s.resource(resUUID).BackendMetadata["nodes"].([]any)
+	if len(nodes) != 4 {
+		t.Errorf("backend_metadata nodes %v, want the 4 left", nodes)
+	}
+}

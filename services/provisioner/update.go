@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/sitebus/sitebus/pkg/backend/rancher"
@@ -308,30 +309,87 @@ func (a *activities) removeNodes(ctx context.Context, in saga.ActivityInput) (js
 	if len(r.plan.Agents("")) == 0 {
 		return nil, bus.Terminal(errors.New("refusing to remove the cluster's last agent node"))
 	}
-	for _, n := range u.Resize.Remove {
-		i := slices.IndexFunc(r.made.Nodes, func(s ServerRecord) bool { return s.Name == n.Name })
-		j := slices.IndexFunc(nodes, func(rn rancher.Node) bool { return rn.RequestedHostname == n.Name })
-		if j >= 0 {
-			if err := r.o.Rancher.DrainNode(ctx, ref, nodes[j].ID, rancher.DefaultDrainInput()); err != nil {
-				return nil, fmt.Errorf("drain %s: %w", n.Name, err)
+	var removed []string
+	for k, n := range u.Resize.Remove {
+		if err := r.removeNode(ctx, n.Name, nodes); err != nil {
+			// What is gone stays gone (the saga undoes only what this
+			// order made): the record keeps exactly the nodes left, and
+			// the message says which went and which did not.
+			if rerr := a.recordRemoved(ctx, r, u, removed); rerr != nil {
+				r.log.Warn("record of the nodes left not written", "err", rerr)
 			}
-			if err := r.o.Rancher.WaitDrained(ctx, nodes[j].ID, drainTimeout); err != nil {
-				return nil, bus.Terminal(fmt.Errorf("node %s: %w", n.Name, err))
+			var left []string
+			for _, m := range u.Resize.Remove[k:] {
+				left = append(left, m.Name)
 			}
+			msg := "removed: none"
+			if len(removed) > 0 {
+				msg = "removed: " + strings.Join(removed, ", ")
+			}
+			return nil, fmt.Errorf("%w (%s; not removed: %s)", err, msg, strings.Join(left, ", "))
 		}
-		if i >= 0 {
-			if err := r.removeServer(ctx, r.made.Nodes[i]); err != nil {
-				return nil, fmt.Errorf("VM %s: %w", n.Name, err)
-			}
-		}
-		if j >= 0 {
-			if err := r.o.Rancher.DeleteNode(ctx, ref, nodes[j].ID); err != nil && !isNotFound(err) {
-				return nil, fmt.Errorf("rancher node %s: %w", n.Name, err)
-			}
-		}
-		r.log.Info("node removed", "node", n.Name)
+		removed = append(removed, n.Name)
 	}
 	return nil, nil
+}
+
+// removeNode drains a node, deletes its VM (with port and volumes), then
+// its Rancher node.
+func (r *run) removeNode(ctx context.Context, name string, nodes []rancher.Node) error {
+	ref := r.clusterRef()
+	i := slices.IndexFunc(r.made.Nodes, func(s ServerRecord) bool { return s.Name == name })
+	j := slices.IndexFunc(nodes, func(rn rancher.Node) bool { return rn.RequestedHostname == name })
+	if j >= 0 {
+		if err := r.o.Rancher.DrainNode(ctx, ref, nodes[j].ID, rancher.DefaultDrainInput()); err != nil {
+			return fmt.Errorf("drain %s: %w", name, err)
+		}
+		if err := r.o.Rancher.WaitDrained(ctx, nodes[j].ID, drainTimeout); err != nil {
+			return bus.Terminal(fmt.Errorf("node %s: %w", name, err))
+		}
+	}
+	if i >= 0 {
+		if err := r.removeServer(ctx, r.made.Nodes[i]); err != nil {
+			return fmt.Errorf("VM %s: %w", name, err)
+		}
+	}
+	if j >= 0 {
+		if err := r.o.Rancher.DeleteNode(ctx, ref, nodes[j].ID); err != nil && !isNotFound(err) {
+			return fmt.Errorf("rancher node %s: %w", name, err)
+		}
+	}
+	r.log.Info("node removed", "node", name)
+	return nil
+}
+
+// recordRemoved writes the cluster as a scale-down that failed part-way
+// left it: the recorded cluster without the nodes removed, its worker
+// count the fewest agents a zone has now.
+func (a *activities) recordRemoved(ctx context.Context, r *run, u UpdateOutput, removed []string) error {
+	if len(removed) == 0 {
+		return nil
+	}
+	rec := u.Record
+	rec.Nodes = slices.DeleteFunc(slices.Clone(rec.Nodes), func(s ServerRecord) bool { return slices.Contains(removed, s.Name) })
+	p, err := ranchercluster.UnmarshalPlan(rec.Plan)
+	if err != nil {
+		return err
+	}
+	if p, err = planWithout(p, rec.Nodes); err != nil {
+		return err
+	}
+	for i, t := range p.Tenants {
+		if n := len(p.Agents(t.OfferingUUID)); i == 0 || n < p.WorkersPerZone {
+			p.WorkersPerZone = n
+		}
+	}
+	if rec.Plan, err = p.Marshal(); err != nil {
+		return err
+	}
+	raw, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	return a.plans.Put(ctx, hexUUID(r.in.ResourceUUID), raw)
 }
 
 // recordUpdate keeps the new plan and node list for the next update and
