@@ -54,7 +54,7 @@ lint: deps
 	@out=$$(gofmt -l $(MODULES)); test -z "$$out" || { echo "gofmt needed:"; echo "$$out"; exit 1; }
 	go vet ./pkg/... ./services/... ./e2e/...
 	@test -x $(GOLANGCI) || GOBIN=$(dir $(GOLANGCI)) go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_VERSION)
-	for m in $(MODULES); do (cd $$m && $(GOLANGCI) run --config ../.ci/golangci.yml ./...); done
+	for m in $(MODULES); do (cd $$m && $(GOLANGCI) run --allow-parallel-runners --config ../.ci/golangci.yml ./...); done
 
 ## test: generated code current, lint (buf, gofmt, vet, golangci-lint), unit
 ## tests, then the end-to-end tests against real RabbitMQ, NATS, Kubernetes

@@ -89,6 +89,9 @@ type siteOptions struct {
 	// argoKubeconfig (a file) and argoNamespace register the clusters with
 	// ArgoCD there.
 	argoKubeconfig, argoNamespace string
+	// pullPeriod and readyTimeout, when set, are
+	// sitebus.periods.cluster_pull_period and cluster_ready_timeout.
+	pullPeriod, readyTimeout string
 }
 
 func newSiteWith(t testing.TB, opts siteOptions, env ...string) *site {
@@ -112,6 +115,12 @@ func newSiteWith(t testing.TB, opts siteOptions, env ...string) *site {
 	periods := map[string]any{"saga_lease": "3s"}
 	if opts.membership {
 		periods["membership_sync_period"] = "1s"
+	}
+	if opts.pullPeriod != "" {
+		periods["cluster_pull_period"] = opts.pullPeriod
+	}
+	if opts.readyTimeout != "" {
+		periods["cluster_ready_timeout"] = opts.readyTimeout
 	}
 	s.Site = harness.NewSite(t, harness.WithoutStart(), harness.WithRancher(ranchersim.Options{}), harness.WithKeycloak(kcAdminPassword, harness.KeycloakUsers...),
 		harness.WithOpenStack(openstacksim.Options{

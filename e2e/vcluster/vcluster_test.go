@@ -9,6 +9,7 @@ package vcluster_test
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"os"
 	"strings"
@@ -65,6 +66,20 @@ func (w *waldurRecord) SetResourceBackendMetadata(context.Context, string, map[s
 }
 func (w *waldurRecord) SetResourceEndpoints(context.Context, string, []waldur.Endpoint) error {
 	return nil
+}
+
+// The vcluster sagas never err or clear a resource, nor err an order
+// without compensating: a call fails the step so that the test shows it.
+func (w *waldurRecord) SetResourceErred(context.Context, string, string, string) error {
+	return errors.New("vcluster sagas do not set a resource erred")
+}
+
+func (w *waldurRecord) SetResourceOK(context.Context, string) error {
+	return errors.New("vcluster sagas do not set a resource OK")
+}
+
+func (w *waldurRecord) MarkErred(context.Context, string, string, string) error {
+	return errors.New("vcluster sagas do not err an order without compensating")
 }
 
 func (w *waldurRecord) MarkDone(context.Context, string, string) error {

@@ -32,6 +32,8 @@ func (d *decoder) sitebus(n *yaml.Node, s scope, sb *Sitebus) {
 				"reconciliation_period":   d.optDuration(&p.Reconciliation, 0),
 				"keycloak_pending_period": d.optDuration(&sb.KeycloakPendingPeriod, minKeycloakPendingPeriod),
 				"keycloak_cleanup_period": d.duration(&sb.KeycloakCleanupPeriod),
+				"cluster_pull_period":     d.duration(&sb.ClusterPullPeriod),
+				"cluster_ready_timeout":   d.duration(&sb.ClusterReadyTimeout),
 				"saga_lease":              d.optDuration(&sb.SagaLease, minSagaLease),
 			})
 		},

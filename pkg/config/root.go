@@ -52,6 +52,12 @@ const (
 	defaultStatusCheckPeriod     = time.Minute
 	minStatusCheckPeriod         = 10 * time.Second
 	minSagaLease                 = 300 * time.Millisecond
+	// A cluster pass reads every cluster's nodes from Rancher and every
+	// zone's servers: more often than every 10 s only loads them.
+	defaultClusterPullPeriod   = 15 * time.Minute
+	minClusterPullPeriod       = 10 * time.Second
+	defaultClusterReadyTimeout = time.Hour
+	minClusterReadyTimeout     = 10 * time.Second
 )
 
 // logLevels are the levels the Python agent accepts, in its spelling.

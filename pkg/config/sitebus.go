@@ -21,6 +21,16 @@ type Sitebus struct {
 	// of this deployment's offerings whose resources are gone
 	// (periods.keycloak_cleanup_period; default 1h, at least 10s).
 	KeycloakCleanupPeriod time.Duration `json:"keycloak_cleanup_period"`
+	// ClusterPullPeriod is how often the cluster-provisioner pulls every
+	// cluster it made from Rancher and OpenStack and repairs what drifted
+	// (periods.cluster_pull_period; default 15m, at least 10s), as
+	// Mastermind's pull_clusters and pull_cluster_nodes.
+	ClusterPullPeriod time.Duration `json:"cluster_pull_period"`
+	// ClusterReadyTimeout bounds a cluster create's wait for its VMs, its
+	// nodes and the Rancher cluster to be active; past it the order errs
+	// and the cluster is kept (periods.cluster_ready_timeout; default
+	// 60m, at least 10s).
+	ClusterReadyTimeout time.Duration `json:"cluster_ready_timeout"`
 	// SagaLease is how long a saga coordinator owns a saga without renewing
 	// it; another coordinator takes over a dead one's sagas after it
 	// (periods.saga_lease; default 6s).
@@ -133,6 +143,8 @@ func newSitebus() Sitebus {
 		},
 		Ordering:              Ordering{Mode: OrderingProcess, Slots: defaultOrderingSlots},
 		KeycloakCleanupPeriod: defaultKeycloakCleanupPeriod,
+		ClusterPullPeriod:     defaultClusterPullPeriod,
+		ClusterReadyTimeout:   defaultClusterReadyTimeout,
 		StatusPage:            StatusPage{CheckPeriod: defaultStatusCheckPeriod},
 	}
 }

@@ -34,8 +34,9 @@ func TestSitebusSection(t *testing.T) {
 	), noEnv)
 	eq(t, "sitebus", r.Sitebus, Sitebus{
 		NATSURL: "nats://nats.sitebus.svc:4222", DataDir: "/var/lib/sitebus", HTTPAddr: "0.0.0.0:8080", LogFormat: "text",
-		Stomp:                 StompSettings{Transport: "tcp", TCPHost: "rabbit.example.com", TCPPort: 61614, PrefetchCount: 8, ReconnectMax: time.Minute, Heartbeat: 5 * time.Second},
-		Periods:               Periods{MembershipSync: 90 * time.Second, Report: time.Hour},
+		Stomp:             StompSettings{Transport: "tcp", TCPHost: "rabbit.example.com", TCPPort: 61614, PrefetchCount: 8, ReconnectMax: time.Minute, Heartbeat: 5 * time.Second},
+		Periods:           Periods{MembershipSync: 90 * time.Second, Report: time.Hour},
+		ClusterPullPeriod: 15 * time.Minute, ClusterReadyTimeout: time.Hour,
 		Streams:               Streams{EventsMaxAge: 24 * time.Hour, DuplicateWindow: 10 * time.Minute, DLQMaxAge: 48 * time.Hour, Replicas: 3},
 		Ordering:              Ordering{Mode: OrderingCluster, Slots: 32},
 		Services:              []string{"stomp-bridge", "orders"},
@@ -151,6 +152,42 @@ func TestKeycloakCleanupPeriod(t *testing.T) {
 				t.Fatal(err)
 			}
 			eq(t, "cleanup period", r.Sitebus.KeycloakCleanupPeriod, tc.want)
+		})
+	}
+}
+
+func TestClusterPeriods(t *testing.T) {
+	tests := map[string]struct {
+		lines      []string
+		pull, wait time.Duration
+		wantErr    string
+	}{
+		"unset is 15 minutes and an hour": {pull: 15 * time.Minute, wait: time.Hour},
+		"ten seconds is accepted": {lines: []string{"    cluster_pull_period: 10s", "    cluster_ready_timeout: 10s"},
+			pull: 10 * time.Second, wait: 10 * time.Second},
+		"a pull under ten seconds is refused": {lines: []string{"    cluster_pull_period: 9s"},
+			wantErr: "sitebus.periods.cluster_pull_period: 9s is shorter than the minimum of 10s"},
+		"a readiness timeout under ten seconds is refused": {lines: []string{"    cluster_ready_timeout: 1s"},
+			wantErr: "sitebus.periods.cluster_ready_timeout: 1s is shorter than the minimum of 10s"},
+		"zero is refused, not taken for unset": {lines: []string{"    cluster_pull_period: 0s"},
+			wantErr: "sitebus.periods.cluster_pull_period: 0s is shorter than the minimum of 10s"},
+		"not a duration is refused": {lines: []string{"    cluster_pull_period: often"}, wantErr: "sitebus.periods.cluster_pull_period"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			lines := append([]string{"sitebus:", "  periods:", "    report_period: 1h"}, tc.lines...)
+			r, err := Parse(conf(nil, lines...), "config.yaml", noEnv)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			eq(t, "pull period", r.Sitebus.ClusterPullPeriod, tc.pull)
+			eq(t, "ready timeout", r.Sitebus.ClusterReadyTimeout, tc.wait)
 		})
 	}
 }

@@ -193,6 +193,18 @@ func (sb *Sitebus) validate(p *problems, s scope) {
 		p.at(s.key("periods").key("keycloak_cleanup_period"), "%s is shorter than the minimum of %s", sb.KeycloakCleanupPeriod, minKeycloakCleanupPeriod)
 	}
 
+	for _, d := range []struct {
+		key      string
+		v, least time.Duration
+	}{
+		{"cluster_pull_period", sb.ClusterPullPeriod, minClusterPullPeriod},
+		{"cluster_ready_timeout", sb.ClusterReadyTimeout, minClusterReadyTimeout},
+	} {
+		if d.v < d.least {
+			p.at(s.key("periods").key(d.key), "%s is shorter than the minimum of %s", d.v, d.least)
+		}
+	}
+
 	st, ss := &sb.Stomp, s.key("stomp")
 	if !slices.Contains(stompTransports, st.Transport) {
 		p.at(ss.key("transport"), "%q is not one of %s", st.Transport, strings.Join(stompTransports, ", "))

@@ -92,6 +92,23 @@ func (f *Flow) MarkDone(ctx context.Context, offeringUUID, orderUUID string) err
 	return nil
 }
 
+// MarkErred errs an order of one of the Flow's offerings if it is not
+// settled yet, with message: the settle step of a saga that succeeded
+// without a usable result (a cluster kept although Rancher never showed
+// it active) reports through it; a failed saga's order is erred by
+// watchOutcomes instead.
+func (f *Flow) MarkErred(ctx context.Context, offeringUUID, orderUUID, message string) error {
+	o, ok := f.offerings[offeringUUID]
+	if !ok {
+		return fault.Terminal(fmt.Errorf("offering %s is not configured for orders here", offeringUUID))
+	}
+	if err := markErred(ctx, o.Waldur, orderUUID, message, f.log.With("order", orderUUID)); err != nil {
+		return err
+	}
+	f.outcomes.WithLabelValues("saga", outcomeErred).Inc()
+	return nil
+}
+
 // watchOutcomes errs the order of a saga that did not succeed: the saga's
 // error says which step failed and what the platform said.
 func (f *Flow) watchOutcomes(ctx context.Context) (*bus.Subscription, error) {

@@ -43,6 +43,8 @@ type Waldur interface {
 	SetResourceBackendID(ctx context.Context, uuid, backendID string) error
 	SetResourceBackendMetadata(ctx context.Context, uuid string, metadata map[string]any) error
 	SetResourceEndpoints(ctx context.Context, uuid string, endpoints []waldur.Endpoint) error
+	SetResourceErred(ctx context.Context, uuid, message, traceback string) error
+	SetResourceOK(ctx context.Context, uuid string) error
 }
 
 var _ Waldur = (*waldur.Client)(nil)
@@ -120,11 +122,21 @@ type run struct {
 
 // Record is what a create made, kept from its end to the terminate.
 type Record struct {
+	// OfferingUUID is the offering whose order made the cluster (hex).
+	OfferingUUID  string          `json:"offering_uuid,omitempty"`
 	Plan          json.RawMessage `json:"plan"`
 	Cluster       ClusterOutput   `json:"cluster"`
 	Tenants       []TenantRecord  `json:"tenants,omitempty"`
 	LoadBalancers []ServerRecord  `json:"load_balancers,omitempty"`
 	Nodes         []ServerRecord  `json:"nodes,omitempty"`
+	// Erred is the reason the resource is erred in Waldur for (a create
+	// not usable by its deadline, or what the cluster pass found); ""
+	// when it is OK. Removed are the nodes the pass removed because
+	// their VM was deleted; NodeCounts what Waldur's backend metadata
+	// shows. The cluster pass keeps them (pass.go).
+	Erred      string         `json:"erred,omitempty"`
+	Removed    []string       `json:"removed,omitempty"`
+	NodeCounts map[string]int `json:"node_counts,omitempty"`
 }
 
 func (r *run) owner() openstack.Owner { return openstack.Owner(r.in.ResourceUUID) }

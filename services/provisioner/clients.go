@@ -147,6 +147,8 @@ type Rancher interface {
 	GetRegistrationToken(ctx context.Context, clusterID string) (rancher.RegistrationToken, bool, error)
 	ListClusterNodes(ctx context.Context, clusterID string) ([]rancher.Node, error)
 	WaitNodesActive(ctx context.Context, clusterID string, hostnames []string, timeout time.Duration, progress func(rancher.NodeProgress)) error
+	GetCluster(ctx context.Context, id string) (rancher.Cluster, error)
+	WaitClusterActive(ctx context.Context, id string, timeout time.Duration, progress func(rancher.Cluster)) (rancher.Cluster, bool, error)
 	DrainNode(ctx context.Context, ref rancher.ClusterRef, nodeID string, in rancher.DrainInput) error
 	WaitDrained(ctx context.Context, nodeID string, timeout time.Duration) error
 	DeleteNode(ctx context.Context, ref rancher.ClusterRef, nodeID string) error

@@ -54,6 +54,11 @@ type world struct {
 	backendID  string
 	metadata   map[string]any
 	endpoints  []waldur.Endpoint
+	// clusterState is what Rancher shows of the v3 cluster ("" is
+	// active); resourceState and resourceError Waldur's of the resource.
+	clusterState                 string
+	resourceState, resourceError string
+	orderError                   string
 }
 
 type object struct {
@@ -462,6 +467,25 @@ func (r fakeRancher) WaitNodesActive(_ context.Context, _ string, hostnames []st
 	return nil
 }
 
+func (r fakeRancher) GetCluster(_ context.Context, id string) (rancher.Cluster, error) {
+	r.w.mu.Lock()
+	defer r.w.mu.Unlock()
+	state := r.w.clusterState
+	if state == "" {
+		state = "active"
+	}
+	return rancher.Cluster{ID: id, State: state, TransitioningMessage: map[bool]string{true: "", false: "waiting for the cluster agent"}[state == "active"]}, nil
+}
+
+func (r fakeRancher) WaitClusterActive(ctx context.Context, id string, _ time.Duration, progress func(rancher.Cluster)) (rancher.Cluster, bool, error) {
+	c, err := r.GetCluster(ctx, id)
+	if err != nil {
+		return c, false, err
+	}
+	progress(c)
+	return c, c.State == "active", nil
+}
+
 func (r fakeRancher) DrainNode(_ context.Context, _ rancher.ClusterRef, nodeID string, _ rancher.DrainInput) error {
 	r.w.mu.Lock()
 	defer r.w.mu.Unlock()
@@ -623,6 +647,29 @@ func (f fakeWaldur) GetResource(_ context.Context, uuid string, _ ...string) (*w
 // fakeOrders settles the world's one order as the order lifecycle does:
 // done only while it is executing.
 type fakeOrders struct{ w *world }
+
+func (f fakeOrders) MarkErred(_ context.Context, _, _, msg string) error {
+	f.w.mu.Lock()
+	defer f.w.mu.Unlock()
+	if f.w.orderState == waldur.OrderStateExecuting {
+		f.w.orderState, f.w.orderError = waldur.OrderStateErred, msg
+	}
+	return nil
+}
+
+func (f fakeWaldur) SetResourceErred(_ context.Context, _, msg, _ string) error {
+	f.w.mu.Lock()
+	defer f.w.mu.Unlock()
+	f.w.resourceState, f.w.resourceError = "Erred", msg
+	return nil
+}
+
+func (f fakeWaldur) SetResourceOK(context.Context, string) error {
+	f.w.mu.Lock()
+	defer f.w.mu.Unlock()
+	f.w.resourceState, f.w.resourceError = "OK", ""
+	return nil
+}
 
 func (f fakeOrders) MarkDone(context.Context, string, string) error {
 	f.w.mu.Lock()

@@ -112,6 +112,13 @@ type TokenOutput struct {
 	ID string `json:"id"`
 }
 
+// WaitOutput is the wait-nodes step's output: empty when the cluster is
+// active; NotReady says why not when the readiness deadline passed with
+// the cluster kept.
+type WaitOutput struct {
+	NotReady string `json:"not_ready,omitempty"`
+}
+
 // AccessOutput is the access step's output.
 type AccessOutput struct {
 	CreatedGroups   []string `json:"created_groups,omitempty"`

@@ -3,8 +3,10 @@ package provisioner
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/sitebus/sitebus/pkg/backend/rancher"
@@ -216,14 +218,28 @@ func (a *activities) deleteNodes(ctx context.Context, in saga.ActivityInput) (js
 	return nil, r.removeServers(ctx, r.made.Nodes)
 }
 
-// waitNodes waits until every VM is ACTIVE and every node is active in
-// Rancher, bounded by Timeouts.Nodes; progress goes to the log and to the
-// sitebus_cluster_nodes_{active,wanted} gauges.
+// progressEvery is how often a create that waits on nodes or on its
+// cluster says so again when nothing changed: an order that sits in
+// executing for up to an hour must not look dead.
+const progressEvery = time.Minute
+
+// waitNodes waits until every VM is ACTIVE, every node is active in
+// Rancher and then the Rancher cluster itself is active (Mastermind's
+// check_cluster_nodes, then pull_cluster), all bounded by Timeouts.Nodes.
+// Progress goes to the log, to the sitebus_cluster_nodes_{active,wanted}
+// gauges and to the resource's backend metadata ("progress") whenever it
+// changes and at least every progressEvery. A node in error or a VM in
+// ERROR is terminal and undoes the create; a deadline reached with every
+// VM up but the nodes or the cluster not active is not: the cluster is
+// kept, the output says why (WaitOutput.NotReady), settle errs the order
+// and the resource, and the cluster pass sets it OK once Rancher shows
+// the cluster active.
 func (a *activities) waitNodes(ctx context.Context, in saga.ActivityInput) (json.RawMessage, error) {
 	r, err := a.start(in, true)
 	if err != nil {
 		return nil, err
 	}
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, a.timeouts.Nodes)
 	defer cancel()
 	deadline, _ := ctx.Deadline()
@@ -243,18 +259,83 @@ func (a *activities) waitNodes(ctx context.Context, in saga.ActivityInput) (json
 		a.nodesWanted.DeleteLabelValues(cluster)
 		a.nodesActive.DeleteLabelValues(cluster)
 	}()
-	last := -1
+	rep := progressReporter{r: r, ctx: parent, cluster: cluster}
 	err = r.o.Rancher.WaitNodesActive(ctx, ref.ID, names, time.Until(deadline), func(p rancher.NodeProgress) {
 		a.nodesActive.WithLabelValues(cluster).Set(float64(p.Active))
-		if p.Active != last {
-			last = p.Active
-			r.log.Info("cluster nodes", "cluster", cluster, "order", r.in.OrderUUID, "active", p.Active, "total", p.Total, "waiting", p.Waiting)
+		msg := fmt.Sprintf("waiting for nodes: %d of %d active", p.Active, p.Total)
+		if len(p.Waiting) > 0 {
+			msg += "; waiting for " + strings.Join(p.Waiting, ", ")
 		}
+		rep.report(msg, "active", p.Active, "total", p.Total, "waiting", p.Waiting)
 	})
-	if err != nil {
+	switch {
+	case errors.Is(err, rancher.ErrNodesInactive) || parent.Err() == nil && ctx.Err() != nil:
+		// What the last read showed, not the error: the deadline may end
+		// the wait in the middle of a request.
+		standing := rep.last
+		if standing == "" {
+			standing = err.Error()
+		}
+		return r.notReady(fmt.Sprintf("the cluster was not usable within %s: %s", a.timeouts.Nodes, standing))
+	case err != nil:
 		return nil, fmt.Errorf("nodes of %s: %w", ref, err)
 	}
+	last, active, err := r.o.Rancher.WaitClusterActive(ctx, ref.ID, time.Until(deadline), func(c rancher.Cluster) {
+		if c.State != "active" {
+			rep.report("nodes active, waiting for the cluster: "+clusterStanding(c), "state", c.State, "message", c.TransitioningMessage)
+		}
+	})
+	switch {
+	case !active && (err == nil || parent.Err() == nil && ctx.Err() != nil):
+		return r.notReady(fmt.Sprintf("Rancher did not show cluster %s active within %s: %s", ref, a.timeouts.Nodes, clusterStanding(last)))
+	case err != nil:
+		return nil, fmt.Errorf("cluster %s: %w", ref, err)
+	}
+	r.log.Info("cluster active", "cluster", cluster, "order", r.in.OrderUUID)
 	return nil, nil
+}
+
+// clusterStanding is a v3 cluster's state and Rancher's message on it.
+func clusterStanding(c rancher.Cluster) string {
+	s := c.State
+	if s == "" {
+		s = "not read"
+	}
+	if c.TransitioningMessage != "" {
+		s += " (" + c.TransitioningMessage + ")"
+	}
+	return s
+}
+
+// notReady is wait-nodes' outcome for a cluster kept although it was not
+// usable in time.
+func (r *run) notReady(reason string) (json.RawMessage, error) {
+	r.log.Warn("cluster not usable by its deadline; keeping it, the order errs", "order", r.in.OrderUUID, "reason", reason)
+	return json.Marshal(WaitOutput{NotReady: reason})
+}
+
+// progressReporter logs a create's wait and shows it in the resource's
+// backend metadata when it changes, and again every progressEvery.
+type progressReporter struct {
+	r       *run
+	ctx     context.Context
+	cluster string
+	last    string
+	at      time.Time
+}
+
+func (p *progressReporter) report(msg string, attrs ...any) {
+	if msg == p.last && time.Since(p.at) < progressEvery {
+		return
+	}
+	p.last, p.at = msg, time.Now()
+	p.r.log.Info("cluster create waiting", append([]any{"cluster", p.cluster, "order", p.r.in.OrderUUID, "progress", msg}, attrs...)...)
+	md := p.r.metadata(p.r.clusterRef().ID)
+	md["progress"] = msg
+	if err := p.r.o.Waldur.SetResourceBackendMetadata(p.ctx, p.r.in.ResourceUUID, md); err != nil {
+		// Only a report: the wait goes on.
+		p.r.log.Warn("progress not shown in Waldur", "err", err)
+	}
 }
 
 // drainAndDeleteNodes is terminate's node step: every registered node is

@@ -49,6 +49,9 @@ type Config struct {
 	// LeaseTTL and Owner are the coordinator's (see saga.Config).
 	LeaseTTL time.Duration
 	Owner    string
+	// PullPeriod is how often the cluster pass pulls every cluster
+	// (pass.go); 0 runs none.
+	PullPeriod time.Duration
 	// Orders marks an order done when its saga's settle step has told
 	// Waldur what was made: the order lifecycle (services/orderflow) is
 	// the one place that settles orders.
@@ -62,6 +65,9 @@ type Config struct {
 // Orders settles orders (services/orderflow's Flow).
 type Orders interface {
 	MarkDone(ctx context.Context, offeringUUID, orderUUID string) error
+	// MarkErred errs an order whose saga finished without undoing what
+	// it made: a cluster that was not usable by its readiness deadline.
+	MarkErred(ctx context.Context, offeringUUID, orderUUID, message string) error
 }
 
 // Service runs the rancher-cluster sagas.
@@ -71,6 +77,7 @@ type Service struct {
 	log   *slog.Logger
 	coord *saga.Coordinator
 	acts  *activities
+	pass  *pass
 	ready chan struct{}
 }
 
@@ -111,7 +118,12 @@ func New(b *bus.Bus, cfg Config) (*Service, error) {
 	if err := registerVCluster(coord, cfg, log); err != nil {
 		return nil, err
 	}
-	return &Service{bus: b, cfg: cfg, log: log, coord: coord, acts: acts, ready: make(chan struct{})}, nil
+	ps := &pass{offerings: cfg.Offerings, records: acts.plans.(*kvPlans), log: log.With("component", "cluster-pass"),
+		repairs: telemetry.Register(cfg.Registerer, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sitebus_cluster_repairs_total",
+			Help: "What the cluster pass repaired, by kind: node_removed (its VM was deleted), binding (a group binding made again), resource_erred, resource_ok, node_counts (Waldur's metadata updated).",
+		}, []string{"kind"}))}
+	return &Service{bus: b, cfg: cfg, log: log, coord: coord, acts: acts, pass: ps, ready: make(chan struct{})}, nil
 }
 
 func register(coord *saga.Coordinator, acts *activities) error {
@@ -140,7 +152,15 @@ func (s *Service) Run(ctx context.Context) error {
 		return err
 	}
 	close(s.ready)
-	return s.coord.Run(ctx)
+	ctx, cancel := context.WithCancel(ctx)
+	var passes sync.WaitGroup
+	if s.cfg.PullPeriod > 0 {
+		passes.Go(func() { s.pass.runPasses(ctx, s.cfg.PullPeriod) })
+	}
+	err := s.coord.Run(ctx)
+	cancel()
+	passes.Wait()
+	return err
 }
 
 // Ready reports whether the consumers are bound.

@@ -99,7 +99,14 @@ func (a *activities) settle(ctx context.Context, in saga.ActivityInput) (json.Ra
 		return nil, err
 	}
 	w := r.o.Waldur
+	var notReady string
 	if in.Definition == ClusterCreate {
+		var wait WaitOutput
+		if _, err := in.DecodeOutput("wait-nodes", &wait); err != nil {
+			return nil, err
+		}
+		notReady = wait.NotReady
+		r.made.OfferingUUID, r.made.Erred = r.in.OfferingUUID, notReady
 		raw, err := json.Marshal(r.made)
 		if err != nil {
 			return nil, err
@@ -114,6 +121,9 @@ func (a *activities) settle(ctx context.Context, in saga.ActivityInput) (json.Ra
 		md := r.metadata(ref.ID)
 		if e := argoCDError(in.Outputs); e != "" {
 			md["argocd_error"] = e
+		}
+		if notReady != "" {
+			md["not_ready"] = notReady
 		}
 		if err := w.SetResourceBackendMetadata(ctx, r.in.ResourceUUID, md); err != nil {
 			return nil, fmt.Errorf("set_backend_metadata: %w", err)
@@ -132,6 +142,19 @@ func (a *activities) settle(ctx context.Context, in saga.ActivityInput) (json.Ra
 	}
 	if a.orders == nil {
 		return nil, fault.Terminal(errors.New("this cluster-provisioner settles no orders"))
+	}
+	if notReady != "" {
+		// The cluster is kept and recorded (terminate removes it; the
+		// cluster pass sets the resource OK once Rancher shows it active),
+		// but the order did not give a usable cluster.
+		if err := w.SetResourceErred(ctx, r.in.ResourceUUID, notReady, ""); err != nil {
+			return nil, fmt.Errorf("set_as_erred: %w", err)
+		}
+		if err := a.orders.MarkErred(ctx, r.in.OfferingUUID, r.in.OrderUUID, notReady); err != nil {
+			return nil, err
+		}
+		r.log.Warn("order erred, cluster kept", "order", r.in.OrderUUID, "reason", notReady)
+		return nil, nil
 	}
 	if err := a.orders.MarkDone(ctx, r.in.OfferingUUID, r.in.OrderUUID); err != nil {
 		return nil, err

@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/sitebus/sitebus/pkg/backend/rancher"
 	"github.com/sitebus/sitebus/pkg/backend/ranchercluster"
 	"github.com/sitebus/sitebus/pkg/bus"
 	"github.com/sitebus/sitebus/pkg/saga"
+	"github.com/sitebus/sitebus/pkg/waldur"
 )
 
 // ClusterUpdate changes a cluster after an update order: its name
@@ -51,7 +53,8 @@ type UpdateOutput struct {
 // steps that wait for VMs or drains.
 func updateDefinition(step func(name, action, compensation string, long int) saga.Step) saga.Definition {
 	return saga.Definition{Name: ClusterUpdate, Steps: []saga.Step{
-		step("plan", actUpdatePlan, "", 0),
+		// Long: an update that comes during its cluster's create waits for it.
+		step("plan", actUpdatePlan, "", 1),
 		step("rename", actRename, actRenameBack, 0),
 		step("quota-up", actQuotaUp, actQuotaBack, 0),
 		step("vault", actAddVault, actVaultCleanup, 0),
@@ -82,12 +85,9 @@ func (a *activities) updatePlan(ctx context.Context, in saga.ActivityInput) (jso
 	if err != nil {
 		return nil, err
 	}
-	raw, err := a.plans.Get(ctx, hexUUID(r.in.ResourceUUID))
+	raw, err := a.recordAfterCreate(ctx, r)
 	if err != nil {
 		return nil, err
-	}
-	if raw == nil {
-		return nil, bus.Terminal(fmt.Errorf("no cluster record for resource %s: this sitebus did not make its cluster", r.in.ResourceUUID))
 	}
 	var out UpdateOutput
 	if err := json.Unmarshal(raw, &out.Record); err != nil {
@@ -107,7 +107,9 @@ func (a *activities) updatePlan(ctx context.Context, in saga.ActivityInput) (jso
 		}
 		out.Rename = true
 	}
-	if u.WorkerNodesCount != nil && *u.WorkerNodesCount != p.WorkersPerZone {
+	// The same count again re-makes the workers the cluster pass removed
+	// (their VMs were deleted): the zones are planned back to it.
+	if u.WorkerNodesCount != nil && (*u.WorkerNodesCount != p.WorkersPerZone || shortOfWorkers(p)) {
 		if p, out.Resize, err = ranchercluster.PlanResize(&r.o.Settings, p, *u.WorkerNodesCount); err != nil {
 			return nil, bus.Terminal(err)
 		}
@@ -307,30 +309,87 @@ func (a *activities) removeNodes(ctx context.Context, in saga.ActivityInput) (js
 	if len(r.plan.Agents("")) == 0 {
 		return nil, bus.Terminal(errors.New("refusing to remove the cluster's last agent node"))
 	}
-	for _, n := range u.Resize.Remove {
-		i := slices.IndexFunc(r.made.Nodes, func(s ServerRecord) bool { return s.Name == n.Name })
-		j := slices.IndexFunc(nodes, func(rn rancher.Node) bool { return rn.RequestedHostname == n.Name })
-		if j >= 0 {
-			if err := r.o.Rancher.DrainNode(ctx, ref, nodes[j].ID, rancher.DefaultDrainInput()); err != nil {
-				return nil, fmt.Errorf("drain %s: %w", n.Name, err)
+	var removed []string
+	for k, n := range u.Resize.Remove {
+		if err := r.removeNode(ctx, n.Name, nodes); err != nil {
+			// What is gone stays gone (the saga undoes only what this
+			// order made): the record keeps exactly the nodes left, and
+			// the message says which went and which did not.
+			if rerr := a.recordRemoved(ctx, r, u, removed); rerr != nil {
+				r.log.Warn("record of the nodes left not written", "err", rerr)
 			}
-			if err := r.o.Rancher.WaitDrained(ctx, nodes[j].ID, drainTimeout); err != nil {
-				return nil, bus.Terminal(fmt.Errorf("node %s: %w", n.Name, err))
+			var left []string
+			for _, m := range u.Resize.Remove[k:] {
+				left = append(left, m.Name)
 			}
+			msg := "removed: none"
+			if len(removed) > 0 {
+				msg = "removed: " + strings.Join(removed, ", ")
+			}
+			return nil, fmt.Errorf("%w (%s; not removed: %s)", err, msg, strings.Join(left, ", "))
 		}
-		if i >= 0 {
-			if err := r.removeServer(ctx, r.made.Nodes[i]); err != nil {
-				return nil, fmt.Errorf("VM %s: %w", n.Name, err)
-			}
-		}
-		if j >= 0 {
-			if err := r.o.Rancher.DeleteNode(ctx, ref, nodes[j].ID); err != nil && !isNotFound(err) {
-				return nil, fmt.Errorf("rancher node %s: %w", n.Name, err)
-			}
-		}
-		r.log.Info("node removed", "node", n.Name)
+		removed = append(removed, n.Name)
 	}
 	return nil, nil
+}
+
+// removeNode drains a node, deletes its VM (with port and volumes), then
+// its Rancher node.
+func (r *run) removeNode(ctx context.Context, name string, nodes []rancher.Node) error {
+	ref := r.clusterRef()
+	i := slices.IndexFunc(r.made.Nodes, func(s ServerRecord) bool { return s.Name == name })
+	j := slices.IndexFunc(nodes, func(rn rancher.Node) bool { return rn.RequestedHostname == name })
+	if j >= 0 {
+		if err := r.o.Rancher.DrainNode(ctx, ref, nodes[j].ID, rancher.DefaultDrainInput()); err != nil {
+			return fmt.Errorf("drain %s: %w", name, err)
+		}
+		if err := r.o.Rancher.WaitDrained(ctx, nodes[j].ID, drainTimeout); err != nil {
+			return bus.Terminal(fmt.Errorf("node %s: %w", name, err))
+		}
+	}
+	if i >= 0 {
+		if err := r.removeServer(ctx, r.made.Nodes[i]); err != nil {
+			return fmt.Errorf("VM %s: %w", name, err)
+		}
+	}
+	if j >= 0 {
+		if err := r.o.Rancher.DeleteNode(ctx, ref, nodes[j].ID); err != nil && !isNotFound(err) {
+			return fmt.Errorf("rancher node %s: %w", name, err)
+		}
+	}
+	r.log.Info("node removed", "node", name)
+	return nil
+}
+
+// recordRemoved writes the cluster as a scale-down that failed part-way
+// left it: the recorded cluster without the nodes removed, its worker
+// count the fewest agents a zone has now.
+func (a *activities) recordRemoved(ctx context.Context, r *run, u UpdateOutput, removed []string) error {
+	if len(removed) == 0 {
+		return nil
+	}
+	rec := u.Record
+	rec.Nodes = slices.DeleteFunc(slices.Clone(rec.Nodes), func(s ServerRecord) bool { return slices.Contains(removed, s.Name) })
+	p, err := ranchercluster.UnmarshalPlan(rec.Plan)
+	if err != nil {
+		return err
+	}
+	if p, err = planWithout(p, rec.Nodes); err != nil {
+		return err
+	}
+	for i, t := range p.Tenants {
+		if n := len(p.Agents(t.OfferingUUID)); i == 0 || n < p.WorkersPerZone {
+			p.WorkersPerZone = n
+		}
+	}
+	if rec.Plan, err = p.Marshal(); err != nil {
+		return err
+	}
+	raw, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	return a.plans.Put(ctx, hexUUID(r.in.ResourceUUID), raw)
 }
 
 // recordUpdate keeps the new plan and node list for the next update and
@@ -350,4 +409,52 @@ func (a *activities) recordUpdate(ctx context.Context, in saga.ActivityInput) (j
 		return nil, err
 	}
 	return nil, a.plans.Put(ctx, hexUUID(r.in.ResourceUUID), raw)
+}
+
+// shortOfWorkers reports whether a zone of a managed plan has fewer
+// agents than its worker count.
+func shortOfWorkers(p *ranchercluster.Plan) bool {
+	for _, t := range p.Tenants {
+		if len(p.Agents(t.OfferingUUID)) < p.WorkersPerZone {
+			return true
+		}
+	}
+	return false
+}
+
+// createPoll paces an update's wait for the create of its cluster.
+const createPoll = 2 * time.Second
+
+// recordAfterCreate is the cluster's record; an update that arrives while
+// the create still runs (no record yet, and Waldur has no backend_id for
+// the resource, which the create's settle step sets) waits for it, bounded
+// by the step's timeout, instead of erring. No record once the create is
+// over (a backend_id, or the resource erred or gone) is terminal: this
+// sitebus did not make the cluster.
+func (a *activities) recordAfterCreate(ctx context.Context, r *run) ([]byte, error) {
+	logged := false
+	for {
+		raw, err := a.plans.Get(ctx, hexUUID(r.in.ResourceUUID))
+		if err != nil || raw != nil {
+			return raw, err
+		}
+		res, err := r.o.Waldur.GetResource(ctx, r.in.ResourceUUID, "uuid", "state", "backend_id")
+		if err != nil {
+			return nil, fmt.Errorf("read resource %s: %w", r.in.ResourceUUID, err)
+		}
+		if res.BackendID != "" || res.State == waldur.ResourceStateErred || res.State == waldur.ResourceStateTerminated {
+			return nil, bus.Terminal(fmt.Errorf("no cluster record for resource %s: this sitebus did not make its cluster", r.in.ResourceUUID))
+		}
+		if !logged {
+			r.log.Info("update waits for the cluster's create", "order", r.in.OrderUUID, "resource_state", res.State)
+			logged = true
+		}
+		t := time.NewTimer(createPoll)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("the cluster of resource %s is still being created: %w", r.in.ResourceUUID, ctx.Err())
+		case <-t.C:
+		}
+	}
 }

@@ -136,6 +136,17 @@ func (f vcWaldur) SetResourceBackendMetadata(context.Context, string, map[string
 }
 func (f vcWaldur) SetResourceEndpoints(context.Context, string, []waldur.Endpoint) error { return nil }
 
+// The vcluster sagas never err or clear a resource themselves (only the
+// cluster pass and the rancher-cluster readiness deadline do): a call
+// here fails the step, so the test shows it.
+func (f vcWaldur) SetResourceErred(context.Context, string, string, string) error {
+	return errors.New("vcluster sagas do not set a resource erred")
+}
+
+func (f vcWaldur) SetResourceOK(context.Context, string) error {
+	return errors.New("vcluster sagas do not set a resource OK")
+}
+
 type vcOrders struct{ w *vcWorld }
 
 func (f vcOrders) MarkDone(context.Context, string, string) error {
@@ -143,6 +154,10 @@ func (f vcOrders) MarkDone(context.Context, string, string) error {
 	defer f.w.mu.Unlock()
 	f.w.done++
 	return nil
+}
+
+func (f vcOrders) MarkErred(context.Context, string, string, string) error {
+	return errors.New("vcluster sagas do not err an order without compensating")
 }
 
 type vcHarness struct {
