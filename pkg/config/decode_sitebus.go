@@ -32,6 +32,7 @@ func (d *decoder) sitebus(n *yaml.Node, s scope, sb *Sitebus) {
 				"reconciliation_period":   d.optDuration(&p.Reconciliation, 0),
 				"keycloak_pending_period": d.optDuration(&sb.KeycloakPendingPeriod, minKeycloakPendingPeriod),
 				"keycloak_cleanup_period": d.duration(&sb.KeycloakCleanupPeriod),
+				"drift_period":            d.duration(&sb.DriftPeriod),
 				"saga_lease":              d.optDuration(&sb.SagaLease, minSagaLease),
 			})
 		},

@@ -21,6 +21,10 @@ type Sitebus struct {
 	// of this deployment's offerings whose resources are gone
 	// (periods.keycloak_cleanup_period; default 1h, at least 10s).
 	KeycloakCleanupPeriod time.Duration `json:"keycloak_cleanup_period"`
+	// DriftPeriod is how often the drift pass compares what Waldur says
+	// each resource should be with its platform object and repairs what
+	// sitebus manages (periods.drift_period; default 30m, at least 10s).
+	DriftPeriod time.Duration `json:"drift_period"`
 	// SagaLease is how long a saga coordinator owns a saga without renewing
 	// it; another coordinator takes over a dead one's sagas after it
 	// (periods.saga_lease; default 6s).
@@ -133,6 +137,7 @@ func newSitebus() Sitebus {
 		},
 		Ordering:              Ordering{Mode: OrderingProcess, Slots: defaultOrderingSlots},
 		KeycloakCleanupPeriod: defaultKeycloakCleanupPeriod,
+		DriftPeriod:           defaultDriftPeriod,
 		StatusPage:            StatusPage{CheckPeriod: defaultStatusCheckPeriod},
 	}
 }
