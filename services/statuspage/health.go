@@ -21,12 +21,13 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/sitebus/sitebus/pkg/bus"
+	"github.com/sitebus/sitebus/pkg/contract"
 	"github.com/sitebus/sitebus/services/stompbridge"
 )
 
 // Bucket is the key-value bucket holding the health snapshots, one per
 // offering under "health.<offering UUID without dashes>".
-const Bucket = "sitebus_status"
+const Bucket = contract.StatusBucket
 
 // Check is one health check, as `sitebus diagnostics` reports it.
 type Check struct {
