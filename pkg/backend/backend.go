@@ -178,3 +178,23 @@ func Logger(l *slog.Logger, backendType string, args ...any) *slog.Logger {
 	}
 	return l.With(append([]any{"backend", backendType}, args...)...)
 }
+
+// MarkDifference is one label or annotation a backend writes on its
+// objects whose value on the object differs from the backend's: Key names
+// where it is (spec.labels.team), Have is "" when it is gone.
+type MarkDifference struct {
+	Key, Want, Have string
+}
+
+// MarkDrifter is implemented by backends that write labels and
+// annotations of their own onto an object (ManagedNamespace's
+// namespace_labels and namespace_annotations), for the drift pass.
+type MarkDrifter interface {
+	// MarkDrift compares, changing nothing; an object without sitebus's
+	// mark has no drift (it is never touched), an absent one is
+	// ErrNotFound.
+	MarkDrift(ctx context.Context, backendID string) ([]MarkDifference, error)
+	// RepairMarks writes the differing ones back, leaving other labels
+	// and annotations alone; changed is false when none differed.
+	RepairMarks(ctx context.Context, backendID string) (changed bool, err error)
+}

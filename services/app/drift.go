@@ -50,7 +50,8 @@ func (d *deps) driftOfferings() ([]drift.Offering, error) {
 }
 
 // DriftOffering builds the drift checks of one offering: quota's (limits
-// and flags against the objects of the backend objects) and, when the
+// and flags against the objects of the backend objects), the labels and
+// annotations the backend writes (when it writes any: drift.Marks) and, when the
 // offering's membership backend (members; nil: none) has Keycloak groups,
 // membership's (the groups' members against the team). Each check is
 // its service's own dry run, so the drift pass decides nothing that
@@ -70,6 +71,12 @@ func DriftOffering(op *OfferingPlan, w *waldur.Client, objects, members backend.
 		return o, err
 	}
 	o.Checks = append(o.Checks, q)
+	if md, ok := objects.(interface {
+		backend.Backend
+		backend.MarkDrifter
+	}); ok {
+		o.Checks = append(o.Checks, &drift.Marks{Backend: md, Repairs: drift.RepairsCounter(reg)})
+	}
 	if members == nil || op.Keycloak == nil || op.Config.MembershipSyncBackend == ranchercluster.Type {
 		return o, nil
 	}
