@@ -71,10 +71,7 @@ func DriftOffering(op *OfferingPlan, w *waldur.Client, objects, members backend.
 		return o, err
 	}
 	o.Checks = append(o.Checks, q)
-	if md, ok := objects.(interface {
-		backend.Backend
-		backend.MarkDrifter
-	}); ok {
+	if md, ok := objects.(drift.MarkBackend); ok {
 		o.Checks = append(o.Checks, &drift.Marks{Backend: md, Repairs: drift.RepairsCounter(reg)})
 	}
 	if members == nil || op.Keycloak == nil || op.Config.MembershipSyncBackend == ranchercluster.Type {

@@ -2,8 +2,9 @@ package drift
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -25,36 +26,29 @@ func RepairsCounter(reg prometheus.Registerer) *prometheus.CounterVec {
 }
 
 // Marks is the drift check of the labels and annotations a backend
-// writes on its objects: every object the backend lists (only sitebus's)
-// is compared.
+// writes on its objects: every object the backend manages (only
+// sitebus's) is compared.
 type Marks struct {
-	Backend interface {
-		backend.Backend
-		backend.MarkDrifter
-	}
+	Backend MarkBackend
 	Repairs *prometheus.CounterVec
 }
 
-// Find compares every listed object, changing nothing.
+// MarkBackend is a backend that writes labels and annotations of its own.
+type MarkBackend interface {
+	Type() string
+	backend.MarkDrifter
+}
+
+// Find compares every object the backend manages, changing nothing.
 func (m *Marks) Find(ctx context.Context) ([]contract.DriftFinding, error) {
-	objects, err := m.Backend.List(ctx)
+	all, err := m.Backend.MarkDrift(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("list the %s objects: %w", m.Backend.Type(), err)
+		return nil, fmt.Errorf("compare the labels of the %s objects: %w", m.Backend.Type(), err)
 	}
 	var out []contract.DriftFinding
-	for _, o := range objects {
-		diff, err := m.Backend.MarkDrift(ctx, o.BackendID)
-		if errors.Is(err, backend.ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("compare the labels of %s %s: %w", m.Backend.Type(), o.BackendID, err)
-		}
-		if len(diff) == 0 {
-			continue
-		}
+	for _, id := range slices.Sorted(maps.Keys(all)) {
 		var want, have []string
-		for _, d := range diff {
+		for _, d := range all[id] {
 			want = append(want, d.Key+"="+d.Want)
 			h := d.Key + "=" + d.Have
 			if d.Have == "" {
@@ -62,7 +56,7 @@ func (m *Marks) Find(ctx context.Context) ([]contract.DriftFinding, error) {
 			}
 			have = append(have, h)
 		}
-		out = append(out, contract.DriftFinding{Kind: contract.DriftLabels, Object: o.BackendID,
+		out = append(out, contract.DriftFinding{Kind: contract.DriftLabels, Object: id,
 			Want: strings.Join(want, " "), Have: strings.Join(have, " ")})
 	}
 	return out, nil

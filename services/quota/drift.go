@@ -35,9 +35,9 @@ func (l *Limits) DriftCheck(offeringHex string) (*Drift, error) {
 	return &Drift{l: l, o: o}, nil
 }
 
-// Find compares, changing nothing: one listing of Waldur's resources, one
-// of the platform's objects, and one read of the limits of each active
-// object.
+// Find compares, changing nothing: one listing of Waldur's resources and
+// one of the platform's objects (plus one read of each active object's
+// limits when the listing does not carry them).
 func (d *Drift) Find(ctx context.Context) ([]contract.DriftFinding, error) {
 	resources, err := d.o.Waldur.ListProviderResources(ctx, passFilter(d.o))
 	if err != nil {
@@ -48,8 +48,9 @@ func (d *Drift) Find(ctx context.Context) ([]contract.DriftFinding, error) {
 		return nil, fmt.Errorf("list the %s objects: %w", d.o.Backend.Type(), err)
 	}
 	status := make(map[string]backend.Status, len(objects))
+	listed := make(map[string]map[string]float64, len(objects))
 	for _, obj := range objects {
-		status[obj.BackendID] = obj.Status
+		status[obj.BackendID], listed[obj.BackendID] = obj.Status, obj.Limits
 	}
 	var out []contract.DriftFinding
 	for i := range resources {
@@ -70,12 +71,14 @@ func (d *Drift) Find(ctx context.Context) ([]contract.DriftFinding, error) {
 		if c.To != backend.StatusActive || len(res.Limits) == 0 {
 			continue // a paused or downscaled quota is meant to differ
 		}
-		inForce, err := d.o.Backend.Limits(ctx, c.BackendID)
-		if errors.Is(err, backend.ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("read the limits of %s %s: %w", d.o.Backend.Type(), c.BackendID, err)
+		inForce := listed[c.BackendID]
+		if inForce == nil {
+			// The listing does not carry limits: one read per object.
+			if inForce, err = d.o.Backend.Limits(ctx, c.BackendID); errors.Is(err, backend.ErrNotFound) {
+				continue
+			} else if err != nil {
+				return nil, fmt.Errorf("read the limits of %s %s: %w", d.o.Backend.Type(), c.BackendID, err)
+			}
 		}
 		if want, have, differ := limitsDiffer(res.Limits, inForce); differ {
 			out = append(out, contract.DriftFinding{Kind: contract.DriftLimits, Resource: res.UUID, Object: c.BackendID, Want: want, Have: have})

@@ -110,11 +110,20 @@ func cmpStatus(s backend.Status) backend.Status {
 type countingBackend struct {
 	*fakeBackend
 	calls int
+	// listsLimits: List carries each object's limits, as ManagedNamespace's
+	// does.
+	listsLimits bool
 }
 
 func (b *countingBackend) List(ctx context.Context) ([]backend.Object, error) {
 	b.calls++
-	return b.fakeBackend.List(ctx)
+	objs, err := b.fakeBackend.List(ctx)
+	for i := range objs {
+		if b.listsLimits {
+			objs[i].Limits = b.limits[objs[i].BackendID]
+		}
+	}
+	return objs, err
 }
 
 func (b *countingBackend) Limits(ctx context.Context, id string) (map[string]float64, error) {
@@ -124,8 +133,15 @@ func (b *countingBackend) Limits(ctx context.Context, id string) (map[string]flo
 
 // BenchmarkDriftFind1000 measures one comparison of 1,000 resources
 // against fakes and reports the platform calls it takes (Waldur: one
-// listing).
+// listing), with a listing that carries the limits (ManagedNamespace) and
+// with one that does not (one read per object).
 func BenchmarkDriftFind1000(b *testing.B) {
+	for _, lists := range []bool{true, false} {
+		b.Run(map[bool]string{true: "listing-carries-limits", false: "read-per-object"}[lists], func(b *testing.B) { benchDrift(b, lists) })
+	}
+}
+
+func benchDrift(b *testing.B, listsLimits bool) {
 	w := &fakeWaldur{resources: map[string]*waldur.Resource{}}
 	fb := &fakeBackend{limits: map[string]map[string]float64{}, status: map[string]backend.Status{}}
 	for i := range 1000 {
@@ -133,7 +149,7 @@ func BenchmarkDriftFind1000(b *testing.B) {
 		w.resources[id] = &waldur.Resource{UUID: id, BackendID: id, State: waldur.ResourceStateOK, Limits: map[string]float64{"cpu": 4, "ram": 8}}
 		fb.limits[id] = map[string]float64{"cpu": 4, "ram": 8}
 	}
-	cb := &countingBackend{fakeBackend: fb}
+	cb := &countingBackend{fakeBackend: fb, listsLimits: listsLimits}
 	l, err := NewLimits([]Offering{{Config: &config.Offering{Name: "bench", WaldurOfferingUUID: offeringUUID}, Waldur: w, Backend: cb}},
 		slog.New(slog.DiscardHandler), prometheus.NewRegistry())
 	if err != nil {

@@ -12,19 +12,18 @@ import (
 
 var _ backend.MarkDrifter = (*Backend)(nil)
 
-// MarkDrift compares spec.labels and spec.annotations of a sitebus CR with
-// the offering's namespace_labels and namespace_annotations, which Create
-// writes (the k8s-ut-namespace plugin's); labels the CR has beyond those
-// are someone else's and not drift.
-func (b *Backend) MarkDrift(ctx context.Context, backendID string) ([]backend.MarkDifference, error) {
-	cr, err := b.get(ctx, "get", backendID)
-	if err != nil {
-		return nil, err
-	}
-	if !isManaged(cr) {
-		return nil, nil
-	}
-	return b.markDiff(cr), nil
+// MarkDrift compares spec.labels and spec.annotations of each sitebus CR
+// with the offering's namespace_labels and namespace_annotations, which
+// Create writes (the k8s-ut-namespace plugin's); labels a CR has beyond
+// those are someone else's and not drift.
+func (b *Backend) MarkDrift(ctx context.Context) (map[string][]backend.MarkDifference, error) {
+	out := map[string][]backend.MarkDifference{}
+	err := b.eachManaged(ctx, func(cr *unstructured.Unstructured) {
+		if d := b.markDiff(cr); len(d) > 0 {
+			out[cr.GetName()] = d
+		}
+	})
+	return out, err
 }
 
 // RepairMarks merges the offering's labels and annotations back into the

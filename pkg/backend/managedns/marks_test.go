@@ -40,10 +40,11 @@ func TestMarkDriftFindsAndRepairsLabels(t *testing.T) {
 			}
 			b, _ := fakeBackend(t, nil, cr)
 			b.settings.NamespaceLabels = map[string]string{"team": "hpc"}
-			got, err := b.MarkDrift(ctx, "waldur-alpha")
+			all, err := b.MarkDrift(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
+			got := all["waldur-alpha"]
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Fatalf("drift %+v, want %+v", got, tc.want)
 			}
