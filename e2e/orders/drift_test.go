@@ -97,3 +97,34 @@ func TestDriftPassRepairs(t *testing.T) {
 		t.Errorf("the foreign CR was modified: %v", after.Object)
 	}
 }
+
+// A user taken out of a resource's Keycloak group by hand: `sitebus
+// drift` lists the missing membership, and --repair has the running
+// sitebus's membership service put the team back (through keycloak-sync).
+func TestDriftOfKeycloakMembersIsReportedAndRepaired(t *testing.T) {
+	s := newSite(t, withKeycloak)
+	kc := s.Keycloak
+	orderUUID, _ := s.createWithTeam("kcdrift", member("alice01", "PROJECT.ADMIN"))
+	if o := s.WaitOrder(orderUUID, "done", "erred"); o.State != "done" {
+		t.Fatalf("create: %s (%s)", o.State, o.ErrorMessage)
+	}
+	waitMembers(t, kc, "ns_kcdrift_admin", "alice01")
+	g, _ := kc.GroupByPath("waldur", "/ns_kcdrift_admin")
+	if err := kc.RemoveMember("waldur", g.ID, "alice01"); err != nil {
+		t.Fatal(err)
+	}
+
+	out, code := s.Command(t, "drift")
+	if code != 1 || !strings.Contains(out, "members  ns_kcdrift_admin") || !strings.Contains(out, "want alice01 is a member, have alice01 is not") {
+		t.Fatalf("drift exit %d, want 1 listing alice01's missing membership:\n%s", code, out)
+	}
+	if got := members(kc, "ns_kcdrift_admin"); len(got) != 0 {
+		t.Fatalf("drift without --repair changed the group: %v", got)
+	}
+	out, code = s.Command(t, "drift", "--repair", "--nats-url", s.Sitebus.NATSURL)
+	if code != 0 {
+		t.Fatalf("drift --repair exit %d, want 0:\n%s", code, out)
+	}
+	waitMembers(t, kc, "ns_kcdrift_admin", "alice01")
+	s.metricAtLeast(t, `sitebus_membership_changes_total{kind="added"}`, 2)
+}
