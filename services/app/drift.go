@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sitebus/sitebus/pkg/backend"
+	"github.com/sitebus/sitebus/pkg/backend/okd"
 	"github.com/sitebus/sitebus/pkg/backend/ranchercluster"
 	"github.com/sitebus/sitebus/pkg/bus"
 	"github.com/sitebus/sitebus/pkg/contract"
@@ -53,7 +54,8 @@ func (d *deps) driftOfferings() ([]drift.Offering, error) {
 // and flags against the objects of the backend objects), the labels and
 // annotations the backend writes (when it writes any: drift.Marks) and, when the
 // offering's membership backend (members; nil: none) has Keycloak groups,
-// membership's (the groups' members against the team). Each check is
+// membership's (the groups' members against the team), and when it binds
+// users itself (OKD), the role bindings against the team. Each check is
 // its service's own dry run, so the drift pass decides nothing that
 // service would not, and each repair counts in that service's metrics
 // (reg; nil: not exported). b carries membership's repairs (nil: they
@@ -74,16 +76,19 @@ func DriftOffering(op *OfferingPlan, w *waldur.Client, objects, members backend.
 	if md, ok := objects.(drift.MarkBackend); ok {
 		o.Checks = append(o.Checks, &drift.Marks{Backend: md, Repairs: drift.RepairsCounter(reg)})
 	}
-	if members == nil || op.Keycloak == nil || op.Config.MembershipSyncBackend == ranchercluster.Type {
+	if members == nil || op.Config.MembershipSyncBackend == ranchercluster.Type {
 		return o, nil
 	}
 	mo := MembershipOffering(op.Config, w, members)
-	if mo.Groups == nil && mo.ProjectGroups == nil {
-		return o, nil // no Keycloak groups (OKD binds users itself)
-	}
 	svc, err := membership.New(nil, membership.Config{Offerings: []membership.Offering{mo}, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		return o, err
+	}
+	if bp, ok := members.(BindingPlanner); ok {
+		o.Checks = append(o.Checks, &BindingsDrift{Offering: hex, Plan: svc.PlanBindings, Backend: bp, Bus: b, Repairs: drift.RepairsCounter(reg)})
+	}
+	if op.Keycloak == nil || (mo.Groups == nil && mo.ProjectGroups == nil) {
+		return o, nil // no Keycloak groups (OKD binds users itself)
 	}
 	kcfg := *op.Keycloak
 	kcfg.Logger = log
@@ -93,6 +98,76 @@ func DriftOffering(op *OfferingPlan, w *waldur.Client, objects, members backend.
 	}
 	o.Checks = append(o.Checks, &MembersDrift{Offering: hex, Plan: svc.Plan, Keycloak: kc, Bus: b})
 	return o, nil
+}
+
+// BindingPlanner is a backend that binds users itself (OKD) and tells the
+// changes its SetRoleBindings would make.
+type BindingPlanner interface {
+	PlanRoleBindings(ctx context.Context, project string, users map[string]string) ([]okd.BindingChange, error)
+}
+
+var _ BindingPlanner = (*okd.Backend)(nil)
+
+// BindingsDrift is the drift check of the role bindings a backend makes
+// per user (OKD): the users membership's pass binds (PlanBindings)
+// against the backend's dry run of SetRoleBindings. Only bindings and
+// projects carrying sitebus's mark are compared. A repair asks the
+// membership service to sync the resource (sync-resource), which sets the
+// bindings; it counts in sitebus_drift_repairs_total{kind="bindings"}.
+type BindingsDrift struct {
+	Offering string
+	Plan     func(ctx context.Context, offeringHex string) ([]membership.ResourceBindings, error)
+	Backend  BindingPlanner
+	Bus      *bus.Bus
+	Repairs  *prometheus.CounterVec
+}
+
+// Find compares, changing nothing.
+func (d *BindingsDrift) Find(ctx context.Context) ([]contract.DriftFinding, error) {
+	plan, err := d.Plan(ctx, d.Offering)
+	if err != nil {
+		return nil, err
+	}
+	var out []contract.DriftFinding
+	for _, rb := range plan {
+		changes, err := d.Backend.PlanRoleBindings(ctx, rb.BackendID, rb.Users)
+		if errors.Is(err, backend.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("compare the role bindings of %s: %w", rb.BackendID, err)
+		}
+		for _, c := range changes {
+			f := contract.DriftFinding{Kind: contract.DriftBindings, Resource: rb.Resource, Object: rb.BackendID + "/" + okd.BindingPrefix + c.User,
+				Want: c.User + " bound to " + c.Want, Have: c.User + " bound to " + c.Have}
+			switch c.Action {
+			case okd.BindingCreate:
+				f.Have = "no binding"
+			case okd.BindingDelete:
+				f.Want = "no binding"
+			}
+			out = append(out, f)
+		}
+	}
+	return out, nil
+}
+
+// Repair has the membership service sync the finding's resource.
+func (d *BindingsDrift) Repair(ctx context.Context, f contract.DriftFinding) error {
+	err := syncResource(ctx, d.Bus, d.Offering, f.Resource)
+	if d.Repairs != nil {
+		d.Repairs.WithLabelValues(contract.DriftBindings, map[bool]string{true: "repaired", false: "error"}[err == nil]).Inc()
+	}
+	return err
+}
+
+// syncResource asks the membership service to apply the resource's team.
+func syncResource(ctx context.Context, b *bus.Bus, offeringHex, resourceUUID string) error {
+	if b == nil {
+		return errors.New("no bus to reach the membership service (the drift command needs --nats-url of a running sitebus to repair this)")
+	}
+	_, err := contract.SyncResource.Call(ctx, b, &sitebusv1.SyncResourceRequest{OfferingUuid: offeringHex, ResourceUuid: resourceUUID})
+	return err
 }
 
 // MembersDrift is membership's drift check of one offering: the members
@@ -149,9 +224,5 @@ func (m *MembersDrift) Find(ctx context.Context) ([]contract.DriftFinding, error
 
 // Repair has the membership service sync the finding's resource.
 func (m *MembersDrift) Repair(ctx context.Context, f contract.DriftFinding) error {
-	if m.Bus == nil {
-		return errors.New("no bus to reach the membership service (the drift command needs --nats of a running sitebus to repair members)")
-	}
-	_, err := contract.SyncResource.Call(ctx, m.Bus, &sitebusv1.SyncResourceRequest{OfferingUuid: m.Offering, ResourceUuid: f.Resource})
-	return err
+	return syncResource(ctx, m.Bus, m.Offering, f.Resource)
 }
