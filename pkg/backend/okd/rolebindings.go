@@ -55,9 +55,8 @@ func (b *Backend) SetRoleBindings(ctx context.Context, project string, users map
 	}
 	rbs := b.dyn.Resource(roleBindingGVR).Namespace(project)
 	for _, c := range plan {
-		name := BindingPrefix + c.User
 		if c.binding != nil {
-			name = c.binding.GetName()
+			name := c.binding.GetName()
 			if err := deleteBinding(ctx, rbs, c.binding); err != nil {
 				errs = append(errs, wrapAPI("delete RoleBinding", project+"/"+name, err))
 				continue
