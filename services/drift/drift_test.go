@@ -2,10 +2,14 @@ package drift
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"testing"
+	"time"
 
+	"github.com/sitebus/sitebus/pkg/bus"
+	"github.com/sitebus/sitebus/pkg/bus/bustest"
 	"github.com/sitebus/sitebus/pkg/contract"
 )
 
@@ -65,5 +69,40 @@ func TestPassReportsAndRepairs(t *testing.T) {
 				t.Errorf("errors %v: want the failed check's", r.Errors)
 			}
 		})
+	}
+}
+
+// The periodic pass repairs and publishes each offering's report under
+// drift.<offering> in the status bucket, where the status page reads it.
+func TestRunPublishesTheReport(t *testing.T) {
+	b := bustest.New(t, bus.Config{})
+	limits := &fakeCheck{found: []contract.DriftFinding{{Kind: contract.DriftLimits, Resource: "r1", Object: "ns-b", Want: "cpu=4", Have: "cpu=40"}}}
+	s := New(Config{Logger: slog.New(slog.DiscardHandler), Period: 10 * time.Millisecond, JS: b.JetStream(), Identity: "proc-1",
+		Offerings: []Offering{{UUID: "0123456789abcdef0123456789abcdef", Name: "o", Checks: []Check{limits}}}})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { _ = s.Run(ctx); close(done) }()
+	t.Cleanup(cancel)
+	var r contract.DriftReport
+	for {
+		kv, err := b.JetStream().KeyValue(ctx, contract.StatusBucket)
+		if err == nil {
+			if e, err := kv.Get(ctx, contract.DriftKey("0123456789abcdef0123456789abcdef")); err == nil {
+				if err := json.Unmarshal(e.Value(), &r); err != nil {
+					t.Fatal(err)
+				}
+				break
+			}
+		}
+		select {
+		case <-time.After(20 * time.Millisecond):
+		case <-t.Context().Done():
+			t.Fatal("no report published")
+		}
+	}
+	cancel()
+	<-done // the pass's goroutine has ended: its repairs are readable
+	if r.Publisher != "proc-1" || len(r.Findings) != 1 || !r.Findings[0].Repaired || len(limits.repaired) == 0 {
+		t.Errorf("report %+v (repaired %v), want the limits finding, repaired, by proc-1", r, limits.repaired)
 	}
 }
