@@ -200,8 +200,9 @@ func find(objs []*unstructured.Unstructured, kind, name string) *unstructured.Un
 }
 
 // wantReplicas is the chart's default per service: one for the services
-// that must not run twice (one STOMP session, one usage poller).
-var wantReplicas = map[string]int64{"stomp-bridge": 1, "usage-reporter": 1}
+// that must not run twice (one STOMP session, one usage poller, one drift
+// pass).
+var wantReplicas = map[string]int64{"stomp-bridge": 1, "usage-reporter": 1, "drift": 1}
 
 func checkDeployment(t *testing.T, d *unstructured.Unstructured, name, natsURL string) {
 	t.Helper()

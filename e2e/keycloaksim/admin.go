@@ -72,6 +72,19 @@ func (s *Server) AddMember(realmName, groupID, userRef string) error {
 	})
 }
 
+// RemoveMember takes a user (id or username) out of a group behind
+// sitebus's back, as an administrator in Keycloak's console would.
+func (s *Server) RemoveMember(realmName, groupID, userRef string) error {
+	return s.inRealm(realmName, func(rm *realm) error {
+		u, g := rm.userByRef(userRef), rm.groups[groupID]
+		if u == nil || g == nil {
+			return fmt.Errorf("keycloaksim: no user %q or group %q", userRef, groupID)
+		}
+		delete(g.members, u.ID)
+		return nil
+	})
+}
+
 // Groups returns every group of a realm, ordered by path (nil for an
 // unknown realm).
 func (s *Server) Groups(realmName string) []GroupInfo {

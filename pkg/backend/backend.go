@@ -69,6 +69,10 @@ type Object struct {
 	BackendID string
 	// Status is Active, Paused or Downscaled.
 	Status Status
+	// Limits are the limits in force, in Waldur units, when the listing
+	// carries them (nil: ask Limits): the drift pass compares 1,000
+	// objects with one listing instead of 1,000 reads.
+	Limits map[string]float64
 }
 
 // Status is the quota status of an object.
@@ -177,4 +181,25 @@ func Logger(l *slog.Logger, backendType string, args ...any) *slog.Logger {
 		l = slog.Default()
 	}
 	return l.With(append([]any{"backend", backendType}, args...)...)
+}
+
+// MarkDifference is one label or annotation a backend writes on its
+// objects whose value on the object differs from the backend's: Key names
+// where it is (spec.labels.team), Have is "" when it is gone.
+type MarkDifference struct {
+	Key, Want, Have string
+}
+
+// MarkDrifter is implemented by backends that write labels and
+// annotations of their own onto an object (ManagedNamespace's
+// namespace_labels and namespace_annotations), for the drift pass.
+type MarkDrifter interface {
+	// MarkDrift compares every object the backend manages (those List
+	// returns; one without sitebus's mark is never compared, so never
+	// touched), changing nothing, with one listing; objects without
+	// differences are left out.
+	MarkDrift(ctx context.Context) (map[string][]MarkDifference, error)
+	// RepairMarks writes the differing ones back, leaving other labels
+	// and annotations alone; changed is false when none differed.
+	RepairMarks(ctx context.Context, backendID string) (changed bool, err error)
 }

@@ -34,6 +34,7 @@ func (d *decoder) sitebus(n *yaml.Node, s scope, sb *Sitebus) {
 				"keycloak_cleanup_period": d.duration(&sb.KeycloakCleanupPeriod),
 				"cluster_pull_period":     d.duration(&sb.ClusterPullPeriod),
 				"cluster_ready_timeout":   d.duration(&sb.ClusterReadyTimeout),
+				"drift_period":            d.duration(&sb.DriftPeriod),
 				"saga_lease":              d.optDuration(&sb.SagaLease, minSagaLease),
 			})
 		},

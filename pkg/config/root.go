@@ -50,6 +50,8 @@ const (
 	defaultKeycloakCleanupPeriod = time.Hour
 	minKeycloakCleanupPeriod     = 10 * time.Second
 	defaultStatusCheckPeriod     = time.Minute
+	defaultDriftPeriod           = 30 * time.Minute
+	minDriftPeriod               = 10 * time.Second
 	minStatusCheckPeriod         = 10 * time.Second
 	minSagaLease                 = 300 * time.Millisecond
 	// A cluster pass reads every cluster's nodes from Rancher and every

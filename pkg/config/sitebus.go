@@ -31,6 +31,10 @@ type Sitebus struct {
 	// and the cluster is kept (periods.cluster_ready_timeout; default
 	// 60m, at least 10s).
 	ClusterReadyTimeout time.Duration `json:"cluster_ready_timeout"`
+	// DriftPeriod is how often the drift pass compares what Waldur says
+	// each resource should be with its platform object and repairs what
+	// sitebus manages (periods.drift_period; default 30m, at least 10s).
+	DriftPeriod time.Duration `json:"drift_period"`
 	// SagaLease is how long a saga coordinator owns a saga without renewing
 	// it; another coordinator takes over a dead one's sagas after it
 	// (periods.saga_lease; default 6s).
@@ -145,6 +149,7 @@ func newSitebus() Sitebus {
 		KeycloakCleanupPeriod: defaultKeycloakCleanupPeriod,
 		ClusterPullPeriod:     defaultClusterPullPeriod,
 		ClusterReadyTimeout:   defaultClusterReadyTimeout,
+		DriftPeriod:           defaultDriftPeriod,
 		StatusPage:            StatusPage{CheckPeriod: defaultStatusCheckPeriod},
 	}
 }

@@ -41,6 +41,7 @@ func TestSitebusSection(t *testing.T) {
 		Ordering:              Ordering{Mode: OrderingCluster, Slots: 32},
 		Services:              []string{"stomp-bridge", "orders"},
 		KeycloakCleanupPeriod: 10 * time.Second,
+		DriftPeriod:           30 * time.Minute,
 		StatusPage:            StatusPage{CheckPeriod: time.Minute},
 	})
 	eq(t, "effective membership period", r.Periods.MembershipSync, 90*time.Second)
@@ -234,6 +235,37 @@ func TestStatusPage(t *testing.T) {
 			}
 			eq(t, "token", r.Sitebus.StatusPage.Token.Reveal(), tc.wantToken)
 			eq(t, "check period", r.Sitebus.StatusPage.CheckPeriod, tc.wantCheck)
+		})
+	}
+}
+
+func TestDriftPeriod(t *testing.T) {
+	tests := map[string]struct {
+		lines   []string
+		want    time.Duration
+		wantErr string
+	}{
+		"unset is thirty minutes":      {want: 30 * time.Minute},
+		"ten seconds is accepted":      {lines: []string{"    drift_period: 10s"}, want: 10 * time.Second},
+		"under ten seconds is refused": {lines: []string{"    drift_period: 9s"}, wantErr: "sitebus.periods.drift_period: 9s is shorter than the minimum of 10s"},
+		"zero is refused":              {lines: []string{"    drift_period: 0s"}, wantErr: "sitebus.periods.drift_period: 0s is shorter than the minimum of 10s"},
+		"not a duration is refused":    {lines: []string{"    drift_period: often"}, wantErr: "sitebus.periods.drift_period"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			lines := []string{"sitebus:", "  periods:", "    report_period: 1h"}
+			lines = append(lines, tc.lines...)
+			r, err := Parse(conf(nil, lines...), "config.yaml", noEnv)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			eq(t, "drift period", r.Sitebus.DriftPeriod, tc.want)
 		})
 	}
 }

@@ -228,6 +228,9 @@ func (sb *Sitebus) validate(p *problems, s scope) {
 		p.at(ms.key("replicas"), "%d is not a replica count: 1 to %d (copies of each stream on as many JetStream servers)", sm.Replicas, maxStreamReplicas)
 	}
 
+	if sb.DriftPeriod < minDriftPeriod {
+		p.at(s.key("periods").key("drift_period"), "%s is shorter than the minimum of %s", sb.DriftPeriod, minDriftPeriod)
+	}
 	if sb.StatusPage.CheckPeriod < minStatusCheckPeriod {
 		p.at(s.key("status_page").key("check_period"), "%s is shorter than the minimum of %s", sb.StatusPage.CheckPeriod, minStatusCheckPeriod)
 	}

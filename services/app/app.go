@@ -31,6 +31,7 @@ import (
 	"github.com/sitebus/sitebus/pkg/telemetry"
 	"github.com/sitebus/sitebus/pkg/waldur"
 	"github.com/sitebus/sitebus/services/coordinator"
+	"github.com/sitebus/sitebus/services/drift"
 	"github.com/sitebus/sitebus/services/keycloaksync"
 	"github.com/sitebus/sitebus/services/membership"
 	"github.com/sitebus/sitebus/services/orderflow"
@@ -49,7 +50,7 @@ type Service interface {
 }
 
 // ServiceNames lists the services `--only` accepts, in start order.
-var ServiceNames = []string{stompbridge.Name, orderflow.Name, quota.Name, membership.Name, keycloaksync.Name, coordinator.Name, usage.Name, provisioner.Name}
+var ServiceNames = []string{stompbridge.Name, orderflow.Name, quota.Name, drift.Name, membership.Name, keycloaksync.Name, coordinator.Name, usage.Name, provisioner.Name}
 
 // Options are the command-line settings of `sitebus run`; each non-empty
 // field overrides the config file's sitebus section.
@@ -402,6 +403,13 @@ func (d *deps) build(name string) (Service, error) {
 			return nil, err
 		}
 		return quota.New(d.bus, quota.Config{Offerings: offerings, SyncPeriod: d.cfg.Periods.MembershipSync, Logger: d.log, Registerer: d.reg, TracerProvider: d.tp})
+	case drift.Name:
+		offerings, err := d.driftOfferings()
+		if err != nil {
+			return nil, err
+		}
+		return drift.New(drift.Config{Offerings: offerings, Period: d.cfg.Sitebus.DriftPeriod, JS: d.bus.JetStream(), Replicas: d.bus.Replicas(),
+			Identity: d.identity, Logger: d.log}), nil
 	case keycloaksync.Name:
 		offerings, err := d.keycloakOfferings()
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/sitebus/sitebus/services/coordinator"
+	"github.com/sitebus/sitebus/services/drift"
 	"github.com/sitebus/sitebus/services/keycloaksync"
 	"github.com/sitebus/sitebus/services/membership"
 	"github.com/sitebus/sitebus/services/orderflow"
@@ -37,16 +38,17 @@ var ModeNames = []string{ModeOrderProcess, ModeReport, ModeMembershipSync, ModeE
 //   - event_process: the Python mode handles Waldur's STOMP events (orders,
 //     user_role, resource) after one order and membership pass: the bridge,
 //     the order lifecycles, membership, and quota, which resource events
-//     drive (flags). Everything but usage reporting.
+//     drive (flags). Everything but usage reporting and the drift pass.
 //   - membership_sync: membership (the team into groups and bindings, every
 //     membership period), keycloak-sync (the only writer to Keycloak), and
 //     quota, whose flag pass runs every membership period as the Python
-//     membership sync pauses, downscales and restores.
+//     membership sync pauses, downscales and restores, and drift, which
+//     finds and repairs what was changed by hand since.
 //   - report: the usage reporter.
 var modeWork = map[string][]string{
 	ModeOrderProcess:   {stompbridge.Name, orderflow.Name, provisioner.Name},
 	ModeEventProcess:   {stompbridge.Name, orderflow.Name, provisioner.Name, membership.Name, quota.Name},
-	ModeMembershipSync: {membership.Name, keycloaksync.Name, quota.Name},
+	ModeMembershipSync: {membership.Name, keycloaksync.Name, quota.Name, drift.Name},
 	ModeReport:         {usage.Name},
 }
 

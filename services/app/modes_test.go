@@ -19,9 +19,9 @@ func TestModeServices(t *testing.T) {
 			mode: ModeEventProcess,
 			want: []string{"stomp-bridge", "order", "quota", "membership", "keycloak-sync", "saga-coordinator", "cluster-provisioner"},
 		},
-		"membership_sync runs membership, the Keycloak writer and the flag pass": {
+		"membership_sync runs membership, the Keycloak writer, the flag pass and the drift pass": {
 			mode: ModeMembershipSync,
-			want: []string{"quota", "membership", "keycloak-sync"},
+			want: []string{"quota", "drift", "membership", "keycloak-sync"},
 		},
 		"report runs the usage reporter alone": {
 			mode: ModeReport,

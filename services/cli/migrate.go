@@ -44,8 +44,8 @@ type migrateReport struct {
 	// Membership are the moves of the first membership pass
 	// (membership.Service.Plan against Keycloak's members), Groups the
 	// groups it would make or refuses.
-	Membership []membershipMove `json:"membership_moves"`
-	Groups     []groupChange    `json:"groups"`
+	Membership []app.MembershipMove `json:"membership_moves"`
+	Groups     []app.GroupChange    `json:"groups"`
 	// Cleanup are the groups the Keycloak leftover cleanup would adopt
 	// (the Python agent's, named by a live resource) and delete (this
 	// deployment's, named by none); CleanupNote says why it would skip a
@@ -152,7 +152,7 @@ func runMigrate(ctx context.Context, plan *app.Plan, apply bool) []migrateReport
 		op := &plan.Offerings[i]
 		// Empty lists, not null, in --json: "nothing" is an answer.
 		r := migrateReport{Offering: fmt.Sprintf("%s (%s)", op.Config.Name, op.Config.OfferingUUIDHex()),
-			Adoptions: []adoptionEntry{}, Quota: []quota.FlagChange{}, Membership: []membershipMove{}, Groups: []groupChange{},
+			Adoptions: []adoptionEntry{}, Quota: []quota.FlagChange{}, Membership: []app.MembershipMove{}, Groups: []app.GroupChange{},
 			Cleanup: []keycloaksync.GroupCleanup{}}
 		migrateOffering(ctx, op, apply, &r)
 		out = append(out, r)
@@ -292,7 +292,7 @@ func planMembership(ctx context.Context, op *app.OfferingPlan, w *waldur.Client,
 	if err != nil {
 		return err
 	}
-	r.Membership, r.Groups, err = membershipMoves(ctx, kc, plan)
+	r.Membership, r.Groups, err = app.MembershipMoves(ctx, kc, plan)
 	return err
 }
 

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/sitebus/sitebus/pkg/backend"
+	"github.com/sitebus/sitebus/services/app"
 	"github.com/sitebus/sitebus/services/keycloaksync"
 	"github.com/sitebus/sitebus/services/quota"
 )
@@ -140,8 +141,8 @@ func TestMigrateTextNamesTheProofAndTheReason(t *testing.T) {
 		Quota: []quota.FlagChange{{Resource: "r1", BackendID: "ns-alpha", Action: "pause", From: backend.StatusActive, To: backend.StatusPaused,
 			Limits: map[string]float64{"ram": 4, "cpu": 2}}},
 		UsageBasis: rancherUsageBasis,
-		Membership: []membershipMove{{Resource: "r1", User: "alice", From: "ns_alpha_readonly", To: "ns_alpha_admin"}},
-		Groups:     []groupChange{{Resource: "r1", Group: "ns_alpha_readwrite", Action: "create", Members: 1, Reason: "missing"}},
+		Membership: []app.MembershipMove{{Resource: "r1", User: "alice", From: "ns_alpha_readonly", To: "ns_alpha_admin"}},
+		Groups:     []app.GroupChange{{Resource: "r1", Group: "ns_alpha_readwrite", Action: "create", Members: 1, Reason: "missing"}},
 		Cleanup:    []keycloaksync.GroupCleanup{{Realm: "site", Group: "/ns_gone_admin", Action: keycloaksync.CleanupDelete}},
 	}}, false)
 	for _, want := range []string{

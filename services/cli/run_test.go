@@ -22,7 +22,7 @@ func TestRunTakesThePythonAgentsCommandLine(t *testing.T) {
 		},
 		"a mode with --only is refused": {
 			args: []string{"--mode", "membership_sync", "--only", "membership", "-c", good},
-			want: "--mode membership_sync and --only cannot be combined: the mode names its services itself (quota, membership, keycloak-sync)",
+			want: "--mode membership_sync and --only cannot be combined: the mode names its services itself (quota, drift, membership, keycloak-sync)",
 		},
 		"--config-file is read as -c (a bad file is reported)": {
 			args: []string{"-m", "order_process", "--config-file", bad},
@@ -93,7 +93,7 @@ func TestRunHelpListsTheModes(t *testing.T) {
 	for _, want := range []string{
 		"order_process    stomp-bridge, order, membership, keycloak-sync, saga-coordinator, cluster-provisioner",
 		"report           usage-reporter",
-		"membership_sync  quota, membership, keycloak-sync",
+		"membership_sync  quota, drift, membership, keycloak-sync",
 		"event_process    stomp-bridge, order, quota, membership, keycloak-sync, saga-coordinator, cluster-provisioner",
 		"-m, --mode",
 		"--config-file",

@@ -505,10 +505,7 @@ func (s *Service) syncRoleBindings(ctx context.Context, o Offering, binder RoleB
 	if res.BackendID == "" {
 		return nil
 	}
-	users := map[string]string{}
-	for ref, m := range Desired(team, nil, "", res.RestrictMemberAccess) {
-		users[ref] = m.WaldurRole
-	}
+	users := bindingUsers(team, res)
 	changed, err := binder.SetRoleBindings(ctx, res.BackendID, users)
 	if errors.Is(err, backend.ErrNotFound) {
 		return nil // the object is gone: nothing to grant access to
@@ -526,6 +523,54 @@ func (s *Service) syncRoleBindings(ctx context.Context, o Offering, binder RoleB
 		s.log.Info("role bindings synced", "offering", o.Config.Name, "resource", res.UUID, "backend_id", res.BackendID, "users", len(users))
 	}
 	return nil
+}
+
+// bindingUsers are the users a RoleBinder binds in res's object: the
+// desired users (offering usernames, restrict_member_access honoured)
+// with the roles Waldur sends.
+func bindingUsers(team []waldur.ProjectUser, res *waldur.Resource) map[string]string {
+	users := map[string]string{}
+	for ref, m := range Desired(team, nil, "", res.RestrictMemberAccess) {
+		users[ref] = m.WaldurRole
+	}
+	return users
+}
+
+// ResourceBindings is what the membership pass binds in one resource's
+// object: username → Waldur role.
+type ResourceBindings struct {
+	Resource  string            `json:"resource"`
+	BackendID string            `json:"backend_id"`
+	Users     map[string]string `json:"users"`
+}
+
+// PlanBindings is the dry run of the pass's role bindings for the
+// offering (its UUID as hex), for a backend that binds users itself
+// (RoleBinder; none otherwise): per resource with an object, the users
+// the pass binds, decided as the pass decides. It changes nothing.
+func (s *Service) PlanBindings(ctx context.Context, offeringHex string) ([]ResourceBindings, error) {
+	o, ok := s.offerings[offeringHex]
+	if !ok {
+		return nil, fmt.Errorf("offering %s has no membership here", offeringHex)
+	}
+	if _, ok := o.Backend.(RoleBinder); !ok {
+		return nil, nil
+	}
+	resources, err := passResources(ctx, o)
+	if err != nil {
+		return nil, fmt.Errorf("list the offering's resources: %w", err)
+	}
+	ctx = withPassCache(ctx)
+	var out []ResourceBindings
+	for i := range resources {
+		res := &resources[i]
+		team, err := readTeam(ctx, o.Waldur, res.UUID)
+		if err != nil {
+			return nil, fmt.Errorf("get team of resource %s: %w", res.UUID, err)
+		}
+		out = append(out, ResourceBindings{Resource: res.UUID, BackendID: res.BackendID, Users: bindingUsers(team, res)})
+	}
+	return out, nil
 }
 
 // GroupMembers is what the membership pass sets one Keycloak group's

@@ -109,7 +109,7 @@ func NewLimits(offerings []Offering, log *slog.Logger, reg prometheus.Registerer
 	}
 	l := &Limits{log: log.With("service", Name), offerings: map[string]Offering{},
 		applied: telemetry.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "sitebus_quota_changes_total", Help: "Quota changes applied, by kind (limits, pause, downscale, restore) and outcome.",
+			Name: "sitebus_quota_changes_total", Help: "Quota changes applied, by kind (limits, pause, downscale, restore) and outcome (repaired: drift the drift pass put back).",
 		}, []string{"kind", "outcome"})),
 	}
 	for _, o := range offerings {
@@ -274,13 +274,19 @@ func (l *Limits) applyFlag(ctx context.Context, o Offering, c FlagChange) error 
 	return nil
 }
 
+// passFilter lists the resources a pass compares: the live ones with an
+// object.
+func passFilter(o Offering) waldur.ResourceFilter {
+	return waldur.ResourceFilter{
+		OfferingUUID: o.Config.WaldurOfferingUUID, States: []string{waldur.ResourceStateOK, waldur.ResourceStateErred},
+		DropEmptyBackendID: true,
+	}
+}
+
 // flagPlan is what the periodic flag pass asks of every resource of the
 // offering it reconciles.
 func flagPlan(ctx context.Context, o Offering) ([]FlagChange, error) {
-	resources, err := o.Waldur.ListProviderResources(ctx, waldur.ResourceFilter{
-		OfferingUUID: o.Config.WaldurOfferingUUID, States: []string{waldur.ResourceStateOK, waldur.ResourceStateErred},
-		DropEmptyBackendID: true,
-	})
+	resources, err := o.Waldur.ListProviderResources(ctx, passFilter(o))
 	if err != nil {
 		return nil, err
 	}

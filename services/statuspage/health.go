@@ -21,12 +21,13 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/sitebus/sitebus/pkg/bus"
+	"github.com/sitebus/sitebus/pkg/contract"
 	"github.com/sitebus/sitebus/services/stompbridge"
 )
 
 // Bucket is the key-value bucket holding the health snapshots, one per
 // offering under "health.<offering UUID without dashes>".
-const Bucket = "sitebus_status"
+const Bucket = contract.StatusBucket
 
 // Check is one health check, as `sitebus diagnostics` reports it.
 type Check struct {
@@ -198,34 +199,56 @@ func (p *Publisher) publish(ctx context.Context, kv jetstream.KeyValue, i int) e
 // readHealth returns the stored snapshots by offering UUID; none when the
 // bucket does not exist yet.
 func readHealth(ctx context.Context, js jetstream.JetStream) (map[string]Health, error) {
+	out := map[string]Health{}
+	err := readBucket(ctx, js, "health.*", func(b []byte) {
+		var h Health
+		if json.Unmarshal(b, &h) == nil {
+			out[h.OfferingUUID] = h
+		}
+	})
+	return out, err
+}
+
+// readDrift returns the drift pass's reports by offering UUID; none when
+// the bucket does not exist yet or no pass has run.
+func readDrift(ctx context.Context, js jetstream.JetStream) (map[string]contract.DriftReport, error) {
+	out := map[string]contract.DriftReport{}
+	err := readBucket(ctx, js, contract.DriftKey("*"), func(b []byte) {
+		var r contract.DriftReport
+		if json.Unmarshal(b, &r) == nil {
+			out[r.OfferingUUID] = r
+		}
+	})
+	return out, err
+}
+
+// readBucket hands each current value of the status bucket's keys
+// matching pattern to each.
+func readBucket(ctx context.Context, js jetstream.JetStream, pattern string, each func([]byte)) error {
 	kv, err := js.KeyValue(ctx, Bucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		return nil, nil
+		return nil
 	}
 	if err != nil {
-		return nil, err
+		return err
 	}
-	w, err := kv.Watch(ctx, "health.*", jetstream.IgnoreDeletes())
+	w, err := kv.Watch(ctx, pattern, jetstream.IgnoreDeletes())
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer func() { _ = w.Stop() }()
-	out := map[string]Health{}
 	for {
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return ctx.Err()
 		case e, ok := <-w.Updates():
 			if !ok {
-				return nil, errors.New("health watcher closed")
+				return errors.New("status bucket watcher closed")
 			}
 			if e == nil {
-				return out, nil
+				return nil
 			}
-			var h Health
-			if json.Unmarshal(e.Value(), &h) == nil {
-				out[h.OfferingUUID] = h
-			}
+			each(e.Value())
 		}
 	}
 }

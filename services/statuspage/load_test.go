@@ -2,13 +2,17 @@ package statuspage
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/sitebus/sitebus/pkg/bus"
 	"github.com/sitebus/sitebus/pkg/bus/bustest"
+	"github.com/sitebus/sitebus/pkg/contract"
 	"github.com/sitebus/sitebus/pkg/saga"
 	"github.com/sitebus/sitebus/services/stompbridge"
 )
@@ -39,6 +43,17 @@ func TestLoadReadsTheStoresAndRedacts(t *testing.T) {
 	}
 	if err := b.Park(ctx, bus.DeadLetter{Source: "stomp-bridge", Reason: "Keycloak refused " + secret, Subject: "waldur." + hex + ".order.000",
 		ID: "frame:1", Data: []byte("{")}); err != nil {
+		t.Fatal(err)
+	}
+
+	// A drift report as the drift pass publishes it, beside the snapshots.
+	kv, err := bus.EnsureKeyValue(ctx, b.JetStream(), jetstream.KeyValueConfig{Bucket: Bucket, History: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	report, _ := json.Marshal(contract.DriftReport{OfferingUUID: hex, Publisher: "proc-2", Findings: []contract.DriftFinding{
+		{Kind: contract.DriftLabels, Resource: "r-1", Object: "ns-alpha", Want: "label present", Have: "token " + secret}}})
+	if _, err := kv.Put(ctx, contract.DriftKey(hex), report); err != nil {
 		t.Fatal(err)
 	}
 
@@ -93,6 +108,9 @@ func TestLoadReadsTheStoresAndRedacts(t *testing.T) {
 	h := o.Health
 	if h == nil || len(h.Checks) != 1 || h.Checks[0].Detail != "login with [REDACTED] refused" || h.OK {
 		t.Fatalf("health %+v, want the failed check, redacted", h)
+	}
+	if d := o.Drift; d == nil || len(d.Findings) != 1 || d.Findings[0].Have != "token [REDACTED]" || d.Left != 1 || d.Publisher != "proc-2" {
+		t.Errorf("drift %+v, want the published finding, redacted and not repaired", d)
 	}
 	if len(h.Stomp) != 1 || !h.Stomp[0].Connected || h.Publisher != "proc-1" {
 		t.Errorf("health %+v, want the offering's one connected session from proc-1", h)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sitebus/sitebus/pkg/contract"
 	"github.com/sitebus/sitebus/pkg/saga"
 	"github.com/sitebus/sitebus/services/stompbridge"
 )
@@ -72,8 +73,11 @@ func TestPageRedactsAndEscapes(t *testing.T) {
 	h := Health{OfferingUUID: "abc", Checked: now.Add(-10 * time.Second), Published: now.Add(-2 * time.Second), Publisher: "sitebus-1",
 		Checks: []Check{{Name: "waldur token", OK: false, Detail: "Waldur refused " + secret}},
 		Stomp:  []stompbridge.Session{{OfferingUUID: "abc", ObjectType: "order", Connected: true, LastFrame: now.Add(-90 * time.Second)}}}
+	d := contract.DriftReport{OfferingUUID: "abc", Checked: now, Publisher: "sitebus-1", Findings: []contract.DriftFinding{
+		{Kind: contract.DriftLimits, Resource: "r-1", Object: "ns-alpha", Want: "cpu=4", Have: "cpu=40", Repaired: true},
+		{Kind: contract.DriftMembers, Resource: "r-1", Object: "ns_alpha_admin", Want: "alice is a member", Have: "alice is not", RepairError: "no bus " + secret}}}
 	v := View{Generated: now, Refresh: 15, Offerings: []OfferingView{{Name: "k8s", UUID: "abc",
-		Health: healthView(h, redact, 5*time.Second, now), Parked: []SagaView{sagaView(parked, redact, now)}}}}
+		Health: healthView(h, redact, 5*time.Second, now), Parked: []SagaView{sagaView(parked, redact, now)}, Drift: driftView(d, redact)}}}
 	srv := httptest.NewServer(Handler(HandlerConfig{Addr: "127.0.0.1:0", Load: func(context.Context) View { return v }}))
 	defer srv.Close()
 	resp, err := srv.Client().Get(srv.URL + Path)
@@ -84,7 +88,8 @@ func TestPageRedactsAndEscapes(t *testing.T) {
 	_ = resp.Body.Close()
 	page := string(b)
 	for _, want := range []string{"order-0123", "compensation of step object failed", "&lt;script&gt;", "last frame 1m30s ago", "needs attention:",
-		"needs attention", `content="15"`, `href="/metrics"`} {
+		"needs attention", `content="15"`, `href="/metrics"`,
+		"<h3>Drift</h3>", "1 not repaired", "cpu=40", "ns_alpha_admin", "no bus [REDACTED]"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %q", want)
 		}

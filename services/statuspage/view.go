@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/sitebus/sitebus/pkg/bus"
+	"github.com/sitebus/sitebus/pkg/contract"
 	"github.com/sitebus/sitebus/pkg/saga"
 	"github.com/sitebus/sitebus/services/stompbridge"
 )
@@ -45,11 +46,23 @@ type OfferingView struct {
 	// DeadLetterCount counts the offering's letters among the newest
 	// read, of which DeadLetters are the newest few.
 	DeadLetterCount int
+	// Drift is what the last drift pass found; nil before the first.
+	Drift *DriftView
+}
+
+// DriftView is the last drift pass's report of an offering.
+type DriftView struct {
+	Checked, Publisher string
+	Findings           []contract.DriftFinding
+	Errors             []string
+	// Left counts the findings not repaired.
+	Left int
 }
 
 // NeedsAttention: a saga is parked, a dead letter waits or a check fails.
 func (o OfferingView) NeedsAttention() bool {
-	return len(o.Parked) > 0 || o.DeadLetterCount > 0 || (o.Health != nil && !o.Health.OK)
+	return len(o.Parked) > 0 || o.DeadLetterCount > 0 || (o.Health != nil && !o.Health.OK) ||
+		(o.Drift != nil && (o.Drift.Left > 0 || len(o.Drift.Errors) > 0))
 }
 
 // HealthView is an offering's health snapshot as of the page.
@@ -153,6 +166,16 @@ func Load(ctx context.Context, src Sources, offerings []Offering, redact func(st
 		}
 	}
 
+	drift, err := readDrift(ctx, src.JS)
+	if err != nil {
+		problem("drift reports ("+Bucket+")", err)
+	}
+	for i := range v.Offerings {
+		if r, ok := drift[v.Offerings[i].UUID]; ok {
+			v.Offerings[i].Drift = driftView(r, redact)
+		}
+	}
+
 	sagas, err := src.Sagas.List(ctx, saga.Filter{})
 	if err != nil {
 		problem("sagas ("+saga.DefaultBucket+")", err)
@@ -190,6 +213,21 @@ func Load(ctx context.Context, src Sources, offerings []Offering, redact func(st
 		v.Elsewhere = elsewhere
 	}
 	return v
+}
+
+func driftView(r contract.DriftReport, redact func(string) string) *DriftView {
+	dv := &DriftView{Checked: stamp(r.Checked), Publisher: r.Publisher}
+	for _, f := range r.Findings {
+		f.Want, f.Have, f.RepairError = redact(f.Want), redact(f.Have), redact(f.RepairError)
+		if !f.Repaired {
+			dv.Left++
+		}
+		dv.Findings = append(dv.Findings, f)
+	}
+	for _, e := range r.Errors {
+		dv.Errors = append(dv.Errors, redact(e))
+	}
+	return dv
 }
 
 func healthView(h Health, redact func(string) string, publishPeriod time.Duration, now time.Time) *HealthView {

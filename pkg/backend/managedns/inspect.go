@@ -35,24 +35,19 @@ func metadata(cr *unstructured.Unstructured) map[string]any {
 // listPage bounds one list response; the CR namespace may hold thousands.
 const listPage = 500
 
-// List returns the CRs in the CR namespace that sitebus manages.
+// List returns the CRs in the CR namespace that sitebus manages, each
+// with the limits in force.
 func (b *Backend) List(ctx context.Context) ([]backend.Object, error) {
 	var out []backend.Object
-	opts := metav1.ListOptions{LabelSelector: LabelManagedBy + "=" + ManagedByValue, Limit: listPage}
-	for {
-		page, err := b.crs.List(ctx, opts)
-		if err != nil {
-			return nil, wrapAPI("list", "in "+b.settings.CRNamespace, err)
+	err := b.eachManaged(ctx, func(cr *unstructured.Unstructured) {
+		o := backend.Object{BackendID: cr.GetName(), Status: statusOf(cr)}
+		if l, err := b.quota.fromQuota(specQuota(cr)); err == nil {
+			o.Limits = l
 		}
-		for i := range page.Items {
-			cr := &page.Items[i]
-			if isManaged(cr) {
-				out = append(out, backend.Object{BackendID: cr.GetName(), Status: statusOf(cr)})
-			}
-		}
-		if opts.Continue = page.GetContinue(); opts.Continue == "" {
-			break
-		}
+		out = append(out, o)
+	})
+	if err != nil {
+		return nil, err
 	}
 	slices.SortFunc(out, func(a, b backend.Object) int {
 		switch {
@@ -64,6 +59,26 @@ func (b *Backend) List(ctx context.Context) ([]backend.Object, error) {
 		return 0
 	})
 	return out, nil
+}
+
+// eachManaged hands each CR sitebus manages in the CR namespace to f,
+// reading them a page at a time.
+func (b *Backend) eachManaged(ctx context.Context, f func(cr *unstructured.Unstructured)) error {
+	opts := metav1.ListOptions{LabelSelector: LabelManagedBy + "=" + ManagedByValue, Limit: listPage}
+	for {
+		page, err := b.crs.List(ctx, opts)
+		if err != nil {
+			return wrapAPI("list", "in "+b.settings.CRNamespace, err)
+		}
+		for i := range page.Items {
+			if cr := &page.Items[i]; isManaged(cr) {
+				f(cr)
+			}
+		}
+		if opts.Continue = page.GetContinue(); opts.Continue == "" {
+			return nil
+		}
+	}
 }
 
 // Ping asks the API server for its version, as the Python plugin does.

@@ -49,16 +49,75 @@ func (b *Backend) SetRoleBindings(ctx context.Context, project string, users map
 	if _, err := b.getManaged(ctx, project); err != nil {
 		return false, err
 	}
-	rbs := b.dyn.Resource(roleBindingGVR).Namespace(project)
-	existing, err := b.managedBindings(ctx, project)
+	plan, errs, err := b.planBindings(ctx, project, users)
 	if err != nil {
 		return false, err
+	}
+	rbs := b.dyn.Resource(roleBindingGVR).Namespace(project)
+	for _, c := range plan {
+		if c.binding != nil {
+			name := c.binding.GetName()
+			if err := deleteBinding(ctx, rbs, c.binding); err != nil {
+				errs = append(errs, wrapAPI("delete RoleBinding", project+"/"+name, err))
+				continue
+			}
+			if c.Action == BindingDelete {
+				changed = true
+				b.log.Info("removed OpenShift role binding", "project", project, "binding", name)
+				continue
+			}
+		}
+		made, err := b.createBinding(ctx, rbs, project, c.User, c.Want)
+		changed = changed || made
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return changed, errors.Join(errs...)
+}
+
+// What SetRoleBindings does to one user's binding (BindingChange.Action).
+const (
+	BindingCreate  = "create"  // the user has no binding
+	BindingReplace = "replace" // the binding names another ClusterRole
+	BindingDelete  = "delete"  // a binding of a user no longer listed
+)
+
+// BindingChange is one change SetRoleBindings makes: the user's binding
+// to the ClusterRole Want, where Have is bound ("" when none).
+type BindingChange struct {
+	User, Action, Want, Have string
+	// binding is the managed binding there (replace, delete).
+	binding *unstructured.Unstructured
+}
+
+// PlanRoleBindings is SetRoleBindings's dry run: the changes it would
+// make, decided by the same planBindings, changing nothing. A project
+// without sitebus's mark has none (a change would adopt or refuse it, and
+// its bindings are not sitebus's); an absent one is ErrNotFound.
+func (b *Backend) PlanRoleBindings(ctx context.Context, project string, users map[string]string) ([]BindingChange, error) {
+	ns, err := b.getNamespace(ctx, project)
+	if err != nil {
+		return nil, err
+	}
+	if !isManaged(ns) {
+		return nil, nil
+	}
+	plan, _, err := b.planBindings(ctx, project, users)
+	return plan, err
+}
+
+// planBindings decides SetRoleBindings's changes from the project's
+// managed bindings; errs are the users that cannot be bound.
+func (b *Backend) planBindings(ctx context.Context, project string, users map[string]string) (plan []BindingChange, errs []error, err error) {
+	existing, err := b.managedBindings(ctx, project)
+	if err != nil {
+		return nil, nil, err
 	}
 	have := map[string]*unstructured.Unstructured{}
 	for _, rb := range existing {
 		have[rb.GetName()] = rb
 	}
-	var errs []error
 	want := map[string]bool{}
 	for _, user := range sortedKeys(users) {
 		role := b.settings.ClusterRole(users[user])
@@ -71,33 +130,27 @@ func (b *Backend) SetRoleBindings(ctx context.Context, project string, users map
 		}
 		name := BindingPrefix + user
 		want[name] = true
+		c := BindingChange{User: user, Action: BindingCreate, Want: role}
 		if rb := have[name]; rb != nil {
-			if r, ok := boundRole(rb, user); ok && r == role {
+			r, ok := boundRole(rb, user)
+			if ok && r == role {
 				continue
 			}
-			if err := deleteBinding(ctx, rbs, rb); err != nil {
-				errs = append(errs, wrapAPI("delete RoleBinding", project+"/"+name, err))
-				continue
-			}
+			c.Action, c.Have, c.binding = BindingReplace, r, rb
 		}
-		c, err := b.createBinding(ctx, rbs, project, user, role)
-		changed = changed || c
-		if err != nil {
-			errs = append(errs, err)
-		}
+		plan = append(plan, c)
 	}
 	for _, name := range sortedKeys(have) {
 		if want[name] {
 			continue
 		}
-		if err := deleteBinding(ctx, rbs, have[name]); err != nil {
-			errs = append(errs, wrapAPI("delete RoleBinding", project+"/"+name, err))
-			continue
+		user, role, _ := bindingUser(have[name])
+		if user == "" {
+			user = strings.TrimPrefix(name, BindingPrefix)
 		}
-		changed = true
-		b.log.Info("removed OpenShift role binding", "project", project, "binding", name)
+		plan = append(plan, BindingChange{User: user, Action: BindingDelete, Have: role, binding: have[name]})
 	}
-	return changed, errors.Join(errs...)
+	return plan, errs, nil
 }
 
 // createBinding creates a user's binding; one of that name already there

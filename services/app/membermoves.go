@@ -1,4 +1,4 @@
-package cli
+package app
 
 import (
 	"context"
@@ -12,20 +12,20 @@ import (
 	"github.com/sitebus/sitebus/services/membership"
 )
 
-// memberReader is what the membership dry run reads of Keycloak (a
+// MemberReader is what the membership dry run reads of Keycloak (a
 // *keycloak.Client); it writes nothing.
-type memberReader interface {
+type MemberReader interface {
 	FindGroup(ctx context.Context, name, parentID string) (*keycloak.Group, error)
 	FindUser(ctx context.Context, idOrUsername string, byID bool) (*keycloak.User, error)
 	Members(ctx context.Context, groupID string) ([]keycloak.User, error)
 }
 
-var _ memberReader = (*keycloak.Client)(nil)
+var _ MemberReader = (*keycloak.Client)(nil)
 
-// membershipMove is one user's change of access in the first membership
+// MembershipMove is one user's change of access in the first membership
 // pass: from one group to another (a role mapped differently than the
 // Python agent did), into a group (From empty) or out of one (To empty).
-type membershipMove struct {
+type MembershipMove struct {
 	Resource string `json:"resource"`
 	User     string `json:"user"`
 	From     string `json:"from,omitempty"`
@@ -35,10 +35,10 @@ type membershipMove struct {
 	Pending bool `json:"pending,omitempty"`
 }
 
-// groupChange is a group the first membership pass cannot simply fill:
+// GroupChange is a group the first membership pass cannot simply fill:
 // one it would make (a live resource's missing group) or one it refuses
 // (no managed_by mark of sitebus or the Python agent).
-type groupChange struct {
+type GroupChange struct {
 	Resource string `json:"resource"`
 	Group    string `json:"group"`
 	Action   string `json:"action"` // create, refuse
@@ -46,15 +46,15 @@ type groupChange struct {
 	Reason   string `json:"reason,omitempty"`
 }
 
-// membershipMoves compares the membership pass's plan with the groups'
+// MembershipMoves compares the membership pass's plan with the groups'
 // members in Keycloak, deciding each group's changes as set-group-members
 // does (keycloaksync.MemberChanges), and pairs a user's removal from one
 // group of a resource with an addition to another as a move.
-func membershipMoves(ctx context.Context, kc memberReader, plan []membership.GroupMembers) ([]membershipMove, []groupChange, error) {
+func MembershipMoves(ctx context.Context, kc MemberReader, plan []membership.GroupMembers) ([]MembershipMove, []GroupChange, error) {
 	type change struct{ from, to []string }
 	var (
-		moves  []membershipMove
-		groups []groupChange
+		moves  []MembershipMove
+		groups []GroupChange
 	)
 	byResource := map[string]map[string]*change{} // resource → user → groups left and joined
 	var order []string
@@ -66,11 +66,11 @@ func membershipMoves(ctx context.Context, kc memberReader, plan []membership.Gro
 		}
 		switch {
 		case g == nil:
-			groups = append(groups, groupChange{Resource: gm.Resource, Group: name, Action: "create", Members: len(gm.Members),
+			groups = append(groups, GroupChange{Resource: gm.Resource, Group: name, Action: "create", Members: len(gm.Members),
 				Reason: "a live resource's group is missing; the membership pass makes it again (when the resource's object exists)"})
 			continue
 		case !g.Managed:
-			groups = append(groups, groupChange{Resource: gm.Resource, Group: name, Action: "refuse",
+			groups = append(groups, GroupChange{Resource: gm.Resource, Group: name, Action: "refuse",
 				Reason: "it has no managed_by mark of sitebus or the Python agent; its members are not set"})
 			continue
 		}
@@ -81,7 +81,7 @@ func membershipMoves(ctx context.Context, kc memberReader, plan []membership.Gro
 				return nil, nil, fmt.Errorf("find user %s: %w", ref, err)
 			}
 			if u == nil {
-				moves = append(moves, membershipMove{Resource: gm.Resource, User: ref, To: name, Pending: true})
+				moves = append(moves, MembershipMove{Resource: gm.Resource, User: ref, To: name, Pending: true})
 				continue
 			}
 			wanted = append(wanted, *u)
@@ -117,14 +117,14 @@ func membershipMoves(ctx context.Context, kc memberReader, plan []membership.Gro
 		for _, user := range slices.Sorted(maps.Keys(users)) {
 			c := users[user]
 			if len(c.from) == 1 && len(c.to) == 1 {
-				moves = append(moves, membershipMove{Resource: res, User: user, From: c.from[0], To: c.to[0]})
+				moves = append(moves, MembershipMove{Resource: res, User: user, From: c.from[0], To: c.to[0]})
 				continue
 			}
 			for _, f := range c.from {
-				moves = append(moves, membershipMove{Resource: res, User: user, From: f})
+				moves = append(moves, MembershipMove{Resource: res, User: user, From: f})
 			}
 			for _, t := range c.to {
-				moves = append(moves, membershipMove{Resource: res, User: user, To: t})
+				moves = append(moves, MembershipMove{Resource: res, User: user, To: t})
 			}
 		}
 	}
@@ -133,7 +133,7 @@ func membershipMoves(ctx context.Context, kc memberReader, plan []membership.Gro
 
 // findGroupByName finds a top-level group, or one under the top-level
 // group parent, as set-group-members resolves a group by name.
-func findGroupByName(ctx context.Context, kc memberReader, name, parent string) (*keycloak.Group, error) {
+func findGroupByName(ctx context.Context, kc MemberReader, name, parent string) (*keycloak.Group, error) {
 	if parent == "" {
 		return kc.FindGroup(ctx, name, "")
 	}

@@ -1,4 +1,4 @@
-package cli
+package app
 
 import (
 	"context"
@@ -46,20 +46,20 @@ func TestMembershipMoves(t *testing.T) {
 		groups     map[string]*keycloak.Group
 		members    map[string][]string
 		plan       []membership.GroupMembers
-		wantMoves  []membershipMove
-		wantGroups []groupChange
+		wantMoves  []MembershipMove
+		wantGroups []GroupChange
 	}{
 		"a role mapped unlike the Python agent moves the user between groups": {
 			groups:    map[string]*keycloak.Group{"ns_a_admin": managed("ns_a_admin"), "ns_a_readonly": managed("ns_a_readonly")},
 			members:   map[string][]string{"ns_a_readonly": {"alice", "bob"}},
 			plan:      []membership.GroupMembers{planned("ns_a_admin", "alice"), planned("ns_a_readonly", "bob")},
-			wantMoves: []membershipMove{{Resource: "r1", User: "alice", From: "ns_a_readonly", To: "ns_a_admin"}},
+			wantMoves: []MembershipMove{{Resource: "r1", User: "alice", From: "ns_a_readonly", To: "ns_a_admin"}},
 		},
 		"a new team member is added and one who left is removed": {
 			groups:  map[string]*keycloak.Group{"ns_a_admin": managed("ns_a_admin")},
 			members: map[string][]string{"ns_a_admin": {"zed"}},
 			plan:    []membership.GroupMembers{planned("ns_a_admin", "alice")},
-			wantMoves: []membershipMove{
+			wantMoves: []MembershipMove{
 				{Resource: "r1", User: "alice", To: "ns_a_admin"},
 				{Resource: "r1", User: "zed", From: "ns_a_admin"},
 			},
@@ -67,16 +67,16 @@ func TestMembershipMoves(t *testing.T) {
 		"a user Keycloak does not know is pending": {
 			groups:    map[string]*keycloak.Group{"ns_a_admin": managed("ns_a_admin")},
 			plan:      []membership.GroupMembers{planned("ns_a_admin", "newcomer")},
-			wantMoves: []membershipMove{{Resource: "r1", User: "newcomer", To: "ns_a_admin", Pending: true}},
+			wantMoves: []MembershipMove{{Resource: "r1", User: "newcomer", To: "ns_a_admin", Pending: true}},
 		},
 		"a missing group is made again": {
 			plan:       []membership.GroupMembers{planned("ns_a_admin", "alice")},
-			wantGroups: []groupChange{{Resource: "r1", Group: "ns_a_admin", Action: "create", Members: 1}},
+			wantGroups: []GroupChange{{Resource: "r1", Group: "ns_a_admin", Action: "create", Members: 1}},
 		},
 		"a group without a managed_by mark is refused": {
 			groups:     map[string]*keycloak.Group{"ns_a_admin": {ID: "g", Name: "ns_a_admin"}},
 			plan:       []membership.GroupMembers{planned("ns_a_admin", "alice")},
-			wantGroups: []groupChange{{Resource: "r1", Group: "ns_a_admin", Action: "refuse"}},
+			wantGroups: []GroupChange{{Resource: "r1", Group: "ns_a_admin", Action: "refuse"}},
 		},
 		"a group as planned changes nothing": {
 			groups:  map[string]*keycloak.Group{"ns_a_admin": managed("ns_a_admin")},
@@ -87,7 +87,7 @@ func TestMembershipMoves(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			kc := &realm{groups: tc.groups, members: tc.members, users: map[string]bool{"alice": true, "bob": true, "zed": true}}
-			moves, groups, err := membershipMoves(context.Background(), kc, tc.plan)
+			moves, groups, err := MembershipMoves(context.Background(), kc, tc.plan)
 			if err != nil {
 				t.Fatal(err)
 			}

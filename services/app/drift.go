@@ -1,0 +1,228 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sitebus/sitebus/pkg/backend"
+	"github.com/sitebus/sitebus/pkg/backend/okd"
+	"github.com/sitebus/sitebus/pkg/backend/ranchercluster"
+	"github.com/sitebus/sitebus/pkg/bus"
+	"github.com/sitebus/sitebus/pkg/contract"
+	sitebusv1 "github.com/sitebus/sitebus/pkg/gen/sitebus/v1"
+	"github.com/sitebus/sitebus/pkg/keycloak"
+	"github.com/sitebus/sitebus/pkg/waldur"
+	"github.com/sitebus/sitebus/services/drift"
+	"github.com/sitebus/sitebus/services/membership"
+	"github.com/sitebus/sitebus/services/quota"
+)
+
+// driftOfferings are the offerings the drift service compares, each with
+// the checks of the services that own its objects.
+func (d *deps) driftOfferings() ([]drift.Offering, error) {
+	var out []drift.Offering
+	for i := range d.plan.Offerings {
+		op := &d.plan.Offerings[i]
+		name := op.ObjectBackend()
+		if name == "" {
+			continue
+		}
+		objects, err := d.backends.get(i, name)
+		if err != nil {
+			return nil, err
+		}
+		var members backend.Backend
+		if m := op.Config.MembershipSyncBackend; m != "" && !clusterBackend(m) {
+			if members, err = d.backends.get(i, m); err != nil {
+				return nil, err
+			}
+		}
+		o, err := DriftOffering(op, d.offerings[i].Waldur, objects, members, d.bus, d.log, d.reg)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, o)
+	}
+	return out, nil
+}
+
+// DriftOffering builds the drift checks of one offering: quota's (limits
+// and flags against the objects of the backend objects), the labels and
+// annotations the backend writes (when it writes any: drift.Marks) and, when the
+// offering's membership backend (members; nil: none) has Keycloak groups,
+// membership's (the groups' members against the team), and when it binds
+// users itself (OKD), the role bindings against the team. Each check is
+// its service's own dry run, so the drift pass decides nothing that
+// service would not, and each repair counts in that service's metrics
+// (reg; nil: not exported). b carries membership's repairs (nil: they
+// are reported, not repaired). `sitebus run` and `sitebus drift` both
+// build the checks here.
+func DriftOffering(op *OfferingPlan, w *waldur.Client, objects, members backend.Backend, b *bus.Bus, log *slog.Logger, reg prometheus.Registerer) (drift.Offering, error) {
+	hex := op.Config.OfferingUUIDHex()
+	o := drift.Offering{UUID: hex, Name: op.Config.Name}
+	limits, err := quota.NewLimits([]quota.Offering{{Config: op.Config, Waldur: w, Backend: objects}}, log, reg)
+	if err != nil {
+		return o, err
+	}
+	q, err := limits.DriftCheck(hex)
+	if err != nil {
+		return o, err
+	}
+	o.Checks = append(o.Checks, q)
+	if md, ok := objects.(drift.MarkBackend); ok {
+		o.Checks = append(o.Checks, &drift.Marks{Backend: md, Repairs: drift.RepairsCounter(reg)})
+	}
+	if members == nil || op.Config.MembershipSyncBackend == ranchercluster.Type {
+		return o, nil
+	}
+	mo := MembershipOffering(op.Config, w, members)
+	svc, err := membership.New(nil, membership.Config{Offerings: []membership.Offering{mo}, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		return o, err
+	}
+	if bp, ok := members.(BindingPlanner); ok {
+		o.Checks = append(o.Checks, &BindingsDrift{Offering: hex, Plan: svc.PlanBindings, Backend: bp, Bus: b, Repairs: drift.RepairsCounter(reg)})
+	}
+	if op.Keycloak == nil || (mo.Groups == nil && mo.ProjectGroups == nil) {
+		return o, nil // no Keycloak groups (OKD binds users itself)
+	}
+	kcfg := *op.Keycloak
+	kcfg.Logger = log
+	kc, err := keycloak.New(kcfg)
+	if err != nil {
+		return o, err
+	}
+	o.Checks = append(o.Checks, &MembersDrift{Offering: hex, Plan: svc.Plan, Keycloak: kc, Bus: b})
+	return o, nil
+}
+
+// BindingPlanner is a backend that binds users itself (OKD) and tells the
+// changes its SetRoleBindings would make.
+type BindingPlanner interface {
+	PlanRoleBindings(ctx context.Context, project string, users map[string]string) ([]okd.BindingChange, error)
+}
+
+var _ BindingPlanner = (*okd.Backend)(nil)
+
+// BindingsDrift is the drift check of the role bindings a backend makes
+// per user (OKD): the users membership's pass binds (PlanBindings)
+// against the backend's dry run of SetRoleBindings. Only bindings and
+// projects carrying sitebus's mark are compared. A repair asks the
+// membership service to sync the resource (sync-resource), which sets the
+// bindings; it counts in sitebus_drift_repairs_total{kind="bindings"}.
+type BindingsDrift struct {
+	Offering string
+	Plan     func(ctx context.Context, offeringHex string) ([]membership.ResourceBindings, error)
+	Backend  BindingPlanner
+	Bus      *bus.Bus
+	Repairs  *prometheus.CounterVec
+}
+
+// Find compares, changing nothing.
+func (d *BindingsDrift) Find(ctx context.Context) ([]contract.DriftFinding, error) {
+	plan, err := d.Plan(ctx, d.Offering)
+	if err != nil {
+		return nil, err
+	}
+	var out []contract.DriftFinding
+	for _, rb := range plan {
+		changes, err := d.Backend.PlanRoleBindings(ctx, rb.BackendID, rb.Users)
+		if errors.Is(err, backend.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("compare the role bindings of %s: %w", rb.BackendID, err)
+		}
+		for _, c := range changes {
+			f := contract.DriftFinding{Kind: contract.DriftBindings, Resource: rb.Resource, Object: rb.BackendID + "/" + okd.BindingPrefix + c.User,
+				Want: c.User + " bound to " + c.Want, Have: c.User + " bound to " + c.Have}
+			switch c.Action {
+			case okd.BindingCreate:
+				f.Have = "no binding"
+			case okd.BindingDelete:
+				f.Want = "no binding"
+			}
+			out = append(out, f)
+		}
+	}
+	return out, nil
+}
+
+// Repair has the membership service sync the finding's resource.
+func (d *BindingsDrift) Repair(ctx context.Context, f contract.DriftFinding) error {
+	err := syncResource(ctx, d.Bus, d.Offering, f.Resource)
+	if d.Repairs != nil {
+		d.Repairs.WithLabelValues(contract.DriftBindings, map[bool]string{true: "repaired", false: "error"}[err == nil]).Inc()
+	}
+	return err
+}
+
+// syncResource asks the membership service to apply the resource's team.
+func syncResource(ctx context.Context, b *bus.Bus, offeringHex, resourceUUID string) error {
+	if b == nil {
+		return errors.New("no bus to reach the membership service (the drift command needs --nats-url of a running sitebus to repair this)")
+	}
+	_, err := contract.SyncResource.Call(ctx, b, &sitebusv1.SyncResourceRequest{OfferingUuid: offeringHex, ResourceUuid: resourceUUID})
+	return err
+}
+
+// MembersDrift is membership's drift check of one offering: the members
+// the membership pass would set (its Plan) against Keycloak's, compared
+// as set-group-members compares them (MembershipMoves). A group without
+// the managed_by mark of sitebus or the Python agent is not sitebus's:
+// it is neither reported nor touched. A repair asks the membership
+// service to sync the resource (sync-resource), which puts the team back
+// through keycloak-sync, Keycloak's only writer, and counts the change in
+// sitebus_membership_changes_total by kind (added, removed).
+type MembersDrift struct {
+	Offering string
+	Plan     func(ctx context.Context, offeringHex string) ([]membership.GroupMembers, error)
+	Keycloak MemberReader
+	// Bus carries the repairs; nil: a repair errs (the drift command
+	// without --nats).
+	Bus *bus.Bus
+}
+
+// Find compares, changing nothing.
+func (m *MembersDrift) Find(ctx context.Context) ([]contract.DriftFinding, error) {
+	plan, err := m.Plan(ctx, m.Offering)
+	if err != nil {
+		return nil, err
+	}
+	moves, groups, err := MembershipMoves(ctx, m.Keycloak, plan)
+	if err != nil {
+		return nil, err
+	}
+	var out []contract.DriftFinding
+	for _, mv := range moves {
+		if mv.Pending {
+			continue // not in Keycloak yet: the pending retry adds them
+		}
+		f := contract.DriftFinding{Kind: contract.DriftMembers, Resource: mv.Resource}
+		switch {
+		case mv.From != "" && mv.To != "":
+			f.Object, f.Want, f.Have = mv.To, mv.User+" in "+mv.To, mv.User+" in "+mv.From
+		case mv.To != "":
+			f.Object, f.Want, f.Have = mv.To, mv.User+" is a member", mv.User+" is not"
+		default:
+			f.Object, f.Want, f.Have = mv.From, mv.User+" is not a member", mv.User+" is"
+		}
+		out = append(out, f)
+	}
+	for _, g := range groups {
+		if g.Action == "create" {
+			out = append(out, contract.DriftFinding{Kind: contract.DriftMembers, Resource: g.Resource, Object: g.Group,
+				Want: fmt.Sprintf("the group with %d member(s)", g.Members), Have: "no such group"})
+		}
+	}
+	return out, nil
+}
+
+// Repair has the membership service sync the finding's resource.
+func (m *MembersDrift) Repair(ctx context.Context, f contract.DriftFinding) error {
+	return syncResource(ctx, m.Bus, m.Offering, f.Resource)
+}
