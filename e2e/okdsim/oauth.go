@@ -81,11 +81,3 @@ func (s *Server) oauthToken(w http.ResponseWriter, r *http.Request) {
 		"scope":         "user:full",
 	})
 }
-
-// ExpireOAuthTokens invalidates every access token /oauth/token issued, so
-// the next request with one gets 401 and a client must refresh.
-func (s *Server) ExpireOAuthTokens() {
-	s.mu.Lock()
-	clear(s.oauthTokens)
-	s.mu.Unlock()
-}

@@ -87,33 +87,6 @@ func (s *Server) ServersNamed(name string) []Instance {
 	return slices.DeleteFunc(s.Inventory("").Servers, func(sv Instance) bool { return sv.Name != name })
 }
 
-// RemoveServer deletes a server behind the client's back (an operator, or
-// a host lost), with Nova's cleanup of ports and volumes.
-func (s *Server) RemoveServer(id string) bool { return s.withServer(id, s.removeServer) }
-
-// SetServerStatus changes a server's status behind the client's back
-// (e.g. SHUTOFF, or ERROR with fault as its message).
-func (s *Server) SetServerStatus(id, status, fault string) bool {
-	return s.withServer(id, func(sv *Instance) { sv.Status, sv.Fault = status, fault })
-}
-
-// AppendConsole adds lines to a server's console log, e.g. what an OnBoot
-// hook's cloud-init did, for os-getConsoleOutput.
-func (s *Server) AppendConsole(id string, lines ...string) bool {
-	return s.withServer(id, func(sv *Instance) { sv.Console = append(sv.Console, lines...) })
-}
-
-// withServer runs f on the server id under s.mu; false when there is none.
-func (s *Server) withServer(id string, f func(*Instance)) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sv := s.st.servers[id]
-	if sv != nil {
-		f(sv)
-	}
-	return sv != nil
-}
-
 // ProjectNamed returns the project called name in the default domain.
 func (s *Server) ProjectNamed(name string) (Project, bool) {
 	s.mu.Lock()

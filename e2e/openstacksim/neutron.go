@@ -362,14 +362,16 @@ type portIn struct {
 // allocateIPs takes the addresses asked for on network n for port id:
 // none asked: one from the network's first subnet with a free address.
 // On error nothing stays allocated.
-func (s *Server) allocateIPs(n *Network, id string, want *[]fixedIPIn) ([]FixedIP, *apiErr) {
+func (s *Server) allocateIPs(n *Network, id string, want *[]fixedIPIn) (out []FixedIP, e *apiErr) {
 	subs := where(s.st.subnets, func(sub *Subnet) bool { return sub.NetworkID == n.ID })
-	var out []FixedIP
-	undo := func() {
-		for _, f := range out {
-			s.st.subnets[f.SubnetID].release(f.IPAddress)
+	defer func() {
+		if e != nil {
+			for _, f := range out {
+				s.st.subnets[f.SubnetID].release(f.IPAddress)
+			}
+			out = nil
 		}
-	}
+	}()
 	if want == nil {
 		if len(subs) == 0 {
 			return nil, nil
@@ -390,8 +392,7 @@ func (s *Server) allocateIPs(n *Network, id string, want *[]fixedIPIn) ([]FixedI
 		case f.SubnetID != "":
 			sub = s.st.subnets[f.SubnetID]
 			if sub == nil || sub.NetworkID != n.ID {
-				undo()
-				return nil, badInput("Failed to create port on network " + n.ID + ", because fixed_ips included invalid subnet " + f.SubnetID + ".")
+				return out, badInput("Failed to create port on network " + n.ID + ", because fixed_ips included invalid subnet " + f.SubnetID + ".")
 			}
 		case f.IPAddress != "":
 			a, err := netip.ParseAddr(f.IPAddress)
@@ -401,18 +402,15 @@ func (s *Server) allocateIPs(n *Network, id string, want *[]fixedIPIn) ([]FixedI
 				}
 			}
 			if sub == nil {
-				undo()
-				return nil, neutronErr(http.StatusBadRequest, "InvalidIpForNetwork",
+				return out, neutronErr(http.StatusBadRequest, "InvalidIpForNetwork",
 					"IP address "+f.IPAddress+" is not a valid IP for any of the subnets on the specified network.")
 			}
 		default:
-			undo()
-			return nil, badInput("IP allocation requires subnet_id or ip_address")
+			return out, badInput("IP allocation requires subnet_id or ip_address")
 		}
 		ip, e := sub.allocate(f.IPAddress, id)
 		if e != nil {
-			undo()
-			return nil, e
+			return out, e
 		}
 		out = append(out, FixedIP{sub.ID, ip})
 	}

@@ -117,6 +117,17 @@ func (s *Server) deleteRouter(c *caller, rt *Router) *apiErr {
 	return nil
 }
 
+// interfaceOn is rt's interface port with an address on subnet, or nil.
+func (s *Server) interfaceOn(rt *Router, subnet string) *Port {
+	for _, pid := range rt.Interfaces {
+		p := s.st.ports[pid]
+		if slices.ContainsFunc(p.FixedIPs, func(f FixedIP) bool { return f.SubnetID == subnet }) {
+			return p
+		}
+	}
+	return nil
+}
+
 type interfaceIn struct {
 	SubnetID string `json:"subnet_id"`
 	PortID   string `json:"port_id"`
@@ -160,12 +171,8 @@ func (s *Server) addRouterInterface(w http.ResponseWriter, c *caller, rt *Router
 		if sub.GatewayIP == "" {
 			return neutronErr(http.StatusBadRequest, "BadRequest", "Bad router request: Subnet for router interface must have a gateway IP.")
 		}
-		for _, pid := range rt.Interfaces {
-			for _, f := range s.st.ports[pid].FixedIPs {
-				if f.SubnetID == sub.ID {
-					return neutronErr(http.StatusBadRequest, "BadRequest", "Bad router request: Router already has a port on subnet "+sub.ID+".")
-				}
-			}
+		if s.interfaceOn(rt, sub.ID) != nil {
+			return neutronErr(http.StatusBadRequest, "BadRequest", "Bad router request: Router already has a port on subnet "+sub.ID+".")
 		}
 		if e := s.checkNeutronQuota(rt.ProjectID, "port", 1); e != nil {
 			return e
@@ -202,16 +209,11 @@ func (s *Server) addRouterInterface(w http.ResponseWriter, c *caller, rt *Router
 // removeRouterInterface unplugs it and deletes its port, refusing while a
 // floating IP reaches a port on that subnet through the router.
 func (s *Server) removeRouterInterface(w http.ResponseWriter, c *caller, rt *Router, in interfaceIn) *apiErr {
-	var p *Port
-	for _, pid := range rt.Interfaces {
-		x := s.st.ports[pid]
-		if in.PortID != "" && pid == in.PortID {
-			p = x
-		}
-		for _, f := range x.FixedIPs {
-			if in.PortID == "" && f.SubnetID == in.SubnetID {
-				p = x
-			}
+	p := s.interfaceOn(rt, in.SubnetID)
+	if in.PortID != "" {
+		p = nil
+		if slices.Contains(rt.Interfaces, in.PortID) {
+			p = s.st.ports[in.PortID]
 		}
 	}
 	if p == nil {
@@ -294,13 +296,9 @@ func (s *Server) associate(c *caller, f *FloatingIP, portID, fixed string) *apiE
 		}
 	}
 	for _, rt := range where(s.st.routers, func(rt *Router) bool { return rt.GatewayNetworkID == f.NetworkID }) {
-		for _, pid := range rt.Interfaces {
-			for _, x := range s.st.ports[pid].FixedIPs {
-				if x.SubnetID == ip.SubnetID {
-					f.PortID, f.FixedIPAddress, f.RouterID = portID, ip.IPAddress, rt.ID
-					return nil
-				}
-			}
+		if s.interfaceOn(rt, ip.SubnetID) != nil {
+			f.PortID, f.FixedIPAddress, f.RouterID = portID, ip.IPAddress, rt.ID
+			return nil
 		}
 	}
 	return neutronErr(http.StatusNotFound, "ExternalGatewayForFloatingIPNotFound", "External network "+f.NetworkID+

@@ -309,35 +309,6 @@ func TestComputeAndVolumeQuotas(t *testing.T) {
 	})
 }
 
-func TestServersChangedBehindTheClientsBack(t *testing.T) {
-	sim := openstacksim.NewTestServer(t, openstacksim.Options{BuildPolls: -1})
-	_, c := tenant(t, sim, "drift")
-	ctx := ctxT(t)
-	img := imageID(t, c, "ubuntu-22.04")
-	mk := func(name string) string {
-		s := must(servers.Create(ctx, c.compute, servers.CreateOpts{Name: name, FlavorRef: "1", ImageRef: img, Networks: "none"}, nil).Extract()).of(t)
-		if err := servers.WaitForStatus(ctx, c.compute, s.ID, "ACTIVE"); err != nil {
-			t.Fatal(err)
-		}
-		return s.ID
-	}
-	gone, broken := mk("gone"), mk("broken")
-	if !sim.RemoveServer(gone) || !sim.SetServerStatus(broken, "ERROR", "host lost") ||
-		!sim.AppendConsole(broken, "kernel panic") {
-		t.Fatal("server not found")
-	}
-	_, err := servers.Get(ctx, c.compute, gone).Extract()
-	wantCode(t, err, http.StatusNotFound)
-	got := must(servers.Get(ctx, c.compute, broken).Extract()).of(t)
-	if got.Status != "ERROR" || got.Fault.Message != "host lost" {
-		t.Fatalf("server %s %q", got.Status, got.Fault.Message)
-	}
-	out := must(servers.ShowConsoleOutput(ctx, c.compute, broken, servers.ShowConsoleOutputOpts{Length: 1}).Extract()).of(t)
-	if out != "kernel panic\n" {
-		t.Fatalf("console %q", out)
-	}
-}
-
 func TestDeletedServerIsDeletingForDeletePolls(t *testing.T) {
 	sim := openstacksim.NewTestServer(t, openstacksim.Options{BuildPolls: -1, DeletePolls: 2})
 	_, c := tenant(t, sim, "deleting")

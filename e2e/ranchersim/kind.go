@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/labels"
+
 	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
@@ -58,11 +60,12 @@ func (k *kind[T]) notFound(id string) *apiError {
 
 func (k *kind[T]) list(s *Server) handler {
 	return func(r *http.Request) (int, any, *apiError) {
-		scope, conds, sel := cmp.Or(r.PathValue("cluster"), r.PathValue("ns")), conditions(r), labelSelector{}
+		scope, conds, sel := cmp.Or(r.PathValue("cluster"), r.PathValue("ns")), conditions(r), labels.Everything()
 		if k.labels != nil {
-			var err string
-			if sel, err = parseLabelSelector(r.URL.Query().Get("labelSelector")); err != "" {
-				return fail(steveErr(http.StatusBadRequest, "BadRequest", err))
+			// Steve parses labelSelector as the Kubernetes API does.
+			var err error
+			if sel, err = labels.Parse(r.URL.Query().Get("labelSelector")); err != nil {
+				return fail(steveErr(http.StatusBadRequest, "BadRequest", err.Error()))
 			}
 		}
 		b := simkit.BaseURL(r)
@@ -73,7 +76,7 @@ func (k *kind[T]) list(s *Server) handler {
 		}
 		objs := simkit.Map(k.items(s).ListByID(func(v *T) bool {
 			return (scope == "" || k.scope(v) == scope) && (k.keys == nil || matches(k.keys(v), conds)) &&
-				(k.labels == nil || sel.matches(k.labels(v)))
+				(k.labels == nil || sel.Matches(labels.Set(k.labels(v))))
 		}), func(v *T) map[string]any { return k.rep(s, b, v, true) })
 		if !k.steve {
 			return ok(collection(r, k.name, b+k.path, objs))

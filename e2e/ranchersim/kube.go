@@ -146,19 +146,6 @@ func (s *Server) createNamespace(r *http.Request) (int, any, *apiError) {
 	return http.StatusCreated, s.namespaceRep(simkit.BaseURL(r), created), nil
 }
 
-func (s *Server) deleteNamespace(r *http.Request) (int, any, *apiError) {
-	ns, err := s.namespace(r)
-	if err == nil {
-		if e := s.kube.namespaces().Delete(r.Context(), ns.GetName(), metav1.DeleteOptions{}); e != nil {
-			err = kubeErr(e)
-		}
-	}
-	if err != nil {
-		return fail(err)
-	}
-	return ok(removing(s.namespaceRep(simkit.BaseURL(r), ns), false))
-}
-
 // proxyKube forwards /k8s/clusters/<id>/<path> to <kube-apiserver>/<path>
 // with the simulator's cluster credentials, as Rancher's cluster proxy
 // does.

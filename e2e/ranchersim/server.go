@@ -162,7 +162,6 @@ func (s *Server) routes() http.Handler {
 		api("GET "+prefix, s.listNamespaces)
 		api("POST "+prefix, s.createNamespace)
 		api("GET "+prefix+"/{name}", s.getNamespace)
-		api("DELETE "+prefix+"/{name}", s.deleteNamespace)
 	}
 
 	// Provisioning (provisioning.go): steve's v1 clusters and secrets.

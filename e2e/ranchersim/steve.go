@@ -8,39 +8,10 @@ import (
 	"net/http"
 	"regexp"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/sitebus/sitebus/e2e/simkit"
 )
-
-// labelSelector is a list of key=value (or key==value) terms.
-type labelSelector map[string]string
-
-func parseLabelSelector(s string) (labelSelector, string) {
-	sel := labelSelector{}
-	for term := range strings.SplitSeq(s, ",") {
-		term = strings.TrimSpace(term)
-		if term == "" {
-			continue
-		}
-		k, v, ok := strings.Cut(term, "=")
-		if !ok || k == "" || strings.ContainsAny(k, "!<>") {
-			return nil, "unable to parse requirement: only equality terms (key=value) are simulated: " + term
-		}
-		sel[k] = strings.TrimPrefix(v, "=")
-	}
-	return sel, ""
-}
-
-func (sel labelSelector) matches(labels map[string]string) bool {
-	for k, v := range sel {
-		if got, ok := labels[k]; !ok || got != v {
-			return false
-		}
-	}
-	return true
-}
 
 // ProvisioningCluster is a provisioning.cattle.io/v1 Cluster as tests see
 // it.

@@ -1,11 +1,11 @@
 package simkit
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
+
+	"github.com/google/uuid"
 )
 
 // Error is an error answer with its body already in the simulated
@@ -52,10 +52,5 @@ func BaseURL(r *http.Request) string {
 
 // NewUUID returns a random version 4 UUID in its dashed form.
 func NewUUID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	h := hex.EncodeToString(b[:])
-	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+	return uuid.NewString()
 }

@@ -5,23 +5,20 @@ import (
 	"encoding/hex"
 	"strings"
 
+	"github.com/google/uuid"
+
 	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
-// normUUID accepts a dashed or hex UUID (any case) and returns 32 lower-case
-// hex digits, the form Waldur renders.
+// normUUID accepts a UUID in the forms Python's uuid.UUID reads (dashed,
+// hex, braced, urn; any case) and returns 32 lower-case hex digits, the
+// form Waldur renders.
 func normUUID(s string) (string, bool) {
-	h := strings.ToLower(strings.ReplaceAll(s, "-", ""))
-	if len(h) != 32 {
+	u, err := uuid.Parse(s)
+	if err != nil {
 		return "", false
 	}
-	if _, err := hex.DecodeString(h); err != nil {
-		return "", false
-	}
-	if strings.Contains(s, "-") && (len(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-') {
-		return "", false
-	}
-	return h, true
+	return strings.ReplaceAll(u.String(), "-", ""), true
 }
 
 // newUUID returns a random version-4 UUID as hex, as Waldur writes them.
