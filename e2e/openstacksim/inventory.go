@@ -87,6 +87,19 @@ func (s *Server) ServersNamed(name string) []Instance {
 	return slices.DeleteFunc(s.Inventory("").Servers, func(sv Instance) bool { return sv.Name != name })
 }
 
+// RemoveServer deletes a server behind the client's back (an operator, or
+// a host lost), with Nova's cleanup of ports and volumes; false when there
+// is none.
+func (s *Server) RemoveServer(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sv := s.st.servers[id]
+	if sv != nil {
+		s.removeServer(sv)
+	}
+	return sv != nil
+}
+
 // ProjectNamed returns the project called name in the default domain.
 func (s *Server) ProjectNamed(name string) (Project, bool) {
 	s.mu.Lock()
