@@ -22,7 +22,6 @@ import (
 
 	"github.com/sitebus/sitebus/pkg/bus"
 	"github.com/sitebus/sitebus/pkg/contract"
-	"github.com/sitebus/sitebus/services/stompbridge"
 )
 
 // Bucket is the key-value bucket holding the health snapshots, one per
@@ -46,8 +45,8 @@ type Health struct {
 	Checks  []Check   `json:"checks,omitempty"`
 	// Stomp is the state of the offering's STOMP subscriptions at
 	// Published.
-	Stomp     []stompbridge.Session `json:"stomp,omitempty"`
-	Published time.Time             `json:"published"`
+	Stomp     []contract.StompSession `json:"stomp,omitempty"`
+	Published time.Time               `json:"published"`
 	// Publisher is the identity of the process that published it.
 	Publisher string `json:"publisher"`
 }
@@ -68,7 +67,7 @@ type PublisherConfig struct {
 	// STOMP state is published).
 	Checks func(ctx context.Context, i int) []Check
 	// Sessions returns the STOMP subscriptions' state (the bridge's).
-	Sessions func() []stompbridge.Session
+	Sessions func() []contract.StompSession
 	// CheckPeriod is how often Checks run.
 	CheckPeriod time.Duration
 	// PublishPeriod is how often the snapshot (with the STOMP state) is

@@ -14,7 +14,6 @@ import (
 	"github.com/sitebus/sitebus/pkg/bus/bustest"
 	"github.com/sitebus/sitebus/pkg/contract"
 	"github.com/sitebus/sitebus/pkg/saga"
-	"github.com/sitebus/sitebus/services/stompbridge"
 )
 
 // Load reads the real stores on an embedded JetStream: the health
@@ -62,8 +61,8 @@ func TestLoadReadsTheStoresAndRedacts(t *testing.T) {
 		Checks: func(context.Context, int) []Check {
 			return []Check{{Name: "keycloak token", Detail: "login with " + secret + " refused"}}
 		},
-		Sessions: func() []stompbridge.Session {
-			return []stompbridge.Session{{OfferingUUID: hex, ObjectType: "order", Connected: true}, {OfferingUUID: "other", ObjectType: "order"}}
+		Sessions: func() []contract.StompSession {
+			return []contract.StompSession{{OfferingUUID: hex, ObjectType: "order", Connected: true}, {OfferingUUID: "other", ObjectType: "order"}}
 		},
 		Identity: "proc-1", Logger: quiet,
 	})

@@ -11,7 +11,6 @@ import (
 
 	"github.com/sitebus/sitebus/pkg/contract"
 	"github.com/sitebus/sitebus/pkg/saga"
-	"github.com/sitebus/sitebus/services/stompbridge"
 )
 
 func TestHandlerAccess(t *testing.T) {
@@ -72,7 +71,7 @@ func TestPageRedactsAndEscapes(t *testing.T) {
 		Steps:      []saga.StepState{{Name: "object", Status: saga.StepFailed, Attempts: 1, CompensationError: "403 " + secret}}}
 	h := Health{OfferingUUID: "abc", Checked: now.Add(-10 * time.Second), Published: now.Add(-2 * time.Second), Publisher: "sitebus-1",
 		Checks: []Check{{Name: "waldur token", OK: false, Detail: "Waldur refused " + secret}},
-		Stomp:  []stompbridge.Session{{OfferingUUID: "abc", ObjectType: "order", Connected: true, LastFrame: now.Add(-90 * time.Second)}}}
+		Stomp:  []contract.StompSession{{OfferingUUID: "abc", ObjectType: "order", Connected: true, LastFrame: now.Add(-90 * time.Second)}}}
 	d := contract.DriftReport{OfferingUUID: "abc", Checked: now, Publisher: "sitebus-1", Findings: []contract.DriftFinding{
 		{Kind: contract.DriftLimits, Resource: "r-1", Object: "ns-alpha", Want: "cpu=4", Have: "cpu=40", Repaired: true},
 		{Kind: contract.DriftMembers, Resource: "r-1", Object: "ns_alpha_admin", Want: "alice is a member", Have: "alice is not", RepairError: "no bus " + secret}}}

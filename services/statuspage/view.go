@@ -14,7 +14,6 @@ import (
 	"github.com/sitebus/sitebus/pkg/bus"
 	"github.com/sitebus/sitebus/pkg/contract"
 	"github.com/sitebus/sitebus/pkg/saga"
-	"github.com/sitebus/sitebus/services/stompbridge"
 )
 
 // View is what the page shows. It holds no configuration value beyond the
@@ -244,7 +243,7 @@ func healthView(h Health, redact func(string) string, publishPeriod time.Duratio
 		hv.Checks = append(hv.Checks, c)
 	}
 	stomp := slices.Clone(h.Stomp)
-	slices.SortFunc(stomp, func(a, b stompbridge.Session) int { return strings.Compare(a.ObjectType, b.ObjectType) })
+	slices.SortFunc(stomp, func(a, b contract.StompSession) int { return strings.Compare(a.ObjectType, b.ObjectType) })
 	for _, s := range stomp {
 		sv := StompView{ObjectType: s.ObjectType, Connected: s.Connected, LastFrameAgo: "no frame since sitebus started"}
 		if !s.LastFrame.IsZero() {

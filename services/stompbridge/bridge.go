@@ -20,6 +20,7 @@ import (
 
 	"github.com/sitebus/sitebus/pkg/bus"
 	"github.com/sitebus/sitebus/pkg/config"
+	"github.com/sitebus/sitebus/pkg/contract"
 	"github.com/sitebus/sitebus/pkg/waldur"
 )
 
@@ -160,23 +161,14 @@ func (br *Bridge) Ready(context.Context) error {
 	return nil
 }
 
-// Session is the state of one STOMP subscription, for the status page.
-type Session struct {
-	// OfferingUUID is the offering's UUID without dashes.
-	OfferingUUID string    `json:"offering_uuid"`
-	ObjectType   string    `json:"object_type"`
-	Connected    bool      `json:"connected"`
-	LastFrame    time.Time `json:"last_frame,omitzero"`
-}
-
 // Sessions returns the state of every registered subscription; an
 // offering still registering with Waldur has none yet.
-func (br *Bridge) Sessions() []Session {
+func (br *Bridge) Sessions() []contract.StompSession {
 	br.mu.Lock()
 	defer br.mu.Unlock()
-	out := make([]Session, 0, len(br.subs))
+	out := make([]contract.StompSession, 0, len(br.subs))
 	for _, s := range br.subs {
-		ss := Session{OfferingUUID: s.offering.Config.OfferingUUIDHex(), ObjectType: s.objectType, Connected: s.connected.Load()}
+		ss := contract.StompSession{OfferingUUID: s.offering.Config.OfferingUUIDHex(), ObjectType: s.objectType, Connected: s.connected.Load()}
 		if ns := s.lastFrame.Load(); ns != 0 {
 			ss.LastFrame = time.Unix(0, ns).UTC()
 		}
