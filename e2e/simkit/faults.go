@@ -31,6 +31,13 @@ type Call struct {
 // matching requests; 0 means until Clear. Go's transport silently resends
 // an idempotent request once when a reused connection is dropped before
 // any response, so a Drop with Count 1 may go unnoticed.
+//
+// ContentType, Size and Trickle shape an answer with a Status into the
+// misbehaviours of a broken peer or a proxy in front of it: a wrong
+// content type, a huge body (Body repeated up to Size bytes, streamed so
+// the simulator holds none of it) and a slow trickle (headers at once,
+// then the body a byte every Trickle; with no Body and no Size it drips
+// spaces until the client leaves).
 type Fault struct {
 	Method        string
 	PathPrefix    string
@@ -40,6 +47,13 @@ type Fault struct {
 	Delay         time.Duration
 	Drop          bool
 	Count         int
+	// ContentType, when set, replaces the Content-Type the body implies.
+	ContentType string
+	// Size, when positive, is the length of the body: Body repeated (a
+	// space when empty) and cut at Size bytes.
+	Size int64
+	// Trickle, when positive, is the wait between the body's bytes.
+	Trickle time.Duration
 }
 
 // FaultOptions are what the simulators' fault injection differs in.
@@ -205,14 +219,72 @@ func (fs *Faults) Middleware(next http.Handler) http.Handler {
 				if !strings.HasPrefix(b, "{") {
 					ct = "text/plain; charset=utf-8"
 				}
-				rec.Header().Set("Content-Type", ct)
+				rec.Header().Set("Content-Type", cmp.Or(f.ContentType, ct))
 				rec.WriteHeader(f.Status)
-				_, _ = io.WriteString(rec, b)
+				writeBody(r, rec, f, b)
 				return
 			}
 		}
 		next.ServeHTTP(rec, r)
 	})
+}
+
+// writeBody writes f's body b: as it is, repeated up to f.Size bytes,
+// and a byte every f.Trickle. It stops when the client leaves.
+func writeBody(r *http.Request, w http.ResponseWriter, f *Fault, b string) {
+	if f.Size <= 0 && f.Trickle <= 0 {
+		_, _ = io.WriteString(w, b)
+		return
+	}
+	var body io.Reader = strings.NewReader(b)
+	if f.Size > 0 || b == "" {
+		unit := cmp.Or(b, " ")
+		body = &repeated{unit: unit}
+		if f.Size > 0 {
+			body = io.LimitReader(body, f.Size)
+		}
+	}
+	if f.Trickle <= 0 {
+		_, _ = io.Copy(w, body)
+		return
+	}
+	rc := http.NewResponseController(w)
+	_ = rc.Flush() // the headers now: the peer answered, slowly
+	one := make([]byte, 1)
+	t := time.NewTicker(f.Trickle)
+	defer t.Stop()
+	for {
+		if _, err := body.Read(one); err != nil {
+			return
+		}
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+			return
+		}
+		if _, err := w.Write(one); err != nil {
+			return
+		}
+		if rc.Flush() != nil {
+			return
+		}
+	}
+}
+
+// repeated reads unit over and over, without end.
+type repeated struct {
+	unit string
+	off  int
+}
+
+func (r *repeated) Read(p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		c := copy(p[n:], r.unit[r.off:])
+		n += c
+		r.off = (r.off + c) % len(r.unit)
+	}
+	return n, nil
 }
 
 // dropConn closes the connection without a response.

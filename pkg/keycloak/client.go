@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
@@ -74,11 +75,57 @@ func transport(cfg Config) (http.RoundTripper, error) {
 		tc.RootCAs = pool
 	}
 	t.TLSClientConfig = tc
-	var rt http.RoundTripper = t
+	var rt http.RoundTripper = capBodies{t}
 	if cfg.WrapTransport != nil {
 		rt = cfg.WrapTransport(rt)
 	}
 	return rt, nil
+}
+
+// maxBody bounds what is read of one Keycloak answer: resty (under
+// gocloak) reads a body whole, so a runaway answer would exhaust memory.
+// A realm's group list is far smaller.
+const maxBody = 64 << 20
+
+// errBodyTooLarge is the read error of an answer past maxBody; gocloak
+// passes it on as an answer it could not get, so it is retried
+// (ErrUnavailable) like any other broken answer.
+var errBodyTooLarge = fmt.Errorf("answer larger than the %d MiB limit, not read", maxBody>>20)
+
+// capBodies makes every answer's body fail with errBodyTooLarge past
+// maxBody bytes.
+type capBodies struct{ next http.RoundTripper }
+
+func (c capBodies) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := c.next.RoundTrip(r)
+	if err != nil {
+		return nil, err
+	}
+	resp.Body = &cappedBody{ReadCloser: resp.Body, left: maxBody}
+	return resp, nil
+}
+
+// cappedBody reads its body until left runs out, then fails.
+type cappedBody struct {
+	io.ReadCloser
+	left int64
+}
+
+func (b *cappedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		// One byte more tells a body of exactly maxBody from a longer one.
+		var one [1]byte
+		if n, _ := b.ReadCloser.Read(one[:]); n == 0 {
+			return b.ReadCloser.Read(p) // io.EOF, or the transport's error
+		}
+		return 0, errBodyTooLarge
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	return n, err
 }
 
 // Realm is the realm the client manages.

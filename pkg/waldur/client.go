@@ -410,8 +410,14 @@ func (c *Client) doURL(ctx context.Context, method string, u *url.URL, in, out a
 		if err == nil {
 			if out != nil && len(bytes.TrimSpace(data)) > 0 {
 				if err := json.Unmarshal(data, out); err != nil {
-					return nil, fmt.Errorf("waldur: %s %s: decode response (Content-Type %q; is waldur_api_url the API root?): %w",
-						method, u.Path, hdr.Get("Content-Type"), err)
+					// Retryable (fault.Unavailable), not terminal: an
+					// unreadable 2xx is a proxy's maintenance page or a
+					// half-deployed Waldur far more often than a lasting
+					// fault, and the bus's bounded redeliveries end it if
+					// it lasts. It is not retried here, where a retry
+					// would only repeat the same page at once.
+					return nil, fault.Mark(fmt.Errorf("waldur: %s %s: decode response (Content-Type %q; is waldur_api_url the API root?): %w",
+						method, u.Path, hdr.Get("Content-Type"), err), fault.Unavailable)
 				}
 			}
 			return hdr, nil
@@ -488,9 +494,15 @@ func (c *Client) attempt(ctx context.Context, cl call) (http.Header, []byte, err
 		return nil, nil, &TransportError{Method: cl.method, Path: cl.u.Path, Err: err}
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBody))
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBody+1))
 	if err != nil {
 		return resp.Header, nil, &TransportError{Method: cl.method, Path: cl.u.Path, Err: fmt.Errorf("read response: %w", err)}
+	}
+	if len(data) > maxResponseBody {
+		// Cut silently, the answer would fail to decode with a message
+		// that hides why; naming the limit tells the operator.
+		return resp.Header, nil, &TransportError{Method: cl.method, Path: cl.u.Path,
+			Err: fmt.Errorf("answer larger than the %d MiB limit, not read", maxResponseBody>>20)}
 	}
 	c.log.LogAttrs(ctx, slog.LevelDebug, "waldur: request",
 		slog.String("method", cl.method), slog.String("url", cl.u.Redacted()),

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/sitebus/sitebus/pkg/backend"
+	"github.com/sitebus/sitebus/pkg/fault"
 )
 
 // requestTimeout bounds one Rancher call, as the Python client's 30 s.
@@ -89,9 +90,14 @@ func (c *client) do(ctx context.Context, method, path, rawQuery string, in, out 
 		return transportError(method, path, c.redactErr(err))
 	}
 	defer func() { _ = resp.Body.Close() }()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
 	if err != nil {
 		return transportError(method, path, c.redactErr(err))
+	}
+	if len(data) > maxBody {
+		// Cut silently, the answer would fail to decode with a message
+		// that hides why; naming the limit tells the operator.
+		return transportError(method, path, fmt.Errorf("answer larger than the %d MiB limit, not read", maxBody>>20))
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		// Redacted before errorBody shortens it, so that no part of the
@@ -105,7 +111,12 @@ func (c *client) do(ctx context.Context, method, path, rawQuery string, in, out 
 		return nil
 	}
 	if err := json.Unmarshal(data, out); err != nil {
-		return fmt.Errorf("Rancher API request failed: %s %s: unreadable answer: %w", method, path, err) //nolint:staticcheck // Python's message
+		// Retryable (fault.Unavailable), not terminal: an unreadable 2xx
+		// is a proxy's login or maintenance page far more often than a
+		// lasting fault, and the bounded redeliveries end it if it lasts.
+		// The Content-Type says which it was, without quoting the body.
+		return fault.Mark(fmt.Errorf("Rancher API request failed: %s %s: unreadable answer (Content-Type %q): %w", //nolint:staticcheck // Python's message
+			method, path, resp.Header.Get("Content-Type"), err), fault.Unavailable)
 	}
 	return nil
 }
