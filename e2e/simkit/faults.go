@@ -239,6 +239,8 @@ func writeBody(r *http.Request, w http.ResponseWriter, f *Fault, b string) {
 	var body io.Reader = strings.NewReader(b)
 	if f.Size > 0 || b == "" {
 		unit := cmp.Or(b, " ")
+		// Repeated to 32 KiB, so a huge body is written in big pieces.
+		unit = strings.Repeat(unit, max(1, 32<<10/len(unit)))
 		body = &repeated{unit: unit}
 		if f.Size > 0 {
 			body = io.LimitReader(body, f.Size)

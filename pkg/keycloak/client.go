@@ -1,13 +1,16 @@
 package keycloak
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"mime"
 	"net/http"
 	"net/url"
 	"os"
@@ -92,8 +95,13 @@ const maxBody = 64 << 20
 // (ErrUnavailable) like any other broken answer.
 var errBodyTooLarge = fmt.Errorf("answer larger than the %d MiB limit, not read", maxBody>>20)
 
-// capBodies makes every answer's body fail with errBodyTooLarge past
-// maxBody bytes.
+// capBodies guards what gocloak reads: every body fails with
+// errBodyTooLarge past maxBody bytes, and a 2xx answer that is not JSON
+// (a proxy's sign-in page) or is Keycloak's error object fails too.
+// gocloak would take either for an empty success: resty decodes only a
+// JSON content type, and a 200 with {"error": ...} decodes into a group
+// with no id. Such failures reach classify as answers not got, so they
+// are retried (ErrUnavailable): a proxy or a restarting Keycloak passes.
 type capBodies struct{ next http.RoundTripper }
 
 func (c capBodies) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -101,8 +109,40 @@ func (c capBodies) RoundTrip(r *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	resp.Body = &cappedBody{ReadCloser: resp.Body, left: maxBody}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		resp.Body = &cappedBody{ReadCloser: resp.Body, left: maxBody}
+		return resp, nil
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
+	_ = resp.Body.Close()
+	switch {
+	case err != nil:
+		return nil, err
+	case len(data) > maxBody:
+		return nil, errBodyTooLarge
+	}
+	if len(bytes.TrimSpace(data)) > 0 {
+		if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "application/json" {
+			return nil, fmt.Errorf("HTTP %d answer of Content-Type %q is not Keycloak's JSON (a proxy in between?)", resp.StatusCode, mt)
+		}
+		var e struct {
+			Error        *string `json:"error"`
+			ErrorMessage *string `json:"errorMessage"`
+		}
+		if bytes.HasPrefix(bytes.TrimSpace(data), []byte("{")) && json.Unmarshal(data, &e) == nil && (e.Error != nil || e.ErrorMessage != nil) {
+			return nil, fmt.Errorf("HTTP %d answer is Keycloak's error object, not a result", resp.StatusCode)
+		}
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(data))
 	return resp, nil
+}
+
+// CloseIdleConnections passes on to the transport, so that a caller (a
+// test) can drop kept-alive connections.
+func (c capBodies) CloseIdleConnections() {
+	if t, ok := c.next.(interface{ CloseIdleConnections() }); ok {
+		t.CloseIdleConnections()
+	}
 }
 
 // cappedBody reads its body until left runs out, then fails.

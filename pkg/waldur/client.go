@@ -408,6 +408,16 @@ func (c *Client) doURL(ctx context.Context, method string, u *url.URL, in, out a
 	for attempt := 1; ; attempt++ {
 		hdr, data, err := c.attempt(ctx, cl)
 		if err == nil {
+			if out != nil && method == http.MethodGet && drfError(data) {
+				// Waldur (Django REST framework) errs as {"detail": ...};
+				// as the answer to a read it is a proxy's or a broken
+				// Waldur's, and would decode into an empty object.
+				// (Actions such as approve_by_provider succeed with a
+				// detail, so only reads are checked.) Retryable, as an
+				// unreadable answer is (below).
+				return nil, fault.Errorf(fault.Unavailable, "waldur: %s %s: HTTP 2xx answer is an error object, not a result: %s",
+					method, u.Path, c.errorBody(data))
+			}
 			if out != nil && len(bytes.TrimSpace(data)) > 0 {
 				if err := json.Unmarshal(data, out); err != nil {
 					// Retryable (fault.Unavailable), not terminal: an
@@ -517,6 +527,20 @@ func (c *Client) attempt(ctx context.Context, cl call) (http.Header, []byte, err
 		}
 	}
 	return resp.Header, data, nil
+}
+
+// drfError reports whether data is Django REST framework's error object,
+// {"detail": "..."} and nothing else, which no Waldur resource is.
+func drfError(data []byte) bool {
+	if !bytes.Contains(data, []byte(`"detail"`)) {
+		return false
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(data, &m) != nil || len(m) != 1 {
+		return false
+	}
+	_, ok := m["detail"]
+	return ok
 }
 
 // errorBody trims, redacts and truncates a response body for APIError.

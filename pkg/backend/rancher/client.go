@@ -107,6 +107,14 @@ func (c *client) do(ctx context.Context, method, path, rawQuery string, in, out 
 		c.log.Debug("rancher call failed", "method", method, "path", path, "status", resp.StatusCode, "code", code)
 		return e
 	}
+	if normanError(data) {
+		// Rancher's error object as a 2xx is a proxy's or a broken
+		// Rancher's; decoded, it would pass for an empty object.
+		// Retryable, as a 5xx with the same body would be.
+		code, msg := errorBody([]byte(c.redact(string(data))))
+		return fault.Errorf(fault.Unavailable, "Rancher API request failed: %s %s: HTTP %d answer is an error object (%s: %s), not a result", //nolint:staticcheck // names the platform
+			method, path, resp.StatusCode, code, msg)
+	}
 	if out == nil || len(bytes.TrimSpace(data)) == 0 {
 		return nil
 	}
@@ -119,6 +127,18 @@ func (c *client) do(ctx context.Context, method, path, rawQuery string, in, out 
 			method, path, resp.Header.Get("Content-Type"), err), fault.Unavailable)
 	}
 	return nil
+}
+
+// normanError reports whether data is Rancher's (norman's) error object,
+// {"type": "error", ...}, which no resource is.
+func normanError(data []byte) bool {
+	if !bytes.Contains(data, []byte(`"error"`)) {
+		return false
+	}
+	var e struct {
+		Type string `json:"type"`
+	}
+	return json.Unmarshal(data, &e) == nil && e.Type == "error"
 }
 
 // errorBody reads Rancher's error body; status may be a number or, in
