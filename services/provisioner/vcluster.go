@@ -72,6 +72,9 @@ type VClusterHost interface {
 	// VirtualConfig reaches the virtual cluster's API from its kubeconfig
 	// Secret (vcluster.ErrNoKubeconfig while there is none).
 	VirtualConfig(ctx context.Context, ns string) (*rest.Config, error)
+	// ImportMarks reads Loft's skip-import annotation and vCluster
+	// Service of the host namespace.
+	ImportMarks(ctx context.Context, ns string) (vcluster.ImportMarks, error)
 }
 
 var _ VClusterHost = (*vcluster.Backend)(nil)
@@ -140,6 +143,9 @@ type (
 	VClusterImportOutput struct {
 		Name    string `json:"name"`
 		Created bool   `json:"created"`
+		// Skipped is true when Loft's loft.sh/vcluster-skip-import
+		// keeps the virtual cluster out of Rancher.
+		Skipped bool `json:"skipped,omitempty"`
 	}
 	// VClusterIDOutput is the cluster-id step's.
 	VClusterIDOutput struct {
@@ -243,6 +249,19 @@ func (r *vrun) ref() rancher.ClusterRef {
 }
 
 func (r *vrun) importing() bool { return r.o.Settings.ImportToRancher && r.o.Rancher != nil }
+
+// imported reports whether the import step put the virtual cluster into
+// Rancher (importing, and not skipped for Loft's skip-import mark).
+func (r *vrun) imported(in saga.ActivityInput) (bool, error) {
+	if !r.importing() {
+		return false, nil
+	}
+	var out VClusterImportOutput
+	if _, err := in.DecodeOutput("import", &out); err != nil {
+		return false, err
+	}
+	return !out.Skipped, nil
+}
 
 // limits are the order's limits with the attributes' over them.
 func (r *vrun) limits() (map[string]float64, error) {
@@ -391,16 +410,29 @@ func (a *vclusterActivities) kubeconfig(ctx context.Context, in saga.ActivityInp
 	return json.Marshal(VClusterKubeconfigOutput{Version: version})
 }
 
-// importCluster makes the Rancher provisioning cluster with an empty spec
-// and sitebus's ownership marks. A cluster of that name that is not this
-// resource's errs the order and is left as it was.
+// importCluster makes the Rancher provisioning cluster with an empty spec,
+// sitebus's ownership marks and Loft's labels (loft.sh/vcluster-service-uid
+// and loft.sh/vcluster-host-cluster, as Loft's operator sets them). A
+// cluster of that name that is not this resource's errs the order and is
+// left as it was. Loft's loft.sh/vcluster-skip-import=true on the host
+// namespace or the vCluster Service skips the import; the order still
+// settles.
 func (a *vclusterActivities) importCluster(ctx context.Context, in saga.ActivityInput) (json.RawMessage, error) {
 	r, err := a.start(in)
 	if err != nil || !r.importing() {
 		return nil, err
 	}
-	p, err := r.o.Rancher.CreateImportedCluster(ctx, rancher.ImportedClusterSpec{Name: vcluster.ClusterName(r.ns), ResourceUUID: r.in.ResourceUUID,
-		Labels: map[string]string{"sitebus.io/vcluster-namespace": r.ns, "sitebus.io/vcluster-host-cluster": r.o.Settings.HostClusterID}})
+	marks, err := r.o.Host.ImportMarks(ctx, r.ns)
+	if err != nil {
+		return nil, err
+	}
+	if marks.SkipImport {
+		r.log.Info("import into Rancher skipped: " + vcluster.AnnotationSkipImport + "=true")
+		return json.Marshal(VClusterImportOutput{Name: vcluster.ClusterName(r.ns), Skipped: true})
+	}
+	labels := marks.Labels(r.o.Settings.HostClusterID)
+	labels["sitebus.io/vcluster-namespace"], labels["sitebus.io/vcluster-host-cluster"] = r.ns, r.o.Settings.HostClusterID
+	p, err := r.o.Rancher.CreateImportedCluster(ctx, rancher.ImportedClusterSpec{Name: vcluster.ClusterName(r.ns), ResourceUUID: r.in.ResourceUUID, Labels: labels})
 	if err != nil {
 		return nil, err
 	}
@@ -429,7 +461,10 @@ func (a *vclusterActivities) deleteImport(ctx context.Context, in saga.ActivityI
 // clusterID waits for Rancher to name the v3 cluster (status.clusterName).
 func (a *vclusterActivities) clusterID(ctx context.Context, in saga.ActivityInput) (json.RawMessage, error) {
 	r, err := a.start(in)
-	if err != nil || !r.importing() {
+	if err != nil {
+		return nil, err
+	}
+	if ok, err := r.imported(in); err != nil || !ok {
 		return nil, err
 	}
 	id, err := r.o.Rancher.WaitV3ClusterID(ctx, vcluster.ClusterName(r.ns), r.o.Settings.KubeconfigWait)
@@ -444,7 +479,10 @@ func (a *vclusterActivities) clusterID(ctx context.Context, in saga.ActivityInpu
 // only; a repeated apply changes nothing (server-side apply).
 func (a *vclusterActivities) agent(ctx context.Context, in saga.ActivityInput) (json.RawMessage, error) {
 	r, err := a.start(in)
-	if err != nil || !r.importing() {
+	if err != nil {
+		return nil, err
+	}
+	if ok, err := r.imported(in); err != nil || !ok {
 		return nil, err
 	}
 	var id VClusterIDOutput
@@ -502,7 +540,10 @@ func (a *vclusterActivities) removeAgent(ctx context.Context, in saga.ActivityIn
 // ready. Tearing it down would throw away an agent that is only slow.
 func (a *vclusterActivities) ready(ctx context.Context, in saga.ActivityInput) (json.RawMessage, error) {
 	r, err := a.start(in)
-	if err != nil || !r.importing() {
+	if err != nil {
+		return nil, err
+	}
+	if ok, err := r.imported(in); err != nil || !ok {
 		return nil, err
 	}
 	name := vcluster.ClusterName(r.ns)
@@ -545,7 +586,7 @@ func (a *vclusterActivities) settle(ctx context.Context, in saga.ActivityInput) 
 		if _, err := in.DecodeOutput("cluster-id", &id); err != nil {
 			return nil, err
 		}
-		if a.plans != nil && r.importing() {
+		if a.plans != nil && id.ID != "" {
 			rec := Record{OfferingUUID: r.in.OfferingUUID, Erred: notReady,
 				VCluster: &VClusterRecord{ResourceUUID: r.in.ResourceUUID, Namespace: r.ns, Name: vcluster.ClusterName(r.ns), ID: id.ID}}
 			raw, err := json.Marshal(rec)

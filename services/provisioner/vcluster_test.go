@@ -46,6 +46,8 @@ type vcWorld struct {
 	// erred and ok are the set_as_erred and set_as_ok calls; orderErred
 	// the orders marked erred.
 	erred, ok, orderErred []string
+	// labels are the labels of the last imported cluster made.
+	labels map[string]string
 }
 
 type vcRancher struct{ w *vcWorld }
@@ -59,6 +61,7 @@ func (f vcRancher) CreateImportedCluster(_ context.Context, spec rancher.Importe
 	if p, ok := f.w.clusters[spec.Name]; ok {
 		return p, nil
 	}
+	f.w.labels = spec.Labels
 	p := rancher.ProvisioningCluster{ID: rancher.FleetNamespace + "/" + spec.Name, Name: spec.Name, ClusterID: "c-m-" + spec.Name[3:],
 		ResourceUUID: spec.ResourceUUID, Managed: true, Created: true}
 	f.w.clusters[spec.Name] = p
@@ -399,5 +402,59 @@ func TestVClusterReadinessDeadlineErrsKeepsEverythingAndAPassSetsItOK(t *testing
 	}
 	if raw, err := h.plans.Get(ctx, hexUUID(resourceUUID)); err != nil || raw != nil {
 		t.Fatalf("record left after terminate: %s %v", raw, err)
+	}
+}
+
+// vclusterServiceThenKubeconfig is the helm driver's vCluster Service
+// (annotated as given) appearing in vc-demo, then its kubeconfig Secret.
+func (h *vcHarness) vclusterServiceThenKubeconfig(t *testing.T, annotations map[string]string) {
+	go func() {
+		ctx := context.Background()
+		for {
+			if _, err := h.host.CoreV1().Namespaces().Get(ctx, "vc-demo", metav1.GetOptions{}); err == nil {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: "vc-demo", UID: "svc-uid-1",
+			Labels: map[string]string{"app": "vcluster"}, Annotations: annotations}, Spec: corev1.ServiceSpec{ClusterIP: "10.0.0.9"}}
+		if _, err := h.host.CoreV1().Services("vc-demo").Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+			t.Error(err)
+		}
+		h.bringKubeconfig(t)
+	}()
+}
+
+func TestVClusterLoftSkipImportLeavesRancherAloneAndSettles(t *testing.T) {
+	h := newVCHarness(t)
+	h.vclusterServiceThenKubeconfig(t, map[string]string{vcluster.AnnotationSkipImport: "true"})
+	sg := h.run(t, VClusterCreate, "00000000000000000000000000000010", `{}`, nil)
+	if sg.Status != saga.StatusSucceeded {
+		t.Fatalf("saga %s: %s", sg.Status, sg.Error)
+	}
+	w := h.w
+	if len(w.clusters) != 0 || w.tokens != 0 || w.agents != 0 {
+		t.Fatalf("imported despite %s: clusters %v tokens %d agents %d", vcluster.AnnotationSkipImport, w.clusters, w.tokens, w.agents)
+	}
+	if w.done != 1 || w.backend != "vc-demo" || len(w.erred) != 0 {
+		t.Fatalf("done %d backend %q erred %v", w.done, w.backend, w.erred)
+	}
+}
+
+func TestVClusterImportCarriesLoftServiceUIDLabel(t *testing.T) {
+	h := newVCHarness(t)
+	h.vclusterServiceThenKubeconfig(t, nil)
+	sg := h.run(t, VClusterCreate, "00000000000000000000000000000011", `{}`, nil)
+	if sg.Status != saga.StatusSucceeded {
+		t.Fatalf("saga %s: %s", sg.Status, sg.Error)
+	}
+	if got := h.w.labels[vcluster.LabelServiceUID]; got != "svc-uid-1" {
+		t.Errorf("%s = %q, want the vCluster Service's UID", vcluster.LabelServiceUID, got)
+	}
+	if got := h.w.labels[vcluster.LabelHostCluster]; got != "c-m-host" {
+		t.Errorf("%s = %q, want the host cluster id", vcluster.LabelHostCluster, got)
+	}
+	if len(h.w.clusters) != 1 || h.w.done != 1 {
+		t.Fatalf("clusters %v done %d", h.w.clusters, h.w.done)
 	}
 }
