@@ -285,6 +285,11 @@ func TestCreateImportsTheVirtualClusterAndTerminateLeavesNothing(t *testing.T) {
 	if c, _ := e.sim.ClusterByID(pc.ClusterID); c.State != "active" {
 		t.Errorf("Rancher cluster state %q, want active", c.State)
 	}
+	// Rancher issued default-token with the cluster; sitebus applied its
+	// manifest rather than making a token of its own.
+	if inv := e.sim.Inventory(); len(inv.Tokens) != 1 || inv.Tokens[0].ID != pc.ClusterID+":"+ranchersim.DefaultTokenName {
+		t.Errorf("registration tokens %+v, want Rancher's %s alone", inv.Tokens, ranchersim.DefaultTokenName)
+	}
 	dep, err := e.virtCS.AppsV1().Deployments(vcluster.AgentNamespace).Get(ctx, "cattle-cluster-agent", metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("agent in the virtual cluster: %v", err)
