@@ -232,8 +232,8 @@ func TestVirtualConfigServerOverrideVerifiesTheKubeconfigsServerName(t *testing.
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Host != b.settings.Server || cfg.TLSClientConfig.ServerName != "127.0.0.1" {
-		t.Fatalf("host %q server name %q", cfg.Host, cfg.TLSClientConfig.ServerName)
+	if cfg.Host != b.settings.Server || cfg.ServerName != "127.0.0.1" {
+		t.Fatalf("host %q server name %q", cfg.Host, cfg.ServerName)
 	}
 	if v, err := Version(ctx, cfg); err != nil || v != "v1.31.0" {
 		t.Fatalf("/version through the override: %q %v", v, err)

@@ -48,9 +48,9 @@ func (b *Backend) VirtualConfig(ctx context.Context, ns string) (*rest.Config, e
 		// service, ingress host or node port sitebus reaches it at; so TLS
 		// verifies against the kubeconfig's name, as a client reaching a
 		// server through a proxy does with tls.Config.ServerName.
-		if cfg.TLSClientConfig.ServerName == "" && !cfg.TLSClientConfig.Insecure {
+		if cfg.ServerName == "" && !cfg.Insecure {
 			if u, err := url.Parse(cfg.Host); err == nil && u.Hostname() != "" {
-				cfg.TLSClientConfig.ServerName = u.Hostname()
+				cfg.ServerName = u.Hostname()
 			}
 		}
 		cfg.Host = b.settings.Server
