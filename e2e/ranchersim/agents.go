@@ -201,3 +201,22 @@ func (s *Server) ConnectAgent(clusterID string) error {
 	s.agents[clusterID] = true
 	return nil
 }
+
+// DefaultTokenName is the registration token Rancher's cluster controller
+// makes for every new cluster, in the cluster's namespace (<c-m id>);
+// Loft's vcluster-rancher-operator and sitebus read it rather than make
+// one of their own.
+const DefaultTokenName = "default-token"
+
+// issueDefaultToken makes an imported cluster's default-token, as Rancher
+// does when the management cluster appears. Only imported clusters get
+// one here: the rancher-cluster tests count the tokens Mastermind's flow
+// creates. Caller holds s.mu.
+func (s *Server) issueDefaultToken(mc *Cluster) {
+	if !s.importedCluster(mc) {
+		return
+	}
+	t := &RegistrationToken{ClusterID: mc.ID, Token: randName(54), uuid: simkit.NewUUID(), Created: s.now(), name: DefaultTokenName}
+	t.ID = s.prov.tokens.Create(func() string { return mc.ID + ":" + DefaultTokenName }, t)
+	s.log.Debug("default registration token issued", "id", t.ID)
+}

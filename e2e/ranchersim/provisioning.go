@@ -89,6 +89,7 @@ func (s *Server) storeProvCluster(pc *ProvisioningCluster) bool {
 	mc := &Cluster{Name: pc.Name, ProvisioningID: pc.ID, Created: pc.Created}
 	mc.ID = s.prov.clusters.Create(func() string { return "c-m-" + randLower(8) }, mc)
 	pc.ClusterID = mc.ID
+	s.issueDefaultToken(mc)
 	return true
 }
 

@@ -9,7 +9,6 @@ package vcluster_test
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"os"
 	"strings"
@@ -49,6 +48,9 @@ type waldurRecord struct {
 	mu        sync.Mutex
 	backendID string
 	done      int
+	// erred, ok and orderErred are the set_as_erred, set_as_ok and
+	// order-erred calls (a passed readiness deadline makes them).
+	erred, ok, orderErred []string
 }
 
 func (w *waldurRecord) GetResource(_ context.Context, uuid string, _ ...string) (*waldur.Resource, error) {
@@ -68,18 +70,25 @@ func (w *waldurRecord) SetResourceEndpoints(context.Context, string, []waldur.En
 	return nil
 }
 
-// The vcluster sagas never err or clear a resource, nor err an order
-// without compensating: a call fails the step so that the test shows it.
-func (w *waldurRecord) SetResourceErred(context.Context, string, string, string) error {
-	return errors.New("vcluster sagas do not set a resource erred")
+func (w *waldurRecord) SetResourceErred(_ context.Context, uuid, reason, _ string) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.erred = append(w.erred, uuid+": "+reason)
+	return nil
 }
 
-func (w *waldurRecord) SetResourceOK(context.Context, string) error {
-	return errors.New("vcluster sagas do not set a resource OK")
+func (w *waldurRecord) SetResourceOK(_ context.Context, uuid string) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.ok = append(w.ok, uuid)
+	return nil
 }
 
-func (w *waldurRecord) MarkErred(context.Context, string, string, string) error {
-	return errors.New("vcluster sagas do not err an order without compensating")
+func (w *waldurRecord) MarkErred(_ context.Context, _, order, reason string) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.orderErred = append(w.orderErred, order+": "+reason)
+	return nil
 }
 
 func (w *waldurRecord) MarkDone(context.Context, string, string) error {
@@ -285,6 +294,11 @@ func TestCreateImportsTheVirtualClusterAndTerminateLeavesNothing(t *testing.T) {
 	if c, _ := e.sim.ClusterByID(pc.ClusterID); c.State != "active" {
 		t.Errorf("Rancher cluster state %q, want active", c.State)
 	}
+	// Rancher issued default-token with the cluster; sitebus applied its
+	// manifest rather than making a token of its own.
+	if inv := e.sim.Inventory(); len(inv.Tokens) != 1 || inv.Tokens[0].ID != pc.ClusterID+":"+ranchersim.DefaultTokenName {
+		t.Errorf("registration tokens %+v, want Rancher's %s alone", inv.Tokens, ranchersim.DefaultTokenName)
+	}
 	dep, err := e.virtCS.AppsV1().Deployments(vcluster.AgentNamespace).Get(ctx, "cattle-cluster-agent", metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("agent in the virtual cluster: %v", err)
@@ -304,8 +318,8 @@ func TestCreateImportsTheVirtualClusterAndTerminateLeavesNothing(t *testing.T) {
 		t.Fatalf("quota: %v", err)
 	}
 	e.waldur.mu.Lock()
-	if e.waldur.done != 1 || e.waldur.backendID != e.ns() {
-		t.Errorf("done %d, backend_id %q", e.waldur.done, e.waldur.backendID)
+	if e.waldur.done != 1 || e.waldur.backendID != e.ns() || len(e.waldur.erred) != 0 || len(e.waldur.orderErred) != 0 {
+		t.Errorf("done %d, backend_id %q, erred %v, order erred %v", e.waldur.done, e.waldur.backendID, e.waldur.erred, e.waldur.orderErred)
 	}
 	e.waldur.mu.Unlock()
 

@@ -137,6 +137,8 @@ type Record struct {
 	Erred      string         `json:"erred,omitempty"`
 	Removed    []string       `json:"removed,omitempty"`
 	NodeCounts map[string]int `json:"node_counts,omitempty"`
+	// VCluster is set instead of Plan for a virtual cluster (vcluster.go).
+	VCluster *VClusterRecord `json:"vcluster,omitempty"`
 }
 
 func (r *run) owner() openstack.Owner { return openstack.Owner(r.in.ResourceUUID) }

@@ -71,6 +71,7 @@ type recordEntry struct {
 // pass pulls every cluster once.
 type pass struct {
 	offerings map[string]*Offering
+	vclusters map[string]*VClusterOffering
 	records   passRecords
 	log       *slog.Logger
 	repairs   *prometheus.CounterVec
@@ -112,6 +113,9 @@ func (p *pass) cluster(ctx context.Context, e recordEntry) (int, error) {
 	var rec Record
 	if err := json.Unmarshal(e.Value, &rec); err != nil {
 		return 0, err
+	}
+	if rec.VCluster != nil {
+		return p.vcluster(ctx, e, rec)
 	}
 	plan, err := ranchercluster.UnmarshalPlan(rec.Plan)
 	if err != nil {

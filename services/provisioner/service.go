@@ -115,10 +115,10 @@ func New(b *bus.Bus, cfg Config) (*Service, error) {
 	if err := register(coord, acts); err != nil {
 		return nil, err
 	}
-	if err := registerVCluster(coord, cfg, log); err != nil {
+	if err := registerVCluster(coord, cfg, acts.plans, log); err != nil {
 		return nil, err
 	}
-	ps := &pass{offerings: cfg.Offerings, records: acts.plans.(*kvPlans), log: log.With("component", "cluster-pass"),
+	ps := &pass{offerings: cfg.Offerings, vclusters: cfg.VClusters, records: acts.plans.(*kvPlans), log: log.With("component", "cluster-pass"),
 		repairs: telemetry.Register(cfg.Registerer, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sitebus_cluster_repairs_total",
 			Help: "What the cluster pass repaired, by kind: node_removed (its VM was deleted), binding (a group binding made again), resource_erred, resource_ok, node_counts (Waldur's metadata updated).",

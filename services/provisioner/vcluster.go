@@ -72,6 +72,9 @@ type VClusterHost interface {
 	// VirtualConfig reaches the virtual cluster's API from its kubeconfig
 	// Secret (vcluster.ErrNoKubeconfig while there is none).
 	VirtualConfig(ctx context.Context, ns string) (*rest.Config, error)
+	// ImportMarks reads Loft's skip-import annotation and vCluster
+	// Service of the host namespace.
+	ImportMarks(ctx context.Context, ns string) (vcluster.ImportMarks, error)
 }
 
 var _ VClusterHost = (*vcluster.Backend)(nil)
@@ -140,6 +143,9 @@ type (
 	VClusterImportOutput struct {
 		Name    string `json:"name"`
 		Created bool   `json:"created"`
+		// Skipped is true when Loft's loft.sh/vcluster-skip-import
+		// keeps the virtual cluster out of Rancher.
+		Skipped bool `json:"skipped,omitempty"`
 	}
 	// VClusterIDOutput is the cluster-id step's.
 	VClusterIDOutput struct {
@@ -188,7 +194,10 @@ func vclusterDefinitions(t Timeouts) []saga.Definition {
 type vclusterActivities struct {
 	offerings map[string]*VClusterOffering
 	orders    Orders
-	log       *slog.Logger
+	// plans keeps each imported virtual cluster's record for the
+	// cluster pass (the rancher-cluster plans' bucket).
+	plans PlanStore
+	log   *slog.Logger
 	// poll is how often the waits look again.
 	poll time.Duration
 }
@@ -240,6 +249,19 @@ func (r *vrun) ref() rancher.ClusterRef {
 }
 
 func (r *vrun) importing() bool { return r.o.Settings.ImportToRancher && r.o.Rancher != nil }
+
+// imported reports whether the import step put the virtual cluster into
+// Rancher (importing, and not skipped for Loft's skip-import mark).
+func (r *vrun) imported(in saga.ActivityInput) (bool, error) {
+	if !r.importing() {
+		return false, nil
+	}
+	var out VClusterImportOutput
+	if _, err := in.DecodeOutput("import", &out); err != nil {
+		return false, err
+	}
+	return !out.Skipped, nil
+}
 
 // limits are the order's limits with the attributes' over them.
 func (r *vrun) limits() (map[string]float64, error) {
@@ -388,16 +410,29 @@ func (a *vclusterActivities) kubeconfig(ctx context.Context, in saga.ActivityInp
 	return json.Marshal(VClusterKubeconfigOutput{Version: version})
 }
 
-// importCluster makes the Rancher provisioning cluster with an empty spec
-// and sitebus's ownership marks. A cluster of that name that is not this
-// resource's errs the order and is left as it was.
+// importCluster makes the Rancher provisioning cluster with an empty spec,
+// sitebus's ownership marks and Loft's labels (loft.sh/vcluster-service-uid
+// and loft.sh/vcluster-host-cluster, as Loft's operator sets them). A
+// cluster of that name that is not this resource's errs the order and is
+// left as it was. Loft's loft.sh/vcluster-skip-import=true on the host
+// namespace or the vCluster Service skips the import; the order still
+// settles.
 func (a *vclusterActivities) importCluster(ctx context.Context, in saga.ActivityInput) (json.RawMessage, error) {
 	r, err := a.start(in)
 	if err != nil || !r.importing() {
 		return nil, err
 	}
-	p, err := r.o.Rancher.CreateImportedCluster(ctx, rancher.ImportedClusterSpec{Name: vcluster.ClusterName(r.ns), ResourceUUID: r.in.ResourceUUID,
-		Labels: map[string]string{"sitebus.io/vcluster-namespace": r.ns, "sitebus.io/vcluster-host-cluster": r.o.Settings.HostClusterID}})
+	marks, err := r.o.Host.ImportMarks(ctx, r.ns)
+	if err != nil {
+		return nil, err
+	}
+	if marks.SkipImport {
+		r.log.Info("import into Rancher skipped: " + vcluster.AnnotationSkipImport + "=true")
+		return json.Marshal(VClusterImportOutput{Name: vcluster.ClusterName(r.ns), Skipped: true})
+	}
+	labels := marks.Labels(r.o.Settings.HostClusterID)
+	labels["sitebus.io/vcluster-namespace"], labels["sitebus.io/vcluster-host-cluster"] = r.ns, r.o.Settings.HostClusterID
+	p, err := r.o.Rancher.CreateImportedCluster(ctx, rancher.ImportedClusterSpec{Name: vcluster.ClusterName(r.ns), ResourceUUID: r.in.ResourceUUID, Labels: labels})
 	if err != nil {
 		return nil, err
 	}
@@ -426,7 +461,10 @@ func (a *vclusterActivities) deleteImport(ctx context.Context, in saga.ActivityI
 // clusterID waits for Rancher to name the v3 cluster (status.clusterName).
 func (a *vclusterActivities) clusterID(ctx context.Context, in saga.ActivityInput) (json.RawMessage, error) {
 	r, err := a.start(in)
-	if err != nil || !r.importing() {
+	if err != nil {
+		return nil, err
+	}
+	if ok, err := r.imported(in); err != nil || !ok {
 		return nil, err
 	}
 	id, err := r.o.Rancher.WaitV3ClusterID(ctx, vcluster.ClusterName(r.ns), r.o.Settings.KubeconfigWait)
@@ -441,7 +479,10 @@ func (a *vclusterActivities) clusterID(ctx context.Context, in saga.ActivityInpu
 // only; a repeated apply changes nothing (server-side apply).
 func (a *vclusterActivities) agent(ctx context.Context, in saga.ActivityInput) (json.RawMessage, error) {
 	r, err := a.start(in)
-	if err != nil || !r.importing() {
+	if err != nil {
+		return nil, err
+	}
+	if ok, err := r.imported(in); err != nil || !ok {
 		return nil, err
 	}
 	var id VClusterIDOutput
@@ -492,10 +533,17 @@ func (a *vclusterActivities) removeAgent(ctx context.Context, in saga.ActivityIn
 }
 
 // ready waits (bounded by ready_wait) for Rancher to report the imported
-// cluster ready: its agent connected.
+// cluster ready: its agent connected. A deadline that passes is no
+// failure: as for a rancher-cluster whose nodes are late (settle.go), the
+// virtual cluster and its import are kept, the order errs, the resource is
+// erred in Waldur, and the cluster pass sets it OK once Rancher reports it
+// ready. Tearing it down would throw away an agent that is only slow.
 func (a *vclusterActivities) ready(ctx context.Context, in saga.ActivityInput) (json.RawMessage, error) {
 	r, err := a.start(in)
-	if err != nil || !r.importing() {
+	if err != nil {
+		return nil, err
+	}
+	if ok, err := r.imported(in); err != nil || !ok {
 		return nil, err
 	}
 	name := vcluster.ClusterName(r.ns)
@@ -503,31 +551,61 @@ func (a *vclusterActivities) ready(ctx context.Context, in saga.ActivityInput) (
 		p, err := r.o.Rancher.GetProvisioningCluster(ctx, name)
 		return err == nil && p.Ready, err
 	})
-	if err != nil {
+	// Rancher unreachable is retried; on the step's last attempt it counts
+	// as not ready, so the order still errs without a teardown.
+	if err != nil && (ctx.Err() != nil || !lastAttempt(in, err) || fault.IsTerminal(err) || bus.IsTerminal(err)) {
 		return nil, err
 	}
 	if !done {
-		return nil, fmt.Errorf("Rancher has not reported cluster %s/%s ready within %s", rancher.FleetNamespace, name, r.o.Settings.ReadyWait) //nolint:staticcheck // a message for Waldur
+		reason := fmt.Sprintf("Rancher has not reported cluster %s/%s ready within %s", rancher.FleetNamespace, name, r.o.Settings.ReadyWait)
+		r.log.Warn("virtual cluster not ready by its deadline; kept for the cluster pass", "reason", reason, "err", err)
+		return json.Marshal(WaitOutput{NotReady: reason})
 	}
 	r.log.Info("Rancher reports the virtual cluster ready")
 	return nil, nil
 }
 
 // settle tells Waldur the namespace (its backend_id) and the Rancher
-// cluster, then marks the order done.
+// cluster, records the virtual cluster for the cluster pass, then marks the
+// order done; or, when Rancher did not report it ready in time, erred
+// (the rancher-cluster settle's not-ready path). A terminate forgets the
+// record and marks the order done.
 func (a *vclusterActivities) settle(ctx context.Context, in saga.ActivityInput) (json.RawMessage, error) {
 	r, err := a.start(in)
 	if err != nil {
 		return nil, err
 	}
+	var notReady string
 	if in.Definition == VClusterCreate {
+		var wait WaitOutput
+		if _, err := in.DecodeOutput("ready", &wait); err != nil {
+			return nil, err
+		}
+		notReady = wait.NotReady
+		var id VClusterIDOutput
+		if _, err := in.DecodeOutput("cluster-id", &id); err != nil {
+			return nil, err
+		}
+		if a.plans != nil && id.ID != "" {
+			rec := Record{OfferingUUID: r.in.OfferingUUID, Erred: notReady,
+				VCluster: &VClusterRecord{ResourceUUID: r.in.ResourceUUID, Namespace: r.ns, Name: vcluster.ClusterName(r.ns), ID: id.ID}}
+			raw, err := json.Marshal(rec)
+			if err != nil {
+				return nil, err
+			}
+			if err := a.plans.Put(ctx, hexUUID(r.in.ResourceUUID), raw); err != nil {
+				return nil, fmt.Errorf("record the virtual cluster for the cluster pass: %w", err)
+			}
+		}
 		if err := r.o.Waldur.SetResourceBackendID(ctx, r.in.ResourceUUID, r.ns); err != nil {
 			return nil, fmt.Errorf("set_backend_id: %w", err)
 		}
 		md := map[string]any{"host_namespace": r.ns, "host_cluster_id": r.o.Settings.HostClusterID}
-		var id VClusterIDOutput
-		if ok, _ := in.DecodeOutput("cluster-id", &id); ok && id.ID != "" {
+		if id.ID != "" {
 			md["rancher_cluster_id"], md["rancher_cluster_name"] = id.ID, vcluster.ClusterName(r.ns)
+		}
+		if notReady != "" {
+			md["not_ready"] = notReady
 		}
 		if err := r.o.Waldur.SetResourceBackendMetadata(ctx, r.in.ResourceUUID, md); err != nil {
 			return nil, fmt.Errorf("set_backend_metadata: %w", err)
@@ -538,14 +616,85 @@ func (a *vclusterActivities) settle(ctx context.Context, in saga.ActivityInput) 
 			}
 		}
 	}
+	if in.Definition == VClusterTerminate && a.plans != nil {
+		if err := a.plans.Delete(ctx, hexUUID(r.in.ResourceUUID)); err != nil {
+			return nil, fmt.Errorf("forget the virtual cluster's record: %w", err)
+		}
+	}
 	if a.orders == nil {
 		return nil, fault.Terminal(errors.New("this cluster-provisioner settles no orders"))
+	}
+	if notReady != "" {
+		if err := r.o.Waldur.SetResourceErred(ctx, r.in.ResourceUUID, notReady, ""); err != nil {
+			return nil, fmt.Errorf("set_as_erred: %w", err)
+		}
+		if err := a.orders.MarkErred(ctx, r.in.OfferingUUID, r.in.OrderUUID, notReady); err != nil {
+			return nil, err
+		}
+		r.log.Warn("order erred, virtual cluster kept", "order", r.in.OrderUUID, "reason", notReady)
+		return nil, nil
 	}
 	if err := a.orders.MarkDone(ctx, r.in.OfferingUUID, r.in.OrderUUID); err != nil {
 		return nil, err
 	}
 	r.log.Info("order done", "order", r.in.OrderUUID)
 	return nil, nil
+}
+
+// VClusterRecord is what the cluster pass needs of a virtual cluster: its
+// Rancher cluster, to set the resource OK once Rancher reports it ready
+// (and erred while it does not).
+type VClusterRecord struct {
+	ResourceUUID string `json:"resource_uuid"`
+	Namespace    string `json:"namespace"`
+	Name         string `json:"name"`
+	ID           string `json:"id,omitempty"`
+}
+
+// vcluster is the cluster pass over one virtual cluster: Rancher's
+// readiness is the only state it follows; the resource is erred while
+// Rancher does not report the cluster ready and set OK when it does, as
+// the rancher-cluster pass does for a cluster that is not active.
+func (p *pass) vcluster(ctx context.Context, e recordEntry, rec Record) (int, error) {
+	o, ok := p.vclusters[rec.OfferingUUID]
+	if !ok || o.Rancher == nil {
+		return 0, nil // another deployment's offering
+	}
+	vc := rec.VCluster
+	log := p.log.With("resource", vc.ResourceUUID, "cluster", vc.Name)
+	pc, err := o.Rancher.GetProvisioningCluster(ctx, vc.Name)
+	if err != nil {
+		return 0, fmt.Errorf("rancher cluster %s/%s: %w", rancher.FleetNamespace, vc.Name, err)
+	}
+	reason := ""
+	if !pc.Ready {
+		reason = fmt.Sprintf("Rancher does not report cluster %s/%s ready", rancher.FleetNamespace, vc.Name)
+		if rec.Erred != "" {
+			reason = rec.Erred // the reason Waldur already shows: no second set_as_erred
+		}
+	}
+	switch {
+	case reason != "" && reason != rec.Erred:
+		if err := o.Waldur.SetResourceErred(ctx, vc.ResourceUUID, reason, ""); err != nil {
+			return 0, fmt.Errorf("set_as_erred: %w", err)
+		}
+		p.repairs.WithLabelValues(repairErred).Inc()
+		log.Warn("cluster pass: resource erred", "reason", reason)
+	case reason == "" && rec.Erred != "":
+		if err := o.Waldur.SetResourceOK(ctx, vc.ResourceUUID); err != nil {
+			return 0, fmt.Errorf("set_as_ok: %w", err)
+		}
+		p.repairs.WithLabelValues(repairOK).Inc()
+		log.Info("cluster pass: resource OK again", "was", rec.Erred)
+	default:
+		return 0, nil
+	}
+	rec.Erred = reason
+	raw, err := json.Marshal(rec)
+	if err != nil {
+		return 1, err
+	}
+	return 1, p.records.Update(ctx, e.Key, raw, e.Rev)
 }
 
 // VClusterInputOf is the saga input of a vcluster order.
@@ -568,7 +717,7 @@ func VClusterInputOf(ctx context.Context, o *VClusterOffering, offeringUUID stri
 }
 
 // registerVCluster registers the vcluster sagas and their activities.
-func registerVCluster(coord *saga.Coordinator, cfg Config, log *slog.Logger) error {
+func registerVCluster(coord *saga.Coordinator, cfg Config, plans PlanStore, log *slog.Logger) error {
 	for hex, o := range cfg.VClusters {
 		if o == nil || o.Waldur == nil || o.Host == nil || o.Virtual == nil || (o.Settings.ImportToRancher && o.Rancher == nil) {
 			return fmt.Errorf("cluster-provisioner: vcluster offering %s lacks its Waldur, host, virtual cluster or Rancher client", hex)
@@ -576,7 +725,7 @@ func registerVCluster(coord *saga.Coordinator, cfg Config, log *slog.Logger) err
 	}
 	t := cfg.Timeouts
 	t.setDefaults()
-	acts := &vclusterActivities{offerings: cfg.VClusters, orders: cfg.Orders, log: log, poll: t.Poll}
+	acts := &vclusterActivities{offerings: cfg.VClusters, orders: cfg.Orders, plans: plans, log: log, poll: t.Poll}
 	for name, fn := range acts.all() {
 		coord.RegisterActivity(name, fn)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
@@ -42,6 +43,11 @@ type vcWorld struct {
 	failInstall int
 	// notReady keeps Rancher from reporting the cluster ready.
 	notReady bool
+	// erred and ok are the set_as_erred and set_as_ok calls; orderErred
+	// the orders marked erred.
+	erred, ok, orderErred []string
+	// labels are the labels of the last imported cluster made.
+	labels map[string]string
 }
 
 type vcRancher struct{ w *vcWorld }
@@ -55,6 +61,7 @@ func (f vcRancher) CreateImportedCluster(_ context.Context, spec rancher.Importe
 	if p, ok := f.w.clusters[spec.Name]; ok {
 		return p, nil
 	}
+	f.w.labels = spec.Labels
 	p := rancher.ProvisioningCluster{ID: rancher.FleetNamespace + "/" + spec.Name, Name: spec.Name, ClusterID: "c-m-" + spec.Name[3:],
 		ResourceUUID: spec.ResourceUUID, Managed: true, Created: true}
 	f.w.clusters[spec.Name] = p
@@ -136,15 +143,18 @@ func (f vcWaldur) SetResourceBackendMetadata(context.Context, string, map[string
 }
 func (f vcWaldur) SetResourceEndpoints(context.Context, string, []waldur.Endpoint) error { return nil }
 
-// The vcluster sagas never err or clear a resource themselves (only the
-// cluster pass and the rancher-cluster readiness deadline do): a call
-// here fails the step, so the test shows it.
-func (f vcWaldur) SetResourceErred(context.Context, string, string, string) error {
-	return errors.New("vcluster sagas do not set a resource erred")
+func (f vcWaldur) SetResourceErred(_ context.Context, uuid, reason, _ string) error {
+	f.w.mu.Lock()
+	defer f.w.mu.Unlock()
+	f.w.erred = append(f.w.erred, uuid+": "+reason)
+	return nil
 }
 
-func (f vcWaldur) SetResourceOK(context.Context, string) error {
-	return errors.New("vcluster sagas do not set a resource OK")
+func (f vcWaldur) SetResourceOK(_ context.Context, uuid string) error {
+	f.w.mu.Lock()
+	defer f.w.mu.Unlock()
+	f.w.ok = append(f.w.ok, uuid)
+	return nil
 }
 
 type vcOrders struct{ w *vcWorld }
@@ -156,14 +166,19 @@ func (f vcOrders) MarkDone(context.Context, string, string) error {
 	return nil
 }
 
-func (f vcOrders) MarkErred(context.Context, string, string, string) error {
-	return errors.New("vcluster sagas do not err an order without compensating")
+func (f vcOrders) MarkErred(_ context.Context, _, order, reason string) error {
+	f.w.mu.Lock()
+	defer f.w.mu.Unlock()
+	f.w.orderErred = append(f.w.orderErred, order+": "+reason)
+	return nil
 }
 
 type vcHarness struct {
 	w     *vcWorld
 	host  *fake.Clientset
 	coord *saga.Coordinator
+	plans *kvPlans
+	pass  *pass
 }
 
 func newVCHarness(t *testing.T, objs ...corev1.Namespace) *vcHarness {
@@ -192,7 +207,8 @@ func newVCHarness(t *testing.T, objs ...corev1.Namespace) *vcHarness {
 		t.Fatal(err)
 	}
 	cfg := Config{VClusters: map[string]*VClusterOffering{offeringHex: o}, Orders: vcOrders{w}, Timeouts: Timeouts{Step: 30 * time.Second, Nodes: 30 * time.Second, Poll: 20 * time.Millisecond}}
-	if err := registerVCluster(coord, cfg, log); err != nil {
+	plans := &kvPlans{js: js, replicas: 1}
+	if err := registerVCluster(coord, cfg, plans, log); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -204,7 +220,9 @@ func newVCHarness(t *testing.T, objs ...corev1.Namespace) *vcHarness {
 			t.Errorf("coordinator: %v", err)
 		}
 	})
-	return &vcHarness{w: w, host: cs, coord: coord}
+	ps := &pass{vclusters: cfg.VClusters, records: plans, log: log,
+		repairs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "repairs"}, []string{"kind"})}
+	return &vcHarness{w: w, host: cs, coord: coord, plans: plans, pass: ps}
 }
 
 // bringKubeconfig is the external driver: someone else writes the
@@ -321,5 +339,122 @@ func TestVClusterInstallRetriedAfterTheTokenMakesOneClusterOneAgentOneDone(t *te
 	}
 	if len(h.w.clusters) != 1 || h.w.agents != 1 || h.w.done != 1 || h.w.tokens != 2 {
 		t.Fatalf("clusters %d agents %d done %d tokens read %d", len(h.w.clusters), h.w.agents, h.w.done, h.w.tokens)
+	}
+}
+
+// kubeconfigOnceNamespaceExists is the external driver writing the
+// kubeconfig Secret once the namespace step has made vc-demo.
+func (h *vcHarness) kubeconfigOnceNamespaceExists(t *testing.T) {
+	go func() {
+		for {
+			if _, err := h.host.CoreV1().Namespaces().Get(context.Background(), "vc-demo", metav1.GetOptions{}); err == nil {
+				h.bringKubeconfig(t)
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+}
+
+func TestVClusterReadinessDeadlineErrsKeepsEverythingAndAPassSetsItOK(t *testing.T) {
+	h := newVCHarness(t)
+	ctx := context.Background()
+	h.w.notReady = true
+	h.kubeconfigOnceNamespaceExists(t)
+	sg := h.run(t, VClusterCreate, "0000000000000000000000000000000e", `{}`, nil)
+	if sg.Status != saga.StatusSucceeded {
+		t.Fatalf("saga %s: %s (a passed readiness deadline must not compensate)", sg.Status, sg.Error)
+	}
+	w := h.w
+	if len(w.orderErred) != 1 || len(w.erred) != 1 || w.done != 0 || len(w.ok) != 0 {
+		t.Fatalf("order erred %v resource erred %v done %d ok %v", w.orderErred, w.erred, w.done, w.ok)
+	}
+	if !strings.Contains(w.erred[0], "not reported cluster") {
+		t.Errorf("erred for %q", w.erred[0])
+	}
+	if len(w.clusters) != 1 || w.agents != 1 || w.removed != 0 {
+		t.Fatalf("torn down: clusters %v agents %d removed %d", w.clusters, w.agents, w.removed)
+	}
+	if _, err := h.host.CoreV1().Namespaces().Get(ctx, "vc-demo", metav1.GetOptions{}); err != nil {
+		t.Fatalf("host namespace gone: %v", err)
+	}
+
+	// Still not ready: the pass leaves the erred resource as Waldur shows it.
+	if st, err := h.pass.run(ctx); err != nil || st.Failed != 0 || st.Repairs != 0 {
+		t.Fatalf("pass while not ready: %+v %v", st, err)
+	}
+	w.mu.Lock()
+	w.notReady = false
+	w.mu.Unlock()
+	if st, err := h.pass.run(ctx); err != nil || st.Repairs != 1 {
+		t.Fatalf("pass once ready: %+v %v", st, err)
+	}
+	if len(w.ok) != 1 || w.ok[0] != resourceUUID {
+		t.Fatalf("set_as_ok calls %v, want one for %s", w.ok, resourceUUID)
+	}
+	if st, err := h.pass.run(ctx); err != nil || st.Repairs != 0 || len(w.ok) != 1 {
+		t.Fatalf("a second pass repeats set_as_ok: %+v %v %v", st, err, w.ok)
+	}
+
+	sg = h.run(t, VClusterTerminate, "0000000000000000000000000000000f", ``, nil)
+	if sg.Status != saga.StatusSucceeded {
+		t.Fatalf("terminate %s: %s", sg.Status, sg.Error)
+	}
+	if raw, err := h.plans.Get(ctx, hexUUID(resourceUUID)); err != nil || raw != nil {
+		t.Fatalf("record left after terminate: %s %v", raw, err)
+	}
+}
+
+// vclusterServiceThenKubeconfig is the helm driver's vCluster Service
+// (annotated as given) appearing in vc-demo, then its kubeconfig Secret.
+func (h *vcHarness) vclusterServiceThenKubeconfig(t *testing.T, annotations map[string]string) {
+	go func() {
+		ctx := context.Background()
+		for {
+			if _, err := h.host.CoreV1().Namespaces().Get(ctx, "vc-demo", metav1.GetOptions{}); err == nil {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: "vc-demo", UID: "svc-uid-1",
+			Labels: map[string]string{"app": "vcluster"}, Annotations: annotations}, Spec: corev1.ServiceSpec{ClusterIP: "10.0.0.9"}}
+		if _, err := h.host.CoreV1().Services("vc-demo").Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+			t.Error(err)
+		}
+		h.bringKubeconfig(t)
+	}()
+}
+
+func TestVClusterLoftSkipImportLeavesRancherAloneAndSettles(t *testing.T) {
+	h := newVCHarness(t)
+	h.vclusterServiceThenKubeconfig(t, map[string]string{vcluster.AnnotationSkipImport: "true"})
+	sg := h.run(t, VClusterCreate, "00000000000000000000000000000010", `{}`, nil)
+	if sg.Status != saga.StatusSucceeded {
+		t.Fatalf("saga %s: %s", sg.Status, sg.Error)
+	}
+	w := h.w
+	if len(w.clusters) != 0 || w.tokens != 0 || w.agents != 0 {
+		t.Fatalf("imported despite %s: clusters %v tokens %d agents %d", vcluster.AnnotationSkipImport, w.clusters, w.tokens, w.agents)
+	}
+	if w.done != 1 || w.backend != "vc-demo" || len(w.erred) != 0 {
+		t.Fatalf("done %d backend %q erred %v", w.done, w.backend, w.erred)
+	}
+}
+
+func TestVClusterImportCarriesLoftServiceUIDLabel(t *testing.T) {
+	h := newVCHarness(t)
+	h.vclusterServiceThenKubeconfig(t, nil)
+	sg := h.run(t, VClusterCreate, "00000000000000000000000000000011", `{}`, nil)
+	if sg.Status != saga.StatusSucceeded {
+		t.Fatalf("saga %s: %s", sg.Status, sg.Error)
+	}
+	if got := h.w.labels[vcluster.LabelServiceUID]; got != "svc-uid-1" {
+		t.Errorf("%s = %q, want the vCluster Service's UID", vcluster.LabelServiceUID, got)
+	}
+	if got := h.w.labels[vcluster.LabelHostCluster]; got != "c-m-host" {
+		t.Errorf("%s = %q, want the host cluster id", vcluster.LabelHostCluster, got)
+	}
+	if len(h.w.clusters) != 1 || h.w.done != 1 {
+		t.Fatalf("clusters %v done %d", h.w.clusters, h.w.done)
 	}
 }

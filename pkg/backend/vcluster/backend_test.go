@@ -2,7 +2,12 @@ package vcluster
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/pem"
 	"errors"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -191,5 +196,46 @@ func TestVirtualConfigNeverQuotesTheKubeconfig(t *testing.T) {
 	cfg, err := b.VirtualConfig(ctx, "vc-demo")
 	if err != nil || cfg.Host != "https://vc-demo.example.com:443" || cfg.BearerToken != "hunter2" {
 		t.Fatalf("config %v %v", cfg, err)
+	}
+}
+
+// The kubeconfig names the server its certificate is for (127.0.0.1 here,
+// as vCluster's names localhost); vcluster_server reaches it under another
+// name that the certificate does not carry, and TLS still verifies.
+func TestVirtualConfigServerOverrideVerifiesTheKubeconfigsServerName(t *testing.T) {
+	ctx := context.Background()
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"gitVersion":"v1.31.0"}`))
+	}))
+	t.Cleanup(srv.Close)
+	u, err := url.Parse(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	kc := "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:" + u.Port() +
+		"\n    certificate-authority-data: " + base64.StdEncoding.EncodeToString(ca) +
+		"\nusers:\n- name: u\n  user:\n    token: t\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\n"
+	b, cs := newTestBackend(t)
+	if _, err := b.Create(ctx, res); err != nil {
+		t.Fatal(err)
+	}
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "vc-demo", Namespace: "vc-demo"}, Data: map[string][]byte{"config": []byte(kc)}}
+	if _, err := cs.CoreV1().Secrets("vc-demo").Create(ctx, sec, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// "localhost" is not in httptest's certificate (127.0.0.1, ::1 and
+	// example.com are).
+	b.settings.Server = "https://localhost:" + u.Port()
+	cfg, err := b.VirtualConfig(ctx, "vc-demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Host != b.settings.Server || cfg.ServerName != "127.0.0.1" {
+		t.Fatalf("host %q server name %q", cfg.Host, cfg.ServerName)
+	}
+	if v, err := Version(ctx, cfg); err != nil || v != "v1.31.0" {
+		t.Fatalf("/version through the override: %q %v", v, err)
 	}
 }

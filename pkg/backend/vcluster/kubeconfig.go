@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -42,6 +43,16 @@ func (b *Backend) VirtualConfig(ctx context.Context, ns string) (*rest.Config, e
 		return nil, fault.Errorf(fault.Invalid, "secret %s/%s key %s is not a kubeconfig", ns, name, b.settings.SecretKey)
 	}
 	if b.settings.Server != "" {
+		// The virtual cluster's certificate names the server its own
+		// kubeconfig gives (vCluster's is https://localhost:8443), not the
+		// service, ingress host or node port sitebus reaches it at; so TLS
+		// verifies against the kubeconfig's name, as a client reaching a
+		// server through a proxy does with tls.Config.ServerName.
+		if cfg.ServerName == "" && !cfg.Insecure {
+			if u, err := url.Parse(cfg.Host); err == nil && u.Hostname() != "" {
+				cfg.ServerName = u.Hostname()
+			}
+		}
 		cfg.Host = b.settings.Server
 	}
 	kubeapi.SetDefaults(cfg)
