@@ -379,6 +379,20 @@ func tenantClient(t *testing.T, sim *openstacksim.Server, name string, configure
 
 // planOnSim is the usual opening of a zone test: a fresh simulator with n
 // availability zones offered and the plan of a cluster across them.
+// oneZoneBuilt builds the only zone of a one-zone plan on a fresh
+// simulator, every Ensure in the saga's order, and fails the test if one
+// of them fails: the start of the tests that look at a finished zone.
+func oneZoneBuilt(t *testing.T) (context.Context, *openstacksim.Server, *ranchercluster.Plan, *built) {
+	t.Helper()
+	sim, s, p := planOnSim(t, 1)
+	ctx := ctxT(t)
+	b, err := buildZone(ctx, connect(t, s, s.OpenStackOfferings[0]), p, 0)
+	if err != nil {
+		t.Fatalf("build: %v", err)
+	}
+	return ctx, sim, p, b
+}
+
 func planOnSim(t *testing.T, n int) (*openstacksim.Server, *ranchercluster.Settings, *ranchercluster.Plan) {
 	t.Helper()
 	sim := newSim(t, openstacksim.Options{})
