@@ -156,10 +156,8 @@ func TestAnExpiredTokenIsRenewed(t *testing.T) {
 // TestWaitsAreBounded: a server that never leaves BUILD ends the wait
 // with a terminal timeout naming it and its status.
 func TestWaitsAreBounded(t *testing.T) {
-	sim := newSim(t, openstacksim.Options{BuildPolls: 1 << 20})
+	ctx, _, c, _ := tenantOnSim(t, "os-tenant-slow", openstacksim.Options{BuildPolls: 1 << 20}, func(cfg *openstack.Config) { cfg.ServerTimeout = time.Millisecond })
 	owner := openstack.Owner(resourceUUID)
-	c, _ := tenantClient(t, sim, "os-tenant-slow", func(cfg *openstack.Config) { cfg.ServerTimeout = time.Millisecond })
-	ctx := ctxT(t)
 	boot, _, err := c.EnsureVolume(ctx, owner, openstack.VolumeSpec{VolumePlan: ranchercluster.VolumePlan{Name: "slow-system", SizeGB: 1}})
 	if err != nil {
 		t.Fatal(err)
@@ -178,10 +176,9 @@ func TestWaitsAreBounded(t *testing.T) {
 // TestAHangingCallIsRetryable: a call the API never answers ends at the
 // request timeout, retryably.
 func TestAHangingCallIsRetryable(t *testing.T) {
-	sim := newSim(t, openstacksim.Options{})
-	c, _ := tenantClient(t, sim, "os-tenant-hang", func(cfg *openstack.Config) { cfg.RequestTimeout = 200 * time.Millisecond })
+	ctx, sim, c, _ := tenantOnSim(t, "os-tenant-hang", openstacksim.Options{}, func(cfg *openstack.Config) { cfg.RequestTimeout = 200 * time.Millisecond })
 	sim.AddFault(openstacksim.Fault{Method: http.MethodGet, PathPrefix: "/network/v2.0/networks", Delay: time.Hour, Count: 1})
-	_, _, err := c.EnsureNetwork(ctxT(t), openstack.Owner(resourceUUID), ranchercluster.NetworkPlan{Name: "hang-net"})
+	_, _, err := c.EnsureNetwork(ctx, openstack.Owner(resourceUUID), ranchercluster.NetworkPlan{Name: "hang-net"})
 	if err == nil || fault.IsTerminal(err) {
 		t.Fatalf("err %v, want retryable", err)
 	}
@@ -190,10 +187,8 @@ func TestAHangingCallIsRetryable(t *testing.T) {
 // TestDeleteServerTakesItsVolumes: the volumes a server booted from go
 // with it; its port stays for its own delete.
 func TestDeleteServerTakesItsVolumes(t *testing.T) {
-	sim := newSim(t, openstacksim.Options{})
+	ctx, sim, c, p := tenantOnSim(t, "os-tenant-vm", openstacksim.Options{})
 	owner := openstack.Owner(resourceUUID)
-	c, p := tenantClient(t, sim, "os-tenant-vm")
-	ctx := ctxT(t)
 	net, _, err := c.EnsureNetwork(ctx, owner, ranchercluster.NetworkPlan{Name: "vm-net"})
 	if err != nil {
 		t.Fatal(err)

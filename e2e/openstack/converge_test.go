@@ -20,10 +20,8 @@ import (
 // half-made (a crash between its create and its rules, pool or interface)
 // is completed, not made again.
 func TestEnsureCompletesAHalfMadeObject(t *testing.T) {
-	sim := newSim(t, openstacksim.Options{})
+	ctx, sim, c, p := tenantOnSim(t, "os-tenant-converge", openstacksim.Options{})
 	owner := openstack.Owner(resourceUUID)
-	c, p := tenantClient(t, sim, "os-tenant-converge")
-	ctx := ctxT(t)
 	tcp := func(port int) ranchercluster.RulePlan {
 		return ranchercluster.RulePlan{Direction: "ingress", EtherType: "IPv4", Protocol: "tcp", PortRangeMin: port,
 			PortRangeMax: port, RemoteIPPrefix: "0.0.0.0/0"}
@@ -173,10 +171,8 @@ func TestEnsureCompletesAHalfMadeObject(t *testing.T) {
 // one), the port gets an address of that subnet, and a second Ensure
 // adopts it.
 func TestPortOnTheOrdersSubnet(t *testing.T) {
-	sim := newSim(t, openstacksim.Options{})
+	ctx, sim, c, _ := tenantOnSim(t, "os-tenant-subnet-port", openstacksim.Options{})
 	owner := openstack.Owner(resourceUUID)
-	c, _ := tenantClient(t, sim, "os-tenant-subnet-port")
-	ctx := ctxT(t)
 	net, _, err := c.EnsureNetwork(ctx, owner, ranchercluster.NetworkPlan{Name: "sm-net"})
 	if err != nil {
 		t.Fatal(err)
@@ -239,10 +235,8 @@ func TestPortOnTheOrdersSubnet(t *testing.T) {
 // TestQuotaIsTerminalAndNamesTheQuota: each service's quota refusal is a
 // terminal ErrQuota whose message names the quota.
 func TestQuotaIsTerminalAndNamesTheQuota(t *testing.T) {
-	sim := newSim(t, openstacksim.Options{})
+	ctx, sim, c, p := tenantOnSim(t, "os-tenant-quota", openstacksim.Options{})
 	owner := openstack.Owner(resourceUUID)
-	c, p := tenantClient(t, sim, "os-tenant-quota")
-	ctx := ctxT(t)
 	net, _, err := c.EnsureNetwork(ctx, owner, ranchercluster.NetworkPlan{Name: "q-net"})
 	if err != nil {
 		t.Fatal(err)
@@ -288,10 +282,8 @@ func TestQuotaIsTerminalAndNamesTheQuota(t *testing.T) {
 // cannot is terminal; after a transient fault the retry makes the object
 // once.
 func TestErrorsAreClassified(t *testing.T) {
-	sim := newSim(t, openstacksim.Options{})
+	ctx, sim, c, p := tenantOnSim(t, "os-tenant-faults", openstacksim.Options{})
 	owner := openstack.Owner(resourceUUID)
-	c, p := tenantClient(t, sim, "os-tenant-faults")
-	ctx := ctxT(t)
 	for _, tc := range []struct {
 		name     string
 		status   int

@@ -360,6 +360,16 @@ func writes(sim *openstacksim.Server) []string {
 	return out
 }
 
+// tenantOnSim is a fresh simulator with a project sitebus made for the
+// fixture's resource and a client scoped to it: where the Ensure and
+// Delete tests start.
+func tenantOnSim(t *testing.T, name string, opts openstacksim.Options, configure ...func(*openstack.Config)) (context.Context, *openstacksim.Server, *openstack.Client, openstack.Project) {
+	t.Helper()
+	sim := newSim(t, opts)
+	c, p := tenantClient(t, sim, name, configure...)
+	return ctxT(t), sim, c, p
+}
+
 // tenantClient makes a project for the fixture's owner and returns the
 // client acting in it.
 func tenantClient(t *testing.T, sim *openstacksim.Server, name string, configure ...func(*openstack.Config)) (*openstack.Client, openstack.Project) {
