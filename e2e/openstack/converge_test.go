@@ -26,16 +26,10 @@ func TestEnsureCompletesAHalfMadeObject(t *testing.T) {
 		return ranchercluster.RulePlan{Direction: "ingress", EtherType: "IPv4", Protocol: "tcp", PortRangeMin: port,
 			PortRangeMax: port, RemoteIPPrefix: "0.0.0.0/0"}
 	}
-	net, _, err := c.EnsureNetwork(ctx, owner, ranchercluster.NetworkPlan{Name: "cv-net"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	net := ensured(c.EnsureNetwork(ctx, owner, ranchercluster.NetworkPlan{Name: "cv-net"})).of(t)
 	wide := ranchercluster.SubnetPlan{Name: "cv-sub", CIDR: "10.9.0.0/24", GatewayIP: "10.9.0.1", IPVersion: 4, EnableDHCP: true,
 		AllocationPools: []ranchercluster.AllocationPool{{Start: "10.9.0.10", End: "10.9.0.200"}}}
-	sub, _, err := c.EnsureSubnet(ctx, owner, net.ID, wide)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sub := ensured(c.EnsureSubnet(ctx, owner, net.ID, wide)).of(t)
 
 	for _, tc := range []struct {
 		name   string
@@ -173,10 +167,7 @@ func TestEnsureCompletesAHalfMadeObject(t *testing.T) {
 func TestPortOnTheOrdersSubnet(t *testing.T) {
 	ctx, sim, c, _ := tenantOnSim(t, "os-tenant-subnet-port", openstacksim.Options{})
 	owner := openstack.Owner(resourceUUID)
-	net, _, err := c.EnsureNetwork(ctx, owner, ranchercluster.NetworkPlan{Name: "sm-net"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	net := ensured(c.EnsureNetwork(ctx, owner, ranchercluster.NetworkPlan{Name: "sm-net"})).of(t)
 	sub, _, err := c.EnsureSubnet(ctx, owner, net.ID, ranchercluster.SubnetPlan{Name: "sm-sub", CIDR: "10.7.0.0/24", GatewayIP: "10.7.0.1",
 		IPVersion: 4, EnableDHCP: true, AllocationPools: []ranchercluster.AllocationPool{{Start: "10.7.0.11", End: "10.7.0.200"}}})
 	if err != nil {
@@ -237,14 +228,8 @@ func TestPortOnTheOrdersSubnet(t *testing.T) {
 func TestQuotaIsTerminalAndNamesTheQuota(t *testing.T) {
 	ctx, sim, c, p := tenantOnSim(t, "os-tenant-quota", openstacksim.Options{})
 	owner := openstack.Owner(resourceUUID)
-	net, _, err := c.EnsureNetwork(ctx, owner, ranchercluster.NetworkPlan{Name: "q-net"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	boot, _, err := c.EnsureVolume(ctx, owner, openstack.VolumeSpec{VolumePlan: ranchercluster.VolumePlan{Name: "q-boot", SizeGB: 1}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	net := ensured(c.EnsureNetwork(ctx, owner, ranchercluster.NetworkPlan{Name: "q-net"})).of(t)
+	boot := ensured(c.EnsureVolume(ctx, owner, openstack.VolumeSpec{VolumePlan: ranchercluster.VolumePlan{Name: "q-boot", SizeGB: 1}})).of(t)
 	for _, tc := range []struct {
 		name, resource string
 		limit          int

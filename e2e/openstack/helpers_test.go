@@ -32,6 +32,24 @@ var zoneUUIDs = []string{
 	"33333333-3333-4333-8333-333333333333",
 }
 
+// ensure is an Ensure call's result: ensured(c.EnsureX(...)).of(t) is
+// what it made or found, and fails t on its error (whether it created the
+// object is left out; tests that check it keep all three values).
+type ensure[T any] struct {
+	v   T
+	err error
+}
+
+func ensured[T any](v T, _ bool, err error) ensure[T] { return ensure[T]{v, err} }
+
+func (e ensure[T]) of(t *testing.T) T {
+	t.Helper()
+	if e.err != nil {
+		t.Fatal(e.err)
+	}
+	return e.v
+}
+
 func ctxT(t *testing.T) context.Context {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
@@ -376,15 +394,23 @@ func tenantClient(t *testing.T, sim *openstacksim.Server, name string, configure
 	t.Helper()
 	s := settings(t, sim, 1)
 	admin := connect(t, s, s.OpenStackOfferings[0], configure...)
-	p, _, err := admin.EnsureProject(ctxT(t), openstack.Owner(resourceUUID), name, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := admin.Scoped(ctxT(t), p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, c := scopedProject(t, ctxT(t), admin, openstack.Owner(resourceUUID), name, "")
 	return c, p
+}
+
+// scopedProject ensures the owner's project of that name with the admin
+// client and returns it with a client scoped to it.
+func scopedProject(t *testing.T, ctx context.Context, admin *openstack.Client, owner openstack.Owner, name, description string) (openstack.Project, *openstack.Client) {
+	t.Helper()
+	p, _, err := admin.EnsureProject(ctx, owner, name, description)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := admin.Scoped(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, c
 }
 
 // planOnSim is the usual opening of a zone test: a fresh simulator with n
