@@ -127,13 +127,9 @@ func (s *site) startKeycloak(o options, log *slog.Logger, cleanup *stack) error 
 	if err != nil {
 		return err
 	}
-	if err := kc.Start(o.keycloakListen); err != nil {
-		return fmt.Errorf("start the Keycloak simulator on %s: %w", o.keycloakListen, err)
+	if err := serve(kc, "Keycloak", o.keycloakListen, log, cleanup); err != nil {
+		return err
 	}
-	cleanup.push(func() {
-		log.Info("stopping the Keycloak simulator")
-		_ = kc.Close()
-	})
 	s.cfg.KeycloakURL = kc.URL()
 	s.keycloakURL = kc.URL()
 	return nil
