@@ -86,14 +86,7 @@ func TestPythonAgentsProjectIsAdopted(t *testing.T) {
 	}
 	harness.Eventually(t, 60*time.Second, "the adopted project's quota paused", func() bool { return allZero(s.hardQuota(ourNS)) })
 
-	term, _ := s.Order(waldursim.CreateOrderRequest{Type: "Terminate", ResourceUUID: ours})
-	if o := s.WaitOrder(term, "done", "erred"); o.State != "done" {
-		t.Fatalf("terminate of the adopted project: %s (%s)", o.State, o.ErrorMessage)
-	}
-	harness.Eventually(t, 90*time.Second, "project "+ourNS+" gone", func() bool {
-		_, found, err := s.OKD.Project(ctx(t), ourNS)
-		return err == nil && !found
-	})
+	s.terminateDone(t, ours, ourNS)
 
 	bad, _ := s.Order(waldursim.CreateOrderRequest{Type: "Update", ResourceUUID: theirs, Limits: map[string]int{"cpu": 64}})
 	o := s.WaitOrder(bad, "done", "erred")

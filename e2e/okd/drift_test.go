@@ -15,14 +15,7 @@ import (
 // report is clean.
 func TestDriftOfADeletedRoleBinding(t *testing.T) {
 	s := newSite(t)
-	orderUUID, resUUID := s.Create("drift-lab", map[string]int{"cpu": 2, "ram": 4, "storage": 10}, member("alice01", "PROJECT.MANAGER"))
-	if o := s.WaitOrder(orderUUID, "done", "erred"); o.State != "done" {
-		t.Fatalf("create: %s (%s)\n%s", o.State, o.ErrorMessage, s.Sitebus.Tail(40))
-	}
-	res, err := s.Admin.Resource(ctx(t), resUUID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, res := s.createDone("drift-lab", map[string]int{"cpu": 2, "ram": 4, "storage": 10}, member("alice01", "PROJECT.MANAGER"))
 	ns := res.BackendID
 	s.waitBindings("bindings after create", ns, map[string]string{"alice01": "edit"})
 	if err := s.Cluster.Dynamic().Resource(roleBindingGVR).Namespace(ns).Delete(ctx(t), okd.BindingPrefix+"alice01", metav1.DeleteOptions{}); err != nil {

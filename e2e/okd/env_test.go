@@ -97,3 +97,33 @@ func (s *site) bindings(ns string) map[string]string {
 	}
 	return out
 }
+
+// createDone orders a project with these limits and team and fails the
+// test unless the order ends done; it returns the resource as Waldur then
+// holds it, its backend_id the OpenShift project's name.
+func (s *site) createDone(name string, limits map[string]int, team ...waldursim.TeamMember) (resUUID string, res *waldursim.APIResource) {
+	s.t.Helper()
+	orderUUID, resUUID := s.Create(name, limits, team...)
+	if o := s.WaitOrder(orderUUID, "done", "erred"); o.State != "done" {
+		s.t.Fatalf("create: %s (%s)\n%s", o.State, o.ErrorMessage, s.Sitebus.Tail(40))
+	}
+	res, err := s.Admin.Resource(ctx(s.t), resUUID)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return resUUID, res
+}
+
+// terminateDone orders the resource terminated, fails t unless the order
+// ends done, and waits until its OpenShift project ns is gone.
+func (s *site) terminateDone(t testing.TB, resUUID, ns string) {
+	t.Helper()
+	term, _ := s.Order(waldursim.CreateOrderRequest{Type: "Terminate", ResourceUUID: resUUID})
+	if o := s.WaitOrder(term, "done", "erred"); o.State != "done" {
+		t.Fatalf("terminate of project %s: %s (%s)", ns, o.State, o.ErrorMessage)
+	}
+	harness.Eventually(t, 90*time.Second, "project "+ns+" gone", func() bool {
+		_, found, err := s.OKD.Project(ctx(t), ns)
+		return err == nil && !found
+	})
+}

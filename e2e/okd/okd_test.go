@@ -47,15 +47,8 @@ func ptr[T any](v T) *T { return &v }
 
 func TestOKDProjectLifecycle(t *testing.T) {
 	s := newSite(t)
-	orderUUID, resUUID := s.Create("web-lab", map[string]int{"cpu": 2, "ram": 4, "storage": 10},
+	resUUID, res := s.createDone("web-lab", map[string]int{"cpu": 2, "ram": 4, "storage": 10},
 		member("alice01", "PROJECT.MANAGER"), member("bob01", "PROJECT.MEMBER"))
-	if o := s.WaitOrder(orderUUID, "done", "erred"); o.State != "done" {
-		t.Fatalf("create: %s (%s)\n%s", o.State, o.ErrorMessage, s.Sitebus.Tail(40))
-	}
-	res, err := s.Admin.Resource(ctx(t), resUUID)
-	if err != nil {
-		t.Fatal(err)
-	}
 	ns := res.BackendID
 	if want := s.Prefix + "alloc-" + res.Slug; ns != want {
 		t.Fatalf("backend_id %q, want %q", ns, want)
@@ -140,14 +133,7 @@ func TestOKDProjectLifecycle(t *testing.T) {
 	})
 
 	t.Run("terminate removes the project", func(t *testing.T) {
-		term, _ := s.Order(waldursim.CreateOrderRequest{Type: "Terminate", ResourceUUID: resUUID})
-		if o := s.WaitOrder(term, "done", "erred"); o.State != "done" {
-			t.Fatalf("terminate: %s (%s)", o.State, o.ErrorMessage)
-		}
-		harness.Eventually(t, 90*time.Second, "project "+ns+" gone", func() bool {
-			_, found, err := s.OKD.Project(ctx(t), ns)
-			return err == nil && !found
-		})
+		s.terminateDone(t, resUUID, ns)
 	})
 }
 

@@ -16,15 +16,8 @@ import (
 // administrator (PROJECT.ADMIN) to OpenShift's admin role.
 func TestOKDStartedAsThePythonAgentsUnit(t *testing.T) {
 	s := newSite(t, harness.WithArgs("-m", "order_process"), harness.WithEnv("WALDUR_LOG_LEVEL=debug"))
-	orderUUID, resUUID := s.Create("py-unit", map[string]int{"cpu": 1, "ram": 1, "storage": 1},
+	_, res := s.createDone("py-unit", map[string]int{"cpu": 1, "ram": 1, "storage": 1},
 		member("alice01", "PROJECT.ADMIN"), member("bob01", "PROJECT.MEMBER"))
-	if o := s.WaitOrder(orderUUID, "done", "erred"); o.State != "done" {
-		t.Fatalf("create: %s (%s)\n%s", o.State, o.ErrorMessage, s.Sitebus.Tail(40))
-	}
-	res, err := s.Admin.Resource(ctx(t), resUUID)
-	if err != nil {
-		t.Fatal(err)
-	}
 	s.waitBindings("bindings after create", res.BackendID, map[string]string{"alice01": "admin", "bob01": "view"})
 
 	out := s.Sitebus.Output()

@@ -112,14 +112,7 @@ func TestOKDSwitchOverFromThePythonAgent(t *testing.T) {
 	s.setTeam(ours, member("alice01", "PROJECT.MEMBER"), true)
 	s.waitBindings("alice01 re-bound after the role change", ourNS, map[string]string{"alice01": "view"})
 
-	term, _ := s.Order(waldursim.CreateOrderRequest{Type: "Terminate", ResourceUUID: ours})
-	if o := s.WaitOrder(term, "done", "erred"); o.State != "done" {
-		t.Fatalf("terminate of the adopted project: %s (%s)", o.State, o.ErrorMessage)
-	}
-	harness.Eventually(t, 90*time.Second, "project "+ourNS+" gone", func() bool {
-		_, found, err := s.OKD.Project(ctx(t), ourNS)
-		return err == nil && !found
-	})
+	s.terminateDone(t, ours, ourNS)
 
 	if after := foreign(); !reflect.DeepEqual(after, before) {
 		t.Errorf("another user's project changed:\nbefore %+v\nafter  %+v", before, after)

@@ -114,10 +114,7 @@ func TestConnect(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, _, err := c.EnsureProject(ctxT(t), openstack.Owner(resourceUUID), "os-tenant-appcred", "")
-		if err != nil {
-			t.Fatal(err)
-		}
+		p := ensured(c.EnsureProject(ctxT(t), openstack.Owner(resourceUUID), "os-tenant-appcred", "")).of(t)
 		_, err = c.Scoped(ctxT(t), p)
 		if !errors.Is(err, backend.ErrInvalid) || !strings.Contains(err.Error(), "application credential") {
 			t.Fatalf("err %v, want terminal naming the application credential", err)
@@ -133,14 +130,7 @@ func TestAnExpiredTokenIsRenewed(t *testing.T) {
 	admin := connect(t, s, s.OpenStackOfferings[0])
 	owner := openstack.Owner(resourceUUID)
 	ctx := ctxT(t)
-	p, _, err := admin.EnsureProject(ctx, owner, "os-tenant-tokens", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := admin.Scoped(ctx, p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, c := scopedProject(t, ctx, admin, owner, "os-tenant-tokens", "")
 	sim.ExpireTokens()
 	if _, _, err := c.EnsureNetwork(ctx, owner, ranchercluster.NetworkPlan{Name: "tok-net"}); err != nil {
 		t.Fatalf("tenant client after expiry: %v", err)
@@ -156,19 +146,11 @@ func TestAnExpiredTokenIsRenewed(t *testing.T) {
 // TestWaitsAreBounded: a server that never leaves BUILD ends the wait
 // with a terminal timeout naming it and its status.
 func TestWaitsAreBounded(t *testing.T) {
-	sim := newSim(t, openstacksim.Options{BuildPolls: 1 << 20})
+	ctx, _, c, _ := tenantOnSim(t, "os-tenant-slow", openstacksim.Options{BuildPolls: 1 << 20}, func(cfg *openstack.Config) { cfg.ServerTimeout = time.Millisecond })
 	owner := openstack.Owner(resourceUUID)
-	c, _ := tenantClient(t, sim, "os-tenant-slow", func(cfg *openstack.Config) { cfg.ServerTimeout = time.Millisecond })
-	ctx := ctxT(t)
-	boot, _, err := c.EnsureVolume(ctx, owner, openstack.VolumeSpec{VolumePlan: ranchercluster.VolumePlan{Name: "slow-system", SizeGB: 1}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, _, err := c.EnsureServer(ctx, owner, openstack.ServerSpec{Name: "slow-vm", FlavorID: "1", VolumeIDs: []string{boot.ID}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = c.WaitServerActive(ctx, srv.ID)
+	boot := ensured(c.EnsureVolume(ctx, owner, openstack.VolumeSpec{VolumePlan: ranchercluster.VolumePlan{Name: "slow-system", SizeGB: 1}})).of(t)
+	srv := ensured(c.EnsureServer(ctx, owner, openstack.ServerSpec{Name: "slow-vm", FlavorID: "1", VolumeIDs: []string{boot.ID}})).of(t)
+	_, err := c.WaitServerActive(ctx, srv.ID)
 	if !errors.Is(err, openstack.ErrTimeout) || !fault.IsTerminal(err) || !strings.Contains(err.Error(), "slow-vm") ||
 		!strings.Contains(err.Error(), "BUILD") {
 		t.Fatalf("err %v, want a terminal timeout naming slow-vm in BUILD", err)
@@ -178,10 +160,9 @@ func TestWaitsAreBounded(t *testing.T) {
 // TestAHangingCallIsRetryable: a call the API never answers ends at the
 // request timeout, retryably.
 func TestAHangingCallIsRetryable(t *testing.T) {
-	sim := newSim(t, openstacksim.Options{})
-	c, _ := tenantClient(t, sim, "os-tenant-hang", func(cfg *openstack.Config) { cfg.RequestTimeout = 200 * time.Millisecond })
+	ctx, sim, c, _ := tenantOnSim(t, "os-tenant-hang", openstacksim.Options{}, func(cfg *openstack.Config) { cfg.RequestTimeout = 200 * time.Millisecond })
 	sim.AddFault(openstacksim.Fault{Method: http.MethodGet, PathPrefix: "/network/v2.0/networks", Delay: time.Hour, Count: 1})
-	_, _, err := c.EnsureNetwork(ctxT(t), openstack.Owner(resourceUUID), ranchercluster.NetworkPlan{Name: "hang-net"})
+	_, _, err := c.EnsureNetwork(ctx, openstack.Owner(resourceUUID), ranchercluster.NetworkPlan{Name: "hang-net"})
 	if err == nil || fault.IsTerminal(err) {
 		t.Fatalf("err %v, want retryable", err)
 	}
@@ -190,28 +171,17 @@ func TestAHangingCallIsRetryable(t *testing.T) {
 // TestDeleteServerTakesItsVolumes: the volumes a server booted from go
 // with it; its port stays for its own delete.
 func TestDeleteServerTakesItsVolumes(t *testing.T) {
-	sim := newSim(t, openstacksim.Options{})
+	ctx, sim, c, p := tenantOnSim(t, "os-tenant-vm", openstacksim.Options{})
 	owner := openstack.Owner(resourceUUID)
-	c, p := tenantClient(t, sim, "os-tenant-vm")
-	ctx := ctxT(t)
-	net, _, err := c.EnsureNetwork(ctx, owner, ranchercluster.NetworkPlan{Name: "vm-net"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	net := ensured(c.EnsureNetwork(ctx, owner, ranchercluster.NetworkPlan{Name: "vm-net"})).of(t)
 	if _, _, err := c.EnsureSubnet(ctx, owner, net.ID, ranchercluster.SubnetPlan{Name: "vm-sub", CIDR: "10.7.0.0/24", IPVersion: 4,
 		GatewayIP: "10.7.0.1", AllocationPools: []ranchercluster.AllocationPool{{Start: "10.7.0.11", End: "10.7.0.200"}}}); err != nil {
 		t.Fatal(err)
 	}
-	port, _, err := c.EnsurePort(ctx, owner, openstack.PortSpec{Name: "vm", NetworkID: net.ID, SecurityGroups: []string{"default"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	port := ensured(c.EnsurePort(ctx, owner, openstack.PortSpec{Name: "vm", NetworkID: net.ID, SecurityGroups: []string{"default"}})).of(t)
 	var vols []string
 	for _, name := range []string{"vm-system", "vm-data-1"} {
-		v, _, err := c.EnsureVolume(ctx, owner, openstack.VolumeSpec{VolumePlan: ranchercluster.VolumePlan{Name: name, SizeGB: 2}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		v := ensured(c.EnsureVolume(ctx, owner, openstack.VolumeSpec{VolumePlan: ranchercluster.VolumePlan{Name: name, SizeGB: 2}})).of(t)
 		vols = append(vols, v.ID)
 	}
 	srv, _, err := c.EnsureServer(ctx, owner, openstack.ServerSpec{Name: "vm", Role: ranchercluster.RoleAgent, FlavorID: "1",

@@ -20,24 +20,16 @@ import (
 // half-made (a crash between its create and its rules, pool or interface)
 // is completed, not made again.
 func TestEnsureCompletesAHalfMadeObject(t *testing.T) {
-	sim := newSim(t, openstacksim.Options{})
+	ctx, sim, c, p := tenantOnSim(t, "os-tenant-converge", openstacksim.Options{})
 	owner := openstack.Owner(resourceUUID)
-	c, p := tenantClient(t, sim, "os-tenant-converge")
-	ctx := ctxT(t)
 	tcp := func(port int) ranchercluster.RulePlan {
 		return ranchercluster.RulePlan{Direction: "ingress", EtherType: "IPv4", Protocol: "tcp", PortRangeMin: port,
 			PortRangeMax: port, RemoteIPPrefix: "0.0.0.0/0"}
 	}
-	net, _, err := c.EnsureNetwork(ctx, owner, ranchercluster.NetworkPlan{Name: "cv-net"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	net := ensured(c.EnsureNetwork(ctx, owner, ranchercluster.NetworkPlan{Name: "cv-net"})).of(t)
 	wide := ranchercluster.SubnetPlan{Name: "cv-sub", CIDR: "10.9.0.0/24", GatewayIP: "10.9.0.1", IPVersion: 4, EnableDHCP: true,
 		AllocationPools: []ranchercluster.AllocationPool{{Start: "10.9.0.10", End: "10.9.0.200"}}}
-	sub, _, err := c.EnsureSubnet(ctx, owner, net.ID, wide)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sub := ensured(c.EnsureSubnet(ctx, owner, net.ID, wide)).of(t)
 
 	for _, tc := range []struct {
 		name   string
@@ -173,14 +165,9 @@ func TestEnsureCompletesAHalfMadeObject(t *testing.T) {
 // one), the port gets an address of that subnet, and a second Ensure
 // adopts it.
 func TestPortOnTheOrdersSubnet(t *testing.T) {
-	sim := newSim(t, openstacksim.Options{})
+	ctx, sim, c, _ := tenantOnSim(t, "os-tenant-subnet-port", openstacksim.Options{})
 	owner := openstack.Owner(resourceUUID)
-	c, _ := tenantClient(t, sim, "os-tenant-subnet-port")
-	ctx := ctxT(t)
-	net, _, err := c.EnsureNetwork(ctx, owner, ranchercluster.NetworkPlan{Name: "sm-net"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	net := ensured(c.EnsureNetwork(ctx, owner, ranchercluster.NetworkPlan{Name: "sm-net"})).of(t)
 	sub, _, err := c.EnsureSubnet(ctx, owner, net.ID, ranchercluster.SubnetPlan{Name: "sm-sub", CIDR: "10.7.0.0/24", GatewayIP: "10.7.0.1",
 		IPVersion: 4, EnableDHCP: true, AllocationPools: []ranchercluster.AllocationPool{{Start: "10.7.0.11", End: "10.7.0.200"}}})
 	if err != nil {
@@ -239,18 +226,10 @@ func TestPortOnTheOrdersSubnet(t *testing.T) {
 // TestQuotaIsTerminalAndNamesTheQuota: each service's quota refusal is a
 // terminal ErrQuota whose message names the quota.
 func TestQuotaIsTerminalAndNamesTheQuota(t *testing.T) {
-	sim := newSim(t, openstacksim.Options{})
+	ctx, sim, c, p := tenantOnSim(t, "os-tenant-quota", openstacksim.Options{})
 	owner := openstack.Owner(resourceUUID)
-	c, p := tenantClient(t, sim, "os-tenant-quota")
-	ctx := ctxT(t)
-	net, _, err := c.EnsureNetwork(ctx, owner, ranchercluster.NetworkPlan{Name: "q-net"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	boot, _, err := c.EnsureVolume(ctx, owner, openstack.VolumeSpec{VolumePlan: ranchercluster.VolumePlan{Name: "q-boot", SizeGB: 1}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	net := ensured(c.EnsureNetwork(ctx, owner, ranchercluster.NetworkPlan{Name: "q-net"})).of(t)
+	boot := ensured(c.EnsureVolume(ctx, owner, openstack.VolumeSpec{VolumePlan: ranchercluster.VolumePlan{Name: "q-boot", SizeGB: 1}})).of(t)
 	for _, tc := range []struct {
 		name, resource string
 		limit          int
@@ -288,10 +267,8 @@ func TestQuotaIsTerminalAndNamesTheQuota(t *testing.T) {
 // cannot is terminal; after a transient fault the retry makes the object
 // once.
 func TestErrorsAreClassified(t *testing.T) {
-	sim := newSim(t, openstacksim.Options{})
+	ctx, sim, c, p := tenantOnSim(t, "os-tenant-faults", openstacksim.Options{})
 	owner := openstack.Owner(resourceUUID)
-	c, p := tenantClient(t, sim, "os-tenant-faults")
-	ctx := ctxT(t)
 	for _, tc := range []struct {
 		name     string
 		status   int

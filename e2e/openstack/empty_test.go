@@ -14,14 +14,8 @@ import (
 // tenant's groups were first looked at, and which deleting the Keystone
 // project does not remove) included.
 func TestEmptyProjectLeavesNothingInTheTenant(t *testing.T) {
-	sim, s, p := planOnSim(t, 1)
-	owner := openstack.Owner(p.ResourceUUID)
-	admin := connect(t, s, s.OpenStackOfferings[0])
-	ctx := ctxT(t)
-	b, err := buildZone(ctx, admin, p, 0)
-	if err != nil {
-		t.Fatalf("build: %v", err)
-	}
+	ctx, sim, p, b := oneZoneBuilt(t)
+	owner, admin := openstack.Owner(p.ResourceUUID), b.admin
 	inv := sim.Tenants()
 	defaults := 0
 	for _, g := range inv.SecurityGroups {

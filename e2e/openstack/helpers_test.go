@@ -32,6 +32,24 @@ var zoneUUIDs = []string{
 	"33333333-3333-4333-8333-333333333333",
 }
 
+// ensure is an Ensure call's result: ensured(c.EnsureX(...)).of(t) is
+// what it made or found, and fails t on its error (whether it created the
+// object is left out; tests that check it keep all three values).
+type ensure[T any] struct {
+	v   T
+	err error
+}
+
+func ensured[T any](v T, _ bool, err error) ensure[T] { return ensure[T]{v, err} }
+
+func (e ensure[T]) of(t *testing.T) T {
+	t.Helper()
+	if e.err != nil {
+		t.Fatal(e.err)
+	}
+	return e.v
+}
+
 func ctxT(t *testing.T) context.Context {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
@@ -360,25 +378,57 @@ func writes(sim *openstacksim.Server) []string {
 	return out
 }
 
+// tenantOnSim is a fresh simulator with a project sitebus made for the
+// fixture's resource and a client scoped to it: where the Ensure and
+// Delete tests start.
+func tenantOnSim(t *testing.T, name string, opts openstacksim.Options, configure ...func(*openstack.Config)) (context.Context, *openstacksim.Server, *openstack.Client, openstack.Project) {
+	t.Helper()
+	sim := newSim(t, opts)
+	c, p := tenantClient(t, sim, name, configure...)
+	return ctxT(t), sim, c, p
+}
+
 // tenantClient makes a project for the fixture's owner and returns the
 // client acting in it.
 func tenantClient(t *testing.T, sim *openstacksim.Server, name string, configure ...func(*openstack.Config)) (*openstack.Client, openstack.Project) {
 	t.Helper()
 	s := settings(t, sim, 1)
 	admin := connect(t, s, s.OpenStackOfferings[0], configure...)
-	p, _, err := admin.EnsureProject(ctxT(t), openstack.Owner(resourceUUID), name, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := admin.Scoped(ctxT(t), p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, c := scopedProject(t, ctxT(t), admin, openstack.Owner(resourceUUID), name, "")
 	return c, p
+}
+
+// scopedProject ensures the owner's project of that name with the admin
+// client and returns it with a client scoped to it.
+func scopedProject(t *testing.T, ctx context.Context, admin *openstack.Client, owner openstack.Owner, name, description string) (openstack.Project, *openstack.Client) {
+	t.Helper()
+	p, _, err := admin.EnsureProject(ctx, owner, name, description)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := admin.Scoped(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, c
 }
 
 // planOnSim is the usual opening of a zone test: a fresh simulator with n
 // availability zones offered and the plan of a cluster across them.
+// oneZoneBuilt builds the only zone of a one-zone plan on a fresh
+// simulator, every Ensure in the saga's order, and fails the test if one
+// of them fails: the start of the tests that look at a finished zone.
+func oneZoneBuilt(t *testing.T) (context.Context, *openstacksim.Server, *ranchercluster.Plan, *built) {
+	t.Helper()
+	sim, s, p := planOnSim(t, 1)
+	ctx := ctxT(t)
+	b, err := buildZone(ctx, connect(t, s, s.OpenStackOfferings[0]), p, 0)
+	if err != nil {
+		t.Fatalf("build: %v", err)
+	}
+	return ctx, sim, p, b
+}
+
 func planOnSim(t *testing.T, n int) (*openstacksim.Server, *ranchercluster.Settings, *ranchercluster.Plan) {
 	t.Helper()
 	sim := newSim(t, openstacksim.Options{})

@@ -55,30 +55,11 @@ func TestForeignObjectsAreRefused(t *testing.T) {
 	mine, other := openstack.Owner(resourceUUID), openstack.Owner("99999999-9999-4999-8999-999999999999")
 
 	// Another cluster's tenant, with a network, a volume and a server.
-	otherProject, _, err := admin.EnsureProject(ctx, other, "os-tenant-other", "another cluster")
-	if err != nil {
-		t.Fatal(err)
-	}
-	oc, err := admin.Scoped(ctx, otherProject)
-	if err != nil {
-		t.Fatal(err)
-	}
-	net, _, err := oc.EnsureNetwork(ctx, other, ranchercluster.NetworkPlan{Name: "other-int-net"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	vol, _, err := oc.EnsureVolume(ctx, other, openstack.VolumeSpec{VolumePlan: ranchercluster.VolumePlan{Name: "other-data", SizeGB: 1}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	bootVol, _, err := oc.EnsureVolume(ctx, other, openstack.VolumeSpec{VolumePlan: ranchercluster.VolumePlan{Name: "other-vm-system", SizeGB: 1}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, _, err := oc.EnsureServer(ctx, other, openstack.ServerSpec{Name: "other-vm", FlavorID: "1", VolumeIDs: []string{bootVol.ID}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	otherProject, oc := scopedProject(t, ctx, admin, other, "os-tenant-other", "another cluster")
+	net := ensured(oc.EnsureNetwork(ctx, other, ranchercluster.NetworkPlan{Name: "other-int-net"})).of(t)
+	vol := ensured(oc.EnsureVolume(ctx, other, openstack.VolumeSpec{VolumePlan: ranchercluster.VolumePlan{Name: "other-data", SizeGB: 1}})).of(t)
+	bootVol := ensured(oc.EnsureVolume(ctx, other, openstack.VolumeSpec{VolumePlan: ranchercluster.VolumePlan{Name: "other-vm-system", SizeGB: 1}})).of(t)
+	srv := ensured(oc.EnsureServer(ctx, other, openstack.ServerSpec{Name: "other-vm", FlavorID: "1", VolumeIDs: []string{bootVol.ID}})).of(t)
 	// The same project seen by a client acting for this owner.
 	mc, err := admin.Scoped(ctx, otherProject)
 	if err != nil {

@@ -16,14 +16,8 @@ import (
 // simulator holds exactly the plan's objects, re-runs every Ensure, reads
 // the usage, and tears it all down in reverse.
 func TestManagedZoneFromPlan(t *testing.T) {
-	sim, s, p := planOnSim(t, 1)
-	owner := openstack.Owner(p.ResourceUUID)
-	admin := connect(t, s, s.OpenStackOfferings[0])
-	ctx := ctxT(t)
-	b, err := buildZone(ctx, admin, p, 0)
-	if err != nil {
-		t.Fatalf("build: %v", err)
-	}
+	ctx, sim, p, b := oneZoneBuilt(t)
+	owner, admin := openstack.Owner(p.ResourceUUID), b.admin
 	tp := p.Tenants[0]
 	nodes := nodesOf(p, tp.OfferingUUID)
 

@@ -10,8 +10,6 @@ import (
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/routers"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
-
-	"github.com/sitebus/sitebus/e2e/openstacksim"
 )
 
 // TestReadsFollowEachServicesVisibility checks what another project's
@@ -19,8 +17,7 @@ import (
 // Keystone's resources, by id and in lists, with each service's answer to
 // what may not be seen: Neutron hides it (404), Keystone forbids it (403).
 func TestReadsFollowEachServicesVisibility(t *testing.T) {
-	sim := openstacksim.NewTestServer(t, openstacksim.Options{})
-	pa, a := tenant(t, sim, "owner")
+	sim, pa, a := simWithTenant(t, "owner")
 	pb, b := tenant(t, sim, "other")
 	ctx := ctxT(t)
 	net := must(networks.Create(ctx, a.network, networks.CreateOpts{Name: "owner-net"}).Extract()).of(t)

@@ -6,16 +6,13 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-
-	"github.com/sitebus/sitebus/e2e/openstacksim"
 )
 
 // TestErrorBodies checks the error formats clients parse: Keystone's (also
 // keystonemiddleware's 401 in front of every service), Neutron's and
 // Nova's.
 func TestErrorBodies(t *testing.T) {
-	sim := openstacksim.NewTestServer(t, openstacksim.Options{})
-	p, c := tenant(t, sim, "errbody")
+	sim, p, c := simWithTenant(t, "errbody")
 	tok := c.provider.Token()
 	for _, tc := range []struct {
 		name, method, path, token, body string

@@ -79,6 +79,15 @@ func clientsOf(t *testing.T, p *gophercloud.ProviderClient) clients {
 	}
 }
 
+// simWithTenant is a fresh simulator holding one tenant made as tenant
+// makes it.
+func simWithTenant(t *testing.T, name string) (*openstacksim.Server, *projects.Project, clients) {
+	t.Helper()
+	sim := openstacksim.NewTestServer(t, openstacksim.Options{})
+	p, c := tenant(t, sim, name)
+	return sim, p, c
+}
+
 // tenant makes a project with a member user, as Waldur's tenant create
 // does, and returns the project and that user's clients scoped to it.
 func tenant(t *testing.T, sim *openstacksim.Server, name string) (*projects.Project, clients) {

@@ -14,8 +14,7 @@ import (
 )
 
 func TestAuthentication(t *testing.T) {
-	sim := openstacksim.NewTestServer(t, openstacksim.Options{})
-	p, _ := tenant(t, sim, "alpha")
+	sim, p, _ := simWithTenant(t, "alpha")
 	ac, err := sim.AddApplicationCredential("alpha-user", p.ID, "provisioner", "s3cret")
 	if err != nil {
 		t.Fatal(err)

@@ -104,8 +104,7 @@ func TestPagination(t *testing.T) {
 }
 
 func TestFaultInjection(t *testing.T) {
-	sim := openstacksim.NewTestServer(t, openstacksim.Options{})
-	_, c := tenant(t, sim, "faults")
+	sim, _, c := simWithTenant(t, "faults")
 	ctx := ctxT(t)
 	sim.ResetCalls()
 

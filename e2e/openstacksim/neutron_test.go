@@ -13,8 +13,6 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
-
-	"github.com/sitebus/sitebus/e2e/openstacksim"
 )
 
 // tenantNet is a tenant network as Waldur makes it: 192.168.42.0/24 with
@@ -58,8 +56,7 @@ func neutronType(t *testing.T, err error) string {
 }
 
 func TestIPAM(t *testing.T) {
-	sim := openstacksim.NewTestServer(t, openstacksim.Options{})
-	_, c := tenant(t, sim, "ipam")
+	_, _, c := simWithTenant(t, "ipam")
 	n, sub := tenantNet(t, c)
 	ctx := ctxT(t)
 
@@ -155,8 +152,7 @@ func TestIPAM(t *testing.T) {
 }
 
 func TestDeleteInUseIsRefused(t *testing.T) {
-	sim := openstacksim.NewTestServer(t, openstacksim.Options{})
-	_, c := tenant(t, sim, "inuse")
+	sim, _, c := simWithTenant(t, "inuse")
 	ctx := ctxT(t)
 	n, sub := tenantNet(t, c)
 	sg := must(groups.Create(ctx, c.network, groups.CreateOpts{Name: "k8s_admin"}).Extract()).of(t)
@@ -208,8 +204,7 @@ func TestDeleteInUseIsRefused(t *testing.T) {
 }
 
 func TestSecurityGroups(t *testing.T) {
-	sim := openstacksim.NewTestServer(t, openstacksim.Options{})
-	p, c := tenant(t, sim, "sg")
+	_, p, c := simWithTenant(t, "sg")
 	ctx := ctxT(t)
 
 	page := must(groups.List(c.network, groups.ListOpts{Name: "default"}).AllPages(ctx)).of(t)
@@ -254,8 +249,7 @@ func TestSecurityGroups(t *testing.T) {
 }
 
 func TestFloatingIPNeedsARouterToTheExternalNetwork(t *testing.T) {
-	sim := openstacksim.NewTestServer(t, openstacksim.Options{})
-	_, c := tenant(t, sim, "fip")
+	sim, _, c := simWithTenant(t, "fip")
 	ctx := ctxT(t)
 	n, sub := tenantNet(t, c)
 	p := must(portAt(t, c, n, sub, "192.168.42.10")).of(t)
@@ -284,8 +278,7 @@ func TestFloatingIPNeedsARouterToTheExternalNetwork(t *testing.T) {
 }
 
 func TestNeutronQuota(t *testing.T) {
-	sim := openstacksim.NewTestServer(t, openstacksim.Options{})
-	p, c := tenant(t, sim, "quota")
+	sim, p, c := simWithTenant(t, "quota")
 	ctx := ctxT(t)
 	n, sub := tenantNet(t, c)
 	sim.SetQuota(p.ID, "port", 1)
@@ -303,8 +296,7 @@ func TestNeutronQuota(t *testing.T) {
 }
 
 func TestConcurrentPortsGetDistinctAddresses(t *testing.T) {
-	sim := openstacksim.NewTestServer(t, openstacksim.Options{})
-	_, c := tenant(t, sim, "conc")
+	sim, _, c := simWithTenant(t, "conc")
 	n, sub := tenantNet(t, c)
 	const workers = 16
 	ips := make(chan string, workers)

@@ -6,16 +6,13 @@ import (
 	"testing"
 
 	"github.com/gophercloud/gophercloud/v2"
-
-	"github.com/sitebus/sitebus/e2e/openstacksim"
 )
 
 // TestPortWithoutNetworkIsRefused: as Neutron, a port needs network_id
 // even when its fixed IP names a subnet (a client that counts on the
 // subnet would work here and fail on a real cloud).
 func TestPortWithoutNetworkIsRefused(t *testing.T) {
-	sim := openstacksim.NewTestServer(t, openstacksim.Options{})
-	_, c := tenant(t, sim, "port-net")
+	_, _, c := simWithTenant(t, "port-net")
 	n, sub := tenantNet(t, c)
 	// gophercloud's CreateOpts refuses this before sending: raw, as
 	// another client could send it.

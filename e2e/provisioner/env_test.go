@@ -192,6 +192,18 @@ func (s *site) order(req waldursim.CreateOrderRequest) (orderUUID, resourceUUID 
 	return orderUUID, resourceUUID
 }
 
+// orderDone makes an order as order does and fails t unless it ends
+// done; what names the order in the failure. It returns the resource's
+// UUID.
+func (s *site) orderDone(t testing.TB, what string, req waldursim.CreateOrderRequest) (resourceUUID string) {
+	t.Helper()
+	orderUUID, resourceUUID := s.order(req)
+	if o := s.WaitOrder(orderUUID, "done", "erred"); o.State != "done" {
+		t.Fatalf("%s %s: %s", what, o.State, o.ErrorMessage)
+	}
+	return resourceUUID
+}
+
 // createAttributes are a managed order over the zones with workers
 // agents per zone and Longhorn.
 func createAttributes(name string, workers int) map[string]any {

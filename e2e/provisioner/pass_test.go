@@ -73,10 +73,7 @@ func TestTheClusterPassRemovesTheNodeOfADeletedVMAndRepairs(t *testing.T) {
 	name := "drift-prod"
 	attrs := oneZone(name)
 	attrs["worker_nodes_count"] = 2
-	orderUUID, resUUID := s.order(waldursim.CreateOrderRequest{ResourceName: name, Attributes: attrs})
-	if o := s.WaitOrder(orderUUID, "done", "erred"); o.State != "done" {
-		t.Fatalf("create %s: %s", o.State, o.ErrorMessage)
-	}
+	resUUID := s.orderDone(t, "create", waldursim.CreateOrderRequest{ResourceName: name, Attributes: attrs})
 	pc, _ := s.Rancher.ProvisioningClusterNamed("k8s-" + name)
 	worker := "k8s-" + name + "-rancher-node-5"
 	vms := s.OpenStack.ServersNamed(worker)
@@ -121,10 +118,7 @@ func TestTheClusterPassRemovesTheNodeOfADeletedVMAndRepairs(t *testing.T) {
 		t.Errorf("error message %q does not say the zone is short of its worker", e)
 	}
 
-	up, _ := s.order(waldursim.CreateOrderRequest{Type: "Update", ResourceUUID: resUUID, Attributes: map[string]any{"worker_nodes_count": 2}})
-	if o := s.WaitOrder(up, "done", "erred"); o.State != "done" {
-		t.Fatalf("update %s: %s", o.State, o.ErrorMessage)
-	}
+	s.orderDone(t, "update", waldursim.CreateOrderRequest{Type: "Update", ResourceUUID: resUUID, Attributes: map[string]any{"worker_nodes_count": 2}})
 	harness.Eventually(t, 60*time.Second, "the cluster pass setting the resource OK", func() bool {
 		return s.resource(resUUID).State == "OK"
 	})
@@ -158,10 +152,7 @@ func TestAScaleDownThatFailsPartWaySaysWhatWasRemoved(t *testing.T) {
 	name := "shrink-prod"
 	attrs := oneZone(name)
 	attrs["worker_nodes_count"] = 3
-	create, resUUID := s.order(waldursim.CreateOrderRequest{ResourceName: name, Attributes: attrs})
-	if o := s.WaitOrder(create, "done", "erred"); o.State != "done" {
-		t.Fatalf("create %s: %s", o.State, o.ErrorMessage)
-	}
+	resUUID := s.orderDone(t, "create", waldursim.CreateOrderRequest{ResourceName: name, Attributes: attrs})
 	gone, stuck := "k8s-"+name+"-rancher-node-6", "k8s-"+name+"-rancher-node-5"
 	s.Rancher.AddNodeFault(ranchersim.NodeFault{Hostname: stuck, DrainError: "cannot evict pod as it would violate the pod's disruption budget"})
 	down, _ := s.order(waldursim.CreateOrderRequest{Type: "Update", ResourceUUID: resUUID, Attributes: map[string]any{"worker_nodes_count": 1}})
@@ -178,10 +169,7 @@ func TestAScaleDownThatFailsPartWaySaysWhatWasRemoved(t *testing.T) {
 		t.Errorf("VMs %s: %d, %s: %d; want the first gone, the second kept", gone, len(s.OpenStack.ServersNamed(gone)), stuck, len(s.OpenStack.ServersNamed(stuck)))
 	}
 	s.Rancher.ClearNodeFaults()
-	again, _ := s.order(waldursim.CreateOrderRequest{Type: "Update", ResourceUUID: resUUID, Attributes: map[string]any{"worker_nodes_count": 1}})
-	if o := s.WaitOrder(again, "done", "erred"); o.State != "done" {
-		t.Fatalf("second scale down %s: %s", o.State, o.ErrorMessage)
-	}
+	s.orderDone(t, "second scale down", waldursim.CreateOrderRequest{Type: "Update", ResourceUUID: resUUID, Attributes: map[string]any{"worker_nodes_count": 1}})
 	if n := len(s.OpenStack.Inventory("").Servers); n != 5 {
 		t.Errorf("%d VMs, want 5 (a load balancer, 3 servers, 1 worker)", n)
 	}

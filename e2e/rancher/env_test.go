@@ -96,6 +96,23 @@ func (s *site) waitMembers(path string, want ...string) {
 }
 
 // groupBindings are the project's bindings of the child group.
+// terminateDone orders the resource terminated, fails t unless the order
+// ends done, and checks that its Rancher project and the project's group
+// bindings are gone.
+func (s *site) terminateDone(t testing.TB, resUUID, projectID string) {
+	t.Helper()
+	term, _ := s.Order(waldursim.CreateOrderRequest{Type: "Terminate", ResourceUUID: resUUID})
+	if o := s.WaitOrder(term, "done", "erred"); o.State != "done" {
+		t.Fatalf("terminate of project %s: %s (%s)", projectID, o.State, o.ErrorMessage)
+	}
+	if _, ok := s.Rancher.Project(projectID); ok {
+		t.Errorf("project %s is still there", projectID)
+	}
+	if bs := s.groupBindings(projectID); len(bs) != 0 {
+		t.Errorf("bindings left on project %s: %+v", projectID, bs)
+	}
+}
+
 func (s *site) groupBindings(projectID string) []ranchersim.Binding {
 	var out []ranchersim.Binding
 	for _, b := range s.Rancher.Bindings(projectID) {

@@ -216,16 +216,7 @@ func TestRancherProjectLifecycle(t *testing.T) {
 		}
 	})
 	t.Run("terminate removes the project, the binding and the groups", func(t *testing.T) {
-		term, _ := s.Order(waldursim.CreateOrderRequest{Type: "Terminate", ResourceUUID: resUUID})
-		if o := s.WaitOrder(term, "done", "erred"); o.State != "done" {
-			t.Fatalf("terminate: %s (%s)", o.State, o.ErrorMessage)
-		}
-		if _, ok := s.Rancher.Project(p.ID); ok {
-			t.Error("the project is still there")
-		}
-		if bs := s.groupBindings(p.ID); len(bs) != 0 {
-			t.Errorf("bindings left: %+v", bs)
-		}
+		s.terminateDone(t, resUUID, p.ID)
 		if gs := s.Keycloak.Groups("waldur"); len(gs) != 0 {
 			t.Errorf("groups left: %+v", gs)
 		}

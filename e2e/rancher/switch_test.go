@@ -254,16 +254,7 @@ func TestRancherSwitchOverFromThePythonAgent(t *testing.T) {
 		})
 	}
 
-	term, _ := s.Order(waldursim.CreateOrderRequest{Type: "Terminate", ResourceUUID: ours})
-	if o := s.WaitOrder(term, "done", "erred"); o.State != "done" {
-		t.Fatalf("terminate of the adopted project: %s (%s)", o.State, o.ErrorMessage)
-	}
-	if _, ok := s.Rancher.Project(mine.ID); ok {
-		t.Error("the adopted project is still there")
-	}
-	if bs := s.groupBindings(mine.ID); len(bs) != 0 {
-		t.Errorf("bindings left on the adopted project: %+v", bs)
-	}
+	s.terminateDone(t, ours, mine.ID)
 
 	if after := s.foreignState(other); !reflect.DeepEqual(after, before) {
 		t.Errorf("the other organization's project changed:\nbefore %+v\nafter  %+v", before, after)

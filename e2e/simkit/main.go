@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 )
 
 // Sim is a simulator as Main runs it.
@@ -59,4 +60,19 @@ func run(name, addr string, setup func(fs *flag.FlagSet) Build, args []string) e
 	<-ctx.Done()
 	log.Info("shutting down")
 	return nil
+}
+
+// Every calls f(1), f(2), ... once an interval until ctx ends: the demo
+// loops that keep events flowing for someone watching a local run.
+func Every(ctx context.Context, interval time.Duration, f func(n int)) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for n := 1; ; n++ {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		f(n)
+	}
 }

@@ -133,6 +133,22 @@ func createPod(t testing.TB, dyn dynamic.Interface, ns, name string, cs ...conta
 	}
 }
 
+// createWorkload makes what the reporters measure: the web pod (0.5+0.25
+// cores, 1+0.5 GiB) and a 10 GiB claim in webNS, the train pod (1 core,
+// 2 GiB, gpus GPUs) and a 5 GiB claim in trainNS, the tiny pod (0.1 core,
+// 128 MiB) in tinyNS, and a large pod and claim in noise, which no
+// resource's usage may count.
+func createWorkload(t testing.TB, dyn dynamic.Interface, webNS, trainNS, tinyNS, noise, gpus string) {
+	t.Helper()
+	createPod(t, dyn, webNS, "web", container{"cpu": "500m", "memory": "1Gi"}, container{"cpu": "250m", "memory": "512Mi"})
+	createPod(t, dyn, trainNS, "train", container{"cpu": "1", "memory": "2Gi", "nvidia.com/gpu": gpus})
+	createPVC(t, dyn, webNS, "data", "10Gi")
+	createPVC(t, dyn, trainNS, "scratch", "5Gi")
+	createPod(t, dyn, tinyNS, "tiny", container{"cpu": "100m", "memory": "128Mi"})
+	createPod(t, dyn, noise, "other", container{"cpu": "64", "memory": "256Gi"})
+	createPVC(t, dyn, noise, "other", "1Ti")
+}
+
 func createPVC(t testing.TB, dyn dynamic.Interface, ns, name, size string) {
 	t.Helper()
 	pvc := &unstructured.Unstructured{Object: map[string]any{

@@ -56,13 +56,7 @@ func TestRancherUsageReporterSubmitsTheSums(t *testing.T) {
 	projectA := rancherProject(t, rsim, uniqueName(t, "pa"), nsA1, nsA2)
 	projectB := rancherProject(t, rsim, uniqueName(t, "pb"), nsB)
 	createNamespace(t, dyn, noise)
-	createPod(t, dyn, nsA1, "web", container{"cpu": "500m", "memory": "1Gi"}, container{"cpu": "250m", "memory": "512Mi"})
-	createPod(t, dyn, nsA2, "train", container{"cpu": "1", "memory": "2Gi", "nvidia.com/gpu": "2"})
-	createPVC(t, dyn, nsA1, "data", "10Gi")
-	createPVC(t, dyn, nsA2, "scratch", "5Gi")
-	createPod(t, dyn, nsB, "tiny", container{"cpu": "100m", "memory": "128Mi"})
-	createPod(t, dyn, noise, "other", container{"cpu": "64", "memory": "256Gi"})
-	createPVC(t, dyn, noise, "other", "1Ti")
+	createWorkload(t, dyn, nsA1, nsA2, nsB, noise, "2")
 
 	fx := fixture(t, []waldursim.Resource{rancherResource(1, projectA), rancherResource(2, projectB)})
 	o := rsim.Options()
@@ -76,19 +70,12 @@ func TestRancherUsageReporterSubmitsTheSums(t *testing.T) {
 		rancherResource(1, "").UUID: {"cpu": "1.75", "ram": "3.50", "storage": "15.00"},
 		rancherResource(2, "").UUID: {"cpu": "0.10", "ram": "0.13", "storage": "0.00"},
 	}
-	awaitUsages(t, wsim, month, "the first usage report", want)
-	if n := len(setUsageCalls(t, wsim)); n != 2 {
-		t.Errorf("%d set_usage calls for the first report, want one per resource", n)
-	}
+	awaitFirstReport(t, wsim, month, want)
 
 	// Two more whole cycles with nothing changed: nothing is sent, and each
 	// cycle read the same few lists.
 	before := len(rsim.Calls())
-	start := cycles(t, sb)
-	waitCycles(t, sb, start+2)
-	if n := len(setUsageCalls(t, wsim)); n != 2 {
-		t.Errorf("%d set_usage calls after unchanged cycles, want still 2", n)
-	}
+	unchangedCycles(t, sb, wsim, 2)
 	for _, call := range rsim.Calls()[before:] {
 		clusterWide := call.Path == "/v3/projects" ||
 			(strings.HasPrefix(call.Path, "/k8s/clusters/"+o.ClusterID+"/api/v1/") && !strings.Contains(call.Path, "/namespaces/"))

@@ -31,13 +31,7 @@ func TestUsageReporterSubmitsTheSumsOnceAndRefusesDecreases(t *testing.T) {
 	}
 	createCR(t, dyn, crNS, "waldur-usage-a", nsA)
 	createCR(t, dyn, crNS, "waldur-usage-b", nsB)
-	createPod(t, dyn, nsA, "web", container{"cpu": "500m", "memory": "1Gi"}, container{"cpu": "250m", "memory": "512Mi"})
-	createPod(t, dyn, nsA, "train", container{"cpu": "1", "memory": "2Gi", "nvidia.com/gpu": "1"})
-	createPVC(t, dyn, nsA, "data", "10Gi")
-	createPVC(t, dyn, nsA, "scratch", "5Gi")
-	createPod(t, dyn, nsB, "tiny", container{"cpu": "100m", "memory": "128Mi"})
-	createPod(t, dyn, noise, "other", container{"cpu": "64", "memory": "256Gi"})
-	createPVC(t, dyn, noise, "other", "1Ti")
+	createWorkload(t, dyn, nsA, nsA, nsB, noise, "1")
 
 	fx := fixture(t, []waldursim.Resource{resource(1, "waldur-usage-a"), resource(2, "waldur-usage-b")})
 	site := usageReporter(t, fx, "k8s-ut-namespace", map[string]any{"kubeconfig_path": c.Kubeconfig, "cr_namespace": crNS})
@@ -50,22 +44,14 @@ func TestUsageReporterSubmitsTheSumsOnceAndRefusesDecreases(t *testing.T) {
 		// 128 MiB is 0.125 GiB: two decimals.
 		resource(2, "").UUID: {"cpu": "0.10", "ram": "0.13", "storage": "0.00"},
 	}
-	awaitUsages(t, sim, month, "the first usage report", want)
-	sets := setUsageCalls(t, sim)
-	if len(sets) != 2 {
-		t.Errorf("%d set_usage calls for the first report, want one per resource: %v", len(sets), sets)
-	}
-	for _, body := range sets {
+	for _, body := range awaitFirstReport(t, sim, month, want) {
 		if !strings.Contains(body, `"date":"`+month+`T00:00:00Z"`) {
 			t.Errorf("set_usage body %s: want the first of the month as date", body)
 		}
 	}
 
 	// Two more whole cycles with nothing changed: nothing is sent.
-	waitCycles(t, sb, cycles(t, sb)+2)
-	if n := len(setUsageCalls(t, sim)); n != 2 {
-		t.Errorf("%d set_usage calls after unchanged cycles, want still 2", n)
-	}
+	unchangedCycles(t, sb, sim, 2)
 
 	// Less is allocated now; Waldur keeps the month's higher value.
 	if err := dyn.Resource(podGVR).Namespace(nsA).Delete(context.Background(), "train", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
@@ -101,6 +87,29 @@ func thisMonth() string { return time.Now().UTC().Format("2006-01") + "-01" }
 func awaitUsages(t testing.TB, sim *waldursim.Server, month, what string, want map[string]map[string]string) {
 	t.Helper()
 	harness.Eventually(t, 60*time.Second, what, func() bool { return maps.EqualFunc(usages(sim, month), want, maps.Equal) })
+}
+
+// awaitFirstReport waits until want is month's usage and checks that it
+// took one set_usage call per resource; it returns those calls' bodies.
+func awaitFirstReport(t testing.TB, sim *waldursim.Server, month string, want map[string]map[string]string) []string {
+	t.Helper()
+	awaitUsages(t, sim, month, "the first usage report", want)
+	sets := setUsageCalls(t, sim)
+	if len(sets) != len(want) {
+		t.Errorf("%d set_usage calls for the first report, want one per resource: %v", len(sets), sets)
+	}
+	return sets
+}
+
+// unchangedCycles waits for n more whole report cycles, with nothing
+// changed, and checks that they sent Waldur no set_usage call.
+func unchangedCycles(t testing.TB, sb *harness.Sitebus, sim *waldursim.Server, n int) {
+	t.Helper()
+	sent := len(setUsageCalls(t, sim))
+	waitCycles(t, sb, cycles(t, sb)+float64(n))
+	if now := len(setUsageCalls(t, sim)); now != sent {
+		t.Errorf("%d set_usage calls after %d unchanged cycles, want still %d", now, n, sent)
+	}
 }
 
 func usages(sim *waldursim.Server, month string) map[string]map[string]string {

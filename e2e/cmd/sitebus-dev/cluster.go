@@ -93,13 +93,9 @@ func (s *site) startClusters(ctx context.Context, o options, log *slog.Logger, c
 	if err != nil {
 		return err
 	}
-	if err := osim.Start(o.osListen); err != nil {
-		return fmt.Errorf("start the OpenStack simulator on %s: %w", o.osListen, err)
+	if err := serve(osim, "OpenStack", o.osListen, log, cleanup); err != nil {
+		return err
 	}
-	cleanup.push(func() {
-		log.Info("stopping the OpenStack simulator")
-		_ = osim.Close()
-	})
 	c.os = osim
 	s.clusters = c
 	return nil

@@ -94,6 +94,26 @@ func (s *stack) unwind() {
 	*s = nil
 }
 
+// simulator is one of the simulators sitebus-dev serves over HTTP (their
+// simkit.Base gives them Start and Close).
+type simulator interface {
+	Start(addr string) error
+	Close() error
+}
+
+// serve starts the named simulator on addr and stops it when cleanup
+// unwinds.
+func serve(sim simulator, name, addr string, log *slog.Logger, cleanup *stack) error {
+	if err := sim.Start(addr); err != nil {
+		return fmt.Errorf("start the %s simulator on %s: %w", name, addr, err)
+	}
+	cleanup.push(func() {
+		log.Info("stopping the " + name + " simulator")
+		_ = sim.Close()
+	})
+	return nil
+}
+
 func run(ctx context.Context, o options, log *slog.Logger) error {
 	var cleanup stack
 	defer cleanup.unwind()

@@ -52,13 +52,9 @@ func (s *site) startRancher(o options, cluster *kube.Cluster, log *slog.Logger, 
 	if err != nil {
 		return err
 	}
-	if err := rs.Start(o.rancherListen); err != nil {
-		return fmt.Errorf("start the Rancher simulator on %s: %w", o.rancherListen, err)
+	if err := serve(rs, "Rancher", o.rancherListen, log, cleanup); err != nil {
+		return err
 	}
-	cleanup.push(func() {
-		log.Info("stopping the Rancher simulator")
-		_ = rs.Close()
-	})
 	s.rancher = rs
 	return nil
 }

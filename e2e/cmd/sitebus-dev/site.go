@@ -14,6 +14,7 @@ import (
 	"github.com/sitebus/sitebus/e2e/kube"
 	"github.com/sitebus/sitebus/e2e/rabbitmq"
 	"github.com/sitebus/sitebus/e2e/ranchersim"
+	"github.com/sitebus/sitebus/e2e/simkit"
 	"github.com/sitebus/sitebus/e2e/waldursim"
 )
 
@@ -127,13 +128,9 @@ func (s *site) startKeycloak(o options, log *slog.Logger, cleanup *stack) error 
 	if err != nil {
 		return err
 	}
-	if err := kc.Start(o.keycloakListen); err != nil {
-		return fmt.Errorf("start the Keycloak simulator on %s: %w", o.keycloakListen, err)
+	if err := serve(kc, "Keycloak", o.keycloakListen, log, cleanup); err != nil {
+		return err
 	}
-	cleanup.push(func() {
-		log.Info("stopping the Keycloak simulator")
-		_ = kc.Close()
-	})
 	s.cfg.KeycloakURL = kc.URL()
 	s.keycloakURL = kc.URL()
 	return nil
@@ -195,21 +192,14 @@ const flagEvery = 3
 func (s *site) demo(ctx context.Context, every time.Duration, log *slog.Logger) {
 	admin := s.sim.Admin()
 	var paused, downscaled bool
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for n := 1; ; n++ {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	simkit.Every(ctx, every, func(n int) {
 		if s.clusters != nil && n%clusterEvery == 1 {
 			s.demoCluster(ctx, admin, n, log)
 		} else {
 			s.demoOrder(ctx, admin, n, log)
 		}
 		if n%flagEvery != 0 || len(s.fx.Resources) == 0 {
-			continue
+			return
 		}
 		req := waldursim.FlagsRequest{}
 		if (n/flagEvery)%2 == 1 {
@@ -220,7 +210,7 @@ func (s *site) demo(ctx context.Context, every time.Duration, log *slog.Logger) 
 			req.Downscaled = &downscaled
 		}
 		s.demoFlags(ctx, admin, req, log)
-	}
+	})
 }
 
 func (s *site) demoOrder(ctx context.Context, admin *waldursim.AdminClient, n int, log *slog.Logger) {

@@ -53,23 +53,16 @@ func main() {
 
 // demoOrders keeps events flowing for someone watching a local run.
 func demoOrders(ctx context.Context, srv *waldursim.Server, every time.Duration, log *slog.Logger) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for n := 1; ; n++ {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	simkit.Every(ctx, every, func(n int) {
 		res, err := srv.CreateOrder(ctx, waldursim.CreateOrderRequest{
 			ResourceName: fmt.Sprintf("demo-%d", n),
 			Limits:       map[string]int{"cpu": 1, "ram": 2},
 		})
 		if err != nil {
 			log.Warn("demo order", "err", err)
-			continue
+			return
 		}
 		log.Info("demo order created", "order", res.Order.UUID, "resource", res.Resource.Name,
 			"events", len(res.Published))
-	}
+	})
 }
