@@ -34,7 +34,7 @@ func (b *Broker) Restart(ctx context.Context) error {
 	if err := b.startServer(); err != nil {
 		return err
 	}
-	wctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+	wctx, cancel := context.WithTimeout(ctx, defaultStartTimeout)
 	defer cancel()
 	if err := b.waitReady(wctx); err != nil {
 		return fmt.Errorf("rabbitmq node %s not ready after restart: %w\n--- server log tail ---\n%s", b.NodeName, err, b.LogTail(40))
