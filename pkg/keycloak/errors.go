@@ -131,6 +131,14 @@ func classifyLogin(ctx context.Context, err error) error {
 		e.kind, e.unauthorized = ErrCredentials, false
 		e.Msg += " (check keycloak_username, keycloak_password, client_id and keycloak_user_realm)"
 	}
+	// A 404 from the token endpoint is a wrong URL or user realm, not a
+	// missing group or user: left as ErrNotFound it would read as "no such
+	// group" to a caller that takes not-found for an answer (GetGroup's
+	// nil), and a failed login would pass for a success.
+	if e != nil && e.Status == http.StatusNotFound {
+		e.kind, e.unauthorized = ErrRejected, false
+		e.Msg += " (check keycloak_url and keycloak_user_realm)"
+	}
 	return err
 }
 

@@ -120,3 +120,23 @@ func TestAThreeHundredAnswerIsAnErrorNotAnEmptySuccess(t *testing.T) {
 		})
 	}
 }
+
+// A token endpoint that answers 404 (a wrong keycloak_url or user realm)
+// fails the call as a refusal; before, its not-found kind let GetGroup
+// read it as "no such group" and answer nil, a login failure passing for
+// a success (found by FuzzKeycloakErrorBody).
+func TestALoginAnswered404IsARefusalNotAMissingGroup(t *testing.T) {
+	c, err := New(Config{URL: "https://keycloak.example", Realm: "hpc", UserRealm: "master", ClientID: "admin-cli",
+		Username: "waldur-agent", Password: fuzzPassword, MaxAttempts: 1, Logger: slog.New(slog.DiscardHandler),
+		WrapTransport: func(http.RoundTripper) http.RoundTripper { return keycloakAnswers{true, http.StatusNotFound, []byte("{}")} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := c.GetGroup(context.Background(), "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0")
+	if err == nil {
+		t.Fatalf("GetGroup = %v, nil: the failed login passed for a success", g)
+	}
+	if !errors.Is(err, ErrRejected) || !strings.Contains(err.Error(), "keycloak_user_realm") {
+		t.Fatalf("err = %v (kind %q), want a refusal naming keycloak_user_realm", err, fault.KindOf(err))
+	}
+}
