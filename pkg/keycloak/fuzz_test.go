@@ -128,7 +128,9 @@ func TestAThreeHundredAnswerIsAnErrorNotAnEmptySuccess(t *testing.T) {
 func TestALoginAnswered404IsARefusalNotAMissingGroup(t *testing.T) {
 	c, err := New(Config{URL: "https://keycloak.example", Realm: "hpc", UserRealm: "master", ClientID: "admin-cli",
 		Username: "waldur-agent", Password: fuzzPassword, MaxAttempts: 1, Logger: slog.New(slog.DiscardHandler),
-		WrapTransport: func(http.RoundTripper) http.RoundTripper { return keycloakAnswers{true, http.StatusNotFound, []byte("{}")} }})
+		WrapTransport: func(http.RoundTripper) http.RoundTripper {
+			return keycloakAnswers{true, http.StatusNotFound, []byte("{}")}
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
