@@ -11,7 +11,7 @@ GOLANGCI := $(SITEBUS_CACHE)/tools/golangci-lint-$(GOLANGCI_VERSION)/golangci-li
 MODULES := pkg services e2e
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: all build run test test-repeat unit e2e lint generate check-generated deps bench bench-orders k8s-binaries vault fmt image manifests soak bench-replicas fuzz
+.PHONY: all build run test test-repeat unit e2e lint generate check-generated deps bench bench-orders bench-cluster-pass k8s-binaries vault fmt image manifests soak bench-replicas fuzz
 
 all: build
 
@@ -121,6 +121,11 @@ bench: deps
 ## 200 orders on a real kube-apiserver, and external calls per order.
 bench-orders: deps k8s-binaries
 	go test -run '^$$' -bench 'CreateOrder(Latency|Burst)' -benchtime 1x -timeout 20m ./e2e/orders/ ./e2e/rancher/
+
+## bench-cluster-pass: one cluster pass over 50 one-zone clusters against
+## the simulators: ms, OpenStack calls and Rancher calls per pass.
+bench-cluster-pass: deps k8s-binaries vault
+	go test -run '^$$' -bench ClusterPass50Clusters -benchtime 2x -timeout 20m ./e2e/provisioner/
 
 ## soak: the chaos soak's full profile: 1,000 orders (creates, updates,
 ## terminations, role and flag changes) on the distributed topology while a

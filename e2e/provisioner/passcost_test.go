@@ -2,7 +2,6 @@ package provisioner_test
 
 import (
 	"fmt"
-	"os"
 	"regexp"
 	"testing"
 	"time"
@@ -14,18 +13,17 @@ import (
 // passLine is the cluster pass's log line of a pass over every cluster.
 var passLine = regexp.MustCompile(`msg="cluster pass" .*clusters=(\d+) repairs=(\d+) failed=(\d+) took=(\S+)`)
 
-// The cost of one cluster pass over 50 one-zone clusters (3 servers and a
-// worker each): its time as the pass logs it, and the OpenStack and
-// Rancher calls between two passes with nothing else running. A
-// measurement, not a check: it runs with SITEBUS_MEASURE_CLUSTER_PASS=1.
+// BenchmarkClusterPass50Clusters measures one cluster pass over 50
+// one-zone clusters (3 servers and a worker each): its time as the pass
+// logs it, and the OpenStack and Rancher calls of one pass with nothing
+// else running. Each iteration is one pass, after the first two (the
+// first writes every cluster's node counts). make bench-cluster-pass runs
+// it:
 //
-//	SITEBUS_MEASURE_CLUSTER_PASS=1 go test -count=1 -run TestClusterPassCost -v ./provisioner/
-func TestClusterPassCostFor50Clusters(t *testing.T) {
-	if os.Getenv("SITEBUS_MEASURE_CLUSTER_PASS") == "" {
-		t.Skip("a measurement: set SITEBUS_MEASURE_CLUSTER_PASS=1")
-	}
+//	go test -run '^$' -bench ClusterPass50Clusters -benchtime 2x ./provisioner/
+func BenchmarkClusterPass50Clusters(b *testing.B) {
 	const clusters = 50
-	s := newSiteWith(t, siteOptions{pullPeriod: "10s"})
+	s := newSiteWith(b, siteOptions{pullPeriod: "10s"})
 	start := time.Now()
 	var orders []string
 	for i := range clusters {
@@ -35,45 +33,37 @@ func TestClusterPassCostFor50Clusters(t *testing.T) {
 	}
 	for _, o := range orders {
 		if got := s.WaitOrder(o, "done", "erred"); got.State != "done" {
-			t.Fatalf("create %s: %s", got.State, got.ErrorMessage)
+			b.Fatalf("create %s: %s", got.State, got.ErrorMessage)
 		}
 	}
-	t.Logf("%d one-zone creates: %s", clusters, time.Since(start).Round(time.Second))
+	b.Logf("%d one-zone creates: %s", clusters, time.Since(start).Round(time.Second))
 
-	passes := func() [][]string { return passLine.FindAllStringSubmatch(s.Sitebus.Output(), -1) }
-	full := func() int {
-		n := 0
-		for _, m := range passes() {
+	// full are the log lines of the passes that went over every cluster.
+	full := func() [][]string {
+		var out [][]string
+		for _, m := range passLine.FindAllStringSubmatch(s.Sitebus.Output(), -1) {
 			if m[1] == fmt.Sprint(clusters) {
-				n++
+				out = append(out, m)
 			}
 		}
-		return n
+		return out
 	}
-	// The first full pass writes every cluster's node counts; the cost is
-	// measured between the second and the third, when nothing changes.
-	harness.Eventually(t, 5*time.Minute, "two passes over every cluster", func() bool { return full() >= 2 })
-	osBefore, rBefore := len(s.OpenStack.Calls()), len(s.Rancher.Calls())
-	osSummary := callSummary(s.OpenStack.Calls())
-	rSummary := callSummary(s.Rancher.Calls())
-	harness.Eventually(t, 5*time.Minute, "a third pass", func() bool { return full() >= 3 })
-	all := passes()
-	last := all[len(all)-1]
-	t.Logf("one cluster pass over %s clusters: took %s, repairs %s, failed %s; %d OpenStack calls, %d Rancher calls",
-		last[1], last[4], last[2], last[3], len(s.OpenStack.Calls())-osBefore, len(s.Rancher.Calls())-rBefore)
-	report(t, "OpenStack calls of one pass", diff(callSummary(s.OpenStack.Calls()), osSummary))
-	report(t, "Rancher calls of one pass", diff(callSummary(s.Rancher.Calls()), rSummary))
-	for _, m := range all {
-		t.Logf("pass: clusters %s, repairs %s, failed %s, took %s", m[1], m[2], m[3], m[4])
-	}
-}
-
-func diff(after, before map[string]int) map[string]int {
-	out := map[string]int{}
-	for k, v := range after {
-		if d := v - before[k]; d > 0 {
-			out[k] = d
+	harness.Eventually(b, 5*time.Minute, "two passes over every cluster", func() bool { return len(full()) >= 2 })
+	osBefore, rBefore := s.OpenStack.Calls(), s.Rancher.Calls()
+	var took time.Duration
+	for i := range b.N {
+		harness.Eventually(b, 5*time.Minute, "one more pass", func() bool { return len(full()) >= 3+i })
+		passes := full()
+		d, err := time.ParseDuration(passes[2+i][4])
+		if err != nil {
+			b.Fatalf("pass took %q: %v", passes[2+i][4], err)
 		}
+		took += d
 	}
-	return out
+	osCalls, rCalls := s.OpenStack.Calls()[len(osBefore):], s.Rancher.Calls()[len(rBefore):]
+	b.ReportMetric(float64(took.Milliseconds())/float64(b.N), "ms/pass")
+	b.ReportMetric(float64(len(osCalls))/float64(b.N), "openstack-calls/pass")
+	b.ReportMetric(float64(len(rCalls))/float64(b.N), "rancher-calls/pass")
+	report(b, "OpenStack calls of the measured passes", callSummary(osCalls))
+	report(b, "Rancher calls of the measured passes", callSummary(rCalls))
 }

@@ -47,7 +47,7 @@ func total(m map[string]int) int {
 	return n
 }
 
-func report(t *testing.T, what string, m map[string]int) {
+func report(t testing.TB, what string, m map[string]int) {
 	keys := slices.Sorted(maps.Keys(m))
 	var b strings.Builder
 	for _, k := range keys {
