@@ -162,7 +162,7 @@ func (c *Client) do(ctx context.Context, op string, call func(ctx context.Contex
 	for attempt := 1; ; attempt++ {
 		tok, err := c.tokens.get(ctx)
 		if err == nil {
-			err = redact(classify(ctx, op, call(ctx, tok)), c.cfg.Password.Reveal(), tok)
+			err = classify(ctx, op, call(ctx, tok), c.cfg.Password.Reveal(), tok)
 			if err == nil {
 				return nil
 			}
@@ -210,7 +210,7 @@ func (c *Client) login(ctx context.Context) (string, time.Duration, error) {
 		Password:  gocloak.StringP(c.cfg.Password.Reveal()),
 	})
 	if err != nil {
-		return "", 0, redact(classifyLogin(ctx, err), c.cfg.Password.Reveal())
+		return "", 0, classifyLogin(ctx, err, c.cfg.Password.Reveal())
 	}
 	if jwt.AccessToken == "" {
 		return "", 0, &Error{Op: "log in", Status: http.StatusOK, Msg: "no access_token in the answer", kind: ErrRejected}

@@ -101,6 +101,44 @@ func TestLoginErrorNeverQuotesThePassword(t *testing.T) {
 	}
 }
 
+// A failed answer with a huge error text (a broken Keycloak's, a proxy's)
+// is quoted at most maxMessage long, with the password removed even where
+// the cut would split it, and the login's hint after the cut text.
+func TestALongErrorBodyIsQuotedShortenedAndRedacted(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		login    bool
+		status   int
+		wantHint string
+	}{
+		{"an admin call answered 500", false, http.StatusInternalServerError, ""},
+		{"a login answered 400", true, http.StatusBadRequest, "(check keycloak_username"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// The password straddles byte maxMessage of the message.
+			text := strings.Repeat("x", maxMessage-len(fuzzPassword)/2) + fuzzPassword + strings.Repeat("y", 4<<10)
+			body := []byte(`{"error":"` + text + `"}`)
+			c, err := New(Config{URL: "https://keycloak.example", Realm: "hpc", UserRealm: "master", ClientID: "admin-cli",
+				Username: "waldur-agent", Password: fuzzPassword, MaxAttempts: 1, Logger: slog.New(slog.DiscardHandler),
+				WrapTransport: func(http.RoundTripper) http.RoundTripper { return keycloakAnswers{tc.login, tc.status, body} }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = c.GetGroup(t.Context(), "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0")
+			if err == nil {
+				t.Fatal("GetGroup succeeded")
+			}
+			msg := err.Error()
+			if len(msg) > maxMessage+200 || !strings.Contains(msg, "…(truncated)") || !strings.Contains(msg, tc.wantHint) {
+				t.Fatalf("error of %d bytes, want at most about %d, marked cut, with %q: %.200s…", len(msg), maxMessage, tc.wantHint, msg)
+			}
+			if strings.Contains(msg, fuzzPassword[:len(fuzzPassword)/2]) {
+				t.Fatalf("the error quotes part of the password: %v", err)
+			}
+		})
+	}
+}
+
 // gocloak takes any status below 400 for a success; a 3xx that net/http
 // did not follow (a proxy's, without Location) must be an error, or an
 // empty answer would pass for a group (or a token).
