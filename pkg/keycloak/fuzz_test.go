@@ -37,7 +37,8 @@ func (k keycloakAnswers) RoundTrip(r *http.Request) (*http.Response, error) {
 // "error_description":...} and {"errorMessage":...}, an HTML page, any
 // bytes; the body may echo the admin's password (PASSWORD stands for it).
 // Every such call must end in an error of a fault kind, terminal exactly
-// for the refusals no retry changes, that never quotes the password.
+// for the refusals no retry changes, that never quotes the password and
+// is of bounded length.
 func FuzzKeycloakErrorBody(f *testing.F) {
 	f.Add(false, 404, []byte(`{"error":"Could not find group by id"}`))
 	f.Add(false, 409, []byte(`{"errorMessage":"Top level group named 'c_x' already exists."}`))
@@ -77,6 +78,10 @@ func FuzzKeycloakErrorBody(f *testing.F) {
 		}
 		if strings.Contains(err.Error(), fuzzPassword) && !bytes.Contains(orig, []byte(fuzzPassword)) {
 			t.Fatalf("the error quotes the password: %v", err)
+		}
+		// Keycloak's text at most maxMessage, plus the call and a hint.
+		if n := len(err.Error()); n > 2*maxMessage {
+			t.Fatalf("answer of %d bytes made an error of %d bytes", len(body), n)
 		}
 	})
 }
