@@ -84,23 +84,11 @@ unit:
 FUZZTIME ?= 1m
 FUZZMINIMIZETIME ?= 5s
 FUZZFLAGS ?=
-FUZZ_TARGETS := \
-	pkg/events:FuzzInspect \
-	services/stompbridge:FuzzDecode \
-	pkg/config:FuzzParse \
-	pkg/backend/managedns:FuzzNamespaceName \
-	pkg/backend/managedns:FuzzQuota \
-	pkg/backend/okd:FuzzProjectName \
-	pkg/backend/rancher:FuzzProjectName \
-	pkg/backend/ranchercluster:FuzzDecodeAttributes \
-	pkg/backend/ranchercluster:FuzzClusterNames \
-	pkg/cloudinit:FuzzRender \
-	pkg/waldur:FuzzWaldurAnswer \
-	pkg/keycloak:FuzzKeycloakErrorBody \
-	pkg/backend/rancher:FuzzRancherErrorBody \
-	pkg/openstack:FuzzOpenStackErrorBody \
-	pkg/vault:FuzzVaultErrorBody \
-	pkg/backend/kubeapi:FuzzKubernetesErrorBody
+# FUZZ_TARGETS is <package dir>:<target> for every `func FuzzX` in a
+# _test.go file, found by grep so that a new target runs without being
+# listed here (`go test -list` would say the same but compile every test
+# binary first).
+FUZZ_TARGETS ?= $(shell grep -rHoE --include='*_test.go' '^func Fuzz[A-Za-z0-9_]+' $(MODULES) | sed -E 's|/[^/]+:func |:|' | sort)
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \
 		dir=$${t%%:*}; name=$${t##*:}; \

@@ -19,6 +19,8 @@ import (
 
 	"github.com/Nerzal/gocloak/v13"
 	"github.com/go-resty/resty/v2"
+
+	"github.com/sitebus/sitebus/pkg/httpbody"
 )
 
 // Client talks to one Keycloak realm. It is safe for concurrent use.
@@ -90,13 +92,9 @@ func transport(cfg Config) (http.RoundTripper, error) {
 // A realm's group list is far smaller.
 const maxBody = 64 << 20
 
-// errBodyTooLarge is the read error of an answer past maxBody; gocloak
-// passes it on as an answer it could not get, so it is retried
-// (ErrUnavailable) like any other broken answer.
-var errBodyTooLarge = fmt.Errorf("answer larger than the %d MiB limit, not read", maxBody>>20)
-
-// capBodies guards what gocloak reads: every body fails with
-// errBodyTooLarge past maxBody bytes, and a 2xx answer that is not JSON
+// capBodies guards what gocloak reads: every body fails with an
+// *httpbody.TooLargeError past maxBody bytes (gocloak passes it on as an
+// answer it could not get, so it is retried like any other broken one), and a 2xx answer that is not JSON
 // (a proxy's sign-in page) or is Keycloak's error object fails too.
 // gocloak would take either for an empty success: resty decodes only a
 // JSON content type, and a 200 with {"error": ...} decodes into a group
@@ -110,16 +108,13 @@ func (c capBodies) RoundTrip(r *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		resp.Body = &cappedBody{ReadCloser: resp.Body, left: maxBody}
+		resp.Body = httpbody.Limit(resp.Body, maxBody)
 		return resp, nil
 	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
+	data, err := httpbody.ReadAll(resp.Body, maxBody)
 	_ = resp.Body.Close()
-	switch {
-	case err != nil:
+	if err != nil {
 		return nil, err
-	case len(data) > maxBody:
-		return nil, errBodyTooLarge
 	}
 	if len(bytes.TrimSpace(data)) > 0 {
 		if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "application/json" {
@@ -145,29 +140,6 @@ func (c capBodies) CloseIdleConnections() {
 	}
 }
 
-// cappedBody reads its body until left runs out, then fails.
-type cappedBody struct {
-	io.ReadCloser
-	left int64
-}
-
-func (b *cappedBody) Read(p []byte) (int, error) {
-	if b.left <= 0 {
-		// One byte more tells a body of exactly maxBody from a longer one.
-		var one [1]byte
-		if n, _ := b.ReadCloser.Read(one[:]); n == 0 {
-			return b.ReadCloser.Read(p) // io.EOF, or the transport's error
-		}
-		return 0, errBodyTooLarge
-	}
-	if int64(len(p)) > b.left {
-		p = p[:b.left]
-	}
-	n, err := b.ReadCloser.Read(p)
-	b.left -= int64(n)
-	return n, err
-}
-
 // Realm is the realm the client manages.
 func (c *Client) Realm() string { return c.cfg.Realm }
 
@@ -190,7 +162,7 @@ func (c *Client) do(ctx context.Context, op string, call func(ctx context.Contex
 	for attempt := 1; ; attempt++ {
 		tok, err := c.tokens.get(ctx)
 		if err == nil {
-			err = redact(classify(ctx, op, call(ctx, tok)), c.cfg.Password.Reveal(), tok)
+			err = classify(ctx, op, call(ctx, tok), c.cfg.Password.Reveal(), tok)
 			if err == nil {
 				return nil
 			}
@@ -238,7 +210,7 @@ func (c *Client) login(ctx context.Context) (string, time.Duration, error) {
 		Password:  gocloak.StringP(c.cfg.Password.Reveal()),
 	})
 	if err != nil {
-		return "", 0, redact(classifyLogin(ctx, err), c.cfg.Password.Reveal())
+		return "", 0, classifyLogin(ctx, err, c.cfg.Password.Reveal())
 	}
 	if jwt.AccessToken == "" {
 		return "", 0, &Error{Op: "log in", Status: http.StatusOK, Msg: "no access_token in the answer", kind: ErrRejected}

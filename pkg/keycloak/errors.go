@@ -10,6 +10,7 @@ import (
 	"github.com/Nerzal/gocloak/v13"
 
 	"github.com/sitebus/sitebus/pkg/fault"
+	"github.com/sitebus/sitebus/pkg/httpbody"
 )
 
 // Kinds of errors, as package fault names them; match them with errors.Is.
@@ -89,8 +90,11 @@ func kindOf(status int) fault.Kind {
 
 // classify turns what gocloak returned into an *Error (or the context's
 // error when ctx ended: gocloak flattens transport errors to strings, so
-// the context is what tells a cancelled call from a timeout).
-func classify(ctx context.Context, op string, err error) error {
+// the context is what tells a cancelled call from a timeout). secrets
+// (the admin's password, the access token) are removed from the message:
+// Keycloak, or a proxy in front of it, may echo the request in its error
+// body, and the message reaches logs and Waldur's order error.
+func classify(ctx context.Context, op string, err error, secrets ...string) error {
 	if err == nil {
 		return nil
 	}
@@ -99,33 +103,32 @@ func classify(ctx context.Context, op string, err error) error {
 	}
 	var ae *gocloak.APIError
 	if !errors.As(err, &ae) {
-		return &Error{Op: op, Msg: err.Error(), kind: ErrInvalid}
+		return &Error{Op: op, Msg: quote(err.Error(), secrets), kind: ErrInvalid}
 	}
-	return &Error{Op: op, Status: ae.Code, Msg: trimStatus(ae.Message, ae.Code), kind: kindOf(ae.Code),
+	return &Error{Op: op, Status: ae.Code, Msg: quote(trimStatus(ae.Message, ae.Code), secrets), kind: kindOf(ae.Code),
 		unauthorized: ae.Code == http.StatusUnauthorized}
 }
 
-// redact removes the secrets (the admin's password, the access token)
-// from an *Error's message: Keycloak, or a proxy in front of it, may echo
-// the request in its error body, and the message reaches logs and
-// Waldur's order error.
-func redact(err error, secrets ...string) error {
-	var e *Error
-	if !errors.As(err, &e) {
-		return err
-	}
+// maxMessage bounds Keycloak's text an Error quotes: gocloak quotes the
+// error fields of a failed answer whole, and a broken Keycloak's or a
+// proxy's could be megabytes.
+const maxMessage = 1024
+
+// quote is msg as an Error carries it: the secrets removed first, so that
+// no part of one survives the cut, then cut to maxMessage.
+func quote(msg string, secrets []string) string {
 	for _, s := range secrets {
 		if s != "" {
-			e.Msg = strings.ReplaceAll(e.Msg, s, "[redacted]")
+			msg = strings.ReplaceAll(msg, s, "[redacted]")
 		}
 	}
-	return err
+	return httpbody.Shorten(msg, maxMessage)
 }
 
 // classifyLogin is classify for the token endpoint, where 400 and 401 mean
 // the client or the credentials are wrong.
-func classifyLogin(ctx context.Context, err error) error {
-	err = classify(ctx, "log in", err)
+func classifyLogin(ctx context.Context, err error, secrets ...string) error {
+	err = classify(ctx, "log in", err, secrets...)
 	var e *Error
 	if errors.As(err, &e) && (e.Status == http.StatusBadRequest || e.Status == http.StatusUnauthorized) {
 		e.kind, e.unauthorized = ErrCredentials, false

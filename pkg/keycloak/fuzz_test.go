@@ -37,7 +37,8 @@ func (k keycloakAnswers) RoundTrip(r *http.Request) (*http.Response, error) {
 // "error_description":...} and {"errorMessage":...}, an HTML page, any
 // bytes; the body may echo the admin's password (PASSWORD stands for it).
 // Every such call must end in an error of a fault kind, terminal exactly
-// for the refusals no retry changes, that never quotes the password.
+// for the refusals no retry changes, that never quotes the password and
+// is of bounded length.
 func FuzzKeycloakErrorBody(f *testing.F) {
 	f.Add(false, 404, []byte(`{"error":"Could not find group by id"}`))
 	f.Add(false, 409, []byte(`{"errorMessage":"Top level group named 'c_x' already exists."}`))
@@ -78,6 +79,10 @@ func FuzzKeycloakErrorBody(f *testing.F) {
 		if strings.Contains(err.Error(), fuzzPassword) && !bytes.Contains(orig, []byte(fuzzPassword)) {
 			t.Fatalf("the error quotes the password: %v", err)
 		}
+		// Keycloak's text at most maxMessage, plus the call and a hint.
+		if n := len(err.Error()); n > 2*maxMessage {
+			t.Fatalf("answer of %d bytes made an error of %d bytes", len(body), n)
+		}
 	})
 }
 
@@ -98,6 +103,44 @@ func TestLoginErrorNeverQuotesThePassword(t *testing.T) {
 	}
 	if !errors.Is(err, ErrCredentials) {
 		t.Fatalf("error %v is not ErrCredentials", err)
+	}
+}
+
+// A failed answer with a huge error text (a broken Keycloak's, a proxy's)
+// is quoted at most maxMessage long, with the password removed even where
+// the cut would split it, and the login's hint after the cut text.
+func TestALongErrorBodyIsQuotedShortenedAndRedacted(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		login    bool
+		status   int
+		wantHint string
+	}{
+		{"an admin call answered 500", false, http.StatusInternalServerError, ""},
+		{"a login answered 400", true, http.StatusBadRequest, "(check keycloak_username"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// The password straddles byte maxMessage of the message.
+			text := strings.Repeat("x", maxMessage-len(fuzzPassword)/2) + fuzzPassword + strings.Repeat("y", 4<<10)
+			body := []byte(`{"error":"` + text + `"}`)
+			c, err := New(Config{URL: "https://keycloak.example", Realm: "hpc", UserRealm: "master", ClientID: "admin-cli",
+				Username: "waldur-agent", Password: fuzzPassword, MaxAttempts: 1, Logger: slog.New(slog.DiscardHandler),
+				WrapTransport: func(http.RoundTripper) http.RoundTripper { return keycloakAnswers{tc.login, tc.status, body} }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = c.GetGroup(t.Context(), "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0")
+			if err == nil {
+				t.Fatal("GetGroup succeeded")
+			}
+			msg := err.Error()
+			if len(msg) > maxMessage+200 || !strings.Contains(msg, "…(truncated)") || !strings.Contains(msg, tc.wantHint) {
+				t.Fatalf("error of %d bytes, want at most about %d, marked cut, with %q: %.200s…", len(msg), maxMessage, tc.wantHint, msg)
+			}
+			if strings.Contains(msg, fuzzPassword[:len(fuzzPassword)/2]) {
+				t.Fatalf("the error quotes part of the password: %v", err)
+			}
+		})
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2"
 
 	"github.com/sitebus/sitebus/pkg/fault"
+	"github.com/sitebus/sitebus/pkg/httpbody"
 )
 
 // ErrQuota matches an OpenStack quota refusal (Neutron's 409 OverQuota,
@@ -191,21 +192,13 @@ func statusKinds(status int, typ, msg string) []error {
 // Glance's plain text.
 func parseBody(body []byte) (typ, msg string) {
 	typ, msg = parseBodyText(body)
-	return shorten(typ, 128), shorten(msg, maxMessage)
+	return httpbody.Shorten(typ, 128), httpbody.Shorten(msg, maxMessage)
 }
 
 // maxMessage bounds the service's text an Error quotes: it reaches logs,
 // traces and Waldur's order error, which a proxy's error page (or a
 // service gone wrong) must not flood.
 const maxMessage = 1024
-
-// shorten cuts s to at most n bytes of valid UTF-8, marking the cut.
-func shorten(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return strings.ToValidUTF8(s[:n], "") + "…(truncated)"
-}
 
 func parseBodyText(body []byte) (typ, msg string) {
 	var top map[string]json.RawMessage

@@ -11,6 +11,7 @@ import (
 	vaultapi "github.com/hashicorp/vault/api"
 
 	"github.com/sitebus/sitebus/pkg/fault"
+	"github.com/sitebus/sitebus/pkg/httpbody"
 )
 
 // Error is a failed Vault call. It matches (errors.Is) the kind of package
@@ -48,7 +49,7 @@ func (e *Error) Error() string {
 	case e.Status != 0:
 		fmt.Fprintf(&b, "%d %s", e.Status, http.StatusText(e.Status))
 		if len(e.Errors) > 0 {
-			b.WriteString(": " + shorten(strings.Join(e.Errors, "; "), maxErrors))
+			b.WriteString(": " + httpbody.Shorten(strings.Join(e.Errors, "; "), maxErrors))
 		}
 	case e.err != nil:
 		b.WriteString(e.err.Error())
@@ -95,14 +96,6 @@ func classify(op, path string, err error) error {
 // not Vault's JSON (a proxy's page) comes whole, and the message reaches
 // logs, traces and Waldur's order error.
 const maxErrors = 1024
-
-// shorten cuts s to at most n bytes of valid UTF-8, marking the cut.
-func shorten(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return strings.ToValidUTF8(s[:n], "") + "…(truncated)"
-}
 
 // statusKind classifies Vault's answer by its status (see Error).
 func statusKind(status int) fault.Kind {

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/sitebus/sitebus/pkg/fault"
+	"github.com/sitebus/sitebus/pkg/httpbody"
 )
 
 // Version is reported in the default User-Agent. Release builds set it with
@@ -504,15 +505,9 @@ func (c *Client) attempt(ctx context.Context, cl call) (http.Header, []byte, err
 		return nil, nil, &TransportError{Method: cl.method, Path: cl.u.Path, Err: err}
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBody+1))
+	data, err := httpbody.ReadAll(resp.Body, maxResponseBody)
 	if err != nil {
 		return resp.Header, nil, &TransportError{Method: cl.method, Path: cl.u.Path, Err: fmt.Errorf("read response: %w", err)}
-	}
-	if len(data) > maxResponseBody {
-		// Cut silently, the answer would fail to decode with a message
-		// that hides why; naming the limit tells the operator.
-		return resp.Header, nil, &TransportError{Method: cl.method, Path: cl.u.Path,
-			Err: fmt.Errorf("answer larger than the %d MiB limit, not read", maxResponseBody>>20)}
 	}
 	c.log.LogAttrs(ctx, slog.LevelDebug, "waldur: request",
 		slog.String("method", cl.method), slog.String("url", cl.u.Redacted()),
@@ -549,10 +544,7 @@ func (c *Client) errorBody(data []byte) string {
 	if c.secret != "" {
 		s = strings.ReplaceAll(s, c.secret, "[REDACTED]")
 	}
-	if len(s) > maxErrorBody {
-		s = strings.ToValidUTF8(s[:maxErrorBody], "") + "…(truncated)"
-	}
-	return s
+	return httpbody.Shorten(s, maxErrorBody)
 }
 
 // backoff returns the wait before attempt+1: Retry-After when the server

@@ -17,6 +17,7 @@ import (
 
 	"github.com/sitebus/sitebus/pkg/backend"
 	"github.com/sitebus/sitebus/pkg/fault"
+	"github.com/sitebus/sitebus/pkg/httpbody"
 )
 
 // requestTimeout bounds one Rancher call, as the Python client's 30 s.
@@ -90,14 +91,9 @@ func (c *client) do(ctx context.Context, method, path, rawQuery string, in, out 
 		return transportError(method, path, c.redactErr(err))
 	}
 	defer func() { _ = resp.Body.Close() }()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
+	data, err := httpbody.ReadAll(resp.Body, maxBody)
 	if err != nil {
 		return transportError(method, path, c.redactErr(err))
-	}
-	if len(data) > maxBody {
-		// Cut silently, the answer would fail to decode with a message
-		// that hides why; naming the limit tells the operator.
-		return transportError(method, path, fmt.Errorf("answer larger than the %d MiB limit, not read", maxBody>>20))
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		// Redacted before errorBody shortens it, so that no part of the
@@ -161,11 +157,7 @@ func errorBody(data []byte) (code, message string) {
 			return code, e.Message
 		}
 	}
-	s := strings.TrimSpace(string(data))
-	if len(s) > 512 {
-		s = s[:512] + "..."
-	}
-	return "", s
+	return "", httpbody.Shorten(strings.TrimSpace(string(data)), 512)
 }
 
 // redact removes the secret key, and the basic credentials made of it,
