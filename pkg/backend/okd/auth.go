@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/sitebus/sitebus/pkg/fault"
+	"github.com/sitebus/sitebus/pkg/httpbody"
 )
 
 // tokenSource supplies the bearer token. Token returns the current one
@@ -161,7 +162,7 @@ func (o *oauthToken) grantLocked(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("okd: OAuth token refresh at %s: %w", o.cfg.TokenEndpoint, err)
 	}
 	defer func() { _ = resp.Body.Close() }()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	body, err := httpbody.ReadAll(resp.Body, 1<<20)
 	if err != nil {
 		return "", fmt.Errorf("okd: OAuth token refresh at %s: %w", o.cfg.TokenEndpoint, err)
 	}

@@ -25,6 +25,7 @@ import (
 
 	"github.com/sitebus/sitebus/pkg/backend/kubeapi"
 	"github.com/sitebus/sitebus/pkg/fault"
+	"github.com/sitebus/sitebus/pkg/httpbody"
 )
 
 // FieldManager owns what sitebus applies into a virtual cluster.
@@ -88,7 +89,9 @@ func FetchManifest(ctx context.Context, client *http.Client, manifestURL string,
 		return nil, fmt.Errorf("fetch Rancher's import manifest: %w", err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+	// A manifest cut at the limit would be applied in part: past it the
+	// fetch fails whole (httpbody.ReadAll) instead.
+	body, err := httpbody.ReadAll(resp.Body, 8<<20)
 	if err != nil {
 		return nil, fmt.Errorf("read Rancher's import manifest: %w", err)
 	}
