@@ -6,7 +6,9 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/sitebus/sitebus/e2e/okdsim"
 )
@@ -85,7 +87,10 @@ func TestAuth(t *testing.T) {
 }
 
 func TestOAuth(t *testing.T) {
-	e := newEnv(t, okdsim.Options{})
+	// The simulator's clock, moved on to expire the tokens it issued.
+	var clock atomic.Int64
+	clock.Store(time.Now().UnixNano())
+	e := newEnv(t, okdsim.Options{Now: func() time.Time { return time.Unix(0, clock.Load()) }})
 	form := func(v url.Values, user, pass string) (*http.Response, map[string]any) {
 		t.Helper()
 		req, _ := http.NewRequest("POST", e.sim.URL()+"/oauth/token", strings.NewReader(v.Encode()))
@@ -110,7 +115,7 @@ func TestOAuth(t *testing.T) {
 		eq(t, "token_endpoint", r.str("token_endpoint"), e.sim.URL()+"/oauth/token")
 	})
 
-	t.Run("a refresh token grant issues an access token the API accepts", func(t *testing.T) {
+	t.Run("a refresh token grant issues an access token the API accepts until it expires", func(t *testing.T) {
 		resp, out := form(good, "", "")
 		eq(t, "status", resp.StatusCode, http.StatusOK)
 		tok, _ := out["access_token"].(string)
@@ -121,6 +126,8 @@ func TestOAuth(t *testing.T) {
 		c := *e.c
 		c.token = tok
 		c.do("GET", whoami, nil).want(t, http.StatusOK)
+		clock.Add(int64(okdsim.DefaultOAuthTokenTTL + time.Second))
+		c.do("GET", whoami, nil).want(t, http.StatusUnauthorized)
 	})
 
 	t.Run("client credentials as basic auth work too", func(t *testing.T) {

@@ -14,7 +14,8 @@ import (
 )
 
 type publishOptions struct {
-	msgID   string
+	msgID string
+	// headers are the message's own (PublishMsg makes sure there are some).
 	headers nats.Header
 }
 
@@ -37,12 +38,7 @@ func WithOrderingKey(key string) PublishOption {
 
 // WithHeader adds a header to the published message.
 func WithHeader(key, value string) PublishOption {
-	return func(o *publishOptions) {
-		if o.headers == nil {
-			o.headers = nats.Header{}
-		}
-		o.headers.Set(key, value)
-	}
+	return func(o *publishOptions) { o.headers.Set(key, value) }
 }
 
 // Publish encodes m and stores it on subject. It returns once JetStream has

@@ -45,15 +45,19 @@ const (
 	// coordinator accept; checked here so that `config check` refuses
 	// what `run` would.
 	minKeycloakPendingPeriod = time.Second
+	minSagaLease             = 300 * time.Millisecond
 	// The leftover-group cleanup lists every resource of the realm's
 	// offerings from Waldur: more often than every 10 s only loads Waldur.
 	defaultKeycloakCleanupPeriod = time.Hour
 	minKeycloakCleanupPeriod     = 10 * time.Second
-	defaultStatusCheckPeriod     = time.Minute
-	defaultDriftPeriod           = 30 * time.Minute
-	minDriftPeriod               = 10 * time.Second
-	minStatusCheckPeriod         = 10 * time.Second
-	minSagaLease                 = 300 * time.Millisecond
+	// A drift pass reads every resource from Waldur and its object from
+	// the platform: more often than every 10 s only loads them.
+	defaultDriftPeriod = 30 * time.Minute
+	minDriftPeriod     = 10 * time.Second
+	// The status page's checks call Waldur, the backends and Keycloak:
+	// more often than every 10 s only loads them.
+	defaultStatusCheckPeriod = time.Minute
+	minStatusCheckPeriod     = 10 * time.Second
 	// A cluster pass reads every cluster's nodes from Rancher and every
 	// zone's servers: more often than every 10 s only loads them.
 	defaultClusterPullPeriod   = 15 * time.Minute

@@ -125,71 +125,60 @@ func TestSitebusErrors(t *testing.T) {
 	}
 }
 
-func TestKeycloakCleanupPeriod(t *testing.T) {
-	tests := map[string]struct {
-		lines   []string
-		want    time.Duration
-		wantErr string
+// TestPeriodMinimums checks every sitebus period that has a default and a
+// minimum: unset is the default, the minimum and a day are taken, and under
+// the minimum, zero (not taken for unset) or not a duration is refused at the
+// key.
+func TestPeriodMinimums(t *testing.T) {
+	periods := []struct {
+		section, key   string
+		byDefault, min time.Duration
+		got            func(*Root) time.Duration
 	}{
-		"unset is an hour":                     {want: time.Hour},
-		"ten seconds is accepted":              {lines: []string{"    keycloak_cleanup_period: 10s"}, want: 10 * time.Second},
-		"a day is accepted":                    {lines: []string{"    keycloak_cleanup_period: 24h"}, want: 24 * time.Hour},
-		"under ten seconds is refused":         {lines: []string{"    keycloak_cleanup_period: 9s"}, wantErr: "sitebus.periods.keycloak_cleanup_period: 9s is shorter than the minimum of 10s"},
-		"zero is refused, not taken for unset": {lines: []string{"    keycloak_cleanup_period: 0s"}, wantErr: "sitebus.periods.keycloak_cleanup_period: 0s is shorter than the minimum of 10s"},
-		"not a duration is refused":            {lines: []string{"    keycloak_cleanup_period: hourly"}, wantErr: "sitebus.periods.keycloak_cleanup_period"},
+		{"periods", "keycloak_cleanup_period", time.Hour, 10 * time.Second, func(r *Root) time.Duration { return r.Sitebus.KeycloakCleanupPeriod }},
+		{"periods", "cluster_pull_period", 15 * time.Minute, 10 * time.Second, func(r *Root) time.Duration { return r.Sitebus.ClusterPullPeriod }},
+		{"periods", "cluster_ready_timeout", time.Hour, 10 * time.Second, func(r *Root) time.Duration { return r.Sitebus.ClusterReadyTimeout }},
+		{"periods", "drift_period", 30 * time.Minute, 10 * time.Second, func(r *Root) time.Duration { return r.Sitebus.DriftPeriod }},
+		{"status_page", "check_period", time.Minute, 10 * time.Second, func(r *Root) time.Duration { return r.Sitebus.StatusPage.CheckPeriod }},
 	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			lines := []string{"sitebus:", "  periods:", "    report_period: 1h"}
-			lines = append(lines, tc.lines...)
-			r, err := Parse(conf(nil, lines...), "config.yaml", noEnv)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+	for _, pd := range periods {
+		path := "sitebus." + pd.section + "." + pd.key
+		under := pd.min - time.Second
+		tests := map[string]struct {
+			value   string // "" leaves the key out
+			want    time.Duration
+			wantErr string
+		}{
+			"unset is the default":                 {want: pd.byDefault},
+			"the minimum is accepted":              {value: pd.min.String(), want: pd.min},
+			"a day is accepted":                    {value: "24h", want: 24 * time.Hour},
+			"under the minimum is refused":         {value: under.String(), wantErr: path + ": " + under.String() + " is shorter than the minimum of " + pd.min.String()},
+			"zero is refused, not taken for unset": {value: "0s", wantErr: path + ": 0s is shorter than the minimum of " + pd.min.String()},
+			"not a duration is refused":            {value: "often", wantErr: path},
+		}
+		for name, tc := range tests {
+			t.Run(path+"/"+name, func(t *testing.T) {
+				// report_period keeps the periods section present when the key is left out.
+				lines := []string{"sitebus:", "  " + pd.section + ":"}
+				if pd.section == "periods" {
+					lines = append(lines, "    report_period: 1h")
 				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			eq(t, "cleanup period", r.Sitebus.KeycloakCleanupPeriod, tc.want)
-		})
-	}
-}
-
-func TestClusterPeriods(t *testing.T) {
-	tests := map[string]struct {
-		lines      []string
-		pull, wait time.Duration
-		wantErr    string
-	}{
-		"unset is 15 minutes and an hour": {pull: 15 * time.Minute, wait: time.Hour},
-		"ten seconds is accepted": {lines: []string{"    cluster_pull_period: 10s", "    cluster_ready_timeout: 10s"},
-			pull: 10 * time.Second, wait: 10 * time.Second},
-		"a pull under ten seconds is refused": {lines: []string{"    cluster_pull_period: 9s"},
-			wantErr: "sitebus.periods.cluster_pull_period: 9s is shorter than the minimum of 10s"},
-		"a readiness timeout under ten seconds is refused": {lines: []string{"    cluster_ready_timeout: 1s"},
-			wantErr: "sitebus.periods.cluster_ready_timeout: 1s is shorter than the minimum of 10s"},
-		"zero is refused, not taken for unset": {lines: []string{"    cluster_pull_period: 0s"},
-			wantErr: "sitebus.periods.cluster_pull_period: 0s is shorter than the minimum of 10s"},
-		"not a duration is refused": {lines: []string{"    cluster_pull_period: often"}, wantErr: "sitebus.periods.cluster_pull_period"},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			lines := append([]string{"sitebus:", "  periods:", "    report_period: 1h"}, tc.lines...)
-			r, err := Parse(conf(nil, lines...), "config.yaml", noEnv)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				if tc.value != "" {
+					lines = append(lines, "    "+pd.key+": "+tc.value)
 				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			eq(t, "pull period", r.Sitebus.ClusterPullPeriod, tc.pull)
-			eq(t, "ready timeout", r.Sitebus.ClusterReadyTimeout, tc.wait)
-		})
+				r, err := Parse(conf(nil, lines...), "config.yaml", noEnv)
+				if tc.wantErr != "" {
+					if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+						t.Fatalf("err = %v, want %q", err, tc.wantErr)
+					}
+					return
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				eq(t, pd.key, pd.got(r), tc.want)
+			})
+		}
 	}
 }
 
@@ -210,8 +199,6 @@ func TestStatusPage(t *testing.T) {
 		"a literal token":                        {lines: []string{"    token: s3cret"}, wantToken: "s3cret", wantCheck: time.Minute},
 		"a token from the environment":           {lines: []string{"    token: ${STATUS_TOKEN}"}, wantToken: "from-the-environment", wantCheck: time.Minute},
 		"an unset variable is refused":           {lines: []string{"    token: ${NO_SUCH_TOKEN}"}, wantErr: "environment variable NO_SUCH_TOKEN is not set"},
-		"ten seconds between checks is accepted": {lines: []string{"    check_period: 10s"}, wantCheck: 10 * time.Second},
-		"under ten seconds is refused":           {lines: []string{"    check_period: 5s"}, wantErr: "sitebus.status_page.check_period: 5s is shorter than the minimum of 10s"},
 		"a token and a token file are not both":  {lines: []string{"    token: a", "    token_file: /nonexistent"}, wantErr: "set either token or token_file"},
 	}
 	for name, tc := range tests {
@@ -235,37 +222,6 @@ func TestStatusPage(t *testing.T) {
 			}
 			eq(t, "token", r.Sitebus.StatusPage.Token.Reveal(), tc.wantToken)
 			eq(t, "check period", r.Sitebus.StatusPage.CheckPeriod, tc.wantCheck)
-		})
-	}
-}
-
-func TestDriftPeriod(t *testing.T) {
-	tests := map[string]struct {
-		lines   []string
-		want    time.Duration
-		wantErr string
-	}{
-		"unset is thirty minutes":      {want: 30 * time.Minute},
-		"ten seconds is accepted":      {lines: []string{"    drift_period: 10s"}, want: 10 * time.Second},
-		"under ten seconds is refused": {lines: []string{"    drift_period: 9s"}, wantErr: "sitebus.periods.drift_period: 9s is shorter than the minimum of 10s"},
-		"zero is refused":              {lines: []string{"    drift_period: 0s"}, wantErr: "sitebus.periods.drift_period: 0s is shorter than the minimum of 10s"},
-		"not a duration is refused":    {lines: []string{"    drift_period: often"}, wantErr: "sitebus.periods.drift_period"},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			lines := []string{"sitebus:", "  periods:", "    report_period: 1h"}
-			lines = append(lines, tc.lines...)
-			r, err := Parse(conf(nil, lines...), "config.yaml", noEnv)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("err = %v, want %q", err, tc.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			eq(t, "drift period", r.Sitebus.DriftPeriod, tc.want)
 		})
 	}
 }

@@ -189,19 +189,19 @@ func (sb *Sitebus) validate(p *problems, s scope) {
 		seen[name] = true
 	}
 
-	if sb.KeycloakCleanupPeriod < minKeycloakCleanupPeriod {
-		p.at(s.key("periods").key("keycloak_cleanup_period"), "%s is shorter than the minimum of %s", sb.KeycloakCleanupPeriod, minKeycloakCleanupPeriod)
-	}
-
+	periods := s.key("periods")
 	for _, d := range []struct {
-		key      string
+		at       scope
 		v, least time.Duration
 	}{
-		{"cluster_pull_period", sb.ClusterPullPeriod, minClusterPullPeriod},
-		{"cluster_ready_timeout", sb.ClusterReadyTimeout, minClusterReadyTimeout},
+		{periods.key("keycloak_cleanup_period"), sb.KeycloakCleanupPeriod, minKeycloakCleanupPeriod},
+		{periods.key("cluster_pull_period"), sb.ClusterPullPeriod, minClusterPullPeriod},
+		{periods.key("cluster_ready_timeout"), sb.ClusterReadyTimeout, minClusterReadyTimeout},
+		{periods.key("drift_period"), sb.DriftPeriod, minDriftPeriod},
+		{s.key("status_page").key("check_period"), sb.StatusPage.CheckPeriod, minStatusCheckPeriod},
 	} {
 		if d.v < d.least {
-			p.at(s.key("periods").key(d.key), "%s is shorter than the minimum of %s", d.v, d.least)
+			p.at(d.at, "%s is shorter than the minimum of %s", d.v, d.least)
 		}
 	}
 
@@ -226,13 +226,6 @@ func (sb *Sitebus) validate(p *problems, s scope) {
 	}
 	if sm.Replicas < 1 || sm.Replicas > maxStreamReplicas {
 		p.at(ms.key("replicas"), "%d is not a replica count: 1 to %d (copies of each stream on as many JetStream servers)", sm.Replicas, maxStreamReplicas)
-	}
-
-	if sb.DriftPeriod < minDriftPeriod {
-		p.at(s.key("periods").key("drift_period"), "%s is shorter than the minimum of %s", sb.DriftPeriod, minDriftPeriod)
-	}
-	if sb.StatusPage.CheckPeriod < minStatusCheckPeriod {
-		p.at(s.key("status_page").key("check_period"), "%s is shorter than the minimum of %s", sb.StatusPage.CheckPeriod, minStatusCheckPeriod)
 	}
 
 	o, osc := &sb.Ordering, s.key("ordering")

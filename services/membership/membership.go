@@ -564,6 +564,9 @@ func (s *Service) PlanBindings(ctx context.Context, offeringHex string) ([]Resou
 	var out []ResourceBindings
 	for i := range resources {
 		res := &resources[i]
+		if res.Slug == "" {
+			continue // the pass leaves it alone (syncResource)
+		}
 		team, err := readTeam(ctx, o.Waldur, res.UUID)
 		if err != nil {
 			return nil, fmt.Errorf("get team of resource %s: %w", res.UUID, err)

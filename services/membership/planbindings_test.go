@@ -7,7 +7,7 @@ import (
 	"github.com/sitebus/sitebus/pkg/waldur"
 )
 
-// PlanBindings gives, per live resource with an object, the users the
+// PlanBindings gives, per live resource with an object and a slug, the users the
 // pass binds with their Waldur roles, and binds nothing; a
 // backend that does not bind users itself has no plan.
 func TestPlanBindingsIsTheDryRunOfThePassBindings(t *testing.T) {
@@ -18,6 +18,8 @@ func TestPlanBindingsIsTheDryRunOfThePassBindings(t *testing.T) {
 	e.w.add(waldur.Resource{UUID: resUUID(2), Slug: "b", BackendID: "b", ProjectUUID: projectUUID, State: waldur.ResourceStateErred},
 		user("alice", "PROJECT.MANAGER"))
 	e.w.add(waldur.Resource{UUID: resUUID(3), Slug: "c", ProjectUUID: projectUUID, State: waldur.ResourceStateCreating}, user("alice", "PROJECT.ADMIN"))
+	// Without a slug the pass does not sync it, so binds nothing in it.
+	e.w.add(waldur.Resource{UUID: resUUID(4), BackendID: "d", ProjectUUID: projectUUID, State: waldur.ResourceStateOK}, user("alice", "PROJECT.ADMIN"))
 
 	plan, err := e.s.PlanBindings(t.Context(), e.offering.Config.OfferingUUIDHex())
 	if err != nil {

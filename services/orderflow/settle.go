@@ -77,13 +77,23 @@ func terminalOrderState(s string) bool {
 	return false
 }
 
+// offering is one of the Flow's offerings; another is a terminal error:
+// no retry makes it configured here.
+func (f *Flow) offering(hex string) (FlowOffering, error) {
+	o, ok := f.offerings[hex]
+	if !ok {
+		return FlowOffering{}, fault.Terminal(fmt.Errorf("offering %s is not configured for orders here", hex))
+	}
+	return o, nil
+}
+
 // MarkDone sets an order of one of the Flow's offerings done if it is
 // still executing: the settle step of a saga that runs outside the order
 // service (the cluster-provisioner's) reports through it.
 func (f *Flow) MarkDone(ctx context.Context, offeringUUID, orderUUID string) error {
-	o, ok := f.offerings[offeringUUID]
-	if !ok {
-		return fault.Terminal(fmt.Errorf("offering %s is not configured for orders here", offeringUUID))
+	o, err := f.offering(offeringUUID)
+	if err != nil {
+		return err
 	}
 	if err := markDone(ctx, o.Waldur, orderUUID, true); err != nil {
 		return err
@@ -98,9 +108,9 @@ func (f *Flow) MarkDone(ctx context.Context, offeringUUID, orderUUID string) err
 // it active) reports through it; a failed saga's order is erred by
 // watchOutcomes instead.
 func (f *Flow) MarkErred(ctx context.Context, offeringUUID, orderUUID, message string) error {
-	o, ok := f.offerings[offeringUUID]
-	if !ok {
-		return fault.Terminal(fmt.Errorf("offering %s is not configured for orders here", offeringUUID))
+	o, err := f.offering(offeringUUID)
+	if err != nil {
+		return err
 	}
 	if err := markErred(ctx, o.Waldur, orderUUID, message, f.log.With("order", orderUUID)); err != nil {
 		return err
@@ -155,9 +165,9 @@ func (f *Flow) onOutcome(ctx context.Context, data []byte) error {
 	if err := json.Unmarshal(sg.Input, &in); err != nil {
 		return fault.Terminal(fmt.Errorf("saga %s input: %w", sg.ID, err))
 	}
-	o, ok := f.offerings[in.OfferingUUID]
-	if !ok {
-		return fault.Terminal(fmt.Errorf("saga %s: offering %s is not configured for orders here", sg.ID, in.OfferingUUID))
+	o, err := f.offering(in.OfferingUUID)
+	if err != nil {
+		return fmt.Errorf("saga %s: %w", sg.ID, err)
 	}
 	log := f.log.With("offering", o.Name, "order", in.OrderUUID, "saga", sg.ID)
 	if err := markErred(ctx, o.Waldur, in.OrderUUID, outcomeMessage(sg), log); err != nil {

@@ -67,7 +67,7 @@ func BenchmarkIngest(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s := &subscription{objectType: "order", offering: Offering{Config: &config.Offering{WaldurOfferingUUID: off}}}
+	s := newSubscription(Offering{Config: &config.Offering{WaldurOfferingUUID: off}}, "order")
 	body := func(i int) []byte {
 		return fmt.Appendf(nil, `{"order_uuid": "%032x", "order_state": "pending-provider", "offering_uuid": "%s"}`, i, off)
 	}

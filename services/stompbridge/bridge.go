@@ -168,7 +168,7 @@ func (br *Bridge) Sessions() []contract.StompSession {
 	defer br.mu.Unlock()
 	out := make([]contract.StompSession, 0, len(br.subs))
 	for _, s := range br.subs {
-		ss := contract.StompSession{OfferingUUID: s.offering.Config.OfferingUUIDHex(), ObjectType: s.objectType, Connected: s.connected.Load()}
+		ss := contract.StompSession{OfferingUUID: s.offeringHex, ObjectType: s.objectType, Connected: s.connected.Load()}
 		if ns := s.lastFrame.Load(); ns != 0 {
 			ss.LastFrame = time.Unix(0, ns).UTC()
 		}

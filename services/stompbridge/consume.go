@@ -79,7 +79,7 @@ func (br *Bridge) session(ctx context.Context, s *subscription) (int, error) {
 		cancel()
 		inflight.Wait()
 		s.connected.Store(false)
-		br.metrics.connected.WithLabelValues(s.offering.Config.OfferingUUIDHex(), s.objectType).Set(0)
+		br.metrics.connected.WithLabelValues(s.offeringHex, s.objectType).Set(0)
 		disconnect(conn)
 	}()
 	sub, err := conn.Subscribe(s.destination(), stomp.AckClientIndividual,
@@ -91,7 +91,7 @@ func (br *Bridge) session(ctx context.Context, s *subscription) (int, error) {
 		return 0, fmt.Errorf("subscribe %s: %w", s.destination(), err)
 	}
 	s.connected.Store(true)
-	br.metrics.connected.WithLabelValues(s.offering.Config.OfferingUUIDHex(), s.objectType).Set(1)
+	br.metrics.connected.WithLabelValues(s.offeringHex, s.objectType).Set(1)
 	br.log.Info("STOMP subscription active", "offering", s.offering.Config.Name, "object_type", s.objectType, "queue", s.queue, "endpoint", s.endpoint.String())
 	sem := make(chan struct{}, br.cfg.Stomp.PrefetchCount)
 	frames := 0
@@ -133,8 +133,8 @@ func disconnect(conn *stomp.Conn) {
 // the write (or the dead letter), the frame stays unacked on the broker.
 func (br *Bridge) ingest(ctx context.Context, s *subscription, frame Frame, ack func() error) {
 	received := time.Now()
-	offeringHex, spanName := s.frameConsts()
-	ctx, span := br.tracer.Start(ctx, spanName, trace.WithSpanKind(trace.SpanKindConsumer))
+	offeringHex := s.offeringHex
+	ctx, span := br.tracer.Start(ctx, s.spanName, trace.WithSpanKind(trace.SpanKindConsumer))
 	defer span.End()
 
 	ev, subject, key, derr := decode(offeringHex, s.objectType, frame, received)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -32,23 +31,21 @@ type subscription struct {
 	// quiet for hours is worth an operator's look.
 	lastFrame atomic.Int64
 
-	// What ingest needs of the subscription on every frame, worked out
-	// once: the offering's hex UUID and the span name.
-	perFrame struct {
-		once        sync.Once
-		offeringHex string
-		spanName    string
-	}
+	// offeringHex and spanName are what ingest needs on every frame,
+	// derived once from offering and objectType by newSubscription.
+	offeringHex string
+	spanName    string
 }
 
-// frameConsts are the offering's hex UUID and the span name of this
-// subscription's frames, computed on the first frame.
-func (s *subscription) frameConsts() (offeringHex, spanName string) {
-	s.perFrame.once.Do(func() {
-		s.perFrame.offeringHex = s.offering.Config.OfferingUUIDHex()
-		s.perFrame.spanName = "stomp frame " + s.objectType
-	})
-	return s.perFrame.offeringHex, s.perFrame.spanName
+// newSubscription is the subscription of one offering to one object type,
+// with the per-frame constants worked out.
+func newSubscription(o Offering, objectType string) *subscription {
+	return &subscription{
+		offering:    o,
+		objectType:  objectType,
+		offeringHex: o.Config.OfferingUUIDHex(),
+		spanName:    "stomp frame " + objectType,
+	}
 }
 
 func (s *subscription) destination() string { return "/amq/queue/" + s.queue }
@@ -163,16 +160,14 @@ func (br *Bridge) register(ctx context.Context, o Offering, store *subscriptionS
 			}
 		}
 		subHex := events.HexUUID(st.SubscriptionUUID)
-		subs = append(subs, &subscription{
-			offering:   o,
-			objectType: objectType,
-			subHex:     subHex,
-			queue:      queueName(subHex, offHex, objectType),
-			endpoint:   ep,
-			// The broker password is the Waldur token, whatever the REST
-			// auth is (the Python agent does the same).
-			cred: Credentials{Vhost: events.HexUUID(st.UserUUID), Login: subHex, Passcode: oc.WaldurAPIToken.Reveal()},
-		})
+		sub := newSubscription(o, objectType)
+		sub.subHex = subHex
+		sub.queue = queueName(subHex, offHex, objectType)
+		sub.endpoint = ep
+		// The broker password is the Waldur token, whatever the REST auth
+		// is (the Python agent does the same).
+		sub.cred = Credentials{Vhost: events.HexUUID(st.UserUUID), Login: subHex, Passcode: oc.WaldurAPIToken.Reveal()}
+		subs = append(subs, sub)
 	}
 	br.log.Info("registered with Waldur", "offering", oc.Name, "identity", identity.UUID, "subscriptions", len(subs), "endpoint", ep.String())
 	return subs, nil
