@@ -21,7 +21,6 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/sitebus/sitebus/pkg/bus"
 	"github.com/sitebus/sitebus/pkg/contract"
 )
 
@@ -153,10 +152,7 @@ func (s *Service) publish(ctx context.Context, r contract.DriftReport) error {
 	if s.cfg.JS == nil {
 		return nil
 	}
-	kv, err := bus.EnsureKeyValue(ctx, s.cfg.JS, jetstream.KeyValueConfig{
-		Bucket: contract.StatusBucket, Description: "Health snapshots for the status page, by offering",
-		History: 1, Storage: jetstream.FileStorage, Replicas: s.cfg.Replicas,
-	})
+	kv, err := contract.EnsureStatusBucket(ctx, s.cfg.JS, s.cfg.Replicas)
 	if err != nil {
 		return err
 	}

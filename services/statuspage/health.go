@@ -20,7 +20,6 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/sitebus/sitebus/pkg/bus"
 	"github.com/sitebus/sitebus/pkg/contract"
 )
 
@@ -129,10 +128,7 @@ func (p *Publisher) Run(ctx context.Context) {
 	for {
 		if kv == nil {
 			var err error
-			kv, err = bus.EnsureKeyValue(ctx, p.js, jetstream.KeyValueConfig{
-				Bucket: Bucket, Description: "Health snapshots for the status page, by offering",
-				History: 1, Storage: jetstream.FileStorage, Replicas: p.cfg.Replicas,
-			})
+			kv, err = contract.EnsureStatusBucket(ctx, p.js, p.cfg.Replicas)
 			if err != nil && ctx.Err() == nil {
 				log.Warn("status bucket not available yet", "err", err)
 			}
