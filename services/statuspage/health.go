@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -191,35 +192,37 @@ func (p *Publisher) publish(ctx context.Context, kv jetstream.KeyValue, i int) e
 	return err
 }
 
-// readHealth returns the stored snapshots by offering UUID; none when the
-// bucket does not exist yet.
-func readHealth(ctx context.Context, js jetstream.JetStream) (map[string]Health, error) {
-	out := map[string]Health{}
-	err := readBucket(ctx, js, "health.*", func(b []byte) {
-		var h Health
-		if json.Unmarshal(b, &h) == nil {
-			out[h.OfferingUUID] = h
-		}
-	})
-	return out, err
+// stored is what the status bucket holds, by offering UUID: the health
+// snapshots and the drift pass's reports.
+type stored struct {
+	health map[string]Health
+	drift  map[string]contract.DriftReport
 }
 
-// readDrift returns the drift pass's reports by offering UUID; none when
-// the bucket does not exist yet or no pass has run.
-func readDrift(ctx context.Context, js jetstream.JetStream) (map[string]contract.DriftReport, error) {
-	out := map[string]contract.DriftReport{}
-	err := readBucket(ctx, js, contract.DriftKey("*"), func(b []byte) {
-		var r contract.DriftReport
-		if json.Unmarshal(b, &r) == nil {
-			out[r.OfferingUUID] = r
+// readStatus reads the status bucket in one watch; it holds nothing when
+// the bucket does not exist yet.
+func readStatus(ctx context.Context, js jetstream.JetStream) (stored, error) {
+	st := stored{health: map[string]Health{}, drift: map[string]contract.DriftReport{}}
+	err := readBucket(ctx, js, func(key string, b []byte) {
+		switch {
+		case strings.HasPrefix(key, healthKey("")):
+			var h Health
+			if json.Unmarshal(b, &h) == nil {
+				st.health[h.OfferingUUID] = h
+			}
+		case strings.HasPrefix(key, contract.DriftKey("")):
+			var r contract.DriftReport
+			if json.Unmarshal(b, &r) == nil {
+				st.drift[r.OfferingUUID] = r
+			}
 		}
 	})
-	return out, err
+	return st, err
 }
 
-// readBucket hands each current value of the status bucket's keys
-// matching pattern to each.
-func readBucket(ctx context.Context, js jetstream.JetStream, pattern string, each func([]byte)) error {
+// readBucket hands each current key and value of the status bucket to
+// each.
+func readBucket(ctx context.Context, js jetstream.JetStream, each func(key string, value []byte)) error {
 	kv, err := js.KeyValue(ctx, Bucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		return nil
@@ -227,7 +230,7 @@ func readBucket(ctx context.Context, js jetstream.JetStream, pattern string, eac
 	if err != nil {
 		return err
 	}
-	w, err := kv.Watch(ctx, pattern, jetstream.IgnoreDeletes())
+	w, err := kv.WatchAll(ctx, jetstream.IgnoreDeletes())
 	if err != nil {
 		return err
 	}
@@ -243,7 +246,7 @@ func readBucket(ctx context.Context, js jetstream.JetStream, pattern string, eac
 			if e == nil {
 				return nil
 			}
-			each(e.Value())
+			each(e.Key(), e.Value())
 		}
 	}
 }
