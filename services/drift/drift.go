@@ -11,6 +11,7 @@
 package drift
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -134,16 +135,9 @@ func (s *Service) offering(ctx context.Context, o Offering, repair bool) contrac
 		}
 	}
 	slices.SortStableFunc(r.Findings, func(a, b contract.DriftFinding) int {
-		return cmpJoin(a.Kind, b.Kind, a.Object, b.Object)
+		return cmp.Or(strings.Compare(a.Kind, b.Kind), strings.Compare(a.Object, b.Object))
 	})
 	return r
-}
-
-func cmpJoin(a1, b1, a2, b2 string) int {
-	if c := strings.Compare(a1, b1); c != 0 {
-		return c
-	}
-	return strings.Compare(a2, b2)
 }
 
 // publish puts r under its offering's key of the status bucket, the one
