@@ -158,9 +158,7 @@ func (d *BindingsDrift) Find(ctx context.Context) ([]contract.DriftFinding, erro
 // a pass (see passSyncs).
 func (d *BindingsDrift) Repair(ctx context.Context, f contract.DriftFinding) error {
 	err := d.synced.sync(ctx, d.Bus, d.Offering, f.Resource)
-	if d.Repairs != nil {
-		d.Repairs.WithLabelValues(contract.DriftBindings, map[bool]string{true: "repaired", false: "error"}[err == nil]).Inc()
-	}
+	drift.CountRepair(d.Repairs, contract.DriftBindings, err)
 	return err
 }
 
