@@ -1,6 +1,13 @@
 package contract
 
-import "time"
+import (
+	"context"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/sitebus/sitebus/pkg/bus"
+)
 
 // Drift is the drift service: every drift period it compares what Waldur
 // says each resource should be with what the platform has, repairs what
@@ -11,6 +18,18 @@ const Drift = "drift"
 // StatusBucket is the key-value bucket the status page reads: the health
 // snapshots (health.<offering>) and the drift reports (drift.<offering>).
 const StatusBucket = "sitebus_status"
+
+// EnsureStatusBucket creates StatusBucket, or applies its configuration
+// to the existing one. Its two writers (the status page's health
+// publisher and the drift service) both open it here: with a copy of the
+// configuration each, a change to one would be undone by the other's
+// next write, as EnsureKeyValue updates the bucket to what it is given.
+func EnsureStatusBucket(ctx context.Context, js jetstream.JetStream, replicas int) (jetstream.KeyValue, error) {
+	return bus.EnsureKeyValue(ctx, js, jetstream.KeyValueConfig{
+		Bucket: StatusBucket, Description: "Status page: health snapshots and drift reports, by offering",
+		History: 1, Storage: jetstream.FileStorage, Replicas: replicas,
+	})
+}
 
 // DriftKey is the key of an offering's drift report (its UUID as hex) in
 // StatusBucket.

@@ -120,10 +120,12 @@ type BindingsDrift struct {
 	Backend  BindingPlanner
 	Bus      *bus.Bus
 	Repairs  *prometheus.CounterVec
+	synced   passSyncs
 }
 
 // Find compares, changing nothing.
 func (d *BindingsDrift) Find(ctx context.Context) ([]contract.DriftFinding, error) {
+	d.synced = passSyncs{}
 	plan, err := d.Plan(ctx, d.Offering)
 	if err != nil {
 		return nil, err
@@ -152,11 +154,30 @@ func (d *BindingsDrift) Find(ctx context.Context) ([]contract.DriftFinding, erro
 	return out, nil
 }
 
-// Repair has the membership service sync the finding's resource.
+// Repair has the membership service sync the finding's resource, once
+// a pass (see passSyncs).
 func (d *BindingsDrift) Repair(ctx context.Context, f contract.DriftFinding) error {
-	err := syncResource(ctx, d.Bus, d.Offering, f.Resource)
-	if d.Repairs != nil {
-		d.Repairs.WithLabelValues(contract.DriftBindings, map[bool]string{true: "repaired", false: "error"}[err == nil]).Inc()
+	err := d.synced.sync(ctx, d.Bus, d.Offering, f.Resource)
+	drift.CountRepair(d.Repairs, contract.DriftBindings, err)
+	return err
+}
+
+// passSyncs are the resources one drift pass had the membership service
+// sync, with the outcome. sync-resource applies the resource's whole
+// team, so the repair of its first finding puts back all of them; a sync
+// per finding (one per user whose binding or membership drifted) would
+// read the team, the groups and the bindings again for nothing, and after
+// a failure wait out the same error once per finding. Find starts a pass
+// with an empty one; nil (a Repair without a Find) remembers nothing.
+type passSyncs map[string]error
+
+func (p passSyncs) sync(ctx context.Context, b *bus.Bus, offeringHex, resourceUUID string) error {
+	if err, ok := p[resourceUUID]; ok {
+		return err
+	}
+	err := syncResource(ctx, b, offeringHex, resourceUUID)
+	if p != nil {
+		p[resourceUUID] = err
 	}
 	return err
 }
@@ -184,11 +205,13 @@ type MembersDrift struct {
 	Keycloak MemberReader
 	// Bus carries the repairs; nil: a repair errs (the drift command
 	// without --nats).
-	Bus *bus.Bus
+	Bus    *bus.Bus
+	synced passSyncs
 }
 
 // Find compares, changing nothing.
 func (m *MembersDrift) Find(ctx context.Context) ([]contract.DriftFinding, error) {
+	m.synced = passSyncs{}
 	plan, err := m.Plan(ctx, m.Offering)
 	if err != nil {
 		return nil, err
@@ -222,7 +245,8 @@ func (m *MembersDrift) Find(ctx context.Context) ([]contract.DriftFinding, error
 	return out, nil
 }
 
-// Repair has the membership service sync the finding's resource.
+// Repair has the membership service sync the finding's resource, once
+// a pass (see passSyncs).
 func (m *MembersDrift) Repair(ctx context.Context, f contract.DriftFinding) error {
-	return syncResource(ctx, m.Bus, m.Offering, f.Resource)
+	return m.synced.sync(ctx, m.Bus, m.Offering, f.Resource)
 }

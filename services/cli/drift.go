@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sitebus/sitebus/pkg/backend/ranchercluster"
 	"github.com/sitebus/sitebus/pkg/bus"
 	"github.com/sitebus/sitebus/pkg/contract"
 	"github.com/sitebus/sitebus/pkg/waldur"
@@ -106,11 +107,14 @@ func runDrift(ctx context.Context, plan *app.Plan, b *bus.Bus, repair bool) []co
 			continue
 		}
 		members := objects
-		if m := op.Config.MembershipSyncBackend; m == "" {
-			members = nil
+		if m := op.Config.MembershipSyncBackend; m == "" || m == ranchercluster.Type {
+			members = nil // none, or a cluster's groups (their owner's): as in run
 		} else if m != name {
+			// Unbuilt, its members and bindings would go uncompared
+			// without a word: the offering fails, as it does in run.
 			if members, err = op.NewBackend(m, app.BackendOptions{Logger: discard, Resources: finder}); err != nil {
-				members = nil
+				fail(fmt.Errorf("membership backend %s: %w", m, err))
+				continue
 			}
 		}
 		o, err := app.DriftOffering(op, w, objects, members, b, discard, nil)

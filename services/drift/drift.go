@@ -11,6 +11,7 @@
 package drift
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -21,7 +22,6 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/sitebus/sitebus/pkg/bus"
 	"github.com/sitebus/sitebus/pkg/contract"
 )
 
@@ -135,16 +135,9 @@ func (s *Service) offering(ctx context.Context, o Offering, repair bool) contrac
 		}
 	}
 	slices.SortStableFunc(r.Findings, func(a, b contract.DriftFinding) int {
-		return cmpJoin(a.Kind, b.Kind, a.Object, b.Object)
+		return cmp.Or(strings.Compare(a.Kind, b.Kind), strings.Compare(a.Object, b.Object))
 	})
 	return r
-}
-
-func cmpJoin(a1, b1, a2, b2 string) int {
-	if c := strings.Compare(a1, b1); c != 0 {
-		return c
-	}
-	return strings.Compare(a2, b2)
 }
 
 // publish puts r under its offering's key of the status bucket, the one
@@ -153,10 +146,7 @@ func (s *Service) publish(ctx context.Context, r contract.DriftReport) error {
 	if s.cfg.JS == nil {
 		return nil
 	}
-	kv, err := bus.EnsureKeyValue(ctx, s.cfg.JS, jetstream.KeyValueConfig{
-		Bucket: contract.StatusBucket, Description: "Health snapshots for the status page, by offering",
-		History: 1, Storage: jetstream.FileStorage, Replicas: s.cfg.Replicas,
-	})
+	kv, err := contract.EnsureStatusBucket(ctx, s.cfg.JS, s.cfg.Replicas)
 	if err != nil {
 		return err
 	}

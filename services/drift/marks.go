@@ -25,6 +25,19 @@ func RepairsCounter(reg prometheus.Registerer) *prometheus.CounterVec {
 	}, []string{"kind", "outcome"}))
 }
 
+// CountRepair counts one repair of kind in repairs (a RepairsCounter;
+// nil: not exported) as repaired, or as error when err is set.
+func CountRepair(repairs *prometheus.CounterVec, kind string, err error) {
+	if repairs == nil {
+		return
+	}
+	outcome := "repaired"
+	if err != nil {
+		outcome = "error"
+	}
+	repairs.WithLabelValues(kind, outcome).Inc()
+}
+
 // Marks is the drift check of the labels and annotations a backend
 // writes on its objects: every object the backend manages (only
 // sitebus's) is compared.
@@ -65,12 +78,6 @@ func (m *Marks) Find(ctx context.Context) ([]contract.DriftFinding, error) {
 // Repair writes the object's labels and annotations back.
 func (m *Marks) Repair(ctx context.Context, f contract.DriftFinding) error {
 	_, err := m.Backend.RepairMarks(ctx, f.Object)
-	outcome := "repaired"
-	if err != nil {
-		outcome = "error"
-	}
-	if m.Repairs != nil {
-		m.Repairs.WithLabelValues(contract.DriftLabels, outcome).Inc()
-	}
+	CountRepair(m.Repairs, contract.DriftLabels, err)
 	return err
 }

@@ -15,12 +15,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/sitebus/sitebus/pkg/bus"
 	"github.com/sitebus/sitebus/pkg/contract"
 )
 
@@ -129,10 +129,7 @@ func (p *Publisher) Run(ctx context.Context) {
 	for {
 		if kv == nil {
 			var err error
-			kv, err = bus.EnsureKeyValue(ctx, p.js, jetstream.KeyValueConfig{
-				Bucket: Bucket, Description: "Health snapshots for the status page, by offering",
-				History: 1, Storage: jetstream.FileStorage, Replicas: p.cfg.Replicas,
-			})
+			kv, err = contract.EnsureStatusBucket(ctx, p.js, p.cfg.Replicas)
 			if err != nil && ctx.Err() == nil {
 				log.Warn("status bucket not available yet", "err", err)
 			}
@@ -195,35 +192,37 @@ func (p *Publisher) publish(ctx context.Context, kv jetstream.KeyValue, i int) e
 	return err
 }
 
-// readHealth returns the stored snapshots by offering UUID; none when the
-// bucket does not exist yet.
-func readHealth(ctx context.Context, js jetstream.JetStream) (map[string]Health, error) {
-	out := map[string]Health{}
-	err := readBucket(ctx, js, "health.*", func(b []byte) {
-		var h Health
-		if json.Unmarshal(b, &h) == nil {
-			out[h.OfferingUUID] = h
-		}
-	})
-	return out, err
+// stored is what the status bucket holds, by offering UUID: the health
+// snapshots and the drift pass's reports.
+type stored struct {
+	health map[string]Health
+	drift  map[string]contract.DriftReport
 }
 
-// readDrift returns the drift pass's reports by offering UUID; none when
-// the bucket does not exist yet or no pass has run.
-func readDrift(ctx context.Context, js jetstream.JetStream) (map[string]contract.DriftReport, error) {
-	out := map[string]contract.DriftReport{}
-	err := readBucket(ctx, js, contract.DriftKey("*"), func(b []byte) {
-		var r contract.DriftReport
-		if json.Unmarshal(b, &r) == nil {
-			out[r.OfferingUUID] = r
+// readStatus reads the status bucket in one watch; it holds nothing when
+// the bucket does not exist yet.
+func readStatus(ctx context.Context, js jetstream.JetStream) (stored, error) {
+	st := stored{health: map[string]Health{}, drift: map[string]contract.DriftReport{}}
+	err := readBucket(ctx, js, func(key string, b []byte) {
+		switch {
+		case strings.HasPrefix(key, healthKey("")):
+			var h Health
+			if json.Unmarshal(b, &h) == nil {
+				st.health[h.OfferingUUID] = h
+			}
+		case strings.HasPrefix(key, contract.DriftKey("")):
+			var r contract.DriftReport
+			if json.Unmarshal(b, &r) == nil {
+				st.drift[r.OfferingUUID] = r
+			}
 		}
 	})
-	return out, err
+	return st, err
 }
 
-// readBucket hands each current value of the status bucket's keys
-// matching pattern to each.
-func readBucket(ctx context.Context, js jetstream.JetStream, pattern string, each func([]byte)) error {
+// readBucket hands each current key and value of the status bucket to
+// each.
+func readBucket(ctx context.Context, js jetstream.JetStream, each func(key string, value []byte)) error {
 	kv, err := js.KeyValue(ctx, Bucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		return nil
@@ -231,7 +230,7 @@ func readBucket(ctx context.Context, js jetstream.JetStream, pattern string, eac
 	if err != nil {
 		return err
 	}
-	w, err := kv.Watch(ctx, pattern, jetstream.IgnoreDeletes())
+	w, err := kv.WatchAll(ctx, jetstream.IgnoreDeletes())
 	if err != nil {
 		return err
 	}
@@ -247,7 +246,7 @@ func readBucket(ctx context.Context, js jetstream.JetStream, pattern string, eac
 			if e == nil {
 				return nil
 			}
-			each(e.Value())
+			each(e.Key(), e.Value())
 		}
 	}
 }

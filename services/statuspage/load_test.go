@@ -74,11 +74,11 @@ func TestLoadReadsTheStoresAndRedacts(t *testing.T) {
 	go func() { pub.Run(pctx); close(done) }()
 	// The snapshot with the checks' first results: the page's own signal.
 	for {
-		h, err := readHealth(ctx, b.JetStream())
+		st, err := readStatus(ctx, b.JetStream())
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(h[hex].Checks) > 0 {
+		if len(st.health[hex].Checks) > 0 {
 			break
 		}
 		select {

@@ -155,22 +155,15 @@ func Load(ctx context.Context, src Sources, offerings []Offering, redact func(st
 		v.Problems = append(v.Problems, redact(fmt.Sprintf("%s: %v", what, err)))
 	}
 
-	health, err := readHealth(ctx, src.JS)
+	st, err := readStatus(ctx, src.JS)
 	if err != nil {
-		problem("health snapshots ("+Bucket+")", err)
+		problem("health snapshots and drift reports ("+Bucket+")", err)
 	}
 	for i := range v.Offerings {
-		if h, ok := health[v.Offerings[i].UUID]; ok {
+		if h, ok := st.health[v.Offerings[i].UUID]; ok {
 			v.Offerings[i].Health = healthView(h, redact, publishPeriod, now)
 		}
-	}
-
-	drift, err := readDrift(ctx, src.JS)
-	if err != nil {
-		problem("drift reports ("+Bucket+")", err)
-	}
-	for i := range v.Offerings {
-		if r, ok := drift[v.Offerings[i].UUID]; ok {
+		if r, ok := st.drift[v.Offerings[i].UUID]; ok {
 			v.Offerings[i].Drift = driftView(r, redact)
 		}
 	}
