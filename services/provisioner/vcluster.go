@@ -673,21 +673,8 @@ func (p *pass) vcluster(ctx context.Context, e recordEntry, rec Record) (int, er
 			reason = rec.Erred // the reason Waldur already shows: no second set_as_erred
 		}
 	}
-	switch {
-	case reason != "" && reason != rec.Erred:
-		if err := o.Waldur.SetResourceErred(ctx, vc.ResourceUUID, reason, ""); err != nil {
-			return 0, fmt.Errorf("set_as_erred: %w", err)
-		}
-		p.repairs.WithLabelValues(repairErred).Inc()
-		log.Warn("cluster pass: resource erred", "reason", reason)
-	case reason == "" && rec.Erred != "":
-		if err := o.Waldur.SetResourceOK(ctx, vc.ResourceUUID); err != nil {
-			return 0, fmt.Errorf("set_as_ok: %w", err)
-		}
-		p.repairs.WithLabelValues(repairOK).Inc()
-		log.Info("cluster pass: resource OK again", "was", rec.Erred)
-	default:
-		return 0, nil
+	if told, err := p.standing(ctx, o.Waldur, log, vc.ResourceUUID, reason, rec.Erred); err != nil || !told {
+		return 0, err
 	}
 	rec.Erred = reason
 	raw, err := json.Marshal(rec)
