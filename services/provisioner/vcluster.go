@@ -17,6 +17,7 @@ import (
 	"github.com/sitebus/sitebus/pkg/backend/vcluster"
 	"github.com/sitebus/sitebus/pkg/bus"
 	"github.com/sitebus/sitebus/pkg/events"
+	"github.com/sitebus/sitebus/pkg/failpoint"
 	"github.com/sitebus/sitebus/pkg/fault"
 	"github.com/sitebus/sitebus/pkg/saga"
 	"github.com/sitebus/sitebus/pkg/waldur"
@@ -497,6 +498,11 @@ func (a *vclusterActivities) agent(ctx context.Context, in saga.ActivityInput) (
 	}
 	if tok.ManifestURL == "" {
 		return nil, fmt.Errorf("Rancher's registration token of %s has no manifestUrl yet; retry", ref) //nolint:staticcheck // a message for Waldur
+	}
+	// Crash tests stop sitebus here, after Rancher's token was read and
+	// before its manifest reached the virtual cluster.
+	if err := failpoint.Inject(ctx, "provisioner/vcluster-agent/before-apply"); err != nil {
+		return nil, err
 	}
 	cfg, err := a.virtual(ctx, r)
 	if err != nil {
