@@ -627,24 +627,7 @@ func (a *vclusterActivities) settle(ctx context.Context, in saga.ActivityInput) 
 			return nil, fmt.Errorf("forget the virtual cluster's record: %w", err)
 		}
 	}
-	if a.orders == nil {
-		return nil, fault.Terminal(errors.New("this cluster-provisioner settles no orders"))
-	}
-	if notReady != "" {
-		if err := r.o.Waldur.SetResourceErred(ctx, r.in.ResourceUUID, notReady, ""); err != nil {
-			return nil, fmt.Errorf("set_as_erred: %w", err)
-		}
-		if err := a.orders.MarkErred(ctx, r.in.OfferingUUID, r.in.OrderUUID, notReady); err != nil {
-			return nil, err
-		}
-		r.log.Warn("order erred, virtual cluster kept", "order", r.in.OrderUUID, "reason", notReady)
-		return nil, nil
-	}
-	if err := a.orders.MarkDone(ctx, r.in.OfferingUUID, r.in.OrderUUID); err != nil {
-		return nil, err
-	}
-	r.log.Info("order done", "order", r.in.OrderUUID)
-	return nil, nil
+	return nil, endOrder(ctx, a.orders, r.o.Waldur, r.log, orderIDs{r.in.OfferingUUID, r.in.OrderUUID, r.in.ResourceUUID}, notReady, "virtual cluster")
 }
 
 // VClusterRecord is what the cluster pass needs of a virtual cluster: its
