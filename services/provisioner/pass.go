@@ -279,13 +279,7 @@ func (r *run) ownedServers(ctx context.Context) (map[string]openstack.Server, er
 		if err != nil {
 			return nil, err
 		}
-		lz, ok := z.(interface {
-			OwnedServers(ctx context.Context, owner openstack.Owner) (map[string]openstack.Server, error)
-		})
-		if !ok {
-			return nil, fmt.Errorf("zone %s: %T cannot list servers", az.Label(), z)
-		}
-		vms, err := lz.OwnedServers(ctx, r.owner())
+		vms, err := z.OwnedServers(ctx, r.owner())
 		if err != nil {
 			return nil, fmt.Errorf("servers in zone %s: %w", az.Label(), err)
 		}
