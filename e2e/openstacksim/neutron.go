@@ -26,28 +26,25 @@ func (s *Server) neutron(h handler) handler {
 	}
 }
 
-// ensureListedDefaultSG makes the default security group of the projects
+// ensureListedDefaultSG makes the default security group of the project
 // whose security groups a list asks for, as Neutron's get_security_groups
-// does: the caller's, or those an admin filters on (project_id,
-// tenant_id). Creating a network, port or group in a project makes it too
+// does: the first project_id (or tenant_id) filter, else the caller's,
+// whoever the caller is. Neutron asks Keystone nothing here, so a list
+// filtered on a deleted project makes that project a default group again.
+// Creating a network, port or group in a project makes it too
 // (ensureDefaultSG there); other calls do not, so a tenant emptied group
 // by group stays empty. The group stays after its Keystone project is
-// deleted unless an admin deletes it. Only for a project Keystone knows:
-// the simulator makes no group for a project that is gone.
+// deleted unless an admin deletes it.
 func (s *Server) ensureListedDefaultSG(r *http.Request, c *caller) {
 	if r.Method != http.MethodGet || !strings.HasSuffix(r.URL.Path, "/security-groups") {
 		return
 	}
 	q := r.URL.Query()
-	filtered := append(q["project_id"], q["tenant_id"]...)
-	if len(filtered) == 0 || !c.admin {
-		filtered = []string{c.projectID}
+	project := c.projectID
+	if filtered := append(q["project_id"], q["tenant_id"]...); len(filtered) > 0 {
+		project = filtered[0]
 	}
-	for _, p := range filtered {
-		if s.st.projects[p] != nil {
-			s.ensureDefaultSG(p)
-		}
-	}
+	s.ensureDefaultSG(project)
 }
 
 func nfound(kind, id string) *apiErr {

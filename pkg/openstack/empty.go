@@ -68,6 +68,9 @@ func (c *Client) EmptyProject(ctx context.Context, owner Owner, projectID string
 	if err != nil {
 		return out, err
 	}
+	// Every delete is sent before the first wait: Nova tears the servers
+	// down together, and the volumes they used are free once all are gone.
+	var deleting []servers.Server
 	for _, sv := range svs {
 		if sv.TenantID != "" && sv.TenantID != projectID || sv.Status == "DELETED" {
 			continue
@@ -75,6 +78,9 @@ func (c *Client) EmptyProject(ctx context.Context, owner Owner, projectID string
 		if err := del("server", sv.ID, sv.Name, func() error { return servers.Delete(ctx, c.compute, sv.ID).ExtractErr() }); err != nil {
 			return out, err
 		}
+		deleting = append(deleting, sv)
+	}
+	for _, sv := range deleting {
 		if err := c.waitServerGone(ctx, sv.ID, "server "+sv.Name+" ("+sv.ID+")"); err != nil {
 			return out, err
 		}

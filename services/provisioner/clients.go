@@ -64,6 +64,9 @@ type Zone interface {
 	EnsureServer(ctx context.Context, owner openstack.Owner, s openstack.ServerSpec) (openstack.Server, bool, error)
 	WaitServerActive(ctx context.Context, serverID string) (openstack.Server, error)
 	DeleteServer(ctx context.Context, owner openstack.Owner, serverID string) error
+	// OwnedServers lists owner's servers in the client's project, by id,
+	// in one call (the cluster pass reads each project once).
+	OwnedServers(ctx context.Context, owner openstack.Owner) (map[string]openstack.Server, error)
 
 	// EmptyProject deletes everything left in the client's project (an
 	// owner's), Neutron's default security group included.

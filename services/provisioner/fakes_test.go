@@ -344,6 +344,18 @@ func (z *fakeZone) EnsureServer(_ context.Context, owner openstack.Owner, s open
 	return openstack.Server{ID: o.id, Name: s.Name, Status: o.status}, created, nil
 }
 
+func (z *fakeZone) OwnedServers(_ context.Context, owner openstack.Owner) (map[string]openstack.Server, error) {
+	z.w.mu.Lock()
+	defer z.w.mu.Unlock()
+	out := map[string]openstack.Server{}
+	for _, o := range z.w.objs {
+		if o.kind == "server" && o.project == z.project && o.owner == string(owner) {
+			out[o.id] = openstack.Server{ID: o.id, Name: o.name, Status: o.status}
+		}
+	}
+	return out, nil
+}
+
 func (z *fakeZone) WaitServerActive(_ context.Context, id string) (openstack.Server, error) {
 	z.w.mu.Lock()
 	defer z.w.mu.Unlock()

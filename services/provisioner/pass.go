@@ -224,23 +224,16 @@ func (p *pass) cluster(ctx context.Context, e recordEntry) (int, error) {
 	}
 
 	reason := strings.Join(problems, "; ")
-	switch {
-	case reason != "" && reason != r.made.Erred:
-		if err := o.Waldur.SetResourceErred(ctx, plan.ResourceUUID, reason, ""); err != nil {
-			return repairs, fmt.Errorf("set_as_erred: %w", err)
+	told, err := p.standing(ctx, o.Waldur, r.log, plan.ResourceUUID, reason, r.made.Erred)
+	if err != nil {
+		return repairs, err
+	}
+	if told {
+		if reason == "" {
+			r.made.Removed = nil // the removals Waldur showed are over
 		}
 		r.made.Erred, changed = reason, true
 		repairs++
-		p.repairs.WithLabelValues(repairErred).Inc()
-		r.log.Warn("cluster pass: resource erred", "reason", reason)
-	case reason == "" && r.made.Erred != "":
-		if err := o.Waldur.SetResourceOK(ctx, plan.ResourceUUID); err != nil {
-			return repairs, fmt.Errorf("set_as_ok: %w", err)
-		}
-		r.log.Info("cluster pass: resource OK again", "was", r.made.Erred)
-		r.made.Erred, r.made.Removed, changed = "", nil, true
-		repairs++
-		p.repairs.WithLabelValues(repairOK).Inc()
 	}
 	if !changed {
 		return repairs, nil
@@ -252,6 +245,31 @@ func (p *pass) cluster(ctx context.Context, e recordEntry) (int, error) {
 	return repairs, p.records.Update(ctx, e.Key, raw, e.Rev)
 }
 
+// standing tells Waldur that a resource's standing changed: set_as_erred
+// when reason is a problem Waldur does not show yet (erred is the one it
+// shows), set_as_ok when the problems are over. It reports whether it told
+// Waldur anything; the caller then records reason as the resource's Erred.
+// The rancher-cluster and the vcluster passes share it.
+func (p *pass) standing(ctx context.Context, w Waldur, log *slog.Logger, resourceUUID, reason, erred string) (bool, error) {
+	switch {
+	case reason != "" && reason != erred:
+		if err := w.SetResourceErred(ctx, resourceUUID, reason, ""); err != nil {
+			return false, fmt.Errorf("set_as_erred: %w", err)
+		}
+		p.repairs.WithLabelValues(repairErred).Inc()
+		log.Warn("cluster pass: resource erred", "reason", reason)
+	case reason == "" && erred != "":
+		if err := w.SetResourceOK(ctx, resourceUUID); err != nil {
+			return false, fmt.Errorf("set_as_ok: %w", err)
+		}
+		p.repairs.WithLabelValues(repairOK).Inc()
+		log.Info("cluster pass: resource OK again", "was", erred)
+	default:
+		return false, nil
+	}
+	return true, nil
+}
+
 // ownedServers are the resource's VMs in every zone and project of the
 // cluster, by id: one list call per zone and project.
 func (r *run) ownedServers(ctx context.Context) (map[string]openstack.Server, error) {
@@ -261,13 +279,7 @@ func (r *run) ownedServers(ctx context.Context) (map[string]openstack.Server, er
 		if err != nil {
 			return nil, err
 		}
-		lz, ok := z.(interface {
-			OwnedServers(ctx context.Context, owner openstack.Owner) (map[string]openstack.Server, error)
-		})
-		if !ok {
-			return nil, fmt.Errorf("zone %s: %T cannot list servers", az.Label(), z)
-		}
-		vms, err := lz.OwnedServers(ctx, r.owner())
+		vms, err := z.OwnedServers(ctx, r.owner())
 		if err != nil {
 			return nil, fmt.Errorf("servers in zone %s: %w", az.Label(), err)
 		}

@@ -128,12 +128,19 @@ func (h *harness) run(t *testing.T, def, orderHex string, attrs json.RawMessage)
 	t.Helper()
 	in := Input{OfferingUUID: offeringHex, OrderUUID: orderHex, ResourceUUID: resourceUUID, Attributes: attrs,
 		Resource: ResourceRef{UUID: resourceUUID, Name: "production-cluster", Slug: "production-cluster", ProjectSlug: "physics", CustomerSlug: "uni"}}
+	return startAndWait(t, h.coord, def, orderHex, in)
+}
+
+// startAndWait starts saga def as order orderHex with in and waits until
+// it ends.
+func startAndWait(t *testing.T, coord *saga.Coordinator, def, orderHex string, in any) saga.Saga {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if _, err := h.coord.Start(ctx, def, contract.SagaID(orderHex), in); err != nil {
+	if _, err := coord.Start(ctx, def, contract.SagaID(orderHex), in); err != nil {
 		t.Fatal(err)
 	}
-	sg, err := h.coord.Wait(ctx, contract.SagaID(orderHex))
+	sg, err := coord.Wait(ctx, contract.SagaID(orderHex))
 	if err != nil {
 		t.Fatalf("wait: %v", err)
 	}

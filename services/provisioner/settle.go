@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 
 	"github.com/sitebus/sitebus/pkg/backend"
@@ -140,27 +141,37 @@ func (a *activities) settle(ctx context.Context, in saga.ActivityInput) (json.Ra
 			return nil, fmt.Errorf("set_backend_metadata: %w", err)
 		}
 	}
-	if a.orders == nil {
-		return nil, fault.Terminal(errors.New("this cluster-provisioner settles no orders"))
+	return nil, endOrder(ctx, a.orders, w, r.log, orderIDs{r.in.OfferingUUID, r.in.OrderUUID, r.in.ResourceUUID}, notReady, "cluster")
+}
+
+// orderIDs name a saga's order: its offering, the order and its resource.
+type orderIDs struct{ offering, order, resource string }
+
+// endOrder ends the order once settle told Waldur what was made: done,
+// or, when notReady says the cluster was not usable by its deadline,
+// erred with the resource erred too. The cluster (kept names it, for the
+// log) is kept and recorded: terminate removes it, and the cluster pass
+// sets the resource OK once Rancher reports it ready. The rancher-cluster
+// and vcluster settles share it.
+func endOrder(ctx context.Context, orders Orders, w Waldur, log *slog.Logger, ids orderIDs, notReady, kept string) error {
+	if orders == nil {
+		return fault.Terminal(errors.New("this cluster-provisioner settles no orders"))
 	}
 	if notReady != "" {
-		// The cluster is kept and recorded (terminate removes it; the
-		// cluster pass sets the resource OK once Rancher shows it active),
-		// but the order did not give a usable cluster.
-		if err := w.SetResourceErred(ctx, r.in.ResourceUUID, notReady, ""); err != nil {
-			return nil, fmt.Errorf("set_as_erred: %w", err)
+		if err := w.SetResourceErred(ctx, ids.resource, notReady, ""); err != nil {
+			return fmt.Errorf("set_as_erred: %w", err)
 		}
-		if err := a.orders.MarkErred(ctx, r.in.OfferingUUID, r.in.OrderUUID, notReady); err != nil {
-			return nil, err
+		if err := orders.MarkErred(ctx, ids.offering, ids.order, notReady); err != nil {
+			return err
 		}
-		r.log.Warn("order erred, cluster kept", "order", r.in.OrderUUID, "reason", notReady)
-		return nil, nil
+		log.Warn("order erred, "+kept+" kept", "order", ids.order, "reason", notReady)
+		return nil
 	}
-	if err := a.orders.MarkDone(ctx, r.in.OfferingUUID, r.in.OrderUUID); err != nil {
-		return nil, err
+	if err := orders.MarkDone(ctx, ids.offering, ids.order); err != nil {
+		return err
 	}
-	r.log.Info("order done", "order", r.in.OrderUUID)
-	return nil, nil
+	log.Info("order done", "order", ids.order)
+	return nil
 }
 
 func (r *run) metadata(clusterID string) map[string]any {

@@ -17,6 +17,7 @@ import (
 	"github.com/sitebus/sitebus/pkg/backend/vcluster"
 	"github.com/sitebus/sitebus/pkg/bus"
 	"github.com/sitebus/sitebus/pkg/events"
+	"github.com/sitebus/sitebus/pkg/failpoint"
 	"github.com/sitebus/sitebus/pkg/fault"
 	"github.com/sitebus/sitebus/pkg/saga"
 	"github.com/sitebus/sitebus/pkg/waldur"
@@ -498,6 +499,11 @@ func (a *vclusterActivities) agent(ctx context.Context, in saga.ActivityInput) (
 	if tok.ManifestURL == "" {
 		return nil, fmt.Errorf("Rancher's registration token of %s has no manifestUrl yet; retry", ref) //nolint:staticcheck // a message for Waldur
 	}
+	// Crash tests stop sitebus here, after Rancher's token was read and
+	// before its manifest reached the virtual cluster.
+	if err := failpoint.Inject(ctx, "provisioner/vcluster-agent/before-apply"); err != nil {
+		return nil, err
+	}
 	cfg, err := a.virtual(ctx, r)
 	if err != nil {
 		return nil, err
@@ -621,24 +627,7 @@ func (a *vclusterActivities) settle(ctx context.Context, in saga.ActivityInput) 
 			return nil, fmt.Errorf("forget the virtual cluster's record: %w", err)
 		}
 	}
-	if a.orders == nil {
-		return nil, fault.Terminal(errors.New("this cluster-provisioner settles no orders"))
-	}
-	if notReady != "" {
-		if err := r.o.Waldur.SetResourceErred(ctx, r.in.ResourceUUID, notReady, ""); err != nil {
-			return nil, fmt.Errorf("set_as_erred: %w", err)
-		}
-		if err := a.orders.MarkErred(ctx, r.in.OfferingUUID, r.in.OrderUUID, notReady); err != nil {
-			return nil, err
-		}
-		r.log.Warn("order erred, virtual cluster kept", "order", r.in.OrderUUID, "reason", notReady)
-		return nil, nil
-	}
-	if err := a.orders.MarkDone(ctx, r.in.OfferingUUID, r.in.OrderUUID); err != nil {
-		return nil, err
-	}
-	r.log.Info("order done", "order", r.in.OrderUUID)
-	return nil, nil
+	return nil, endOrder(ctx, a.orders, r.o.Waldur, r.log, orderIDs{r.in.OfferingUUID, r.in.OrderUUID, r.in.ResourceUUID}, notReady, "virtual cluster")
 }
 
 // VClusterRecord is what the cluster pass needs of a virtual cluster: its
@@ -673,21 +662,8 @@ func (p *pass) vcluster(ctx context.Context, e recordEntry, rec Record) (int, er
 			reason = rec.Erred // the reason Waldur already shows: no second set_as_erred
 		}
 	}
-	switch {
-	case reason != "" && reason != rec.Erred:
-		if err := o.Waldur.SetResourceErred(ctx, vc.ResourceUUID, reason, ""); err != nil {
-			return 0, fmt.Errorf("set_as_erred: %w", err)
-		}
-		p.repairs.WithLabelValues(repairErred).Inc()
-		log.Warn("cluster pass: resource erred", "reason", reason)
-	case reason == "" && rec.Erred != "":
-		if err := o.Waldur.SetResourceOK(ctx, vc.ResourceUUID); err != nil {
-			return 0, fmt.Errorf("set_as_ok: %w", err)
-		}
-		p.repairs.WithLabelValues(repairOK).Inc()
-		log.Info("cluster pass: resource OK again", "was", rec.Erred)
-	default:
-		return 0, nil
+	if told, err := p.standing(ctx, o.Waldur, log, vc.ResourceUUID, reason, rec.Erred); err != nil || !told {
+		return 0, err
 	}
 	rec.Erred = reason
 	raw, err := json.Marshal(rec)

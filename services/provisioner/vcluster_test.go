@@ -20,7 +20,6 @@ import (
 	"github.com/sitebus/sitebus/pkg/backend/rancher"
 	"github.com/sitebus/sitebus/pkg/backend/vcluster"
 	"github.com/sitebus/sitebus/pkg/bus/bustest"
-	"github.com/sitebus/sitebus/pkg/contract"
 	"github.com/sitebus/sitebus/pkg/fault"
 	"github.com/sitebus/sitebus/pkg/saga"
 	"github.com/sitebus/sitebus/pkg/waldur"
@@ -239,19 +238,10 @@ func (h *vcHarness) run(t *testing.T, def, orderHex string, attrs string, before
 	t.Helper()
 	in := VClusterInput{OfferingUUID: offeringHex, OrderUUID: orderHex, ResourceUUID: resourceUUID, Limits: map[string]float64{"cpu": 1},
 		Attributes: json.RawMessage(attrs), Resource: ResourceRef{UUID: resourceUUID, Name: "demo", Slug: "demo"}}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
 	if before != nil {
 		before()
 	}
-	if _, err := h.coord.Start(ctx, def, contract.SagaID(orderHex), in); err != nil {
-		t.Fatal(err)
-	}
-	sg, err := h.coord.Wait(ctx, contract.SagaID(orderHex))
-	if err != nil {
-		t.Fatalf("wait: %v", err)
-	}
-	return sg
+	return startAndWait(t, h.coord, def, orderHex, in)
 }
 
 func TestVClusterCreateImportsAndTerminateLeavesNothing(t *testing.T) {
