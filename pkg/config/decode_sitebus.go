@@ -44,6 +44,7 @@ func (d *decoder) sitebus(n *yaml.Node, s scope, sb *Sitebus) {
 				"events_max_age":   d.duration(&st.EventsMaxAge),
 				"duplicate_window": d.duration(&st.DuplicateWindow),
 				"dlq_max_age":      d.duration(&st.DLQMaxAge),
+				"saga_retention":   d.duration(&st.SagaRetention),
 				"replicas":         d.integer(&st.Replicas),
 			})
 		},

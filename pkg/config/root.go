@@ -34,6 +34,7 @@ const (
 	defaultDuplicateWindow   = 15 * time.Minute
 	minDuplicateWindow       = 10 * time.Minute
 	defaultDLQMaxAge         = 720 * time.Hour
+	defaultSagaRetention     = 720 * time.Hour
 	defaultStreamReplicas    = 1
 	maxStreamReplicas        = 5 // JetStream's limit
 	defaultOrderingSlots     = 32

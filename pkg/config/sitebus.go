@@ -87,6 +87,10 @@ type Streams struct {
 	// redelivered after a reconnect are still recognised as duplicates.
 	DuplicateWindow time.Duration `json:"duplicate_window"`
 	DLQMaxAge       time.Duration `json:"dlq_max_age"`
+	// SagaRetention is how long a finished saga stays in the saga bucket.
+	// While it is there a redelivered or replayed order finds it and does
+	// not run again, so it is at least EventsMaxAge.
+	SagaRetention time.Duration `json:"saga_retention"`
 	// Replicas is how many JetStream servers keep a copy of every stream
 	// and key-value bucket, 1 to 5. Default 1, with an external nats_url
 	// too: more copies than the cluster has servers cannot be placed, so a
@@ -143,6 +147,7 @@ func newSitebus() Sitebus {
 			EventsMaxAge:    defaultEventsMaxAge,
 			DuplicateWindow: defaultDuplicateWindow,
 			DLQMaxAge:       defaultDLQMaxAge,
+			SagaRetention:   defaultSagaRetention,
 			Replicas:        defaultStreamReplicas,
 		},
 		Ordering:              Ordering{Mode: OrderingProcess, Slots: defaultOrderingSlots},

@@ -37,7 +37,7 @@ func TestSitebusSection(t *testing.T) {
 		Stomp:             StompSettings{Transport: "tcp", TCPHost: "rabbit.example.com", TCPPort: 61614, PrefetchCount: 8, ReconnectMax: time.Minute, Heartbeat: 5 * time.Second},
 		Periods:           Periods{MembershipSync: 90 * time.Second, Report: time.Hour},
 		ClusterPullPeriod: 15 * time.Minute, ClusterReadyTimeout: time.Hour,
-		Streams:               Streams{EventsMaxAge: 24 * time.Hour, DuplicateWindow: 10 * time.Minute, DLQMaxAge: 48 * time.Hour, Replicas: 3},
+		Streams:               Streams{EventsMaxAge: 24 * time.Hour, DuplicateWindow: 10 * time.Minute, DLQMaxAge: 48 * time.Hour, SagaRetention: 720 * time.Hour, Replicas: 3},
 		Ordering:              Ordering{Mode: OrderingCluster, Slots: 32},
 		Services:              []string{"stomp-bridge", "orders"},
 		KeycloakCleanupPeriod: 10 * time.Second,
@@ -77,6 +77,10 @@ func TestSitebusErrors(t *testing.T) {
 		"duplicate window below ten minutes": {
 			lines: []string{"sitebus:", "  streams:", "    duplicate_window: 2m"},
 			want:  []string{`config.yaml:9: sitebus.streams.duplicate_window: 2m0s is shorter than the minimum of 10m0s`},
+		},
+		"saga retention shorter than the events it dedupes": {
+			lines: []string{"sitebus:", "  streams:", "    events_max_age: 200h", "    saga_retention: 100h"},
+			want:  []string{`config.yaml:10: sitebus.streams.saga_retention: 100h0m0s is shorter than events_max_age (200h0m0s): an order replayed from the events stream would run its saga again`},
 		},
 		"negative stream ages": {
 			lines: []string{"sitebus:", "  streams:", "    events_max_age: -1h", "    dlq_max_age: -1h"},

@@ -221,6 +221,11 @@ func (sb *Sitebus) validate(p *problems, s scope) {
 	sm, ms := &sb.Streams, s.key("streams")
 	positive(p, ms.key("events_max_age"), sm.EventsMaxAge)
 	positive(p, ms.key("dlq_max_age"), sm.DLQMaxAge)
+	if sm.SagaRetention < sm.EventsMaxAge {
+		// A replayed or redelivered order event finds its finished saga
+		// and does not run it again only while the saga is kept.
+		p.at(ms.key("saga_retention"), "%s is shorter than events_max_age (%s): an order replayed from the events stream would run its saga again", sm.SagaRetention, sm.EventsMaxAge)
+	}
 	if sm.DuplicateWindow < minDuplicateWindow {
 		p.at(ms.key("duplicate_window"), "%s is shorter than the minimum of %s", sm.DuplicateWindow, minDuplicateWindow)
 	}

@@ -65,6 +65,16 @@ type Config struct {
 	ShutdownGrace time.Duration
 	// OutcomeMaxAge bounds how long outcome messages are kept. Default 30 days.
 	OutcomeMaxAge time.Duration
+	// Retention is how long a finished saga (succeeded, compensated or
+	// failed) stays in the bucket after its last change; Run then removes
+	// it. It is kept so that a redelivered or replayed order finds its saga
+	// and does not run it again (Start is a no-op for an existing ID), so it
+	// must outlast every way an order event can come back: sitebus sets it
+	// no shorter than the events stream's max age. Parked sagas are never
+	// removed: they wait for an operator. Without it the bucket, and every
+	// List (the status page, `sitebus sagas`), grows with every order ever
+	// served. Default 30 days.
+	Retention time.Duration
 
 	Logger         *slog.Logger
 	Registerer     prometheus.Registerer
@@ -97,6 +107,9 @@ func (c *Config) setDefaults() {
 	if c.OutcomeMaxAge == 0 {
 		c.OutcomeMaxAge = 30 * 24 * time.Hour
 	}
+	if c.Retention == 0 {
+		c.Retention = 30 * 24 * time.Hour
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -113,6 +126,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Concurrency < 1 {
 		errs = append(errs, fmt.Errorf("saga: concurrency %d < 1", c.Concurrency))
+	}
+	if c.Retention < 0 {
+		errs = append(errs, fmt.Errorf("saga: retention %s is negative", c.Retention))
 	}
 	if c.Replicas < 1 || c.Replicas > 5 {
 		errs = append(errs, fmt.Errorf("saga: replicas %d not in 1..5", c.Replicas))

@@ -12,6 +12,7 @@ type metrics struct {
 	parked   *prometheus.GaugeVec
 	attempts *prometheus.CounterVec
 	duration *prometheus.HistogramVec
+	expired  *prometheus.CounterVec
 }
 
 // newMetrics registers the saga metrics on reg (nil: not exported). A second
@@ -34,8 +35,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "sitebus_saga_step_duration_seconds", Help: "Activity attempt latency by definition, step and phase.",
 			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120},
 		}, []string{"definition", "step", "phase"}),
+		expired: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sitebus_sagas_expired_total", Help: "Finished sagas removed from the bucket once older than their retention, by definition.",
+		}, []string{"definition"}),
 	}
 	m.started = telemetry.Register(reg, m.started)
+	m.expired = telemetry.Register(reg, m.expired)
 	m.outcomes = telemetry.Register(reg, m.outcomes)
 	m.parked = telemetry.Register(reg, m.parked)
 	m.attempts = telemetry.Register(reg, m.attempts)

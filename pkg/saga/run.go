@@ -44,8 +44,11 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	pending := map[string]Saga{}  // sagas not finished, by ID
 	parked := map[string]string{} // parked sagas' definitions, by ID
 	parkedDefs := map[string]bool{}
+	finished := map[string]finishedSaga{} // sagas Retention will remove, by ID
 	tick := time.NewTicker(max(c.cfg.LeaseTTL/3, 50*time.Millisecond))
 	defer tick.Stop()
+	sweep := time.NewTicker(sweepInterval(c.cfg.Retention))
+	defer sweep.Stop()
 
 	setParkedGauge := func() {
 		counts := map[string]int{}
@@ -125,6 +128,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 			if e.Operation() != jetstream.KeyValuePut {
 				delete(pending, id)
 				delete(parked, id)
+				delete(finished, id)
 				setParkedGauge()
 				continue
 			}
@@ -137,6 +141,11 @@ func (c *Coordinator) Run(ctx context.Context) error {
 				delete(pending, id)
 			} else {
 				pending[id] = s
+			}
+			if s.Status.Terminal() && s.Status != StatusParked {
+				finished[id] = finishedSaga{definition: s.Definition, updated: s.Updated, revision: s.Revision}
+			} else {
+				delete(finished, id)
 			}
 			_, wasParked := parked[id]
 			if s.Status == StatusParked {
@@ -156,8 +165,66 @@ func (c *Coordinator) Run(ctx context.Context) error {
 			for _, s := range pending {
 				consider(s)
 			}
+		case <-sweep.C:
+			c.expire(ctx, kv, finished, time.Now())
 		}
 	}
+}
+
+// finishedSaga is what the retention sweep needs of a finished saga.
+type finishedSaga struct {
+	definition string
+	updated    time.Time
+	revision   uint64
+}
+
+// sweepInterval is how often Run looks for finished sagas past their
+// retention: a quarter of it, so one lingers at most 25% longer, but at
+// least every hour and at most every 10ms.
+func sweepInterval(retention time.Duration) time.Duration {
+	return min(max(retention/4, 10*time.Millisecond), time.Hour)
+}
+
+// expire removes the finished sagas whose last change is older than the
+// retention. Each purge is conditional on the revision Run saw, so a saga
+// that an operator retried or another coordinator changed meanwhile is kept;
+// the purge marker then comes back through the watch and drops the saga
+// from finished. Several coordinators sweeping one bucket purge each saga
+// once: the others' purges fail on the revision and are ignored.
+func (c *Coordinator) expire(ctx context.Context, kv jetstream.KeyValue, finished map[string]finishedSaga, now time.Time) {
+	cutoff := now.Add(-c.cfg.Retention)
+	purged := 0
+	for id, f := range finished {
+		if f.updated.After(cutoff) {
+			continue
+		}
+		if err := kv.Purge(ctx, id, jetstream.LastRevision(f.revision)); err != nil {
+			if ctx.Err() == nil && !isWrongRevision(err) {
+				c.log.Warn("cannot remove an expired saga; will try again", "saga", id, "err", err)
+			}
+			continue
+		}
+		delete(finished, id)
+		c.metrics.expired.WithLabelValues(f.definition).Inc()
+		purged++
+	}
+	if purged > 0 {
+		c.log.Info("removed finished sagas past their retention", "count", purged, "retention", c.cfg.Retention)
+	}
+	// A purge leaves a marker per key, kept for nats.go's purge delay (30
+	// minutes, so that watchers see it); markers older than that are
+	// dropped here, or the bucket would still grow by one per order ever
+	// served. A later sweep gets those of this one.
+	if err := kv.PurgeDeletes(ctx); err != nil && ctx.Err() == nil {
+		c.log.Warn("cannot drop the markers of removed sagas; will try again", "err", err)
+	}
+}
+
+// isWrongRevision reports the answer to a conditional write whose revision
+// is no longer the key's last.
+func isWrongRevision(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence
 }
 
 // eligible reports whether this coordinator may try to take s: it is not

@@ -930,3 +930,90 @@ func TestFormatSaga(t *testing.T) {
 		t.Errorf("list output:\n%s", buf.String())
 	}
 }
+
+func TestFinishedSagasExpireAfterRetentionAndParkedOnesStay(t *testing.T) {
+	srv := startServer(t)
+	_, js := connect(t, srv)
+	ctx := testCtx(t)
+	w := newWorld()
+	reg := prometheus.NewRegistry()
+	def := threeSteps("ns-create", func(s *saga.Step) { s.CompensationMaxAttempts = 1 })
+	c := newCoordinator(t, js, saga.Config{Registerer: reg, Retention: 300 * time.Millisecond}, []saga.Definition{def}, w.activities([]string{"a", "b", "c"}, map[string]behaviour{
+		"c.do": func(_ context.Context, _ int, in saga.ActivityInput) (json.RawMessage, error) {
+			if in.SagaID != "ok-1" {
+				return nil, bus.Terminal(errors.New("CR create refused"))
+			}
+			return nil, nil
+		},
+		"a.undo": func(_ context.Context, _ int, in saga.ActivityInput) (json.RawMessage, error) {
+			if in.SagaID == "parked-1" {
+				return nil, bus.Terminal(errors.New("keycloak refused"))
+			}
+			return nil, nil
+		},
+	}))
+	run(t, c)
+
+	// The parked saga finishes first, so the sweep that removes the later
+	// ones has its last change past the retention too: it stays because it
+	// is parked, not because it is young.
+	if _, err := c.Start(ctx, "ns-create", "parked-1", nil); err != nil {
+		t.Fatal(err)
+	}
+	if s := wait(t, c, "parked-1"); s.Status != saga.StatusParked {
+		t.Fatalf("parked-1: %s", s.Status)
+	}
+	for _, id := range []string{"ok-1", "comp-1"} {
+		if _, err := c.Start(ctx, "ns-create", id, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s := wait(t, c, "ok-1"); s.Status != saga.StatusSucceeded {
+		t.Fatalf("ok-1: %s", s.Status)
+	}
+	if s := wait(t, c, "comp-1"); s.Status != saga.StatusCompensated {
+		t.Fatalf("comp-1: %s", s.Status)
+	}
+
+	for _, id := range []string{"ok-1", "comp-1"} {
+		waitFor(t, id+" removed", func() bool {
+			_, err := c.Get(ctx, id)
+			return errors.Is(err, saga.ErrNotFound)
+		})
+	}
+	if s, err := c.Get(ctx, "parked-1"); err != nil || s.Status != saga.StatusParked {
+		t.Fatalf("parked saga after the sweep: %v, %v", s.Status, err)
+	}
+	left, err := c.List(ctx, saga.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) != 1 || left[0].ID != "parked-1" {
+		t.Errorf("List after the sweep = %v, want only parked-1", left)
+	}
+	waitFor(t, "sitebus_sagas_expired_total = 2", func() bool {
+		return metricValue(t, reg, "sitebus_sagas_expired_total", map[string]string{"definition": "ns-create"}) == 2
+	})
+
+	// Past its retention an ID is free again: the dedupe of Start lasts as
+	// long as the retention, which is why sitebus keeps it no shorter than
+	// the events stream's max age.
+	s, err := c.Start(ctx, "ns-create", "ok-1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Status != saga.StatusRunning {
+		t.Errorf("restarted ok-1: %s", s.Status)
+	}
+	if s := wait(t, c, "ok-1"); s.Status != saga.StatusSucceeded {
+		t.Fatalf("ok-1 again: %s", s.Status)
+	}
+}
+
+func TestNegativeRetentionIsRefused(t *testing.T) {
+	srv := startServer(t)
+	_, js := connect(t, srv)
+	if _, err := saga.New(js, saga.Config{Retention: -time.Second}); err == nil || !strings.Contains(err.Error(), "retention") {
+		t.Errorf("New with a negative retention: %v", err)
+	}
+}

@@ -436,7 +436,7 @@ func (d *deps) build(name string) (Service, error) {
 		return usage.New(usage.Config{Offerings: offerings, Period: d.cfg.Periods.Report, ReportingPeriods: d.cfg.ReportingPeriods,
 			Location: loc, Logger: d.log, Registerer: d.reg, TracerProvider: d.tp})
 	case coordinator.Name:
-		return coordinator.New(d.bus, coordinator.Config{Logger: d.log, Registerer: d.reg, TracerProvider: d.tp, LeaseTTL: d.cfg.Sitebus.SagaLease, Owner: d.identity})
+		return coordinator.New(d.bus, coordinator.Config{Logger: d.log, Registerer: d.reg, TracerProvider: d.tp, LeaseTTL: d.cfg.Sitebus.SagaLease, Owner: d.identity, Retention: d.cfg.Sitebus.Streams.SagaRetention})
 	case provisioner.Name:
 		offerings, err := d.clusterOfferings()
 		if err != nil {

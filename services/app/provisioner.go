@@ -46,7 +46,7 @@ func (d *deps) clusterProvisioner(offerings map[string]*provisioner.Offering, vc
 		return nil, err
 	}
 	prov, err = provisioner.New(d.bus, provisioner.Config{Offerings: offerings, VClusters: vclusters, Orders: flow, Logger: d.log, Registerer: d.reg, TracerProvider: d.tp,
-		LeaseTTL: d.cfg.Sitebus.SagaLease, Owner: d.identity, Timeouts: provisioner.Timeouts{Nodes: d.cfg.Sitebus.ClusterReadyTimeout},
+		LeaseTTL: d.cfg.Sitebus.SagaLease, SagaRetention: d.cfg.Sitebus.Streams.SagaRetention, Owner: d.identity, Timeouts: provisioner.Timeouts{Nodes: d.cfg.Sitebus.ClusterReadyTimeout},
 		PullPeriod: d.cfg.Sitebus.ClusterPullPeriod})
 	if err != nil {
 		return nil, err

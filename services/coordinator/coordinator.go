@@ -36,6 +36,8 @@ type Config struct {
 	// Owner is the coordinator's lease identity (see saga.Config): the
 	// process identity, kept across restarts.
 	Owner string
+	// Retention is how long a finished saga is kept (see saga.Config).
+	Retention time.Duration
 }
 
 // Service runs the coordinator with sitebus's saga definitions.
@@ -52,7 +54,7 @@ func New(b *bus.Bus, cfg Config) (*Service, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	coord, err := saga.New(b.JetStream(), saga.Config{Logger: cfg.Logger.With("service", Name), Registerer: cfg.Registerer, TracerProvider: cfg.TracerProvider, LeaseTTL: cfg.LeaseTTL, Owner: cfg.Owner, Replicas: b.Replicas()})
+	coord, err := saga.New(b.JetStream(), saga.Config{Logger: cfg.Logger.With("service", Name), Registerer: cfg.Registerer, TracerProvider: cfg.TracerProvider, LeaseTTL: cfg.LeaseTTL, Owner: cfg.Owner, Retention: cfg.Retention, Replicas: b.Replicas()})
 	if err != nil {
 		return nil, err
 	}

@@ -48,7 +48,9 @@ type Config struct {
 	Timeouts  Timeouts
 	// LeaseTTL and Owner are the coordinator's (see saga.Config).
 	LeaseTTL time.Duration
-	Owner    string
+	// SagaRetention is how long a finished saga is kept (see saga.Config).
+	SagaRetention time.Duration
+	Owner         string
 	// PullPeriod is how often the cluster pass pulls every cluster
 	// (pass.go); 0 runs none.
 	PullPeriod time.Duration
@@ -93,7 +95,7 @@ func New(b *bus.Bus, cfg Config) (*Service, error) {
 		}
 	}
 	coord, err := saga.New(b.JetStream(), saga.Config{Logger: log, Registerer: cfg.Registerer, TracerProvider: cfg.TracerProvider,
-		LeaseTTL: cfg.LeaseTTL, Owner: cfg.Owner, Replicas: b.Replicas()})
+		LeaseTTL: cfg.LeaseTTL, Owner: cfg.Owner, Retention: cfg.SagaRetention, Replicas: b.Replicas()})
 	if err != nil {
 		return nil, err
 	}
