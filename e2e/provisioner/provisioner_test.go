@@ -77,7 +77,10 @@ func TestManagedCreateThreeZonesThenTerminate(t *testing.T) {
 		projects = append(projects, p.Name)
 	}
 	sort.Strings(projects)
-	wantProjects := []string{"os-tenant-genomics-" + name + "-az-a", "os-tenant-genomics-" + name + "-az-b", "os-tenant-genomics-" + name + "-az-c"}
+	// The project's slug, the resource's, and 8 hex digits of the pair's
+	// SHA-256 (so no other project and resource share the tenants).
+	vm := "genomics-" + name + "-f810a251"
+	wantProjects := []string{"os-tenant-" + vm + "-az-a", "os-tenant-" + vm + "-az-b", "os-tenant-" + vm + "-az-c"}
 	if !slices.Equal(projects, wantProjects) {
 		t.Errorf("projects %v, want %v", projects, wantProjects)
 	}

@@ -159,7 +159,7 @@ func TestManagedCreateMakesEveryObjectWithOneSecretIDPerNodeAndSettles(t *testin
 		t.Fatalf("projects %v", w.inventory())
 	}
 	for i, p := range projects {
-		if want := fmt.Sprintf("os-tenant-physics-production-cluster-az-%c", 'a'+i); p.name != want {
+		if want := fmt.Sprintf("os-tenant-physics-production-cluster-987e097d-az-%c", 'a'+i); p.name != want {
 			t.Errorf("project %d = %s, want %s", i, p.name, want)
 		}
 	}

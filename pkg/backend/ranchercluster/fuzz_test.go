@@ -120,12 +120,13 @@ func checkNode(t *testing.T, n NodeAttributes) {
 // Keystone's 64 bytes under os-tenant-, and Neutron's names its 255; and
 // two different resource slugs never give one cluster name.
 func FuzzClusterNames(f *testing.F) {
-	f.Add("production-cluster", "physics", "az-a", "production-cluster-2")
-	f.Add(strings.Repeat("a", 80), strings.Repeat("p", 80), "az-b", strings.Repeat("a", 81))
-	f.Add("Prod", "phys", "az", "prod")
-	f.Add("a_b", "p", "az", "a-b")
-	f.Add("k8s", "p/../q", "az", "lb-k8s")
-	f.Fuzz(func(t *testing.T, slug, projectSlug, offeringSlug, other string) {
+	f.Add("production-cluster", "physics", "az-a", "production-cluster-2", "physics")
+	f.Add(strings.Repeat("a", 80), strings.Repeat("p", 80), "az-b", strings.Repeat("a", 81), strings.Repeat("p", 80))
+	f.Add("Prod", "phys", "az", "prod", "phys")
+	f.Add("a_b", "p", "az", "a-b", "p")
+	f.Add("k8s", "p/../q", "az", "lb-k8s", "p")
+	f.Add("c", "a-b", "az", "b-c", "a") // the dash that "<project>-<resource>" alone loses
+	f.Fuzz(func(t *testing.T, slug, projectSlug, offeringSlug, other, otherProject string) {
 		r := backend.Resource{UUID: "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d", Slug: slug, ProjectSlug: projectSlug}
 		if err := checkResource(r, true); err != nil {
 			checkRefusal(t, err)
@@ -151,6 +152,10 @@ func FuzzClusterNames(f *testing.F) {
 		}
 		if checkResourceSlug(other) == "" && other != slug && ClusterName(other) == cluster {
 			t.Fatalf("slugs %q and %q share cluster %q", slug, other, cluster)
+		}
+		o := backend.Resource{UUID: r.UUID, Slug: other, ProjectSlug: otherProject}
+		if checkResource(o, true) == nil && (other != slug || otherProject != projectSlug) && TenantName(VMProjectSlug(o), offeringSlug) == tenant {
+			t.Fatalf("%q/%q and %q/%q share tenant %q", projectSlug, slug, otherProject, other, tenant)
 		}
 	})
 }

@@ -71,10 +71,14 @@ func fit(name string, max int) string {
 // / <cluster name>") and names the tenants after its slug, so every
 // cluster has tenants of its own. Sitebus makes no Waldur project; the
 // resource's project slug alone would put two clusters of one project into
-// the same tenant, so the slug is the Waldur project's slug and the
-// resource's: "<project slug>-<resource slug>".
+// the same tenant, and "<project slug>-<resource slug>" alone would give
+// project "a-b" with resource "c" the tenants of project "a" with resource
+// "b-c" (slugs may contain dashes). So it is "<project slug>-<resource
+// slug>-" and 8 hex digits of the SHA-256 of the pair, which no other pair
+// shares.
 func VMProjectSlug(r backend.Resource) string {
-	return r.ProjectSlug + "-" + r.Slug
+	sum := sha256.Sum256([]byte(r.ProjectSlug + "/" + r.Slug))
+	return r.ProjectSlug + "-" + r.Slug + "-" + hex.EncodeToString(sum[:4])
 }
 
 // TenantName is the Keystone project of a cluster in one zone:

@@ -78,7 +78,7 @@ func TestManagedPlanMakesWhatTheAcceptanceScenarioExpects(t *testing.T) {
 	for i, tp := range p.Tenants {
 		z := "abc"[i : i+1]
 		net := []string{"192.168.42", "192.168.43", "192.168.44"}[i]
-		if tp.Name != "os-tenant-physics-production-cluster-az-"+z {
+		if tp.Name != "os-tenant-physics-production-cluster-987e097d-az-"+z {
 			t.Errorf("tenant %d: %s", i, tp.Name)
 		}
 		sn := tp.Network.Subnet
