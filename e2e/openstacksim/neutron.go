@@ -658,43 +658,33 @@ func (s *Server) createRule(c *caller, rin ruleIn) (*Rule, *apiErr) {
 		return nil, nfound("security group", rin.SecurityGroupID)
 	}
 	rl := Rule{Meta: Meta{ID: simkit.NewUUID(), ProjectID: g.ProjectID, Description: rin.Description},
-		SecurityGroupID: g.ID, Direction: rin.Direction, EtherType: rin.EtherType}
-	if rl.Direction != "ingress" && rl.Direction != "egress" {
-		return nil, badInput("direction " + rin.Direction + " is not in [ingress, egress].")
-	}
-	rl.EtherType = cmp.Or(rl.EtherType, "IPv4")
-	if rl.EtherType != "IPv4" && rl.EtherType != "IPv6" {
-		return nil, badInput("ethertype " + rin.EtherType + " is not in [IPv4, IPv6].")
-	}
+		SecurityGroupID: g.ID, Direction: rin.Direction, EtherType: cmp.Or(rin.EtherType, "IPv4")}
 	if rin.Protocol != nil {
 		rl.Protocol = strings.ToLower(*rin.Protocol)
 	}
 	set(&rl.PortRangeMin, rin.PortRangeMin)
 	set(&rl.PortRangeMax, rin.PortRangeMax)
-	if (rin.PortRangeMin != nil || rin.PortRangeMax != nil) && rl.Protocol == "" {
-		return nil, neutronErr(http.StatusBadRequest, "SecurityGroupProtocolRequiredWithPorts",
-			"Must also specify protocol if port range is given.")
-	}
-	if (rl.Protocol == "tcp" || rl.Protocol == "udp") && rl.PortRangeMin > rl.PortRangeMax && rin.PortRangeMax != nil {
-		return nil, neutronErr(http.StatusBadRequest, "SecurityGroupInvalidPortRange",
-			"For TCP/UDP protocols, port_range_min must be <= port_range_max")
-	}
-	if rin.RemoteIPPrefix != nil && rin.RemoteGroupID != nil {
-		return nil, neutronErr(http.StatusBadRequest, "SecurityGroupRemoteGroupAndRemoteIpPrefix",
-			"Only remote_ip_prefix or remote_group_id may be provided.")
-	}
+	remote := ""
+	set(&remote, rin.RemoteIPPrefix)
+	prefix, err := netip.ParsePrefix(remote)
 	if rin.RemoteIPPrefix != nil {
-		p, err := netip.ParsePrefix(*rin.RemoteIPPrefix)
-		if err != nil {
-			return nil, badInput("'" + *rin.RemoteIPPrefix + "' is not a valid IP subnet.")
-		}
-		rl.RemoteIPPrefix = p.Masked().String()
+		rl.RemoteIPPrefix = prefix.Masked().String()
 	}
-	if rin.RemoteGroupID != nil {
-		if s.st.secGroups[*rin.RemoteGroupID] == nil {
-			return nil, nfound("security group", *rin.RemoteGroupID)
-		}
-		rl.RemoteGroupID = *rin.RemoteGroupID
+	set(&rl.RemoteGroupID, rin.RemoteGroupID)
+	ranged := rin.PortRangeMin != nil || rin.PortRangeMax != nil
+	if e := cmp.Or(
+		refuse(rl.Direction != "ingress" && rl.Direction != "egress", badInput("direction "+rin.Direction+" is not in [ingress, egress].")),
+		refuse(rl.EtherType != "IPv4" && rl.EtherType != "IPv6", badInput("ethertype "+rin.EtherType+" is not in [IPv4, IPv6].")),
+		refuse(ranged && rl.Protocol == "", neutronErr(http.StatusBadRequest, "SecurityGroupProtocolRequiredWithPorts",
+			"Must also specify protocol if port range is given.")),
+		refuse((rl.Protocol == "tcp" || rl.Protocol == "udp") && rl.PortRangeMin > rl.PortRangeMax && rin.PortRangeMax != nil,
+			neutronErr(http.StatusBadRequest, "SecurityGroupInvalidPortRange", "For TCP/UDP protocols, port_range_min must be <= port_range_max")),
+		refuse(rin.RemoteIPPrefix != nil && rin.RemoteGroupID != nil, neutronErr(http.StatusBadRequest,
+			"SecurityGroupRemoteGroupAndRemoteIpPrefix", "Only remote_ip_prefix or remote_group_id may be provided.")),
+		refuse(rin.RemoteIPPrefix != nil && err != nil, badInput("'"+remote+"' is not a valid IP subnet.")),
+		refuse(rin.RemoteGroupID != nil && s.st.secGroups[rl.RemoteGroupID] == nil, nfound("security group", rl.RemoteGroupID)),
+	); e != nil {
+		return nil, e
 	}
 	for _, o := range g.Rules {
 		if o.Direction == rl.Direction && o.EtherType == rl.EtherType && o.Protocol == rl.Protocol &&

@@ -64,6 +64,17 @@ func fmtTime(t time.Time) string  { return t.UTC().Format(isoZ) }
 func fmtMicro(t time.Time) string { return t.UTC().Format(isoMicro) }
 func orNil(s string) any          { return simkit.OrNil(s) }
 
+// refuse is e when the condition holds, else nil: one check of a request,
+// for cmp.Or to answer the first that fails in the order the service
+// checks. cmp.Or evaluates every argument, so each check must be safe
+// whatever the ones before it found.
+func refuse(cond bool, e *apiErr) *apiErr {
+	if cond {
+		return e
+	}
+	return nil
+}
+
 // set copies *from to *to when a request carried it (from not nil).
 func set[T any](to, from *T) {
 	if from != nil {
