@@ -54,30 +54,21 @@ type volumeSpec struct {
 // newVolume checks spec and the project's quota and stores a creating
 // volume. Nova uses it for the volumes of a boot.
 func (s *Server) newVolume(project string, spec volumeSpec) (*Volume, *apiErr) {
-	if spec.Size <= 0 {
-		return nil, novaErr(http.StatusBadRequest, "Invalid input received: volume size must be an integer and greater than 0")
-	}
-	t := s.opts.VolumeTypes[0]
+	t := &s.opts.VolumeTypes[0]
 	if spec.Type != "" {
-		vt := s.volumeType(spec.Type)
-		if vt == nil {
-			return nil, novaErr(http.StatusNotFound, "Volume type with name "+spec.Type+" could not be found.")
-		}
-		t = *vt
+		t = s.volumeType(spec.Type)
 	}
 	spec.AZ = cmp.Or(spec.AZ, s.opts.AvailabilityZones[0])
-	if !slices.Contains(s.opts.AvailabilityZones, spec.AZ) {
-		return nil, novaErr(http.StatusBadRequest, "Availability zone '"+spec.AZ+"' is invalid.")
-	}
-	if spec.Image != "" {
-		img := images.Items(s)[spec.Image]
-		if img == nil {
-			return nil, novaErr(http.StatusBadRequest, "Invalid image identifier or unable to access requested image.")
-		}
-		if spec.Size < img.MinDisk {
-			return nil, novaErr(http.StatusBadRequest, fmt.Sprintf(
-				"Volume size %dGB cannot be smaller than the image minDisk size %dGB.", spec.Size, img.MinDisk))
-		}
+	img := cmp.Or(images.Items(s)[spec.Image], &Image{})
+	if e := cmp.Or(
+		refuse(spec.Size <= 0, novaErr(http.StatusBadRequest, "Invalid input received: volume size must be an integer and greater than 0")),
+		refuse(t == nil, novaErr(http.StatusNotFound, "Volume type with name "+spec.Type+" could not be found.")),
+		refuse(!slices.Contains(s.opts.AvailabilityZones, spec.AZ), novaErr(http.StatusBadRequest, "Availability zone '"+spec.AZ+"' is invalid.")),
+		refuse(spec.Image != "" && img.ID == "", novaErr(http.StatusBadRequest, "Invalid image identifier or unable to access requested image.")),
+		refuse(spec.Size < img.MinDisk, novaErr(http.StatusBadRequest, fmt.Sprintf(
+			"Volume size %dGB cannot be smaller than the image minDisk size %dGB.", spec.Size, img.MinDisk))),
+	); e != nil {
+		return nil, e
 	}
 	if e := s.checkCinderQuota(project, t.Name, spec.Size); e != nil {
 		return nil, e

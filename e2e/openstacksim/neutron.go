@@ -137,22 +137,15 @@ type networkIn struct {
 
 func (s *Server) createNetwork(c *caller, nin networkIn) (*Network, *apiErr) {
 	p, e := nin.project(c)
-	if e != nil {
-		return nil, e
-	}
-	if (nin.Shared != nil && *nin.Shared || nin.External != nil && *nin.External) && !c.admin {
-		return nil, policy("create_network:shared")
-	}
-	if e := s.checkNeutronQuota(p, "network", 1); e != nil {
+	n := &Network{MTU: cmp.Or(max(nin.MTU, 0), 1450)}
+	set(&n.Shared, nin.Shared)
+	set(&n.External, nin.External)
+	if e := cmp.Or(e, refuse((n.Shared || n.External) && !c.admin, policy("create_network:shared")),
+		s.checkNeutronQuota(p, "network", 1)); e != nil {
 		return nil, e
 	}
 	s.ensureDefaultSG(p)
-	n := &Network{Meta: s.fresh(p), MTU: 1450}
-	if nin.MTU > 0 {
-		n.MTU = nin.MTU
-	}
-	n.Shared = nin.Shared != nil && *nin.Shared
-	n.External = nin.External != nil && *nin.External
+	n.Meta = s.fresh(p)
 	nin.apply(&n.Meta)
 	s.st.networks[n.ID] = n
 	return n, nil
@@ -213,21 +206,14 @@ func (in subnetIn) gateway() *string {
 }
 
 func (s *Server) createSubnet(c *caller, sin subnetIn) (*Subnet, *apiErr) {
-	n := networks.Lookup(s, c, sin.NetworkID)
-	if n == nil {
-		return nil, nfound("network", sin.NetworkID)
-	}
-	p, e := sin.project(c)
+	n, e := networks.Find(s, c, sin.NetworkID)
 	if e != nil {
 		return nil, e
 	}
-	if !c.admin && n.ProjectID != p {
-		return nil, policy("create_subnet:network")
-	}
-	if sin.IPVersion != 0 && sin.IPVersion != 4 {
-		return nil, badInput("the simulator serves IPv4 subnets only.")
-	}
-	if e := s.checkNeutronQuota(p, "subnet", 1); e != nil {
+	p, e := sin.project(c)
+	if e := cmp.Or(e, refuse(!c.admin && n.ProjectID != p, policy("create_subnet:network")),
+		refuse(sin.IPVersion != 0 && sin.IPVersion != 4, badInput("the simulator serves IPv4 subnets only.")),
+		s.checkNeutronQuota(p, "subnet", 1)); e != nil {
 		return nil, e
 	}
 	spec := subnetSpec{projectID: p, networkID: n.ID, cidr: sin.CIDR, gateway: sin.gateway(), dhcp: true}
@@ -475,16 +461,13 @@ func (s *Server) createPort(c *caller, in portIn) (*Port, *apiErr) {
 		// fixed_ips' subnet.
 		return nil, neutronErr(http.StatusBadRequest, "HTTPBadRequest", "Failed to parse request. Required attribute 'network_id' not specified")
 	}
-	n := networks.Lookup(s, c, in.NetworkID)
-	if n == nil {
-		return nil, nfound("network", in.NetworkID)
-	}
-	project, e := in.project(c)
+	n, e := networks.Find(s, c, in.NetworkID)
 	if e != nil {
 		return nil, e
 	}
-	if !c.admin && n.ProjectID != project && !n.Shared {
-		return nil, policy("create_port:network")
+	project, e := in.project(c)
+	if e := cmp.Or(e, refuse(!c.admin && n.ProjectID != project && !n.Shared, policy("create_port:network"))); e != nil {
+		return nil, e
 	}
 	return s.newPort(c, n, project, in)
 }
@@ -593,13 +576,9 @@ func (s *Server) createSecGroup(c *caller, in attrsIn) (*SecurityGroup, *apiErr)
 		return nil, e
 	}
 	s.ensureDefaultSG(p)
-	if in.Name != nil && *in.Name == "default" {
-		return nil, neutronErr(http.StatusConflict, "SecurityGroupDefaultAlreadyExists", "Default security group already exists.")
-	}
-	if e := s.checkNeutronQuota(p, "security_group", 1); e != nil {
-		return nil, e
-	}
-	if e := s.checkNeutronQuota(p, "security_group_rule", 2); e != nil {
+	if e := cmp.Or(refuse(in.Name != nil && *in.Name == "default", neutronErr(http.StatusConflict,
+		"SecurityGroupDefaultAlreadyExists", "Default security group already exists.")),
+		s.checkNeutronQuota(p, "security_group", 1), s.checkNeutronQuota(p, "security_group_rule", 2)); e != nil {
 		return nil, e
 	}
 	g := &SecurityGroup{Meta: s.fresh(p)}
@@ -653,9 +632,9 @@ type ruleIn struct {
 }
 
 func (s *Server) createRule(c *caller, rin ruleIn) (*Rule, *apiErr) {
-	g := secGroups.Lookup(s, c, rin.SecurityGroupID)
-	if g == nil {
-		return nil, nfound("security group", rin.SecurityGroupID)
+	g, e := secGroups.Find(s, c, rin.SecurityGroupID)
+	if e != nil {
+		return nil, e
 	}
 	rl := Rule{Meta: Meta{ID: simkit.NewUUID(), ProjectID: g.ProjectID, Description: rin.Description},
 		SecurityGroupID: g.ID, Direction: rin.Direction, EtherType: cmp.Or(rin.EtherType, "IPv4")}
