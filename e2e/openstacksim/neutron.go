@@ -155,12 +155,11 @@ func (s *Server) createNetwork(c *caller, nin networkIn) (*Network, *apiErr) {
 // and takes the network's subnets with it, as Neutron.
 func (s *Server) deleteNetwork(c *caller, n *Network) *apiErr {
 	id := n.ID
-	if !c.owns(n.ProjectID) || s.st.builtin[n] {
-		return policy("delete_network")
-	}
-	if simkit.FindBy(s.st.ports, func(p *Port) bool { return p.NetworkID == id }) != nil {
-		return neutronErr(http.StatusConflict, "NetworkInUse", "Unable to complete operation on network "+id+
-			". There are one or more ports still in use on the network.")
+	inUse := simkit.FindBy(s.st.ports, func(p *Port) bool { return p.NetworkID == id }) != nil
+	if e := cmp.Or(refuse(!c.owns(n.ProjectID) || s.st.builtin[n], policy("delete_network")),
+		refuse(inUse, neutronErr(http.StatusConflict, "NetworkInUse", "Unable to complete operation on network "+id+
+			". There are one or more ports still in use on the network."))); e != nil {
+		return e
 	}
 	maps.DeleteFunc(s.st.subnets, func(_ string, sub *Subnet) bool { return sub.NetworkID == id })
 	delete(s.st.networks, id)
@@ -229,25 +228,18 @@ func (s *Server) createSubnet(c *caller, sin subnetIn) (*Subnet, *apiErr) {
 }
 
 func (s *Server) updateSubnet(c *caller, sub *Subnet, sin subnetIn) *apiErr {
-	if !c.owns(sub.ProjectID) {
-		return policy("update_subnet")
+	gw := sub.GatewayIP
+	set(&gw, sin.gateway())
+	a, err := netip.ParseAddr(gw)
+	moved := gw != sub.GatewayIP && gw != ""
+	if e := cmp.Or(refuse(!c.owns(sub.ProjectID), policy("update_subnet")),
+		refuse(sin.CIDR != "" && sin.CIDR != sub.CIDR, badInput("Cannot update read-only attribute cidr")),
+		refuse(moved && (err != nil || !sub.prefix.Contains(a)), badInput("Gateway is not valid on subnet.")),
+		refuse(moved && sub.inPools(a), neutronErr(http.StatusConflict, "GatewayConflictWithAllocationPools",
+			"Gateway ip "+gw+" conflicts with allocation pool."))); e != nil {
+		return e
 	}
-	if sin.CIDR != "" && sin.CIDR != sub.CIDR {
-		return badInput("Cannot update read-only attribute cidr")
-	}
-	if g := sin.gateway(); g != nil && *g != sub.GatewayIP {
-		if *g != "" {
-			a, err := netip.ParseAddr(*g)
-			if err != nil || !sub.prefix.Contains(a) {
-				return badInput("Gateway is not valid on subnet.")
-			}
-			if sub.inPools(a) {
-				return neutronErr(http.StatusConflict, "GatewayConflictWithAllocationPools",
-					"Gateway ip "+*g+" conflicts with allocation pool.")
-			}
-		}
-		sub.GatewayIP = *g
-	}
+	sub.GatewayIP = gw
 	if sin.Pools != nil {
 		if e := sub.setPools(*sin.Pools); e != nil {
 			return e
@@ -262,22 +254,14 @@ func (s *Server) updateSubnet(c *caller, sub *Subnet, sin subnetIn) *apiErr {
 }
 
 func (s *Server) deleteSubnet(c *caller, sub *Subnet) *apiErr {
-	id := sub.ID
-	if !c.owns(sub.ProjectID) || s.st.builtin[sub] {
-		return policy("delete_subnet")
+	// Floating IPs allocate in a subnet too, but only ports keep it in use.
+	inUse := slices.ContainsFunc(slices.Collect(maps.Values(sub.Allocated)), func(pid string) bool { return s.st.ports[pid] != nil })
+	if e := cmp.Or(refuse(!c.owns(sub.ProjectID) || s.st.builtin[sub], policy("delete_subnet")),
+		refuse(inUse, neutronErr(http.StatusConflict, "SubnetInUse", "Unable to complete operation on subnet "+sub.ID+
+			": One or more ports have an IP allocation from this subnet."))); e != nil {
+		return e
 	}
-	for _, pid := range sub.Allocated {
-		if s.st.ports[pid] != nil {
-			return neutronErr(http.StatusConflict, "SubnetInUse", "Unable to complete operation on subnet "+id+
-				": One or more ports have an IP allocation from this subnet.")
-		}
-	}
-	for ip, pid := range sub.Allocated {
-		if p := s.st.ports[pid]; p != nil {
-			p.FixedIPs = slices.DeleteFunc(p.FixedIPs, func(f FixedIP) bool { return f.SubnetID == id && f.IPAddress == ip })
-		}
-	}
-	delete(s.st.subnets, id)
+	delete(s.st.subnets, sub.ID)
 	return nil
 }
 
