@@ -2,8 +2,8 @@ package openstacksim
 
 import (
 	"cmp"
-	"encoding/hex"
 	"encoding/json"
+	"regexp"
 	"strings"
 
 	"github.com/sitebus/sitebus/e2e/simkit"
@@ -58,18 +58,14 @@ func (s *Server) CallSummary() map[string]int {
 func pathTemplate(path string) string {
 	parts := strings.Split(path, "/")
 	for i, p := range parts {
-		if isID(p) {
+		if anID.MatchString(p) {
 			parts[i] = "{id}"
 		}
 	}
 	return strings.Join(parts, "/")
 }
 
-func isID(s string) bool {
-	h := strings.ReplaceAll(s, "-", "")
-	_, err := hex.DecodeString(h)
-	return err == nil && len(h) == 32 && (len(s) == 32 || len(s) == 36) && h == strings.ToLower(h)
-}
+var anID = regexp.MustCompile(`^([0-9a-f]{32}|[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12})$`)
 
 // DefaultBootFault is the fault message of a server an error rule fails,
 // Nova's when the scheduler finds no host.

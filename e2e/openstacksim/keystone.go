@@ -428,17 +428,10 @@ func (s *Server) listRoles(w http.ResponseWriter, r *http.Request, _ *caller) *a
 // assignRole grants {role} on {project} to {user}, an admin's call;
 // Keystone answers an unknown one of the three with 404 naming it.
 func (s *Server) assignRole(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	if e := adminOnly("identity:create_grant")(c); e != nil {
-		return e
-	}
 	p, u, rl := r.PathValue("project"), r.PathValue("user"), r.PathValue("role")
-	switch {
-	case s.st.projects[p] == nil:
-		return keystoneErr(404, "Could not find project: "+p+".")
-	case s.st.users[u] == nil:
-		return keystoneErr(404, "Could not find user: "+u+".")
-	case s.st.roles[rl] == nil:
-		return keystoneErr(404, "Could not find role: "+rl+".")
+	if e := cmp.Or(adminOnly("identity:create_grant")(c), refuse(s.st.projects[p] == nil, projects.NotFound(p)),
+		refuse(s.st.users[u] == nil, users.NotFound(u)), refuse(s.st.roles[rl] == nil, keystoneErr(404, "Could not find role: "+rl+"."))); e != nil {
+		return e
 	}
 	s.st.assign(p, u, rl)
 	w.WriteHeader(http.StatusNoContent)

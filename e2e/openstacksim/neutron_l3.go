@@ -219,18 +219,11 @@ func (s *Server) removeRouterInterface(w http.ResponseWriter, c *caller, rt *Rou
 		}
 		return neutronErr(http.StatusNotFound, "RouterInterfaceNotFoundForSubnet", "Router "+rt.ID+" has no interface on subnet "+in.SubnetID+".")
 	}
-	for _, f := range s.st.fips {
-		if f.RouterID != rt.ID {
-			continue
-		}
-		if fp := s.st.ports[f.PortID]; fp != nil {
-			for _, fi := range fp.FixedIPs {
-				for _, pi := range p.FixedIPs {
-					if fi.SubnetID == pi.SubnetID {
-						return neutronErr(http.StatusConflict, "RouterInterfaceInUseByFloatingIP", "Router interface for subnet "+
-							pi.SubnetID+" on router "+rt.ID+" cannot be deleted, as it is required by one or more floating IPs.")
-					}
-				}
+	for _, f := range where(s.st.fips, func(f *FloatingIP) bool { return f.RouterID == rt.ID && s.st.ports[f.PortID] != nil }) {
+		for _, fi := range s.st.ports[f.PortID].FixedIPs {
+			if slices.ContainsFunc(p.FixedIPs, func(pi FixedIP) bool { return pi.SubnetID == fi.SubnetID }) {
+				return neutronErr(http.StatusConflict, "RouterInterfaceInUseByFloatingIP", "Router interface for subnet "+
+					fi.SubnetID+" on router "+rt.ID+" cannot be deleted, as it is required by one or more floating IPs.")
 			}
 		}
 	}

@@ -514,25 +514,16 @@ func (s *Server) serverNetworks(c *caller, raw json.RawMessage) ([]netReq, *apiE
 	}
 	seen := map[string]bool{}
 	for _, n := range nets {
-		switch {
-		case n.Port != "" && seen[n.Port]:
-			return nil, novaErr(409, "Port "+n.Port+" is still in use.")
-		case n.Port != "":
-			seen[n.Port] = true
-			p := ports.Lookup(s, c, n.Port)
-			if p == nil {
-				return nil, novaErr(400, "Port id "+n.Port+" could not be found.")
-			}
-			if p.DeviceID != "" {
-				return nil, novaErr(409, "Port "+n.Port+" is still in use.")
-			}
-		case n.UUID != "":
-			if networks.Lookup(s, c, n.UUID) == nil {
-				return nil, novaErr(400, "Network "+n.UUID+" could not be found.")
-			}
-		default:
-			return nil, novaErr(400, "Bad networks format: network uuid is not in proper format ()")
+		p, byNet := ports.Lookup(s, c, n.Port), n.Port == ""
+		if e := cmp.Or(
+			refuse(!byNet && (seen[n.Port] || p != nil && p.DeviceID != ""), novaErr(409, "Port "+n.Port+" is still in use.")),
+			refuse(!byNet && p == nil, novaErr(400, "Port id "+n.Port+" could not be found.")),
+			refuse(byNet && n.UUID != "" && networks.Lookup(s, c, n.UUID) == nil, novaErr(400, "Network "+n.UUID+" could not be found.")),
+			refuse(byNet && n.UUID == "", novaErr(400, "Bad networks format: network uuid is not in proper format ()")),
+		); e != nil {
+			return nil, e
 		}
+		seen[n.Port] = true
 	}
 	return nets, nil
 }
