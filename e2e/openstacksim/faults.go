@@ -3,8 +3,6 @@ package openstacksim
 import (
 	"cmp"
 	"encoding/json"
-	"regexp"
-	"strings"
 
 	"github.com/sitebus/sitebus/e2e/simkit"
 )
@@ -41,31 +39,6 @@ func errBody(e *apiErr) string {
 	b, _ := json.Marshal(e.Body)
 	return string(b)
 }
-
-// CallSummary counts the logged calls by method and path template, ids
-// replaced by {id} (e.g. "GET /compute/v2.1/servers/{id}"): what a run
-// asked of each service, for a report next to Mastermind's call counts.
-func (s *Server) CallSummary() map[string]int {
-	out := map[string]int{}
-	for _, c := range s.Calls() {
-		out[c.Method+" "+pathTemplate(c.Path)]++
-	}
-	return out
-}
-
-// pathTemplate replaces the ids in path (UUIDs, Keystone's 32 hex digits)
-// with {id}.
-func pathTemplate(path string) string {
-	parts := strings.Split(path, "/")
-	for i, p := range parts {
-		if anID.MatchString(p) {
-			parts[i] = "{id}"
-		}
-	}
-	return strings.Join(parts, "/")
-}
-
-var anID = regexp.MustCompile(`^([0-9a-f]{32}|[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12})$`)
 
 // DefaultBootFault is the fault message of a server an error rule fails,
 // Nova's when the scheduler finds no host.

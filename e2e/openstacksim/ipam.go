@@ -77,7 +77,7 @@ func (st *state) newSubnet(spec subnetSpec, now time.Time) (*Subnet, *apiErr) {
 	overlap := simkit.FindBy(st.subnets, func(o *Subnet) bool { return o.NetworkID == spec.networkID && o.prefix.Overlaps(prefix) })
 	first, last := hostRange(prefix)
 	gw := first.String()
-	set(&gw, spec.gateway)
+	simkit.Set(&gw, spec.gateway)
 	g, gerr := netip.ParseAddr(gw)
 	if e := cmp.Or(refuse(err != nil, badInput("'"+spec.cidr+"' is not a valid IP subnet.")),
 		refuse(!prefix.Addr().Is4(), badInput("the simulator serves IPv4 subnets only.")),

@@ -102,8 +102,8 @@ type attrsIn struct {
 
 // apply sets what in carries.
 func (in attrsIn) apply(m *Meta) {
-	set(&m.Name, in.Name)
-	set(&m.Description, in.Description)
+	simkit.Set(&m.Name, in.Name)
+	simkit.Set(&m.Description, in.Description)
 }
 
 // ---- networks
@@ -138,8 +138,8 @@ type networkIn struct {
 func (s *Server) createNetwork(c *caller, nin networkIn) (*Network, *apiErr) {
 	p, e := nin.project(c)
 	n := &Network{MTU: cmp.Or(max(nin.MTU, 0), 1450)}
-	set(&n.Shared, nin.Shared)
-	set(&n.External, nin.External)
+	simkit.Set(&n.Shared, nin.Shared)
+	simkit.Set(&n.External, nin.External)
 	if e := cmp.Or(e, refuse((n.Shared || n.External) && !c.admin, policy("create_network:shared")),
 		s.checkNeutronQuota(p, "network", 1)); e != nil {
 		return nil, e
@@ -216,9 +216,9 @@ func (s *Server) createSubnet(c *caller, sin subnetIn) (*Subnet, *apiErr) {
 		return nil, e
 	}
 	spec := subnetSpec{projectID: p, networkID: n.ID, cidr: sin.CIDR, gateway: sin.gateway(), dhcp: true}
-	set(&spec.pools, sin.Pools)
-	set(&spec.dns, sin.DNS)
-	set(&spec.dhcp, sin.EnableDHCP)
+	simkit.Set(&spec.pools, sin.Pools)
+	simkit.Set(&spec.dns, sin.DNS)
+	simkit.Set(&spec.dhcp, sin.EnableDHCP)
 	sub, e := s.st.newSubnet(spec, s.now())
 	if e != nil {
 		return nil, e
@@ -229,7 +229,7 @@ func (s *Server) createSubnet(c *caller, sin subnetIn) (*Subnet, *apiErr) {
 
 func (s *Server) updateSubnet(c *caller, sub *Subnet, sin subnetIn) *apiErr {
 	gw := sub.GatewayIP
-	set(&gw, sin.gateway())
+	simkit.Set(&gw, sin.gateway())
 	a, err := netip.ParseAddr(gw)
 	moved := gw != sub.GatewayIP && gw != ""
 	if e := cmp.Or(refuse(!c.owns(sub.ProjectID), policy("update_subnet")),
@@ -249,7 +249,7 @@ func (s *Server) updateSubnet(c *caller, sub *Subnet, sin subnetIn) *apiErr {
 	if sin.DNS != nil {
 		sub.DNSNameservers = slices.Clone(*sin.DNS)
 	}
-	set(&sub.EnableDHCP, sin.EnableDHCP)
+	simkit.Set(&sub.EnableDHCP, sin.EnableDHCP)
 	return nil
 }
 
@@ -414,9 +414,9 @@ func (s *Server) newPort(c *caller, n *Network, project string, in portIn) (*Por
 	}
 	s.ensureDefaultSG(project)
 	p := &Port{Meta: s.fresh(project), NetworkID: n.ID, MAC: newMAC(), PortSecurity: true}
-	set(&p.DeviceID, in.DeviceID)
-	set(&p.DeviceOwner, in.DeviceOwner)
-	set(&p.PortSecurity, in.PortSecurity)
+	simkit.Set(&p.DeviceID, in.DeviceID)
+	simkit.Set(&p.DeviceOwner, in.DeviceOwner)
+	simkit.Set(&p.PortSecurity, in.PortSecurity)
 	in.apply(&p.Meta)
 	switch {
 	case in.SecurityGroups != nil:
@@ -478,9 +478,9 @@ func (s *Server) updatePort(c *caller, p *Port, pin portIn) *apiErr {
 		p.FixedIPs = ips
 	}
 	pin.apply(&p.Meta)
-	set(&p.DeviceID, pin.DeviceID)
-	set(&p.DeviceOwner, pin.DeviceOwner)
-	set(&p.PortSecurity, pin.PortSecurity)
+	simkit.Set(&p.DeviceID, pin.DeviceID)
+	simkit.Set(&p.DeviceOwner, pin.DeviceOwner)
+	simkit.Set(&p.PortSecurity, pin.PortSecurity)
 	return nil
 }
 
@@ -625,15 +625,15 @@ func (s *Server) createRule(c *caller, rin ruleIn) (*Rule, *apiErr) {
 	if rin.Protocol != nil {
 		rl.Protocol = strings.ToLower(*rin.Protocol)
 	}
-	set(&rl.PortRangeMin, rin.PortRangeMin)
-	set(&rl.PortRangeMax, rin.PortRangeMax)
+	simkit.Set(&rl.PortRangeMin, rin.PortRangeMin)
+	simkit.Set(&rl.PortRangeMax, rin.PortRangeMax)
 	remote := ""
-	set(&remote, rin.RemoteIPPrefix)
+	simkit.Set(&remote, rin.RemoteIPPrefix)
 	prefix, err := netip.ParsePrefix(remote)
 	if rin.RemoteIPPrefix != nil {
 		rl.RemoteIPPrefix = prefix.Masked().String()
 	}
-	set(&rl.RemoteGroupID, rin.RemoteGroupID)
+	simkit.Set(&rl.RemoteGroupID, rin.RemoteGroupID)
 	ranged := rin.PortRangeMin != nil || rin.PortRangeMax != nil
 	if e := cmp.Or(
 		refuse(rl.Direction != "ingress" && rl.Direction != "egress", badInput("direction "+rin.Direction+" is not in [ingress, egress].")),

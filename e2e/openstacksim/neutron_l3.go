@@ -87,7 +87,7 @@ func (s *Server) createRouter(c *caller, in routerIn) (*Router, *apiErr) {
 		return nil, e
 	}
 	rt := &Router{Meta: s.fresh(p)}
-	set(&rt.HA, in.HA)
+	simkit.Set(&rt.HA, in.HA)
 	in.apply(&rt.Meta)
 	if in.Gateway.Set {
 		if e := s.setGateway(rt, in.Gateway.V.NetworkID); e != nil {
