@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"net/http"
 	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/sitebus/sitebus/e2e/simkit"
@@ -128,13 +129,7 @@ func (sub *Subnet) setPools(pools []Pool) *apiErr {
 		if !sub.inPools(a) || ip == sub.GatewayIP {
 			continue
 		}
-		in := false
-		for _, p := range parsed {
-			if !a.Less(p[0]) && !p[1].Less(a) {
-				in = true
-			}
-		}
-		if !in {
+		if !slices.ContainsFunc(parsed, func(p [2]netip.Addr) bool { return !a.Less(p[0]) && !p[1].Less(a) }) {
 			return neutronErr(http.StatusConflict, "SubnetInUse", "Unable to complete operation on subnet "+sub.ID+
 				": IP address "+ip+" is allocated to port "+sub.Allocated[ip]+" and outside the new allocation pools.")
 		}

@@ -431,10 +431,7 @@ func (s *Server) createServer(w http.ResponseWriter, r *http.Request, c *caller)
 			continue
 		}
 		bd := b.BlockDevice
-		bd.BootIndex = -1
-		if b.BootIndex != nil {
-			bd.BootIndex = *b.BootIndex
-		}
+		bd.BootIndex = *cmp.Or(b.BootIndex, new(-1))
 		sv.BlockDevices = append(sv.BlockDevices, bd)
 		var v *Volume
 		if b.SourceType == "volume" {
