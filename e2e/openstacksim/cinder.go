@@ -85,11 +85,10 @@ func (s *Server) newVolume(project string, spec volumeSpec) (*Volume, *apiErr) {
 }
 
 func (s *Server) volumeRep(r *http.Request, v *Volume) obj {
-	atts := []obj{}
-	for _, a := range v.Attachments {
-		atts = append(atts, obj{"id": v.ID, "attachment_id": a.ID, "volume_id": v.ID, "server_id": a.ServerID,
-			"host_name": nil, "device": a.Device, "attached_at": fmtMicro(a.Attached)})
-	}
+	atts := simkit.Map(v.Attachments, func(a Attachment) obj {
+		return obj{"id": v.ID, "attachment_id": a.ID, "volume_id": v.ID, "server_id": a.ServerID,
+			"host_name": nil, "device": a.Device, "attached_at": fmtMicro(a.Attached)}
+	})
 	o := obj{"id": v.ID, "name": v.Name, "status": v.Status, "size": v.Size, "availability_zone": v.AvailabilityZone,
 		"created_at": fmtMicro(v.Created), "updated_at": fmtMicro(v.Created), "attachments": atts,
 		"description": orNil(v.Description), "volume_type": v.VolumeType, "snapshot_id": nil, "source_volid": nil,

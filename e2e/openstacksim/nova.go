@@ -536,16 +536,11 @@ func (s *Server) removeServer(sv *Instance) {
 			p.DeviceID, p.DeviceOwner = "", ""
 		}
 	}
-	for _, v := range s.st.volumes {
-		for _, a := range v.Attachments {
-			if a.ServerID != sv.ID {
-				continue
-			}
-			if a.DeleteOnTermination {
-				delete(s.st.volumes, v.ID)
-			} else {
-				v.Attachments, v.Status = nil, "available"
-			}
+	for _, a := range s.serverAttachments(sv.ID) {
+		if a.DeleteOnTermination {
+			delete(s.st.volumes, a.VolumeID)
+		} else {
+			s.st.volumes[a.VolumeID].Attachments, s.st.volumes[a.VolumeID].Status = nil, "available"
 		}
 	}
 	delete(s.st.servers, sv.ID)
