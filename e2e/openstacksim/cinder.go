@@ -54,30 +54,21 @@ type volumeSpec struct {
 // newVolume checks spec and the project's quota and stores a creating
 // volume. Nova uses it for the volumes of a boot.
 func (s *Server) newVolume(project string, spec volumeSpec) (*Volume, *apiErr) {
-	if spec.Size <= 0 {
-		return nil, novaErr(http.StatusBadRequest, "Invalid input received: volume size must be an integer and greater than 0")
-	}
-	t := s.opts.VolumeTypes[0]
+	t := &s.opts.VolumeTypes[0]
 	if spec.Type != "" {
-		vt := s.volumeType(spec.Type)
-		if vt == nil {
-			return nil, novaErr(http.StatusNotFound, "Volume type with name "+spec.Type+" could not be found.")
-		}
-		t = *vt
+		t = s.volumeType(spec.Type)
 	}
 	spec.AZ = cmp.Or(spec.AZ, s.opts.AvailabilityZones[0])
-	if !slices.Contains(s.opts.AvailabilityZones, spec.AZ) {
-		return nil, novaErr(http.StatusBadRequest, "Availability zone '"+spec.AZ+"' is invalid.")
-	}
-	if spec.Image != "" {
-		img := images.Items(s)[spec.Image]
-		if img == nil {
-			return nil, novaErr(http.StatusBadRequest, "Invalid image identifier or unable to access requested image.")
-		}
-		if spec.Size < img.MinDisk {
-			return nil, novaErr(http.StatusBadRequest, fmt.Sprintf(
-				"Volume size %dGB cannot be smaller than the image minDisk size %dGB.", spec.Size, img.MinDisk))
-		}
+	img := cmp.Or(images.Items(s)[spec.Image], &Image{})
+	if e := cmp.Or(
+		refuse(spec.Size <= 0, novaErr(http.StatusBadRequest, "Invalid input received: volume size must be an integer and greater than 0")),
+		refuse(t == nil, novaErr(http.StatusNotFound, "Volume type with name "+spec.Type+" could not be found.")),
+		refuse(!slices.Contains(s.opts.AvailabilityZones, spec.AZ), novaErr(http.StatusBadRequest, "Availability zone '"+spec.AZ+"' is invalid.")),
+		refuse(spec.Image != "" && img.ID == "", novaErr(http.StatusBadRequest, "Invalid image identifier or unable to access requested image.")),
+		refuse(spec.Size < img.MinDisk, novaErr(http.StatusBadRequest, fmt.Sprintf(
+			"Volume size %dGB cannot be smaller than the image minDisk size %dGB.", spec.Size, img.MinDisk))),
+	); e != nil {
+		return nil, e
 	}
 	if e := s.checkCinderQuota(project, t.Name, spec.Size); e != nil {
 		return nil, e
@@ -94,11 +85,10 @@ func (s *Server) newVolume(project string, spec volumeSpec) (*Volume, *apiErr) {
 }
 
 func (s *Server) volumeRep(r *http.Request, v *Volume) obj {
-	atts := []obj{}
-	for _, a := range v.Attachments {
-		atts = append(atts, obj{"id": v.ID, "attachment_id": a.ID, "volume_id": v.ID, "server_id": a.ServerID,
-			"host_name": nil, "device": a.Device, "attached_at": fmtMicro(a.Attached)})
-	}
+	atts := simkit.Map(v.Attachments, func(a Attachment) obj {
+		return obj{"id": v.ID, "attachment_id": a.ID, "volume_id": v.ID, "server_id": a.ServerID,
+			"host_name": nil, "device": a.Device, "attached_at": fmtMicro(a.Attached)}
+	})
 	o := obj{"id": v.ID, "name": v.Name, "status": v.Status, "size": v.Size, "availability_zone": v.AvailabilityZone,
 		"created_at": fmtMicro(v.Created), "updated_at": fmtMicro(v.Created), "attachments": atts,
 		"description": orNil(v.Description), "volume_type": v.VolumeType, "snapshot_id": nil, "source_volid": nil,

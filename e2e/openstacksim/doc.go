@@ -20,25 +20,23 @@
 //     inventory then shows. Every service checks X-Auth-Token (401, with
 //     keystonemiddleware's body, for a missing, unknown or expired token).
 //   - Neutron: real IPAM. A port gets the next free address of its subnet's
-//     allocation pools, or the one asked for if inside the CIDR and free
-//     (400 InvalidIpForSubnet, 409 IpAddressAlreadyAllocated); an address
-//     outside the pools but inside the CIDR is allowed, as in Neutron.
-//     Pools must lie inside the CIDR, not overlap, not hold the gateway. A
-//     pool update that would strand an address allocated from the old
-//     pools is a 409 SubnetInUse; real Neutron keeps such allocations, the
-//     simulator is strict on purpose so a client narrowing the pool after
-//     taking an address from it is caught. Deletes in use are refused
-//     (NetworkInUse, SubnetInUse, SecurityGroupInUse, RouterInUse,
-//     L3PortInUse); every project gets its "default" security group (4
-//     rules) on its first Neutron call, every new group Neutron's two egress
-//     rules; a duplicate rule is 409 SecurityGroupRuleExists; a floating IP
-//     can only reach a port whose subnet has a router with a gateway on the
-//     floating network (404 ExternalGatewayForFloatingIPNotFound); quotas
-//     per project (409 OverQuota). Non-admins see their project's objects
-//     (plus shared and external networks); an admin sees all and may create
-//     for another project (project_id/tenant_id). Addresses are handed out
-//     in pool order (Neutron picks at random in the pool: a client must not
-//     count on the order).
+//     allocation pools (Neutron picks at random: a client must not count on
+//     the order), or the one asked for if inside the CIDR and free (400
+//     InvalidIpForSubnet, 409 IpAddressAlreadyAllocated), in the pools or
+//     not. Pools lie inside the CIDR, do not overlap nor hold the gateway. A
+//     pool update stranding an address allocated from the old pools is a
+//     409 SubnetInUse: Neutron keeps such allocations, the simulator is
+//     strict so a client narrowing a pool it took from is caught. Deletes
+//     in use are refused (NetworkInUse, SubnetInUse, SecurityGroupInUse,
+//     RouterInUse, L3PortInUse). Every project gets its "default" security
+//     group (4 rules) on its first Neutron call, every new group Neutron's
+//     two egress rules; a duplicate rule is 409 SecurityGroupRuleExists. A
+//     floating IP only reaches a port whose subnet has a router with a
+//     gateway on the floating network (404
+//     ExternalGatewayForFloatingIPNotFound). Quotas per project (409
+//     OverQuota). Non-admins see their project's objects (and shared and
+//     external networks); an admin sees all and may create for another
+//     project (project_id/tenant_id).
 //   - Nova: servers boot from an image or from block_device_mapping_v2
 //     (image or blank → new volume, or an existing available volume), on
 //     given ports (which must be unbound: 409) or on networks (Nova makes the

@@ -2,9 +2,7 @@ package openstacksim
 
 import (
 	"cmp"
-	"encoding/hex"
 	"encoding/json"
-	"strings"
 
 	"github.com/sitebus/sitebus/e2e/simkit"
 )
@@ -40,35 +38,6 @@ func errBody(e *apiErr) string {
 	}
 	b, _ := json.Marshal(e.Body)
 	return string(b)
-}
-
-// CallSummary counts the logged calls by method and path template, ids
-// replaced by {id} (e.g. "GET /compute/v2.1/servers/{id}"): what a run
-// asked of each service, for a report next to Mastermind's call counts.
-func (s *Server) CallSummary() map[string]int {
-	out := map[string]int{}
-	for _, c := range s.Calls() {
-		out[c.Method+" "+pathTemplate(c.Path)]++
-	}
-	return out
-}
-
-// pathTemplate replaces the ids in path (UUIDs, Keystone's 32 hex digits)
-// with {id}.
-func pathTemplate(path string) string {
-	parts := strings.Split(path, "/")
-	for i, p := range parts {
-		if isID(p) {
-			parts[i] = "{id}"
-		}
-	}
-	return strings.Join(parts, "/")
-}
-
-func isID(s string) bool {
-	h := strings.ReplaceAll(s, "-", "")
-	_, err := hex.DecodeString(h)
-	return err == nil && len(h) == 32 && (len(s) == 32 || len(s) == 36) && h == strings.ToLower(h)
 }
 
 // DefaultBootFault is the fault message of a server an error rule fails,

@@ -44,35 +44,40 @@ func (inv Inventory) Count() int {
 // Users are listed when their default project is project (all with "").
 // A router's gateway port belongs to no project and shows only with "".
 func (s *Server) Inventory(project string) Inventory {
+	return s.inventory(func(owner string) bool { return project == "" || owner == project })
+}
+
+// inventory is every object but the builtin ones whose owner keep accepts.
+func (s *Server) inventory(keep func(owner string) bool) Inventory {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return Inventory{
-		Projects: inventory(s, projects, project, nil),
-		Users:    inventory(s, users, project, nil),
-		Servers:  inventory(s, servers, project, func(sv *Instance) { *sv = s.serverView(sv) }),
-		Volumes:  inventory(s, volumes, project, func(v *Volume) { v.Attachments = slices.Clone(v.Attachments) }),
-		Networks: inventory(s, networks, project, nil),
-		Subnets: inventory(s, subnets, project, func(sub *Subnet) {
+		Projects: copies(s, projects, keep, nil),
+		Users:    copies(s, users, keep, nil),
+		Servers:  copies(s, servers, keep, func(sv *Instance) { *sv = s.serverView(sv) }),
+		Volumes:  copies(s, volumes, keep, func(v *Volume) { v.Attachments = slices.Clone(v.Attachments) }),
+		Networks: copies(s, networks, keep, nil),
+		Subnets: copies(s, subnets, keep, func(sub *Subnet) {
 			sub.Pools = slices.Clone(sub.Pools)
 			sub.DNSNameservers = slices.Clone(sub.DNSNameservers)
 			sub.Allocated = maps.Clone(sub.Allocated)
 		}),
-		Ports: inventory(s, ports, project, func(p *Port) {
+		Ports: copies(s, ports, keep, func(p *Port) {
 			p.FixedIPs = slices.Clone(p.FixedIPs)
 			p.SecurityGroups = slices.Clone(p.SecurityGroups)
 		}),
-		Routers:        inventory(s, routers, project, func(rt *Router) { rt.Interfaces = slices.Clone(rt.Interfaces) }),
-		SecurityGroups: inventory(s, secGroups, project, func(g *SecurityGroup) { g.Rules = slices.Clone(g.Rules) }),
-		FloatingIPs:    inventory(s, floatingIPs, project, nil),
+		Routers:        copies(s, routers, keep, func(rt *Router) { rt.Interfaces = slices.Clone(rt.Interfaces) }),
+		SecurityGroups: copies(s, secGroups, keep, func(g *SecurityGroup) { g.Rules = slices.Clone(g.Rules) }),
+		FloatingIPs:    copies(s, floatingIPs, keep, nil),
 	}
 }
 
-// inventory is what col holds of project ("": of every project) but the
-// builtin objects, in order, each copied and then given its own slices
-// and maps by own (nil: the object holds none).
-func inventory[T any](s *Server, col *collection[T], project string, own func(*T)) []T {
+// copies are the objects of col but the builtin ones whose owner keep
+// accepts, in order, each copied and then given its own slices and maps by
+// own (nil: the object holds none).
+func copies[T any](s *Server, col *collection[T], keep func(owner string) bool, own func(*T)) []T {
 	return simkit.Select(col.Items(s), col.Order, func(v *T) bool {
-		return !s.st.builtin[v] && (project == "" || col.Owner(v) == project)
+		return !s.st.builtin[v] && keep(col.Owner(v))
 	}, func(v *T) T {
 		c := *v
 		if own != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"net/http"
 	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/sitebus/sitebus/e2e/simkit"
@@ -25,8 +26,12 @@ func badInput(msg string) *apiErr {
 }
 
 // hostRange is the first and last usable address of p, an IPv4 prefix:
-// without the network and broadcast addresses but on a /31 or /32.
+// without the network and broadcast addresses but on a /31 or /32; none
+// for what is not an IPv4 prefix.
 func hostRange(p netip.Prefix) (netip.Addr, netip.Addr) {
+	if !p.Addr().Is4() {
+		return netip.Addr{}, netip.Addr{}
+	}
 	a := p.Masked().Addr().As4()
 	first := netip.AddrFrom4(a)
 	binary.BigEndian.PutUint32(a[:], binary.BigEndian.Uint32(a[:])|(1<<(32-p.Bits())-1))
@@ -44,15 +49,12 @@ func parsePools(prefix netip.Prefix, gateway string, pools []Pool) ([][2]netip.A
 	for _, p := range pools {
 		s, err1 := netip.ParseAddr(p.Start)
 		e, err2 := netip.ParseAddr(p.End)
-		if err1 != nil || err2 != nil {
-			return nil, badInput("Invalid allocation pool " + p.Start + "-" + p.End + ".")
-		}
-		if !prefix.Contains(s) || !prefix.Contains(e) {
-			return nil, neutronErr(http.StatusBadRequest, "OutOfBoundsAllocationPool",
-				"The allocation pool "+p.Start+"-"+p.End+" spans beyond the subnet cidr "+prefix.String()+".")
-		}
-		if e.Less(s) {
-			return nil, badInput("Invalid allocation pool " + p.Start + "-" + p.End + ".")
+		bad := badInput("Invalid allocation pool " + p.Start + "-" + p.End + ".")
+		if err := cmp.Or(refuse(err1 != nil || err2 != nil, bad), refuse(!prefix.Contains(s) || !prefix.Contains(e),
+			neutronErr(http.StatusBadRequest, "OutOfBoundsAllocationPool",
+				"The allocation pool "+p.Start+"-"+p.End+" spans beyond the subnet cidr "+prefix.String()+".")),
+			refuse(e.Less(s), bad)); err != nil {
+			return nil, err
 		}
 		for _, o := range out {
 			if !e.Less(o[0]) && !o[1].Less(s) {
@@ -72,33 +74,21 @@ func parsePools(prefix netip.Prefix, gateway string, pools []Pool) ([][2]netip.A
 // newSubnet validates spec and stores the subnet. Call with s.mu held.
 func (st *state) newSubnet(spec subnetSpec, now time.Time) (*Subnet, *apiErr) {
 	prefix, err := netip.ParsePrefix(spec.cidr)
-	if err != nil {
-		return nil, badInput("'" + spec.cidr + "' is not a valid IP subnet.")
-	}
-	if !prefix.Addr().Is4() {
-		return nil, badInput("the simulator serves IPv4 subnets only.")
-	}
 	prefix = prefix.Masked()
-	for _, o := range st.subnets {
-		if o.NetworkID == spec.networkID && o.prefix.Overlaps(prefix) {
-			return nil, badInput("Requested subnet with cidr: " + prefix.String() + " for network: " + spec.networkID +
-				" overlaps with another subnet.")
-		}
-	}
+	overlap := simkit.FindBy(st.subnets, func(o *Subnet) bool { return o.NetworkID == spec.networkID && o.prefix.Overlaps(prefix) })
 	first, last := hostRange(prefix)
 	gw := first.String()
-	if spec.gateway != nil {
-		gw = *spec.gateway
-	}
-	if gw != "" {
-		g, err := netip.ParseAddr(gw)
-		if err != nil || !prefix.Contains(g) {
-			return nil, badInput("Gateway is not valid on subnet.")
-		}
+	simkit.Set(&gw, spec.gateway)
+	g, gerr := netip.ParseAddr(gw)
+	if e := cmp.Or(refuse(err != nil, badInput("'"+spec.cidr+"' is not a valid IP subnet.")),
+		refuse(!prefix.Addr().Is4(), badInput("the simulator serves IPv4 subnets only.")),
+		refuse(overlap != nil, badInput("Requested subnet with cidr: "+prefix.String()+" for network: "+spec.networkID+
+			" overlaps with another subnet.")),
+		refuse(gw != "" && (gerr != nil || !prefix.Contains(g)), badInput("Gateway is not valid on subnet."))); e != nil {
+		return nil, e
 	}
 	pools := spec.pools
 	if pools == nil {
-		g, _ := netip.ParseAddr(gw)
 		switch {
 		case gw == "" || g.Less(first) || last.Less(g):
 			pools = []Pool{{first.String(), last.String()}}
@@ -139,13 +129,7 @@ func (sub *Subnet) setPools(pools []Pool) *apiErr {
 		if !sub.inPools(a) || ip == sub.GatewayIP {
 			continue
 		}
-		in := false
-		for _, p := range parsed {
-			if !a.Less(p[0]) && !p[1].Less(a) {
-				in = true
-			}
-		}
-		if !in {
+		if !slices.ContainsFunc(parsed, func(p [2]netip.Addr) bool { return !a.Less(p[0]) && !p[1].Less(a) }) {
 			return neutronErr(http.StatusConflict, "SubnetInUse", "Unable to complete operation on subnet "+sub.ID+
 				": IP address "+ip+" is allocated to port "+sub.Allocated[ip]+" and outside the new allocation pools.")
 		}

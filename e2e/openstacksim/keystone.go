@@ -232,13 +232,7 @@ func (s *Server) tokenBody(r *http.Request, t *token) obj {
 	p := st.projects[t.projectID]
 	body["project"] = obj{"id": p.ID, "name": p.Name, "domain": obj{"id": p.DomainID, "name": st.domains[p.DomainID]}}
 	body["is_domain"] = false
-	var roles []obj
-	for _, id := range st.assignments[p.ID][u.ID] {
-		if rl := st.roles[id]; rl != nil {
-			roles = append(roles, obj{"id": rl.ID, "name": rl.Name})
-		}
-	}
-	body["roles"] = roles
+	body["roles"] = simkit.Map(st.rolesOf(p.ID, u.ID), func(rl *Role) obj { return obj{"id": rl.ID, "name": rl.Name} })
 	if t.appCredID != "" {
 		body["application_credential"] = obj{"id": t.appCredID, "name": st.appCreds[t.appCredID].Name, "restricted": true}
 	}
@@ -350,15 +344,20 @@ func adminOnly(action string) func(*caller) *apiErr {
 // scoped to it, as Keystone does; the other services keep what the project
 // owned (Keystone does not tell them), which the inventory then shows.
 func (s *Server) deleteProject(_ *caller, p *Project) *apiErr {
-	id := p.ID
 	if s.st.builtin[p] {
 		return keystoneErr(403, "The simulator's admin project cannot be deleted.")
 	}
-	delete(s.st.projects, id)
-	delete(s.st.assignments, id)
-	maps.DeleteFunc(s.st.tokens, func(_ string, t *token) bool { return t.projectID == id })
-	maps.DeleteFunc(s.st.appCreds, func(_ string, a *AppCredential) bool { return a.ProjectID == id })
+	delete(s.st.projects, p.ID)
+	delete(s.st.assignments, p.ID)
+	s.st.revoke(func(_, project string) bool { return project == p.ID })
 	return nil
+}
+
+// revoke forgets the tokens and application credentials whose user and
+// project gone says are deleted.
+func (st *state) revoke(gone func(user, project string) bool) {
+	maps.DeleteFunc(st.tokens, func(_ string, t *token) bool { return gone(t.userID, t.projectID) })
+	maps.DeleteFunc(st.appCreds, func(_ string, a *AppCredential) bool { return gone(a.UserID, a.ProjectID) })
 }
 
 func (s *Server) userRep(r *http.Request, u *User) obj {
@@ -397,16 +396,14 @@ var users = keystoneCollection("users", "user",
 	func(c *caller, u *User) bool { return c.admin || c.userID == u.ID }, (*Server).userRep)
 
 func (s *Server) deleteUser(_ *caller, u *User) *apiErr {
-	id := u.ID
 	if s.st.builtin[u] {
 		return keystoneErr(403, "The simulator's admin user cannot be deleted.")
 	}
-	delete(s.st.users, id)
+	delete(s.st.users, u.ID)
 	for _, m := range s.st.assignments {
-		delete(m, id)
+		delete(m, u.ID)
 	}
-	maps.DeleteFunc(s.st.tokens, func(_ string, t *token) bool { return t.userID == id })
-	maps.DeleteFunc(s.st.appCreds, func(_ string, a *AppCredential) bool { return a.UserID == id })
+	s.st.revoke(func(user, _ string) bool { return user == u.ID })
 	return nil
 }
 
@@ -428,17 +425,10 @@ func (s *Server) listRoles(w http.ResponseWriter, r *http.Request, _ *caller) *a
 // assignRole grants {role} on {project} to {user}, an admin's call;
 // Keystone answers an unknown one of the three with 404 naming it.
 func (s *Server) assignRole(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
-	if e := adminOnly("identity:create_grant")(c); e != nil {
-		return e
-	}
 	p, u, rl := r.PathValue("project"), r.PathValue("user"), r.PathValue("role")
-	switch {
-	case s.st.projects[p] == nil:
-		return keystoneErr(404, "Could not find project: "+p+".")
-	case s.st.users[u] == nil:
-		return keystoneErr(404, "Could not find user: "+u+".")
-	case s.st.roles[rl] == nil:
-		return keystoneErr(404, "Could not find role: "+rl+".")
+	if e := cmp.Or(adminOnly("identity:create_grant")(c), refuse(s.st.projects[p] == nil, projects.NotFound(p)),
+		refuse(s.st.users[u] == nil, users.NotFound(u)), refuse(s.st.roles[rl] == nil, keystoneErr(404, "Could not find role: "+rl+"."))); e != nil {
+		return e
 	}
 	s.st.assign(p, u, rl)
 	w.WriteHeader(http.StatusNoContent)

@@ -102,8 +102,8 @@ type attrsIn struct {
 
 // apply sets what in carries.
 func (in attrsIn) apply(m *Meta) {
-	set(&m.Name, in.Name)
-	set(&m.Description, in.Description)
+	simkit.Set(&m.Name, in.Name)
+	simkit.Set(&m.Description, in.Description)
 }
 
 // ---- networks
@@ -137,22 +137,15 @@ type networkIn struct {
 
 func (s *Server) createNetwork(c *caller, nin networkIn) (*Network, *apiErr) {
 	p, e := nin.project(c)
-	if e != nil {
-		return nil, e
-	}
-	if (nin.Shared != nil && *nin.Shared || nin.External != nil && *nin.External) && !c.admin {
-		return nil, policy("create_network:shared")
-	}
-	if e := s.checkNeutronQuota(p, "network", 1); e != nil {
+	n := &Network{MTU: cmp.Or(max(nin.MTU, 0), 1450)}
+	simkit.Set(&n.Shared, nin.Shared)
+	simkit.Set(&n.External, nin.External)
+	if e := cmp.Or(e, refuse((n.Shared || n.External) && !c.admin, policy("create_network:shared")),
+		s.checkNeutronQuota(p, "network", 1)); e != nil {
 		return nil, e
 	}
 	s.ensureDefaultSG(p)
-	n := &Network{Meta: s.fresh(p), MTU: 1450}
-	if nin.MTU > 0 {
-		n.MTU = nin.MTU
-	}
-	n.Shared = nin.Shared != nil && *nin.Shared
-	n.External = nin.External != nil && *nin.External
+	n.Meta = s.fresh(p)
 	nin.apply(&n.Meta)
 	s.st.networks[n.ID] = n
 	return n, nil
@@ -162,12 +155,11 @@ func (s *Server) createNetwork(c *caller, nin networkIn) (*Network, *apiErr) {
 // and takes the network's subnets with it, as Neutron.
 func (s *Server) deleteNetwork(c *caller, n *Network) *apiErr {
 	id := n.ID
-	if !c.owns(n.ProjectID) || s.st.builtin[n] {
-		return policy("delete_network")
-	}
-	if simkit.FindBy(s.st.ports, func(p *Port) bool { return p.NetworkID == id }) != nil {
-		return neutronErr(http.StatusConflict, "NetworkInUse", "Unable to complete operation on network "+id+
-			". There are one or more ports still in use on the network.")
+	inUse := simkit.FindBy(s.st.ports, func(p *Port) bool { return p.NetworkID == id }) != nil
+	if e := cmp.Or(refuse(!c.owns(n.ProjectID) || s.st.builtin[n], policy("delete_network")),
+		refuse(inUse, neutronErr(http.StatusConflict, "NetworkInUse", "Unable to complete operation on network "+id+
+			". There are one or more ports still in use on the network."))); e != nil {
+		return e
 	}
 	maps.DeleteFunc(s.st.subnets, func(_ string, sub *Subnet) bool { return sub.NetworkID == id })
 	delete(s.st.networks, id)
@@ -213,27 +205,20 @@ func (in subnetIn) gateway() *string {
 }
 
 func (s *Server) createSubnet(c *caller, sin subnetIn) (*Subnet, *apiErr) {
-	n := networks.Lookup(s, c, sin.NetworkID)
-	if n == nil {
-		return nil, nfound("network", sin.NetworkID)
-	}
-	p, e := sin.project(c)
+	n, e := networks.Find(s, c, sin.NetworkID)
 	if e != nil {
 		return nil, e
 	}
-	if !c.admin && n.ProjectID != p {
-		return nil, policy("create_subnet:network")
-	}
-	if sin.IPVersion != 0 && sin.IPVersion != 4 {
-		return nil, badInput("the simulator serves IPv4 subnets only.")
-	}
-	if e := s.checkNeutronQuota(p, "subnet", 1); e != nil {
+	p, e := sin.project(c)
+	if e := cmp.Or(e, refuse(!c.admin && n.ProjectID != p, policy("create_subnet:network")),
+		refuse(sin.IPVersion != 0 && sin.IPVersion != 4, badInput("the simulator serves IPv4 subnets only.")),
+		s.checkNeutronQuota(p, "subnet", 1)); e != nil {
 		return nil, e
 	}
 	spec := subnetSpec{projectID: p, networkID: n.ID, cidr: sin.CIDR, gateway: sin.gateway(), dhcp: true}
-	set(&spec.pools, sin.Pools)
-	set(&spec.dns, sin.DNS)
-	set(&spec.dhcp, sin.EnableDHCP)
+	simkit.Set(&spec.pools, sin.Pools)
+	simkit.Set(&spec.dns, sin.DNS)
+	simkit.Set(&spec.dhcp, sin.EnableDHCP)
 	sub, e := s.st.newSubnet(spec, s.now())
 	if e != nil {
 		return nil, e
@@ -243,25 +228,18 @@ func (s *Server) createSubnet(c *caller, sin subnetIn) (*Subnet, *apiErr) {
 }
 
 func (s *Server) updateSubnet(c *caller, sub *Subnet, sin subnetIn) *apiErr {
-	if !c.owns(sub.ProjectID) {
-		return policy("update_subnet")
+	gw := sub.GatewayIP
+	simkit.Set(&gw, sin.gateway())
+	a, err := netip.ParseAddr(gw)
+	moved := gw != sub.GatewayIP && gw != ""
+	if e := cmp.Or(refuse(!c.owns(sub.ProjectID), policy("update_subnet")),
+		refuse(sin.CIDR != "" && sin.CIDR != sub.CIDR, badInput("Cannot update read-only attribute cidr")),
+		refuse(moved && (err != nil || !sub.prefix.Contains(a)), badInput("Gateway is not valid on subnet.")),
+		refuse(moved && sub.inPools(a), neutronErr(http.StatusConflict, "GatewayConflictWithAllocationPools",
+			"Gateway ip "+gw+" conflicts with allocation pool."))); e != nil {
+		return e
 	}
-	if sin.CIDR != "" && sin.CIDR != sub.CIDR {
-		return badInput("Cannot update read-only attribute cidr")
-	}
-	if g := sin.gateway(); g != nil && *g != sub.GatewayIP {
-		if *g != "" {
-			a, err := netip.ParseAddr(*g)
-			if err != nil || !sub.prefix.Contains(a) {
-				return badInput("Gateway is not valid on subnet.")
-			}
-			if sub.inPools(a) {
-				return neutronErr(http.StatusConflict, "GatewayConflictWithAllocationPools",
-					"Gateway ip "+*g+" conflicts with allocation pool.")
-			}
-		}
-		sub.GatewayIP = *g
-	}
+	sub.GatewayIP = gw
 	if sin.Pools != nil {
 		if e := sub.setPools(*sin.Pools); e != nil {
 			return e
@@ -271,27 +249,19 @@ func (s *Server) updateSubnet(c *caller, sub *Subnet, sin subnetIn) *apiErr {
 	if sin.DNS != nil {
 		sub.DNSNameservers = slices.Clone(*sin.DNS)
 	}
-	set(&sub.EnableDHCP, sin.EnableDHCP)
+	simkit.Set(&sub.EnableDHCP, sin.EnableDHCP)
 	return nil
 }
 
 func (s *Server) deleteSubnet(c *caller, sub *Subnet) *apiErr {
-	id := sub.ID
-	if !c.owns(sub.ProjectID) || s.st.builtin[sub] {
-		return policy("delete_subnet")
+	// Floating IPs allocate in a subnet too, but only ports keep it in use.
+	inUse := slices.ContainsFunc(slices.Collect(maps.Values(sub.Allocated)), func(pid string) bool { return s.st.ports[pid] != nil })
+	if e := cmp.Or(refuse(!c.owns(sub.ProjectID) || s.st.builtin[sub], policy("delete_subnet")),
+		refuse(inUse, neutronErr(http.StatusConflict, "SubnetInUse", "Unable to complete operation on subnet "+sub.ID+
+			": One or more ports have an IP allocation from this subnet."))); e != nil {
+		return e
 	}
-	for _, pid := range sub.Allocated {
-		if s.st.ports[pid] != nil {
-			return neutronErr(http.StatusConflict, "SubnetInUse", "Unable to complete operation on subnet "+id+
-				": One or more ports have an IP allocation from this subnet.")
-		}
-	}
-	for ip, pid := range sub.Allocated {
-		if p := s.st.ports[pid]; p != nil {
-			p.FixedIPs = slices.DeleteFunc(p.FixedIPs, func(f FixedIP) bool { return f.SubnetID == id && f.IPAddress == ip })
-		}
-	}
-	delete(s.st.subnets, id)
+	delete(s.st.subnets, sub.ID)
 	return nil
 }
 
@@ -444,9 +414,9 @@ func (s *Server) newPort(c *caller, n *Network, project string, in portIn) (*Por
 	}
 	s.ensureDefaultSG(project)
 	p := &Port{Meta: s.fresh(project), NetworkID: n.ID, MAC: newMAC(), PortSecurity: true}
-	set(&p.DeviceID, in.DeviceID)
-	set(&p.DeviceOwner, in.DeviceOwner)
-	set(&p.PortSecurity, in.PortSecurity)
+	simkit.Set(&p.DeviceID, in.DeviceID)
+	simkit.Set(&p.DeviceOwner, in.DeviceOwner)
+	simkit.Set(&p.PortSecurity, in.PortSecurity)
 	in.apply(&p.Meta)
 	switch {
 	case in.SecurityGroups != nil:
@@ -475,16 +445,13 @@ func (s *Server) createPort(c *caller, in portIn) (*Port, *apiErr) {
 		// fixed_ips' subnet.
 		return nil, neutronErr(http.StatusBadRequest, "HTTPBadRequest", "Failed to parse request. Required attribute 'network_id' not specified")
 	}
-	n := networks.Lookup(s, c, in.NetworkID)
-	if n == nil {
-		return nil, nfound("network", in.NetworkID)
-	}
-	project, e := in.project(c)
+	n, e := networks.Find(s, c, in.NetworkID)
 	if e != nil {
 		return nil, e
 	}
-	if !c.admin && n.ProjectID != project && !n.Shared {
-		return nil, policy("create_port:network")
+	project, e := in.project(c)
+	if e := cmp.Or(e, refuse(!c.admin && n.ProjectID != project && !n.Shared, policy("create_port:network"))); e != nil {
+		return nil, e
 	}
 	return s.newPort(c, n, project, in)
 }
@@ -511,9 +478,9 @@ func (s *Server) updatePort(c *caller, p *Port, pin portIn) *apiErr {
 		p.FixedIPs = ips
 	}
 	pin.apply(&p.Meta)
-	set(&p.DeviceID, pin.DeviceID)
-	set(&p.DeviceOwner, pin.DeviceOwner)
-	set(&p.PortSecurity, pin.PortSecurity)
+	simkit.Set(&p.DeviceID, pin.DeviceID)
+	simkit.Set(&p.DeviceOwner, pin.DeviceOwner)
+	simkit.Set(&p.PortSecurity, pin.PortSecurity)
 	return nil
 }
 
@@ -593,13 +560,9 @@ func (s *Server) createSecGroup(c *caller, in attrsIn) (*SecurityGroup, *apiErr)
 		return nil, e
 	}
 	s.ensureDefaultSG(p)
-	if in.Name != nil && *in.Name == "default" {
-		return nil, neutronErr(http.StatusConflict, "SecurityGroupDefaultAlreadyExists", "Default security group already exists.")
-	}
-	if e := s.checkNeutronQuota(p, "security_group", 1); e != nil {
-		return nil, e
-	}
-	if e := s.checkNeutronQuota(p, "security_group_rule", 2); e != nil {
+	if e := cmp.Or(refuse(in.Name != nil && *in.Name == "default", neutronErr(http.StatusConflict,
+		"SecurityGroupDefaultAlreadyExists", "Default security group already exists.")),
+		s.checkNeutronQuota(p, "security_group", 1), s.checkNeutronQuota(p, "security_group_rule", 2)); e != nil {
 		return nil, e
 	}
 	g := &SecurityGroup{Meta: s.fresh(p)}
@@ -653,48 +616,38 @@ type ruleIn struct {
 }
 
 func (s *Server) createRule(c *caller, rin ruleIn) (*Rule, *apiErr) {
-	g := secGroups.Lookup(s, c, rin.SecurityGroupID)
-	if g == nil {
-		return nil, nfound("security group", rin.SecurityGroupID)
+	g, e := secGroups.Find(s, c, rin.SecurityGroupID)
+	if e != nil {
+		return nil, e
 	}
 	rl := Rule{Meta: Meta{ID: simkit.NewUUID(), ProjectID: g.ProjectID, Description: rin.Description},
-		SecurityGroupID: g.ID, Direction: rin.Direction, EtherType: rin.EtherType}
-	if rl.Direction != "ingress" && rl.Direction != "egress" {
-		return nil, badInput("direction " + rin.Direction + " is not in [ingress, egress].")
-	}
-	rl.EtherType = cmp.Or(rl.EtherType, "IPv4")
-	if rl.EtherType != "IPv4" && rl.EtherType != "IPv6" {
-		return nil, badInput("ethertype " + rin.EtherType + " is not in [IPv4, IPv6].")
-	}
+		SecurityGroupID: g.ID, Direction: rin.Direction, EtherType: cmp.Or(rin.EtherType, "IPv4")}
 	if rin.Protocol != nil {
 		rl.Protocol = strings.ToLower(*rin.Protocol)
 	}
-	set(&rl.PortRangeMin, rin.PortRangeMin)
-	set(&rl.PortRangeMax, rin.PortRangeMax)
-	if (rin.PortRangeMin != nil || rin.PortRangeMax != nil) && rl.Protocol == "" {
-		return nil, neutronErr(http.StatusBadRequest, "SecurityGroupProtocolRequiredWithPorts",
-			"Must also specify protocol if port range is given.")
-	}
-	if (rl.Protocol == "tcp" || rl.Protocol == "udp") && rl.PortRangeMin > rl.PortRangeMax && rin.PortRangeMax != nil {
-		return nil, neutronErr(http.StatusBadRequest, "SecurityGroupInvalidPortRange",
-			"For TCP/UDP protocols, port_range_min must be <= port_range_max")
-	}
-	if rin.RemoteIPPrefix != nil && rin.RemoteGroupID != nil {
-		return nil, neutronErr(http.StatusBadRequest, "SecurityGroupRemoteGroupAndRemoteIpPrefix",
-			"Only remote_ip_prefix or remote_group_id may be provided.")
-	}
+	simkit.Set(&rl.PortRangeMin, rin.PortRangeMin)
+	simkit.Set(&rl.PortRangeMax, rin.PortRangeMax)
+	remote := ""
+	simkit.Set(&remote, rin.RemoteIPPrefix)
+	prefix, err := netip.ParsePrefix(remote)
 	if rin.RemoteIPPrefix != nil {
-		p, err := netip.ParsePrefix(*rin.RemoteIPPrefix)
-		if err != nil {
-			return nil, badInput("'" + *rin.RemoteIPPrefix + "' is not a valid IP subnet.")
-		}
-		rl.RemoteIPPrefix = p.Masked().String()
+		rl.RemoteIPPrefix = prefix.Masked().String()
 	}
-	if rin.RemoteGroupID != nil {
-		if s.st.secGroups[*rin.RemoteGroupID] == nil {
-			return nil, nfound("security group", *rin.RemoteGroupID)
-		}
-		rl.RemoteGroupID = *rin.RemoteGroupID
+	simkit.Set(&rl.RemoteGroupID, rin.RemoteGroupID)
+	ranged := rin.PortRangeMin != nil || rin.PortRangeMax != nil
+	if e := cmp.Or(
+		refuse(rl.Direction != "ingress" && rl.Direction != "egress", badInput("direction "+rin.Direction+" is not in [ingress, egress].")),
+		refuse(rl.EtherType != "IPv4" && rl.EtherType != "IPv6", badInput("ethertype "+rin.EtherType+" is not in [IPv4, IPv6].")),
+		refuse(ranged && rl.Protocol == "", neutronErr(http.StatusBadRequest, "SecurityGroupProtocolRequiredWithPorts",
+			"Must also specify protocol if port range is given.")),
+		refuse((rl.Protocol == "tcp" || rl.Protocol == "udp") && rl.PortRangeMin > rl.PortRangeMax && rin.PortRangeMax != nil,
+			neutronErr(http.StatusBadRequest, "SecurityGroupInvalidPortRange", "For TCP/UDP protocols, port_range_min must be <= port_range_max")),
+		refuse(rin.RemoteIPPrefix != nil && rin.RemoteGroupID != nil, neutronErr(http.StatusBadRequest,
+			"SecurityGroupRemoteGroupAndRemoteIpPrefix", "Only remote_ip_prefix or remote_group_id may be provided.")),
+		refuse(rin.RemoteIPPrefix != nil && err != nil, badInput("'"+remote+"' is not a valid IP subnet.")),
+		refuse(rin.RemoteGroupID != nil && s.st.secGroups[rl.RemoteGroupID] == nil, nfound("security group", rl.RemoteGroupID)),
+	); e != nil {
+		return nil, e
 	}
 	for _, o := range g.Rules {
 		if o.Direction == rl.Direction && o.EtherType == rl.EtherType && o.Protocol == rl.Protocol &&

@@ -1,11 +1,17 @@
 package openstacksim
 
 import (
+	"cmp"
 	"net/http"
 	"slices"
 
 	"github.com/sitebus/sitebus/e2e/simkit"
 )
+
+// badRequest is Neutron's 400 BadRequest about a request for a resource.
+func badRequest(resource, msg string) *apiErr {
+	return neutronErr(http.StatusBadRequest, "BadRequest", "Bad "+resource+" request: "+msg)
+}
 
 // ---- routers
 
@@ -61,7 +67,7 @@ func (s *Server) setGateway(rt *Router, id string) *apiErr {
 	}
 	n := s.st.networks[id]
 	if n == nil || !n.External {
-		return neutronErr(http.StatusBadRequest, "BadRequest", "Bad router request: Network "+id+" is not a valid external network.")
+		return badRequest("router", "Network "+id+" is not a valid external network.")
 	}
 	p := &Port{Meta: s.fresh(""), NetworkID: id, MAC: newMAC(), DeviceID: rt.ID, DeviceOwner: ownerRouterGateway,
 		SecurityGroups: []string{}}
@@ -77,14 +83,11 @@ func (s *Server) setGateway(rt *Router, id string) *apiErr {
 
 func (s *Server) createRouter(c *caller, in routerIn) (*Router, *apiErr) {
 	p, e := in.project(c)
-	if e != nil {
-		return nil, e
-	}
-	if e := s.checkNeutronQuota(p, "router", 1); e != nil {
+	if e := cmp.Or(e, s.checkNeutronQuota(p, "router", 1)); e != nil {
 		return nil, e
 	}
 	rt := &Router{Meta: s.fresh(p)}
-	set(&rt.HA, in.HA)
+	simkit.Set(&rt.HA, in.HA)
 	in.apply(&rt.Meta)
 	if in.Gateway.Set {
 		if e := s.setGateway(rt, in.Gateway.V.NetworkID); e != nil {
@@ -162,19 +165,15 @@ func (s *Server) addRouterInterface(w http.ResponseWriter, c *caller, rt *Router
 	var p *Port
 	switch {
 	case in.SubnetID != "" && in.PortID != "":
-		return neutronErr(http.StatusBadRequest, "BadRequest", "Bad router request: Cannot specify both subnet-id and port-id.")
+		return badRequest("router", "Cannot specify both subnet-id and port-id.")
 	case in.SubnetID != "":
-		sub := subnets.Lookup(s, c, in.SubnetID)
-		if sub == nil {
-			return nfound("subnet", in.SubnetID)
+		sub, e := subnets.Find(s, c, in.SubnetID)
+		if e != nil {
+			return e
 		}
-		if sub.GatewayIP == "" {
-			return neutronErr(http.StatusBadRequest, "BadRequest", "Bad router request: Subnet for router interface must have a gateway IP.")
-		}
-		if s.interfaceOn(rt, sub.ID) != nil {
-			return neutronErr(http.StatusBadRequest, "BadRequest", "Bad router request: Router already has a port on subnet "+sub.ID+".")
-		}
-		if e := s.checkNeutronQuota(rt.ProjectID, "port", 1); e != nil {
+		if e := cmp.Or(refuse(sub.GatewayIP == "", badRequest("router", "Subnet for router interface must have a gateway IP.")),
+			refuse(s.interfaceOn(rt, sub.ID) != nil, badRequest("router", "Router already has a port on subnet "+sub.ID+".")),
+			s.checkNeutronQuota(rt.ProjectID, "port", 1)); e != nil {
 			return e
 		}
 		p = &Port{Meta: s.fresh(rt.ProjectID), NetworkID: sub.NetworkID, MAC: newMAC(),
@@ -186,20 +185,18 @@ func (s *Server) addRouterInterface(w http.ResponseWriter, c *caller, rt *Router
 		p.FixedIPs = []FixedIP{{sub.ID, ip}}
 		s.st.ports[p.ID] = p
 	case in.PortID != "":
-		p = ports.Lookup(s, c, in.PortID)
-		if p == nil {
-			return nfound("port", in.PortID)
+		var e *apiErr
+		if p, e = ports.Find(s, c, in.PortID); e != nil {
+			return e
 		}
-		if p.DeviceID != "" {
-			return neutronErr(http.StatusConflict, "PortInUse", "Unable to complete operation on port "+p.ID+
-				" for network "+p.NetworkID+". Port already has an attached device "+p.DeviceID+".")
-		}
-		if len(p.FixedIPs) == 0 {
-			return neutronErr(http.StatusBadRequest, "BadRequest", "Bad router request: Router port must have at least one fixed IP.")
+		if e := cmp.Or(refuse(p.DeviceID != "", neutronErr(http.StatusConflict, "PortInUse", "Unable to complete operation on port "+
+			p.ID+" for network "+p.NetworkID+". Port already has an attached device "+p.DeviceID+".")),
+			refuse(len(p.FixedIPs) == 0, badRequest("router", "Router port must have at least one fixed IP."))); e != nil {
+			return e
 		}
 		p.DeviceID, p.DeviceOwner = rt.ID, ownerRouterInterface
 	default:
-		return neutronErr(http.StatusBadRequest, "BadRequest", "Bad router request: Either subnet_id or port_id must be specified.")
+		return badRequest("router", "Either subnet_id or port_id must be specified.")
 	}
 	rt.Interfaces = append(rt.Interfaces, p.ID)
 	simkit.WriteJSON(w, http.StatusOK, s.interfaceRep(rt, p))
@@ -222,18 +219,11 @@ func (s *Server) removeRouterInterface(w http.ResponseWriter, c *caller, rt *Rou
 		}
 		return neutronErr(http.StatusNotFound, "RouterInterfaceNotFoundForSubnet", "Router "+rt.ID+" has no interface on subnet "+in.SubnetID+".")
 	}
-	for _, f := range s.st.fips {
-		if f.RouterID != rt.ID {
-			continue
-		}
-		if fp := s.st.ports[f.PortID]; fp != nil {
-			for _, fi := range fp.FixedIPs {
-				for _, pi := range p.FixedIPs {
-					if fi.SubnetID == pi.SubnetID {
-						return neutronErr(http.StatusConflict, "RouterInterfaceInUseByFloatingIP", "Router interface for subnet "+
-							pi.SubnetID+" on router "+rt.ID+" cannot be deleted, as it is required by one or more floating IPs.")
-					}
-				}
+	for _, f := range where(s.st.fips, func(f *FloatingIP) bool { return f.RouterID == rt.ID && s.st.ports[f.PortID] != nil }) {
+		for _, fi := range s.st.ports[f.PortID].FixedIPs {
+			if slices.ContainsFunc(p.FixedIPs, func(pi FixedIP) bool { return pi.SubnetID == fi.SubnetID }) {
+				return neutronErr(http.StatusConflict, "RouterInterfaceInUseByFloatingIP", "Router interface for subnet "+
+					fi.SubnetID+" on router "+rt.ID+" cannot be deleted, as it is required by one or more floating IPs.")
 			}
 		}
 	}
@@ -275,9 +265,9 @@ func (s *Server) associate(c *caller, f *FloatingIP, portID, fixed string) *apiE
 		f.PortID, f.FixedIPAddress, f.RouterID = "", "", ""
 		return nil
 	}
-	p := ports.Lookup(s, c, portID)
-	if p == nil {
-		return nfound("port", portID)
+	p, e := ports.Find(s, c, portID)
+	if e != nil {
+		return e
 	}
 	var ip *FixedIP
 	for i, x := range p.FixedIPs {
@@ -287,7 +277,7 @@ func (s *Server) associate(c *caller, f *FloatingIP, portID, fixed string) *apiE
 		}
 	}
 	if ip == nil {
-		return neutronErr(http.StatusBadRequest, "BadRequest", "Bad floatingip request: Port "+portID+" does not have fixed ip "+fixed+".")
+		return badRequest("floatingip", "Port "+portID+" does not have fixed ip "+fixed+".")
 	}
 	for _, o := range s.st.fips {
 		if o.ID != f.ID && o.PortID == portID && o.FixedIPAddress == ip.IPAddress {
@@ -310,14 +300,9 @@ func (s *Server) createFloatingIP(c *caller, fin fipIn) (*FloatingIP, *apiErr) {
 	if n == nil {
 		return nil, nfound("network", fin.NetworkID)
 	}
-	if !n.External {
-		return nil, neutronErr(http.StatusBadRequest, "BadRequest", "Bad floatingip request: Network "+n.ID+" is not a valid external network.")
-	}
 	p, e := fin.project(c)
-	if e != nil {
-		return nil, e
-	}
-	if e := s.checkNeutronQuota(p, "floatingip", 1); e != nil {
+	if e := cmp.Or(refuse(!n.External, badRequest("floatingip", "Network "+n.ID+" is not a valid external network.")),
+		e, s.checkNeutronQuota(p, "floatingip", 1)); e != nil {
 		return nil, e
 	}
 	f := &FloatingIP{Meta: s.fresh(p), NetworkID: n.ID}

@@ -292,6 +292,9 @@ type netReq struct {
 	FixedIP string `json:"fixed_ip"`
 }
 
+// noVolume stands for a volume a boot names that the caller cannot see.
+var noVolume = &Volume{}
+
 // createServer validates everything first, then makes the ports and
 // volumes; a failure on the way undoes what was made.
 func (s *Server) createServer(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
@@ -302,48 +305,35 @@ func (s *Server) createServer(w http.ResponseWriter, r *http.Request, c *caller)
 		return e
 	}
 	sin := in.Server
-	if c.projectID == "" {
-		return novaErr(http.StatusForbidden, "A project-scoped token is required.")
-	}
-	if sin.Name == "" {
-		return novaErr(400, "Invalid input for field/attribute name. Value: . '' is too short")
-	}
 	f := s.flavor(sin.FlavorRef)
-	if f == nil {
-		return novaErr(400, "Flavor "+sin.FlavorRef+" could not be found.")
-	}
-	if sin.ImageRef != "" && images.Lookup(s, c, sin.ImageRef) == nil {
-		return novaErr(400, "Image "+sin.ImageRef+" could not be found.")
-	}
-	az := sin.AvailabilityZone
-	az = cmp.Or(az, s.opts.AvailabilityZones[0])
-	if !slices.Contains(s.opts.AvailabilityZones, az) {
-		return novaErr(400, "The requested availability zone is not available")
-	}
+	az := cmp.Or(sin.AvailabilityZone, s.opts.AvailabilityZones[0])
 	var userData []byte
+	var badUserData error
 	if sin.UserData != nil {
-		if len(*sin.UserData) > maxUserData {
-			return novaErr(400, "Invalid input for field/attribute user_data. Value: ... is too long")
-		}
-		b, err := base64.StdEncoding.DecodeString(*sin.UserData)
-		if err != nil {
-			return novaErr(400, "Invalid input for field/attribute user_data. Value: ... is not a base64 string")
-		}
-		userData = b
+		userData, badUserData = base64.StdEncoding.DecodeString(*sin.UserData)
 	}
 	// Boot sequence: unique boot indexes, one of them 0 unless an image
 	// boots the server.
-	seen := map[int]bool{}
+	seen, twice := map[int]bool{}, false
 	for _, b := range sin.BDM {
 		if b.BootIndex != nil && *b.BootIndex >= 0 {
-			if seen[*b.BootIndex] {
-				return novaErr(400, "Boot sequence for the instance and image/block device mapping combination is not valid.")
-			}
+			twice = twice || seen[*b.BootIndex]
 			seen[*b.BootIndex] = true
 		}
 	}
-	if sin.ImageRef == "" && !seen[0] {
-		return novaErr(400, "Block Device Mapping is Invalid: Boot sequence for the instance and image/block device mapping combination is not valid.")
+	if e := cmp.Or(
+		refuse(c.projectID == "", novaErr(http.StatusForbidden, "A project-scoped token is required.")),
+		refuse(sin.Name == "", novaErr(400, "Invalid input for field/attribute name. Value: . '' is too short")),
+		refuse(f == nil, novaErr(400, "Flavor "+sin.FlavorRef+" could not be found.")),
+		refuse(sin.ImageRef != "" && images.Lookup(s, c, sin.ImageRef) == nil, novaErr(400, "Image "+sin.ImageRef+" could not be found.")),
+		refuse(!slices.Contains(s.opts.AvailabilityZones, az), novaErr(400, "The requested availability zone is not available")),
+		refuse(sin.UserData != nil && len(*sin.UserData) > maxUserData,
+			novaErr(400, "Invalid input for field/attribute user_data. Value: ... is too long")),
+		refuse(badUserData != nil, novaErr(400, "Invalid input for field/attribute user_data. Value: ... is not a base64 string")),
+		refuse(twice, novaErr(400, "Boot sequence for the instance and image/block device mapping combination is not valid.")),
+		refuse(sin.ImageRef == "" && !seen[0], novaErr(400, "Block Device Mapping is Invalid: Boot sequence for the instance and image/block device mapping combination is not valid.")),
+	); e != nil {
+		return e
 	}
 	if e := s.checkNovaQuota(c.projectID, f); e != nil {
 		return e
@@ -373,30 +363,25 @@ func (s *Server) createServer(w http.ResponseWriter, r *http.Request, c *caller)
 	// Volumes in BDMs: existing ones must be available, and named once.
 	usedVols := map[string]bool{}
 	for _, b := range sin.BDM {
-		if b.SourceType == "volume" {
-			if usedVols[b.UUID] {
-				return novaErr(400, "Block Device Mapping is Invalid: volume "+b.UUID+" is mapped twice.")
-			}
-			usedVols[b.UUID] = true
-			v := volumes.Lookup(s, c, b.UUID)
-			if v == nil {
-				return novaErr(400, "Block Device Mapping is Invalid: failed to get volume "+b.UUID+".")
-			}
-			if v.Status != "available" {
-				return novaErr(400, "Invalid volume: volume "+b.UUID+" status must be available, but current status is: "+v.Status+".")
-			}
+		isVol, newVol := b.SourceType == "volume", b.DestinationType == "volume" && (b.SourceType == "image" || b.SourceType == "blank")
+		v := &Volume{Status: "available"} // what is not an existing volume passes the volume checks
+		if isVol {
+			v = cmp.Or(volumes.Lookup(s, c, b.UUID), noVolume)
 		}
-		if b.SourceType == "image" && images.Lookup(s, c, b.UUID) == nil {
-			return novaErr(400, "Block Device Mapping is Invalid: failed to get image "+b.UUID+".")
+		if e := cmp.Or(
+			refuse(isVol && usedVols[b.UUID], novaErr(400, "Block Device Mapping is Invalid: volume "+b.UUID+" is mapped twice.")),
+			refuse(v == noVolume, novaErr(400, "Block Device Mapping is Invalid: failed to get volume "+b.UUID+".")),
+			refuse(v.Status != "available", novaErr(400, "Invalid volume: volume "+b.UUID+
+				" status must be available, but current status is: "+v.Status+".")),
+			refuse(b.SourceType == "image" && images.Lookup(s, c, b.UUID) == nil,
+				novaErr(400, "Block Device Mapping is Invalid: failed to get image "+b.UUID+".")),
+			refuse(newVol && b.VolumeSize <= 0, novaErr(400, "Images with destination_type 'volume' need to have a non-zero size specified")),
+			refuse(newVol && b.VolumeType != "" && s.volumeType(b.VolumeType) == nil,
+				novaErr(400, "Block Device Mapping is Invalid: volume type "+b.VolumeType+" not found.")),
+		); e != nil {
+			return e
 		}
-		if (b.SourceType == "image" || b.SourceType == "blank") && b.DestinationType == "volume" {
-			if b.VolumeSize <= 0 {
-				return novaErr(400, "Images with destination_type 'volume' need to have a non-zero size specified")
-			}
-			if b.VolumeType != "" && s.volumeType(b.VolumeType) == nil {
-				return novaErr(400, "Block Device Mapping is Invalid: volume type "+b.VolumeType+" not found.")
-			}
-		}
+		usedVols[b.UUID] = usedVols[b.UUID] || isVol
 	}
 
 	sv := &Instance{Meta: s.fresh(c.projectID), UserID: c.userID, FlavorID: f.ID,
@@ -446,10 +431,7 @@ func (s *Server) createServer(w http.ResponseWriter, r *http.Request, c *caller)
 			continue
 		}
 		bd := b.BlockDevice
-		bd.BootIndex = -1
-		if b.BootIndex != nil {
-			bd.BootIndex = *b.BootIndex
-		}
+		bd.BootIndex = *cmp.Or(b.BootIndex, new(-1))
 		sv.BlockDevices = append(sv.BlockDevices, bd)
 		var v *Volume
 		if b.SourceType == "volume" {
@@ -529,25 +511,16 @@ func (s *Server) serverNetworks(c *caller, raw json.RawMessage) ([]netReq, *apiE
 	}
 	seen := map[string]bool{}
 	for _, n := range nets {
-		switch {
-		case n.Port != "" && seen[n.Port]:
-			return nil, novaErr(409, "Port "+n.Port+" is still in use.")
-		case n.Port != "":
-			seen[n.Port] = true
-			p := ports.Lookup(s, c, n.Port)
-			if p == nil {
-				return nil, novaErr(400, "Port id "+n.Port+" could not be found.")
-			}
-			if p.DeviceID != "" {
-				return nil, novaErr(409, "Port "+n.Port+" is still in use.")
-			}
-		case n.UUID != "":
-			if networks.Lookup(s, c, n.UUID) == nil {
-				return nil, novaErr(400, "Network "+n.UUID+" could not be found.")
-			}
-		default:
-			return nil, novaErr(400, "Bad networks format: network uuid is not in proper format ()")
+		p, byNet := ports.Lookup(s, c, n.Port), n.Port == ""
+		if e := cmp.Or(
+			refuse(!byNet && (seen[n.Port] || p != nil && p.DeviceID != ""), novaErr(409, "Port "+n.Port+" is still in use.")),
+			refuse(!byNet && p == nil, novaErr(400, "Port id "+n.Port+" could not be found.")),
+			refuse(byNet && n.UUID != "" && networks.Lookup(s, c, n.UUID) == nil, novaErr(400, "Network "+n.UUID+" could not be found.")),
+			refuse(byNet && n.UUID == "", novaErr(400, "Bad networks format: network uuid is not in proper format ()")),
+		); e != nil {
+			return nil, e
 		}
+		seen[n.Port] = true
 	}
 	return nets, nil
 }
@@ -563,16 +536,11 @@ func (s *Server) removeServer(sv *Instance) {
 			p.DeviceID, p.DeviceOwner = "", ""
 		}
 	}
-	for _, v := range s.st.volumes {
-		for _, a := range v.Attachments {
-			if a.ServerID != sv.ID {
-				continue
-			}
-			if a.DeleteOnTermination {
-				delete(s.st.volumes, v.ID)
-			} else {
-				v.Attachments, v.Status = nil, "available"
-			}
+	for _, a := range s.serverAttachments(sv.ID) {
+		if a.DeleteOnTermination {
+			delete(s.st.volumes, a.VolumeID)
+		} else {
+			s.st.volumes[a.VolumeID].Attachments, s.st.volumes[a.VolumeID].Status = nil, "available"
 		}
 	}
 	delete(s.st.servers, sv.ID)

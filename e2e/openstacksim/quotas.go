@@ -1,6 +1,7 @@
 package openstacksim
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"net/http"
@@ -57,18 +58,44 @@ func (s *Server) setQuota(project, resource string, limit int) {
 	q[resource] = limit
 }
 
-// neutronUsage counts what a project holds of each Neutron resource.
-var neutronUsage = map[string]func(s *Server, project string) int{
-	"network": networks.CountOwned, "subnet": subnets.CountOwned, "port": ports.CountOwned,
-	"router": routers.CountOwned, "floatingip": floatingIPs.CountOwned, "security_group": secGroups.CountOwned,
-	"security_group_rule": rules.CountOwned,
+// usage is what project holds of each quota's resource.
+func (s *Server) usage(project string) map[string]int {
+	used := map[string]int{}
+	for name, col := range map[string]interface{ CountOwned(*Server, string) int }{
+		"network": networks, "subnet": subnets, "port": ports, "router": routers, "floatingip": floatingIPs,
+		"security_group": secGroups, "security_group_rule": rules,
+	} {
+		used[name] = col.CountOwned(s, project)
+	}
+	for _, sv := range where(s.st.servers, func(sv *Instance) bool { return sv.ProjectID == project }) {
+		f := cmp.Or(s.flavor(sv.FlavorID), &Flavor{})
+		used["instances"], used["cores"], used["ram"] = used["instances"]+1, used["cores"]+f.VCPUs, used["ram"]+f.RAM
+	}
+	for _, v := range where(s.st.volumes, func(v *Volume) bool { return v.ProjectID == project }) {
+		used["volumes"]++
+		used["gigabytes"] += v.Size
+		used["gigabytes_"+v.VolumeType] += v.Size
+	}
+	return used
+}
+
+// overQuota is the first resource of names whose limit project would pass
+// by adding the amount at the same index, with what project holds and its
+// limit; "" when none.
+func (s *Server) overQuota(project string, names []string, add ...int) (name string, used, limit int) {
+	u := s.usage(project)
+	for i, n := range names {
+		if l := s.limit(project, n); l >= 0 && u[n]+add[i] > l {
+			return n, u[n], l
+		}
+	}
+	return "", 0, 0
 }
 
 // checkNeutronQuota answers Neutron's 409 OverQuota when project cannot
 // have add more of resource.
 func (s *Server) checkNeutronQuota(project, resource string, add int) *apiErr {
-	l := s.limit(project, resource)
-	if l >= 0 && neutronUsage[resource](s, project)+add > l {
+	if n, _, _ := s.overQuota(project, []string{resource}, add); n != "" {
 		return neutronErr(http.StatusConflict, "OverQuota", "Quota exceeded for resources: ['"+resource+"'].")
 	}
 	return nil
@@ -76,25 +103,10 @@ func (s *Server) checkNeutronQuota(project, resource string, add int) *apiErr {
 
 // checkNovaQuota is Nova's 403 "Quota exceeded" for one more server of f.
 func (s *Server) checkNovaQuota(project string, f *Flavor) *apiErr {
-	used := map[string]int{}
-	for _, sv := range s.st.servers {
-		if sv.ProjectID != project {
-			continue
-		}
-		used["instances"]++
-		if g := s.flavor(sv.FlavorID); g != nil {
-			used["cores"] += g.VCPUs
-			used["ram"] += g.RAM
-		}
-	}
-	for _, c := range []struct {
-		name string
-		req  int
-	}{{"instances", 1}, {"cores", f.VCPUs}, {"ram", f.RAM}} {
-		if l := s.limit(project, c.name); l >= 0 && used[c.name]+c.req > l {
-			return novaErr(http.StatusForbidden, fmt.Sprintf("Quota exceeded for %s: Requested %d, but already used %d of %d %s",
-				c.name, c.req, used[c.name], l, c.name))
-		}
+	if n, used, l := s.overQuota(project, novaQuotaNames, 1, f.VCPUs, f.RAM); n != "" {
+		req := map[string]int{"instances": 1, "cores": f.VCPUs, "ram": f.RAM}[n]
+		return novaErr(http.StatusForbidden, fmt.Sprintf("Quota exceeded for %s: Requested %d, but already used %d of %d %s",
+			n, req, used, l, n))
 	}
 	return nil
 }
@@ -139,30 +151,14 @@ func (s *Server) cinderQuotaNames() []string {
 // checkCinderQuota is Cinder's 413 overLimit for one more volume of size
 // GiB and type typeName in project.
 func (s *Server) checkCinderQuota(project, typeName string, size int) *apiErr {
-	count, total, ofType := 0, 0, 0
-	for _, v := range s.st.volumes {
-		if v.ProjectID != project {
-			continue
-		}
-		count++
-		total += v.Size
-		if v.VolumeType == typeName {
-			ofType += v.Size
-		}
-	}
-	if l := s.limit(project, "volumes"); l >= 0 && count+1 > l {
+	if n, _, l := s.overQuota(project, []string{"volumes"}, 1); n != "" {
 		return novaErr(http.StatusRequestEntityTooLarge, fmt.Sprintf(
 			"VolumeLimitExceeded: Maximum number of volumes allowed (%d) exceeded for quota 'volumes'.", l))
 	}
-	for _, c := range []struct {
-		name string
-		used int
-	}{{"gigabytes", total}, {"gigabytes_" + typeName, ofType}} {
-		if l := s.limit(project, c.name); l >= 0 && c.used+size > l {
-			return novaErr(http.StatusRequestEntityTooLarge, fmt.Sprintf(
-				"VolumeSizeExceedsAvailableQuota: Requested volume or snapshot exceeds allowed %s quota. Requested %dG, quota is %dG and %dG has been consumed.",
-				c.name, size, l, c.used))
-		}
+	if n, used, l := s.overQuota(project, []string{"gigabytes", "gigabytes_" + typeName}, size, size); n != "" {
+		return novaErr(http.StatusRequestEntityTooLarge, fmt.Sprintf(
+			"VolumeSizeExceedsAvailableQuota: Requested volume or snapshot exceeds allowed %s quota. Requested %dG, quota is %dG and %dG has been consumed.",
+			n, size, l, used))
 	}
 	return nil
 }

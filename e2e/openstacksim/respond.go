@@ -2,7 +2,6 @@ package openstacksim
 
 import (
 	"cmp"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"time"
@@ -64,23 +63,8 @@ func fmtTime(t time.Time) string  { return t.UTC().Format(isoZ) }
 func fmtMicro(t time.Time) string { return t.UTC().Format(isoMicro) }
 func orNil(s string) any          { return simkit.OrNil(s) }
 
-// set copies *from to *to when a request carried it (from not nil).
-func set[T any](to, from *T) {
-	if from != nil {
-		*to = *from
-	}
-}
+// refuse is one check of a request, for cmp.Or (see simkit.Refuse).
+var refuse = simkit.Refuse[apiErr]
 
-// nullable is a request field that may be absent (Set false), null (Set,
-// V zero: e.g. "port_id": null disassociates) or a value; a value of the
-// wrong type is taken as null.
-type nullable[T any] struct {
-	V   T
-	Set bool
-}
-
-func (n *nullable[T]) UnmarshalJSON(b []byte) error {
-	n.Set = true
-	_ = json.Unmarshal(b, &n.V)
-	return nil
-}
+// nullable is a request field that may be absent, null or a value.
+type nullable[T any] = simkit.Nullable[T]

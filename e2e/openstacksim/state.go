@@ -351,13 +351,13 @@ func (st *state) assign(projectID, userID, roleID string) {
 
 // roleNames of user on project.
 func (st *state) roleNames(projectID, userID string) []string {
-	var out []string
-	for _, id := range st.assignments[projectID][userID] {
-		if r := st.roles[id]; r != nil {
-			out = append(out, r.Name)
-		}
-	}
-	return out
+	return simkit.Map(st.rolesOf(projectID, userID), func(r *Role) string { return r.Name })
+}
+
+// rolesOf are the roles user has on project, in the order granted.
+func (st *state) rolesOf(projectID, userID string) []*Role {
+	return slices.DeleteFunc(simkit.Map(st.assignments[projectID][userID], func(id string) *Role { return st.roles[id] }),
+		func(r *Role) bool { return r == nil })
 }
 
 func randomHex(n int) string {

@@ -46,12 +46,8 @@ func main() {
 				}
 				opts.Flavors = append(opts.Flavors, fl)
 			}
-			for _, name := range split(*images) {
-				opts.Images = append(opts.Images, openstacksim.Image{Name: name})
-			}
-			for _, name := range split(*volumeTypes) {
-				opts.VolumeTypes = append(opts.VolumeTypes, openstacksim.VolumeType{Name: name})
-			}
+			opts.Images = simkit.Map(split(*images), func(n string) openstacksim.Image { return openstacksim.Image{Name: n} })
+			opts.VolumeTypes = simkit.Map(split(*volumeTypes), func(n string) openstacksim.VolumeType { return openstacksim.VolumeType{Name: n} })
 			srv, err := openstacksim.New(opts)
 			if err != nil {
 				return nil, nil, err
