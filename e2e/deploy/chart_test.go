@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -178,6 +179,39 @@ func TestEveryServiceHasADeployment(t *testing.T) {
 			}
 			checkDeployment(t, d, name, "nats://sitebus-nats.sitebus.svc:4222")
 		})
+	}
+}
+
+// The status page's token comes from a Secret the site names: every pod
+// gets it as SITEBUS_STATUS_TOKEN (which the configuration expands), and
+// without one no pod has the variable.
+func TestStatusPageTokenComesFromTheNamedSecret(t *testing.T) {
+	env := func(vals map[string]any) map[string][]any {
+		out := map[string][]any{}
+		for _, d := range decode(t, allDocs(render(t, "sitebus", vals))) {
+			if d.GetKind() != "Deployment" {
+				continue
+			}
+			cs, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
+			e, _, _ := unstructured.NestedSlice(cs[0].(map[string]any), "env")
+			out[d.GetName()] = e
+		}
+		return out
+	}
+	for name, e := range env(nil) {
+		if len(e) != 0 {
+			t.Errorf("%s: env %v without a token secret", name, e)
+		}
+	}
+	got := env(map[string]any{"statusPage": map[string]any{"tokenSecret": map[string]any{"name": "sitebus-status", "key": "page-token"}}})
+	if len(got) != len(app.ServiceNames) {
+		t.Fatalf("%d deployments, want %d", len(got), len(app.ServiceNames))
+	}
+	for name, e := range got {
+		want := []any{map[string]any{"name": "SITEBUS_STATUS_TOKEN", "valueFrom": map[string]any{"secretKeyRef": map[string]any{"name": "sitebus-status", "key": "page-token"}}}}
+		if !reflect.DeepEqual(e, want) {
+			t.Errorf("%s: env %v, want %v", name, e, want)
+		}
 	}
 }
 
