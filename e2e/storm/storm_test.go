@@ -126,11 +126,12 @@ func TestMalformedFrameStorm(t *testing.T) {
 	}
 
 	baseLat, stormLat := latencies(t, s, base), latencies(t, s, stormed)
-	t.Logf("storm (seed %d): %d bad frames sent (%d random, %d truncated, %d oversized, %d wrongly encoded, %d exact repeats), %d dead letters; %d+%d valid orders (%d valid frames sent again), each done once",
+	t.Logf("storm (seed %d): %d bad frames sent (%d random, %d truncated, %d oversized, %d wrongly encoded, %d exact repeats), %d of them distinct (as many dead letters); %d+%d valid orders (%d valid frames sent again)",
 		seed, st.sent-st.validRepeats, st.kinds[kindRandom], st.kinds[kindTruncated], st.kinds[kindOversized], st.kinds[kindEncoding], st.kinds[kindRepeat],
 		len(st.letters), orders, orders, st.validRepeats)
-	t.Logf("storm: sitebus peak RSS (VmHWM) %d MiB; orders' latency (frame → set_state_done) without the storm p50 %s p95 %s max %s, with it p50 %s p95 %s max %s; total %s",
-		hwm>>20, pct(baseLat, 0.5), pct(baseLat, 0.95), pct(baseLat, 1), pct(stormLat, 0.5), pct(stormLat, 0.95), pct(stormLat, 1),
+	t.Logf("storm: sitebus peak RSS (VmHWM) %d MiB; orders' latency (frame → set_state_done) without the storm p50 %s p95 %s max %s (phase %s), with it p50 %s p95 %s max %s (phase %s); total %s",
+		hwm>>20, pct(baseLat, 0.5), pct(baseLat, 0.95), pct(baseLat, 1), base.took.Round(100*time.Millisecond),
+		pct(stormLat, 0.5), pct(stormLat, 0.95), pct(stormLat, 1), stormed.took.Round(100*time.Millisecond),
 		time.Since(started).Round(time.Second))
 }
 
@@ -138,6 +139,7 @@ func TestMalformedFrameStorm(t *testing.T) {
 type phase struct {
 	orders      []string // order UUIDs, no dashes
 	published   map[string]time.Time
+	took        time.Duration
 	vhost       string
 	destination string
 }
@@ -149,6 +151,7 @@ type phase struct {
 func runOrders(t *testing.T, s *harness.Site, name string, n int, before func(i int) func(waldursim.Published)) phase {
 	t.Helper()
 	ph := phase{published: map[string]time.Time{}}
+	began := time.Now()
 	for i := range n {
 		var after func(waldursim.Published)
 		if before != nil {
@@ -173,6 +176,7 @@ func runOrders(t *testing.T, s *harness.Site, name string, n int, before func(i 
 		}
 		harness.WaitOrder(t, s.Admin, s.Sitebus, 40, res.Order.UUID, "done")
 	}
+	ph.took = time.Since(began)
 	return ph
 }
 
