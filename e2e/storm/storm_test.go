@@ -211,7 +211,6 @@ type storm struct {
 	letters map[string]letter
 	last    []byte
 	lastID  string
-	lastKey string
 }
 
 func newStorm(seed uint64, offeringHex string, total int) *storm {
@@ -308,7 +307,7 @@ func utf16Bytes(s string, littleWithBOM bool) []byte {
 // frames do; some none, so the bridge derives one.
 func (st *storm) send(t *testing.T, conn *stomp.Conn, destination string) {
 	t.Helper()
-	body, id, key := st.last, st.lastID, st.lastKey
+	body, id := st.last, st.lastID
 	if st.last != nil && st.rnd.IntN(10) == 0 {
 		st.kinds[kindRepeat]++
 	} else {
@@ -320,7 +319,7 @@ func (st *storm) send(t *testing.T, conn *stomp.Conn, destination string) {
 			sum := sha256.Sum256(body)
 			id = "storm-" + hex.EncodeToString(sum[:12])
 		}
-		key = letterKey(kept(body), id != "")
+		key := letterKey(kept(body), id != "")
 		// A body made twice (a truncation before the order's UUID) is the
 		// same frame again: one dead letter.
 		if _, again := st.letters[key]; !again {
@@ -328,7 +327,7 @@ func (st *storm) send(t *testing.T, conn *stomp.Conn, destination string) {
 			st.letters[key] = l
 		}
 		st.kinds[l.kind]++
-		st.last, st.lastID, st.lastKey = body, id, key
+		st.last, st.lastID = body, id
 	}
 	if err := sendFrame(conn, destination, body, id); err != nil {
 		t.Fatalf("send bad frame %d: %v", st.sent, err)
