@@ -11,7 +11,7 @@ GOLANGCI := $(SITEBUS_CACHE)/tools/golangci-lint-$(GOLANGCI_VERSION)/golangci-li
 MODULES := pkg services e2e
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: all build run test test-repeat unit e2e lint generate check-generated deps bench bench-orders bench-cluster-pass k8s-binaries vault fmt image manifests soak bench-replicas fuzz
+.PHONY: all build run test test-repeat unit e2e lint generate check-generated deps bench bench-orders bench-cluster-pass k8s-binaries vault fmt image manifests soak bench-replicas fuzz storm
 
 all: build
 
@@ -122,6 +122,15 @@ bench-cluster-pass: deps k8s-binaries vault
 ## SITEBUS_SOAK_SEED=<seed> replays a run.
 soak: deps k8s-binaries
 	SITEBUS_SOAK_ORDERS=$${SITEBUS_SOAK_ORDERS:-1000} go test -count=1 -timeout 60m -v -run '^TestChaosSoak$$' ./e2e/distributed/
+
+## storm: the malformed-frame storm's full size: 10,000 bad frames (random,
+## truncated, oversized, wrongly encoded, repeated) through real RabbitMQ
+## between 200 valid orders, after the same 200 orders without the storm;
+## prints the dead-letter count, sitebus's peak RSS and the orders' latency
+## with and without the storm (make test runs 2,000 frames, 40 orders).
+## SITEBUS_STORM_SEED=<seed> replays a run.
+storm: deps k8s-binaries
+	SITEBUS_STORM_FRAMES=$${SITEBUS_STORM_FRAMES:-10000} SITEBUS_STORM_ORDERS=$${SITEBUS_STORM_ORDERS:-200} go test -count=1 -timeout 60m -v -run '^TestMalformedFrameStorm$$' ./e2e/storm/
 
 ## bench-replicas: create orders per second with 1, 2 and 4 order-service
 ## replicas on the distributed topology, Waldur answering in 50 ms.

@@ -21,6 +21,7 @@ func (d *decoder) sitebus(n *yaml.Node, s scope, sb *Sitebus) {
 				"prefetch_count": d.integer(&st.PrefetchCount),
 				"reconnect_max":  d.duration(&st.ReconnectMax),
 				"heartbeat":      d.duration(&st.Heartbeat),
+				"max_frame_body": d.integer(&st.MaxFrameBody),
 			})
 		},
 		"periods": func(n *yaml.Node, s scope) {

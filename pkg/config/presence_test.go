@@ -205,12 +205,12 @@ func TestSitebusKeysMissingOrExplicit(t *testing.T) {
 			check: func(t *testing.T, r *Root) {
 				eq(t, "nats", r.Sitebus.NATSURL, "")
 				eq(t, "services", len(r.Sitebus.Services), 0)
-				eq(t, "stomp", r.Sitebus.Stomp, StompSettings{Transport: "websocket", TCPPort: 61613, PrefetchCount: 64, ReconnectMax: 120 * time.Second, Heartbeat: 10 * time.Second})
+				eq(t, "stomp", r.Sitebus.Stomp, StompSettings{Transport: "websocket", TCPPort: 61613, PrefetchCount: 64, ReconnectMax: 120 * time.Second, Heartbeat: 10 * time.Second, MaxFrameBody: 1 << 20})
 			},
 		},
 		"explicit empty or zero values that cannot work are refused, not defaulted": {
 			extra: sb(`  data_dir: ""`, `  http_addr: ""`, `  log_format: ""`,
-				"  stomp:", `    transport: ""`, "    tcp_port: 0", "    prefetch_count: 0", "    reconnect_max: 0s", "    heartbeat: 0s",
+				"  stomp:", `    transport: ""`, "    tcp_port: 0", "    prefetch_count: 0", "    reconnect_max: 0s", "    heartbeat: 0s", "    max_frame_body: 0",
 				"  streams:", "    events_max_age: 0s", "    duplicate_window: 0s", "    dlq_max_age: 0s"),
 			want: []string{
 				`config.yaml:8: sitebus.data_dir: must not be empty`,
@@ -221,9 +221,10 @@ func TestSitebusKeysMissingOrExplicit(t *testing.T) {
 				`config.yaml:14: sitebus.stomp.prefetch_count: 0 must be at least 1`,
 				`config.yaml:15: sitebus.stomp.reconnect_max: 0s must be positive`,
 				`config.yaml:16: sitebus.stomp.heartbeat: 0s must be positive`,
-				`config.yaml:18: sitebus.streams.events_max_age: 0s must be positive`,
-				`config.yaml:19: sitebus.streams.duplicate_window: 0s is shorter than the minimum of 10m0s`,
-				`config.yaml:20: sitebus.streams.dlq_max_age: 0s must be positive`,
+				`config.yaml:17: sitebus.stomp.max_frame_body: 0 is not between 1024 and 15728640 bytes`,
+				`config.yaml:19: sitebus.streams.events_max_age: 0s must be positive`,
+				`config.yaml:20: sitebus.streams.duplicate_window: 0s is shorter than the minimum of 10m0s`,
+				`config.yaml:21: sitebus.streams.dlq_max_age: 0s must be positive`,
 			},
 		},
 		"missing periods are unset and null periods too": {

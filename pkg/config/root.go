@@ -9,25 +9,32 @@ import (
 // Defaults of the Python agent (common/structures.py), kept identical so a
 // file behaves the same under both agents.
 const (
-	defaultTimezone          = "UTC"
-	defaultLogLevel          = "INFO"
-	defaultReportingPeriods  = 2
-	defaultShipInterval      = 60
-	defaultShipBufferMB      = 1
-	defaultShipLogLevel      = "WARNING"
-	defaultUsernameBackend   = "base"
-	defaultSTOMPPath         = "/rmqws-stomp"
-	defaultUnitFactor        = 1.0
-	minShipIntervalSeconds   = 10
-	minShipBufferMB          = 1
-	minReportingPeriods      = 1
-	maxReportingPeriods      = 12
-	defaultDataDir           = "./sitebus-data"
-	defaultHTTPAddr          = "127.0.0.1:9090"
-	defaultLogFormat         = "json"
-	defaultSTOMPTransport    = "websocket"
-	defaultSTOMPTCPPort      = 61613
-	defaultPrefetchCount     = 64
+	defaultTimezone         = "UTC"
+	defaultLogLevel         = "INFO"
+	defaultReportingPeriods = 2
+	defaultShipInterval     = 60
+	defaultShipBufferMB     = 1
+	defaultShipLogLevel     = "WARNING"
+	defaultUsernameBackend  = "base"
+	defaultSTOMPPath        = "/rmqws-stomp"
+	defaultUnitFactor       = 1.0
+	minShipIntervalSeconds  = 10
+	minShipBufferMB         = 1
+	minReportingPeriods     = 1
+	maxReportingPeriods     = 12
+	defaultDataDir          = "./sitebus-data"
+	defaultHTTPAddr         = "127.0.0.1:9090"
+	defaultLogFormat        = "json"
+	defaultSTOMPTransport   = "websocket"
+	defaultSTOMPTCPPort     = 61613
+	defaultPrefetchCount    = 64
+	// A Waldur event is a few hundred bytes; 1 MiB leaves room for any
+	// real one while a frame's body, held in memory up to prefetch_count
+	// times at once, stays small. The most is what the bridge's
+	// WebSocket reads in one message (16 MiB) less room for the headers.
+	defaultMaxFrameBody      = 1 << 20
+	minMaxFrameBody          = 1 << 10
+	maxMaxFrameBody          = 15 << 20
 	defaultReconnectMax      = 120 * time.Second
 	defaultHeartbeat         = 10 * time.Second
 	defaultEventsMaxAge      = 168 * time.Hour

@@ -78,6 +78,10 @@ type StompSettings struct {
 	PrefetchCount int           `json:"prefetch_count"`
 	ReconnectMax  time.Duration `json:"reconnect_max"` // cap of the reconnect backoff
 	Heartbeat     time.Duration `json:"heartbeat"`
+	// MaxFrameBody is the largest frame body, in bytes, the bridge takes
+	// as an event; a larger one is dead-lettered ("frame body exceeds N
+	// bytes") with its first bytes only, and acked.
+	MaxFrameBody int `json:"max_frame_body"`
 }
 
 // Streams configure retention of the JetStream streams.
@@ -142,6 +146,7 @@ func newSitebus() Sitebus {
 			PrefetchCount: defaultPrefetchCount,
 			ReconnectMax:  defaultReconnectMax,
 			Heartbeat:     defaultHeartbeat,
+			MaxFrameBody:  defaultMaxFrameBody,
 		},
 		Streams: Streams{
 			EventsMaxAge:    defaultEventsMaxAge,

@@ -21,6 +21,7 @@ func TestSitebusSection(t *testing.T) {
 		"    prefetch_count: 8",
 		"    reconnect_max: 1m",
 		"    heartbeat: 5s",
+		"    max_frame_body: 65536",
 		"  periods:",
 		"    membership_sync_period: 90s",
 		"    report_period: 1h",
@@ -34,7 +35,7 @@ func TestSitebusSection(t *testing.T) {
 	), noEnv)
 	eq(t, "sitebus", r.Sitebus, Sitebus{
 		NATSURL: "nats://nats.sitebus.svc:4222", DataDir: "/var/lib/sitebus", HTTPAddr: "0.0.0.0:8080", LogFormat: "text",
-		Stomp:             StompSettings{Transport: "tcp", TCPHost: "rabbit.example.com", TCPPort: 61614, PrefetchCount: 8, ReconnectMax: time.Minute, Heartbeat: 5 * time.Second},
+		Stomp:             StompSettings{Transport: "tcp", TCPHost: "rabbit.example.com", TCPPort: 61614, PrefetchCount: 8, ReconnectMax: time.Minute, Heartbeat: 5 * time.Second, MaxFrameBody: 65536},
 		Periods:           Periods{MembershipSync: 90 * time.Second, Report: time.Hour},
 		ClusterPullPeriod: 15 * time.Minute, ClusterReadyTimeout: time.Hour,
 		Streams:               Streams{EventsMaxAge: 24 * time.Hour, DuplicateWindow: 10 * time.Minute, DLQMaxAge: 48 * time.Hour, SagaRetention: 720 * time.Hour, Replicas: 3},

@@ -217,6 +217,9 @@ func (sb *Sitebus) validate(p *problems, s scope) {
 	}
 	positive(p, ss.key("reconnect_max"), st.ReconnectMax)
 	positive(p, ss.key("heartbeat"), st.Heartbeat)
+	if st.MaxFrameBody < minMaxFrameBody || st.MaxFrameBody > maxMaxFrameBody {
+		p.at(ss.key("max_frame_body"), "%d is not between %d and %d bytes", st.MaxFrameBody, minMaxFrameBody, maxMaxFrameBody)
+	}
 
 	sm, ms := &sb.Streams, s.key("streams")
 	positive(p, ms.key("events_max_age"), sm.EventsMaxAge)

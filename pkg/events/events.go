@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode/utf8"
 )
 
 // Object types Waldur publishes (ObservableObjectTypeEnum).
@@ -127,7 +128,14 @@ func Inspect(objectType string, body []byte) (key string, err error) {
 	if fields == nil {
 		return "", fmt.Errorf("%w: %s body is null", ErrMalformed, objectType)
 	}
-	return keyOf(objectType, fields), validateFields(objectType, req, fields)
+	key = keyOf(objectType, fields)
+	// JSON is UTF-8 (RFC 8259, section 8.1) and Waldur sends nothing else;
+	// encoding/json would quietly turn other bytes inside a string into
+	// U+FFFD, so a Latin-1 or broken body would pass as a different text.
+	if !utf8.Valid(body) {
+		return key, fmt.Errorf("%w: %s body is not valid UTF-8", ErrMalformed, objectType)
+	}
+	return key, validateFields(objectType, req, fields)
 }
 
 func validateFields(objectType string, req [][]string, fields map[string]json.RawMessage) error {

@@ -14,19 +14,20 @@ func TestValidate(t *testing.T) {
 		objectType, body string
 		wantErr          string
 	}{
-		"order with hex uuid":               {objectType: "order", body: `{"order_uuid": "` + u + `", "order_state": "pending-provider"}`},
-		"order with dashed uuid":            {objectType: "order", body: `{"order_uuid": "01234567-89ab-cdef-0123-456789abcdef"}`},
-		"user_role keyed by project only":   {objectType: "user_role", body: `{"project_uuid": "` + u + `", "granted": true}`},
-		"type without required ids":         {objectType: "user_profile", body: `{}`},
-		"body that is not JSON":             {objectType: "order", body: `order 42 please`, wantErr: "order body is not a JSON object"},
-		"JSON that is not an object":        {objectType: "order", body: `[1,2]`, wantErr: "not a JSON object"},
-		"null body":                         {objectType: "order", body: `null`, wantErr: "body is null"},
-		"unknown object type":               {objectType: "invoice", body: `{}`, wantErr: `unknown object type "invoice"`},
-		"missing order uuid":                {objectType: "order", body: `{"order_state": "done"}`, wantErr: "order event lacks order_uuid"},
-		"order uuid that is not a uuid":     {objectType: "order", body: `{"order_uuid": "../../etc"}`, wantErr: `invalid UUID: order_uuid="../../etc"`},
-		"order uuid of the wrong JSON type": {objectType: "order", body: `{"order_uuid": 7}`, wantErr: "invalid UUID: order_uuid=7"},
-		"account needs both ids":            {objectType: "service_account", body: `{"account_uuid": "` + u + `"}`, wantErr: "lacks project_uuid"},
-		"user_role with none of its ids":    {objectType: "user_role", body: `{"granted": true}`, wantErr: "lacks user_uuid or resource_uuid or project_uuid"},
+		"order with hex uuid":                   {objectType: "order", body: `{"order_uuid": "` + u + `", "order_state": "pending-provider"}`},
+		"order with dashed uuid":                {objectType: "order", body: `{"order_uuid": "01234567-89ab-cdef-0123-456789abcdef"}`},
+		"user_role keyed by project only":       {objectType: "user_role", body: `{"project_uuid": "` + u + `", "granted": true}`},
+		"type without required ids":             {objectType: "user_profile", body: `{}`},
+		"body that is not JSON":                 {objectType: "order", body: `order 42 please`, wantErr: "order body is not a JSON object"},
+		"JSON that is not an object":            {objectType: "order", body: `[1,2]`, wantErr: "not a JSON object"},
+		"null body":                             {objectType: "order", body: `null`, wantErr: "body is null"},
+		"Latin-1 text in a string is not UTF-8": {objectType: "order", body: "{\"order_uuid\": \"" + u + "\", \"name\": \"caf\xe9\"}", wantErr: "order body is not valid UTF-8"},
+		"unknown object type":                   {objectType: "invoice", body: `{}`, wantErr: `unknown object type "invoice"`},
+		"missing order uuid":                    {objectType: "order", body: `{"order_state": "done"}`, wantErr: "order event lacks order_uuid"},
+		"order uuid that is not a uuid":         {objectType: "order", body: `{"order_uuid": "../../etc"}`, wantErr: `invalid UUID: order_uuid="../../etc"`},
+		"order uuid of the wrong JSON type":     {objectType: "order", body: `{"order_uuid": 7}`, wantErr: "invalid UUID: order_uuid=7"},
+		"account needs both ids":                {objectType: "service_account", body: `{"account_uuid": "` + u + `"}`, wantErr: "lacks project_uuid"},
+		"user_role with none of its ids":        {objectType: "user_role", body: `{"granted": true}`, wantErr: "lacks user_uuid or resource_uuid or project_uuid"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

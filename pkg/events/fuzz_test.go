@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // FuzzInspect feeds the bridge's event validation the bodies a broker may
@@ -38,6 +39,9 @@ func FuzzInspect(f *testing.F) {
 		}
 		if !Known(objectType) {
 			t.Fatalf("unknown object type %q accepted", objectType)
+		}
+		if !utf8.Valid(body) {
+			t.Fatalf("accepted body %q is not UTF-8", body)
 		}
 		var fields map[string]any
 		if json.Unmarshal(body, &fields) != nil || fields == nil {

@@ -69,6 +69,24 @@ func (c *Config) setDefaults() {
 	if c.Stomp.Transport == "" {
 		c.Stomp.Transport = "websocket"
 	}
+	if c.Stomp.MaxFrameBody == 0 {
+		c.Stomp.MaxFrameBody = 1 << 20
+	}
+}
+
+// payloadHeadroom is what an event adds to its frame's body (the
+// protobuf envelope, the headers) with room to spare.
+const payloadHeadroom = 64 << 10
+
+// maxFrameBody is the configured limit, lowered to what the NATS server
+// takes in one message: a body the bus cannot store would otherwise be
+// retried for ever, holding its prefetch slot.
+func (br *Bridge) maxFrameBody() int {
+	limit := br.cfg.Stomp.MaxFrameBody
+	if mp := int(br.bus.Conn().MaxPayload()); mp > payloadHeadroom {
+		limit = min(limit, mp-payloadHeadroom)
+	}
+	return limit
 }
 
 // Validate reports settings the bridge cannot run with.
@@ -81,6 +99,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Stomp.Transport != "websocket" && c.Stomp.Transport != "tcp" {
 		errs = append(errs, fmt.Errorf("stompbridge: transport %q is neither websocket nor tcp", c.Stomp.Transport))
+	}
+	if c.Stomp.MaxFrameBody < 0 {
+		errs = append(errs, fmt.Errorf("stompbridge: max frame body %d is negative", c.Stomp.MaxFrameBody))
 	}
 	if c.OrderPollPeriod < time.Second {
 		errs = append(errs, fmt.Errorf("stompbridge: order poll period %s is under a second", c.OrderPollPeriod))

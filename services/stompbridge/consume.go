@@ -137,7 +137,7 @@ func (br *Bridge) ingest(ctx context.Context, s *subscription, frame Frame, ack 
 	ctx, span := br.tracer.Start(ctx, s.spanName, trace.WithSpanKind(trace.SpanKindConsumer))
 	defer span.End()
 
-	ev, subject, key, derr := decode(offeringHex, s.objectType, frame, received)
+	ev, subject, key, derr := decode(offeringHex, s.objectType, frame, received, br.maxFrameBody())
 	// Attributes are built only for a span that keeps them: with tracing
 	// off (the default) they would be allocated and dropped for every frame.
 	if span.IsRecording() {
@@ -155,11 +155,12 @@ func (br *Bridge) ingest(ctx context.Context, s *subscription, frame Frame, ack 
 	var outcome string
 	if derr != nil {
 		span.SetStatus(codes.Error, derr.Error())
+		header := map[string][]string{bus.HeaderContentType: {bus.ContentTypeProtobuf}, bus.HeaderMessageType: {string(ev.ProtoReflect().Descriptor().FullName())},
+			"Sitebus-Frame-Destination": {frame.Destination}, HeaderFrameBodySize: {strconv.Itoa(len(frame.Body))}}
 		err := retry(ctx, func() error {
 			return br.bus.Park(ctx, bus.DeadLetter{
 				Source: Name, Reason: derr.Error(), Subject: subject, Data: mustMarshal(ev),
-				ID:     "frame:" + ev.MessageId,
-				Header: map[string][]string{bus.HeaderContentType: {bus.ContentTypeProtobuf}, bus.HeaderMessageType: {string(ev.ProtoReflect().Descriptor().FullName())}, "Sitebus-Frame-Destination": {frame.Destination}},
+				ID: "frame:" + ev.MessageId, Header: header,
 			})
 		}, br.log, "park malformed frame")
 		if err != nil {
@@ -232,29 +233,49 @@ type Frame struct {
 	Body        []byte
 }
 
+// HeaderFrameBodySize is the dead letter header with the size, in bytes,
+// of the parked frame's body as it arrived: an oversized body is kept only
+// in part.
+const HeaderFrameBodySize = "Sitebus-Frame-Body-Size"
+
+// keptOfOversized is how much of an oversized body its dead letter keeps:
+// enough for an operator to see what it was, little enough that a storm of
+// them neither fills the dead-letter stream nor trips NATS's payload limit.
+const keptOfOversized = 4 << 10
+
 // Decode turns a frame from the queue of (offeringHex, objectType) into an
 // event and its subject. The object type and offering come from the frame's
 // destination when it names a subscription queue (as the Python agent reads
 // account types from it), else from the queue it arrived on. On a malformed
 // frame it still returns the event (for the dead letter) and an error saying
-// what is wrong; subject is then where it would have gone, if known.
-func Decode(offeringHex, objectType string, f Frame, received time.Time) (*sitebusv1.WaldurEvent, string, error) {
-	ev, subject, _, err := decode(offeringHex, objectType, f, received)
+// what is wrong; subject is then where it would have gone, if known. A body
+// over maxBody bytes is malformed, and its event keeps only its first
+// bytes.
+func Decode(offeringHex, objectType string, f Frame, received time.Time, maxBody int) (*sitebusv1.WaldurEvent, string, error) {
+	ev, subject, _, err := decode(offeringHex, objectType, f, received, maxBody)
 	return ev, subject, err
 }
 
 // decode is Decode that also returns the event's ordering key
 // (events.OrderingKey), which both its subject's partition and the
 // publish's ordering header carry: read from the body once per frame.
-func decode(offeringHex, objectType string, f Frame, received time.Time) (ev *sitebusv1.WaldurEvent, subject, key string, err error) {
+func decode(offeringHex, objectType string, f Frame, received time.Time, maxBody int) (ev *sitebusv1.WaldurEvent, subject, key string, err error) {
 	id := f.MessageID
 	if id == "" {
+		// The whole body, so two oversized frames that differ only past
+		// the kept part are two dead letters.
 		sum := sha256.Sum256([]byte(f.Destination + "\n" + string(f.Body)))
 		id = hex.EncodeToString(sum[:16])
 	}
 	ev = &sitebusv1.WaldurEvent{
 		ObjectType: objectType, OfferingUuid: offeringHex, Body: f.Body, Destination: f.Destination,
 		MessageId: id, ReceivedAt: timestamppb.New(received), Source: sitebusv1.EventSource_EVENT_SOURCE_STOMP,
+	}
+	if len(f.Body) > maxBody {
+		// No subject: the event cannot be retried from its dead letter,
+		// which holds part of the body only.
+		ev.Body = f.Body[:min(len(f.Body), keptOfOversized)]
+		return ev, "", "", fmt.Errorf("frame body exceeds %d bytes (%d bytes)", maxBody, len(f.Body))
 	}
 	if off, typ, ok := parseDestination(f.Destination); ok {
 		if off != offeringHex {

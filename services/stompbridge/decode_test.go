@@ -68,7 +68,7 @@ func TestDecode(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			ev, subject, err := Decode(off, tc.queueType, tc.frame, time.Unix(100, 0))
+			ev, subject, err := Decode(off, tc.queueType, tc.frame, time.Unix(100, 0), 1<<20)
 			if tc.wantErr == "" && err != nil {
 				t.Fatalf("unexpected error %v", err)
 			}
@@ -84,7 +84,7 @@ func TestDecode(t *testing.T) {
 			switch tc.wantID {
 			case "":
 			case "hash":
-				again, _, _ := Decode(off, tc.queueType, tc.frame, time.Now())
+				again, _, _ := Decode(off, tc.queueType, tc.frame, time.Now(), 1<<20)
 				if len(ev.MessageId) != 32 || again.MessageId != ev.MessageId {
 					t.Errorf("hash id %q not stable (%q)", ev.MessageId, again.MessageId)
 				}
@@ -92,6 +92,48 @@ func TestDecode(t *testing.T) {
 				if ev.MessageId != tc.wantID {
 					t.Errorf("message id = %q, want %q", ev.MessageId, tc.wantID)
 				}
+			}
+		})
+	}
+}
+
+func TestFrameOverTheBodyLimit(t *testing.T) {
+	orderQueue := "/amq/queue/" + queueName(sub, off, "order")
+	valid := `{"order_uuid": "` + ouid + `", "pad": "`
+	tests := map[string]struct {
+		size     int
+		wantErr  string
+		wantKept int
+	}{
+		"a body of exactly the limit is taken":                      {size: 8 << 10, wantKept: 8 << 10},
+		"a body one byte over is parked with the limit as reason":   {size: 8<<10 + 1, wantErr: "frame body exceeds 8192 bytes (8193 bytes)", wantKept: keptOfOversized},
+		"a body far over keeps only its first bytes for the letter": {size: 3 << 20, wantErr: "frame body exceeds 8192 bytes", wantKept: keptOfOversized},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			body := []byte(valid + strings.Repeat("x", tc.size-len(valid)-2) + `"}`)
+			ev, subject, err := Decode(off, "order", Frame{Destination: orderQueue, Body: body}, time.Unix(100, 0), 8<<10)
+			if tc.wantErr == "" {
+				if err != nil || subject == "" {
+					t.Fatalf("error %v, subject %q; want the event taken", err, subject)
+				}
+			} else {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error = %v, want %q", err, tc.wantErr)
+				}
+				if subject != "" {
+					t.Errorf("subject %q: a body kept in part must not be retried onto the bus", subject)
+				}
+			}
+			if len(ev.Body) != tc.wantKept || string(ev.Body) != string(body[:tc.wantKept]) {
+				t.Errorf("event keeps %d bytes, want the first %d", len(ev.Body), tc.wantKept)
+			}
+			// Two oversized frames differing past the kept part are two letters.
+			other := append([]byte(nil), body...)
+			other[len(other)-3] = 'y'
+			ev2, _, _ := Decode(off, "order", Frame{Destination: orderQueue, Body: other}, time.Unix(100, 0), 8<<10)
+			if ev2.MessageId == ev.MessageId {
+				t.Errorf("frames differing at byte %d have one message id", len(other)-3)
 			}
 		})
 	}

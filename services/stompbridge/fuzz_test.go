@@ -31,7 +31,7 @@ func FuzzDecode(f *testing.F) {
 			return
 		}
 		frame := Frame{Destination: destination, MessageID: messageID, Body: body}
-		ev, subject, key, err := decode(off, queueType, frame, time.Unix(100, 0))
+		ev, subject, key, err := decode(off, queueType, frame, time.Unix(100, 0), 1<<20)
 		if ev == nil {
 			t.Fatal("no event returned: a malformed frame could not be dead-lettered")
 		}
