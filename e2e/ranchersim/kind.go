@@ -72,7 +72,7 @@ func (k *kind[T]) list(s *Server) handler {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if r.PathValue("cluster") != "" && !s.knownCluster(scope) {
-			return fail(notFoundCluster(scope))
+			return fail(clustersType.notFound(scope))
 		}
 		objs := simkit.Map(k.items(s).ListByID(func(v *T) bool {
 			return (scope == "" || k.scope(v) == scope) && (k.keys == nil || matches(k.keys(v), conds)) &&
@@ -91,16 +91,41 @@ func (k *kind[T]) list(s *Server) handler {
 	}
 }
 
+// find is the object with id, or k's 404. Caller holds s.mu.
+func (k *kind[T]) find(s *Server, id string) (*T, *apiError) {
+	if v := k.items(s).Get(id); v != nil {
+		return v, nil
+	}
+	return nil, k.notFound(id)
+}
+
 func (k *kind[T]) get(s *Server) handler {
 	return func(r *http.Request) (int, any, *apiError) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		v := k.items(s).Get(k.key(r))
-		if v == nil {
-			return fail(k.notFound(k.key(r)))
+		v, err := k.find(s, k.key(r))
+		if err != nil {
+			return fail(err)
 		}
 		return ok(k.rep(s, simkit.BaseURL(r), v, true))
 	}
+}
+
+// update serves a norman PUT of the object the path names: change checks
+// the body and applies it under s.mu; the answer is the object as changed.
+func update[T, In any](s *Server, k *kind[T], change func(v *T, in In) *apiError) handler {
+	return withBody(func(r *http.Request, in In) (int, any, *apiError) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		v, err := k.find(s, k.key(r))
+		if err == nil {
+			err = change(v, in)
+		}
+		if err != nil {
+			return fail(err)
+		}
+		return ok(k.rep(s, simkit.BaseURL(r), v, false))
+	})
 }
 
 func (k *kind[T]) remove(s *Server) handler {

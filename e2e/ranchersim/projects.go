@@ -223,17 +223,12 @@ func (s *Server) createProject(r *http.Request, in projectBody) (int, any, *apiE
 
 // updateProject replaces the fields the body carries, as norman's PUT does;
 // the cluster cannot change.
-func (s *Server) updateProject(r *http.Request, in projectBody) (int, any, *apiError) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	p := s.projects.Get(r.PathValue("id"))
+func updateProject(p *Project, in projectBody) *apiError {
 	switch {
-	case p == nil:
-		return fail(projectsType.notFound(r.PathValue("id")))
 	case in.ClusterID != nil && *in.ClusterID != p.ClusterID:
-		return fail(newErr(http.StatusUnprocessableEntity, "InvalidFormat", "clusterId cannot be changed"))
+		return newErr(http.StatusUnprocessableEntity, "InvalidFormat", "clusterId cannot be changed")
 	case in.Name != nil && *in.Name == "":
-		return fail(errNotNull)
+		return errNotNull
 	}
 	p.Name, p.Description = *cmp.Or(in.Name, &p.Name), *cmp.Or(in.Description, &p.Description)
 	if in.Annotations != nil {
@@ -248,7 +243,7 @@ func (s *Server) updateProject(r *http.Request, in projectBody) (int, any, *apiE
 			*dst = v
 		}
 	}
-	return ok(projectRep(simkit.BaseURL(r), p))
+	return nil
 }
 
 // deleteProject removes the project and its bindings, then deletes its
@@ -330,9 +325,7 @@ func (s *Server) createBinding(r *http.Request, in bindingBody) (int, any, *apiE
 // Projects returns every project (Rancher's Default and System included),
 // ordered by name then id.
 func (s *Server) Projects() []Project {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := append([]Project{}, s.projects.Copies(nil)...)
+	out := locked(s, func() []Project { return append([]Project{}, s.projects.Copies(nil)...) })
 	slices.SortStableFunc(out, func(a, b Project) int { return cmp.Compare(a.Name, b.Name) })
 	return out
 }
@@ -349,16 +342,21 @@ func (s *Server) Project(id string) (Project, bool) {
 
 // Bindings returns every binding of projectID ("" for all), ordered by id.
 func (s *Server) Bindings(projectID string) []Binding {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.bindings.Copies(func(b *Binding) bool { return projectID == "" || b.ProjectID == projectID })
+	return locked(s, func() []Binding {
+		return s.bindings.Copies(func(b *Binding) bool { return projectID == "" || b.ProjectID == projectID })
+	})
 }
 
 // Imports returns the importYaml calls received, oldest first.
 func (s *Server) Imports() []Import {
+	return locked(s, func() []Import { return slices.Clone(s.imports) })
+}
+
+// locked is f's result, computed under s.mu.
+func locked[T any](s *Server, f func() T) T {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]Import(nil), s.imports...)
+	return f()
 }
 
 // AddProject creates a project behind the client's back (someone clicking
