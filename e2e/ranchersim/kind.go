@@ -27,7 +27,8 @@ type kind[T any] struct {
 	fullID   bool
 	items    func(s *Server) *simkit.Store[T]
 	// scope is an object's cluster (a list under {cluster} shows its
-	// objects) or namespace (steve, under {ns}); nil when it has none.
+	// objects), project (under {project}) or namespace (steve, under
+	// {ns}); nil when it has none.
 	scope func(v *T) string
 	// keys, when set, are the fields a norman list filters on before it
 	// renders v, which counts as a read of v.
@@ -60,7 +61,7 @@ func (k *kind[T]) notFound(id string) *apiError {
 
 func (k *kind[T]) list(s *Server) handler {
 	return func(r *http.Request) (int, any, *apiError) {
-		scope, conds, sel := cmp.Or(r.PathValue("cluster"), r.PathValue("ns")), conditions(r), labels.Everything()
+		scope, conds, sel := cmp.Or(r.PathValue("cluster"), r.PathValue("project"), r.PathValue("ns")), conditions(r), labels.Everything()
 		if k.labels != nil {
 			// Steve parses labelSelector as the Kubernetes API does.
 			var err error
@@ -71,8 +72,11 @@ func (k *kind[T]) list(s *Server) handler {
 		b := simkit.BaseURL(r)
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		if r.PathValue("cluster") != "" && !s.knownCluster(scope) {
+		switch {
+		case r.PathValue("cluster") != "" && !s.knownCluster(scope):
 			return fail(clustersType.notFound(scope))
+		case r.PathValue("project") != "" && s.projects.Get(scope) == nil:
+			return fail(projectsType.notFound(scope))
 		}
 		objs := simkit.Map(k.items(s).ListByID(func(v *T) bool {
 			return (scope == "" || k.scope(v) == scope) && (k.keys == nil || matches(k.keys(v), conds)) &&
@@ -181,6 +185,7 @@ var (
 	bindingsType = &kind[Binding]{name: "projectRoleTemplateBinding", path: "/v3/projectRoleTemplateBindings",
 		resource: "projectroletemplatebindings.management.cattle.io",
 		items:    func(s *Server) *simkit.Store[Binding] { return &s.bindings },
+		scope:    func(pb *Binding) string { return pb.ProjectID },
 		rep:      func(_ *Server, b string, pb *Binding, _ bool) map[string]any { return bindingRep(b, pb) }}
 	tokensType = &kind[RegistrationToken]{name: "clusterRegistrationToken", path: "/v3/clusterregistrationtokens",
 		resource: "clusterregistrationtokens.management.cattle.io", fullID: true,

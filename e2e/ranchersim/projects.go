@@ -2,14 +2,16 @@ package ranchersim
 
 import (
 	"cmp"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base32"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"slices"
 	"strings"
 	"time"
+
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
 
 	"github.com/sitebus/sitebus/e2e/simkit"
 )
@@ -140,20 +142,15 @@ func derivedName(key string) string {
 	return strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(sum[:])[:10])
 }
 
-// nameAlphabet is Kubernetes' generateName alphabet (no vowels, no
-// look-alikes), which Rancher's p-… and prtb-… names come from.
-const nameAlphabet = "bcdfghjklmnpqrstvwxz2456789"
-
-func randName(n int) string { return randFrom(nameAlphabet, n) }
+// randName is n characters of Kubernetes' generateName alphabet (no
+// vowels, no look-alikes), which Rancher's p-… and prtb-… names come from.
+var randName = utilrand.String
 
 // randLower is n characters of [a-z0-9], as in Rancher's c-m-… ids.
-func randLower(n int) string { return randFrom("abcdefghijklmnopqrstuvwxyz0123456789", n) }
-
-func randFrom(alphabet string, n int) string {
+func randLower(n int) string {
 	b := make([]byte, n)
-	_, _ = rand.Read(b)
 	for i := range b {
-		b[i] = alphabet[int(b[i])%len(alphabet)]
+		b[i] = "abcdefghijklmnopqrstuvwxyz0123456789"[rand.IntN(36)]
 	}
 	return string(b)
 }
@@ -268,19 +265,6 @@ func (s *Server) deleteProject(r *http.Request) (int, any, *apiError) {
 		}
 	}
 	return ok(removing(projectRep(simkit.BaseURL(r), p), true))
-}
-
-func (s *Server) listProjectBindings(r *http.Request) (int, any, *apiError) {
-	id := r.PathValue("id")
-	b := simkit.BaseURL(r)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.projects.Get(id) == nil {
-		return fail(projectsType.notFound(id))
-	}
-	objs := simkit.Map(s.bindings.List(func(pb *Binding) bool { return pb.ProjectID == id }),
-		func(pb *Binding) map[string]any { return bindingRep(b, pb) })
-	return ok(collection(r, "projectRoleTemplateBinding", b+"/v3/projectRoleTemplateBindings", objs))
 }
 
 // bindingBody is what POST /v3/projectroletemplatebindings and

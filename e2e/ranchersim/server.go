@@ -152,7 +152,7 @@ func (s *Server) routes() http.Handler {
 	projectsType.routes(s, api, []string{"/v3/projects"}, withBody(s.createProject), true)
 	api("PUT /v3/projects/{id}", update(s, projectsType, updateProject))
 	api("DELETE /v3/projects/{id}", s.deleteProject)
-	both("GET", "/v3/projects/{id}/", "projectroletemplatebindings", "projectRoleTemplateBindings", s.listProjectBindings)
+	both("GET", "/v3/projects/{project}/", "projectroletemplatebindings", "projectRoleTemplateBindings", bindingsType.list(s))
 	bindingsType.routes(s, api, []string{"/v3/projectroletemplatebindings", "/v3/projectRoleTemplateBindings"}, withBody(s.createBinding), false)
 
 	// Namespaces are cluster-scoped: reachable under the cluster's link
