@@ -2,7 +2,6 @@ package ranchersim
 
 import (
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -25,14 +24,7 @@ import (
 // Caller holds s.mu.
 func (s *Server) importedCluster(mc *Cluster) bool {
 	pc := s.prov.v1.Get(mc.ProvisioningID)
-	if pc == nil {
-		return false
-	}
-	var body struct {
-		Spec map[string]any `json:"spec"`
-	}
-	_ = json.Unmarshal(pc.Body, &body)
-	return len(body.Spec) == 0
+	return pc != nil && len(pc.Spec()) == 0
 }
 
 // importedState is the state of an imported cluster: pending until its
@@ -42,10 +34,6 @@ func (s *Server) importedState(mc *Cluster) (state, message string) {
 		return "active", ""
 	}
 	return "pending", "Waiting for API to be available"
-}
-
-func (s *Server) agentRoutes(mux *http.ServeMux) {
-	mux.HandleFunc("GET /v3/import/{file}", s.importManifest)
 }
 
 // importManifest serves the agent's manifest of the token and cluster the

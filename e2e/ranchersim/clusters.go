@@ -47,16 +47,6 @@ type ClusterBinding struct {
 // provisioned one. Caller holds s.mu.
 func (s *Server) knownCluster(id string) bool { return s.prov.clusters.Get(id) != nil }
 
-func notFoundCluster(id string) *apiError { return clustersType.notFound(id) }
-
-// cluster is the cluster the path names. Caller holds s.mu.
-func (s *Server) cluster(r *http.Request) (*Cluster, *apiError) {
-	if mc := s.prov.clusters.Get(r.PathValue("cluster")); mc != nil {
-		return mc, nil
-	}
-	return nil, notFoundCluster(r.PathValue("cluster"))
-}
-
 // clusterState is a provisioned cluster's state and message: active once
 // it has an etcd, a control plane and a worker node and every node is
 // active, as Rancher's message says. read counts as a poll of its nodes.
@@ -121,7 +111,7 @@ func (s *Server) clusterRep(b string, mc *Cluster, read bool) map[string]any {
 func (s *Server) clusterAction(r *http.Request) (int, any, *apiError) {
 	id, action, name := r.PathValue("cluster"), paramValue(r, "action"), ""
 	s.mu.Lock()
-	mc, err := s.cluster(r)
+	mc, err := clustersType.find(s, id)
 	if err == nil && action == "generateKubeconfig" {
 		mc.Kubeconfigs += btoi(!mc.own)
 		name = mc.Name
@@ -169,33 +159,18 @@ current-context: %[1]q
 }
 
 // updateCluster renames a provisioned cluster (its display name; the v1
-// object keeps its name), as PUT /v3/clusters/<id> {"name"} does.
-func (s *Server) updateCluster(r *http.Request, in struct{ Name *string }) (int, any, *apiError) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	mc, err := s.provisioned(r)
+// object keeps its name), as PUT /v3/clusters/<id> {"name"} does; the
+// simulator's own cannot be changed.
+func (s *Server) updateCluster(mc *Cluster, in struct{ Name *string }) *apiError {
 	switch {
-	case err != nil:
-		return fail(err)
+	case mc.own:
+		return newErr(http.StatusMethodNotAllowed, "MethodNotAllow", "the simulator's own cluster "+s.opts.ClusterID+" cannot be changed")
 	case in.Name != nil && *in.Name == "":
-		return fail(errNotNull)
+		return errNotNull
 	case in.Name != nil:
 		mc.Name = *in.Name
 	}
-	return ok(s.clusterRep(simkit.BaseURL(r), mc, false))
-}
-
-// provisioned is the provisioned cluster the path names; the simulator's
-// own cannot be changed. Caller holds s.mu.
-func (s *Server) provisioned(r *http.Request) (*Cluster, *apiError) {
-	switch mc, err := s.cluster(r); {
-	case err != nil:
-		return nil, err
-	case mc.own:
-		return nil, newErr(http.StatusMethodNotAllowed, "MethodNotAllow", "the simulator's own cluster "+s.opts.ClusterID+" cannot be changed")
-	default:
-		return mc, nil
-	}
+	return nil
 }
 
 // createToken makes a registration token for a cluster; Rancher allows

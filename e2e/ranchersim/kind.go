@@ -27,7 +27,8 @@ type kind[T any] struct {
 	fullID   bool
 	items    func(s *Server) *simkit.Store[T]
 	// scope is an object's cluster (a list under {cluster} shows its
-	// objects) or namespace (steve, under {ns}); nil when it has none.
+	// objects), project (under {project}) or namespace (steve, under
+	// {ns}); nil when it has none.
 	scope func(v *T) string
 	// keys, when set, are the fields a norman list filters on before it
 	// renders v, which counts as a read of v.
@@ -60,7 +61,7 @@ func (k *kind[T]) notFound(id string) *apiError {
 
 func (k *kind[T]) list(s *Server) handler {
 	return func(r *http.Request) (int, any, *apiError) {
-		scope, conds, sel := cmp.Or(r.PathValue("cluster"), r.PathValue("ns")), conditions(r), labels.Everything()
+		scope, conds, sel := cmp.Or(r.PathValue("cluster"), r.PathValue("project"), r.PathValue("ns")), conditions(r), labels.Everything()
 		if k.labels != nil {
 			// Steve parses labelSelector as the Kubernetes API does.
 			var err error
@@ -71,8 +72,11 @@ func (k *kind[T]) list(s *Server) handler {
 		b := simkit.BaseURL(r)
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		if r.PathValue("cluster") != "" && !s.knownCluster(scope) {
-			return fail(notFoundCluster(scope))
+		switch {
+		case r.PathValue("cluster") != "" && !s.knownCluster(scope):
+			return fail(clustersType.notFound(scope))
+		case r.PathValue("project") != "" && s.projects.Get(scope) == nil:
+			return fail(projectsType.notFound(scope))
 		}
 		objs := simkit.Map(k.items(s).ListByID(func(v *T) bool {
 			return (scope == "" || k.scope(v) == scope) && (k.keys == nil || matches(k.keys(v), conds)) &&
@@ -91,16 +95,41 @@ func (k *kind[T]) list(s *Server) handler {
 	}
 }
 
+// find is the object with id, or k's 404. Caller holds s.mu.
+func (k *kind[T]) find(s *Server, id string) (*T, *apiError) {
+	if v := k.items(s).Get(id); v != nil {
+		return v, nil
+	}
+	return nil, k.notFound(id)
+}
+
 func (k *kind[T]) get(s *Server) handler {
 	return func(r *http.Request) (int, any, *apiError) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		v := k.items(s).Get(k.key(r))
-		if v == nil {
-			return fail(k.notFound(k.key(r)))
+		v, err := k.find(s, k.key(r))
+		if err != nil {
+			return fail(err)
 		}
 		return ok(k.rep(s, simkit.BaseURL(r), v, true))
 	}
+}
+
+// update serves a norman PUT of the object the path names: change checks
+// the body and applies it under s.mu; the answer is the object as changed.
+func update[T, In any](s *Server, k *kind[T], change func(v *T, in In) *apiError) handler {
+	return withBody(func(r *http.Request, in In) (int, any, *apiError) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		v, err := k.find(s, k.key(r))
+		if err == nil {
+			err = change(v, in)
+		}
+		if err != nil {
+			return fail(err)
+		}
+		return ok(k.rep(s, simkit.BaseURL(r), v, false))
+	})
 }
 
 func (k *kind[T]) remove(s *Server) handler {
@@ -156,6 +185,7 @@ var (
 	bindingsType = &kind[Binding]{name: "projectRoleTemplateBinding", path: "/v3/projectRoleTemplateBindings",
 		resource: "projectroletemplatebindings.management.cattle.io",
 		items:    func(s *Server) *simkit.Store[Binding] { return &s.bindings },
+		scope:    func(pb *Binding) string { return pb.ProjectID },
 		rep:      func(_ *Server, b string, pb *Binding, _ bool) map[string]any { return bindingRep(b, pb) }}
 	tokensType = &kind[RegistrationToken]{name: "clusterRegistrationToken", path: "/v3/clusterregistrationtokens",
 		resource: "clusterregistrationtokens.management.cattle.io", fullID: true,

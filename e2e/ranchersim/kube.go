@@ -65,7 +65,7 @@ func (s *Server) namespaceRep(b string, ns *unstructured.Unstructured) map[strin
 // cluster has namespaces) and that there is a Kubernetes API server.
 func (s *Server) kubeReady(r *http.Request) *apiError {
 	if id := r.PathValue("cluster"); id != s.opts.ClusterID {
-		return notFoundCluster(id)
+		return clustersType.notFound(id)
 	}
 	if s.kube == nil {
 		return errNoKube
@@ -88,22 +88,13 @@ func (s *Server) listNamespaces(r *http.Request) (int, any, *apiError) {
 	return ok(collection(r, "namespace", b+"/v3/cluster/"+s.opts.ClusterID+"/namespaces", objs))
 }
 
-// namespace is the namespace the path names.
-func (s *Server) namespace(r *http.Request) (*unstructured.Unstructured, *apiError) {
+func (s *Server) getNamespace(r *http.Request) (int, any, *apiError) {
 	if err := s.kubeReady(r); err != nil {
-		return nil, err
+		return fail(err)
 	}
 	ns, err := s.kube.namespaces().Get(r.Context(), r.PathValue("name"), metav1.GetOptions{})
 	if err != nil {
-		return nil, kubeErr(err)
-	}
-	return ns, nil
-}
-
-func (s *Server) getNamespace(r *http.Request) (int, any, *apiError) {
-	ns, err := s.namespace(r)
-	if err != nil {
-		return fail(err)
+		return fail(kubeErr(err))
 	}
 	return ok(s.namespaceRep(simkit.BaseURL(r), ns))
 }

@@ -155,45 +155,37 @@ func (s *Server) snapshot(n *Node) Node {
 	return c
 }
 
-func (s *Server) registerHTTP(r *http.Request, reg Registration) (int, any, *apiError) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n, isNew, apiErr := s.register(reg)
-	if apiErr != nil {
-		return fail(apiErr)
-	}
-	return map[bool]int{true: http.StatusCreated, false: http.StatusOK}[isNew], s.nodeRep(simkit.BaseURL(r), n, false), nil
-}
-
-// register adds the node reg describes, or finds the one of its hostname
-// already in the token's cluster. Caller holds s.mu.
-func (s *Server) register(reg Registration) (*Node, bool, *apiError) {
+// register adds the node reg describes (201), or answers the one of its
+// hostname already in the token's cluster (200).
+func (s *Server) register(r *http.Request, reg Registration) (int, any, *apiError) {
 	if reg.Hostname == "" {
-		return nil, false, missingRequired("hostname")
+		return fail(missingRequired("hostname"))
 	}
 	n := &Node{Hostname: reg.Hostname, Address: reg.Address}
 	flags := map[string]*bool{"etcd": &n.Etcd, "controlplane": &n.ControlPlane, "control-plane": &n.ControlPlane, "worker": &n.Worker}
 	for _, role := range reg.Roles {
 		flag := flags[strings.ToLower(role)]
 		if flag == nil {
-			return nil, false, invalidBody("unknown role " + role + " (etcd, controlplane, worker)")
+			return fail(invalidBody("unknown role " + role + " (etcd, controlplane, worker)"))
 		}
 		*flag = true
 	}
 	if !n.Etcd && !n.ControlPlane && !n.Worker {
-		return nil, false, missingRequired("roles")
+		return fail(missingRequired("roles"))
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	tok := s.prov.tokens.Find(func(t *RegistrationToken) bool { return reg.Token != "" && t.Token == reg.Token })
 	if tok == nil {
-		return nil, false, unauthorized
+		return fail(unauthorized)
 	}
 	if old := s.prov.nodes.Find(func(o *Node) bool { return o.ClusterID == tok.ClusterID && o.Hostname == reg.Hostname }); old != nil {
-		return old, false, nil
+		return ok(s.nodeRep(simkit.BaseURL(r), old, false))
 	}
 	n.ClusterID, n.Created = tok.ClusterID, s.now()
 	n.ID = s.prov.nodes.Create(func() string { n.Name = "m-" + randLower(12); return n.ClusterID + ":" + n.Name }, n)
 	s.log.Debug("node registered", "id", n.ID, "hostname", n.Hostname)
-	return n, true, nil
+	return created(s.nodeRep(simkit.BaseURL(r), n, false))
 }
 
 // nodeAction serves POST /v3/nodes/<id>?action=drain; the body (Rancher's
@@ -277,4 +269,12 @@ func (s *Server) AddNodeFault(f NodeFault) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.prov.nodeFaults = append(s.prov.nodeFaults, f)
+}
+
+// ClearNodeFaults removes every fault AddNodeFault injected: the nodes
+// behave from the next read on (an agent that reaches Rancher again).
+func (s *Server) ClearNodeFaults() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.prov.nodeFaults = nil
 }

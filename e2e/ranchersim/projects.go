@@ -2,14 +2,16 @@ package ranchersim
 
 import (
 	"cmp"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base32"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"slices"
 	"strings"
 	"time"
+
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
 
 	"github.com/sitebus/sitebus/e2e/simkit"
 )
@@ -140,20 +142,15 @@ func derivedName(key string) string {
 	return strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(sum[:])[:10])
 }
 
-// nameAlphabet is Kubernetes' generateName alphabet (no vowels, no
-// look-alikes), which Rancher's p-… and prtb-… names come from.
-const nameAlphabet = "bcdfghjklmnpqrstvwxz2456789"
-
-func randName(n int) string { return randFrom(nameAlphabet, n) }
+// randName is n characters of Kubernetes' generateName alphabet (no
+// vowels, no look-alikes), which Rancher's p-… and prtb-… names come from.
+var randName = utilrand.String
 
 // randLower is n characters of [a-z0-9], as in Rancher's c-m-… ids.
-func randLower(n int) string { return randFrom("abcdefghijklmnopqrstuvwxyz0123456789", n) }
-
-func randFrom(alphabet string, n int) string {
+func randLower(n int) string {
 	b := make([]byte, n)
-	_, _ = rand.Read(b)
 	for i := range b {
-		b[i] = alphabet[int(b[i])%len(alphabet)]
+		b[i] = "abcdefghijklmnopqrstuvwxyz0123456789"[rand.IntN(36)]
 	}
 	return string(b)
 }
@@ -223,17 +220,12 @@ func (s *Server) createProject(r *http.Request, in projectBody) (int, any, *apiE
 
 // updateProject replaces the fields the body carries, as norman's PUT does;
 // the cluster cannot change.
-func (s *Server) updateProject(r *http.Request, in projectBody) (int, any, *apiError) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	p := s.projects.Get(r.PathValue("id"))
+func updateProject(p *Project, in projectBody) *apiError {
 	switch {
-	case p == nil:
-		return fail(projectsType.notFound(r.PathValue("id")))
 	case in.ClusterID != nil && *in.ClusterID != p.ClusterID:
-		return fail(newErr(http.StatusUnprocessableEntity, "InvalidFormat", "clusterId cannot be changed"))
+		return newErr(http.StatusUnprocessableEntity, "InvalidFormat", "clusterId cannot be changed")
 	case in.Name != nil && *in.Name == "":
-		return fail(errNotNull)
+		return errNotNull
 	}
 	p.Name, p.Description = *cmp.Or(in.Name, &p.Name), *cmp.Or(in.Description, &p.Description)
 	if in.Annotations != nil {
@@ -248,7 +240,7 @@ func (s *Server) updateProject(r *http.Request, in projectBody) (int, any, *apiE
 			*dst = v
 		}
 	}
-	return ok(projectRep(simkit.BaseURL(r), p))
+	return nil
 }
 
 // deleteProject removes the project and its bindings, then deletes its
@@ -273,19 +265,6 @@ func (s *Server) deleteProject(r *http.Request) (int, any, *apiError) {
 		}
 	}
 	return ok(removing(projectRep(simkit.BaseURL(r), p), true))
-}
-
-func (s *Server) listProjectBindings(r *http.Request) (int, any, *apiError) {
-	id := r.PathValue("id")
-	b := simkit.BaseURL(r)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.projects.Get(id) == nil {
-		return fail(projectsType.notFound(id))
-	}
-	objs := simkit.Map(s.bindings.List(func(pb *Binding) bool { return pb.ProjectID == id }),
-		func(pb *Binding) map[string]any { return bindingRep(b, pb) })
-	return ok(collection(r, "projectRoleTemplateBinding", b+"/v3/projectRoleTemplateBindings", objs))
 }
 
 // bindingBody is what POST /v3/projectroletemplatebindings and
@@ -330,9 +309,7 @@ func (s *Server) createBinding(r *http.Request, in bindingBody) (int, any, *apiE
 // Projects returns every project (Rancher's Default and System included),
 // ordered by name then id.
 func (s *Server) Projects() []Project {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := append([]Project{}, s.projects.Copies(nil)...)
+	out := locked(s, func() []Project { return append([]Project{}, s.projects.Copies(nil)...) })
 	slices.SortStableFunc(out, func(a, b Project) int { return cmp.Compare(a.Name, b.Name) })
 	return out
 }
@@ -349,16 +326,21 @@ func (s *Server) Project(id string) (Project, bool) {
 
 // Bindings returns every binding of projectID ("" for all), ordered by id.
 func (s *Server) Bindings(projectID string) []Binding {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.bindings.Copies(func(b *Binding) bool { return projectID == "" || b.ProjectID == projectID })
+	return locked(s, func() []Binding {
+		return s.bindings.Copies(func(b *Binding) bool { return projectID == "" || b.ProjectID == projectID })
+	})
 }
 
 // Imports returns the importYaml calls received, oldest first.
 func (s *Server) Imports() []Import {
+	return locked(s, func() []Import { return slices.Clone(s.imports) })
+}
+
+// locked is f's result, computed under s.mu.
+func locked[T any](s *Server, f func() T) T {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]Import(nil), s.imports...)
+	return f()
 }
 
 // AddProject creates a project behind the client's back (someone clicking

@@ -180,9 +180,7 @@ func (s *Server) Nodes(clusterID string) []Node {
 
 // Drains returns the drain actions received, oldest first.
 func (s *Server) Drains() []DrainCall {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]DrainCall(nil), s.prov.drains...)
+	return locked(s, func() []DrainCall { return slices.Clone(s.prov.drains) })
 }
 
 // AddProvisioningCluster creates a provisioning cluster behind the

@@ -147,12 +147,12 @@ func (s *Server) routes() http.Handler {
 	// The simulator's own cluster and the provisioned ones (clusters.go).
 	clustersType.routes(s, api, []string{"/v3/clusters"}, nil, true)
 	api("POST /v3/clusters/{cluster}", s.clusterAction)
-	api("PUT /v3/clusters/{cluster}", withBody(s.updateCluster))
+	api("PUT /v3/clusters/{id}", update(s, clustersType, s.updateCluster))
 
 	projectsType.routes(s, api, []string{"/v3/projects"}, withBody(s.createProject), true)
-	api("PUT /v3/projects/{id}", withBody(s.updateProject))
+	api("PUT /v3/projects/{id}", update(s, projectsType, updateProject))
 	api("DELETE /v3/projects/{id}", s.deleteProject)
-	both("GET", "/v3/projects/{id}/", "projectroletemplatebindings", "projectRoleTemplateBindings", s.listProjectBindings)
+	both("GET", "/v3/projects/{project}/", "projectroletemplatebindings", "projectRoleTemplateBindings", bindingsType.list(s))
 	bindingsType.routes(s, api, []string{"/v3/projectroletemplatebindings", "/v3/projectRoleTemplateBindings"}, withBody(s.createBinding), false)
 
 	// Namespaces are cluster-scoped: reachable under the cluster's link
@@ -179,9 +179,9 @@ func (s *Server) routes() http.Handler {
 	// Not Rancher's API: what a VM running system-agent-install.sh does
 	// (nodes.go). It takes the registration token instead of an API key
 	// and sits behind the fault middleware, so Down fails it too.
-	mux.Handle("POST "+RegisterPath, withBody(s.registerHTTP))
+	mux.Handle("POST "+RegisterPath, withBody(s.register))
 
-	s.agentRoutes(mux) // imported clusters' manifests (agents.go)
+	mux.HandleFunc("GET /v3/import/{file}", s.importManifest) // imported clusters' agent manifests (agents.go)
 
 	mux.Handle("/k8s/clusters/{cluster}/{rest...}", s.authed(http.HandlerFunc(s.proxyKube)))
 

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
@@ -62,14 +64,8 @@ var dnsLabelRe = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
 
 // v1Meta is the part of a v1 create body the simulator reads.
 type v1Meta struct {
-	Metadata struct {
-		Name         string            `json:"name"`
-		GenerateName string            `json:"generateName"`
-		Namespace    string            `json:"namespace"`
-		Labels       map[string]string `json:"labels"`
-		Annotations  map[string]string `json:"annotations"`
-	} `json:"metadata"`
-	Type string `json:"type"`
+	Metadata metav1.ObjectMeta `json:"metadata"`
+	Type     string            `json:"type"`
 }
 
 // readV1Body reads a steve create body, keeping its bytes, and the
