@@ -13,14 +13,15 @@ import (
 )
 
 func ordersCmd() *cobra.Command {
+	var path string
 	c := &cobra.Command{Use: "orders", Short: "Order tools"}
-	c.AddCommand(explainCmd())
+	c.PersistentFlags().StringVarP(&path, "config", "c", "waldur-site-agent-config.yaml", "configuration file (the Python agent's format)")
+	c.AddCommand(explainCmd(&path))
 	return c
 }
 
-func explainCmd() *cobra.Command {
+func explainCmd(path *string) *cobra.Command {
 	var (
-		path    string
 		asJSON  bool
 		timeout time.Duration
 	)
@@ -36,7 +37,7 @@ OpenShift, Keycloak) is listed and not sent. When the order runs as a saga,
 its steps are listed with the compensation that undoes each.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			plan, err := app.LoadPlan(path)
+			plan, err := app.LoadPlan(*path)
 			if err != nil {
 				return err
 			}
@@ -57,7 +58,6 @@ its steps are listed with the compensation that undoes each.`,
 		},
 	}
 	f := c.Flags()
-	f.StringVarP(&path, "config", "c", "waldur-site-agent-config.yaml", "configuration file (the Python agent's format)")
 	f.BoolVar(&asJSON, "json", false, "print JSON instead of text")
 	f.DurationVar(&timeout, "timeout", 2*time.Minute, "bound of the whole run")
 	return c
