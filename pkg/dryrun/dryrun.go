@@ -138,6 +138,9 @@ func (t *transport) answer(req *http.Request, body []byte) *http.Response {
 		status = http.StatusCreated
 		if kubeLike && json.Valid(body) {
 			out = body
+			if t.target == "rancher" {
+				out = withRancherID(body)
+			}
 		}
 	case http.MethodPut:
 		if kubeLike && json.Valid(body) {
@@ -169,6 +172,36 @@ func (t *transport) answer(req *http.Request, body []byte) *http.Response {
 		Status: http.StatusText(status), StatusCode: status, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
 		Header: h, Body: io.NopCloser(bytes.NewReader(out)), ContentLength: int64(len(out)), Request: req,
 	}
+}
+
+// PlaceholderProjectID is the id a Rancher project created in a dry run
+// gets in place of the one Rancher would assign (c-xxx:p-yyyyy), after its
+// cluster's id.
+const PlaceholderProjectID = "p-dryrn"
+
+// withRancherID adds the id Rancher assigns to what it creates: a
+// project's is its cluster's id and a generated part (PlaceholderProjectID
+// here), any other object's is its name.
+func withRancherID(body []byte) []byte {
+	var obj map[string]any
+	if json.Unmarshal(body, &obj) != nil || obj == nil || obj["id"] != nil {
+		return body
+	}
+	cluster, _ := obj["clusterId"].(string)
+	name, _ := obj["name"].(string)
+	switch {
+	case cluster != "" && (obj["type"] == "project" || obj["type"] == nil):
+		obj["id"] = cluster + ":" + PlaceholderProjectID
+	case name != "":
+		obj["id"] = name
+	default:
+		return body
+	}
+	out, err := json.Marshal(obj)
+	if err != nil {
+		return body
+	}
+	return out
 }
 
 // read GETs the object a patch would change, nil when it cannot. It is
