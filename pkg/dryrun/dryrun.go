@@ -147,7 +147,14 @@ func (t *transport) answer(req *http.Request, body []byte) *http.Response {
 			out = body
 		}
 	case http.MethodPatch:
-		if current := t.read(req); current != nil {
+		current := t.read(req)
+		if current == nil && kubeLike {
+			// Not there yet: an earlier change of this dry run (not
+			// sent) would have made it, as a project makes its
+			// namespace.
+			current = stub(req.URL.Path)
+		}
+		if current != nil {
 			out = current
 			if strings.HasPrefix(req.Header.Get("Content-Type"), "application/merge-patch+json") {
 				if merged, err := jsonpatch.MergePatch(current, body); err == nil {
@@ -172,6 +179,46 @@ func (t *transport) answer(req *http.Request, body []byte) *http.Response {
 		Status: http.StatusText(status), StatusCode: status, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
 		Header: h, Body: io.NopCloser(bytes.NewReader(out)), ContentLength: int64(len(out)), Request: req,
 	}
+}
+
+// kinds are the Kubernetes kinds of the resources sitebus patches, by
+// the plural a path names them with.
+var kinds = map[string]string{
+	"namespaces": "Namespace", "resourcequotas": "ResourceQuota", "limitranges": "LimitRange",
+	"rolebindings": "RoleBinding", "projects": "Project", "managednamespaces": "ManagedNamespace",
+}
+
+// stub is the smallest object a Kubernetes client decodes for the path of
+// an object (…/<group>/<version>/[namespaces/<ns>/]<plural>/<name>): its
+// apiVersion, kind and name. Nil when the path names no object.
+func stub(path string) []byte {
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	var apiVersion string
+	switch {
+	case len(parts) >= 4 && parts[0] == "api":
+		apiVersion, parts = parts[1], parts[2:]
+	case len(parts) >= 5 && parts[0] == "apis":
+		apiVersion, parts = parts[1]+"/"+parts[2], parts[3:]
+	default:
+		return nil
+	}
+	meta := map[string]any{}
+	if len(parts) >= 4 && parts[0] == "namespaces" {
+		meta["namespace"], parts = parts[1], parts[2:]
+	}
+	if len(parts) != 2 {
+		return nil
+	}
+	kind, ok := kinds[parts[0]]
+	if !ok {
+		return nil
+	}
+	meta["name"] = parts[1]
+	out, err := json.Marshal(map[string]any{"apiVersion": apiVersion, "kind": kind, "metadata": meta})
+	if err != nil {
+		return nil
+	}
+	return out
 }
 
 // PlaceholderProjectID is the id a Rancher project created in a dry run

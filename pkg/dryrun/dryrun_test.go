@@ -22,6 +22,10 @@ func (p *platform) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.reached = append(p.reached, r.Method+" "+r.URL.Path)
 	p.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
+	if strings.Contains(r.URL.Path, "missing") {
+		w.WriteHeader(http.StatusNotFound)
+		return
+	}
 	_, _ = io.WriteString(w, `{"metadata":{"name":"ns","labels":{"a":"1"}},"spec":{"quota":{"cpu":"1"}}}`)
 }
 
@@ -43,6 +47,9 @@ func TestRecorderSendsReadsAndAnswersChanges(t *testing.T) {
 		{name: "a merge patch is answered with the object read, patched", method: "PATCH", path: "/ns", target: "kubernetes",
 			contentType: "application/merge-patch+json", body: `{"spec":{"quota":{"cpu":"2"}}}`, wantStatus: 200,
 			wantBody: `{"metadata":{"name":"ns","labels":{"a":"1"}},"spec":{"quota":{"cpu":"2"}}}`, wantReached: []string{"GET /ns"}},
+		{name: "a patch of an object an earlier change would make is answered with it, patched", method: "PATCH", path: "/api/v1/namespaces/missing",
+			target: "openshift", contentType: "application/merge-patch+json", body: `{"metadata":{"labels":{"b":"2"}}}`, wantStatus: 200,
+			wantBody: `{"apiVersion":"v1","kind":"Namespace","metadata":{"labels":{"b":"2"},"name":"missing"}}`, wantReached: []string{"GET /api/v1/namespaces/missing"}},
 		{name: "a delete is answered with a Kubernetes success", method: "DELETE", path: "/ns", target: "kubernetes", wantStatus: 200,
 			wantBody: `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Success"}`},
 		{name: "a delete elsewhere is answered with no content", method: "DELETE", path: "/groups/1", target: "keycloak", wantStatus: 204},
