@@ -95,11 +95,11 @@ func TestExplainListsTheCallsTheRunMakes(t *testing.T) {
 	created := harness.CreateOrderSilent(t, s.Admin, "explained", map[string]int{"cpu": 2, "ram": 4, "storage": 10})
 	orderUUID, resUUID := created.Order.UUID, created.Resource.UUID
 	ex := s.Explain(t, orderUUID)
-	method, name, body := kubeChange(t, ex)
+	method, _, body := kubeChange(t, ex)
 	if method != "POST" || ex.Outcome != "done" {
 		t.Fatalf("explain of a create: %s, outcome %q; want a POST, done", method, ex.Outcome)
 	}
-	name, _, _ = unstructured.NestedString(body, "metadata", "name")
+	name, _, _ := unstructured.NestedString(body, "metadata", "name")
 	if _, err := s.cr(name); !apierrors.IsNotFound(err) {
 		t.Fatalf("explain made ManagedNamespace %s (err %v)", name, err)
 	}
