@@ -382,6 +382,9 @@ type deps struct {
 	version   string
 	identity  string
 	backends  backends
+	// transport, when set, wraps every platform transport after the
+	// instrumentation (sitebus orders explain's dry run).
+	transport func(rt http.RoundTripper, target string) http.RoundTripper
 }
 
 func (d *deps) build(name string) (Service, error) {

@@ -42,7 +42,11 @@ func (bs *backends) get(i int, name string) (backend.Backend, error) {
 	b, err := op.NewBackend(name, BackendOptions{
 		Logger: bs.d.log.With("offering", o.Name, "backend", name),
 		WrapTransport: func(rt http.RoundTripper, target string) http.RoundTripper {
-			return telemetry.InstrumentTransport(rt, target, bs.d.reg, bs.d.tp)
+			rt = telemetry.InstrumentTransport(rt, target, bs.d.reg, bs.d.tp)
+			if bs.d.transport != nil {
+				rt = bs.d.transport(rt, target)
+			}
+			return rt
 		},
 		Resources:  waldurResources{w: bs.d.offerings[i].Waldur, offering: o.WaldurOfferingUUID},
 		Registerer: bs.d.reg,

@@ -29,7 +29,7 @@ func New(version string) *cobra.Command {
 		SilenceErrors: true,
 		Version:       version,
 	}
-	root.AddCommand(versionCmd(version), runCmd(version), replayCmd(), dlqCmd(), eventsCmd(), configCmd(), sagasCmd(), diagnosticsCmd(), loadComponentsCmd(), migrateCmd(), driftCmd())
+	root.AddCommand(versionCmd(version), runCmd(version), replayCmd(), dlqCmd(), eventsCmd(), configCmd(), sagasCmd(), diagnosticsCmd(), loadComponentsCmd(), migrateCmd(), driftCmd(), ordersCmd())
 	return root
 }
 

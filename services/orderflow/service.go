@@ -106,27 +106,35 @@ func New(b *bus.Bus, cfg Config) (*Service, error) {
 		return nil, err
 	}
 	s := &Service{bus: b, cfg: cfg, backends: map[string]Offering{}}
-	fc := FlowConfig{
-		Name: Name, OutcomesConsumer: "order-saga-outcomes", Sagas: contract.Definitions(0),
-		MaxDeliver: cfg.MaxDeliver, Backoff: cfg.Backoff, Concurrency: orderConcurrency, Owner: cfg.Owner,
-		Logger: cfg.Logger, Registerer: cfg.Registerer, TracerProvider: cfg.TracerProvider,
-	}
 	sync := func(ctx context.Context, req *sitebusv1.SyncResourceRequest, key string) error {
 		_, err := contract.SyncResource.Call(ctx, b, req, bus.WithKey(key))
 		return err
 	}
 	for _, o := range cfg.Offerings {
-		hex := o.Config.OfferingUUIDHex()
-		s.backends[hex] = o
-		fc.Offerings = append(fc.Offerings, FlowOffering{UUID: hex, Name: o.Config.Name, Waldur: o.Waldur,
-			Handler: &backendHandler{o: o, kind: kindOf(o), sync: sync}})
+		s.backends[o.Config.OfferingUUIDHex()] = o
 	}
-	f, err := NewFlow(b, fc)
+	f, err := NewFlow(b, flowConfig(cfg, sync))
 	if err != nil {
 		return nil, err
 	}
 	s.Flow = f
 	return s, nil
+}
+
+// flowConfig is the order lifecycle of the service's offerings: each
+// offering's verbs are a backendHandler. sync reaches the membership
+// service.
+func flowConfig(cfg Config, sync teamSyncer) FlowConfig {
+	fc := FlowConfig{
+		Name: Name, OutcomesConsumer: "order-saga-outcomes", Sagas: contract.Definitions(0),
+		MaxDeliver: cfg.MaxDeliver, Backoff: cfg.Backoff, Concurrency: orderConcurrency, Owner: cfg.Owner,
+		Logger: cfg.Logger, Registerer: cfg.Registerer, TracerProvider: cfg.TracerProvider,
+	}
+	for _, o := range cfg.Offerings {
+		fc.Offerings = append(fc.Offerings, FlowOffering{UUID: o.Config.OfferingUUIDHex(), Name: o.Config.Name, Waldur: o.Waldur,
+			Handler: &backendHandler{o: o, kind: kindOf(o), sync: sync}})
+	}
+	return fc
 }
 
 // Name implements the service interface.

@@ -1,0 +1,137 @@
+package orders_test
+
+import (
+	"encoding/json"
+	"path"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/sitebus/sitebus/e2e/harness"
+	"github.com/sitebus/sitebus/e2e/waldursim"
+	"github.com/sitebus/sitebus/services/app"
+)
+
+// explainThenRun explains the undelivered order, delivers it to the
+// running sitebus and checks that the Waldur calls the run made that
+// change something for the order or its resource (the simulator's call
+// log) are exactly those explain listed, in order and with their bodies.
+func (s *site) explainThenRun(orderUUID, resourceUUID string) *app.OrderExplanation {
+	s.t.Helper()
+	ex := s.Explain(s.t, orderUUID)
+	s.runExplained(ex, orderUUID, resourceUUID, func() {})
+	return ex
+}
+
+// runExplained checks ex as explainThenRun does; start starts sitebus
+// when it is not running yet.
+func (s *site) runExplained(ex *app.OrderExplanation, orderUUID, resourceUUID string, start func()) {
+	s.t.Helper()
+	if ex.Error != "" {
+		s.t.Fatalf("explain says the order would fail: %s", ex.Error)
+	}
+	for _, c := range ex.Calls {
+		if !c.Sent && c.Method == "GET" {
+			s.t.Errorf("a read was not sent: %+v", c)
+		}
+	}
+	if err := s.Admin.ResetCalls(ctx(s.t)); err != nil {
+		s.t.Fatal(err)
+	}
+	start()
+	s.Deliver(orderUUID)
+	s.WaitOrder(orderUUID, "done")
+	calls, err := s.Admin.Calls(ctx(s.t))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	want := harness.ExplainedChanges(ex, "waldur")
+	if len(want) == 0 {
+		s.t.Fatalf("explain lists no Waldur change for order %s: %+v", orderUUID, ex.Calls)
+	}
+	s.t.Logf("explain of %s %s lists the Waldur changes\n  %s", ex.Type, orderUUID, strings.Join(want, "\n  "))
+	if got := harness.WaldurChanges(calls, orderUUID, resourceUUID); !slices.Equal(got, want) {
+		s.t.Errorf("the run's Waldur changes\n  %s\nexplain listed\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+	}
+}
+
+// kubeChange is explain's one Kubernetes change of the order: its method,
+// the object's name and the body it would send.
+func kubeChange(t testing.TB, ex *app.OrderExplanation) (method, name string, body map[string]any) {
+	t.Helper()
+	var changes []string
+	for _, c := range ex.Calls {
+		if c.Target != "kubernetes" || c.Sent {
+			continue
+		}
+		changes = append(changes, c.Method+" "+c.Path)
+		method, name = c.Method, path.Base(c.Path)
+		if c.Body != "" {
+			if err := json.Unmarshal([]byte(c.Body), &body); err != nil {
+				t.Fatalf("body of %s %s: %v", c.Method, c.Path, err)
+			}
+		}
+	}
+	if len(changes) != 1 {
+		t.Fatalf("explain lists Kubernetes changes %v, want one", changes)
+	}
+	return method, name, body
+}
+
+// explain's listing of a create, an update and a terminate of a
+// ManagedNamespace is what the run then does: the same Waldur calls (the
+// simulator's log) and the Kubernetes object as explain said it would be
+// sent.
+func TestExplainListsTheCallsTheRunMakes(t *testing.T) {
+	fx := harness.Fixture(t)
+	fx.Orders = nil
+	s := newSite(t, harness.WithFixture(fx), harness.WithoutStart(),
+		harness.WithSitebusConfig(map[string]any{"periods": map[string]any{"order_process_period": "1h"}}))
+
+	created := harness.CreateOrderSilent(t, s.Admin, "explained", map[string]int{"cpu": 2, "ram": 4, "storage": 10})
+	orderUUID, resUUID := created.Order.UUID, created.Resource.UUID
+	ex := s.Explain(t, orderUUID)
+	method, _, body := kubeChange(t, ex)
+	if method != "POST" || ex.Outcome != "done" {
+		t.Fatalf("explain of a create: %s, outcome %q; want a POST, done", method, ex.Outcome)
+	}
+	name, _, _ := unstructured.NestedString(body, "metadata", "name")
+	if _, err := s.cr(name); !apierrors.IsNotFound(err) {
+		t.Fatalf("explain made ManagedNamespace %s (err %v)", name, err)
+	}
+	if o, err := s.Admin.Order(ctx(t), orderUUID); err != nil || o.State != "pending-provider" {
+		t.Fatalf("explain changed the order: %+v, %v", o, err)
+	}
+	s.runExplained(ex, orderUUID, resUUID, func() { s.Start() })
+	cr := s.mustCR(name)
+	if want := body["spec"]; !reflect.DeepEqual(cr.Object["spec"], want) {
+		t.Errorf("the run made spec %v; explain listed %v", cr.Object["spec"], want)
+	}
+
+	upd, _ := s.Order(waldursim.CreateOrderRequest{Type: "Update", ResourceUUID: resUUID, Limits: map[string]int{"cpu": 8, "ram": 16, "storage": 10}, Silent: true})
+	ex = s.explainThenRun(upd, resUUID)
+	method, _, patch := kubeChange(t, ex)
+	if method != "PATCH" {
+		t.Fatalf("explain of an update: %s, want a PATCH", method)
+	}
+	want, _, _ := unstructured.NestedStringMap(patch, "spec", "quota")
+	got := quota(s.mustCR(name))
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("after the update spec.quota.%s is %q; explain's patch set %q", k, got[k], v)
+		}
+	}
+
+	term, _ := s.Order(waldursim.CreateOrderRequest{Type: "Terminate", ResourceUUID: resUUID, Silent: true})
+	ex = s.explainThenRun(term, resUUID)
+	if method, target, _ := kubeChange(t, ex); method != "DELETE" || target != name {
+		t.Fatalf("explain of a terminate: %s %s, want DELETE %s", method, target, name)
+	}
+	if cr, err := s.cr(name); err == nil && cr.GetDeletionTimestamp() == nil {
+		t.Errorf("after the terminate ManagedNamespace %s is still there", name)
+	}
+}

@@ -1,0 +1,277 @@
+// Package dryrun is an HTTP transport that runs sitebus's real clients
+// (Waldur, Kubernetes, Rancher, OpenShift, Keycloak, OpenStack, Vault)
+// without changing anything: reads are sent, so the code sees the
+// platform's current state; every call that would change something is
+// recorded and answered here instead, as the platform would answer a
+// success. `sitebus orders explain` runs an order's handler over it, so
+// the calls it lists are those the real run makes.
+package dryrun
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+)
+
+// Call is one request the code made.
+type Call struct {
+	// Target is what it reaches: waldur, kubernetes, rancher, openshift,
+	// keycloak, openstack, vault.
+	Target string `json:"target"`
+	Method string `json:"method"`
+	Path   string `json:"path"`
+	Query  string `json:"query,omitempty"`
+	// Body of a change, as it would be sent (not kept for logins and
+	// Vault, whose bodies are secrets).
+	Body string `json:"body,omitempty"`
+	// Sent: a read (or a login), sent to the platform; Status is its
+	// answer. A change is never sent.
+	Sent   bool `json:"sent"`
+	Status int  `json:"status,omitempty"`
+}
+
+// Changes reports whether the call would change something (it was not
+// sent).
+func (c Call) Changes() bool { return !c.Sent }
+
+// Recorder wraps transports and keeps the calls made through them, in
+// order. Safe for concurrent use.
+type Recorder struct {
+	mu    sync.Mutex
+	calls []Call
+}
+
+// Calls is a copy of the calls made so far, oldest first.
+func (r *Recorder) Calls() []Call {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Call(nil), r.calls...)
+}
+
+// Reset forgets the calls made so far.
+func (r *Recorder) Reset() {
+	r.mu.Lock()
+	r.calls = nil
+	r.mu.Unlock()
+}
+
+func (r *Recorder) add(c Call) {
+	r.mu.Lock()
+	r.calls = append(r.calls, c)
+	r.mu.Unlock()
+}
+
+// Wrap is rt in dry-run mode for target (the name Call.Target takes).
+func (r *Recorder) Wrap(rt http.RoundTripper, target string) http.RoundTripper {
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	return &transport{rec: r, next: rt, target: target}
+}
+
+type transport struct {
+	rec    *Recorder
+	next   http.RoundTripper
+	target string
+}
+
+func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	c := Call{Target: t.target, Method: req.Method, Path: req.URL.Path, Query: req.URL.RawQuery}
+	if isRead(req) {
+		c.Sent = true
+		resp, err := t.next.RoundTrip(req)
+		if err == nil {
+			c.Status = resp.StatusCode
+		}
+		t.rec.add(c)
+		return resp, err
+	}
+	var body []byte
+	if req.Body != nil {
+		var err error
+		body, err = io.ReadAll(req.Body)
+		_ = req.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+	}
+	if t.target != "vault" {
+		c.Body = string(body)
+	}
+	t.rec.add(c)
+	return t.answer(req, body), nil
+}
+
+// isRead: the request changes nothing on the platform, so it is sent. A
+// login changes nothing either, and the reads after it need its token.
+func isRead(req *http.Request) bool {
+	switch req.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		return true
+	}
+	return req.Method == http.MethodPost && isLogin(req.URL.Path)
+}
+
+// isLogin matches the token endpoints of the platforms sitebus reaches:
+// Keycloak's and OpenShift's OAuth token (…/token), OpenStack's Keystone
+// (/v3/auth/tokens), Vault's auth methods (/v1/auth/…/login) and Rancher's
+// local login (?action=login is a query, so the path ends in /local).
+func isLogin(path string) bool {
+	path = strings.TrimSuffix(path, "/")
+	return strings.HasSuffix(path, "/token") || strings.HasSuffix(path, "/auth/tokens") ||
+		strings.HasSuffix(path, "/login") || strings.HasSuffix(path, "/v3-public/localProviders/local")
+}
+
+// answer is the success the platform would answer a change with: the
+// object as sent for a create or replace, the object as read with the
+// merge patch applied for a patch, an empty success for anything else.
+func (t *transport) answer(req *http.Request, body []byte) *http.Response {
+	status, out := http.StatusOK, []byte("{}")
+	kubeLike := t.target == "kubernetes" || t.target == "openshift" || t.target == "rancher"
+	switch req.Method {
+	case http.MethodPost:
+		status = http.StatusCreated
+		if kubeLike && json.Valid(body) {
+			out = body
+			if t.target == "rancher" {
+				out = withRancherID(body)
+			}
+		}
+	case http.MethodPut:
+		if kubeLike && json.Valid(body) {
+			out = body
+		}
+	case http.MethodPatch:
+		current := t.read(req)
+		if current == nil && kubeLike {
+			// Not there yet: an earlier change of this dry run (not
+			// sent) would have made it, as a project makes its
+			// namespace.
+			current = stub(req.URL.Path)
+		}
+		if current != nil {
+			out = current
+			if strings.HasPrefix(req.Header.Get("Content-Type"), "application/merge-patch+json") {
+				if merged, err := jsonpatch.MergePatch(current, body); err == nil {
+					out = merged
+				}
+			}
+		}
+	case http.MethodDelete:
+		if kubeLike {
+			out = []byte(`{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Success"}`)
+		} else {
+			status, out = http.StatusNoContent, nil
+		}
+	}
+	h := http.Header{"Content-Type": []string{"application/json"}}
+	if req.Method == http.MethodPost {
+		// Keycloak answers a create with the new object's URL, whose
+		// last segment is its id.
+		h.Set("Location", req.URL.String()+"/dry-run")
+	}
+	return &http.Response{
+		Status: http.StatusText(status), StatusCode: status, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: h, Body: io.NopCloser(bytes.NewReader(out)), ContentLength: int64(len(out)), Request: req,
+	}
+}
+
+// kinds are the Kubernetes kinds of the resources sitebus patches, by
+// the plural a path names them with.
+var kinds = map[string]string{
+	"namespaces": "Namespace", "resourcequotas": "ResourceQuota", "limitranges": "LimitRange",
+	"rolebindings": "RoleBinding", "projects": "Project", "managednamespaces": "ManagedNamespace",
+}
+
+// stub is the smallest object a Kubernetes client decodes for the path of
+// an object (…/<group>/<version>/[namespaces/<ns>/]<plural>/<name>): its
+// apiVersion, kind and name. Nil when the path names no object.
+func stub(path string) []byte {
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	var apiVersion string
+	switch {
+	case len(parts) >= 4 && parts[0] == "api":
+		apiVersion, parts = parts[1], parts[2:]
+	case len(parts) >= 5 && parts[0] == "apis":
+		apiVersion, parts = parts[1]+"/"+parts[2], parts[3:]
+	default:
+		return nil
+	}
+	meta := map[string]any{}
+	if len(parts) >= 4 && parts[0] == "namespaces" {
+		meta["namespace"], parts = parts[1], parts[2:]
+	}
+	if len(parts) != 2 {
+		return nil
+	}
+	kind, ok := kinds[parts[0]]
+	if !ok {
+		return nil
+	}
+	meta["name"] = parts[1]
+	out, err := json.Marshal(map[string]any{"apiVersion": apiVersion, "kind": kind, "metadata": meta})
+	if err != nil {
+		return nil
+	}
+	return out
+}
+
+// PlaceholderProjectID is the id a Rancher project created in a dry run
+// gets in place of the one Rancher would assign (c-xxx:p-yyyyy), after its
+// cluster's id.
+const PlaceholderProjectID = "p-dryrn"
+
+// withRancherID adds the id Rancher assigns to what it creates: a
+// project's is its cluster's id and a generated part (PlaceholderProjectID
+// here), any other object's is its name.
+func withRancherID(body []byte) []byte {
+	var obj map[string]any
+	if json.Unmarshal(body, &obj) != nil || obj == nil || obj["id"] != nil {
+		return body
+	}
+	cluster, _ := obj["clusterId"].(string)
+	name, _ := obj["name"].(string)
+	switch {
+	case cluster != "" && (obj["type"] == "project" || obj["type"] == nil):
+		obj["id"] = cluster + ":" + PlaceholderProjectID
+	case name != "":
+		obj["id"] = name
+	default:
+		return body
+	}
+	out, err := json.Marshal(obj)
+	if err != nil {
+		return body
+	}
+	return out
+}
+
+// read GETs the object a patch would change, nil when it cannot. It is
+// not recorded: the real run does not make it.
+func (t *transport) read(req *http.Request) []byte {
+	get, err := http.NewRequestWithContext(req.Context(), http.MethodGet, req.URL.String(), nil)
+	if err != nil {
+		return nil
+	}
+	for _, k := range []string{"Authorization", "Accept", "User-Agent"} {
+		if v := req.Header.Get(k); v != "" {
+			get.Header.Set(k, v)
+		}
+	}
+	get.Header.Set("Accept", "application/json")
+	resp, err := t.next.RoundTrip(get)
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK || !json.Valid(data) {
+		return nil
+	}
+	return data
+}

@@ -1,0 +1,102 @@
+package dryrun_test
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/sitebus/sitebus/pkg/dryrun"
+)
+
+// platform answers every GET with an object and counts what reached it.
+type platform struct {
+	mu      sync.Mutex
+	reached []string
+}
+
+func (p *platform) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p.mu.Lock()
+	p.reached = append(p.reached, r.Method+" "+r.URL.Path)
+	p.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	if strings.Contains(r.URL.Path, "missing") {
+		w.WriteHeader(http.StatusNotFound)
+		return
+	}
+	_, _ = io.WriteString(w, `{"metadata":{"name":"ns","labels":{"a":"1"}},"spec":{"quota":{"cpu":"1"}}}`)
+}
+
+func TestRecorderSendsReadsAndAnswersChanges(t *testing.T) {
+	cases := []struct {
+		name, method, path, contentType, body string
+		target                                string
+		wantSent                              bool
+		wantStatus                            int
+		wantBody                              string
+		wantReached                           []string
+	}{
+		{name: "a read is sent", method: "GET", path: "/ns", target: "kubernetes", wantSent: true, wantStatus: 200,
+			wantBody: `{"metadata":{"name":"ns","labels":{"a":"1"}},"spec":{"quota":{"cpu":"1"}}}`, wantReached: []string{"GET /ns"}},
+		{name: "a create is answered with the object sent", method: "POST", path: "/ns", target: "kubernetes", body: `{"metadata":{"name":"new"}}`,
+			wantStatus: 201, wantBody: `{"metadata":{"name":"new"}}`},
+		{name: "a Waldur action is answered with an empty success", method: "POST", path: "/api/x/set_state_done/", target: "waldur", body: `{}`,
+			wantStatus: 201, wantBody: `{}`},
+		{name: "a merge patch is answered with the object read, patched", method: "PATCH", path: "/ns", target: "kubernetes",
+			contentType: "application/merge-patch+json", body: `{"spec":{"quota":{"cpu":"2"}}}`, wantStatus: 200,
+			wantBody: `{"metadata":{"name":"ns","labels":{"a":"1"}},"spec":{"quota":{"cpu":"2"}}}`, wantReached: []string{"GET /ns"}},
+		{name: "a patch of an object an earlier change would make is answered with it, patched", method: "PATCH", path: "/api/v1/namespaces/missing",
+			target: "openshift", contentType: "application/merge-patch+json", body: `{"metadata":{"labels":{"b":"2"}}}`, wantStatus: 200,
+			wantBody: `{"apiVersion":"v1","kind":"Namespace","metadata":{"labels":{"b":"2"},"name":"missing"}}`, wantReached: []string{"GET /api/v1/namespaces/missing"}},
+		{name: "a delete is answered with a Kubernetes success", method: "DELETE", path: "/ns", target: "kubernetes", wantStatus: 200,
+			wantBody: `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Success"}`},
+		{name: "a delete elsewhere is answered with no content", method: "DELETE", path: "/groups/1", target: "keycloak", wantStatus: 204},
+		{name: "a login is sent", method: "POST", path: "/realms/master/protocol/openid-connect/token", target: "keycloak", body: "password=s",
+			wantSent: true, wantStatus: 200, wantBody: `{"metadata":{"name":"ns","labels":{"a":"1"}},"spec":{"quota":{"cpu":"1"}}}`,
+			wantReached: []string{"POST /realms/master/protocol/openid-connect/token"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &platform{}
+			srv := httptest.NewServer(p)
+			defer srv.Close()
+			rec := &dryrun.Recorder{}
+			hc := &http.Client{Transport: rec.Wrap(http.DefaultTransport, tc.target)}
+			req, err := http.NewRequest(tc.method, srv.URL+tc.path, strings.NewReader(tc.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.contentType != "" {
+				req.Header.Set("Content-Type", tc.contentType)
+			}
+			resp, err := hc.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tc.wantStatus || string(body) != tc.wantBody {
+				t.Errorf("answer %d %s, want %d %s", resp.StatusCode, body, tc.wantStatus, tc.wantBody)
+			}
+			if strings.Join(p.reached, ",") != strings.Join(tc.wantReached, ",") {
+				t.Errorf("the platform got %v, want %v", p.reached, tc.wantReached)
+			}
+			calls := rec.Calls()
+			if len(calls) != 1 {
+				t.Fatalf("recorded %v, want one call", calls)
+			}
+			c := calls[0]
+			if c.Sent != tc.wantSent || c.Method != tc.method || c.Path != tc.path || c.Target != tc.target {
+				t.Errorf("recorded %+v", c)
+			}
+			if !c.Sent && c.Body != tc.body {
+				t.Errorf("recorded body %q, want %q", c.Body, tc.body)
+			}
+			if c.Sent && c.Body != "" {
+				t.Errorf("a sent call keeps its body %q (a login's is a secret)", c.Body)
+			}
+		})
+	}
+}

@@ -1,0 +1,194 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/sitebus/sitebus/pkg/contract"
+	"github.com/sitebus/sitebus/pkg/dryrun"
+	"github.com/sitebus/sitebus/pkg/events"
+	"github.com/sitebus/sitebus/pkg/fault"
+	"github.com/sitebus/sitebus/pkg/waldur"
+	"github.com/sitebus/sitebus/services/orderflow"
+	"github.com/sitebus/sitebus/services/stompbridge"
+)
+
+// OrderExplanation is what an order would do (sitebus orders explain):
+// the calls its handler makes and the saga it starts, found by running
+// the order lifecycle's code for it with every client in dry-run mode
+// (package dryrun: reads are sent, changes are only recorded).
+type OrderExplanation struct {
+	Order    string `json:"order"`
+	Type     string `json:"type"`
+	State    string `json:"state"`
+	Offering string `json:"offering"`
+	Backend  string `json:"backend"`
+	Resource string `json:"resource,omitempty"`
+	// Outcome is what the order lifecycle would do with the order: done,
+	// delegated (to Saga) or skipped.
+	Outcome string `json:"outcome,omitempty"`
+	// Calls are every request the handler made, in order; those with
+	// sent false would change something and were not sent.
+	Calls []dryrun.Call `json:"calls"`
+	// Saga is the saga the order would start, with its steps.
+	Saga *ExplainedSaga `json:"saga,omitempty"`
+	// Requests are requests to other sitebus services on the bus.
+	Requests []string `json:"bus_requests,omitempty"`
+	// Error is why the order would fail.
+	Error string `json:"error,omitempty"`
+}
+
+// ExplainedSaga is a saga an order would start: its definition's steps in
+// order, each with the compensation that undoes it when a later step
+// fails.
+type ExplainedSaga struct {
+	Definition string          `json:"definition"`
+	ID         string          `json:"id"`
+	Input      any             `json:"input"`
+	Steps      []ExplainedStep `json:"steps"`
+}
+
+// ExplainedStep is one step of a saga.
+type ExplainedStep struct {
+	Name         string `json:"name"`
+	Action       string `json:"action"`
+	Compensation string `json:"compensation,omitempty"`
+}
+
+// ErrUnknownOrder is ExplainOrder's error for an order no Waldur of the
+// configuration knows.
+var ErrUnknownOrder = errors.New("no Waldur of this configuration knows the order")
+
+// ExplainOrder reads the order from Waldur, finds the offering of the
+// configuration it belongs to, and has the order lifecycle handle it as
+// `sitebus run` would, with every client (Waldur, the backend's platform)
+// in dry-run mode: nothing is changed.
+func ExplainOrder(ctx context.Context, plan *Plan, orderUUID string) (*OrderExplanation, error) {
+	if !events.IsUUID(orderUUID) {
+		return nil, fmt.Errorf("%q is not an order UUID", orderUUID)
+	}
+	discard := slog.New(slog.DiscardHandler)
+	rec := &dryrun.Recorder{}
+	var offerings []stompbridge.Offering
+	for _, op := range plan.Offerings {
+		wc := op.Waldur
+		wc.Logger = discard
+		wc.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return rec.Wrap(rt, "waldur") }
+		c, err := waldur.New(wc)
+		if err != nil {
+			return nil, fmt.Errorf("offering %q: %w", op.Config.Name, err)
+		}
+		offerings = append(offerings, stompbridge.Offering{Config: op.Config, Waldur: c})
+	}
+	order, err := findOrder(ctx, plan, offerings, orderUUID)
+	if err != nil {
+		return nil, err
+	}
+	i := slices.IndexFunc(plan.Offerings, func(op OfferingPlan) bool {
+		return op.Config.OfferingUUIDHex() == events.HexUUID(order.OfferingUUID)
+	})
+	if i < 0 {
+		return nil, fmt.Errorf("order %s is of offering %q (%s), which this configuration does not serve (it serves %s)",
+			orderUUID, order.OfferingName, order.OfferingUUID, servedOfferings(plan))
+	}
+	op := &plan.Offerings[i]
+	name := op.Config.OrderProcessingBackend
+	switch {
+	case name == "":
+		return nil, fmt.Errorf("offering %q has no order_processing_backend: sitebus does not process its orders", op.Config.Name)
+	case clusterBackend(name) || sagaOrders(name):
+		return nil, fmt.Errorf("offering %q: explain does not cover %s orders yet", op.Config.Name, name)
+	}
+	// The lookup's read is not the handler's: the listing starts with
+	// the handler's own read of the order.
+	rec.Reset()
+	d := &deps{cfg: plan.Config, plan: plan, offerings: offerings, log: discard,
+		transport: rec.Wrap}
+	d.backends.d = d
+	all, err := d.orderOfferings()
+	if err != nil {
+		return nil, err
+	}
+	hex := op.Config.OfferingUUIDHex()
+	ex, err := orderflow.Explain(ctx, orderflow.Config{Offerings: all, Logger: discard}, hex, orderUUID)
+	if err != nil {
+		return nil, err
+	}
+	out := &OrderExplanation{Order: order.UUID, Type: order.Type, State: order.State,
+		Offering: fmt.Sprintf("%s (%s)", op.Config.Name, op.Config.WaldurOfferingUUID), Backend: name,
+		Resource: order.MarketplaceResourceUUID, Outcome: ex.Outcome, Calls: rec.Calls(), Requests: ex.Requests}
+	if out.Resource == "" {
+		out.Resource = order.ResourceUUID
+	}
+	if ex.Err != nil {
+		out.Error = ex.Err.Error()
+		if fault.IsTerminal(ex.Err) {
+			out.Error += " (terminal: the run marks the order erred)"
+		} else {
+			out.Error += " (the run retries, then marks the order erred)"
+		}
+	}
+	if ex.Saga != nil {
+		out.Saga = explainSaga(ex.Saga)
+	}
+	return out, nil
+}
+
+// findOrder reads the order from the Waldur of each offering (once per
+// Waldur) until one knows it.
+func findOrder(ctx context.Context, plan *Plan, offerings []stompbridge.Offering, orderUUID string) (*waldur.Order, error) {
+	seen := map[string]bool{}
+	for i, op := range plan.Offerings {
+		if seen[op.Config.WaldurAPIURL] {
+			continue
+		}
+		seen[op.Config.WaldurAPIURL] = true
+		o, err := offerings[i].Waldur.GetOrder(ctx, orderUUID)
+		switch {
+		case err == nil:
+			return o, nil
+		case errors.Is(err, fault.NotFound):
+			continue
+		default:
+			return nil, fmt.Errorf("read order %s from %s: %w", orderUUID, op.Config.WaldurAPIURL, err)
+		}
+	}
+	return nil, fmt.Errorf("order %s: %w (asked %s)", orderUUID, ErrUnknownOrder, strings.Join(mapsKeys(seen), ", "))
+}
+
+func mapsKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func servedOfferings(plan *Plan) string {
+	names := make([]string, 0, len(plan.Offerings))
+	for _, op := range plan.Offerings {
+		names = append(names, fmt.Sprintf("%q (%s)", op.Config.Name, op.Config.WaldurOfferingUUID))
+	}
+	return strings.Join(names, ", ")
+}
+
+// explainSaga adds the steps of the saga's definition, as the
+// coordinator runs it.
+func explainSaga(s *orderflow.StartedSaga) *ExplainedSaga {
+	out := &ExplainedSaga{Definition: s.Definition, ID: s.ID, Input: s.Input, Steps: []ExplainedStep{}}
+	for _, def := range contract.Definitions(0) {
+		if def.Name != s.Definition {
+			continue
+		}
+		for _, st := range def.Steps {
+			out.Steps = append(out.Steps, ExplainedStep{Name: st.Name, Action: st.Action, Compensation: st.Compensation})
+		}
+	}
+	return out
+}

@@ -1,0 +1,132 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sitebus/sitebus/services/app"
+)
+
+func ordersCmd() *cobra.Command {
+	var path string
+	c := &cobra.Command{Use: "orders", Short: "Order tools"}
+	c.PersistentFlags().StringVarP(&path, "config", "c", "waldur-site-agent-config.yaml", "configuration file (the Python agent's format)")
+	c.AddCommand(explainCmd(&path))
+	return c
+}
+
+func explainCmd(path *string) *cobra.Command {
+	var (
+		asJSON  bool
+		timeout time.Duration
+	)
+	c := &cobra.Command{
+		Use:   "explain -c CONFIG ORDER_UUID [--json]",
+		Short: "Show, changing nothing, the calls an order would make and the saga it would start",
+		Long: `explain reads the order from Waldur, finds the offering of the configuration
+it belongs to, and runs the order lifecycle's code for it (the same code
+sitebus run uses, for create, update and terminate) with every client in
+dry-run mode: reads are sent, so the plan reflects the platform as it is
+now; every call that would change something (Waldur, Kubernetes, Rancher,
+OpenShift, Keycloak) is listed and not sent. When the order runs as a saga,
+its steps are listed with the compensation that undoes each.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			plan, err := app.LoadPlan(*path)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+			defer cancel()
+			ex, err := app.ExplainOrder(ctx, plan, args[0])
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(ex)
+			}
+			printExplain(out, ex)
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.BoolVar(&asJSON, "json", false, "print JSON instead of text")
+	f.DurationVar(&timeout, "timeout", 2*time.Minute, "bound of the whole run")
+	return c
+}
+
+// maxBody bounds a change's body in the text listing (--json has it
+// whole).
+const maxBody = 300
+
+func printExplain(out io.Writer, ex *app.OrderExplanation) {
+	fmt.Fprintf(out, "order %s: %s, %s\n", ex.Order, ex.Type, ex.State)
+	fmt.Fprintf(out, "offering %s, backend %s", ex.Offering, ex.Backend)
+	if ex.Resource != "" {
+		fmt.Fprintf(out, ", resource %s", ex.Resource)
+	}
+	fmt.Fprintln(out)
+	changes := 0
+	fmt.Fprintln(out, "calls, in order (reads were sent; changes were NOT sent):")
+	for _, c := range ex.Calls {
+		target := c.Target + " " + c.Method + " " + c.Path
+		if c.Query != "" {
+			target += "?" + c.Query
+		}
+		if c.Sent {
+			fmt.Fprintf(out, "  read    %s -> %d\n", target, c.Status)
+			continue
+		}
+		changes++
+		fmt.Fprintf(out, "  CHANGE  %s", target)
+		if c.Body != "" {
+			b := c.Body
+			if len(b) > maxBody {
+				b = b[:maxBody] + "…"
+			}
+			fmt.Fprintf(out, " %s", b)
+		}
+		fmt.Fprintln(out)
+	}
+	for _, r := range ex.Requests {
+		changes++
+		fmt.Fprintf(out, "  REQUEST %s\n", r)
+	}
+	if s := ex.Saga; s != nil {
+		fmt.Fprintf(out, "saga %s (id %s); its steps would then run, each undone by its compensation when a later one fails:\n", s.Definition, s.ID)
+		for i, st := range s.Steps {
+			comp := "nothing to undo"
+			if st.Compensation != "" {
+				comp = "undone by " + st.Compensation
+			}
+			fmt.Fprintf(out, "  %d. %s: %s (%s)\n", i+1, st.Name, st.Action, comp)
+		}
+	}
+	switch {
+	case ex.Error != "":
+		fmt.Fprintf(out, "the order would fail: %s\n", ex.Error)
+	case ex.Outcome != "":
+		fmt.Fprintf(out, "outcome: %s\n", outcomeWords(ex.Outcome))
+	}
+	fmt.Fprintf(out, "%d change(s); nothing was changed\n", changes)
+}
+
+func outcomeWords(o string) string {
+	switch o {
+	case "done":
+		return "done (the order is set done once the calls above succeed)"
+	case "delegated":
+		return "delegated (the saga above settles the order)"
+	case "skipped":
+		return "skipped (the order needs nothing from the site in its state)"
+	}
+	return o
+}
