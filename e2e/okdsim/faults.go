@@ -30,11 +30,9 @@ func newFaults() *simkit.Faults {
 
 // Calls returns a copy of the call log, oldest first.
 func (s *Server) Calls() []Call {
-	var out []Call
-	for _, c := range s.Faults.Calls() {
+	return simkit.Map(s.Faults.Calls(), func(c simkit.Call) Call {
 		tok := c.Label
 		c.Label = ""
-		out = append(out, Call{Call: c, TokenID: tok})
-	}
-	return out
+		return Call{Call: c, TokenID: tok}
+	})
 }

@@ -34,7 +34,11 @@ func (s *Server) routes() http.Handler {
 	// OAuth sits outside authentication.
 	top := http.NewServeMux()
 	top.Handle("GET /.well-known/oauth-authorization-server", s.Middleware(http.HandlerFunc(s.oauthMetadata)))
-	top.Handle("POST /oauth/token", s.Middleware(http.HandlerFunc(s.oauthToken)))
+	token := simkit.Handle(simkit.Handlers{}, s.oauthToken)
+	top.Handle("POST /oauth/token", s.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		token(w, r)
+	})))
 	top.Handle("/", s.Middleware(s.authed(api)))
 	return top
 }

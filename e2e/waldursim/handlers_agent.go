@@ -94,11 +94,9 @@ func (s *Server) registerService(r *http.Request, in req, _ *Identity) (any, err
 	if err := fe.err(); err != nil {
 		return nil, err
 	}
-	for _, svc := range s.st.services {
-		if svc.Identity == in.id && svc.Name == name {
-			svc.Mode, svc.State, svc.Modified = mode, "Active", s.now()
-			return serviceView(baseURL(r), svc), nil
-		}
+	if svc := simkit.FindBy(s.st.services, func(v *AgentService) bool { return v.Identity == in.id && v.Name == name }); svc != nil {
+		svc.Mode, svc.State, svc.Modified = mode, "Active", s.now()
+		return serviceView(baseURL(r), svc), nil
 	}
 	svc := &AgentService{UUID: newUUID(), Identity: in.id, Name: name, Mode: mode, State: "Active",
 		Statistics: map[string]any{}, Processors: []any{}, Created: s.now(), Modified: s.now()}
@@ -155,16 +153,6 @@ func queueView(base string, q *SubscriptionQueue) SubscriptionQueue {
 	return v
 }
 
-// ownSub finds a subscription visible to the caller (others' are 404, as
-// the queryset is filtered by user).
-func (s *Server) ownSub(in req) (*EventSubscription, error) {
-	sub := s.st.subs.Get(in.id)
-	if sub == nil || sub.UserUUID != in.u.UUID {
-		return nil, errNotFound
-	}
-	return sub, nil
-}
-
 func (s *Server) subscriptions(r *http.Request, in req) []EventSubscription {
 	own := s.st.subs.List(func(sub *EventSubscription) bool { return sub.UserUUID == in.u.UUID })
 	return simkit.Map(own, func(sub *EventSubscription) EventSubscription { return subView(baseURL(r), sub) })
@@ -176,9 +164,9 @@ func (s *Server) createQueue(r *http.Request, in req) (any, error) {
 	fe := fieldErrors{}
 	off, okOff := uuidField(in.body, fe, "offering_uuid", true)
 	objType := objectType(in.body, fe, "object_type")
-	sub, err := s.ownSub(in)
-	if err != nil {
-		return nil, err
+	sub := s.st.subs.Get(in.id)
+	if sub == nil || sub.UserUUID != in.u.UUID { // others' are 404: the queryset is filtered by user
+		return nil, errNotFound
 	}
 	if okOff && s.st.offerings[off] == nil {
 		fe.add("offering_uuid", "Offering not found.")
@@ -186,10 +174,10 @@ func (s *Server) createQueue(r *http.Request, in req) (any, error) {
 	if err := fe.err(); err != nil {
 		return nil, err
 	}
-	for _, q := range s.st.queues {
-		if q.EventSubscriptionUUID == sub.UUID && q.OfferingUUID == off && q.ObjectType == objType {
-			return queueView(baseURL(r), q), nil
-		}
+	if i := slices.IndexFunc(s.st.queues, func(q *SubscriptionQueue) bool {
+		return q.EventSubscriptionUUID == sub.UUID && q.OfferingUUID == off && q.ObjectType == objType
+	}); i >= 0 {
+		return queueView(baseURL(r), s.st.queues[i]), nil
 	}
 	q := &SubscriptionQueue{
 		UUID: newUUID(), EventSubscriptionUUID: sub.UUID, OfferingUUID: off, ObjectType: objType,
