@@ -11,12 +11,8 @@ import (
 func (s *Server) identityView(base string, id *Identity) Identity {
 	cp := *id
 	cp.URL = base + "/api/marketplace-site-agent-identities/" + id.UUID + "/"
-	cp.Services = []any{}
-	for _, svc := range s.st.services {
-		if svc.Identity == id.UUID {
-			cp.Services = append(cp.Services, serviceView(base, svc))
-		}
-	}
+	cp.Services = simkit.Map(s.st.services.List(func(svc *AgentService) bool { return svc.Identity == id.UUID }),
+		func(svc *AgentService) any { return serviceView(base, svc) })
 	return cp
 }
 
@@ -24,10 +20,6 @@ func serviceView(base string, svc *AgentService) AgentService {
 	v := *svc
 	v.URL = base + "/api/marketplace-site-agent-services/" + svc.UUID + "/"
 	return v
-}
-
-func (s *Server) identities(r *http.Request, _ req) []Identity {
-	return simkit.Map(s.st.identities.List(nil), func(id *Identity) Identity { return s.identityView(baseURL(r), id) })
 }
 
 // parseIdentity validates the body the agent sends on create and update.
@@ -94,13 +86,13 @@ func (s *Server) registerService(r *http.Request, in req, _ *Identity) (any, err
 	if err := fe.err(); err != nil {
 		return nil, err
 	}
-	if svc := simkit.FindBy(s.st.services, func(v *AgentService) bool { return v.Identity == in.id && v.Name == name }); svc != nil {
+	if svc := s.st.services.Find(func(v *AgentService) bool { return v.Identity == in.id && v.Name == name }); svc != nil {
 		svc.Mode, svc.State, svc.Modified = mode, "Active", s.now()
 		return serviceView(baseURL(r), svc), nil
 	}
 	svc := &AgentService{UUID: newUUID(), Identity: in.id, Name: name, Mode: mode, State: "Active",
 		Statistics: map[string]any{}, Processors: []any{}, Created: s.now(), Modified: s.now()}
-	s.st.services[svc.UUID] = svc
+	s.st.services.Put(svc.UUID, svc)
 	return created(serviceView(baseURL(r), svc)), nil
 }
 
@@ -174,10 +166,10 @@ func (s *Server) createQueue(r *http.Request, in req) (any, error) {
 	if err := fe.err(); err != nil {
 		return nil, err
 	}
-	if i := slices.IndexFunc(s.st.queues, func(q *SubscriptionQueue) bool {
+	if q := s.st.queues.Find(func(q *SubscriptionQueue) bool {
 		return q.EventSubscriptionUUID == sub.UUID && q.OfferingUUID == off && q.ObjectType == objType
-	}); i >= 0 {
-		return queueView(baseURL(r), s.st.queues[i]), nil
+	}); q != nil {
+		return queueView(baseURL(r), q), nil
 	}
 	q := &SubscriptionQueue{
 		UUID: newUUID(), EventSubscriptionUUID: sub.UUID, OfferingUUID: off, ObjectType: objType,
@@ -187,7 +179,7 @@ func (s *Server) createQueue(r *http.Request, in req) (any, error) {
 		s.log.Error("declare queue failed", "queue", q.QueueName, "err", err)
 		return nil, detail(http.StatusInternalServerError, "RabbitMQ error: "+err.Error())
 	}
-	s.st.queues = append(s.st.queues, q)
+	s.st.queues.Put(q.UUID, q)
 	return created(queueView(baseURL(r), q)), nil
 }
 

@@ -3,18 +3,12 @@ package waldursim
 import (
 	"maps"
 	"net/http"
-
-	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 var orderFilters = []filter[APIOrder]{
 	byUUID("offering_uuid", func(v APIOrder) string { return v.OfferingUUID }),
 	byChoice("state", orderStates, func(v APIOrder) string { return v.State }),
 	byTime("modified_before", func(v APIOrder) string { return v.Modified }),
-}
-
-func (s *Server) orders(r *http.Request, _ req) []APIOrder {
-	return simkit.Map(s.st.orders.List(nil), func(o *Order) APIOrder { return s.st.orderView(baseURL(r), o) })
 }
 
 // orderTransitions are the provider-side order actions that move an
