@@ -22,29 +22,24 @@ func serviceView(base string, svc *AgentService) AgentService {
 	return v
 }
 
-// parseIdentity validates the body the agent sends on create and update.
+// parseIdentity validates the body the agent sends on create and update
+// into a new or copied Identity, which the caller drops on an error.
 func (s *Server) parseIdentity(body map[string]any, into *Identity) error {
 	fe := fieldErrors{}
 	off, okOff := uuidField(body, fe, "offering", true)
-	name, okName := strField(body, fe, "name", true, false)
-	version, _ := strField(body, fe, "version", false, true)
-	lastRestarted, _ := strField(body, fe, "last_restarted", false, true)
-	cfgPath, _ := strField(body, fe, "config_file_path", false, true)
-	cfgContent, _ := strField(body, fe, "config_file_content", false, true)
+	if name, ok := strField(body, fe, "name", true, false); ok {
+		into.Name = name
+	}
+	for k, p := range map[string]*string{"version": &into.Version, "last_restarted": &into.LastRestarted,
+		"config_file_path": &into.ConfigFilePath, "config_file_content": &into.ConfigFileContent} {
+		*p, _ = strField(body, fe, k, false, true)
+	}
 	deps, _ := typedField[[]any](body, fe, "dependencies", false)
 	if okOff && s.st.offerings[off] == nil {
 		fe.add("offering", "Object with uuid="+off+" does not exist.")
 	}
-	if err := fe.err(); err != nil {
-		return err
-	}
-	if okName {
-		into.Name = name
-	}
-	into.Offering, into.Version, into.LastRestarted = off, version, lastRestarted
-	into.ConfigFilePath, into.ConfigFileContent = cfgPath, cfgContent
-	into.Dependencies = append([]any{}, jsonPlain(deps).([]any)...)
-	return nil
+	into.Offering, into.Dependencies = off, append([]any{}, jsonPlain(deps).([]any)...)
+	return fe.err()
 }
 
 func (s *Server) createIdentity(r *http.Request, in req) (any, error) {
@@ -63,15 +58,8 @@ func (s *Server) createIdentity(r *http.Request, in req) (any, error) {
 func created(v any) simkit.Reply { return simkit.Reply{Status: http.StatusCreated, Body: v} }
 
 func (s *Server) updateIdentity(r *http.Request, in req, id *Identity) (any, error) {
-	body := in.body
-	if r.Method == http.MethodPatch { // partial: keep what is not sent
-		body = toJSON[map[string]any](*id)
-		for k, v := range in.body {
-			body[k] = v
-		}
-	}
 	upd := *id
-	if err := s.parseIdentity(body, &upd); err != nil {
+	if err := s.parseIdentity(in.body, &upd); err != nil {
 		return nil, err
 	}
 	upd.Modified = s.now()

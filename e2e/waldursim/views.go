@@ -111,14 +111,11 @@ func (st *state) resourceView(base string, r *Resource) APIResource {
 		UUID: r.UUID, URL: base + "/api/marketplace-provider-resources/" + r.UUID + "/",
 		Name: r.Name, Slug: r.Slug, State: r.State, BackendID: r.BackendID, Scope: st.scope(base, r),
 		PlanUUID: strPtr(r.Plan), Limits: simkit.CloneOrEmpty(r.Limits), Attributes: simkit.CloneOrEmpty(r.Attributes),
-		BackendMetadata: simkit.CloneOrEmpty(r.BackendMetadata), Endpoints: r.Endpoints,
+		BackendMetadata: simkit.CloneOrEmpty(r.BackendMetadata), Endpoints: append([]map[string]any{}, r.Endpoints...),
 		Paused: r.Paused, Downscaled: r.Downscaled, RestrictMemberAccess: r.RestrictMemberAccess,
 		EndDate:      strPtr(r.EndDate),
 		ErrorMessage: r.ErrorMessage, ErrorTraceback: r.ErrorTraceback,
 		Created: r.Created, Modified: r.Modified,
-	}
-	if v.Endpoints == nil {
-		v.Endpoints = []map[string]any{}
 	}
 	if off := st.offerings[r.Offering]; off != nil {
 		v.OfferingBackendID, v.OfferingPluginOpts = off.BackendID, simkit.CloneOrEmpty(off.PluginOptions)
