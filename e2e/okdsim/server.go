@@ -104,7 +104,7 @@ func New(opts Options) (*Server, error) {
 		s.opts.TokenFile = filepath.Join(dir, "token")
 	}
 	if _, err := os.Stat(s.opts.TokenFile); errors.Is(err, os.ErrNotExist) {
-		if err := writeTokenFile(s.opts.TokenFile, s.opts.Token); err != nil {
+		if err := s.RotateToken(s.opts.Token); err != nil {
 			s.removeTemp()
 			return nil, fmt.Errorf("okdsim: %w", err)
 		}
