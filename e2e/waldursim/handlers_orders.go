@@ -65,16 +65,12 @@ func (s *Server) setOrderState(o *Order, to string) {
 		if res == nil {
 			return
 		}
-		switch o.Type {
-		case "Create", "Restore":
-			res.State = "OK"
-		case "Update":
-			res.State = "OK"
-			if o.Limits != nil {
-				res.Limits = maps.Clone(o.Limits)
-			}
-		case "Terminate":
+		res.State = "OK" // Create, Restore and Update
+		if o.Type == "Terminate" {
 			res.State = "Terminated"
+		}
+		if o.Type == "Update" && o.Limits != nil {
+			res.Limits = maps.Clone(o.Limits)
 		}
 		res.Modified = o.Modified
 	case "erred":
