@@ -62,25 +62,22 @@ func (s *Server) AddGroup(realmName, parentID string, g Group) (string, error) {
 
 // AddMember puts a user (id or username) into a group behind sitebus's back.
 func (s *Server) AddMember(realmName, groupID, userRef string) error {
-	return s.inRealm(realmName, func(rm *realm) error {
-		u, g := rm.userByRef(userRef), rm.groups[groupID]
-		if u == nil || g == nil {
-			return fmt.Errorf("keycloaksim: no user %q or group %q", userRef, groupID)
-		}
-		g.members[u.ID] = true
-		return nil
-	})
+	return s.setMember(realmName, groupID, userRef, true)
 }
 
 // RemoveMember takes a user (id or username) out of a group behind
 // sitebus's back, as an administrator in Keycloak's console would.
 func (s *Server) RemoveMember(realmName, groupID, userRef string) error {
+	return s.setMember(realmName, groupID, userRef, false)
+}
+
+func (s *Server) setMember(realmName, groupID, userRef string, in bool) error {
 	return s.inRealm(realmName, func(rm *realm) error {
 		u, g := rm.userByRef(userRef), rm.groups[groupID]
 		if u == nil || g == nil {
 			return fmt.Errorf("keycloaksim: no user %q or group %q", userRef, groupID)
 		}
-		delete(g.members, u.ID)
+		g.members[u.ID] = in
 		return nil
 	})
 }
@@ -132,11 +129,7 @@ func (s *Server) Members(realmName, groupID string) []User {
 // MemberNames returns a group's members' usernames, ordered; handy for
 // comparisons.
 func (s *Server) MemberNames(realmName, groupID string) []string {
-	var out []string
-	for _, u := range s.Members(realmName, groupID) {
-		out = append(out, u.Username)
-	}
-	return out
+	return simkit.Map(s.Members(realmName, groupID), func(u User) string { return u.Username })
 }
 
 // ExpireTokens makes every access token issued so far invalid, as if its

@@ -44,7 +44,8 @@ func listGroups(q req) (any, *apiError) {
 			return len(want) > 0
 		})
 	case v.Has("search"):
-		matched = q.rm.search(strings.TrimSpace(v.Get("search")), boolParam(q.Request, "exact", false))
+		all := q.rm.groupsWhere(func(*group) bool { return true })
+		matched = named(all, strings.TrimSpace(v.Get("search")), boolParam(q.Request, "exact", false))
 	default:
 		return groupList(q, q.rm.children(""), -1, true, withCount)
 	}
@@ -53,11 +54,6 @@ func listGroups(q req) (any, *apiError) {
 	}
 	matched, err := paged(q.Request, matched, -1)
 	return q.rm.hierarchy(matched, boolParam(q.Request, "briefRepresentation", true), withCount), err
-}
-
-// search matches names at any depth, ordered by name (see named).
-func (rm *realm) search(search string, exact bool) []*group {
-	return named(rm.groupsWhere(func(*group) bool { return true }), search, exact)
 }
 
 // parseQuery reads q's "key:value key2:value2" (values may be quoted).

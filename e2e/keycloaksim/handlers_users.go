@@ -57,20 +57,13 @@ func listUserGroups(q req) (any, *apiError) {
 	return groupList(q, gs, -1, true, false)
 }
 
-// joinGroup is PUT /users/{id}/groups/{groupId}; joining twice is fine.
-// leaveGroup (DELETE) is its undo; leaving a group one is not in is fine.
-func joinGroup(q req) (any, *apiError)  { return member(q, true) }
-func leaveGroup(q req) (any, *apiError) { return member(q, false) }
-
+// member is PUT (in) and DELETE /users/{id}/groups/{groupId}: joining
+// twice is fine, and so is leaving a group one is not in.
 func member(q req, in bool) (any, *apiError) {
 	g := q.rm.groups[q.PathValue("groupId")]
 	if g == nil {
 		return nil, errorCode(http.StatusNotFound, "Group not found")
 	}
-	if in {
-		g.members[q.u.ID] = true
-	} else {
-		delete(g.members, q.u.ID)
-	}
+	g.members[q.u.ID] = in
 	return nil, nil
 }

@@ -40,8 +40,8 @@ var (
 type req struct {
 	*http.Request
 	rm *realm
-	g  *group // the {id} of a /groups/{id} route (see onGroup)
-	u  *user  // the {id} of a /users/{id} route (see onUser)
+	g  *group // the {id} of a /groups/{id} route
+	u  *user  // the {id} of a /users/{id} route
 }
 
 // adminHandler serves one admin endpoint. It returns the body of a 200, or

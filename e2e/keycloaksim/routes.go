@@ -7,27 +7,6 @@ import (
 	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
-// onGroup serves an admin endpoint on the group {id}, answering Keycloak's
-// "Could not find group by id" when there is none.
-func onGroup(h adminHandler) adminHandler {
-	return func(q req) (any, *apiError) {
-		if q.g = q.rm.groups[q.PathValue("id")]; q.g == nil {
-			return nil, errGroupNotFound
-		}
-		return h(q)
-	}
-}
-
-// onUser serves an admin endpoint on the user {id}.
-func onUser(h adminHandler) adminHandler {
-	return func(q req) (any, *apiError) {
-		if q.u = q.rm.users[q.PathValue("id")]; q.u == nil {
-			return nil, errUserNotFound
-		}
-		return h(q)
-	}
-}
-
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("POST /realms/{realm}/protocol/openid-connect/token", simkit.Handle(simkit.Handlers{}, s.token))
@@ -35,17 +14,17 @@ func (s *Server) routes() http.Handler {
 		"GET ":                                getRealm, // the realm itself
 		"GET /groups":                         listGroups,
 		"POST /groups":                        func(q req) (any, *apiError) { return addGroup(q, "") },
-		"GET /groups/{id}":                    onGroup(getGroup),
-		"PUT /groups/{id}":                    onGroup(updateGroup),
-		"DELETE /groups/{id}":                 onGroup(deleteGroup),
-		"GET /groups/{id}/children":           onGroup(listChildren),
-		"POST /groups/{id}/children":          onGroup(func(q req) (any, *apiError) { return addGroup(q, q.g.id) }),
-		"GET /groups/{id}/members":            onGroup(listMembers),
+		"GET /groups/{id}":                    getGroup,
+		"PUT /groups/{id}":                    updateGroup,
+		"DELETE /groups/{id}":                 deleteGroup,
+		"GET /groups/{id}/children":           listChildren,
+		"POST /groups/{id}/children":          func(q req) (any, *apiError) { return addGroup(q, q.g.id) },
+		"GET /groups/{id}/members":            listMembers,
 		"GET /users":                          listUsers,
-		"GET /users/{id}":                     onUser(getUser),
-		"GET /users/{id}/groups":              onUser(listUserGroups),
-		"PUT /users/{id}/groups/{groupId}":    onUser(joinGroup),
-		"DELETE /users/{id}/groups/{groupId}": onUser(leaveGroup),
+		"GET /users/{id}":                     getUser,
+		"GET /users/{id}/groups":              listUserGroups,
+		"PUT /users/{id}/groups/{groupId}":    func(q req) (any, *apiError) { return member(q, true) },
+		"DELETE /users/{id}/groups/{groupId}": func(q req) (any, *apiError) { return member(q, false) },
 	} {
 		method, path, _ := strings.Cut(pattern, " ")
 		mux.Handle(method+" /admin/realms/{realm}"+path, s.admin(h))
@@ -77,7 +56,18 @@ func (s *Server) admin(h adminHandler) http.Handler {
 		if rm == nil {
 			return nil, errRealmNotFound
 		}
-		switch out, err := h(req{Request: r, rm: rm}); {
+		q := req{Request: r, rm: rm}
+		// A route on /groups/{id} or /users/{id} is on that object.
+		if strings.Contains(r.Pattern, "/groups/{id}") {
+			if q.g = rm.groups[r.PathValue("id")]; q.g == nil {
+				return nil, errGroupNotFound
+			}
+		} else if strings.Contains(r.Pattern, "/users/{id}") {
+			if q.u = rm.users[r.PathValue("id")]; q.u == nil {
+				return nil, errUserNotFound
+			}
+		}
+		switch out, err := h(q); {
 		case err != nil:
 			return nil, err
 		case out == nil:

@@ -147,3 +147,20 @@ func (s *Server) nowMillis() int64 { return s.now().UnixMilli() }
 // NewTestServer starts a simulator on an httptest server closed by
 // t.Cleanup.
 func NewTestServer(t testing.TB, cfg Config) *Server { return simkit.NewTestServer(t, New, cfg) }
+
+// Call is one logged request. Bodies are not kept: token requests carry
+// passwords.
+type Call = simkit.Call
+
+// Fault makes matching requests misbehave (see simkit.Fault); a Status
+// without Body answers Keycloak's {"error":"unknown_error"}.
+type Fault = simkit.Fault
+
+// newFaults is the call log and fault registry with Keycloak's bodies; it
+// keeps no request bodies.
+func newFaults() *simkit.Faults {
+	return simkit.NewFaults(simkit.FaultOptions{
+		DownBody:  "Service Unavailable", // Keycloak behind a proxy while it restarts
+		ErrorBody: func(int) string { return `{"error":"unknown_error"}` },
+	})
+}

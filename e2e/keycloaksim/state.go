@@ -29,7 +29,7 @@ type user struct {
 type group struct {
 	id, name, parent string
 	attrs            map[string][]string
-	members          map[string]bool // direct members' user ids
+	members          map[string]bool // direct members' user ids: true (false is a former member)
 }
 
 func newRealm(name string) *realm {
@@ -58,12 +58,7 @@ func (r *realm) addUser(u User, created int64) (*user, error) {
 // lower case.
 func (r *realm) userByName(name string) *user {
 	name = strings.ToLower(name)
-	for _, u := range r.users {
-		if u.Username == name {
-			return u
-		}
-	}
-	return nil
+	return simkit.FindBy(r.users, func(u *user) bool { return u.Username == name })
 }
 
 // userByRef finds a user by id, else by username.
@@ -122,12 +117,7 @@ func duplicateName(parent, name string) *apiError {
 
 // siblingNamed returns the child of parent called name, other than except.
 func (r *realm) siblingNamed(parent, name, except string) *group {
-	for _, g := range r.groups {
-		if g.parent == parent && g.name == name && g.id != except {
-			return g
-		}
-	}
-	return nil
+	return simkit.FindBy(r.groups, func(g *group) bool { return g.parent == parent && g.name == name && g.id != except })
 }
 
 // groupKey orders groups by name, then id.

@@ -47,16 +47,12 @@ func (s *Server) Token() string {
 	return toks[0].token
 }
 
-// RotateToken replaces every token in the token file with tok, atomically
-// (a reader never sees a half-written file): from the next request on, the
-// old tokens get 401.
+// RotateToken replaces every token in the token file with tok: from the
+// next request on, the old tokens get 401. It writes a temporary file
+// (mode 0600) and renames it over the token file, so a reader never sees
+// half a file.
 func (s *Server) RotateToken(tok string) error {
-	return writeTokenFile(s.opts.TokenFile, tok)
-}
-
-// writeTokenFile writes a temporary file (mode 0600) and renames it over
-// path, so a reader never sees half a file.
-func writeTokenFile(path, tok string) error {
+	path := s.opts.TokenFile
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".token-*")
 	if err != nil {
 		return fmt.Errorf("write token file: %w", err)

@@ -34,16 +34,11 @@ func (s *Server) oauthMetadata(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// oauthErr answers an OAuth error; oauthToken has set Cache-Control.
-func oauthErr(w http.ResponseWriter, status int, code, desc string) {
-	simkit.WriteError(w, simkit.OAuthError(status, code, desc))
-}
-
-func (s *Server) oauthToken(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Cache-Control", "no-store") // RFC 6749 section 5.1, on every answer
+// oauthToken is POST /oauth/token; routes adds Cache-Control: no-store
+// to every answer (RFC 6749 section 5.1).
+func (s *Server) oauthToken(r *http.Request, _ struct{}) (any, error) {
 	if err := r.ParseForm(); err != nil {
-		oauthErr(w, http.StatusBadRequest, "invalid_request", "malformed form body")
-		return
+		return nil, simkit.OAuthError(http.StatusBadRequest, "invalid_request", "malformed form body")
 	}
 	id, secret, ok := r.BasicAuth()
 	if !ok {
@@ -51,21 +46,17 @@ func (s *Server) oauthToken(w http.ResponseWriter, r *http.Request) {
 	}
 	if subtle.ConstantTimeCompare([]byte(id), []byte(s.opts.OAuthClientID)) != 1 ||
 		subtle.ConstantTimeCompare([]byte(secret), []byte(s.opts.OAuthClientSecret)) != 1 {
-		oauthErr(w, http.StatusUnauthorized, "unauthorized_client", "The client is not authorized to request a token using this method.")
-		return
+		return nil, simkit.OAuthError(http.StatusUnauthorized, "unauthorized_client", "The client is not authorized to request a token using this method.")
 	}
 	switch gt := r.PostForm.Get("grant_type"); gt {
 	case "refresh_token":
 	case "":
-		oauthErr(w, http.StatusBadRequest, "invalid_request", "The request is missing a required parameter: grant_type.")
-		return
+		return nil, simkit.OAuthError(http.StatusBadRequest, "invalid_request", "The request is missing a required parameter: grant_type.")
 	default:
-		oauthErr(w, http.StatusBadRequest, "unsupported_grant_type", "The authorization grant type "+gt+" is not supported.")
-		return
+		return nil, simkit.OAuthError(http.StatusBadRequest, "unsupported_grant_type", "The authorization grant type "+gt+" is not supported.")
 	}
 	if subtle.ConstantTimeCompare([]byte(r.PostForm.Get("refresh_token")), []byte(s.opts.RefreshToken)) != 1 {
-		oauthErr(w, http.StatusBadRequest, "invalid_grant", "The provided authorization grant is invalid, expired, revoked, or was issued to another client.")
-		return
+		return nil, simkit.OAuthError(http.StatusBadRequest, "invalid_grant", "The provided authorization grant is invalid, expired, revoked, or was issued to another client.")
 	}
 	raw := make([]byte, 32)
 	_, _ = rand.Read(raw)
@@ -73,11 +64,11 @@ func (s *Server) oauthToken(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.oauthTokens[tok] = oauthToken{user: s.opts.User, expires: s.now().Add(s.opts.OAuthTokenTTL)}
 	s.mu.Unlock()
-	simkit.WriteJSON(w, http.StatusOK, map[string]any{
+	return map[string]any{
 		"access_token":  tok,
 		"token_type":    "Bearer",
 		"expires_in":    int(s.opts.OAuthTokenTTL / time.Second),
 		"refresh_token": s.opts.RefreshToken,
 		"scope":         "user:full",
-	})
+	}, nil
 }

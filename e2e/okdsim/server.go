@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
@@ -103,7 +104,7 @@ func New(opts Options) (*Server, error) {
 		s.opts.TokenFile = filepath.Join(dir, "token")
 	}
 	if _, err := os.Stat(s.opts.TokenFile); errors.Is(err, os.ErrNotExist) {
-		if err := writeTokenFile(s.opts.TokenFile, s.opts.Token); err != nil {
+		if err := s.RotateToken(s.opts.Token); err != nil {
 			s.removeTemp()
 			return nil, fmt.Errorf("okdsim: %w", err)
 		}
@@ -134,3 +135,33 @@ func (s *Server) removeTemp() {
 func NewTestServer(t testing.TB, opts Options) *Server { return simkit.NewTestServer(t, New, opts) }
 
 func (s *Server) now() time.Time { return s.opts.Now().UTC() }
+
+// Call is one logged request. Bodies are not kept (token requests carry
+// secrets); TokenID names the bearer token sent, valid or not.
+type Call struct {
+	simkit.Call
+	TokenID string
+}
+
+// Fault makes matching requests misbehave (see simkit.Fault); a Status
+// without Body answers a Kubernetes Status body.
+type Fault = simkit.Fault
+
+func newFaults() *simkit.Faults {
+	return simkit.NewFaults(simkit.FaultOptions{
+		DownBody: "503 Service Unavailable", // the router in front of the API server while it restarts
+		ErrorBody: func(status int) string {
+			return fmt.Sprintf(`{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"injected fault","reason":"InternalError","code":%d}`, status)
+		},
+		Label: func(r *http.Request) string { return TokenID(bearer(r)) },
+	})
+}
+
+// Calls returns a copy of the call log, oldest first.
+func (s *Server) Calls() []Call {
+	return simkit.Map(s.Faults.Calls(), func(c simkit.Call) Call {
+		tok := c.Label
+		c.Label = ""
+		return Call{Call: c, TokenID: tok}
+	})
+}

@@ -332,12 +332,8 @@ func (s *Server) Subscriptions(base string) []SubscriptionInfo {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return simkit.Map(s.st.subs.List(nil), func(sub *EventSubscription) SubscriptionInfo {
-		info := SubscriptionInfo{EventSubscription: subView(base, sub), Queues: []SubscriptionQueue{}}
-		for _, q := range s.st.queues {
-			if q.EventSubscriptionUUID == sub.UUID {
-				info.Queues = append(info.Queues, queueView(base, q))
-			}
-		}
-		return info
+		qs := s.st.queues.List(func(q *SubscriptionQueue) bool { return q.EventSubscriptionUUID == sub.UUID })
+		return SubscriptionInfo{EventSubscription: subView(base, sub),
+			Queues: simkit.Map(qs, func(q *SubscriptionQueue) SubscriptionQueue { return queueView(base, q) })}
 	})
 }

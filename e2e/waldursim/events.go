@@ -13,6 +13,7 @@ import (
 	"github.com/go-stomp/stomp/v3"
 
 	"github.com/sitebus/sitebus/e2e/rabbitmq"
+	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 // QueueArguments are the x-arguments Mastermind's create_queue declares.
@@ -65,13 +66,10 @@ type pendingEvent struct {
 // targetsFor lists the subscriptions with a registered queue for
 // offering+type. Caller holds s.mu.
 func (s *Server) targetsFor(offering, objectType string) []target {
-	var ts []target
-	for _, q := range s.st.queues {
-		if q.OfferingUUID == offering && q.ObjectType == objectType {
-			ts = append(ts, target{vhost: q.Vhost, subUUID: q.EventSubscriptionUUID, queue: q.QueueName})
-		}
-	}
-	return ts
+	qs := s.st.queues.List(func(q *SubscriptionQueue) bool { return q.OfferingUUID == offering && q.ObjectType == objectType })
+	return simkit.Map(qs, func(q *SubscriptionQueue) target {
+		return target{vhost: q.Vhost, subUUID: q.EventSubscriptionUUID, queue: q.QueueName}
+	})
 }
 
 // newEvent adds "offering_uuid" last, as prepare_messages does. Caller holds s.mu.

@@ -18,6 +18,14 @@ var (
 		"user_lifecycle", "user_profile", "user_role", "user_ssh_key"}
 )
 
+// ref is a uuid an object names: of an object of kind, which must exist
+// unless the ref is optional (then it may also be empty).
+type ref struct {
+	kind     string
+	id       *string
+	optional bool
+}
+
 func (f *Fixture) normalize() error {
 	var errs []error
 	fix := func(what string, p *string, required bool) {
@@ -32,55 +40,43 @@ func (f *Fixture) normalize() error {
 		*p = h
 	}
 	ids := map[string]bool{}
-	unique := func(kind, id string) {
-		if ids[kind+id] {
-			errs = append(errs, fmt.Errorf("duplicate %s %s", kind, id))
+	// object checks an object's uuid, unique among its kind's, and the
+	// objects it names (a project's customer, an order's resource, ...).
+	object := func(kind string, id *string, refs ...ref) {
+		fix(kind, id, true)
+		if ids[kind+*id] {
+			errs = append(errs, fmt.Errorf("duplicate %s %s", kind, *id))
 		}
-		ids[kind+id] = true
+		ids[kind+*id] = true
+		for _, r := range refs {
+			fix(kind+" "+r.kind, r.id, !r.optional)
+			if !r.optional && !ids[r.kind+*r.id] {
+				errs = append(errs, fmt.Errorf("%s %s: unknown %s %s", kind, *id, r.kind, *r.id))
+			}
+		}
 	}
-	has := func(kind, id string) bool { return ids[kind+id] }
 	for i := range f.Users {
 		u := &f.Users[i]
-		fix("user", &u.UUID, true)
-		unique("user", u.UUID)
+		object("user", &u.UUID)
 		if u.Token == "" || u.Username == "" {
 			errs = append(errs, fmt.Errorf("user %s: username and token are required", u.UUID))
 		}
 	}
 	for i := range f.Customers {
-		c := &f.Customers[i]
-		fix("customer", &c.UUID, true)
-		unique("customer", c.UUID)
-	}
-	// child checks an object that names its owner (a project's customer,
-	// an offering's customer, a plan's offering, an order's resource).
-	child := func(kind string, id *string, field, parent string, parentID *string) {
-		fix(kind, id, true)
-		fix(kind+" "+field, parentID, true)
-		unique(kind, *id)
-		if !has(parent, *parentID) {
-			errs = append(errs, fmt.Errorf("%s %s: unknown %s %s", kind, *id, parent, *parentID))
-		}
+		object("customer", &f.Customers[i].UUID)
 	}
 	for i := range f.Projects {
-		child("project", &f.Projects[i].UUID, "customer_uuid", "customer", &f.Projects[i].CustomerUUID)
+		object("project", &f.Projects[i].UUID, ref{"customer", &f.Projects[i].CustomerUUID, false})
 	}
 	for i := range f.Offerings {
-		child("offering", &f.Offerings[i].UUID, "customer_uuid", "customer", &f.Offerings[i].CustomerUUID)
+		object("offering", &f.Offerings[i].UUID, ref{"customer", &f.Offerings[i].CustomerUUID, false})
 	}
 	for i := range f.Plans {
-		child("plan", &f.Plans[i].UUID, "offering_uuid", "offering", &f.Plans[i].OfferingUUID)
+		object("plan", &f.Plans[i].UUID, ref{"offering", &f.Plans[i].OfferingUUID, false})
 	}
 	for i := range f.Resources {
 		r := &f.Resources[i]
-		fix("resource", &r.UUID, true)
-		fix("resource offering", &r.Offering, true)
-		fix("resource project", &r.Project, true)
-		fix("resource plan", &r.Plan, false)
-		unique("resource", r.UUID)
-		if !has("offering", r.Offering) || !has("project", r.Project) {
-			errs = append(errs, fmt.Errorf("resource %s: unknown offering or project", r.UUID))
-		}
+		object("resource", &r.UUID, ref{"offering", &r.Offering, false}, ref{"project", &r.Project, false}, ref{"plan", &r.Plan, true})
 		r.State = cmp.Or(r.State, "OK")
 		if !slices.Contains(resourceStates, r.State) {
 			errs = append(errs, fmt.Errorf("resource %s: invalid state %q", r.UUID, r.State))
@@ -93,8 +89,7 @@ func (f *Fixture) normalize() error {
 	}
 	for i := range f.Orders {
 		o := &f.Orders[i]
-		child("order", &o.UUID, "resource", "resource", &o.Resource)
-		fix("order plan", &o.Plan, false)
+		object("order", &o.UUID, ref{"resource", &o.Resource, false}, ref{"plan", &o.Plan, true})
 		if !slices.Contains(orderTypes, o.Type) || !slices.Contains(orderStates, o.State) {
 			errs = append(errs, fmt.Errorf("order %s: invalid type %q or state %q", o.UUID, o.Type, o.State))
 		}

@@ -11,12 +11,8 @@ import (
 func (s *Server) identityView(base string, id *Identity) Identity {
 	cp := *id
 	cp.URL = base + "/api/marketplace-site-agent-identities/" + id.UUID + "/"
-	cp.Services = []any{}
-	for _, svc := range s.st.services {
-		if svc.Identity == id.UUID {
-			cp.Services = append(cp.Services, serviceView(base, svc))
-		}
-	}
+	cp.Services = simkit.Map(s.st.services.List(func(svc *AgentService) bool { return svc.Identity == id.UUID }),
+		func(svc *AgentService) any { return serviceView(base, svc) })
 	return cp
 }
 
@@ -26,33 +22,24 @@ func serviceView(base string, svc *AgentService) AgentService {
 	return v
 }
 
-func (s *Server) identities(r *http.Request, _ req) []Identity {
-	return simkit.Map(s.st.identities.List(nil), func(id *Identity) Identity { return s.identityView(baseURL(r), id) })
-}
-
-// parseIdentity validates the body the agent sends on create and update.
+// parseIdentity validates the body the agent sends on create and update
+// into a new or copied Identity, which the caller drops on an error.
 func (s *Server) parseIdentity(body map[string]any, into *Identity) error {
 	fe := fieldErrors{}
 	off, okOff := uuidField(body, fe, "offering", true)
-	name, okName := strField(body, fe, "name", true, false)
-	version, _ := strField(body, fe, "version", false, true)
-	lastRestarted, _ := strField(body, fe, "last_restarted", false, true)
-	cfgPath, _ := strField(body, fe, "config_file_path", false, true)
-	cfgContent, _ := strField(body, fe, "config_file_content", false, true)
+	if name, ok := strField(body, fe, "name", true, false); ok {
+		into.Name = name
+	}
+	for k, p := range map[string]*string{"version": &into.Version, "last_restarted": &into.LastRestarted,
+		"config_file_path": &into.ConfigFilePath, "config_file_content": &into.ConfigFileContent} {
+		*p, _ = strField(body, fe, k, false, true)
+	}
 	deps, _ := typedField[[]any](body, fe, "dependencies", false)
 	if okOff && s.st.offerings[off] == nil {
 		fe.add("offering", "Object with uuid="+off+" does not exist.")
 	}
-	if err := fe.err(); err != nil {
-		return err
-	}
-	if okName {
-		into.Name = name
-	}
-	into.Offering, into.Version, into.LastRestarted = off, version, lastRestarted
-	into.ConfigFilePath, into.ConfigFileContent = cfgPath, cfgContent
-	into.Dependencies = append([]any{}, jsonPlain(deps).([]any)...)
-	return nil
+	into.Offering, into.Dependencies = off, append([]any{}, jsonPlain(deps).([]any)...)
+	return fe.err()
 }
 
 func (s *Server) createIdentity(r *http.Request, in req) (any, error) {
@@ -71,15 +58,8 @@ func (s *Server) createIdentity(r *http.Request, in req) (any, error) {
 func created(v any) simkit.Reply { return simkit.Reply{Status: http.StatusCreated, Body: v} }
 
 func (s *Server) updateIdentity(r *http.Request, in req, id *Identity) (any, error) {
-	body := in.body
-	if r.Method == http.MethodPatch { // partial: keep what is not sent
-		body = toJSON[map[string]any](*id)
-		for k, v := range in.body {
-			body[k] = v
-		}
-	}
 	upd := *id
-	if err := s.parseIdentity(body, &upd); err != nil {
+	if err := s.parseIdentity(in.body, &upd); err != nil {
 		return nil, err
 	}
 	upd.Modified = s.now()
@@ -94,15 +74,13 @@ func (s *Server) registerService(r *http.Request, in req, _ *Identity) (any, err
 	if err := fe.err(); err != nil {
 		return nil, err
 	}
-	for _, svc := range s.st.services {
-		if svc.Identity == in.id && svc.Name == name {
-			svc.Mode, svc.State, svc.Modified = mode, "Active", s.now()
-			return serviceView(baseURL(r), svc), nil
-		}
+	if svc := s.st.services.Find(func(v *AgentService) bool { return v.Identity == in.id && v.Name == name }); svc != nil {
+		svc.Mode, svc.State, svc.Modified = mode, "Active", s.now()
+		return serviceView(baseURL(r), svc), nil
 	}
 	svc := &AgentService{UUID: newUUID(), Identity: in.id, Name: name, Mode: mode, State: "Active",
 		Statistics: map[string]any{}, Processors: []any{}, Created: s.now(), Modified: s.now()}
-	s.st.services[svc.UUID] = svc
+	s.st.services.Put(svc.UUID, svc)
 	return created(serviceView(baseURL(r), svc)), nil
 }
 
@@ -155,16 +133,6 @@ func queueView(base string, q *SubscriptionQueue) SubscriptionQueue {
 	return v
 }
 
-// ownSub finds a subscription visible to the caller (others' are 404, as
-// the queryset is filtered by user).
-func (s *Server) ownSub(in req) (*EventSubscription, error) {
-	sub := s.st.subs.Get(in.id)
-	if sub == nil || sub.UserUUID != in.u.UUID {
-		return nil, errNotFound
-	}
-	return sub, nil
-}
-
 func (s *Server) subscriptions(r *http.Request, in req) []EventSubscription {
 	own := s.st.subs.List(func(sub *EventSubscription) bool { return sub.UserUUID == in.u.UUID })
 	return simkit.Map(own, func(sub *EventSubscription) EventSubscription { return subView(baseURL(r), sub) })
@@ -176,9 +144,9 @@ func (s *Server) createQueue(r *http.Request, in req) (any, error) {
 	fe := fieldErrors{}
 	off, okOff := uuidField(in.body, fe, "offering_uuid", true)
 	objType := objectType(in.body, fe, "object_type")
-	sub, err := s.ownSub(in)
-	if err != nil {
-		return nil, err
+	sub := s.st.subs.Get(in.id)
+	if sub == nil || sub.UserUUID != in.u.UUID { // others' are 404: the queryset is filtered by user
+		return nil, errNotFound
 	}
 	if okOff && s.st.offerings[off] == nil {
 		fe.add("offering_uuid", "Offering not found.")
@@ -186,10 +154,10 @@ func (s *Server) createQueue(r *http.Request, in req) (any, error) {
 	if err := fe.err(); err != nil {
 		return nil, err
 	}
-	for _, q := range s.st.queues {
-		if q.EventSubscriptionUUID == sub.UUID && q.OfferingUUID == off && q.ObjectType == objType {
-			return queueView(baseURL(r), q), nil
-		}
+	if q := s.st.queues.Find(func(q *SubscriptionQueue) bool {
+		return q.EventSubscriptionUUID == sub.UUID && q.OfferingUUID == off && q.ObjectType == objType
+	}); q != nil {
+		return queueView(baseURL(r), q), nil
 	}
 	q := &SubscriptionQueue{
 		UUID: newUUID(), EventSubscriptionUUID: sub.UUID, OfferingUUID: off, ObjectType: objType,
@@ -199,7 +167,7 @@ func (s *Server) createQueue(r *http.Request, in req) (any, error) {
 		s.log.Error("declare queue failed", "queue", q.QueueName, "err", err)
 		return nil, detail(http.StatusInternalServerError, "RabbitMQ error: "+err.Error())
 	}
-	s.st.queues = append(s.st.queues, q)
+	s.st.queues.Put(q.UUID, q)
 	return created(queueView(baseURL(r), q)), nil
 }
 

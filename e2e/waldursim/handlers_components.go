@@ -41,22 +41,14 @@ var (
 func validateComponent(body map[string]any, existing map[string]any, partial bool) (map[string]any, error) {
 	fe := fieldErrors{}
 	attrs := map[string]any{}
-	if s, ok := strField(body, fe, "billing_type", !partial, false); ok {
-		if slices.Contains(billingTypes, s) {
-			attrs["billing_type"] = s
-		} else {
-			fe.add("billing_type", fmt.Sprintf("%q is not a valid choice.", s))
-		}
-	}
-	for _, k := range []string{"type", "name"} {
-		if s, ok := strField(body, fe, k, !partial, false); ok {
+	for i, k := range []string{"billing_type", "type", "name", "measured_unit", "description", "article_code"} {
+		// The first three are required (unless partial) and may not be blank.
+		if s, ok := strField(body, fe, k, i < 3 && !partial, i >= 3); ok {
 			attrs[k] = s
 		}
 	}
-	for _, k := range []string{"measured_unit", "description", "article_code"} {
-		if s, ok := strField(body, fe, k, false, true); ok {
-			attrs[k] = s
-		}
+	if s, ok := attrs["billing_type"].(string); ok && !slices.Contains(billingTypes, s) {
+		fe.add("billing_type", fmt.Sprintf("%q is not a valid choice.", s))
 	}
 	if v, present := body["limit_period"]; present {
 		switch s, _ := v.(string); {

@@ -3,18 +3,12 @@ package waldursim
 import (
 	"maps"
 	"net/http"
-
-	"github.com/sitebus/sitebus/e2e/simkit"
 )
 
 var orderFilters = []filter[APIOrder]{
 	byUUID("offering_uuid", func(v APIOrder) string { return v.OfferingUUID }),
 	byChoice("state", orderStates, func(v APIOrder) string { return v.State }),
 	byTime("modified_before", func(v APIOrder) string { return v.Modified }),
-}
-
-func (s *Server) orders(r *http.Request, _ req) []APIOrder {
-	return simkit.Map(s.st.orders.List(nil), func(o *Order) APIOrder { return s.st.orderView(baseURL(r), o) })
 }
 
 // orderTransitions are the provider-side order actions that move an
@@ -71,16 +65,12 @@ func (s *Server) setOrderState(o *Order, to string) {
 		if res == nil {
 			return
 		}
-		switch o.Type {
-		case "Create", "Restore":
-			res.State = "OK"
-		case "Update":
-			res.State = "OK"
-			if o.Limits != nil {
-				res.Limits = maps.Clone(o.Limits)
-			}
-		case "Terminate":
+		res.State = "OK" // Create, Restore and Update
+		if o.Type == "Terminate" {
 			res.State = "Terminated"
+		}
+		if o.Type == "Update" && o.Limits != nil {
+			res.Limits = maps.Clone(o.Limits)
 		}
 		res.Modified = o.Modified
 	case "erred":

@@ -13,10 +13,6 @@ var resourceFilters = []filter[APIResource]{
 	byText("backend_id", func(v APIResource) string { return v.BackendID }),
 }
 
-func (s *Server) resources(r *http.Request, _ req) []APIResource {
-	return simkit.Map(s.st.resources.List(nil), func(res *Resource) APIResource { return s.st.resourceView(baseURL(r), res) })
-}
-
 func getTeam(r *http.Request, _ req, res *Resource) (any, error) {
 	return simkit.Map(res.Team, func(m TeamMember) map[string]any { return teamView(baseURL(r), m) }), nil
 }

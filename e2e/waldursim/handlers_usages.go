@@ -48,12 +48,10 @@ var usageFilters = []filter[ComponentUsage]{
 	byPeriod("billing_period", func(v ComponentUsage) string { return v.BillingPeriod }),
 }
 
-func (s *Server) usageViews(r *http.Request, _ req) []ComponentUsage {
-	return simkit.Map(s.st.usages, func(u *ComponentUsage) ComponentUsage {
-		v := *u
-		v.URL = baseURL(r) + "/api/marketplace-component-usages/" + u.UUID + "/"
-		return v
-	})
+func usageView(base string, u *ComponentUsage) ComponentUsage {
+	v := *u
+	v.URL = base + "/api/marketplace-component-usages/" + u.UUID + "/"
+	return v
 }
 
 func (s *Server) setUsage(_ *http.Request, in req) (any, error) {
@@ -87,17 +85,16 @@ func (s *Server) setUsage(_ *http.Request, in req) (any, error) {
 	}
 	for _, e := range entries {
 		comp := s.component(res.Offering, e.typ)
-		i := slices.IndexFunc(s.st.usages, func(x *ComponentUsage) bool {
+		u := s.st.usages.Find(func(x *ComponentUsage) bool {
 			return x.ResourceUUID == res.UUID && x.Type == e.typ && x.BillingPeriod == period
 		})
-		if i < 0 {
-			u := &ComponentUsage{UUID: newUUID(), ResourceUUID: res.UUID, ResourceName: res.Name,
+		if u == nil {
+			u = &ComponentUsage{UUID: newUUID(), ResourceUUID: res.UUID, ResourceName: res.Name,
 				OfferingUUID: res.Offering, Type: e.typ, BillingPeriod: period, Created: s.now()}
 			u.Name, _ = comp["name"].(string)
 			u.MeasuredUnit, _ = comp["measured_unit"].(string)
-			i, s.st.usages = len(s.st.usages), append(s.st.usages, u)
+			s.st.usages.Put(u.UUID, u)
 		}
-		u := s.st.usages[i]
 		u.Usage, u.Date, u.Modified = e.amount, date, s.now()
 	}
 	return created(map[string]any{}), nil
@@ -121,5 +118,5 @@ func (s *Server) component(offering, typ string) map[string]any {
 func (s *Server) Usages() []ComponentUsage {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return simkit.Map(s.st.usages, func(u *ComponentUsage) ComponentUsage { return *u })
+	return simkit.Map(s.st.usages.List(nil), func(u *ComponentUsage) ComponentUsage { return *u })
 }

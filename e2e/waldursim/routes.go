@@ -40,7 +40,7 @@ func (s *Server) routes() http.Handler {
 	})
 	handle("GET /api/users/me/{$}", getMe)
 
-	handle("GET /api/marketplace-site-agent-identities/{$}", list(s.identities,
+	handle("GET /api/marketplace-site-agent-identities/{$}", list(every(&s.st.identities, s.identityView),
 		byUUID("offering_uuid", func(v Identity) string { return v.Offering }), byText("name", func(v Identity) string { return v.Name })))
 	handle("POST /api/marketplace-site-agent-identities/{$}", s.createIdentity)
 	handle("PUT /api/marketplace-site-agent-identities/{uuid}/{$}", object(s.st.identities.Get, s.updateIdentity))
@@ -55,16 +55,16 @@ func (s *Server) routes() http.Handler {
 	handle("POST /api/marketplace-provider-offerings/{uuid}/create_offering_component/{$}", object(offering, createComponent))
 	handle("POST /api/marketplace-provider-offerings/{uuid}/update_offering_component/{$}", object(offering, updateComponent))
 
-	handle("GET /api/marketplace-orders/{$}", list(s.orders, orderFilters...))
+	handle("GET /api/marketplace-orders/{$}", list(every(&s.st.orders, s.st.orderView), orderFilters...))
 	handle("GET /api/marketplace-orders/{uuid}/{$}", show(s.st.orders.Get, s.st.orderView))
 	handle("POST /api/marketplace-orders/{uuid}/{action}/{$}", object(s.st.orders.Get, s.orderAction))
 
-	handle("GET /api/marketplace-provider-resources/{$}", list(s.resources, resourceFilters...))
+	handle("GET /api/marketplace-provider-resources/{$}", list(every(&s.st.resources, s.st.resourceView), resourceFilters...))
 	handle("GET /api/marketplace-provider-resources/{uuid}/{$}", show(s.st.resources.Get, s.st.resourceView))
 	handle("GET /api/marketplace-provider-resources/{uuid}/team/{$}", object(s.st.resources.Get, getTeam))
 	handle("POST /api/marketplace-provider-resources/{uuid}/{action}/{$}", object(s.st.resources.Get, s.resourceAction))
 
-	handle("GET /api/marketplace-component-usages/{$}", list(s.usageViews, usageFilters...))
+	handle("GET /api/marketplace-component-usages/{$}", list(every(&s.st.usages, usageView), usageFilters...))
 	handle("POST /api/marketplace-component-usages/set_usage/{$}", s.setUsage)
 
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) { writeErr(w, errNotFound) })
@@ -211,6 +211,13 @@ func list[V any](views func(r *http.Request, in req) []V, filters ...filter[V]) 
 	}
 }
 
+// every is every object of store, in order, as view renders it.
+func every[T, V any](store *simkit.Store[T], view func(base string, v *T) V) func(*http.Request, req) []V {
+	return func(r *http.Request, _ req) []V {
+		return simkit.Map(store.List(nil), func(v *T) V { return view(baseURL(r), v) })
+	}
+}
+
 // byUUID filters by a (possibly repeated) UUID parameter.
 func byUUID[V any](param string, field func(V) string) filter[V] {
 	return filter[V]{param, true, normUUID, "Enter a valid UUID.", field, strings.EqualFold}
@@ -257,3 +264,16 @@ func parseTime(s string) (time.Time, bool) {
 	}
 	return time.Time{}, false
 }
+
+func getMe(r *http.Request, in req) (any, error) {
+	u := in.u
+	first, last, _ := strings.Cut(u.FullName, " ")
+	return map[string]any{
+		"uuid": u.UUID, "url": baseURL(r) + "/api/users/" + u.UUID + "/", "username": u.Username,
+		"full_name": u.FullName, "first_name": first, "last_name": last, "email": u.Email,
+		"is_staff": false, "is_support": false, "is_active": true,
+	}, nil
+}
+
+// baseURL is scheme://host of the request, for the url fields of objects.
+func baseURL(r *http.Request) string { return simkit.BaseURL(r) }

@@ -23,10 +23,10 @@ type state struct {
 	orders    simkit.Store[Order]
 
 	identities simkit.Store[Identity]
-	services   map[string]*AgentService
+	services   simkit.Store[AgentService]
 	subs       simkit.Store[EventSubscription]
-	queues     []*SubscriptionQueue
-	usages     []*ComponentUsage
+	queues     simkit.Store[SubscriptionQueue]
+	usages     simkit.Store[ComponentUsage]
 }
 
 // Identity is a marketplace-site-agent-identity.
@@ -141,7 +141,6 @@ func newState(f *Fixture, now func() string) (*state, error) {
 		projects:  simkit.Index(cp.Projects, func(p Project) string { return p.UUID }),
 		offerings: simkit.Index(cp.Offerings, func(o Offering) string { return o.UUID }),
 		plans:     simkit.Index(cp.Plans, func(p Plan) string { return p.UUID }),
-		services:  map[string]*AgentService{},
 	}
 	for i := range cp.Resources {
 		r := &cp.Resources[i]

@@ -1,5 +1,7 @@
 package waldursim
 
+import "github.com/sitebus/sitebus/e2e/simkit"
+
 // Scope is an order's or a resource's offering, project and customer, as
 // both render them.
 type Scope struct {
@@ -75,14 +77,6 @@ func strPtr(s string) *string {
 	return &s
 }
 
-// orEmpty renders a nil map as {}, as Waldur's serializers do.
-func orEmpty[K comparable, V any](m map[K]V) map[K]V {
-	if m == nil {
-		return map[K]V{}
-	}
-	return m
-}
-
 func (st *state) scope(base string, r *Resource) Scope {
 	var v Scope
 	if off := st.offerings[r.Offering]; off != nil {
@@ -102,7 +96,7 @@ func (st *state) orderView(base string, o *Order) APIOrder {
 	v := APIOrder{
 		UUID: o.UUID, URL: base + "/api/marketplace-orders/" + o.UUID + "/",
 		Type: o.Type, State: o.State, ResourceUUID: o.Resource, MarketplaceResourceUUID: o.Resource,
-		PlanUUID: strPtr(o.Plan), Limits: orEmpty(o.Limits), Attributes: orEmpty(o.Attributes), BackendID: o.BackendID,
+		PlanUUID: strPtr(o.Plan), Limits: simkit.CloneOrEmpty(o.Limits), Attributes: simkit.CloneOrEmpty(o.Attributes), BackendID: o.BackendID,
 		ErrorMessage: o.ErrorMessage, ErrorTraceback: o.ErrorTraceback,
 		Created: o.Created, Modified: o.Modified, CompletedAt: strPtr(o.CompletedAt),
 	}
@@ -116,18 +110,15 @@ func (st *state) resourceView(base string, r *Resource) APIResource {
 	v := APIResource{
 		UUID: r.UUID, URL: base + "/api/marketplace-provider-resources/" + r.UUID + "/",
 		Name: r.Name, Slug: r.Slug, State: r.State, BackendID: r.BackendID, Scope: st.scope(base, r),
-		PlanUUID: strPtr(r.Plan), Limits: orEmpty(r.Limits), Attributes: orEmpty(r.Attributes),
-		BackendMetadata: orEmpty(r.BackendMetadata), Endpoints: r.Endpoints,
+		PlanUUID: strPtr(r.Plan), Limits: simkit.CloneOrEmpty(r.Limits), Attributes: simkit.CloneOrEmpty(r.Attributes),
+		BackendMetadata: simkit.CloneOrEmpty(r.BackendMetadata), Endpoints: append([]map[string]any{}, r.Endpoints...),
 		Paused: r.Paused, Downscaled: r.Downscaled, RestrictMemberAccess: r.RestrictMemberAccess,
 		EndDate:      strPtr(r.EndDate),
 		ErrorMessage: r.ErrorMessage, ErrorTraceback: r.ErrorTraceback,
 		Created: r.Created, Modified: r.Modified,
 	}
-	if v.Endpoints == nil {
-		v.Endpoints = []map[string]any{}
-	}
 	if off := st.offerings[r.Offering]; off != nil {
-		v.OfferingBackendID, v.OfferingPluginOpts = off.BackendID, orEmpty(off.PluginOptions)
+		v.OfferingBackendID, v.OfferingPluginOpts = off.BackendID, simkit.CloneOrEmpty(off.PluginOptions)
 	}
 	if p := st.projects[r.Project]; p != nil {
 		v.Project = base + "/api/projects/" + p.UUID + "/"
@@ -146,7 +137,7 @@ func (st *state) offeringView(base string, o *Offering) map[string]any {
 	m := map[string]any{
 		"uuid": o.UUID, "url": base + "/api/marketplace-provider-offerings/" + o.UUID + "/",
 		"name": o.Name, "type": o.Type, "state": o.State, "backend_id": o.BackendID,
-		"customer_uuid": o.CustomerUUID, "components": o.Components, "plugin_options": orEmpty(o.PluginOptions),
+		"customer_uuid": o.CustomerUUID, "components": o.Components, "plugin_options": simkit.CloneOrEmpty(o.PluginOptions),
 		"partitions": []any{}, "plans": plans,
 	}
 	if c := st.customers[o.CustomerUUID]; c != nil {
@@ -158,7 +149,7 @@ func (st *state) offeringView(base string, o *Offering) map[string]any {
 func (st *state) planView(base string, p *Plan) map[string]any {
 	return map[string]any{
 		"uuid": p.UUID, "url": base + "/api/marketplace-plans/" + p.UUID + "/", "name": p.Name,
-		"offering_uuid": p.OfferingUUID, "quotas": orEmpty(p.Quotas), "archived": false,
+		"offering_uuid": p.OfferingUUID, "quotas": simkit.CloneOrEmpty(p.Quotas), "archived": false,
 	}
 }
 
