@@ -44,7 +44,20 @@ type env struct {
 	// slug names the resource: vc-<slug> on the host and in Rancher; each
 	// test has its own, as they share the host.
 	slug string
+	// readyWait is the offering's ready_wait; agentHeld keeps Rancher's
+	// agent from connecting until it is closed (nil: it connects at once).
+	readyWait string
+	agentHeld chan struct{}
 }
+
+// envOption changes the offering or the agent stand-in of newEnv.
+type envOption func(*env)
+
+// withReadyWait sets the offering's ready_wait.
+func withReadyWait(d string) envOption { return func(e *env) { e.readyWait = d } }
+
+// withAgentHeld keeps the agent from connecting until release is called.
+func withAgentHeld() envOption { return func(e *env) { e.agentHeld = make(chan struct{}) } }
 
 func (e *env) ns() string { return "vc-" + e.slug }
 
@@ -52,7 +65,15 @@ func (e *env) ns() string { return "vc-" + e.slug }
 // starts sitebus unless the options say harness.WithoutStart.
 func newEnv(t *testing.T, slug string, opts ...harness.SiteOption) *env {
 	t.Helper()
-	e := &env{host: kube.Shared(t), virt: kube.StartForTest(t, kube.Options{}), slug: slug, t: t}
+	return newEnvWith(t, slug, nil, opts...)
+}
+
+func newEnvWith(t *testing.T, slug string, eopts []envOption, opts ...harness.SiteOption) *env {
+	t.Helper()
+	e := &env{host: kube.Shared(t), virt: kube.StartForTest(t, kube.Options{}), slug: slug, t: t, readyWait: "1m"}
+	for _, o := range eopts {
+		o(e)
+	}
 	var err error
 	if e.hostCS, err = kubernetes.NewForConfig(e.host.RESTConfig()); err != nil {
 		t.Fatal(err)
@@ -84,7 +105,7 @@ func (e *env) offering(s *harness.Site) string {
 			"storage": component("storage", "GB", "Storage")},
 		"backend_settings": map[string]any{"host_kubeconfig_path": e.host.KubeconfigPath(), "host_cluster_id": ro.ClusterID,
 			"rancher_project_id": "p-demo", "backend_url": s.Rancher.URL(), "username": ro.AccessKey, "password": ro.SecretKey,
-			"verify_cert": false, "kubeconfig_wait": "1m", "ready_wait": "1m"},
+			"verify_cert": false, "kubeconfig_wait": "1m", "ready_wait": e.readyWait},
 	}
 	raw, err := yaml.Marshal([]any{o})
 	if err != nil {
@@ -98,6 +119,13 @@ func (e *env) offering(s *harness.Site) string {
 // credentials Secret exist in the virtual cluster, the imported cluster
 // vc-<slug> is connected.
 func (e *env) agentStandIn(ctx context.Context) {
+	if e.agentHeld != nil {
+		select {
+		case <-ctx.Done():
+			return
+		case <-e.agentHeld:
+		}
+	}
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -296,5 +324,40 @@ func TestKilledBetweenTokenAndApplyResumesWithOneClusterOneAgentOneDone(t *testi
 	}
 	if n := e.doneCalls(orderUUID); n != 1 {
 		t.Errorf("order marked done %d times, want once", n)
+	}
+}
+
+// A virtual cluster whose agent does not connect within ready_wait is kept
+// (namespace, Rancher import) and its order errs with the reason; once the
+// agent connects, the cluster pass sets the resource OK. Tearing it down
+// would throw away an agent that is only slow.
+func TestAVirtualClusterNotReadyInTimeIsKeptErredThenOKOnceConnected(t *testing.T) {
+	e := newEnvWith(t, "late", []envOption{withReadyWait("3s"), withAgentHeld()},
+		harness.WithSitebusConfig(map[string]any{"periods": map[string]any{"cluster_pull_period": "10s"}}))
+	ctx := context.Background()
+	e.bringKubeconfig(t)
+	o := e.order(e.create())
+	if o.State != "erred" || !strings.Contains(o.ErrorMessage, "ready within 3s") {
+		t.Fatalf("create %s: %q, want erred for the readiness deadline", o.State, o.ErrorMessage)
+	}
+	pc, ok := e.Rancher.ProvisioningClusterNamed(e.ns())
+	if !ok || pc.ClusterID == "" {
+		t.Fatalf("the Rancher import was not kept: %+v (found %v)", pc, ok)
+	}
+	if ns, err := e.hostCS.CoreV1().Namespaces().Get(ctx, e.ns(), metav1.GetOptions{}); err != nil || ns.DeletionTimestamp != nil {
+		t.Fatalf("host namespace not kept: %v %v", ns, err)
+	}
+	res, err := e.Admin.Resource(harness.Context(t, time.Minute), o.MarketplaceResourceUUID)
+	if err != nil || res.State != "Erred" {
+		t.Fatalf("Waldur resource %+v %v, want Erred", res, err)
+	}
+
+	close(e.agentHeld)
+	harness.Eventually(t, 2*time.Minute, "the cluster pass to set the resource OK", func() bool {
+		res, err := e.Admin.Resource(harness.Context(t, time.Minute), o.MarketplaceResourceUUID)
+		return err == nil && res.State == "OK"
+	})
+	if inv := e.Rancher.Inventory(); len(inv.ProvisioningClusters) != 1 || len(inv.Clusters) != 1 {
+		t.Errorf("Rancher holds %s, want the one import", inv)
 	}
 }
