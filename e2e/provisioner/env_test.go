@@ -7,6 +7,7 @@
 package provisioner_test
 
 import (
+	"cmp"
 	"context"
 	"maps"
 	"net/http"
@@ -97,6 +98,9 @@ type siteOptions struct {
 	// sitebus.cluster_vm_concurrency.
 	bootAfter     time.Duration
 	vmConcurrency int
+	// volumePolls, when set, is openstacksim.Options.VolumePolls (else a
+	// volume is available at the first look).
+	volumePolls int
 }
 
 func newSiteWith(t testing.TB, opts siteOptions, env ...string) *site {
@@ -140,7 +144,7 @@ func newSiteWith(t testing.TB, opts siteOptions, env ...string) *site {
 			ExternalNetwork: openstacksim.ExternalNetwork{Name: "public", CIDR: "172.24.4.0/24", NetworkID: extNetworkID},
 			// Volumes and VMs are ready at the first look: the create's wall
 			// time is sitebus's, not the simulator's pacing.
-			BuildPolls: -1, VolumePolls: -1, DeletePolls: -1, BootAfter: opts.bootAfter,
+			BuildPolls: -1, VolumePolls: cmp.Or(opts.volumePolls, -1), DeletePolls: -1, BootAfter: opts.bootAfter,
 			OnBoot: func(ctx context.Context, v openstacksim.Instance) error {
 				if strings.HasPrefix(v.Name, "k8s-lb-") {
 					return nil // the load balancer runs no RKE2
