@@ -226,7 +226,7 @@ func (s *Server) bootFirst(next http.Handler) http.Handler {
 				cands = s.listed(r, c)
 			}
 			for _, sv := range cands {
-				if sv.Status == "BUILD" && !sv.booting && !sv.Deleting && (s.opts.BuildPolls < 0 || sv.polls >= s.opts.BuildPolls) {
+				if sv.Status == "BUILD" && !sv.booting && !sv.Deleting && (s.opts.BuildPolls < 0 || sv.polls >= s.opts.BuildPolls) && s.bootDue(sv) {
 					sv.booting = true
 					due = append(due, s.serverView(sv))
 				}

@@ -82,6 +82,9 @@ type Options struct {
 	// BuildPolls is how many GETs of a server answer BUILD before it
 	// boots (0: DefaultBuildPolls; negative: it boots on the first GET).
 	BuildPolls int
+	// BootAfter, when set, also keeps a server in BUILD until that long
+	// after its create (boottime.go).
+	BootAfter time.Duration
 	// VolumePolls is how many GETs of a volume answer creating before it
 	// is available (0: DefaultVolumePolls; negative: available at once).
 	VolumePolls int

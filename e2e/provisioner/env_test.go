@@ -7,6 +7,7 @@
 package provisioner_test
 
 import (
+	"cmp"
 	"context"
 	"maps"
 	"net/http"
@@ -92,6 +93,14 @@ type siteOptions struct {
 	// pullPeriod and readyTimeout, when set, are
 	// sitebus.periods.cluster_pull_period and cluster_ready_timeout.
 	pullPeriod, readyTimeout string
+	// bootAfter is how long a VM takes from its create to its boot
+	// (openstacksim.Options.BootAfter); vmConcurrency, when set, is
+	// sitebus.cluster_vm_concurrency.
+	bootAfter     time.Duration
+	vmConcurrency int
+	// volumePolls, when set, is openstacksim.Options.VolumePolls (else a
+	// volume is available at the first look).
+	volumePolls int
 }
 
 func newSiteWith(t testing.TB, opts siteOptions, env ...string) *site {
@@ -135,7 +144,7 @@ func newSiteWith(t testing.TB, opts siteOptions, env ...string) *site {
 			ExternalNetwork: openstacksim.ExternalNetwork{Name: "public", CIDR: "172.24.4.0/24", NetworkID: extNetworkID},
 			// Volumes and VMs are ready at the first look: the create's wall
 			// time is sitebus's, not the simulator's pacing.
-			BuildPolls: -1, VolumePolls: -1, DeletePolls: -1,
+			BuildPolls: -1, VolumePolls: cmp.Or(opts.volumePolls, -1), DeletePolls: -1, BootAfter: opts.bootAfter,
 			OnBoot: func(ctx context.Context, v openstacksim.Instance) error {
 				if strings.HasPrefix(v.Name, "k8s-lb-") {
 					return nil // the load balancer runs no RKE2
@@ -150,9 +159,18 @@ func newSiteWith(t testing.TB, opts siteOptions, env ...string) *site {
 			o.ArgoCDKubeconfig, o.ArgoCDNamespace = opts.argoKubeconfig, opts.argoNamespace
 			return o.YAML()
 		}),
-		harness.WithSitebusConfig(map[string]any{"periods": periods}))
+		harness.WithSitebusConfig(sitebusConfig(periods, opts.vmConcurrency)))
 	s.Start(env...)
 	return s
+}
+
+// sitebusConfig is the sitebus section of the site's configuration.
+func sitebusConfig(periods map[string]any, vmConcurrency int) map[string]any {
+	c := map[string]any{"periods": periods}
+	if vmConcurrency != 0 {
+		c["cluster_vm_concurrency"] = vmConcurrency
+	}
+	return c
 }
 
 // clusterOffering is the rancher-cluster offering over the zones, its

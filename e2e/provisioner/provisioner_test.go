@@ -265,7 +265,8 @@ func (s *site) wantNothingLeft(resUUID string) {
 
 func TestKilledMidCreateResumesWithoutMakingAnythingTwice(t *testing.T) {
 	// The process dies right after the 5th node VM was made, before the
-	// nodes step recorded anything.
+	// nodes step recorded anything; the VMs made at once with it (at
+	// most cluster_vm_concurrency, 5, in all) may be made too.
 	s := newSite(t, failpoint.EnvVar+"=provisioner/node-made/5=crash")
 	name := "bio-prod"
 	orderUUID, _ := s.order(waldursim.CreateOrderRequest{ResourceName: name, Attributes: createAttributes(name, 2)})
@@ -274,8 +275,8 @@ func TestKilledMidCreateResumesWithoutMakingAnythingTwice(t *testing.T) {
 	case <-time.After(90 * time.Second):
 		t.Fatal("sitebus did not reach the failpoint")
 	}
-	if n := len(s.OpenStack.Inventory("").Servers); n != 3+5 {
-		t.Fatalf("%d VMs at the crash, want the 3 load balancers and 5 nodes", n)
+	if n := len(s.OpenStack.Inventory("").Servers) - 3; n < 5 || n > 5+4 {
+		t.Fatalf("%d node VMs at the crash, want 5 and at most the 4 being made with the 5th", n)
 	}
 	s.Start()
 	if o := s.WaitOrder(orderUUID, "done", "erred"); o.State != "done" {

@@ -12,6 +12,8 @@ func (d *decoder) sitebus(n *yaml.Node, s scope, sb *Sitebus) {
 		"http_addr":  d.str(&sb.HTTPAddr),
 		"log_format": d.str(&sb.LogFormat),
 		"services":   d.stringList(&sb.Services),
+		// VMs one cluster create makes at once (cluster-provisioner).
+		"cluster_vm_concurrency": d.integer(&sb.ClusterVMConcurrency),
 		"stomp": func(n *yaml.Node, s scope) {
 			st := &sb.Stomp
 			d.fields(n, s, map[string]setter{

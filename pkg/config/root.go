@@ -72,6 +72,11 @@ const (
 	minClusterPullPeriod       = 10 * time.Second
 	defaultClusterReadyTimeout = time.Hour
 	minClusterReadyTimeout     = 10 * time.Second
+	// VMs a cluster create makes at once: 1 is one after another; more
+	// than 50 requests at once from one order only meet OpenStack's API
+	// rate limits.
+	defaultClusterVMConcurrency = 5
+	maxClusterVMConcurrency     = 50
 )
 
 // logLevels are the levels the Python agent accepts, in its spelling.

@@ -35,6 +35,12 @@ type Sitebus struct {
 	// each resource should be with its platform object and repairs what
 	// sitebus manages (periods.drift_period; default 30m, at least 10s).
 	DriftPeriod time.Duration `json:"drift_period"`
+	// ClusterVMConcurrency is how many VMs of one cluster create the
+	// cluster-provisioner makes at once (cluster_vm_concurrency; default
+	// 5, a zone's nodes in a usual plan, 1 to 50). Mastermind creates a
+	// cluster's servers in parallel; the cap keeps one large order from
+	// flooding an OpenStack API that other tenants share.
+	ClusterVMConcurrency int `json:"cluster_vm_concurrency"`
 	// SagaLease is how long a saga coordinator owns a saga without renewing
 	// it; another coordinator takes over a dead one's sagas after it
 	// (periods.saga_lease; default 6s).
@@ -160,6 +166,7 @@ func newSitebus() Sitebus {
 		ClusterPullPeriod:     defaultClusterPullPeriod,
 		ClusterReadyTimeout:   defaultClusterReadyTimeout,
 		DriftPeriod:           defaultDriftPeriod,
+		ClusterVMConcurrency:  defaultClusterVMConcurrency,
 		StatusPage:            StatusPage{CheckPeriod: defaultStatusCheckPeriod},
 	}
 }

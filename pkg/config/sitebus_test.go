@@ -43,6 +43,7 @@ func TestSitebusSection(t *testing.T) {
 		Services:              []string{"stomp-bridge", "orders"},
 		KeycloakCleanupPeriod: 10 * time.Second,
 		DriftPeriod:           30 * time.Minute,
+		ClusterVMConcurrency:  5,
 		StatusPage:            StatusPage{CheckPeriod: time.Minute},
 	})
 	eq(t, "effective membership period", r.Periods.MembershipSync, 90*time.Second)
@@ -227,6 +228,41 @@ func TestStatusPage(t *testing.T) {
 			}
 			eq(t, "token", r.Sitebus.StatusPage.Token.Reveal(), tc.wantToken)
 			eq(t, "check period", r.Sitebus.StatusPage.CheckPeriod, tc.wantCheck)
+		})
+	}
+}
+
+func TestClusterVMConcurrency(t *testing.T) {
+	tests := map[string]struct {
+		value   string // "" leaves the key out
+		want    int
+		wantErr string
+	}{
+		"unset is five":                    {want: 5},
+		"one makes VMs one after another":  {value: "1", want: 1},
+		"fifty is the most":                {value: "50", want: 50},
+		"zero is refused":                  {value: "0", wantErr: "sitebus.cluster_vm_concurrency: 0 is out of range 1..50"},
+		"more than fifty is refused":       {value: "51", wantErr: "sitebus.cluster_vm_concurrency: 51 is out of range 1..50"},
+		"not a number is refused":          {value: "many", wantErr: "sitebus.cluster_vm_concurrency"},
+		"negative is refused, not clamped": {value: "-2", wantErr: "sitebus.cluster_vm_concurrency: -2 is out of range 1..50"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			lines := []string{"sitebus:", "  log_format: json"}
+			if tc.value != "" {
+				lines = append(lines, "  cluster_vm_concurrency: "+tc.value)
+			}
+			r, err := Parse(conf(nil, lines...), "config.yaml", noEnv)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			eq(t, "cluster_vm_concurrency", r.Sitebus.ClusterVMConcurrency, tc.want)
 		})
 	}
 }

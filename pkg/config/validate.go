@@ -189,6 +189,11 @@ func (sb *Sitebus) validate(p *problems, s scope) {
 		seen[name] = true
 	}
 
+	if sb.ClusterVMConcurrency < 1 || sb.ClusterVMConcurrency > maxClusterVMConcurrency {
+		p.at(s.key("cluster_vm_concurrency"), "%d is out of range 1..%d (VMs a cluster create makes at once; 1 makes them one after another)",
+			sb.ClusterVMConcurrency, maxClusterVMConcurrency)
+	}
+
 	periods := s.key("periods")
 	for _, d := range []struct {
 		at       scope

@@ -47,7 +47,7 @@ func (d *deps) clusterProvisioner(offerings map[string]*provisioner.Offering, vc
 	}
 	prov, err = provisioner.New(d.bus, provisioner.Config{Offerings: offerings, VClusters: vclusters, Orders: flow, Logger: d.log, Registerer: d.reg, TracerProvider: d.tp,
 		LeaseTTL: d.cfg.Sitebus.SagaLease, SagaRetention: d.cfg.Sitebus.Streams.SagaRetention, Owner: d.identity, Timeouts: provisioner.Timeouts{Nodes: d.cfg.Sitebus.ClusterReadyTimeout},
-		PullPeriod: d.cfg.Sitebus.ClusterPullPeriod})
+		PullPeriod: d.cfg.Sitebus.ClusterPullPeriod, VMConcurrency: d.cfg.Sitebus.ClusterVMConcurrency})
 	if err != nil {
 		return nil, err
 	}

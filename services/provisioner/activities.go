@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"strings"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -64,7 +65,9 @@ type activities struct {
 	orders    Orders
 	plans     PlanStore
 	timeouts  Timeouts
-	log       *slog.Logger
+	// vmConcurrency is how many VMs a step makes at once.
+	vmConcurrency int
+	log           *slog.Logger
 	// nodesActive and nodesWanted show a create's progress per cluster.
 	nodesActive, nodesWanted *prometheus.GaugeVec
 	// argocdFailures counts clusters left unregistered with ArgoCD.
@@ -112,12 +115,18 @@ type run struct {
 	// outputs, or the record a terminate loaded.
 	made Record
 	log  *slog.Logger
-	// zones are the clients opened in this activity, by offering UUID and
-	// project; images the image ids looked up, by zone and name; roleID
-	// the AppRole's role-id once read (it is the same for every node).
+	// vmLimit is how many VMs a step makes at once (makeVMs).
+	vmLimit int
+	// mu guards what the VMs made at once share: zones, the clients
+	// opened in this activity, by offering UUID and project; images the
+	// image ids looked up, by zone and name; roleID the AppRole's role-id
+	// and token the registration token once read (each is the same for
+	// every node).
+	mu     sync.Mutex
 	zones  map[string]Zone
 	images map[string]string
 	roleID string
+	token  string
 }
 
 // Record is what a create made, kept from its end to the terminate.
@@ -161,7 +170,7 @@ func (a *activities) start(in saga.ActivityInput, needPlan bool) (*run, error) {
 		return nil, bus.Terminal(fmt.Errorf("offering %s is not a rancher-cluster offering of this cluster-provisioner", v.OfferingUUID))
 	}
 	r := &run{in: v, o: o, log: a.log.With("saga", in.SagaID, "step", in.Step, "offering", o.Name, "resource", v.ResourceUUID),
-		zones: map[string]Zone{}, images: map[string]string{}}
+		zones: map[string]Zone{}, images: map[string]string{}, vmLimit: a.vmConcurrency}
 	if !needPlan {
 		return r, nil
 	}

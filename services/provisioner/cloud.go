@@ -56,6 +56,8 @@ func (r *run) admin(ctx context.Context, offeringUUID string) (Zone, rancherclus
 		return nil, az, bus.Terminal(fmt.Errorf("availability zone %s of the plan is no longer in openstack_offering_uuid_list", offeringUUID))
 	}
 	key := offeringUUID + "/"
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if z, ok := r.zones[key]; ok {
 		return z, az, nil
 	}
@@ -75,6 +77,8 @@ func (r *run) inProject(ctx context.Context, offeringUUID string, p openstack.Pr
 		return z, az, err
 	}
 	key := offeringUUID + "/" + p.ID
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if s, ok := r.zones[key]; ok {
 		return s, az, nil
 	}
@@ -284,13 +288,15 @@ func (a *activities) loadBalancers(ctx context.Context, in saga.ActivityInput) (
 	}
 	var out ServersOutput
 	undo := func(ctx context.Context) error { return r.removeServers(ctx, out.Servers) }
+	lbs := make([]ranchercluster.NodePlan, 0, len(r.plan.Tenants))
 	for _, t := range r.plan.Tenants {
-		n := t.LoadBalancer
-		out.Servers = append(out.Servers, ServerRecord{Name: n.Name, OfferingUUID: n.OfferingUUID})
-		rec := &out.Servers[len(out.Servers)-1]
-		if err := r.ensureServer(ctx, n, lbUserData(r.o.Settings.LoadBalancerCloudInitTemplate, n.FixedIP), rec); err != nil {
-			return nil, r.failed(ctx, in, fmt.Errorf("load balancer %s: %w", n.Name, err), undo)
-		}
+		lbs = append(lbs, t.LoadBalancer)
+	}
+	out.Servers, err = r.makeVMs(ctx, "load balancer", lbs, func(_ context.Context, n ranchercluster.NodePlan) ([]byte, error) {
+		return lbUserData(r.o.Settings.LoadBalancerCloudInitTemplate, n.FixedIP), nil
+	}, nil)
+	if err != nil {
+		return nil, r.failed(ctx, in, err, undo)
 	}
 	for i := range out.Servers {
 		if err := r.waitServer(ctx, &out.Servers[i]); err != nil {
@@ -327,12 +333,9 @@ func (r *run) ensureServer(ctx context.Context, n ranchercluster.NodePlan, userD
 		return err
 	}
 	own := r.owner()
-	image, ok := r.images[n.OfferingUUID+"/"+n.Image]
-	if !ok {
-		if image, err = z.ImageID(ctx, n.Image); err != nil {
-			return fmt.Errorf("image %s: %w", n.Image, err)
-		}
-		r.images[n.OfferingUUID+"/"+n.Image] = image
+	image, err := r.imageID(ctx, z, n)
+	if err != nil {
+		return err
 	}
 	rec.VolumeIDs = rec.VolumeIDs[:0]
 	for i, v := range append([]ranchercluster.VolumePlan{n.SystemVolume}, n.DataVolumes...) {
@@ -367,6 +370,22 @@ func (r *run) ensureServer(ctx context.Context, n ranchercluster.NodePlan, userD
 	rec.ServerID = sv.ID
 	r.log.Info("VM ready to boot", "vm", n.Name, "id", sv.ID, "role", n.Role, "created", created)
 	return nil
+}
+
+// imageID is n's image in its zone, looked up once per activity.
+func (r *run) imageID(ctx context.Context, z Zone, n ranchercluster.NodePlan) (string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	key := n.OfferingUUID + "/" + n.Image
+	if image, ok := r.images[key]; ok {
+		return image, nil
+	}
+	image, err := z.ImageID(ctx, n.Image)
+	if err != nil {
+		return "", fmt.Errorf("image %s: %w", n.Image, err)
+	}
+	r.images[key] = image
+	return image, nil
 }
 
 // waitServer waits until the VM is ACTIVE (bounded by the zone client's

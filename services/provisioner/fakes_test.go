@@ -33,6 +33,10 @@ type world struct {
 	failServer string
 	// flaky makes the first call of a method name fail retryably, once.
 	flaky map[string]bool
+	// serverCall, when set, runs at the start of every EnsureServer
+	// outside the lock; the func it returns runs when the call ends
+	// (vms_test.go counts the calls in flight with it).
+	serverCall func(ctx context.Context, name string) (func(), error)
 
 	clusters map[string]string // Rancher v1 name → v3 id
 	tokens   map[string]string // v3 id → token
@@ -328,7 +332,14 @@ func (z *fakeZone) DeleteVolume(_ context.Context, owner openstack.Owner, id str
 	return z.remove("volume", id, owner)
 }
 
-func (z *fakeZone) EnsureServer(_ context.Context, owner openstack.Owner, s openstack.ServerSpec) (openstack.Server, bool, error) {
+func (z *fakeZone) EnsureServer(ctx context.Context, owner openstack.Owner, s openstack.ServerSpec) (openstack.Server, bool, error) {
+	if hook := z.w.serverCall; hook != nil {
+		done, err := hook(ctx, s.Name)
+		if err != nil {
+			return openstack.Server{}, false, err
+		}
+		defer done()
+	}
 	z.w.mu.Lock()
 	if err := z.w.fail("ensure server " + s.Name); err != nil {
 		z.w.mu.Unlock()

@@ -15,6 +15,7 @@ import (
 	"github.com/sitebus/sitebus/pkg/cloudinit"
 	"github.com/sitebus/sitebus/pkg/failpoint"
 	"github.com/sitebus/sitebus/pkg/saga"
+	"github.com/sitebus/sitebus/pkg/vault"
 )
 
 // drainTimeout bounds one node's drain (Mastermind's 60 s).
@@ -148,20 +149,14 @@ func (a *activities) nodes(ctx context.Context, in saga.ActivityInput) (json.Raw
 	}
 	var out ServersOutput
 	undo := func(ctx context.Context) error { return r.removeServers(ctx, out.Servers) }
-	for i, n := range r.plan.Nodes {
-		userData, err := r.nodeUserData(ctx, n)
-		if err != nil {
-			return nil, r.failed(ctx, in, err, undo)
-		}
-		out.Servers = append(out.Servers, ServerRecord{Name: n.Name, OfferingUUID: n.OfferingUUID})
-		if err := r.ensureServer(ctx, n, userData, &out.Servers[len(out.Servers)-1]); err != nil {
-			return nil, r.failed(ctx, in, fmt.Errorf("node %s: %w", n.Name, err), undo)
-		}
-		// Crash tests kill the process here, with VMs made and the
-		// step's output not recorded.
-		if err := failpoint.Inject(ctx, fmt.Sprintf("provisioner/node-made/%d", i+1)); err != nil {
-			return nil, err
-		}
+	out.Servers, err = r.makeVMs(ctx, "node", r.plan.Nodes, r.nodeUserData, func(ctx context.Context, made int) error {
+		// Crash tests kill the process here, once this many VMs are
+		// made (others may be on their way) and the step's output is
+		// not recorded.
+		return failpoint.Inject(ctx, fmt.Sprintf("provisioner/node-made/%d", made))
+	})
+	if err != nil {
+		return nil, r.failed(ctx, in, err, undo)
 	}
 	return json.Marshal(out)
 }
@@ -182,12 +177,10 @@ func (r *run) nodeUserData(ctx context.Context, n ranchercluster.NodePlan) ([]by
 		if err != nil {
 			return nil, err
 		}
-		if r.roleID == "" {
-			if r.roleID, err = r.o.Vault.RoleID(ctx, cl); err != nil {
-				return nil, fmt.Errorf("vault role-id for %s: %w", n.Name, err)
-			}
+		roleID, err := r.vaultRoleID(ctx, cl)
+		if err != nil {
+			return nil, fmt.Errorf("vault role-id for %s: %w", n.Name, err)
 		}
-		roleID := r.roleID
 		secretID, err := r.o.Vault.NewSecretID(ctx, cl, n.Name)
 		if err != nil {
 			return nil, fmt.Errorf("vault secret-id for %s: %w", n.Name, err)
@@ -195,7 +188,7 @@ func (r *run) nodeUserData(ctx context.Context, n ranchercluster.NodePlan) ([]by
 		cn.Vault = &cloudinit.VaultCredentials{Addr: r.o.Vault.Address(), SecretPath: cl.CLISecretPath(),
 			RoleID: roleID, SecretID: secretID, TLSSkipVerify: !r.o.Settings.Vault.TLSVerify}
 	} else {
-		tok, err := r.registrationToken(ctx)
+		tok, err := r.nodeToken(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -206,6 +199,36 @@ func (r *run) nodeUserData(ctx context.Context, n ranchercluster.NodePlan) ([]by
 		return nil, bus.Terminal(fmt.Errorf("cloud-init of %s: %w", n.Name, err))
 	}
 	return ud, nil
+}
+
+// vaultRoleID is the AppRole's role-id, read once per activity: it is
+// the same for every node.
+func (r *run) vaultRoleID(ctx context.Context, cl vault.Cluster) (string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.roleID == "" {
+		id, err := r.o.Vault.RoleID(ctx, cl)
+		if err != nil {
+			return "", err
+		}
+		r.roleID = id
+	}
+	return r.roleID, nil
+}
+
+// nodeToken is the registration token nodes get without Vault, read once
+// per activity: it is the same for every node.
+func (r *run) nodeToken(ctx context.Context) (string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.token == "" {
+		tok, err := r.registrationToken(ctx)
+		if err != nil {
+			return "", err
+		}
+		r.token = tok
+	}
+	return r.token, nil
 }
 
 // deleteNodes removes the node VMs (with their ports and volumes) in

@@ -95,7 +95,7 @@ func newHarness(t *testing.T) *harness {
 	}
 	plans := &memPlans{m: map[string][]byte{}}
 	acts := &activities{offerings: map[string]*Offering{offeringHex: o}, groups: fakeGroups{w}, orders: fakeOrders{w}, plans: plans,
-		timeouts: Timeouts{Step: 30 * time.Second, Nodes: 30 * time.Second}, log: log,
+		timeouts: Timeouts{Step: 30 * time.Second, Nodes: 30 * time.Second}, vmConcurrency: DefaultVMConcurrency, log: log,
 		nodesActive:    prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "a"}, []string{"cluster"}),
 		nodesWanted:    prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "w"}, []string{"cluster"}),
 		argocdFailures: prometheus.NewCounter(prometheus.CounterOpts{Name: "f"})}

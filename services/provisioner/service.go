@@ -46,6 +46,10 @@ type Config struct {
 	// VClusters are the vcluster offerings, by offering UUID hex.
 	VClusters map[string]*VClusterOffering
 	Timeouts  Timeouts
+	// VMConcurrency is how many VMs a create or scale-up step makes at
+	// once (sitebus.cluster_vm_concurrency); 0 is DefaultVMConcurrency,
+	// 1 makes them one after another.
+	VMConcurrency int
 	// LeaseTTL and Owner are the coordinator's (see saga.Config).
 	LeaseTTL time.Duration
 	// SagaRetention is how long a finished saga is kept (see saga.Config).
@@ -100,9 +104,13 @@ func New(b *bus.Bus, cfg Config) (*Service, error) {
 		return nil, err
 	}
 	cfg.Timeouts.setDefaults()
+	if cfg.VMConcurrency <= 0 {
+		cfg.VMConcurrency = DefaultVMConcurrency
+	}
 	acts := &activities{
 		offerings: cfg.Offerings, groups: busGroups{b}, orders: cfg.Orders, timeouts: cfg.Timeouts, log: log,
-		plans: &kvPlans{js: b.JetStream(), replicas: b.Replicas()},
+		vmConcurrency: cfg.VMConcurrency,
+		plans:         &kvPlans{js: b.JetStream(), replicas: b.Replicas()},
 		nodesActive: telemetry.Register(cfg.Registerer, prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "sitebus_cluster_nodes_active", Help: "Nodes of a cluster being created that Rancher shows active.",
 		}, []string{"cluster"})),

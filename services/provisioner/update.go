@@ -239,15 +239,8 @@ func (a *activities) addNodes(ctx context.Context, in saga.ActivityInput) (json.
 	}
 	var out ServersOutput
 	undo := func(ctx context.Context) error { return r.removeServers(ctx, out.Servers) }
-	for _, n := range u.Resize.Add {
-		userData, err := r.nodeUserData(ctx, n)
-		if err != nil {
-			return nil, r.failed(ctx, in, err, undo)
-		}
-		out.Servers = append(out.Servers, ServerRecord{Name: n.Name, OfferingUUID: n.OfferingUUID})
-		if err := r.ensureServer(ctx, n, userData, &out.Servers[len(out.Servers)-1]); err != nil {
-			return nil, r.failed(ctx, in, fmt.Errorf("node %s: %w", n.Name, err), undo)
-		}
+	if out.Servers, err = r.makeVMs(ctx, "node", u.Resize.Add, r.nodeUserData, nil); err != nil {
+		return nil, r.failed(ctx, in, err, undo)
 	}
 	return json.Marshal(out)
 }
