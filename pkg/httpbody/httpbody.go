@@ -159,7 +159,7 @@ func (g *Guard) RoundTrip(r *http.Request) (*http.Response, error) {
 			mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 			if !slices.Contains(g.MediaTypes, mt) {
 				return nil, &AnswerError{Peer: g.Peer, Status: resp.StatusCode,
-					Cause: fmt.Sprintf("of Content-Type %q is not the peer's (a proxy in between?)", Shorten(mt, 64))}
+					Cause: fmt.Sprintf("of Content-Type %q is not %s's JSON (a proxy in between?)", Shorten(mt, 64), g.Peer)}
 			}
 		}
 		if g.ErrorObject != nil && g.ErrorObject(data) {
