@@ -25,9 +25,10 @@ import (
 	"github.com/sitebus/sitebus/pkg/waldur"
 )
 
-// callTimeout bounds each client's call: the per-attempt timeout Waldur's
-// and Keycloak's clients take from their config, and the context
-// deadline for Rancher's, whose per-request bound is a fixed 30 s.
+// callTimeout bounds each client's call: the per-attempt timeout Waldur's,
+// Keycloak's and OpenStack's clients take from their config, and the
+// context deadline for Rancher's, OpenShift's and Vault's, whose
+// per-request bounds are a fixed 30 s.
 const callTimeout = 1500 * time.Millisecond
 
 // hugeBody is past every client's 64 MiB cap.
@@ -78,12 +79,19 @@ func serve(t *testing.T, h http.Handler) (string, *countingListener) {
 }
 
 // idleCloser captures a client's transport so the test can close its
-// kept-alive connections and see that nothing else is left open.
-type idleCloser struct{ rt http.RoundTripper }
+// kept-alive connections and see that nothing else is left open; also
+// closes them for a client that does not hand out its transport.
+type idleCloser struct {
+	rt   http.RoundTripper
+	also func()
+}
 
 func (i *idleCloser) wrap(rt http.RoundTripper) http.RoundTripper { i.rt = rt; return rt }
 
 func (i *idleCloser) close() {
+	if i.also != nil {
+		i.also()
+	}
 	if c, ok := i.rt.(interface{ CloseIdleConnections() }); ok {
 		c.CloseIdleConnections()
 	}
@@ -203,7 +211,13 @@ var misbehaviours = []misbehaviour{
 }
 
 func TestMisbehavingPeersFailBoundedClassifiedAndLeakFree(t *testing.T) {
-	peers := []*peer{waldurPeer(t), keycloakPeer(t), rancherPeer(t)}
+	runMisbehaviours(t, []*peer{waldurPeer(t), keycloakPeer(t), rancherPeer(t)})
+}
+
+// runMisbehaviours makes each peer misbehave in each way in turn and
+// checks the call's error and what it left behind.
+func runMisbehaviours(t *testing.T, peers []*peer) {
+	t.Helper()
 	// Every goroutine started so far (the servers' accept loops, the
 	// simulators' own) is the baseline; what a call starts must end.
 	baseline := goleak.IgnoreCurrent()

@@ -7,8 +7,12 @@
 package httpbody
 
 import (
+	"bytes"
 	"fmt"
 	"io"
+	"mime"
+	"net/http"
+	"slices"
 	"strings"
 )
 
@@ -79,4 +83,99 @@ func Shorten(s string, n int) string {
 		return s
 	}
 	return strings.ToValidUTF8(s[:n], "") + Truncated
+}
+
+// MaxBody is the default cap of one answer of an outside system: far
+// above any list sitebus reads, far below what would exhaust memory.
+const MaxBody = 64 << 20
+
+// Guard is an http.RoundTripper for client libraries that read answers
+// themselves (client-go, gophercloud, Vault's api): each reads a body
+// whole and without a cap, and takes a 2xx answer for a result whatever
+// it holds. Guard reads a 2xx body first, at most Limit bytes, and fails
+// the round trip (an answer not got, which every client retries) when it
+// is longer, of a media type the peer never sends (a proxy's sign-in
+// page) or the peer's error object under a 2xx (a gateway's, or a peer
+// gone wrong). Other answers are left to the client, with their bodies
+// capped: the client's own error handling reads them.
+type Guard struct {
+	// Next does the round trip; nil is http.DefaultTransport.
+	Next http.RoundTripper
+	// Peer names the outside system in errors ("OpenStack").
+	Peer string
+	// Limit caps a body; 0 is MaxBody.
+	Limit int64
+	// MediaTypes, when set, are the media types a non-empty 2xx body may
+	// have (parameters aside); any other fails.
+	MediaTypes []string
+	// ErrorObject, when set, reports whether a 2xx body is the peer's
+	// error object rather than a result.
+	ErrorObject func(body []byte) bool
+	// Stream, when set, reports requests whose answers are streams (a
+	// Kubernetes watch): their bodies are capped, never read ahead.
+	Stream func(r *http.Request) bool
+}
+
+// AnswerError is a 2xx answer Guard refused: Cause says why.
+type AnswerError struct {
+	Peer   string
+	Status int
+	Cause  string
+}
+
+func (e *AnswerError) Error() string {
+	return fmt.Sprintf("%s's HTTP %d answer %s", e.Peer, e.Status, e.Cause)
+}
+
+// RoundTrip implements http.RoundTripper.
+func (g *Guard) RoundTrip(r *http.Request) (*http.Response, error) {
+	next := g.Next
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	limit := g.Limit
+	if limit <= 0 {
+		limit = MaxBody
+	}
+	resp, err := next.RoundTrip(r)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 || (g.Stream != nil && g.Stream(r)) {
+		resp.Body = Limit(resp.Body, limit)
+		return resp, nil
+	}
+	if resp.ContentLength > limit {
+		_ = resp.Body.Close()
+		return nil, fmt.Errorf("%s: %w", g.Peer, &TooLargeError{Limit: limit})
+	}
+	data, err := ReadAll(resp.Body, limit)
+	_ = resp.Body.Close()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", g.Peer, err)
+	}
+	if len(bytes.TrimSpace(data)) > 0 {
+		if len(g.MediaTypes) > 0 {
+			mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+			if !slices.Contains(g.MediaTypes, mt) {
+				return nil, &AnswerError{Peer: g.Peer, Status: resp.StatusCode,
+					Cause: fmt.Sprintf("of Content-Type %q is not %s's JSON (a proxy in between?)", Shorten(mt, 64), g.Peer)}
+			}
+		}
+		if g.ErrorObject != nil && g.ErrorObject(data) {
+			return nil, &AnswerError{Peer: g.Peer, Status: resp.StatusCode, Cause: "is its error object, not a result"}
+		}
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(data))
+	resp.ContentLength = int64(len(data))
+	return resp, nil
+}
+
+// CloseIdleConnections passes the call on to Next, so a client's
+// CloseIdleConnections reaches the transport under a Guard.
+func (g *Guard) CloseIdleConnections() {
+	type closer interface{ CloseIdleConnections() }
+	if c, ok := g.Next.(closer); ok {
+		c.CloseIdleConnections()
+	}
 }

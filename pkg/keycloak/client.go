@@ -7,10 +7,8 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"math/rand/v2"
-	"mime"
 	"net/http"
 	"net/url"
 	"os"
@@ -80,64 +78,34 @@ func transport(cfg Config) (http.RoundTripper, error) {
 		tc.RootCAs = pool
 	}
 	t.TLSClientConfig = tc
-	var rt http.RoundTripper = capBodies{t}
+	rt := guardAnswers(t)
 	if cfg.WrapTransport != nil {
 		rt = cfg.WrapTransport(rt)
 	}
 	return rt, nil
 }
 
-// maxBody bounds what is read of one Keycloak answer: resty (under
-// gocloak) reads a body whole, so a runaway answer would exhaust memory.
-// A realm's group list is far smaller.
-const maxBody = 64 << 20
-
-// capBodies guards what gocloak reads: every body fails with an
-// *httpbody.TooLargeError past maxBody bytes (gocloak passes it on as an
-// answer it could not get, so it is retried like any other broken one), and a 2xx answer that is not JSON
-// (a proxy's sign-in page) or is Keycloak's error object fails too.
-// gocloak would take either for an empty success: resty decodes only a
-// JSON content type, and a 200 with {"error": ...} decodes into a group
-// with no id. Such failures reach classify as answers not got, so they
-// are retried (ErrUnavailable): a proxy or a restarting Keycloak passes.
-type capBodies struct{ next http.RoundTripper }
-
-func (c capBodies) RoundTrip(r *http.Request) (*http.Response, error) {
-	resp, err := c.next.RoundTrip(r)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		resp.Body = httpbody.Limit(resp.Body, maxBody)
-		return resp, nil
-	}
-	data, err := httpbody.ReadAll(resp.Body, maxBody)
-	_ = resp.Body.Close()
-	if err != nil {
-		return nil, err
-	}
-	if len(bytes.TrimSpace(data)) > 0 {
-		if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "application/json" {
-			return nil, fmt.Errorf("HTTP %d answer of Content-Type %q is not Keycloak's JSON (a proxy in between?)", resp.StatusCode, mt)
-		}
-		var e struct {
-			Error        *string `json:"error"`
-			ErrorMessage *string `json:"errorMessage"`
-		}
-		if bytes.HasPrefix(bytes.TrimSpace(data), []byte("{")) && json.Unmarshal(data, &e) == nil && (e.Error != nil || e.ErrorMessage != nil) {
-			return nil, fmt.Errorf("HTTP %d answer is Keycloak's error object, not a result", resp.StatusCode)
-		}
-	}
-	resp.Body = io.NopCloser(bytes.NewReader(data))
-	return resp, nil
+// guardAnswers guards what gocloak reads (httpbody.Guard): every body
+// fails past 64 MiB (resty under gocloak reads a body whole, so a runaway
+// answer would exhaust memory; a realm's group list is far smaller), and
+// a 2xx answer that is not JSON (a proxy's sign-in page) or is Keycloak's
+// error object fails too. gocloak would take either for an empty success:
+// resty decodes only a JSON content type, and a 200 with {"error": ...}
+// decodes into a group with no id. Such failures reach classify as answers
+// not got, so they are retried (ErrUnavailable): a proxy or a restarting
+// Keycloak passes.
+func guardAnswers(next http.RoundTripper) http.RoundTripper {
+	return &httpbody.Guard{Next: next, Peer: "Keycloak", MediaTypes: []string{"application/json"}, ErrorObject: isErrorObject}
 }
 
-// CloseIdleConnections passes on to the transport, so that a caller (a
-// test) can drop kept-alive connections.
-func (c capBodies) CloseIdleConnections() {
-	if t, ok := c.next.(interface{ CloseIdleConnections() }); ok {
-		t.CloseIdleConnections()
+// isErrorObject tells Keycloak's error answer ({"error": ...} or
+// {"errorMessage": ...}) from a result.
+func isErrorObject(data []byte) bool {
+	var e struct {
+		Error        *string `json:"error"`
+		ErrorMessage *string `json:"errorMessage"`
 	}
+	return bytes.HasPrefix(bytes.TrimSpace(data), []byte("{")) && json.Unmarshal(data, &e) == nil && (e.Error != nil || e.ErrorMessage != nil)
 }
 
 // Realm is the realm the client manages.

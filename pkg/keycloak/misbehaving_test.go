@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sitebus/sitebus/pkg/fault"
+	"github.com/sitebus/sitebus/pkg/httpbody"
 )
 
 // A Keycloak (or a proxy in front of it) that answers an admin call badly:
@@ -31,7 +32,7 @@ func TestABadAnswerIsARetryableErrorNotAnEmptySuccess(t *testing.T) {
 		{"an answer past the cap names the limit", "application/json",
 			func(w io.Writer) {
 				chunk := []byte(strings.Repeat(" ", 1<<20))
-				for range maxBody>>20 + 1 {
+				for range httpbody.MaxBody>>20 + 1 {
 					if _, err := w.Write(chunk); err != nil {
 						return
 					}

@@ -17,6 +17,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/tokens"
 
 	"github.com/sitebus/sitebus/pkg/fault"
+	"github.com/sitebus/sitebus/pkg/httpbody"
 )
 
 // Defaults of Config.
@@ -128,6 +129,10 @@ func Connect(ctx context.Context, cfg Config) (*Client, error) {
 	if hc.Timeout == 0 {
 		hc.Timeout = cfg.RequestTimeout
 	}
+	// gophercloud reads an answer whole without a cap, and a 200 holding a
+	// service's error object (a gateway's, or a service gone wrong) fails
+	// only as "expected response key not found", or not at all.
+	hc.Transport = &httpbody.Guard{Next: hc.Transport, Peer: "OpenStack", ErrorObject: isErrorObject}
 	c := &Client{cfg: cfg, auth: ao, eo: eo, http: hc, log: cfg.Logger.With("component", "openstack")}
 	if err := c.login(ctx); err != nil {
 		return nil, err

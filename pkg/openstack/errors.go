@@ -220,3 +220,23 @@ func parseBodyText(body []byte) (typ, msg string) {
 	}
 	return "", strings.TrimSpace(string(body))
 }
+
+// isErrorObject tells an OpenStack service's error answer from a result:
+// one top-level key (Nova's and Cinder's "itemNotFound", Keystone's
+// "error", Neutron's "NeutronError") over an object with a message and a
+// code or type. A result's one key ("server", "token") holds no message.
+func isErrorObject(body []byte) bool {
+	var top map[string]json.RawMessage
+	if json.Unmarshal(body, &top) != nil || len(top) != 1 {
+		return false
+	}
+	for _, raw := range top {
+		var inner struct {
+			Message *string         `json:"message"`
+			Code    json.RawMessage `json:"code"`
+			Type    *string         `json:"type"`
+		}
+		return json.Unmarshal(raw, &inner) == nil && inner.Message != nil && (inner.Code != nil || inner.Type != nil)
+	}
+	return false
+}

@@ -105,3 +105,25 @@ func TestOwnerMarks(t *testing.T) {
 		}
 	}
 }
+
+func TestAnErrorObjectUnderA200IsToldFromAResult(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		body string
+		want bool
+	}{
+		{"Keystone's error", `{"error": {"code": 500, "message": "injected fault", "title": "Internal Server Error"}}`, true},
+		{"Nova's error", `{"itemNotFound": {"code": 404, "message": "Instance x could not be found."}}`, true},
+		{"Neutron's error", `{"NeutronError": {"type": "NetworkNotFound", "message": "Network x could not be found.", "detail": ""}}`, true},
+		{"a server", `{"server": {"id": "x", "status": "ERROR", "fault": {"code": 500, "message": "No valid host"}}}`, false},
+		{"a token", `{"token": {"methods": ["password"], "expires_at": "2026-11-27T00:00:00Z"}}`, false},
+		{"a list", `{"servers": []}`, false},
+		{"not JSON", `<html>`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := isErrorObject([]byte(tc.body)); got != tc.want {
+				t.Fatalf("isErrorObject = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

@@ -3,6 +3,7 @@ package vault
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	vaultapi "github.com/hashicorp/vault/api"
 
 	"github.com/sitebus/sitebus/pkg/fault"
+	"github.com/sitebus/sitebus/pkg/httpbody"
 )
 
 // requestTimeout bounds one Vault call.
@@ -62,6 +64,12 @@ func newAPI(addr string, t vaultapi.TLSConfig) (*vaultapi.Client, error) {
 	if err := cfg.ConfigureTLS(&t); err != nil {
 		return nil, fmt.Errorf("vault: TLS settings (vault_ca_file): %w", err)
 	}
+	// After ConfigureTLS, which needs the bare *http.Transport: Vault's api
+	// reads an answer whole without a cap, and takes a 200 holding Vault's
+	// {"errors": [...]} (a performance standby's or a proxy's) for an empty
+	// secret, which RoleID would report as a role that does not exist.
+	cfg.HttpClient.Transport = &httpbody.Guard{Next: tr, Peer: "Vault", MediaTypes: []string{"application/json"},
+		ErrorObject: isErrorObject}
 	c, err := vaultapi.NewClient(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("vault: %w", err)
@@ -69,6 +77,14 @@ func newAPI(addr string, t vaultapi.TLSConfig) (*vaultapi.Client, error) {
 	c.ClearToken()
 	c.ClearNamespace()
 	return c, nil
+}
+
+// CloseIdleConnections closes the kept-alive connections to Vault, for a
+// caller that stops using the client (and for tests that count them).
+func (c *Client) CloseIdleConnections() {
+	if hc := c.api.CloneConfig().HttpClient; hc != nil {
+		hc.CloseIdleConnections()
+	}
 }
 
 // Address is Vault's base URL, what nodes are given as VAULT_ADDR.
@@ -272,4 +288,13 @@ func (c *Client) Exists(ctx context.Context, cl Cluster) (policy, role, secret b
 		return false, false, false, c.kvError("read secret metadata", KVMount+"/metadata/"+cl.SecretPath(), err)
 	}
 	return p != "", r != nil, m != nil, nil
+}
+
+// isErrorObject tells Vault's error answer, {"errors": [...]} with at least
+// one error, from a result: results never carry a top-level errors list.
+func isErrorObject(body []byte) bool {
+	var e struct {
+		Errors []json.RawMessage `json:"errors"`
+	}
+	return json.Unmarshal(body, &e) == nil && len(e.Errors) > 0
 }

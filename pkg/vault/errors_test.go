@@ -105,3 +105,41 @@ func TestAnUnverifiedCertificateIsTerminal(t *testing.T) {
 		t.Fatalf("vault_tls_verify: false: %v", err)
 	}
 }
+
+// A 200 that is not a result (Vault's error object, a proxy's page, a
+// runaway body) must not read as an empty secret, which RoleID reports as
+// a missing role: it is an answer not got, retried.
+func TestAnswersThatAreNotResultsAreRetriedNotReadAsEmpty(t *testing.T) {
+	for _, tt := range []struct {
+		name, ctype, body, cause string
+	}{
+		{"Vault's error object under a 200", "application/json", `{"errors":["local node not active"]}`, "error object"},
+		{"a proxy's sign-in page under a 200", "text/html", "<html>sign in</html>", `Content-Type "text/html"`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", tt.ctype)
+				_, _ = w.Write([]byte(tt.body))
+			}))
+			t.Cleanup(srv.Close)
+			s := vault.DefaultSettings()
+			s.Host, s.Token = srv.URL, config.Secret("s.secrettoken")
+			c, err := vault.New(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(c.CloseIdleConnections)
+			cl, _ := vault.ParseCluster(clusterA)
+			_, err = c.RoleID(context.Background(), cl)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if got := fault.KindOf(err); got != fault.Unavailable {
+				t.Fatalf("kind = %q, want %q: %v", got, fault.Unavailable, err)
+			}
+			if !strings.Contains(err.Error(), tt.cause) || strings.Contains(err.Error(), "s.secrettoken") {
+				t.Fatalf("message %q: want the cause %q and never the token", err, tt.cause)
+			}
+		})
+	}
+}
