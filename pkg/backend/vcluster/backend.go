@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"math"
 	"net/http"
 	"slices"
 	"strconv"
@@ -208,7 +209,7 @@ func cutLast(s, sep string) (before, after string, found bool) {
 // Create makes the host namespace with its quota and limit range. The
 // virtual cluster and its import are the create saga's.
 func (b *Backend) Create(ctx context.Context, r backend.Resource) (backend.Created, error) {
-	if err := backend.CheckLimits(r.Limits, nil); err != nil {
+	if err := checkQuota(r.Limits); err != nil {
 		return backend.Created{}, err
 	}
 	name, existed, err := b.EnsureNamespace(ctx, r)
@@ -279,7 +280,32 @@ func (b *Backend) DeleteNamespace(ctx context.Context, name, resourceUUID string
 	return nil
 }
 
-// quota converts limits to quota fields.
+// maxQuota is the largest limit per component that a ResourceQuota holds
+// as given: Kubernetes keeps quantities in int64 (CPU read in millicores,
+// memory and storage in bytes). A larger one is stored clamped and reads
+// back smaller, so every quota and drift pass would find it changed.
+var maxQuota = map[string]float64{
+	ComponentCPU:     math.MaxInt64 / 1000,
+	ComponentRAM:     math.MaxInt64 >> 30,
+	ComponentStorage: math.MaxInt64 >> 30,
+}
+
+// checkQuota refuses limits that are not numbers, negative, or larger
+// than a ResourceQuota holds.
+func checkQuota(limits map[string]float64) error {
+	if err := backend.CheckLimits(limits, nil); err != nil {
+		return err
+	}
+	for _, k := range slices.Sorted(maps.Keys(limits)) {
+		if m, ok := maxQuota[k]; ok && limits[k] > m {
+			return fault.Errorf(fault.Invalid, "Resource limit %s is %s, more than a Kubernetes quota holds (at most %s)",
+				k, strconv.FormatFloat(limits[k], 'g', -1, 64), strconv.FormatFloat(m, 'f', 0, 64))
+		}
+	}
+	return nil
+}
+
+// toQuota converts limits that checkQuota accepted to quota fields.
 func toQuota(limits map[string]float64) corev1.ResourceList {
 	out := corev1.ResourceList{}
 	for k, v := range limits {
@@ -310,7 +336,7 @@ func fromQuota(hard corev1.ResourceList) map[string]float64 {
 // namespace. While paused or downscaled the limits are remembered for
 // Restore.
 func (b *Backend) SetLimits(ctx context.Context, backendID string, limits map[string]float64) (bool, error) {
-	if err := backend.CheckLimits(limits, nil); err != nil {
+	if err := checkQuota(limits); err != nil {
 		return false, err
 	}
 	ns, err := b.namespace(ctx, backendID, "")
@@ -324,6 +350,9 @@ func (b *Backend) SetLimits(ctx context.Context, backendID string, limits map[st
 }
 
 func (b *Backend) setQuota(ctx context.Context, ns string, limits map[string]float64) (bool, error) {
+	if err := checkQuota(limits); err != nil {
+		return false, err
+	}
 	hard := toQuota(limits)
 	rq, err := b.host.CoreV1().ResourceQuotas(ns).Get(ctx, QuotaName, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
