@@ -192,7 +192,7 @@ func (fs *Faults) Middleware(next http.Handler) http.Handler {
 			fs.mu.Lock()
 			fs.calls = append(fs.calls, Call{Label: label,
 				Time: start, Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Body: string(body),
-				Status: rec.Status(), Duration: time.Since(start), Faulted: f != nil,
+				Status: rec.status, Duration: time.Since(start), Faulted: f != nil,
 			})
 			fs.mu.Unlock()
 		}()
@@ -291,11 +291,7 @@ func (r *repeated) Read(p []byte) (int, error) {
 
 // dropConn closes the connection without a response.
 func dropConn(w http.ResponseWriter) {
-	hj, ok := w.(http.Hijacker)
-	if !ok {
-		panic(http.ErrAbortHandler)
-	}
-	conn, _, err := hj.Hijack()
+	conn, _, err := http.NewResponseController(w).Hijack()
 	if err != nil {
 		panic(http.ErrAbortHandler)
 	}
@@ -306,12 +302,10 @@ func dropConn(w http.ResponseWriter) {
 // the call log.
 type statusRecorder struct {
 	http.ResponseWriter
+	// status is the status written so far; 0 when nothing was (the
+	// connection was dropped or the client left).
 	status int
 }
-
-// Status is the status written so far; 0 when nothing was (the connection
-// was dropped or the client left).
-func (r *statusRecorder) Status() int { return r.status }
 
 // WriteHeader records the first status.
 func (r *statusRecorder) WriteHeader(code int) {
