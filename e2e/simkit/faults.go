@@ -75,18 +75,13 @@ type FaultOptions struct {
 // maxLoggedBody bounds what the call log keeps of a request body.
 const maxLoggedBody = 1 << 20
 
-type activeFault struct {
-	Fault
-	left int // < 0: unlimited
-}
-
 // Faults holds the injected faults, the down switch and the call log of
 // one simulator, and applies them in Middleware.
 type Faults struct {
 	opts FaultOptions
 
 	mu     sync.Mutex
-	faults []*activeFault
+	faults []*Fault // Count: how many answers are left (0: unlimited)
 	calls  []Call
 	down   bool
 }
@@ -96,12 +91,8 @@ func NewFaults(opts FaultOptions) *Faults { return &Faults{opts: opts} }
 
 // AddFault injects f; faults are matched in the order they were added.
 func (fs *Faults) AddFault(f Fault) {
-	left := f.Count
-	if left <= 0 {
-		left = -1
-	}
 	fs.mu.Lock()
-	fs.faults = append(fs.faults, &activeFault{f, left})
+	fs.faults = append(fs.faults, &f)
 	fs.mu.Unlock()
 }
 
@@ -160,13 +151,13 @@ func (fs *Faults) take(r *http.Request) *Fault {
 	for i, f := range fs.faults {
 		if (f.Method == "" || strings.EqualFold(f.Method, r.Method)) && strings.HasPrefix(r.URL.Path, f.PathPrefix) &&
 			strings.Contains(r.URL.RawQuery, f.QueryContains) {
-			if f.left > 0 {
-				f.left--
-				if f.left == 0 {
+			if f.Count > 0 {
+				f.Count--
+				if f.Count == 0 {
 					fs.faults = append(fs.faults[:i], fs.faults[i+1:]...)
 				}
 			}
-			cp := f.Fault
+			cp := *f
 			return &cp
 		}
 	}
