@@ -135,13 +135,9 @@ func (sub *Subnet) setPools(pools []Pool) *apiErr {
 }
 
 func (sub *Subnet) inPools(a netip.Addr) bool {
-	for _, p := range sub.Pools {
-		s, e := netip.MustParseAddr(p.Start), netip.MustParseAddr(p.End)
-		if !a.Less(s) && !e.Less(a) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(sub.Pools, func(p Pool) bool {
+		return !a.Less(netip.MustParseAddr(p.Start)) && !netip.MustParseAddr(p.End).Less(a)
+	})
 }
 
 // allocate takes want (any free pool address when empty) for portID.
