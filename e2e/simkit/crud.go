@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"net/http"
-	"net/url"
 	"slices"
 	"strconv"
 )
@@ -109,12 +108,8 @@ func (f *ListFormat) WriteList(w http.ResponseWriter, r *http.Request, key strin
 	}
 	body, next := Obj{key: page}, ""
 	if more {
-		nq := url.Values{}
-		for k, v := range q {
-			nq[k] = v
-		}
-		nq.Set("marker", fmt.Sprint(page[len(page)-1]["id"]))
-		next = nq.Encode()
+		q.Set("marker", fmt.Sprint(page[len(page)-1]["id"]))
+		next = q.Encode()
 	}
 	if f.Links != nil {
 		f.Links(r, body, key, next)
