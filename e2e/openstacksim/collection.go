@@ -115,11 +115,6 @@ func optionsCollection[T any](plural, singular string, all func(*Options) []T, i
 // where is the objects of m that keep accepts, in creation order: map
 // order is random, and lists and first-match choices must be stable.
 func where[T any, P hasMeta[T]](m map[string]*T, keep func(P) bool) []P {
-	var out []P
-	for _, v := range simkit.SortedBy(m, func(v *T) uint64 { return P(v).meta().seq }) {
-		if keep(v) {
-			out = append(out, v)
-		}
-	}
-	return out
+	return simkit.Select(m, func(v *T) uint64 { return P(v).meta().seq }, func(v *T) bool { return keep(v) },
+		func(v *T) P { return v })
 }

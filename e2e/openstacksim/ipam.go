@@ -105,12 +105,8 @@ func (st *state) newSubnet(spec subnetSpec, now time.Time) (*Subnet, *apiErr) {
 		return nil, e
 	}
 	id := cmp.Or(spec.id, simkit.NewUUID())
-	dns := spec.dns
-	if dns == nil {
-		dns = []string{}
-	}
 	sub := &Subnet{Meta: Meta{ID: id, Name: spec.name, ProjectID: spec.projectID, Created: now, seq: st.next()},
-		NetworkID: spec.networkID, CIDR: prefix.String(), GatewayIP: gw, Pools: pools, DNSNameservers: dns,
+		NetworkID: spec.networkID, CIDR: prefix.String(), GatewayIP: gw, Pools: pools, DNSNameservers: append([]string{}, spec.dns...),
 		EnableDHCP: spec.dhcp, Allocated: map[string]string{}, prefix: prefix}
 	st.subnets[sub.ID] = sub
 	return sub, nil
@@ -139,13 +135,9 @@ func (sub *Subnet) setPools(pools []Pool) *apiErr {
 }
 
 func (sub *Subnet) inPools(a netip.Addr) bool {
-	for _, p := range sub.Pools {
-		s, e := netip.MustParseAddr(p.Start), netip.MustParseAddr(p.End)
-		if !a.Less(s) && !e.Less(a) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(sub.Pools, func(p Pool) bool {
+		return !a.Less(netip.MustParseAddr(p.Start)) && !netip.MustParseAddr(p.End).Less(a)
+	})
 }
 
 // allocate takes want (any free pool address when empty) for portID.

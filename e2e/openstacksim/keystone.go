@@ -413,11 +413,8 @@ func roleRep(r *http.Request, rl *Role) obj {
 }
 
 func (s *Server) listRoles(w http.ResponseWriter, r *http.Request, _ *caller) *apiErr {
-	var objs []obj
-	for _, rl := range s.st.roles {
-		objs = append(objs, roleRep(r, rl))
-	}
-	slices.SortFunc(objs, func(a, b obj) int { return strings.Compare(a["name"].(string), b["name"].(string)) })
+	objs := simkit.Map(simkit.SortedBy(s.st.roles, func(rl *Role) string { return rl.Name }),
+		func(rl *Role) obj { return roleRep(r, rl) })
 	keystoneList.WriteList(w, r, "roles", keystoneList.Filtered(r, objs, nil))
 	return nil
 }

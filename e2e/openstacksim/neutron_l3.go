@@ -88,11 +88,8 @@ func (s *Server) createRouter(c *caller, in routerIn) (*Router, *apiErr) {
 	}
 	rt := &Router{Meta: s.fresh(p)}
 	simkit.Set(&rt.HA, in.HA)
-	in.apply(&rt.Meta)
-	if in.Gateway.Set {
-		if e := s.setGateway(rt, in.Gateway.V.NetworkID); e != nil {
-			return nil, e
-		}
+	if e := s.updateRouter(c, rt, in); e != nil {
+		return nil, e
 	}
 	s.st.routers[rt.ID] = rt
 	return rt, nil

@@ -43,12 +43,9 @@ func (s *Server) serverView(sv *Instance) Instance {
 	v.Ports, v.FixedIPs, v.FloatingIPs, v.Volumes = nil, nil, nil, nil
 	for _, p := range s.serverPorts(sv.ID) {
 		v.Ports = append(v.Ports, p.ID)
-		for _, f := range p.FixedIPs {
-			v.FixedIPs = append(v.FixedIPs, f.IPAddress)
-		}
-		for _, f := range where(s.st.fips, func(f *FloatingIP) bool { return f.PortID == p.ID }) {
-			v.FloatingIPs = append(v.FloatingIPs, f.Address)
-		}
+		v.FixedIPs = append(v.FixedIPs, simkit.Map(p.FixedIPs, func(f FixedIP) string { return f.IPAddress })...)
+		v.FloatingIPs = append(v.FloatingIPs, simkit.Map(where(s.st.fips, func(f *FloatingIP) bool { return f.PortID == p.ID }),
+			func(f *FloatingIP) string { return f.Address })...)
 	}
 	for _, a := range s.serverAttachments(sv.ID) {
 		v.Volumes = append(v.Volumes, a.VolumeID)

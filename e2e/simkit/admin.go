@@ -43,19 +43,19 @@ type Admin struct {
 //	DELETE /sim/faults  clear faults
 //	POST   /sim/down    {"down":bool}
 func (a Admin) Routes(mux *http.ServeMux) {
-	mux.HandleFunc("DELETE /sim/calls", func(w http.ResponseWriter, _ *http.Request) {
-		a.ResetCalls()
-		w.WriteHeader(http.StatusNoContent)
-	})
+	noContent := func(f func()) http.HandlerFunc {
+		return func(w http.ResponseWriter, _ *http.Request) {
+			f()
+			w.WriteHeader(http.StatusNoContent)
+		}
+	}
+	mux.HandleFunc("DELETE /sim/calls", noContent(a.ResetCalls))
 	body := BadBody(a.BadRequest)
 	mux.HandleFunc("POST /sim/faults", Handle(body, func(_ *http.Request, f AdminFault) (Reply, error) {
 		a.AddFault(f.Fault())
 		return Reply{Status: http.StatusNoContent}, nil
 	}))
-	mux.HandleFunc("DELETE /sim/faults", func(w http.ResponseWriter, _ *http.Request) {
-		a.ClearFaults()
-		w.WriteHeader(http.StatusNoContent)
-	})
+	mux.HandleFunc("DELETE /sim/faults", noContent(a.ClearFaults))
 	type downIn struct {
 		Down bool `json:"down"`
 	}

@@ -1,6 +1,7 @@
 package simkit
 
 import (
+	"cmp"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -16,7 +17,7 @@ type Base struct {
 	// Faults is the call log and fault registry.
 	*Faults
 	handler http.Handler
-	// log reports serve errors; nil: slog.Default().
+	// log reports serve errors (default slog.Default()).
 	log *slog.Logger
 	// wait bounds Close's graceful shutdown; cut makes Close cut requests
 	// still running (e.g. held by a hanging fault) instead of leaving
@@ -32,13 +33,13 @@ type Base struct {
 // Init sets what b serves. Requests still running at Close (e.g. held by
 // a hanging fault) are cut after two seconds.
 func (b *Base) Init(h http.Handler, log *slog.Logger) {
-	b.handler, b.log, b.wait, b.cut = h, log, 2*time.Second, true
+	b.handler, b.log, b.wait, b.cut = h, cmp.Or(log, slog.Default()), 2*time.Second, true
 }
 
 // InitGraceful is Init for a simulator whose Close waits up to wait for
 // the requests in flight instead of cutting them.
 func (b *Base) InitGraceful(h http.Handler, log *slog.Logger, wait time.Duration) {
-	b.handler, b.log, b.wait = h, log, wait
+	b.handler, b.log, b.wait = h, cmp.Or(log, slog.Default()), wait
 }
 
 // Handler serves the simulator's API and its /sim/ admin API at the root.

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"net/http"
-	"net/url"
 	"slices"
 	"strconv"
 )
@@ -109,12 +108,8 @@ func (f *ListFormat) WriteList(w http.ResponseWriter, r *http.Request, key strin
 	}
 	body, next := Obj{key: page}, ""
 	if more {
-		nq := url.Values{}
-		for k, v := range q {
-			nq[k] = v
-		}
-		nq.Set("marker", fmt.Sprint(page[len(page)-1]["id"]))
-		next = nq.Encode()
+		q.Set("marker", fmt.Sprint(page[len(page)-1]["id"]))
+		next = q.Encode()
 	}
 	if f.Links != nil {
 		f.Links(r, body, key, next)
@@ -252,18 +247,14 @@ func (col *Collection[S, C, T]) render(s S, r *http.Request, v *T) Obj {
 
 // Get serves the show of {id}.
 func (col *Collection[S, C, T]) Get(s S) Handler[C] {
-	return func(w http.ResponseWriter, r *http.Request, c C) *Error {
-		v, e := col.Find(s, c, r.PathValue("id"))
-		if e != nil {
-			return e
-		}
+	return col.On(s, func(w http.ResponseWriter, r *http.Request, _ C, v *T) *Error {
 		o := col.render(s, r, v)
 		if col.Singular != "" {
 			o = Obj{col.Singular: o}
 		}
 		WriteJSON(w, http.StatusOK, o)
 		return nil
-	}
+	})
 }
 
 // On serves a route on the object {id} as a show finds it.
@@ -286,17 +277,19 @@ func CRUD[S, C, T, In any](s S, add func(pattern string, h Handler[C]), path str
 	create func(s S, c C, in In) (*T, *Error), update func(s S, c C, v *T, in In) *Error, remove func(s S, c C, v *T) *Error) {
 	add("GET "+path, col.List(s))
 	add("GET "+path+"/{id}", col.Get(s))
-	allow := func(c C, verb string) *Error {
-		if col.Allow == nil {
-			return nil
+	// allowed checks Allow for verb before h.
+	allowed := func(verb string, h Handler[C]) Handler[C] {
+		return func(w http.ResponseWriter, r *http.Request, c C) *Error {
+			if col.Allow != nil {
+				if e := col.Allow(c, verb); e != nil {
+					return e
+				}
+			}
+			return h(w, r, c)
 		}
-		return col.Allow(c, verb)
 	}
 	if create != nil {
-		add("POST "+path, func(w http.ResponseWriter, r *http.Request, c C) *Error {
-			if e := allow(c, "create"); e != nil {
-				return e
-			}
+		add("POST "+path, allowed("create", func(w http.ResponseWriter, r *http.Request, c C) *Error {
 			in, e := DecodeIn[In](r, col.Singular, col.BadBody)
 			if e != nil {
 				return e
@@ -307,17 +300,10 @@ func CRUD[S, C, T, In any](s S, add func(pattern string, h Handler[C]), path str
 			}
 			WriteJSON(w, cmp.Or(col.CreateStatus, http.StatusCreated), Obj{col.Singular: col.Render(s, r, v)})
 			return nil
-		})
+		}))
 	}
 	if update != nil {
-		add(cmp.Or(col.UpdateMethod, "PUT")+" "+path+"/{id}", func(w http.ResponseWriter, r *http.Request, c C) *Error {
-			if e := allow(c, "update"); e != nil {
-				return e
-			}
-			v, e := col.Find(s, c, r.PathValue("id"))
-			if e != nil {
-				return e
-			}
+		add(cmp.Or(col.UpdateMethod, "PUT")+" "+path+"/{id}", allowed("update", col.On(s, func(w http.ResponseWriter, r *http.Request, c C, v *T) *Error {
 			in, e := DecodeIn[In](r, col.Singular, col.BadBody)
 			if e != nil {
 				return e
@@ -327,22 +313,15 @@ func CRUD[S, C, T, In any](s S, add func(pattern string, h Handler[C]), path str
 			}
 			WriteJSON(w, http.StatusOK, Obj{col.Singular: col.Render(s, r, v)})
 			return nil
-		})
+		})))
 	}
 	if remove != nil {
-		add("DELETE "+path+"/{id}", func(w http.ResponseWriter, r *http.Request, c C) *Error {
-			if e := allow(c, "delete"); e != nil {
-				return e
-			}
-			v, e := col.Find(s, c, r.PathValue("id"))
-			if e != nil {
-				return e
-			}
+		add("DELETE "+path+"/{id}", allowed("delete", col.On(s, func(w http.ResponseWriter, _ *http.Request, c C, v *T) *Error {
 			if e := remove(s, c, v); e != nil {
 				return e
 			}
 			w.WriteHeader(cmp.Or(col.DeleteStatus, http.StatusNoContent))
 			return nil
-		})
+		})))
 	}
 }

@@ -75,18 +75,13 @@ type FaultOptions struct {
 // maxLoggedBody bounds what the call log keeps of a request body.
 const maxLoggedBody = 1 << 20
 
-type activeFault struct {
-	Fault
-	left int // < 0: unlimited
-}
-
 // Faults holds the injected faults, the down switch and the call log of
 // one simulator, and applies them in Middleware.
 type Faults struct {
 	opts FaultOptions
 
 	mu     sync.Mutex
-	faults []*activeFault
+	faults []*Fault // Count: how many answers are left (0: unlimited)
 	calls  []Call
 	down   bool
 }
@@ -96,12 +91,8 @@ func NewFaults(opts FaultOptions) *Faults { return &Faults{opts: opts} }
 
 // AddFault injects f; faults are matched in the order they were added.
 func (fs *Faults) AddFault(f Fault) {
-	left := f.Count
-	if left <= 0 {
-		left = -1
-	}
 	fs.mu.Lock()
-	fs.faults = append(fs.faults, &activeFault{f, left})
+	fs.faults = append(fs.faults, &f)
 	fs.mu.Unlock()
 }
 
@@ -160,13 +151,13 @@ func (fs *Faults) take(r *http.Request) *Fault {
 	for i, f := range fs.faults {
 		if (f.Method == "" || strings.EqualFold(f.Method, r.Method)) && strings.HasPrefix(r.URL.Path, f.PathPrefix) &&
 			strings.Contains(r.URL.RawQuery, f.QueryContains) {
-			if f.left > 0 {
-				f.left--
-				if f.left == 0 {
+			if f.Count > 0 {
+				f.Count--
+				if f.Count == 0 {
 					fs.faults = append(fs.faults[:i], fs.faults[i+1:]...)
 				}
 			}
-			cp := f.Fault
+			cp := *f
 			return &cp
 		}
 	}
@@ -192,7 +183,7 @@ func (fs *Faults) Middleware(next http.Handler) http.Handler {
 			fs.mu.Lock()
 			fs.calls = append(fs.calls, Call{Label: label,
 				Time: start, Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Body: string(body),
-				Status: rec.Status(), Duration: time.Since(start), Faulted: f != nil,
+				Status: rec.status, Duration: time.Since(start), Faulted: f != nil,
 			})
 			fs.mu.Unlock()
 		}()
@@ -291,11 +282,7 @@ func (r *repeated) Read(p []byte) (int, error) {
 
 // dropConn closes the connection without a response.
 func dropConn(w http.ResponseWriter) {
-	hj, ok := w.(http.Hijacker)
-	if !ok {
-		panic(http.ErrAbortHandler)
-	}
-	conn, _, err := hj.Hijack()
+	conn, _, err := http.NewResponseController(w).Hijack()
 	if err != nil {
 		panic(http.ErrAbortHandler)
 	}
@@ -306,12 +293,10 @@ func dropConn(w http.ResponseWriter) {
 // the call log.
 type statusRecorder struct {
 	http.ResponseWriter
+	// status is the status written so far; 0 when nothing was (the
+	// connection was dropped or the client left).
 	status int
 }
-
-// Status is the status written so far; 0 when nothing was (the connection
-// was dropped or the client left).
-func (r *statusRecorder) Status() int { return r.status }
 
 // WriteHeader records the first status.
 func (r *statusRecorder) WriteHeader(code int) {

@@ -9,10 +9,7 @@ import (
 // SortedBy returns m's values ordered by key (e.g. a creation sequence):
 // map order is random, lists must be stable.
 func SortedBy[K comparable, V any, O cmp.Ordered](m map[K]V, key func(V) O) []V {
-	out := make([]V, 0, len(m))
-	for _, v := range m {
-		out = append(out, v)
-	}
+	out := slices.AppendSeq(make([]V, 0, len(m)), maps.Values(m))
 	slices.SortFunc(out, func(a, b V) int { return cmp.Compare(key(a), key(b)) })
 	return out
 }

@@ -53,15 +53,8 @@ func (p PageNumbers) Page(r *http.Request, n int) (start, end int, h http.Header
 		}
 	}
 	link := func(page int, rel string) string {
-		u := *r.URL
-		u.Scheme, u.Host = "http", r.Host
-		if r.TLS != nil {
-			u.Scheme = "https"
-		}
-		qq := u.Query()
-		qq.Set("page", strconv.Itoa(page))
-		u.RawQuery = qq.Encode()
-		return "<" + u.String() + `>; rel="` + rel + `"`
+		q.Set("page", strconv.Itoa(page))
+		return "<" + BaseURL(r) + r.URL.EscapedPath() + "?" + q.Encode() + `>; rel="` + rel + `"`
 	}
 	var links []string
 	if page < pages {

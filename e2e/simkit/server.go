@@ -3,7 +3,6 @@ package simkit
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -22,11 +21,7 @@ func (b *Base) Start(addr string) error {
 	b.url = "http://" + l.Addr().String()
 	go func() {
 		if err := b.httpSrv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log := b.log
-			if log == nil {
-				log = slog.Default()
-			}
-			log.Error("serve", "err", err)
+			b.log.Error("serve", "err", err)
 		}
 	}()
 	return nil
