@@ -20,12 +20,25 @@ type projectsServer struct {
 	mu       sync.Mutex
 	projects map[string]*project
 	puts     map[string]int
+	bindings []binding
+	posts    int // bindings made
 }
 
 func (s *projectsServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
+	if r.URL.Path == "/v3/projectroletemplatebindings" {
+		if r.Method != http.MethodGet {
+			s.posts++
+			w.WriteHeader(http.StatusCreated)
+			_, _ = w.Write([]byte("{}"))
+			return
+		}
+		// Unfiltered: the client filters the answer again.
+		_ = json.NewEncoder(w).Encode(collection[binding]{Data: s.bindings})
+		return
+	}
 	if r.URL.Path == "/v3/projects" && r.Method == http.MethodGet {
 		var col collection[project]
 		for _, p := range s.projects {
@@ -130,5 +143,46 @@ func TestRepairMarksRefusesAProjectSitebusDoesNotManage(t *testing.T) {
 	}
 	if _, err := b.RepairMarks(testCtx(t), foreign.ID); !errors.Is(err, fault.NotManaged) || srv.puts[foreign.ID] != 0 {
 		t.Errorf("RepairMarks = %v after %d PUTs; want a refusal and no change", err, srv.puts[foreign.ID])
+	}
+}
+
+func TestPlanGroupBinding(t *testing.T) {
+	const group = "project_genomics_workloads-manage"
+	mine := sitebusProject("c-test:p-1", nil)
+	foreign := &project{ID: "c-test:p-9", Name: "theirs", Annotations: map[string]string{"team": "x"}}
+	bound := binding{ID: "b1", RoleTemplateID: "workloads-manage", ProjectID: mine.ID, GroupPrincipalID: GroupPrincipalID(group)}
+	otherRole := bound
+	otherRole.RoleTemplateID = "project-owner"
+	tests := []struct {
+		name     string
+		project  string
+		bindings []binding
+		missing  bool
+		refused  bool
+	}{
+		{"the group bound with default_role is not missing", mine.ID, []binding{bound}, false, false},
+		{"a binding deleted by hand is missing", mine.ID, nil, true, false},
+		{"a binding with another role does not count", mine.ID, []binding{otherRole}, true, false},
+		{"a project sitebus does not manage is refused", foreign.ID, nil, false, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := &projectsServer{projects: map[string]*project{mine.ID: mine, foreign.ID: foreign}, puts: map[string]int{}, bindings: tt.bindings}
+			hs := httptest.NewServer(srv)
+			t.Cleanup(hs.Close)
+			b := testBackend(t, hs, false)
+			b.settings.DefaultRole = "workloads-manage"
+			missing, err := b.PlanGroupBinding(testCtx(t), tt.project, group)
+			if tt.refused {
+				if !errors.Is(err, fault.NotManaged) {
+					t.Errorf("PlanGroupBinding = %v, %v; want a refusal", missing, err)
+				}
+			} else if err != nil || missing != tt.missing {
+				t.Errorf("PlanGroupBinding = %v, %v; want %v", missing, err, tt.missing)
+			}
+			if srv.posts != 0 || srv.puts[tt.project] != 0 {
+				t.Errorf("the dry run changed something: %d bindings made, %d PUTs", srv.posts, srv.puts[tt.project])
+			}
+		})
 	}
 }
