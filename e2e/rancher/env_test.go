@@ -57,6 +57,8 @@ type siteOptions struct {
 	// DriftPeriod, when set, is sitebus.periods.drift_period (else the
 	// default 30m: only the drift command repairs).
 	DriftPeriod string
+	// MembershipPeriod, when set, is sitebus.periods.membership_sync_period.
+	MembershipPeriod string
 }
 
 func newSiteWith(t testing.TB, opts siteOptions) *site {
@@ -69,6 +71,9 @@ func newSiteWith(t testing.TB, opts siteOptions) *site {
 	periods := map[string]any{"keycloak_pending_period": "2s", "saga_lease": "3s"}
 	if opts.DriftPeriod != "" {
 		periods["drift_period"] = opts.DriftPeriod
+	}
+	if opts.MembershipPeriod != "" {
+		periods["membership_sync_period"] = opts.MembershipPeriod
 	}
 	return &site{t: t, Site: harness.NewSite(t, harness.WithFixture(fx), harness.WithCluster(kube.Shared(t)), harness.WithRancher(ranchersim.Options{}),
 		harness.WithKeycloak(kcAdminPassword, harness.KeycloakUsers...), harness.WithGPU(),
