@@ -54,6 +54,11 @@ type siteOptions struct {
 	// rancher-project-create saga and teams go into Keycloak groups.
 	// Without it, creates take the direct path.
 	Keycloak bool
+	// DriftPeriod, when set, is sitebus.periods.drift_period (else the
+	// default 30m: only the drift command repairs).
+	DriftPeriod string
+	// MembershipPeriod, when set, is sitebus.periods.membership_sync_period.
+	MembershipPeriod string
 }
 
 func newSiteWith(t testing.TB, opts siteOptions) *site {
@@ -63,11 +68,18 @@ func newSiteWith(t testing.TB, opts siteOptions) *site {
 	// project's child group (it holds the union of the project's teams).
 	fx := harness.Fixture(t)
 	fx.Orders, fx.Resources = nil, nil
+	periods := map[string]any{"keycloak_pending_period": "2s", "saga_lease": "3s"}
+	if opts.DriftPeriod != "" {
+		periods["drift_period"] = opts.DriftPeriod
+	}
+	if opts.MembershipPeriod != "" {
+		periods["membership_sync_period"] = opts.MembershipPeriod
+	}
 	return &site{t: t, Site: harness.NewSite(t, harness.WithFixture(fx), harness.WithCluster(kube.Shared(t)), harness.WithRancher(ranchersim.Options{}),
 		harness.WithKeycloak(kcAdminPassword, harness.KeycloakUsers...), harness.WithGPU(),
 		harness.WithSettings(map[string]any{"default_role": "workloads-manage", "namespace_labels": map[string]any{"gpu-pool": "h100-2x"},
 			"keycloak_enabled": opts.Keycloak}),
-		harness.WithSitebusConfig(map[string]any{"periods": map[string]any{"keycloak_pending_period": "2s", "saga_lease": "3s"}}))}
+		harness.WithSitebusConfig(map[string]any{"periods": periods}))}
 }
 
 func ctx(t testing.TB) context.Context { return harness.Context(t, 2*time.Minute) }

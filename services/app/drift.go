@@ -10,6 +10,7 @@ import (
 
 	"github.com/sitebus/sitebus/pkg/backend"
 	"github.com/sitebus/sitebus/pkg/backend/okd"
+	"github.com/sitebus/sitebus/pkg/backend/rancher"
 	"github.com/sitebus/sitebus/pkg/backend/ranchercluster"
 	"github.com/sitebus/sitebus/pkg/bus"
 	"github.com/sitebus/sitebus/pkg/contract"
@@ -55,7 +56,9 @@ func (d *deps) driftOfferings() ([]drift.Offering, error) {
 // annotations the backend writes (when it writes any: drift.Marks) and, when the
 // offering's membership backend (members; nil: none) has Keycloak groups,
 // membership's (the groups' members against the team), and when it binds
-// users itself (OKD), the role bindings against the team. Each check is
+// users itself (OKD), the role bindings against the team, and when it
+// binds Keycloak groups (Rancher), the child group's bindings against the
+// teams. Each check is
 // its service's own dry run, so the drift pass decides nothing that
 // service would not, and each repair counts in that service's metrics
 // (reg; nil: not exported). b carries membership's repairs (nil: they
@@ -86,6 +89,9 @@ func DriftOffering(op *OfferingPlan, w *waldur.Client, objects, members backend.
 	}
 	if bp, ok := members.(BindingPlanner); ok {
 		o.Checks = append(o.Checks, &BindingsDrift{Offering: hex, Plan: svc.PlanBindings, Backend: bp, Bus: b, Repairs: drift.RepairsCounter(reg)})
+	}
+	if gp, ok := members.(GroupBindingPlanner); ok && mo.ProjectGroups != nil {
+		o.Checks = append(o.Checks, &GroupBindingsDrift{Offering: hex, Plan: svc.PlanGroupBindings, Backend: gp, Bus: b, Repairs: drift.RepairsCounter(reg)})
 	}
 	if op.Keycloak == nil || (mo.Groups == nil && mo.ProjectGroups == nil) {
 		return o, nil // no Keycloak groups (OKD binds users itself)
@@ -188,6 +194,63 @@ func syncResource(ctx context.Context, b *bus.Bus, offeringHex, resourceUUID str
 		return errors.New("no bus to reach the membership service (the drift command needs --nats-url of a running sitebus to repair this)")
 	}
 	_, err := contract.SyncResource.Call(ctx, b, &sitebusv1.SyncResourceRequest{OfferingUuid: offeringHex, ResourceUuid: resourceUUID})
+	return err
+}
+
+// GroupBindingPlanner is a backend that binds Keycloak groups to its
+// objects (Rancher) and tells whether its BindGroup would make a binding.
+type GroupBindingPlanner interface {
+	PlanGroupBinding(ctx context.Context, objectID, group string) (missing bool, err error)
+}
+
+var _ GroupBindingPlanner = (*rancher.Backend)(nil)
+
+// GroupBindingsDrift is the drift check of the group bindings a backend
+// makes (Rancher's project role template binding of the Waldur project's
+// child group): the bindings membership's pass keeps (PlanGroupBindings)
+// against BindGroup's dry run. Only a missing binding is drift: a binding
+// sitebus did not make is never reported or removed, and a project sitebus
+// does not manage is left out. A repair asks the membership service to sync
+// the resource (sync-resource), which binds the group again; it counts in
+// sitebus_drift_repairs_total{kind="bindings"}.
+type GroupBindingsDrift struct {
+	Offering string
+	Plan     func(ctx context.Context, offeringHex string) ([]membership.ProjectGroupBinding, error)
+	Backend  GroupBindingPlanner
+	Bus      *bus.Bus
+	Repairs  *prometheus.CounterVec
+	synced   passSyncs
+}
+
+// Find compares, changing nothing.
+func (d *GroupBindingsDrift) Find(ctx context.Context) ([]contract.DriftFinding, error) {
+	d.synced = passSyncs{}
+	plan, err := d.Plan(ctx, d.Offering)
+	if err != nil {
+		return nil, err
+	}
+	var out []contract.DriftFinding
+	for _, pb := range plan {
+		missing, err := d.Backend.PlanGroupBinding(ctx, pb.BackendID, pb.Group.Name)
+		if errors.Is(err, backend.ErrNotFound) || errors.Is(err, backend.ErrNotManaged) {
+			continue // no project, or not sitebus's: nothing to bind to
+		}
+		if err != nil {
+			return nil, fmt.Errorf("compare the group bindings of %s: %w", pb.BackendID, err)
+		}
+		if missing {
+			out = append(out, contract.DriftFinding{Kind: contract.DriftBindings, Resource: pb.Resource, Object: pb.BackendID + "/" + pb.Group.Name,
+				Want: pb.Group.Name + " bound", Have: "no binding"})
+		}
+	}
+	return out, nil
+}
+
+// Repair has the membership service sync the finding's resource, once
+// a pass (see passSyncs).
+func (d *GroupBindingsDrift) Repair(ctx context.Context, f contract.DriftFinding) error {
+	err := d.synced.sync(ctx, d.Bus, d.Offering, f.Resource)
+	drift.CountRepair(d.Repairs, contract.DriftBindings, err)
 	return err
 }
 

@@ -5,10 +5,12 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/sitebus/sitebus/pkg/backend"
 	"github.com/sitebus/sitebus/pkg/backend/okd"
 	"github.com/sitebus/sitebus/pkg/bus"
 	"github.com/sitebus/sitebus/pkg/bus/bustest"
 	"github.com/sitebus/sitebus/pkg/contract"
+	"github.com/sitebus/sitebus/pkg/fault"
 	sitebusv1 "github.com/sitebus/sitebus/pkg/gen/sitebus/v1"
 	"github.com/sitebus/sitebus/services/membership"
 )
@@ -65,5 +67,38 @@ func TestDriftRepairSyncsEachResourceOncePerPass(t *testing.T) {
 		if got, want := syncs.Load(), int32(2*pass); got != want {
 			t.Errorf("after pass %d: %d sync-resource calls, want %d (one per resource a pass)", pass, got, want)
 		}
+	}
+}
+
+// groupBindings is a Rancher with projects in the states a drift pass
+// meets: bound, binding deleted by hand, gone, and not sitebus's.
+type groupBindings map[string]error
+
+func (g groupBindings) PlanGroupBinding(_ context.Context, projectID, _ string) (bool, error) {
+	err, ok := g[projectID]
+	return !ok, err
+}
+
+// Only a managed project whose child-group binding is gone is drift: a
+// project that is gone or not sitebus's is left out, not an error.
+func TestGroupBindingsDriftReportsOnlyMissingBindingsOnManagedProjects(t *testing.T) {
+	child := contract.GroupSpec{Name: "project_genomics_member", Parent: "c_cm1"}
+	d := &GroupBindingsDrift{Offering: "0123456789abcdef0123456789abcdef",
+		Backend: groupBindings{"c:p-bound": nil, "c:p-gone": backend.ErrNotFound, "c:p-foreign": fault.Errorf(fault.NotManaged, "not sitebus's")},
+		Plan: func(context.Context, string) ([]membership.ProjectGroupBinding, error) {
+			var out []membership.ProjectGroupBinding
+			for _, id := range []string{"c:p-bound", "c:p-unbound", "c:p-gone", "c:p-foreign"} {
+				out = append(out, membership.ProjectGroupBinding{Resource: "r-" + id, BackendID: id, Group: child})
+			}
+			return out, nil
+		}}
+	found, err := d.Find(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := contract.DriftFinding{Kind: contract.DriftBindings, Resource: "r-c:p-unbound", Object: "c:p-unbound/" + child.Name,
+		Want: child.Name + " bound", Have: "no binding"}
+	if len(found) != 1 || found[0] != want {
+		t.Errorf("findings %+v, want only %+v", found, want)
 	}
 }

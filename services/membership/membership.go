@@ -664,3 +664,51 @@ func (s *Service) Plan(ctx context.Context, offeringHex string) ([]GroupMembers,
 	}
 	return out, nil
 }
+
+// ProjectGroupBinding is a Rancher project's binding of its Waldur
+// project's child group, as the membership pass keeps it.
+type ProjectGroupBinding struct {
+	Resource  string             `json:"resource"`
+	BackendID string             `json:"backend_id"`
+	Group     contract.GroupSpec `json:"group"`
+}
+
+// PlanGroupBindings is the dry run of the bindings the pass keeps for an
+// offering with project groups (Rancher; none otherwise): per resource
+// whose project exists, its child group, when the pass binds it there,
+// which it does (syncProjectGroups) whenever the group's members (Plan's,
+// the union of the Waldur project's teams) are not empty. It changes
+// nothing.
+func (s *Service) PlanGroupBindings(ctx context.Context, offeringHex string) ([]ProjectGroupBinding, error) {
+	o, ok := s.offerings[offeringHex]
+	if !ok {
+		return nil, fmt.Errorf("offering %s has no membership here", offeringHex)
+	}
+	if o.ProjectGroups == nil {
+		return nil, nil
+	}
+	plan, err := s.Plan(ctx, offeringHex)
+	if err != nil {
+		return nil, err
+	}
+	members := map[contract.GroupSpec]int{}
+	for _, gm := range plan {
+		members[gm.Group] = len(gm.Members)
+	}
+	resources, err := passResources(ctx, o)
+	if err != nil {
+		return nil, fmt.Errorf("list the offering's resources: %w", err)
+	}
+	var out []ProjectGroupBinding
+	for _, res := range resources {
+		if res.Slug == "" {
+			continue // the pass leaves it alone (syncResource)
+		}
+		groups := o.ProjectGroups(res.ProjectSlug)
+		child := groups[len(groups)-1]
+		if members[child] > 0 {
+			out = append(out, ProjectGroupBinding{Resource: res.UUID, BackendID: res.BackendID, Group: child})
+		}
+	}
+	return out, nil
+}

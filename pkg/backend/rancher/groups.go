@@ -37,8 +37,7 @@ func (b *Backend) BindGroup(ctx context.Context, projectID, group string) (creat
 		return false, err
 	}
 	role, principal := b.settings.DefaultRole, GroupPrincipalID(group)
-	found, err := b.api.findBindings(ctx, role, p.ID, principal)
-	if err != nil || len(found) > 0 {
+	if bound, err := b.bound(ctx, p, group); err != nil || bound {
 		return false, err
 	}
 	pb, err := b.api.createBinding(ctx, role, p.ID, principal)
@@ -54,6 +53,33 @@ func (b *Backend) BindGroup(ctx context.Context, projectID, group string) (creat
 	}
 	b.log.Info("bound Keycloak group to Rancher project", "project", p.ID, "group", group, "role", role, "binding", pb.ID)
 	return true, nil
+}
+
+// bound tells whether the group is bound to the project with
+// default_role: the lookup BindGroup makes before binding.
+func (b *Backend) bound(ctx context.Context, p project, group string) (bool, error) {
+	found, err := b.api.findBindings(ctx, b.settings.DefaultRole, p.ID, GroupPrincipalID(group))
+	return len(found) > 0, err
+}
+
+// PlanGroupBinding is BindGroup's dry run, for the drift pass: whether
+// BindGroup would make the binding (missing), changing nothing. A project
+// sitebus does not manage is refused (ErrNotManaged) as BindGroup refuses
+// it; one that names no resource (the Python agent's, which BindGroup
+// would adopt first) is compared as it is.
+func (b *Backend) PlanGroupBinding(ctx context.Context, projectID, group string) (missing bool, err error) {
+	if err := checkGroup(group); err != nil {
+		return false, err
+	}
+	p, err := b.resolve(ctx, projectID)
+	if err != nil {
+		return false, err
+	}
+	if !isManaged(p) {
+		return false, b.notManaged(p)
+	}
+	bound, err := b.bound(ctx, p, group)
+	return !bound, err
 }
 
 func errConflictGone(projectID, group string) error {
