@@ -3,8 +3,10 @@ package harness
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sitebus/sitebus/e2e/waldursim"
 	"github.com/sitebus/sitebus/services/app"
@@ -62,4 +64,95 @@ func callLine(method, path, body string) string {
 		body = b.String()
 	}
 	return strings.TrimSpace(method + " " + path + " " + body)
+}
+
+// ExplainPeer is a platform simulator in an explain check: explain's name
+// for it, and its call log.
+type ExplainPeer struct {
+	// Target is the peer's name in explain's calls ("rancher", "openshift").
+	Target string
+	// Reset empties the simulator's call log; Changes are the calls that
+	// changed something since, as "METHOD path".
+	Reset   func()
+	Changes func() []string
+}
+
+// ExplainThenRun explains orderUUID, then runs it (start starts sitebus
+// when it is not running yet) until it is done, and checks that peer's
+// changes are what explain listed for it. It returns the explanation and
+// the Waldur changes the run made to the order and resUUID; norm, when
+// set, rewrites both Waldur lists before they are compared (what only the
+// platform decides, such as a generated id).
+func (s *Site) ExplainThenRun(t testing.TB, orderUUID, resUUID string, start func(), peer ExplainPeer, norm func([]string) []string) *app.OrderExplanation {
+	t.Helper()
+	ex := s.Explain(t, orderUUID)
+	if ex.Error != "" {
+		t.Fatalf("explain says the order would fail: %s", ex.Error)
+	}
+	if err := s.Admin.ResetCalls(Context(t, time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	peer.Reset()
+	start()
+	s.Deliver(orderUUID)
+	if o := s.WaitOrder(orderUUID, "done", "erred"); o.State != "done" {
+		t.Fatalf("order %s: %s (%s)", orderUUID, o.State, o.ErrorMessage)
+	}
+	calls, err := s.Admin.Calls(Context(t, time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if norm == nil {
+		norm = func(l []string) []string { return l }
+	}
+	SameChanges(t, ex.Type+": Waldur", norm(WaldurChanges(calls, orderUUID, resUUID)), norm(ExplainedChanges(ex, "waldur")))
+	var want []string
+	for _, c := range ex.Calls {
+		if c.Target == peer.Target && !c.Sent {
+			want = append(want, c.Method+" "+c.Path)
+		}
+	}
+	if len(want) == 0 {
+		t.Errorf("%s: explain lists no %s change: %+v", ex.Type, peer.Target, ex.Calls)
+	}
+	t.Logf("explain of %s lists the %s changes\n  %s", ex.Type, peer.Target, strings.Join(want, "\n  "))
+	SameChanges(t, ex.Type+": "+peer.Target, peer.Changes(), want)
+	return ex
+}
+
+// SameChanges reports what a run changed (got) when it is not what
+// explain listed (want), in order.
+func SameChanges(t testing.TB, what string, got, want []string) {
+	t.Helper()
+	if !slices.Equal(got, want) {
+		t.Errorf("%s: the run's changes\n  %s\nexplain listed\n  %s", what, strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+	}
+}
+
+// Changed keeps the calls of a simulator's log that change something
+// (not GET or HEAD, and not a login, whose path ends in login), as
+// "METHOD path".
+func Changed[C any](calls []C, line func(C) (method, path string), login string) []string {
+	var out []string
+	for _, c := range calls {
+		m, p := line(c)
+		if m != "GET" && m != "HEAD" && !strings.HasSuffix(p, login) {
+			out = append(out, m+" "+p)
+		}
+	}
+	return out
+}
+
+// ExplainLifecycle places a create, an update and a terminate of one
+// resource in turn and hands each order to check, which explains and runs
+// it; check's start starts sitebus for the create and does nothing after.
+func (s *Site) ExplainLifecycle(t testing.TB, check func(orderUUID, resUUID string, start func())) {
+	t.Helper()
+	created := CreateOrderSilent(t, s.Admin, "explained", map[string]int{"cpu": 2, "ram": 4, "storage": 10})
+	res := created.Resource.UUID
+	check(created.Order.UUID, res, func() { s.Start() })
+	upd, _ := s.Order(waldursim.CreateOrderRequest{Type: "Update", ResourceUUID: res, Limits: map[string]int{"cpu": 8, "ram": 16, "storage": 10}, Silent: true})
+	check(upd, res, func() {})
+	term, _ := s.Order(waldursim.CreateOrderRequest{Type: "Terminate", ResourceUUID: res, Silent: true})
+	check(term, res, func() {})
 }

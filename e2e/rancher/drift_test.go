@@ -3,6 +3,7 @@ package rancher_test
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"maps"
 	"net/http"
 	"slices"
@@ -19,31 +20,35 @@ import (
 // as an operator editing the project in Rancher's UI would.
 func (s *site) setAnnotations(projectID string, ann map[string]string) {
 	s.t.Helper()
-	body, _ := json.Marshal(map[string]any{"annotations": ann})
-	req, err := http.NewRequestWithContext(ctx(s.t), http.MethodPut, s.Rancher.URL()+"/v3/projects/"+projectID, bytes.NewReader(body))
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	o := s.Rancher.Options()
-	req.SetBasicAuth(o.AccessKey, o.SecretKey)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		s.t.Fatalf("PUT annotations of %s: %s", projectID, resp.Status)
-	}
+	s.rancherAPI(http.MethodPut, "/v3/projects/"+projectID, map[string]any{"annotations": ann}, http.StatusOK)
 }
 
 // deleteBinding deletes a project role template binding through
 // Rancher's API, as an operator would.
 func (s *site) deleteBinding(id string) {
 	s.t.Helper()
-	req, err := http.NewRequestWithContext(ctx(s.t), http.MethodDelete, s.Rancher.URL()+"/v3/projectroletemplatebindings/"+id, nil)
+	s.rancherAPI(http.MethodDelete, "/v3/projectroletemplatebindings/"+id, nil, http.StatusOK, http.StatusNoContent)
+}
+
+// rancherAPI sends one request to the Rancher simulator's API with the
+// site's key, as an operator would, and fails the test unless the answer
+// has one of the statuses want.
+func (s *site) rancherAPI(method, path string, body any, want ...int) {
+	s.t.Helper()
+	var r io.Reader
+	if body != nil {
+		raw, err := json.Marshal(body)
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		r = bytes.NewReader(raw)
+	}
+	req, err := http.NewRequestWithContext(ctx(s.t), method, s.Rancher.URL()+path, r)
 	if err != nil {
 		s.t.Fatal(err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	o := s.Rancher.Options()
 	req.SetBasicAuth(o.AccessKey, o.SecretKey)
@@ -52,8 +57,8 @@ func (s *site) deleteBinding(id string) {
 		s.t.Fatal(err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		s.t.Fatalf("DELETE binding %s: %s", id, resp.Status)
+	if !slices.Contains(want, resp.StatusCode) {
+		s.t.Fatalf("%s %s: %s", method, path, resp.Status)
 	}
 }
 

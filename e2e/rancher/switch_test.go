@@ -1,8 +1,6 @@
 package rancher_test
 
 import (
-	"bytes"
-	"encoding/json"
 	"maps"
 	"net/http"
 	"reflect"
@@ -78,22 +76,8 @@ var quotaGVR = corev1.SchemeGroupVersion.WithResource("resourcequotas")
 // principal).
 func (s *site) bindGroup(projectID, group, role string) {
 	s.t.Helper()
-	body, _ := json.Marshal(map[string]string{"projectId": projectID, "roleTemplateId": role, "groupPrincipalId": "keycloakoidc_group://" + group})
-	req, err := http.NewRequestWithContext(ctx(s.t), http.MethodPost, s.Rancher.URL()+"/v3/projectroletemplatebindings", bytes.NewReader(body))
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	o := s.Rancher.Options()
-	req.SetBasicAuth(o.AccessKey, o.SecretKey)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusCreated {
-		s.t.Fatalf("binding %s to %s: %s", group, projectID, resp.Status)
-	}
+	s.rancherAPI(http.MethodPost, "/v3/projectroletemplatebindings",
+		map[string]string{"projectId": projectID, "roleTemplateId": role, "groupPrincipalId": "keycloakoidc_group://" + group}, http.StatusCreated)
 }
 
 // foreignState is what must not change on a foreign project: the project
