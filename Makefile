@@ -81,6 +81,10 @@ unit:
 ## (e.g. -parallel 1 on a shared machine). FUZZMINIMIZETIME bounds the
 ## shrinking of each new interesting input, which go test otherwise gives
 ## up to 60 s, counted in FUZZTIME: a short run would mostly shrink.
+## FUZZTIME also takes a count (e.g. 3000x), which CI uses: with a
+## duration, Go 1.26 can fail a target with "context deadline exceeded"
+## and no crasher at the end of the time on a loaded machine
+## (golang/go#75804); a count has no deadline to race.
 FUZZTIME ?= 1m
 FUZZMINIMIZETIME ?= 5s
 FUZZFLAGS ?=
