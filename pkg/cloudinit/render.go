@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"path"
 	"regexp"
 	"slices"
 	"sort"
 	"strings"
+	"unicode"
 
 	"gopkg.in/yaml.v3"
 
@@ -341,6 +343,12 @@ func rewriteVolumes(root *yaml.Node, driver string, vols []Volume) error {
 		}
 		fsSetup = append(fsSetup, map[string]string{"device": dev, "filesystem": fs})
 		if vol.MountPoint != "" {
+			// The order's attributes refuse such mount points already;
+			// Render is called with plans too, so it checks again: a line
+			// break in a mount point did not survive the YAML round trip.
+			if mp := vol.MountPoint; !path.IsAbs(mp) || path.Clean(mp) != mp || strings.ContainsFunc(mp, unicode.IsControl) {
+				return fault.Errorf(fault.Invalid, "cloudinit: mount point %q is not a clean absolute path", mp)
+			}
 			mounts = append(mounts, []string{dev, vol.MountPoint})
 		}
 	}

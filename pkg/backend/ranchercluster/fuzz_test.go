@@ -38,7 +38,13 @@ func FuzzDecodeAttributes(f *testing.F) {
 		m, merr := DecodeManagedAttributes(raw)
 		checkRefusal(t, merr)
 		if merr == nil {
-			checkClusterLabel(t, m.Name)
+			// A managed cluster is named k8s-<resource slug>
+			// (FuzzClusterNames); the order's name is only its display
+			// name, free text as Waldur's names are, but never one that
+			// OpenStack refuses.
+			if m.Name != "" && checkOpenStackName(m.Name) != nil {
+				t.Fatalf("managed display name %q accepted, but OpenStack refuses it", m.Name)
+			}
 			if m.WorkerNodesCount < 1 || m.WorkerNodesDataVolumeSizeMB < 1 {
 				t.Fatalf("managed attributes with %d workers of %d MB accepted", m.WorkerNodesCount, m.WorkerNodesDataVolumeSizeMB)
 			}

@@ -43,7 +43,9 @@ func (a Attributes) Limits() map[string]float64 {
 	return out
 }
 
-var kubeVersion = regexp.MustCompile(`^v?[0-9]+\.[0-9]+(\.[0-9]+)?([-+][0-9A-Za-z.+-]+)?$`)
+// kubeVersion is a Kubernetes version as its own parser reads one: no
+// component with a leading zero ("00.0" is no version).
+var kubeVersion = regexp.MustCompile(`^v?(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(\.(0|[1-9][0-9]*))?([-+][0-9A-Za-z.+-]+)?$`)
 
 // DecodeAttributes reads a create order's attributes, collecting every
 // problem; unknown attributes are ignored, as Waldur sends the whole form.
