@@ -2,6 +2,7 @@ package waldur
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -48,6 +49,11 @@ func list[T any](ctx context.Context, c *Client, path string, q url.Values) ([]T
 			return all, nil
 		}
 		nu, err := u.Parse(next) // resolves relative links too
+		if err == nil && nu.Opaque != "" {
+			// "a0:0" parses as an opaque URL of scheme a0: its path is not
+			// a path of Waldur's, whatever scheme and host it is given.
+			err = errors.New("not a hierarchical URL")
+		}
 		if err != nil {
 			return nil, fmt.Errorf("waldur: GET %s: bad Link rel=next %q: %w", path, next, err)
 		}
