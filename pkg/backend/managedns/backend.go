@@ -140,6 +140,7 @@ func restConfig(s Settings, given *rest.Config) (*rest.Config, error) {
 		}
 	}
 	kubeapi.SetDefaults(cfg)
+	kubeapi.GuardAnswers(cfg, "Kubernetes")
 	return cfg, nil
 }
 

@@ -37,17 +37,3 @@ func TestAFailureStatusUnderA200IsRetriedNotTakenForTheProject(t *testing.T) {
 		t.Fatalf("error %v (kind %q), want an unavailable one naming OpenShift and the error object", err, fault.KindOf(err))
 	}
 }
-
-func TestOnlyAFailureStatusIsAnErrorObject(t *testing.T) {
-	for body, want := range map[string]bool{
-		`{"kind":"Status","status":"Failure","code":500}`:  true,
-		`{"kind":"Status","status":"Success"}`:             false,
-		`{"kind":"Namespace","status":{"phase":"Active"}}`: false,
-		`{"kind":"Project","status":"Failure"}`:            false,
-		`not json`:                                         false,
-	} {
-		if got := isFailureStatus([]byte(body)); got != want {
-			t.Errorf("isFailureStatus(%s) = %v, want %v", body, got, want)
-		}
-	}
-}

@@ -3,7 +3,6 @@ package okd
 import (
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
 	"log/slog"
 	"net/http"
 
@@ -16,7 +15,6 @@ import (
 	"github.com/sitebus/sitebus/pkg/backend"
 	"github.com/sitebus/sitebus/pkg/backend/kubeapi"
 	"github.com/sitebus/sitebus/pkg/config"
-	"github.com/sitebus/sitebus/pkg/httpbody"
 )
 
 // Type is the backend_type this package serves.
@@ -124,7 +122,7 @@ func New(s Settings, components map[string]config.BackendComponent, opts Options
 	// sees what it refused as a failed request; authTransport around the
 	// caller's wrapper, so its metrics see the 401 and the retry as two
 	// requests.
-	cfg.Wrap(guardAnswers)
+	kubeapi.GuardAnswers(cfg, "OpenShift")
 	if opts.WrapTransport != nil {
 		cfg.Wrap(opts.WrapTransport)
 	}
@@ -135,27 +133,6 @@ func New(s Settings, components map[string]config.BackendComponent, opts Options
 	}
 	return &Backend{settings: s, quota: codec, dyn: dyn, disco: disco, tokens: tokens, log: log,
 		resources: opts.Resources, adoptions: backend.AdoptionsCounter(opts.Registerer)}, nil
-}
-
-// guardAnswers caps what client-go reads of an answer (it reads a body
-// whole, without a cap) and refuses a 2xx that holds a Kubernetes Status
-// of failure, which client-go would decode as the object asked for: a
-// project that "exists" because a proxy said so. A watch is a stream,
-// capped but not read ahead.
-func guardAnswers(rt http.RoundTripper) http.RoundTripper {
-	return &httpbody.Guard{Next: rt, Peer: "OpenShift", ErrorObject: isFailureStatus,
-		Stream: func(r *http.Request) bool { return r.URL.Query().Get("watch") == "true" }}
-}
-
-// isFailureStatus tells a Kubernetes Status of failure ({"kind": "Status",
-// "status": "Failure"}) from a result; a deletion's Status of success is a
-// result.
-func isFailureStatus(body []byte) bool {
-	var st struct {
-		Kind   string `json:"kind"`
-		Status any    `json:"status"`
-	}
-	return json.Unmarshal(body, &st) == nil && st.Kind == "Status" && st.Status == "Failure"
 }
 
 // oauthTransport reaches the OAuth token endpoint with the settings' TLS

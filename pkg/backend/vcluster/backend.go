@@ -97,6 +97,7 @@ func New(s Settings, opts Options) (*Backend, error) {
 		}
 	}
 	kubeapi.SetDefaults(cfg)
+	kubeapi.GuardAnswers(cfg, "the host cluster")
 	if opts.WrapTransport != nil {
 		cfg.Wrap(opts.WrapTransport)
 	}

@@ -56,5 +56,6 @@ func (b *Backend) VirtualConfig(ctx context.Context, ns string) (*rest.Config, e
 		cfg.Host = b.settings.Server
 	}
 	kubeapi.SetDefaults(cfg)
+	kubeapi.GuardAnswers(cfg, "the virtual cluster")
 	return cfg, nil
 }
