@@ -87,11 +87,14 @@ func DriftOffering(op *OfferingPlan, w *waldur.Client, objects, members backend.
 	if err != nil {
 		return o, err
 	}
+	bindingsSync := func() ResourceSync {
+		return ResourceSync{Offering: hex, Bus: b, Repairs: drift.RepairsCounter(reg), kind: contract.DriftBindings}
+	}
 	if bp, ok := members.(BindingPlanner); ok {
-		o.Checks = append(o.Checks, &BindingsDrift{Offering: hex, Plan: svc.PlanBindings, Backend: bp, Bus: b, Repairs: drift.RepairsCounter(reg)})
+		o.Checks = append(o.Checks, &BindingsDrift{ResourceSync: bindingsSync(), Plan: svc.PlanBindings, Backend: bp})
 	}
 	if gp, ok := members.(GroupBindingPlanner); ok && mo.ProjectGroups != nil {
-		o.Checks = append(o.Checks, &GroupBindingsDrift{Offering: hex, Plan: svc.PlanGroupBindings, Backend: gp, Bus: b, Repairs: drift.RepairsCounter(reg)})
+		o.Checks = append(o.Checks, &GroupBindingsDrift{ResourceSync: bindingsSync(), Plan: svc.PlanGroupBindings, Backend: gp})
 	}
 	if op.Keycloak == nil || (mo.Groups == nil && mo.ProjectGroups == nil) {
 		return o, nil // no Keycloak groups (OKD binds users itself)
@@ -102,7 +105,7 @@ func DriftOffering(op *OfferingPlan, w *waldur.Client, objects, members backend.
 	if err != nil {
 		return o, err
 	}
-	o.Checks = append(o.Checks, &MembersDrift{Offering: hex, Plan: svc.Plan, Keycloak: kc, Bus: b})
+	o.Checks = append(o.Checks, &MembersDrift{ResourceSync: ResourceSync{Offering: hex, Bus: b}, Plan: svc.Plan, Keycloak: kc})
 	return o, nil
 }
 
@@ -121,17 +124,14 @@ var _ BindingPlanner = (*okd.Backend)(nil)
 // membership service to sync the resource (sync-resource), which sets the
 // bindings; it counts in sitebus_drift_repairs_total{kind="bindings"}.
 type BindingsDrift struct {
-	Offering string
-	Plan     func(ctx context.Context, offeringHex string) ([]membership.ResourceBindings, error)
-	Backend  BindingPlanner
-	Bus      *bus.Bus
-	Repairs  *prometheus.CounterVec
-	synced   passSyncs
+	ResourceSync
+	Plan    func(ctx context.Context, offeringHex string) ([]membership.ResourceBindings, error)
+	Backend BindingPlanner
 }
 
 // Find compares, changing nothing.
 func (d *BindingsDrift) Find(ctx context.Context) ([]contract.DriftFinding, error) {
-	d.synced = passSyncs{}
+	d.startPass()
 	plan, err := d.Plan(ctx, d.Offering)
 	if err != nil {
 		return nil, err
@@ -160,30 +160,41 @@ func (d *BindingsDrift) Find(ctx context.Context) ([]contract.DriftFinding, erro
 	return out, nil
 }
 
-// Repair has the membership service sync the finding's resource, once
-// a pass (see passSyncs).
-func (d *BindingsDrift) Repair(ctx context.Context, f contract.DriftFinding) error {
-	err := d.synced.sync(ctx, d.Bus, d.Offering, f.Resource)
-	drift.CountRepair(d.Repairs, contract.DriftBindings, err)
-	return err
+// ResourceSync is the repair the members and bindings checks share: the
+// membership service syncs the finding's resource (sync-resource), once a
+// pass. sync-resource applies the resource's whole team, so the repair of
+// its first finding puts back all of them; a sync per finding (one per
+// user whose binding or membership drifted) would read the team, the
+// groups and the bindings again for nothing, and after a failure wait out
+// the same error once per finding. A check's Find starts a pass.
+type ResourceSync struct {
+	Offering string
+	// Bus carries the repairs; nil: a repair errs (the drift command
+	// without --nats-url).
+	Bus *bus.Bus
+	// Repairs counts each repair under kind in sitebus_drift_repairs_total
+	// (nil: not counted, as members count in membership's own metric).
+	Repairs *prometheus.CounterVec
+	kind    string
+	// synced holds this pass's outcomes by resource; nil (a Repair
+	// without a Find) remembers nothing.
+	synced map[string]error
 }
 
-// passSyncs are the resources one drift pass had the membership service
-// sync, with the outcome. sync-resource applies the resource's whole
-// team, so the repair of its first finding puts back all of them; a sync
-// per finding (one per user whose binding or membership drifted) would
-// read the team, the groups and the bindings again for nothing, and after
-// a failure wait out the same error once per finding. Find starts a pass
-// with an empty one; nil (a Repair without a Find) remembers nothing.
-type passSyncs map[string]error
+func (r *ResourceSync) startPass() { r.synced = map[string]error{} }
 
-func (p passSyncs) sync(ctx context.Context, b *bus.Bus, offeringHex, resourceUUID string) error {
-	if err, ok := p[resourceUUID]; ok {
-		return err
+// Repair has the membership service sync the finding's resource, once a
+// pass.
+func (r *ResourceSync) Repair(ctx context.Context, f contract.DriftFinding) error {
+	err, ok := r.synced[f.Resource]
+	if !ok {
+		err = syncResource(ctx, r.Bus, r.Offering, f.Resource)
+		if r.synced != nil {
+			r.synced[f.Resource] = err
+		}
 	}
-	err := syncResource(ctx, b, offeringHex, resourceUUID)
-	if p != nil {
-		p[resourceUUID] = err
+	if r.kind != "" {
+		drift.CountRepair(r.Repairs, r.kind, err)
 	}
 	return err
 }
@@ -214,17 +225,14 @@ var _ GroupBindingPlanner = (*rancher.Backend)(nil)
 // the resource (sync-resource), which binds the group again; it counts in
 // sitebus_drift_repairs_total{kind="bindings"}.
 type GroupBindingsDrift struct {
-	Offering string
-	Plan     func(ctx context.Context, offeringHex string) ([]membership.ProjectGroupBinding, error)
-	Backend  GroupBindingPlanner
-	Bus      *bus.Bus
-	Repairs  *prometheus.CounterVec
-	synced   passSyncs
+	ResourceSync
+	Plan    func(ctx context.Context, offeringHex string) ([]membership.ProjectGroupBinding, error)
+	Backend GroupBindingPlanner
 }
 
 // Find compares, changing nothing.
 func (d *GroupBindingsDrift) Find(ctx context.Context) ([]contract.DriftFinding, error) {
-	d.synced = passSyncs{}
+	d.startPass()
 	plan, err := d.Plan(ctx, d.Offering)
 	if err != nil {
 		return nil, err
@@ -246,14 +254,6 @@ func (d *GroupBindingsDrift) Find(ctx context.Context) ([]contract.DriftFinding,
 	return out, nil
 }
 
-// Repair has the membership service sync the finding's resource, once
-// a pass (see passSyncs).
-func (d *GroupBindingsDrift) Repair(ctx context.Context, f contract.DriftFinding) error {
-	err := d.synced.sync(ctx, d.Bus, d.Offering, f.Resource)
-	drift.CountRepair(d.Repairs, contract.DriftBindings, err)
-	return err
-}
-
 // MembersDrift is membership's drift check of one offering: the members
 // the membership pass would set (its Plan) against Keycloak's, compared
 // as set-group-members compares them (MembershipMoves). A group without
@@ -263,18 +263,14 @@ func (d *GroupBindingsDrift) Repair(ctx context.Context, f contract.DriftFinding
 // through keycloak-sync, Keycloak's only writer, and counts the change in
 // sitebus_membership_changes_total by kind (added, removed).
 type MembersDrift struct {
-	Offering string
+	ResourceSync
 	Plan     func(ctx context.Context, offeringHex string) ([]membership.GroupMembers, error)
 	Keycloak MemberReader
-	// Bus carries the repairs; nil: a repair errs (the drift command
-	// without --nats).
-	Bus    *bus.Bus
-	synced passSyncs
 }
 
 // Find compares, changing nothing.
 func (m *MembersDrift) Find(ctx context.Context) ([]contract.DriftFinding, error) {
-	m.synced = passSyncs{}
+	m.startPass()
 	plan, err := m.Plan(ctx, m.Offering)
 	if err != nil {
 		return nil, err
@@ -306,10 +302,4 @@ func (m *MembersDrift) Find(ctx context.Context) ([]contract.DriftFinding, error
 		}
 	}
 	return out, nil
-}
-
-// Repair has the membership service sync the finding's resource, once
-// a pass (see passSyncs).
-func (m *MembersDrift) Repair(ctx context.Context, f contract.DriftFinding) error {
-	return m.synced.sync(ctx, m.Bus, m.Offering, f.Resource)
 }

@@ -44,7 +44,7 @@ func TestDriftRepairSyncsEachResourceOncePerPass(t *testing.T) {
 	}
 	defer sub.Stop(context.Background())
 
-	d := &BindingsDrift{Offering: "0123456789abcdef0123456789abcdef", Backend: bindingsGone{}, Bus: b,
+	d := &BindingsDrift{ResourceSync: ResourceSync{Offering: "0123456789abcdef0123456789abcdef", Bus: b, kind: contract.DriftBindings}, Backend: bindingsGone{},
 		Plan: func(context.Context, string) ([]membership.ResourceBindings, error) {
 			return []membership.ResourceBindings{
 				{Resource: "r-1", BackendID: "p-1", Users: map[string]string{"alice": "admin", "bob": "member", "carol": "member"}},
@@ -83,7 +83,7 @@ func (g groupBindings) PlanGroupBinding(_ context.Context, projectID, _ string) 
 // project that is gone or not sitebus's is left out, not an error.
 func TestGroupBindingsDriftReportsOnlyMissingBindingsOnManagedProjects(t *testing.T) {
 	child := contract.GroupSpec{Name: "project_genomics_member", Parent: "c_cm1"}
-	d := &GroupBindingsDrift{Offering: "0123456789abcdef0123456789abcdef",
+	d := &GroupBindingsDrift{ResourceSync: ResourceSync{Offering: "0123456789abcdef0123456789abcdef"},
 		Backend: groupBindings{"c:p-bound": nil, "c:p-gone": backend.ErrNotFound, "c:p-foreign": fault.Errorf(fault.NotManaged, "not sitebus's")},
 		Plan: func(context.Context, string) ([]membership.ProjectGroupBinding, error) {
 			var out []membership.ProjectGroupBinding
