@@ -243,22 +243,16 @@ const HeaderFrameBodySize = "Sitebus-Frame-Body-Size"
 // them neither fills the dead-letter stream nor trips NATS's payload limit.
 const keptOfOversized = 4 << 10
 
-// Decode turns a frame from the queue of (offeringHex, objectType) into an
+// decode turns a frame from the queue of (offeringHex, objectType) into an
 // event and its subject. The object type and offering come from the frame's
 // destination when it names a subscription queue (as the Python agent reads
 // account types from it), else from the queue it arrived on. On a malformed
 // frame it still returns the event (for the dead letter) and an error saying
-// what is wrong; subject is then where it would have gone, if known. A body
-// over maxBody bytes is malformed, and its event keeps only its first
-// bytes.
-func Decode(offeringHex, objectType string, f Frame, received time.Time, maxBody int) (*sitebusv1.WaldurEvent, string, error) {
-	ev, subject, _, err := decode(offeringHex, objectType, f, received, maxBody)
-	return ev, subject, err
-}
-
-// decode is Decode that also returns the event's ordering key
-// (events.OrderingKey), which both its subject's partition and the
-// publish's ordering header carry: read from the body once per frame.
+// what is wrong; subject is then where it would have gone, if known. key
+// is the event's ordering key (events.OrderingKey), which both its
+// subject's partition and the publish's ordering header carry: read from
+// the body once per frame. A body over maxBody bytes is malformed, and its
+// event keeps only its first bytes.
 func decode(offeringHex, objectType string, f Frame, received time.Time, maxBody int) (ev *sitebusv1.WaldurEvent, subject, key string, err error) {
 	id := f.MessageID
 	if id == "" {

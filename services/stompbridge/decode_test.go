@@ -68,7 +68,7 @@ func TestDecode(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			ev, subject, err := Decode(off, tc.queueType, tc.frame, time.Unix(100, 0), 1<<20)
+			ev, subject, _, err := decode(off, tc.queueType, tc.frame, time.Unix(100, 0), 1<<20)
 			if tc.wantErr == "" && err != nil {
 				t.Fatalf("unexpected error %v", err)
 			}
@@ -84,7 +84,7 @@ func TestDecode(t *testing.T) {
 			switch tc.wantID {
 			case "":
 			case "hash":
-				again, _, _ := Decode(off, tc.queueType, tc.frame, time.Now(), 1<<20)
+				again, _, _, _ := decode(off, tc.queueType, tc.frame, time.Now(), 1<<20)
 				if len(ev.MessageId) != 32 || again.MessageId != ev.MessageId {
 					t.Errorf("hash id %q not stable (%q)", ev.MessageId, again.MessageId)
 				}
@@ -112,7 +112,7 @@ func TestFrameOverTheBodyLimit(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			body := []byte(valid + strings.Repeat("x", tc.size-len(valid)-2) + `"}`)
-			ev, subject, err := Decode(off, "order", Frame{Destination: orderQueue, Body: body}, time.Unix(100, 0), 8<<10)
+			ev, subject, _, err := decode(off, "order", Frame{Destination: orderQueue, Body: body}, time.Unix(100, 0), 8<<10)
 			if tc.wantErr == "" {
 				if err != nil || subject == "" {
 					t.Fatalf("error %v, subject %q; want the event taken", err, subject)
@@ -131,7 +131,7 @@ func TestFrameOverTheBodyLimit(t *testing.T) {
 			// Two oversized frames differing past the kept part are two letters.
 			other := append([]byte(nil), body...)
 			other[len(other)-3] = 'y'
-			ev2, _, _ := Decode(off, "order", Frame{Destination: orderQueue, Body: other}, time.Unix(100, 0), 8<<10)
+			ev2, _, _, _ := decode(off, "order", Frame{Destination: orderQueue, Body: other}, time.Unix(100, 0), 8<<10)
 			if ev2.MessageId == ev.MessageId {
 				t.Errorf("frames differing at byte %d have one message id", len(other)-3)
 			}
