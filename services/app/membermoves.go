@@ -58,6 +58,25 @@ func MembershipMoves(ctx context.Context, kc MemberReader, plan []membership.Gro
 	)
 	byResource := map[string]map[string]*change{} // resource → user → groups left and joined
 	var order []string
+	// One lookup per person and pass: a site's staff are in hundreds of
+	// teams, and each lookup is a call to Keycloak (1,000 resources with
+	// teams of two drawn from ten people: 2,000 lookups become 10).
+	type userKey struct {
+		ref  string
+		byID bool
+	}
+	known := map[userKey]*keycloak.User{}
+	findUser := func(ref string, byID bool) (*keycloak.User, error) {
+		k := userKey{ref, byID}
+		if u, ok := known[k]; ok {
+			return u, nil
+		}
+		u, err := kc.FindUser(ctx, ref, byID)
+		if err == nil {
+			known[k] = u
+		}
+		return u, err
+	}
 	for _, gm := range plan {
 		name := groupPath(gm.Group.Name, gm.Group.Parent)
 		g, err := findGroupByName(ctx, kc, gm.Group.Name, gm.Group.Parent)
@@ -76,7 +95,7 @@ func MembershipMoves(ctx context.Context, kc MemberReader, plan []membership.Gro
 		}
 		var wanted []keycloak.User
 		for _, ref := range gm.Members {
-			u, err := kc.FindUser(ctx, ref, gm.ByID)
+			u, err := findUser(ref, gm.ByID)
 			if err != nil {
 				return nil, nil, fmt.Errorf("find user %s: %w", ref, err)
 			}

@@ -16,6 +16,7 @@ type realm struct {
 	groups  map[string]*keycloak.Group
 	members map[string][]string // group id → usernames
 	users   map[string]bool
+	lookups map[string]int // username → FindUser calls
 }
 
 func (r *realm) FindGroup(_ context.Context, name, _ string) (*keycloak.Group, error) {
@@ -23,6 +24,9 @@ func (r *realm) FindGroup(_ context.Context, name, _ string) (*keycloak.Group, e
 }
 
 func (r *realm) FindUser(_ context.Context, ref string, _ bool) (*keycloak.User, error) {
+	if r.lookups != nil {
+		r.lookups[ref]++
+	}
 	if !r.users[ref] {
 		return nil, nil
 	}
@@ -101,5 +105,22 @@ func TestMembershipMoves(t *testing.T) {
 				t.Errorf("groups %+v, want %+v", groups, tc.wantGroups)
 			}
 		})
+	}
+}
+
+// A person in many teams is looked up in Keycloak once per pass, found or
+// not: each lookup is a call, and a site's staff are in hundreds of teams.
+func TestMembershipMovesLooksEachUserUpOnce(t *testing.T) {
+	r := &realm{groups: map[string]*keycloak.Group{}, users: map[string]bool{"alice": true}, lookups: map[string]int{}}
+	var plan []membership.GroupMembers
+	for _, g := range []string{"ns_a_admin", "ns_b_admin", "ns_c_readonly"} {
+		r.groups[g] = &keycloak.Group{ID: g, Name: g, Managed: true}
+		plan = append(plan, membership.GroupMembers{Resource: g, Group: contract.GroupSpec{Name: g}, Members: []string{"alice", "newcomer"}})
+	}
+	if _, _, err := MembershipMoves(context.Background(), r, plan); err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]int{"alice": 1, "newcomer": 1}; !reflect.DeepEqual(r.lookups, want) {
+		t.Errorf("lookups %v, want %v", r.lookups, want)
 	}
 }
