@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sitebus/sitebus/e2e/waldursim"
+	"github.com/sitebus/sitebus/pkg/dryrun"
 	"github.com/sitebus/sitebus/services/app"
 )
 
@@ -27,11 +28,23 @@ func (s *Site) Explain(t testing.TB, orderUUID string) *app.OrderExplanation {
 	return &ex
 }
 
+// ExplainedCalls are every call an explanation lists: the order
+// handler's, then those of each saga step it ran, in order.
+func ExplainedCalls(ex *app.OrderExplanation) []dryrun.Call {
+	out := slices.Clone(ex.Calls)
+	if ex.Saga != nil {
+		for _, st := range ex.Saga.Steps {
+			out = append(out, st.Calls...)
+		}
+	}
+	return out
+}
+
 // ExplainedChanges are the calls to target an explanation lists as
 // changes (not sent), each as "METHOD path body" with the body compacted.
 func ExplainedChanges(ex *app.OrderExplanation, target string) []string {
 	var out []string
-	for _, c := range ex.Calls {
+	for _, c := range ExplainedCalls(ex) {
 		if c.Target == target && !c.Sent {
 			out = append(out, callLine(c.Method, c.Path, c.Body))
 		}
@@ -89,6 +102,13 @@ func (s *Site) ExplainThenRun(t testing.TB, orderUUID, resUUID string, start fun
 	if ex.Error != "" {
 		t.Fatalf("explain says the order would fail: %s", ex.Error)
 	}
+	if ex.Saga != nil {
+		for _, st := range ex.Saga.Steps {
+			if st.Error != "" || !st.Ran {
+				t.Fatalf("explain says saga step %s would fail (ran %v): %s", st.Name, st.Ran, st.Error)
+			}
+		}
+	}
 	if err := s.Admin.ResetCalls(Context(t, time.Minute)); err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +127,7 @@ func (s *Site) ExplainThenRun(t testing.TB, orderUUID, resUUID string, start fun
 	}
 	SameChanges(t, ex.Type+": Waldur", norm(WaldurChanges(calls, orderUUID, resUUID)), norm(ExplainedChanges(ex, "waldur")))
 	var want []string
-	for _, c := range ex.Calls {
+	for _, c := range ExplainedCalls(ex) {
 		if c.Target == peer.Target && !c.Sent {
 			want = append(want, c.Method+" "+c.Path)
 		}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/sitebus/sitebus/e2e/harness"
+	"github.com/sitebus/sitebus/e2e/keycloaksim"
 	"github.com/sitebus/sitebus/e2e/waldursim"
 	"github.com/sitebus/sitebus/services/app"
 )
@@ -133,5 +134,63 @@ func TestExplainListsTheCallsTheRunMakes(t *testing.T) {
 	}
 	if cr, err := s.cr(name); err == nil && cr.GetDeletionTimestamp() == nil {
 		t.Errorf("after the terminate ManagedNamespace %s is still there", name)
+	}
+}
+
+// explain of an order that runs as a saga (a ManagedNamespace whose
+// access goes through Keycloak groups) runs the saga's steps dry: the
+// Keycloak changes it lists under the steps are those the run then makes
+// (the simulator's call log), and so are the Waldur changes, the settle
+// step's included. The resource's project has no team, so the team step
+// changes nothing in either: in a dry run the groups the first step would
+// make do not exist, so members they would get cannot be listed.
+func TestExplainRunsTheSagaStepsAsTheRunDoes(t *testing.T) {
+	fx := harness.Fixture(t)
+	fx.Orders = nil
+	s := newSite(t, harness.WithFixture(fx), harness.WithoutStart(), withKeycloak,
+		harness.WithSitebusConfig(map[string]any{"periods": map[string]any{"order_process_period": "1h"}}))
+	kc := s.Keycloak
+	// Groups made by the run get ids of the simulator's; explain's are
+	// dryrun's placeholder (the last segment of the Location it answers).
+	var before map[string]bool
+	keycloak := harness.ExplainPeer{Target: "keycloak",
+		Reset: func() {
+			kc.ResetCalls()
+			before = map[string]bool{}
+			for _, g := range kc.Groups("waldur") {
+				before[g.ID] = true
+			}
+		},
+		Changes: func() []string {
+			var out []string
+			for _, l := range harness.Changed(kc.Calls(), func(c keycloaksim.Call) (string, string) { return c.Method, c.Path }, "/token") {
+				parts := strings.Split(l, "/")
+				for i := 1; i < len(parts); i++ {
+					if parts[i-1] == "groups" && !before[parts[i]] {
+						parts[i] = "dry-run"
+					}
+				}
+				out = append(out, strings.Join(parts, "/"))
+			}
+			return out
+		}}
+
+	created := harness.CreateOrderSilent(t, s.Admin, "sagalab", map[string]int{"cpu": 2, "ram": 4, "storage": 10})
+	res := created.Resource.UUID
+	ex := s.ExplainThenRun(t, created.Order.UUID, res, func() { s.Start() }, keycloak, nil)
+	if ex.Saga == nil || ex.Saga.Definition != "namespace-create" {
+		t.Fatalf("explain of a create with Keycloak groups: saga %+v, want namespace-create", ex.Saga)
+	}
+	for _, st := range ex.Saga.Steps {
+		t.Logf("step %s: commands %v, %d calls", st.Name, st.Commands, len(st.Calls))
+	}
+	if got := harness.ExplainedChanges(ex, "kubernetes"); len(got) != 1 || !strings.HasPrefix(got[0], "POST ") {
+		t.Errorf("explain of the create lists the Kubernetes changes %v, want the ManagedNamespace's POST", got)
+	}
+
+	term, _ := s.Order(waldursim.CreateOrderRequest{Type: "Terminate", ResourceUUID: res, Silent: true})
+	ex = s.ExplainThenRun(t, term, res, func() {}, keycloak, nil)
+	if ex.Saga == nil || ex.Saga.Definition != "namespace-terminate" {
+		t.Fatalf("explain of a terminate with Keycloak groups: saga %+v, want namespace-terminate", ex.Saga)
 	}
 }

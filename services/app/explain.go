@@ -2,9 +2,11 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -13,7 +15,11 @@ import (
 	"github.com/sitebus/sitebus/pkg/dryrun"
 	"github.com/sitebus/sitebus/pkg/events"
 	"github.com/sitebus/sitebus/pkg/fault"
+	"github.com/sitebus/sitebus/pkg/saga"
 	"github.com/sitebus/sitebus/pkg/waldur"
+	"github.com/sitebus/sitebus/services/coordinator"
+	"github.com/sitebus/sitebus/services/keycloaksync"
+	"github.com/sitebus/sitebus/services/membership"
 	"github.com/sitebus/sitebus/services/orderflow"
 	"github.com/sitebus/sitebus/services/stompbridge"
 )
@@ -53,11 +59,29 @@ type ExplainedSaga struct {
 	Steps      []ExplainedStep `json:"steps"`
 }
 
-// ExplainedStep is one step of a saga.
+// ExplainedStep is one step of a saga and, when it was run dry, what it
+// did: the commands its activity sent (to services run in this process,
+// not on the bus) and the calls their handlers made. Compensations are
+// listed, never run.
 type ExplainedStep struct {
 	Name         string `json:"name"`
 	Action       string `json:"action"`
 	Compensation string `json:"compensation,omitempty"`
+	// Ran: the step's action was run dry. A step after one that would
+	// fail is not run (the saga would compensate instead).
+	Ran bool `json:"ran"`
+	// Commands are the commands the action sent (service.command), in
+	// order, including those their handlers sent on (membership to
+	// keycloak-sync).
+	Commands []string `json:"commands,omitempty"`
+	// Calls are the requests the handlers made, as in
+	// OrderExplanation.Calls.
+	Calls []dryrun.Call `json:"calls,omitempty"`
+	// Output is the step's answer, as later steps and its compensation
+	// would see it.
+	Output json.RawMessage `json:"output,omitempty"`
+	// Error is why the step would fail.
+	Error string `json:"error,omitempty"`
 }
 
 // ErrUnknownOrder is ExplainOrder's error for an order no Waldur of the
@@ -114,8 +138,12 @@ func ExplainOrder(ctx context.Context, plan *Plan, orderUUID string) (*OrderExpl
 	if err != nil {
 		return nil, err
 	}
+	steps, err := d.stepHandlers()
+	if err != nil {
+		return nil, err
+	}
 	hex := op.Config.OfferingUUIDHex()
-	ex, err := orderflow.Explain(ctx, orderflow.Config{Offerings: all, Logger: discard}, hex, orderUUID)
+	ex, err := orderflow.Explain(ctx, orderflow.Config{Offerings: all, Logger: discard}, hex, orderUUID, steps)
 	if err != nil {
 		return nil, err
 	}
@@ -135,8 +163,69 @@ func ExplainOrder(ctx context.Context, plan *Plan, orderUUID string) (*OrderExpl
 	}
 	if ex.Saga != nil {
 		out.Saga = explainSaga(ex.Saga)
+		if err := runSteps(ctx, out.Saga, steps, rec); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
+}
+
+// stepHandlers are the commands of the services a saga's steps reach
+// (keycloak-sync and membership here; the order service's are added by
+// orderflow.Explain), built as `sitebus run` builds them, with the
+// dry-run transports, and answered in this process.
+func (d *deps) stepHandlers() (*contract.Local, error) {
+	l := &contract.Local{}
+	kos, err := d.keycloakOfferings()
+	if err != nil {
+		return nil, err
+	}
+	kc, err := keycloaksync.New(nil, keycloaksync.Config{Offerings: kos, Logger: d.log})
+	if err != nil {
+		return nil, err
+	}
+	kc.Handle(l)
+	mos, err := d.membershipOfferings()
+	if err != nil {
+		return nil, err
+	}
+	ms, err := membership.New(nil, membership.Config{Offerings: mos, Logger: d.log})
+	if err != nil {
+		return nil, err
+	}
+	ms.Handle(l)
+	return l, nil
+}
+
+// runSteps runs the saga's steps in order as the coordinator would (each
+// step's activity, with the outputs of the steps before it), through the
+// services' handlers in this process, and keeps what each did. Nothing is
+// stored and nothing is published: the saga exists only here. It stops at
+// the first step that fails, where the coordinator would compensate.
+func runSteps(ctx context.Context, s *ExplainedSaga, l *contract.Local, rec *dryrun.Recorder) error {
+	input, err := json.Marshal(s.Input)
+	if err != nil {
+		return fmt.Errorf("saga %s: input: %w", s.ID, err)
+	}
+	acts := coordinator.Activities(l)
+	outputs := map[string]json.RawMessage{}
+	for i := range s.Steps {
+		st := &s.Steps[i]
+		act := acts[st.Action]
+		if act == nil {
+			return fmt.Errorf("saga %s: step %s: no activity %s", s.ID, st.Name, st.Action)
+		}
+		calls, sent := len(rec.Calls()), len(l.Sent())
+		out, err := act(ctx, saga.ActivityInput{SagaID: s.ID, Definition: s.Definition, Step: st.Name, Attempt: 1,
+			Input: input, Outputs: maps.Clone(outputs)})
+		st.Ran, st.Calls, st.Commands = true, rec.Calls()[calls:], l.Sent()[sent:]
+		if err != nil {
+			st.Error = err.Error()
+			return nil
+		}
+		outputs[st.Name], st.Output = out, out
+	}
+	return nil
 }
 
 // findOrder reads the order from the Waldur of each offering (once per

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sitebus/sitebus/pkg/dryrun"
 	"github.com/sitebus/sitebus/services/app"
 )
 
@@ -74,40 +75,32 @@ func printExplain(out io.Writer, ex *app.OrderExplanation) {
 		fmt.Fprintf(out, ", resource %s", ex.Resource)
 	}
 	fmt.Fprintln(out)
-	changes := 0
 	fmt.Fprintln(out, "calls, in order (reads were sent; changes were NOT sent):")
-	for _, c := range ex.Calls {
-		target := c.Target + " " + c.Method + " " + c.Path
-		if c.Query != "" {
-			target += "?" + c.Query
-		}
-		if c.Sent {
-			fmt.Fprintf(out, "  read    %s -> %d\n", target, c.Status)
-			continue
-		}
-		changes++
-		fmt.Fprintf(out, "  CHANGE  %s", target)
-		if c.Body != "" {
-			b := c.Body
-			if len(b) > maxBody {
-				b = b[:maxBody] + "…"
-			}
-			fmt.Fprintf(out, " %s", b)
-		}
-		fmt.Fprintln(out)
-	}
+	changes := printCalls(out, "  ", ex.Calls)
 	for _, r := range ex.Requests {
 		changes++
 		fmt.Fprintf(out, "  REQUEST %s\n", r)
 	}
 	if s := ex.Saga; s != nil {
-		fmt.Fprintf(out, "saga %s (id %s); its steps would then run, each undone by its compensation when a later one fails:\n", s.Definition, s.ID)
+		fmt.Fprintf(out, "saga %s (id %s, not stored); its steps would then run, each undone by its compensation when a later one fails\n", s.Definition, s.ID)
+		fmt.Fprintln(out, "(run here in dry-run mode, in order; a step reads the platform as it is now, without what the steps before it would make):")
 		for i, st := range s.Steps {
 			comp := "nothing to undo"
 			if st.Compensation != "" {
-				comp = "undone by " + st.Compensation
+				comp = "undone by " + st.Compensation + ", not run"
 			}
 			fmt.Fprintf(out, "  %d. %s: %s (%s)\n", i+1, st.Name, st.Action, comp)
+			if !st.Ran {
+				fmt.Fprintln(out, "       not run: a step before it would fail")
+				continue
+			}
+			for _, c := range st.Commands {
+				fmt.Fprintf(out, "       command %s (in this process, not on the bus)\n", c)
+			}
+			changes += printCalls(out, "       ", st.Calls)
+			if st.Error != "" {
+				fmt.Fprintf(out, "       FAILS: %s\n", st.Error)
+			}
 		}
 	}
 	switch {
@@ -117,6 +110,31 @@ func printExplain(out io.Writer, ex *app.OrderExplanation) {
 		fmt.Fprintf(out, "outcome: %s\n", outcomeWords(ex.Outcome))
 	}
 	fmt.Fprintf(out, "%d change(s); nothing was changed\n", changes)
+}
+
+// printCalls lists calls, each line after indent, and counts the changes.
+func printCalls(out io.Writer, indent string, calls []dryrun.Call) (changes int) {
+	for _, c := range calls {
+		target := c.Target + " " + c.Method + " " + c.Path
+		if c.Query != "" {
+			target += "?" + c.Query
+		}
+		if c.Sent {
+			fmt.Fprintf(out, "%sread    %s -> %d\n", indent, target, c.Status)
+			continue
+		}
+		changes++
+		fmt.Fprintf(out, "%sCHANGE  %s", indent, target)
+		if c.Body != "" {
+			b := c.Body
+			if len(b) > maxBody {
+				b = b[:maxBody] + "…"
+			}
+			fmt.Fprintf(out, " %s", b)
+		}
+		fmt.Fprintln(out)
+	}
+	return changes
 }
 
 func outcomeWords(o string) string {

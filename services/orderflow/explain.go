@@ -42,8 +42,10 @@ type StartedSaga struct {
 // hex) once, exactly as an order event would (read, approve, dispatch by
 // type, start the saga or settle): only the saga starter and the bus
 // request to the membership service are replaced by recorders, and the
-// offerings' clients are expected to run dry.
-func Explain(ctx context.Context, cfg Config, offeringHex, orderUUID string) (Explained, error) {
+// offerings' clients are expected to run dry. When steps is not nil, the
+// service's saga-step commands (create-object, settle, …) for the same
+// offerings are handled on it, so the saga's steps can be run next.
+func Explain(ctx context.Context, cfg Config, offeringHex, orderUUID string, steps *contract.Local) (Explained, error) {
 	if err := cfg.Validate(); err != nil {
 		return Explained{}, err
 	}
@@ -55,6 +57,13 @@ func Explain(ctx context.Context, cfg Config, offeringHex, orderUUID string) (Ex
 	fc.Starter = rec
 	fc.setDefaults()
 	f := newFlow(fc)
+	if steps != nil {
+		s := &Service{Flow: f, cfg: cfg, backends: map[string]Offering{}}
+		for _, o := range cfg.Offerings {
+			s.backends[o.Config.OfferingUUIDHex()] = o
+		}
+		s.Handle(steps)
+	}
 	o, ok := f.offerings[offeringHex]
 	if !ok {
 		return Explained{}, fmt.Errorf("offering %s has no order_processing_backend here", offeringHex)
