@@ -44,6 +44,11 @@ func (c Call) Changes() bool { return !c.Sent }
 type Recorder struct {
 	mu    sync.Mutex
 	calls []Call
+	// orderStates are the states Waldur orders would be in after the
+	// changes recorded so far (approve_by_provider, set_state_*), by
+	// UUID as the path spells it: a later read of the order answers it,
+	// as Waldur would after the change.
+	orderStates map[string]string
 }
 
 // Calls is a copy of the calls made so far, oldest first.
@@ -87,9 +92,15 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp, err := t.next.RoundTrip(req)
 		if err == nil {
 			c.Status = resp.StatusCode
+			if t.target == "waldur" {
+				resp = t.rec.withOrderState(req, resp)
+			}
 		}
 		t.rec.add(c)
 		return resp, err
+	}
+	if t.target == "waldur" {
+		t.rec.noteOrderState(req)
 	}
 	var body []byte
 	if req.Body != nil {
@@ -274,4 +285,74 @@ func (t *transport) read(req *http.Request) []byte {
 		return nil
 	}
 	return data
+}
+
+// orderActions are the Waldur order actions sitebus posts, with the state
+// the order is in after each.
+var orderActions = map[string]string{
+	"approve_by_provider": "executing",
+	"set_state_executing": "executing",
+	"set_state_done":      "done",
+	"set_state_erred":     "erred",
+}
+
+// orderPath splits /api/marketplace-orders/<uuid>/[<action>/] into the
+// order's UUID and the action ("" for the order itself).
+func orderPath(path string) (uuid, action string, ok bool) {
+	rest, found := strings.CutPrefix(path, "/api/marketplace-orders/")
+	if !found {
+		return "", "", false
+	}
+	parts := strings.Split(strings.Trim(rest, "/"), "/")
+	switch len(parts) {
+	case 1:
+		return parts[0], "", parts[0] != ""
+	case 2:
+		return parts[0], parts[1], parts[0] != ""
+	}
+	return "", "", false
+}
+
+func (r *Recorder) noteOrderState(req *http.Request) {
+	uuid, action, ok := orderPath(req.URL.Path)
+	state := orderActions[action]
+	if !ok || state == "" || req.Method != http.MethodPost {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.orderStates == nil {
+		r.orderStates = map[string]string{}
+	}
+	r.orderStates[strings.ToLower(strings.ReplaceAll(uuid, "-", ""))] = state
+}
+
+// withOrderState answers a read of an order whose state a recorded
+// change would have moved with that state, as Waldur would: the order
+// lifecycle reads it again before it settles (it sets an order done only
+// while it is executing).
+func (r *Recorder) withOrderState(req *http.Request, resp *http.Response) *http.Response {
+	uuid, action, ok := orderPath(req.URL.Path)
+	if !ok || action != "" || resp.StatusCode != http.StatusOK {
+		return resp
+	}
+	r.mu.Lock()
+	state := r.orderStates[strings.ToLower(strings.ReplaceAll(uuid, "-", ""))]
+	r.mu.Unlock()
+	if state == "" {
+		return resp
+	}
+	data, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	var obj map[string]any
+	if err == nil && json.Unmarshal(data, &obj) == nil && obj != nil {
+		obj["state"] = state
+		if out, err := json.Marshal(obj); err == nil {
+			data = out
+		}
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(data))
+	resp.ContentLength = int64(len(data))
+	resp.Header.Del("Content-Length")
+	return resp
 }

@@ -100,3 +100,40 @@ func TestRecorderSendsReadsAndAnswersChanges(t *testing.T) {
 		})
 	}
 }
+
+// The order lifecycle approves an order and later reads it again before
+// it sets it done (only an executing order is set done): the read must
+// see the state the approval would have made, or the dry run would stop
+// short of the run.
+func TestAReadOfAnOrderSeesTheStateARecordedActionWouldMake(t *testing.T) {
+	waldur := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, `{"uuid":"ab","state":"pending-provider"}`)
+	}))
+	defer waldur.Close()
+	rec := &dryrun.Recorder{}
+	c := &http.Client{Transport: rec.Wrap(nil, "waldur")}
+	read := func(path string) string {
+		t.Helper()
+		resp, err := c.Get(waldur.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	if got := read("/api/marketplace-orders/ab/"); !strings.Contains(got, `"pending-provider"`) {
+		t.Fatalf("before any change the order reads %s", got)
+	}
+	resp, err := c.Post(waldur.URL+"/api/marketplace-orders/ab/approve_by_provider/", "application/json", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if got := read("/api/marketplace-orders/ab/"); !strings.Contains(got, `"state":"executing"`) {
+		t.Errorf("after approve_by_provider the order reads %s, want it executing", got)
+	}
+	if got := read("/api/marketplace-orders/cd/"); !strings.Contains(got, `"pending-provider"`) {
+		t.Errorf("another order reads %s, want it as Waldur answers", got)
+	}
+}

@@ -63,6 +63,9 @@ type Config struct {
 	// HTTPClient replaces the client built from the cloud's TLS settings
 	// (tests).
 	HTTPClient *http.Client
+	// WrapTransport, if set, wraps the transport last, around the answer
+	// guard (sitebus orders explain's dry run).
+	WrapTransport func(http.RoundTripper) http.RoundTripper
 	Logger     *slog.Logger
 }
 
@@ -133,6 +136,9 @@ func Connect(ctx context.Context, cfg Config) (*Client, error) {
 	// service's error object (a gateway's, or a service gone wrong) fails
 	// only as "expected response key not found", or not at all.
 	hc.Transport = &httpbody.Guard{Next: hc.Transport, Peer: "OpenStack", ErrorObject: isErrorObject}
+	if cfg.WrapTransport != nil {
+		hc.Transport = cfg.WrapTransport(hc.Transport)
+	}
 	c := &Client{cfg: cfg, auth: ao, eo: eo, http: hc, log: cfg.Logger.With("component", "openstack")}
 	if err := c.login(ctx); err != nil {
 		return nil, err

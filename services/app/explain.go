@@ -21,6 +21,7 @@ import (
 	"github.com/sitebus/sitebus/services/keycloaksync"
 	"github.com/sitebus/sitebus/services/membership"
 	"github.com/sitebus/sitebus/services/orderflow"
+	"github.com/sitebus/sitebus/services/provisioner"
 	"github.com/sitebus/sitebus/services/stompbridge"
 )
 
@@ -57,6 +58,12 @@ type ExplainedSaga struct {
 	ID         string          `json:"id"`
 	Input      any             `json:"input"`
 	Steps      []ExplainedStep `json:"steps"`
+	// Plan is a rancher-cluster create's plan, as its plan step computes
+	// it.
+	Plan json.RawMessage `json:"plan,omitempty"`
+	// NotRun says why the steps were not run dry (the cluster sagas):
+	// each then says what it would do (Does).
+	NotRun string `json:"not_run,omitempty"`
 }
 
 // ExplainedStep is one step of a saga and, when it was run dry, what it
@@ -82,6 +89,9 @@ type ExplainedStep struct {
 	Output json.RawMessage `json:"output,omitempty"`
 	// Error is why the step would fail.
 	Error string `json:"error,omitempty"`
+	// Does is what a step that is not run would make or remove, by the
+	// names the step gives them (the cluster sagas).
+	Does string `json:"does,omitempty"`
 }
 
 // ErrUnknownOrder is ExplainOrder's error for an order no Waldur of the
@@ -125,8 +135,6 @@ func ExplainOrder(ctx context.Context, plan *Plan, orderUUID string) (*OrderExpl
 	switch {
 	case name == "":
 		return nil, fmt.Errorf("offering %q has no order_processing_backend: sitebus does not process its orders", op.Config.Name)
-	case clusterBackend(name) || sagaOrders(name):
-		return nil, fmt.Errorf("offering %q: explain does not cover %s orders yet", op.Config.Name, name)
 	}
 	// The lookup's read is not the handler's: the listing starts with
 	// the handler's own read of the order.
@@ -134,6 +142,9 @@ func ExplainOrder(ctx context.Context, plan *Plan, orderUUID string) (*OrderExpl
 	d := &deps{cfg: plan.Config, plan: plan, offerings: offerings, log: discard,
 		transport: rec.Wrap}
 	d.backends.d = d
+	if clusterBackend(name) || sagaOrders(name) {
+		return d.explainClusterOrder(ctx, rec, op, order)
+	}
 	all, err := d.orderOfferings()
 	if err != nil {
 		return nil, err
@@ -147,22 +158,9 @@ func ExplainOrder(ctx context.Context, plan *Plan, orderUUID string) (*OrderExpl
 	if err != nil {
 		return nil, err
 	}
-	out := &OrderExplanation{Order: order.UUID, Type: order.Type, State: order.State,
-		Offering: fmt.Sprintf("%s (%s)", op.Config.Name, op.Config.WaldurOfferingUUID), Backend: name,
-		Resource: order.MarketplaceResourceUUID, Outcome: ex.Outcome, Calls: rec.Calls(), Requests: ex.Requests}
-	if out.Resource == "" {
-		out.Resource = order.ResourceUUID
-	}
-	if ex.Err != nil {
-		out.Error = ex.Err.Error()
-		if fault.IsTerminal(ex.Err) {
-			out.Error += " (terminal: the run marks the order erred)"
-		} else {
-			out.Error += " (the run retries, then marks the order erred)"
-		}
-	}
+	out := explanation(op, order, ex, rec)
 	if ex.Saga != nil {
-		out.Saga = explainSaga(ex.Saga)
+		out.Saga = explainSaga(ex.Saga, contract.Definitions(0))
 		if err := runSteps(ctx, out.Saga, steps, rec); err != nil {
 			return nil, err
 		}
@@ -267,11 +265,103 @@ func servedOfferings(plan *Plan) string {
 	return strings.Join(names, ", ")
 }
 
-// explainSaga adds the steps of the saga's definition, as the
-// coordinator runs it.
-func explainSaga(s *orderflow.StartedSaga) *ExplainedSaga {
+// explanation is what handling the order did (ex), before any saga step.
+func explanation(op *OfferingPlan, order *waldur.Order, ex orderflow.Explained, rec *dryrun.Recorder) *OrderExplanation {
+	out := &OrderExplanation{Order: order.UUID, Type: order.Type, State: order.State,
+		Offering: fmt.Sprintf("%s (%s)", op.Config.Name, op.Config.WaldurOfferingUUID), Backend: op.Config.OrderProcessingBackend,
+		Resource: order.MarketplaceResourceUUID, Outcome: ex.Outcome, Calls: rec.Calls(), Requests: ex.Requests}
+	if out.Resource == "" {
+		out.Resource = order.ResourceUUID
+	}
+	if ex.Err != nil {
+		out.Error = ex.Err.Error()
+		if fault.IsTerminal(ex.Err) {
+			out.Error += " (terminal: the run marks the order erred)"
+		} else {
+			out.Error += " (the run retries, then marks the order erred)"
+		}
+	}
+	return out
+}
+
+// explainClusterOrder explains an order of a rancher-cluster or vcluster
+// offering: the cluster-provisioner's order lifecycle handles it with
+// dry-run clients, and the saga it would start is planned, not run (see
+// provisioner.PlannedSaga): the rancher-cluster create's plan step runs,
+// reading the OpenStack catalog; every other step says what it would
+// make or remove, by the names the steps give their objects.
+func (d *deps) explainClusterOrder(ctx context.Context, rec *dryrun.Recorder, op *OfferingPlan, order *waldur.Order) (*OrderExplanation, error) {
+	clusters, err := d.clusterOfferings()
+	if err != nil {
+		return nil, err
+	}
+	vclusters, err := d.vclusterOfferings()
+	if err != nil {
+		return nil, err
+	}
+	hex := op.Config.OfferingUUIDHex()
+	var fo []orderflow.FlowOffering
+	for _, o := range d.offerings {
+		h := o.Config.OfferingUUIDHex()
+		if po, ok := clusters[h]; ok {
+			fo = append(fo, orderflow.FlowOffering{UUID: h, Name: po.Name, Waldur: o.Waldur,
+				Handler: clusterVerbs(func(ctx context.Context, offeringUUID string, order *waldur.Order) (provisioner.Input, error) {
+					return provisioner.InputOf(ctx, po, offeringUUID, order)
+				})})
+		}
+		if vo, ok := vclusters[h]; ok {
+			fo = append(fo, orderflow.FlowOffering{UUID: h, Name: vo.Name, Waldur: o.Waldur, Handler: vclusterVerbs(vo, h)})
+		}
+	}
+	ex, err := orderflow.ExplainFlow(ctx, orderflow.FlowConfig{Name: provisioner.Name, Sagas: provisioner.Definitions(),
+		Offerings: fo, Logger: d.log}, hex, order.UUID)
+	if err != nil {
+		return nil, err
+	}
+	out := explanation(op, order, ex, rec)
+	if ex.Saga == nil {
+		return out, nil
+	}
+	out.Saga = explainSaga(ex.Saga, provisioner.Definitions())
+	calls := len(rec.Calls())
+	var planned *provisioner.PlannedSaga
+	switch in := ex.Saga.Input.(type) {
+	case provisioner.Input:
+		planned, err = provisioner.ExplainCluster(ctx, clusters[hex], ex.Saga.Definition, in)
+	case provisioner.VClusterInput:
+		planned, err = provisioner.ExplainVCluster(vclusters[hex], ex.Saga.Definition, in)
+	default:
+		return nil, fmt.Errorf("saga %s: input %T", ex.Saga.Definition, ex.Saga.Input)
+	}
+	out.Saga.NotRun = "the steps make what the next ones need (tenants, a cluster and its token, VMs that boot and register), " +
+		"which a dry run cannot make: each step says what it would do, and its OpenStack, Rancher, Vault and Kubernetes calls are not listed"
+	for i := range out.Saga.Steps {
+		st := &out.Saga.Steps[i]
+		if i == 0 {
+			// The first step is the plan: its reads (the OpenStack
+			// catalog, for a create) are the ones made just now.
+			st.Calls = rec.Calls()[calls:]
+			if err != nil {
+				st.Ran, st.Error = true, err.Error()
+				break
+			}
+			st.Ran = planned.Plan != nil
+		}
+		if planned != nil {
+			st.Does = planned.Steps[st.Name]
+		}
+	}
+	if planned != nil {
+		out.Saga.Plan = planned.Plan
+	}
+	return out, nil
+}
+
+// explainSaga adds the steps of the saga's definition (one of defs), as
+// the coordinator runs it.
+func explainSaga(s *orderflow.StartedSaga, defs []saga.Definition) *ExplainedSaga {
 	out := &ExplainedSaga{Definition: s.Definition, ID: s.ID, Input: s.Input, Steps: []ExplainedStep{}}
-	for _, def := range contract.Definitions(0) {
+	for _, def := range defs {
 		if def.Name != s.Definition {
 			continue
 		}

@@ -83,15 +83,28 @@ func printExplain(out io.Writer, ex *app.OrderExplanation) {
 	}
 	if s := ex.Saga; s != nil {
 		fmt.Fprintf(out, "saga %s (id %s, not stored); its steps would then run, each undone by its compensation when a later one fails\n", s.Definition, s.ID)
-		fmt.Fprintln(out, "(run here in dry-run mode, in order; a step reads the platform as it is now, without what the steps before it would make):")
+		if s.NotRun != "" {
+			fmt.Fprintf(out, "(not run: %s)\n", s.NotRun)
+		} else {
+			fmt.Fprintln(out, "(run here in dry-run mode, in order; a step reads the platform as it is now, without what the steps before it would make):")
+		}
 		for i, st := range s.Steps {
 			comp := "nothing to undo"
 			if st.Compensation != "" {
 				comp = "undone by " + st.Compensation + ", not run"
 			}
 			fmt.Fprintf(out, "  %d. %s: %s (%s)\n", i+1, st.Name, st.Action, comp)
+			if st.Does != "" {
+				fmt.Fprintf(out, "       %s\n", st.Does)
+			}
 			if !st.Ran {
-				fmt.Fprintln(out, "       not run: a step before it would fail")
+				if s.NotRun == "" {
+					fmt.Fprintln(out, "       not run: a step before it would fail")
+				}
+				printCalls(out, "       ", st.Calls)
+				if st.Error != "" {
+					fmt.Fprintf(out, "       FAILS: %s\n", st.Error)
+				}
 				continue
 			}
 			for _, c := range st.Commands {

@@ -53,10 +53,7 @@ func Explain(ctx context.Context, cfg Config, offeringHex, orderUUID string, ste
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	rec := &explainRecorder{}
-	fc := flowConfig(cfg, rec.sync)
-	fc.Starter = rec
-	fc.setDefaults()
-	f := newFlow(fc)
+	f := explainFlow(flowConfig(cfg, rec.sync), rec)
 	if steps != nil {
 		s := &Service{Flow: f, cfg: cfg, backends: map[string]Offering{}}
 		for _, o := range cfg.Offerings {
@@ -64,6 +61,27 @@ func Explain(ctx context.Context, cfg Config, offeringHex, orderUUID string, ste
 		}
 		s.Handle(steps)
 	}
+	return explainOrder(ctx, f, rec, offeringHex, orderUUID)
+}
+
+// ExplainFlow is Explain for a lifecycle of another service (the
+// cluster-provisioner's, whose verbs start its sagas): fc's offerings and
+// verbs handle the order, and the saga it would start is recorded.
+func ExplainFlow(ctx context.Context, fc FlowConfig, offeringHex, orderUUID string) (Explained, error) {
+	if fc.Logger == nil {
+		fc.Logger = slog.New(slog.DiscardHandler)
+	}
+	rec := &explainRecorder{}
+	return explainOrder(ctx, explainFlow(fc, rec), rec, offeringHex, orderUUID)
+}
+
+func explainFlow(fc FlowConfig, rec *explainRecorder) *Flow {
+	fc.Starter = rec
+	fc.setDefaults()
+	return newFlow(fc)
+}
+
+func explainOrder(ctx context.Context, f *Flow, rec *explainRecorder, offeringHex, orderUUID string) (Explained, error) {
 	o, ok := f.offerings[offeringHex]
 	if !ok {
 		return Explained{}, fmt.Errorf("offering %s has no order_processing_backend here", offeringHex)
