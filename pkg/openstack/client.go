@@ -66,7 +66,7 @@ type Config struct {
 	// WrapTransport, if set, wraps the transport last, around the answer
 	// guard (sitebus orders explain's dry run).
 	WrapTransport func(http.RoundTripper) http.RoundTripper
-	Logger     *slog.Logger
+	Logger        *slog.Logger
 }
 
 func (c *Config) defaults() {
