@@ -177,6 +177,11 @@ func TestExplainRunsTheSagaStepsAsTheRunDoes(t *testing.T) {
 
 	created := harness.CreateOrderSilent(t, s.Admin, "sagalab", map[string]int{"cpu": 2, "ram": 4, "storage": 10})
 	res := created.Resource.UUID
+	text, code := s.Command(t, "orders", "explain", created.Order.UUID)
+	if code != 0 {
+		t.Fatalf("orders explain: exit %d\n%s", code, text)
+	}
+	t.Logf("orders explain %s:\n%s", created.Order.UUID, text)
 	ex := s.ExplainThenRun(t, created.Order.UUID, res, func() { s.Start() }, keycloak, nil)
 	if ex.Saga == nil || ex.Saga.Definition != "namespace-create" {
 		t.Fatalf("explain of a create with Keycloak groups: saga %+v, want namespace-create", ex.Saga)

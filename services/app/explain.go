@@ -132,8 +132,7 @@ func ExplainOrder(ctx context.Context, plan *Plan, orderUUID string) (*OrderExpl
 	}
 	op := &plan.Offerings[i]
 	name := op.Config.OrderProcessingBackend
-	switch {
-	case name == "":
+	if name == "" {
 		return nil, fmt.Errorf("offering %q has no order_processing_backend: sitebus does not process its orders", op.Config.Name)
 	}
 	// The lookup's read is not the handler's: the listing starts with

@@ -59,9 +59,11 @@ func ExplainCluster(ctx context.Context, o *Offering, def string, in Input) (*Pl
 	hex := hexUUID(in.ResourceUUID)
 	out := &PlannedSaga{Steps: map[string]string{}}
 	if def != ClusterCreate {
-		cluster := in.Resource.BackendID
-		if cluster == "" {
-			cluster = ranchercluster.ClusterName(in.Resource.Slug)
+		// backend_id is Rancher's id of the cluster (c-m-…), set by the
+		// create's settle step.
+		cluster := ranchercluster.ClusterName(in.Resource.Slug)
+		if id := in.Resource.BackendID; id != "" {
+			cluster += " (id " + id + ")"
 		}
 		stored := "the plan the create stored (bucket of the cluster-provisioner, in NATS; explain does not read it)"
 		switch def {
@@ -133,7 +135,7 @@ func ExplainCluster(ctx context.Context, o *Offering, def string, in Input) (*Pl
 	} else {
 		out.Steps["argocd"] = "nothing (no argocd_k8s_kubeconfig)"
 	}
-	out.Steps["settle"] = "tells Waldur the cluster's backend_id " + p.Cluster.Name + ", its metadata and endpoints, and that the order is done"
+	out.Steps["settle"] = "tells Waldur Rancher's id of cluster " + p.Cluster.Name + " as the backend_id, its metadata and endpoints, and that the order is done"
 	return out, nil
 }
 
