@@ -34,8 +34,13 @@ it belongs to, and runs the order lifecycle's code for it (the same code
 sitebus run uses, for create, update and terminate) with every client in
 dry-run mode: reads are sent, so the plan reflects the platform as it is
 now; every call that would change something (Waldur, Kubernetes, Rancher,
-OpenShift, Keycloak) is listed and not sent. When the order runs as a saga,
-its steps are listed with the compensation that undoes each.`,
+OpenShift, Keycloak, OpenStack) is listed and not sent. When the order runs
+as a saga, its steps are listed with the compensation that undoes each and
+run dry in this process, in order, each with the calls it would make (no
+saga is stored, nothing is published; compensations are not run). The
+rancher-cluster and vcluster sagas are planned instead: a cluster create's
+plan step runs (it reads the OpenStack catalog), and every step says what
+it would make or remove.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			plan, err := app.LoadPlan(*path)
