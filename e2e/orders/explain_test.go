@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/sitebus/sitebus/e2e/harness"
-	"github.com/sitebus/sitebus/e2e/keycloaksim"
 	"github.com/sitebus/sitebus/e2e/waldursim"
 	"github.com/sitebus/sitebus/services/app"
 )
@@ -36,7 +35,7 @@ func (s *site) runExplained(ex *app.OrderExplanation, orderUUID, resourceUUID st
 		s.t.Fatalf("explain says the order would fail: %s", ex.Error)
 	}
 	for _, c := range ex.Calls {
-		if !c.Sent && c.Method == "GET" {
+		if c.Changes() && c.Method == "GET" {
 			s.t.Errorf("a read was not sent: %+v", c)
 		}
 	}
@@ -66,7 +65,7 @@ func kubeChange(t testing.TB, ex *app.OrderExplanation) (method, name string, bo
 	t.Helper()
 	var changes []string
 	for _, c := range ex.Calls {
-		if c.Target != "kubernetes" || c.Sent {
+		if c.Target != "kubernetes" || !c.Changes() {
 			continue
 		}
 		changes = append(changes, c.Method+" "+c.Path)
@@ -149,31 +148,7 @@ func TestExplainRunsTheSagaStepsAsTheRunDoes(t *testing.T) {
 	fx.Orders = nil
 	s := newSite(t, harness.WithFixture(fx), harness.WithoutStart(), withKeycloak,
 		harness.WithSitebusConfig(map[string]any{"periods": map[string]any{"order_process_period": "1h"}}))
-	kc := s.Keycloak
-	// Groups made by the run get ids of the simulator's; explain's are
-	// dryrun's placeholder (the last segment of the Location it answers).
-	var before map[string]bool
-	keycloak := harness.ExplainPeer{Target: "keycloak",
-		Reset: func() {
-			kc.ResetCalls()
-			before = map[string]bool{}
-			for _, g := range kc.Groups("waldur") {
-				before[g.ID] = true
-			}
-		},
-		Changes: func() []string {
-			var out []string
-			for _, l := range harness.Changed(kc.Calls(), func(c keycloaksim.Call) (string, string) { return c.Method, c.Path }, "/token") {
-				parts := strings.Split(l, "/")
-				for i := 1; i < len(parts); i++ {
-					if parts[i-1] == "groups" && !before[parts[i]] {
-						parts[i] = "dry-run"
-					}
-				}
-				out = append(out, strings.Join(parts, "/"))
-			}
-			return out
-		}}
+	keycloak := harness.KeycloakPeer(s.Keycloak, "waldur")
 
 	created := harness.CreateOrderSilent(t, s.Admin, "sagalab", map[string]int{"cpu": 2, "ram": 4, "storage": 10})
 	res := created.Resource.UUID

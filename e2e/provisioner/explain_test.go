@@ -29,7 +29,7 @@ func TestExplainOfAClusterCreateIsThePlanTheRunMakes(t *testing.T) {
 		t.Fatalf("explain of a cluster create: error %q, saga %+v", ex.Error, ex.Saga)
 	}
 	for _, c := range ex.Calls {
-		if c.Target != "waldur" && !c.Sent {
+		if c.Target != "waldur" && c.Changes() {
 			t.Errorf("explain lists a change outside Waldur before the saga: %+v", c)
 		}
 	}

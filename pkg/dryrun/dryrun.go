@@ -33,11 +33,21 @@ type Call struct {
 	// answer. A change is never sent.
 	Sent   bool `json:"sent"`
 	Status int  `json:"status,omitempty"`
+	// Answered: a read below an object this dry run would have made
+	// (its path names PlaceholderID, e.g. the subgroups of a Keycloak
+	// group it would create), answered here with an empty list: the
+	// platform does not have the object, and right after its create it
+	// has nothing below it. Not sent, and no change.
+	Answered bool `json:"answered,omitempty"`
 }
 
 // Changes reports whether the call would change something (it was not
-// sent).
-func (c Call) Changes() bool { return !c.Sent }
+// sent, and is no read answered here).
+func (c Call) Changes() bool { return !c.Sent && !c.Answered }
+
+// PlaceholderID is the id of an object a create of this dry run would
+// make where the platform names it in its answer (Keycloak's Location).
+const PlaceholderID = "dry-run"
 
 // Recorder wraps transports and keeps the calls made through them, in
 // order. Safe for concurrent use.
@@ -87,6 +97,11 @@ type transport struct {
 
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	c := Call{Target: t.target, Method: req.Method, Path: req.URL.Path, Query: req.URL.RawQuery}
+	if isRead(req) && belowPlaceholder(req.URL.Path) {
+		c.Answered, c.Status = true, http.StatusOK
+		t.rec.add(c)
+		return respond(req, http.StatusOK, []byte("[]")), nil
+	}
 	if isRead(req) {
 		c.Sent = true
 		resp, err := t.next.RoundTrip(req)
@@ -180,16 +195,33 @@ func (t *transport) answer(req *http.Request, body []byte) *http.Response {
 			status, out = http.StatusNoContent, nil
 		}
 	}
-	h := http.Header{"Content-Type": []string{"application/json"}}
+	resp := respond(req, status, out)
 	if req.Method == http.MethodPost {
 		// Keycloak answers a create with the new object's URL, whose
 		// last segment is its id.
-		h.Set("Location", req.URL.String()+"/dry-run")
+		resp.Header.Set("Location", req.URL.String()+"/"+PlaceholderID)
 	}
+	return resp
+}
+
+func respond(req *http.Request, status int, out []byte) *http.Response {
 	return &http.Response{
 		Status: http.StatusText(status), StatusCode: status, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-		Header: h, Body: io.NopCloser(bytes.NewReader(out)), ContentLength: int64(len(out)), Request: req,
+		Header: http.Header{"Content-Type": []string{"application/json"}}, Body: io.NopCloser(bytes.NewReader(out)),
+		ContentLength: int64(len(out)), Request: req,
 	}
+}
+
+// belowPlaceholder: the path names a collection below an object of this
+// dry run (…/<PlaceholderID>/children).
+func belowPlaceholder(path string) bool {
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	for i, p := range parts {
+		if p == PlaceholderID && i < len(parts)-1 {
+			return true
+		}
+	}
+	return false
 }
 
 // kinds are the Kubernetes kinds of the resources sitebus patches, by

@@ -137,3 +137,30 @@ func TestAReadOfAnOrderSeesTheStateARecordedActionWouldMake(t *testing.T) {
 		t.Errorf("another order reads %s, want it as Waldur answers", got)
 	}
 }
+
+// A Keycloak group this dry run would create has no id but the
+// placeholder; the code then lists its subgroups. The platform would 404,
+// so the read is answered here: an object just made has nothing below.
+func TestAReadBelowAnObjectOfTheDryRunIsAnsweredEmpty(t *testing.T) {
+	p := &platform{}
+	srv := httptest.NewServer(p)
+	defer srv.Close()
+	rec := &dryrun.Recorder{}
+	c := &http.Client{Transport: rec.Wrap(nil, "keycloak")}
+	resp, err := c.Get(srv.URL + "/admin/realms/w/groups/" + dryrun.PlaceholderID + "/children")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || string(b) != "[]" {
+		t.Errorf("answered %d %s, want 200 []", resp.StatusCode, b)
+	}
+	if len(p.reached) != 0 {
+		t.Errorf("the read reached the platform: %v", p.reached)
+	}
+	calls := rec.Calls()
+	if len(calls) != 1 || !calls[0].Answered || calls[0].Sent || calls[0].Changes() {
+		t.Errorf("calls %+v, want one answered read that changes nothing", calls)
+	}
+}

@@ -127,6 +127,10 @@ func printExplain(out io.Writer, ex *app.OrderExplanation) {
 	case ex.Outcome != "":
 		fmt.Fprintf(out, "outcome: %s\n", outcomeWords(ex.Outcome))
 	}
+	if ex.Saga != nil && ex.Saga.NotRun != "" {
+		fmt.Fprintf(out, "%d change(s) listed, and the saga's steps above; nothing was changed\n", changes)
+		return
+	}
 	fmt.Fprintf(out, "%d change(s); nothing was changed\n", changes)
 }
 
@@ -137,8 +141,12 @@ func printCalls(out io.Writer, indent string, calls []dryrun.Call) (changes int)
 		if c.Query != "" {
 			target += "?" + c.Query
 		}
-		if c.Sent {
+		switch {
+		case c.Sent:
 			fmt.Fprintf(out, "%sread    %s -> %d\n", indent, target, c.Status)
+			continue
+		case c.Answered:
+			fmt.Fprintf(out, "%sread    %s -> empty, answered here (below an object this dry run would make)\n", indent, target)
 			continue
 		}
 		changes++

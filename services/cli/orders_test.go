@@ -122,6 +122,7 @@ func TestOrdersExplainPrintsReadsChangesAndSagaSteps(t *testing.T) {
 		"(not run: a dry run cannot make VMs)\n",
 		"  1. plan: plan (nothing to undo)\n       plans cluster k8s-lab\n",
 		"  2. cluster: cluster (undone by delete-cluster, not run)\n       makes Rancher cluster k8s-lab\noutcome",
+		"2 change(s) listed, and the saga's steps above; nothing was changed\n",
 	} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, b.String())
