@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 
@@ -59,6 +60,15 @@ type Recorder struct {
 	// UUID as the path spells it: a later read of the order answers it,
 	// as Waldur would after the change.
 	orderStates map[string]string
+	// made are the objects Rancher would have made in this dry run, by
+	// the path a read of them takes (<collection>/<id>), as answered to
+	// their create: a later step reads the project an earlier one made.
+	made map[string][]byte
+	// gone are the ids of the Rancher objects this dry run would have
+	// deleted: a later listing leaves them out, as Rancher's would (the
+	// terminate deletes a group only when no project binding of it is
+	// left after it removed its own).
+	gone map[string]bool
 }
 
 // Calls is a copy of the calls made so far, oldest first.
@@ -102,20 +112,31 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		t.rec.add(c)
 		return respond(req, http.StatusOK, []byte("[]")), nil
 	}
+	if obj := t.rec.madeAt(req); obj != nil {
+		c.Answered, c.Status = true, http.StatusOK
+		t.rec.add(c)
+		return respond(req, http.StatusOK, obj), nil
+	}
 	if isRead(req) {
 		c.Sent = true
 		resp, err := t.next.RoundTrip(req)
 		if err == nil {
 			c.Status = resp.StatusCode
-			if t.target == "waldur" {
+			switch t.target {
+			case "waldur":
 				resp = t.rec.withOrderState(req, resp)
+			case "rancher", "keycloak":
+				resp = t.rec.withoutGone(resp)
 			}
 		}
 		t.rec.add(c)
 		return resp, err
 	}
-	if t.target == "waldur" {
+	switch {
+	case t.target == "waldur":
 		t.rec.noteOrderState(req)
+	case t.target == "rancher" && req.Method == http.MethodDelete, t.target == "keycloak" && isKeycloakGroup(req):
+		t.rec.forget(req.URL.Path)
 	}
 	var body []byte
 	if req.Body != nil {
@@ -166,6 +187,7 @@ func (t *transport) answer(req *http.Request, body []byte) *http.Response {
 			out = body
 			if t.target == "rancher" {
 				out = withRancherID(body)
+				t.rec.remember(req.URL.Path, out)
 			}
 		}
 	case http.MethodPut:
@@ -210,6 +232,111 @@ func respond(req *http.Request, status int, out []byte) *http.Response {
 		Header: http.Header{"Content-Type": []string{"application/json"}}, Body: io.NopCloser(bytes.NewReader(out)),
 		ContentLength: int64(len(out)), Request: req,
 	}
+}
+
+// remember keeps what a create at collection would have made, when its
+// answer has an id.
+func (r *Recorder) remember(collection string, obj []byte) {
+	var v struct {
+		ID string `json:"id"`
+	}
+	if json.Unmarshal(obj, &v) != nil || v.ID == "" {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.made == nil {
+		r.made = map[string][]byte{}
+	}
+	r.made[strings.TrimSuffix(collection, "/")+"/"+v.ID] = obj
+}
+
+// madeAt is the object a plain read (no query) of req's path would get
+// if this dry run's creates had been sent, nil when none made it.
+func (r *Recorder) madeAt(req *http.Request) []byte {
+	if req.Method != http.MethodGet || req.URL.RawQuery != "" {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.made[strings.TrimSuffix(req.URL.Path, "/")]
+}
+
+// forget notes the id a Rancher delete at path names (its last segment).
+func (r *Recorder) forget(path string) {
+	id := path[strings.LastIndex(strings.TrimSuffix(path, "/"), "/")+1:]
+	if u, err := url.PathUnescape(strings.TrimSuffix(id, "/")); err == nil {
+		id = u
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.gone == nil {
+		r.gone = map[string]bool{}
+	}
+	r.gone[id] = true
+}
+
+// withoutGone leaves out of a Rancher listing ({"data":[…]}) the objects
+// this dry run would have deleted.
+func (r *Recorder) withoutGone(resp *http.Response) *http.Response {
+	r.mu.Lock()
+	gone := len(r.gone) > 0
+	r.mu.Unlock()
+	if !gone || resp.StatusCode != http.StatusOK {
+		return resp
+	}
+	data, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	var list map[string]any
+	var items []any
+	switch {
+	case err != nil:
+	case json.Unmarshal(data, &list) == nil:
+		// Rancher's collection.
+		if items, _ = list["data"].([]any); items != nil {
+			if kept := r.keep(items); len(kept) != len(items) {
+				list["data"] = kept
+				if out, err := json.Marshal(list); err == nil {
+					data = out
+				}
+			}
+		}
+	case json.Unmarshal(data, &items) == nil:
+		// Keycloak's list (a group's subgroups).
+		if kept := r.keep(items); len(kept) != len(items) {
+			if out, err := json.Marshal(kept); err == nil {
+				data = out
+			}
+		}
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(data))
+	resp.ContentLength = int64(len(data))
+	resp.Header.Del("Content-Length")
+	return resp
+}
+
+// keep are the items whose id this dry run would not have deleted.
+func (r *Recorder) keep(items []any) []any {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	kept := make([]any, 0, len(items))
+	for _, it := range items {
+		if obj, ok := it.(map[string]any); ok {
+			if id, _ := obj["id"].(string); r.gone[id] {
+				continue
+			}
+		}
+		kept = append(kept, it)
+	}
+	return kept
+}
+
+// isKeycloakGroup: req deletes a group (/admin/realms/<realm>/groups/<id>),
+// not a membership (/users/<id>/groups/<id>).
+func isKeycloakGroup(req *http.Request) bool {
+	parts := strings.Split(strings.Trim(req.URL.Path, "/"), "/")
+	n := len(parts)
+	return req.Method == http.MethodDelete && n >= 4 && parts[n-2] == "groups" && parts[n-4] == "realms"
 }
 
 // belowPlaceholder: the path names a collection below an object of this
