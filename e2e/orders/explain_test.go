@@ -35,7 +35,7 @@ func (s *site) runExplained(ex *app.OrderExplanation, orderUUID, resourceUUID st
 		s.t.Fatalf("explain says the order would fail: %s", ex.Error)
 	}
 	for _, c := range ex.Calls {
-		if !c.Sent && c.Method == "GET" {
+		if c.Changes() && c.Method == "GET" {
 			s.t.Errorf("a read was not sent: %+v", c)
 		}
 	}
@@ -65,7 +65,7 @@ func kubeChange(t testing.TB, ex *app.OrderExplanation) (method, name string, bo
 	t.Helper()
 	var changes []string
 	for _, c := range ex.Calls {
-		if c.Target != "kubernetes" || c.Sent {
+		if c.Target != "kubernetes" || !c.Changes() {
 			continue
 		}
 		changes = append(changes, c.Method+" "+c.Path)
@@ -133,5 +133,44 @@ func TestExplainListsTheCallsTheRunMakes(t *testing.T) {
 	}
 	if cr, err := s.cr(name); err == nil && cr.GetDeletionTimestamp() == nil {
 		t.Errorf("after the terminate ManagedNamespace %s is still there", name)
+	}
+}
+
+// explain of an order that runs as a saga (a ManagedNamespace whose
+// access goes through Keycloak groups) runs the saga's steps dry: the
+// Keycloak changes it lists under the steps are those the run then makes
+// (the simulator's call log), and so are the Waldur changes, the settle
+// step's included. The resource's project has no team, so the team step
+// changes nothing in either: in a dry run the groups the first step would
+// make do not exist, so members they would get cannot be listed.
+func TestExplainRunsTheSagaStepsAsTheRunDoes(t *testing.T) {
+	fx := harness.Fixture(t)
+	fx.Orders = nil
+	s := newSite(t, harness.WithFixture(fx), harness.WithoutStart(), withKeycloak,
+		harness.WithSitebusConfig(map[string]any{"periods": map[string]any{"order_process_period": "1h"}}))
+	keycloak := harness.KeycloakPeer(s.Keycloak, "waldur")
+
+	created := harness.CreateOrderSilent(t, s.Admin, "sagalab", map[string]int{"cpu": 2, "ram": 4, "storage": 10})
+	res := created.Resource.UUID
+	text, code := s.Command(t, "orders", "explain", created.Order.UUID)
+	if code != 0 {
+		t.Fatalf("orders explain: exit %d\n%s", code, text)
+	}
+	t.Logf("orders explain %s:\n%s", created.Order.UUID, text)
+	ex := s.ExplainThenRun(t, created.Order.UUID, res, func() { s.Start() }, keycloak, nil)
+	if ex.Saga == nil || ex.Saga.Definition != "namespace-create" {
+		t.Fatalf("explain of a create with Keycloak groups: saga %+v, want namespace-create", ex.Saga)
+	}
+	for _, st := range ex.Saga.Steps {
+		t.Logf("step %s: commands %v, %d calls", st.Name, st.Commands, len(st.Calls))
+	}
+	if got := harness.ExplainedChanges(ex, "kubernetes"); len(got) != 1 || !strings.HasPrefix(got[0], "POST ") {
+		t.Errorf("explain of the create lists the Kubernetes changes %v, want the ManagedNamespace's POST", got)
+	}
+
+	term, _ := s.Order(waldursim.CreateOrderRequest{Type: "Terminate", ResourceUUID: res, Silent: true})
+	ex = s.ExplainThenRun(t, term, res, func() {}, keycloak, nil)
+	if ex.Saga == nil || ex.Saga.Definition != "namespace-terminate" {
+		t.Fatalf("explain of a terminate with Keycloak groups: saga %+v, want namespace-terminate", ex.Saga)
 	}
 }

@@ -8,7 +8,9 @@ import (
 	"github.com/sitebus/sitebus/e2e/harness"
 	"github.com/sitebus/sitebus/e2e/kube"
 	"github.com/sitebus/sitebus/e2e/ranchersim"
+	"github.com/sitebus/sitebus/e2e/waldursim"
 	"github.com/sitebus/sitebus/pkg/dryrun"
+	"github.com/sitebus/sitebus/services/app"
 )
 
 // assigned rewrites what Rancher decides when it creates a project, which
@@ -64,4 +66,37 @@ func TestExplainListsTheCallsTheRunMakes(t *testing.T) {
 	}
 
 	s.ExplainLifecycle(t, explainThenRun)
+}
+
+// With keycloak_enabled a Rancher project's create and terminate are
+// sagas: explain runs their steps dry, and the Keycloak and Rancher
+// changes it lists under them are those the run then makes.
+func TestExplainRunsTheProjectSagaAsTheRunDoes(t *testing.T) {
+	fx := harness.Fixture(t)
+	fx.Orders, fx.Resources = nil, nil
+	s := &site{t: t, Site: harness.NewSite(t, harness.WithFixture(fx), harness.WithCluster(kube.Shared(t)), harness.WithRancher(ranchersim.Options{}),
+		harness.WithKeycloak(kcAdminPassword, harness.KeycloakUsers...), harness.WithGPU(), harness.WithoutStart(),
+		harness.WithSettings(map[string]any{"default_role": "workloads-manage", "keycloak_enabled": true}),
+		harness.WithSitebusConfig(map[string]any{"periods": map[string]any{"order_process_period": "1h"}}))}
+	keycloak := harness.KeycloakPeer(s.Keycloak, "waldur")
+	var resUUID string
+	check := func(orderUUID, res string, start func()) *app.OrderExplanation {
+		t.Helper()
+		resUUID = res
+		return s.ExplainThenRun(t, orderUUID, res, start, keycloak, func(l []string) []string {
+			r, err := s.Admin.Resource(ctx(t), resUUID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return assigned(l, r.BackendID)
+		})
+	}
+	created := harness.CreateOrderSilent(t, s.Admin, "explained", map[string]int{"cpu": 2, "ram": 4, "storage": 10})
+	if ex := check(created.Order.UUID, created.Resource.UUID, func() { s.Start() }); ex.Saga == nil || ex.Saga.Definition != "rancher-project-create" {
+		t.Fatalf("explain of a create with Keycloak: saga %+v", ex.Saga)
+	}
+	term, _ := s.Order(waldursim.CreateOrderRequest{Type: "Terminate", ResourceUUID: created.Resource.UUID, Silent: true})
+	if ex := check(term, created.Resource.UUID, func() {}); ex.Saga == nil || ex.Saga.Definition != "rancher-project-terminate" {
+		t.Fatalf("explain of a terminate with Keycloak: saga %+v", ex.Saga)
+	}
 }

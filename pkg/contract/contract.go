@@ -26,9 +26,18 @@ type Command[Req, Resp proto.Message] struct {
 	Name    string
 }
 
+// Caller sends a command and waits for its answer: a *bus.Bus, or a
+// [Local] that runs the command's handler in this process (sitebus orders
+// explain, which must publish nothing).
+type Caller interface {
+	Call(ctx context.Context, service, command string, req, resp proto.Message, opts ...bus.CallOption) error
+}
+
+var _ Caller = (*bus.Bus)(nil)
+
 // Call sends req and waits for the answer (see [bus.Bus.Call] for keys,
 // ordering and what a failure means).
-func (c Command[Req, Resp]) Call(ctx context.Context, b *bus.Bus, req Req, opts ...bus.CallOption) (Resp, error) {
+func (c Command[Req, Resp]) Call(ctx context.Context, b Caller, req Req, opts ...bus.CallOption) (Resp, error) {
 	var zero Resp
 	// A typed nil of a generated message still knows its type.
 	resp, _ := zero.ProtoReflect().Type().New().Interface().(Resp)

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 
@@ -33,17 +34,41 @@ type Call struct {
 	// answer. A change is never sent.
 	Sent   bool `json:"sent"`
 	Status int  `json:"status,omitempty"`
+	// Answered: a read below an object this dry run would have made
+	// (its path names PlaceholderID, e.g. the subgroups of a Keycloak
+	// group it would create), answered here with an empty list: the
+	// platform does not have the object, and right after its create it
+	// has nothing below it. Not sent, and no change.
+	Answered bool `json:"answered,omitempty"`
 }
 
 // Changes reports whether the call would change something (it was not
-// sent).
-func (c Call) Changes() bool { return !c.Sent }
+// sent, and is no read answered here).
+func (c Call) Changes() bool { return !c.Sent && !c.Answered }
+
+// PlaceholderID is the id of an object a create of this dry run would
+// make where the platform names it in its answer (Keycloak's Location).
+const PlaceholderID = "dry-run"
 
 // Recorder wraps transports and keeps the calls made through them, in
 // order. Safe for concurrent use.
 type Recorder struct {
 	mu    sync.Mutex
 	calls []Call
+	// orderStates are the states Waldur orders would be in after the
+	// changes recorded so far (approve_by_provider, set_state_*), by
+	// UUID as the path spells it: a later read of the order answers it,
+	// as Waldur would after the change.
+	orderStates map[string]string
+	// made are the objects Rancher would have made in this dry run, by
+	// the path a read of them takes (<collection>/<id>), as answered to
+	// their create: a later step reads the project an earlier one made.
+	made map[string][]byte
+	// gone are the ids of the Rancher objects this dry run would have
+	// deleted: a later listing leaves them out, as Rancher's would (the
+	// terminate deletes a group only when no project binding of it is
+	// left after it removed its own).
+	gone map[string]bool
 }
 
 // Calls is a copy of the calls made so far, oldest first.
@@ -82,14 +107,36 @@ type transport struct {
 
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	c := Call{Target: t.target, Method: req.Method, Path: req.URL.Path, Query: req.URL.RawQuery}
+	if isRead(req) && belowPlaceholder(req.URL.Path) {
+		c.Answered, c.Status = true, http.StatusOK
+		t.rec.add(c)
+		return respond(req, http.StatusOK, []byte("[]")), nil
+	}
+	if obj := t.rec.madeAt(req); obj != nil {
+		c.Answered, c.Status = true, http.StatusOK
+		t.rec.add(c)
+		return respond(req, http.StatusOK, obj), nil
+	}
 	if isRead(req) {
 		c.Sent = true
 		resp, err := t.next.RoundTrip(req)
 		if err == nil {
 			c.Status = resp.StatusCode
+			switch t.target {
+			case "waldur":
+				resp = t.rec.withOrderState(req, resp)
+			case "rancher", "keycloak":
+				resp = t.rec.withoutGone(resp)
+			}
 		}
 		t.rec.add(c)
 		return resp, err
+	}
+	switch {
+	case t.target == "waldur":
+		t.rec.noteOrderState(req)
+	case t.target == "rancher" && req.Method == http.MethodDelete, t.target == "keycloak" && isKeycloakGroup(req):
+		t.rec.forget(req.URL.Path)
 	}
 	var body []byte
 	if req.Body != nil {
@@ -140,6 +187,7 @@ func (t *transport) answer(req *http.Request, body []byte) *http.Response {
 			out = body
 			if t.target == "rancher" {
 				out = withRancherID(body)
+				t.rec.remember(req.URL.Path, out)
 			}
 		}
 	case http.MethodPut:
@@ -169,16 +217,138 @@ func (t *transport) answer(req *http.Request, body []byte) *http.Response {
 			status, out = http.StatusNoContent, nil
 		}
 	}
-	h := http.Header{"Content-Type": []string{"application/json"}}
+	resp := respond(req, status, out)
 	if req.Method == http.MethodPost {
 		// Keycloak answers a create with the new object's URL, whose
 		// last segment is its id.
-		h.Set("Location", req.URL.String()+"/dry-run")
+		resp.Header.Set("Location", req.URL.String()+"/"+PlaceholderID)
 	}
+	return resp
+}
+
+func respond(req *http.Request, status int, out []byte) *http.Response {
 	return &http.Response{
 		Status: http.StatusText(status), StatusCode: status, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-		Header: h, Body: io.NopCloser(bytes.NewReader(out)), ContentLength: int64(len(out)), Request: req,
+		Header: http.Header{"Content-Type": []string{"application/json"}}, Body: io.NopCloser(bytes.NewReader(out)),
+		ContentLength: int64(len(out)), Request: req,
 	}
+}
+
+// remember keeps what a create at collection would have made, when its
+// answer has an id.
+func (r *Recorder) remember(collection string, obj []byte) {
+	var v struct {
+		ID string `json:"id"`
+	}
+	if json.Unmarshal(obj, &v) != nil || v.ID == "" {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.made == nil {
+		r.made = map[string][]byte{}
+	}
+	r.made[strings.TrimSuffix(collection, "/")+"/"+v.ID] = obj
+}
+
+// madeAt is the object a plain read (no query) of req's path would get
+// if this dry run's creates had been sent, nil when none made it.
+func (r *Recorder) madeAt(req *http.Request) []byte {
+	if req.Method != http.MethodGet || req.URL.RawQuery != "" {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.made[strings.TrimSuffix(req.URL.Path, "/")]
+}
+
+// forget notes the id a Rancher delete at path names (its last segment).
+func (r *Recorder) forget(path string) {
+	id := path[strings.LastIndex(strings.TrimSuffix(path, "/"), "/")+1:]
+	if u, err := url.PathUnescape(strings.TrimSuffix(id, "/")); err == nil {
+		id = u
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.gone == nil {
+		r.gone = map[string]bool{}
+	}
+	r.gone[id] = true
+}
+
+// withoutGone leaves out of a Rancher listing ({"data":[…]}) the objects
+// this dry run would have deleted.
+func (r *Recorder) withoutGone(resp *http.Response) *http.Response {
+	r.mu.Lock()
+	gone := len(r.gone) > 0
+	r.mu.Unlock()
+	if !gone || resp.StatusCode != http.StatusOK {
+		return resp
+	}
+	data, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	var list map[string]any
+	var items []any
+	switch {
+	case err != nil:
+	case json.Unmarshal(data, &list) == nil:
+		// Rancher's collection.
+		if items, _ = list["data"].([]any); items != nil {
+			if kept := r.keep(items); len(kept) != len(items) {
+				list["data"] = kept
+				if out, err := json.Marshal(list); err == nil {
+					data = out
+				}
+			}
+		}
+	case json.Unmarshal(data, &items) == nil:
+		// Keycloak's list (a group's subgroups).
+		if kept := r.keep(items); len(kept) != len(items) {
+			if out, err := json.Marshal(kept); err == nil {
+				data = out
+			}
+		}
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(data))
+	resp.ContentLength = int64(len(data))
+	resp.Header.Del("Content-Length")
+	return resp
+}
+
+// keep are the items whose id this dry run would not have deleted.
+func (r *Recorder) keep(items []any) []any {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	kept := make([]any, 0, len(items))
+	for _, it := range items {
+		if obj, ok := it.(map[string]any); ok {
+			if id, _ := obj["id"].(string); r.gone[id] {
+				continue
+			}
+		}
+		kept = append(kept, it)
+	}
+	return kept
+}
+
+// isKeycloakGroup: req deletes a group (/admin/realms/<realm>/groups/<id>),
+// not a membership (/users/<id>/groups/<id>).
+func isKeycloakGroup(req *http.Request) bool {
+	parts := strings.Split(strings.Trim(req.URL.Path, "/"), "/")
+	n := len(parts)
+	return req.Method == http.MethodDelete && n >= 4 && parts[n-2] == "groups" && parts[n-4] == "realms"
+}
+
+// belowPlaceholder: the path names a collection below an object of this
+// dry run (…/<PlaceholderID>/children).
+func belowPlaceholder(path string) bool {
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	for i, p := range parts {
+		if p == PlaceholderID && i < len(parts)-1 {
+			return true
+		}
+	}
+	return false
 }
 
 // kinds are the Kubernetes kinds of the resources sitebus patches, by
@@ -274,4 +444,74 @@ func (t *transport) read(req *http.Request) []byte {
 		return nil
 	}
 	return data
+}
+
+// orderActions are the Waldur order actions sitebus posts, with the state
+// the order is in after each.
+var orderActions = map[string]string{
+	"approve_by_provider": "executing",
+	"set_state_executing": "executing",
+	"set_state_done":      "done",
+	"set_state_erred":     "erred",
+}
+
+// orderPath splits /api/marketplace-orders/<uuid>/[<action>/] into the
+// order's UUID and the action ("" for the order itself).
+func orderPath(path string) (uuid, action string, ok bool) {
+	rest, found := strings.CutPrefix(path, "/api/marketplace-orders/")
+	if !found {
+		return "", "", false
+	}
+	parts := strings.Split(strings.Trim(rest, "/"), "/")
+	switch len(parts) {
+	case 1:
+		return parts[0], "", parts[0] != ""
+	case 2:
+		return parts[0], parts[1], parts[0] != ""
+	}
+	return "", "", false
+}
+
+func (r *Recorder) noteOrderState(req *http.Request) {
+	uuid, action, ok := orderPath(req.URL.Path)
+	state := orderActions[action]
+	if !ok || state == "" || req.Method != http.MethodPost {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.orderStates == nil {
+		r.orderStates = map[string]string{}
+	}
+	r.orderStates[strings.ToLower(strings.ReplaceAll(uuid, "-", ""))] = state
+}
+
+// withOrderState answers a read of an order whose state a recorded
+// change would have moved with that state, as Waldur would: the order
+// lifecycle reads it again before it settles (it sets an order done only
+// while it is executing).
+func (r *Recorder) withOrderState(req *http.Request, resp *http.Response) *http.Response {
+	uuid, action, ok := orderPath(req.URL.Path)
+	if !ok || action != "" || resp.StatusCode != http.StatusOK {
+		return resp
+	}
+	r.mu.Lock()
+	state := r.orderStates[strings.ToLower(strings.ReplaceAll(uuid, "-", ""))]
+	r.mu.Unlock()
+	if state == "" {
+		return resp
+	}
+	data, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	var obj map[string]any
+	if err == nil && json.Unmarshal(data, &obj) == nil && obj != nil {
+		obj["state"] = state
+		if out, err := json.Marshal(obj); err == nil {
+			data = out
+		}
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(data))
+	resp.ContentLength = int64(len(data))
+	resp.Header.Del("Content-Length")
+	return resp
 }

@@ -100,3 +100,151 @@ func TestRecorderSendsReadsAndAnswersChanges(t *testing.T) {
 		})
 	}
 }
+
+// The order lifecycle approves an order and later reads it again before
+// it sets it done (only an executing order is set done): the read must
+// see the state the approval would have made, or the dry run would stop
+// short of the run.
+func TestAReadOfAnOrderSeesTheStateARecordedActionWouldMake(t *testing.T) {
+	waldur := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, `{"uuid":"ab","state":"pending-provider"}`)
+	}))
+	defer waldur.Close()
+	rec := &dryrun.Recorder{}
+	c := &http.Client{Transport: rec.Wrap(nil, "waldur")}
+	read := func(path string) string {
+		t.Helper()
+		resp, err := c.Get(waldur.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	if got := read("/api/marketplace-orders/ab/"); !strings.Contains(got, `"pending-provider"`) {
+		t.Fatalf("before any change the order reads %s", got)
+	}
+	resp, err := c.Post(waldur.URL+"/api/marketplace-orders/ab/approve_by_provider/", "application/json", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if got := read("/api/marketplace-orders/ab/"); !strings.Contains(got, `"state":"executing"`) {
+		t.Errorf("after approve_by_provider the order reads %s, want it executing", got)
+	}
+	if got := read("/api/marketplace-orders/cd/"); !strings.Contains(got, `"pending-provider"`) {
+		t.Errorf("another order reads %s, want it as Waldur answers", got)
+	}
+}
+
+// A Keycloak group this dry run would create has no id but the
+// placeholder; the code then lists its subgroups. The platform would 404,
+// so the read is answered here: an object just made has nothing below.
+func TestAReadBelowAnObjectOfTheDryRunIsAnsweredEmpty(t *testing.T) {
+	p := &platform{}
+	srv := httptest.NewServer(p)
+	defer srv.Close()
+	rec := &dryrun.Recorder{}
+	c := &http.Client{Transport: rec.Wrap(nil, "keycloak")}
+	resp, err := c.Get(srv.URL + "/admin/realms/w/groups/" + dryrun.PlaceholderID + "/children")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || string(b) != "[]" {
+		t.Errorf("answered %d %s, want 200 []", resp.StatusCode, b)
+	}
+	if len(p.reached) != 0 {
+		t.Errorf("the read reached the platform: %v", p.reached)
+	}
+	calls := rec.Calls()
+	if len(calls) != 1 || !calls[0].Answered || calls[0].Sent || calls[0].Changes() {
+		t.Errorf("calls %+v, want one answered read that changes nothing", calls)
+	}
+}
+
+// A later step reads the Rancher project an earlier step of the same dry
+// run would make (to bind a group to it): the read gets the project as
+// its create was answered, not the platform's 404.
+func TestAReadOfAnObjectTheDryRunWouldMakeGetsIt(t *testing.T) {
+	p := &platform{}
+	srv := httptest.NewServer(p)
+	defer srv.Close()
+	rec := &dryrun.Recorder{}
+	c := &http.Client{Transport: rec.Wrap(nil, "rancher")}
+	resp, err := c.Post(srv.URL+"/v3/projects", "application/json", strings.NewReader(`{"name":"lab","clusterId":"c-1"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	resp, err = c.Get(srv.URL + "/v3/projects/c-1:" + dryrun.PlaceholderProjectID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if want := `"id":"c-1:` + dryrun.PlaceholderProjectID + `"`; resp.StatusCode != 200 || !strings.Contains(string(b), want) {
+		t.Errorf("answered %d %s, want the project made with %s", resp.StatusCode, b, want)
+	}
+	if len(p.reached) != 0 {
+		t.Errorf("the read reached the platform: %v", p.reached)
+	}
+}
+
+// A terminate removes its project's binding of a group, then lists the
+// group's bindings to know whether the group is still used: the listing
+// must leave out the binding the dry run would have deleted.
+func TestARancherListingLeavesOutWhatTheDryRunWouldDelete(t *testing.T) {
+	rancher := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, `{"type":"collection","data":[{"id":"p-1:prtb-a"},{"id":"p-2:prtb-b"}]}`)
+	}))
+	defer rancher.Close()
+	rec := &dryrun.Recorder{}
+	c := &http.Client{Transport: rec.Wrap(nil, "rancher")}
+	req, _ := http.NewRequest(http.MethodDelete, rancher.URL+"/v3/projectroletemplatebindings/p-1%3Aprtb-a", nil)
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	resp, err = c.Get(rancher.URL + "/v3/projectroletemplatebindings?groupPrincipalId=g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if got := string(b); strings.Contains(got, "prtb-a") || !strings.Contains(got, "prtb-b") {
+		t.Errorf("listing %s, want p-2:prtb-b only", got)
+	}
+}
+
+// A Keycloak parent group is deleted only when no subgroup is left: after
+// the dry run would delete the child, the parent's children leave it out;
+// a membership removal deletes no group.
+func TestAKeycloakListingLeavesOutAGroupTheDryRunWouldDelete(t *testing.T) {
+	kc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, `[{"id":"child-1","name":"a"},{"id":"child-2","name":"b"}]`)
+	}))
+	defer kc.Close()
+	rec := &dryrun.Recorder{}
+	c := &http.Client{Transport: rec.Wrap(nil, "keycloak")}
+	for _, path := range []string{"/admin/realms/w/users/u-1/groups/child-2", "/admin/realms/w/groups/child-1"} {
+		req, _ := http.NewRequest(http.MethodDelete, kc.URL+path, nil)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	resp, err := c.Get(kc.URL + "/admin/realms/w/groups/parent/children")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if got := string(b); strings.Contains(got, "child-1") || !strings.Contains(got, "child-2") {
+		t.Errorf("children %s, want child-2 only", got)
+	}
+}

@@ -63,7 +63,10 @@ type Config struct {
 	// HTTPClient replaces the client built from the cloud's TLS settings
 	// (tests).
 	HTTPClient *http.Client
-	Logger     *slog.Logger
+	// WrapTransport, if set, wraps the transport last, around the answer
+	// guard (sitebus orders explain's dry run).
+	WrapTransport func(http.RoundTripper) http.RoundTripper
+	Logger        *slog.Logger
 }
 
 func (c *Config) defaults() {
@@ -133,6 +136,9 @@ func Connect(ctx context.Context, cfg Config) (*Client, error) {
 	// service's error object (a gateway's, or a service gone wrong) fails
 	// only as "expected response key not found", or not at all.
 	hc.Transport = &httpbody.Guard{Next: hc.Transport, Peer: "OpenStack", ErrorObject: isErrorObject}
+	if cfg.WrapTransport != nil {
+		hc.Transport = cfg.WrapTransport(hc.Transport)
+	}
 	c := &Client{cfg: cfg, auth: ao, eo: eo, http: hc, log: cfg.Logger.With("component", "openstack")}
 	if err := c.login(ctx); err != nil {
 		return nil, err

@@ -192,7 +192,11 @@ func (d *deps) keycloakOfferings() ([]keycloaksync.Offering, error) {
 		}
 		ko.Keycloak.Logger = d.log.With("offering", o.Config.Name)
 		ko.Keycloak.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
-			return telemetry.InstrumentTransport(rt, "keycloak", d.reg, d.tp)
+			rt = telemetry.InstrumentTransport(rt, "keycloak", d.reg, d.tp)
+			if d.transport != nil {
+				rt = d.transport(rt, "keycloak")
+			}
+			return rt
 		}
 		out = append(out, ko)
 	}

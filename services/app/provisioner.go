@@ -29,7 +29,9 @@ func (d *deps) clusterProvisioner(offerings map[string]*provisioner.Offering, vc
 	// The verbs need the provisioner, which settles through the flow:
 	// the verbs read prov when an order comes, after both are built.
 	var prov *provisioner.Service
-	verbs := clusterVerbs(func() *provisioner.Service { return prov })
+	verbs := clusterVerbs(func(ctx context.Context, offeringUUID string, order *waldur.Order) (provisioner.Input, error) {
+		return prov.Input(ctx, offeringUUID, order)
+	})
 	var fo []orderflow.FlowOffering
 	for _, o := range d.offerings {
 		if po, ok := offerings[o.Config.OfferingUUIDHex()]; ok {
@@ -56,13 +58,14 @@ func (d *deps) clusterProvisioner(offerings map[string]*provisioner.Offering, vc
 
 // clusterVerbs are the rancher-cluster offering's verbs: each order type
 // starts its saga (no Restore: Mastermind's plugin has none either).
-func clusterVerbs(prov func() *provisioner.Service) orderflow.Verbs {
+// input is the provisioner's Input (read when an order comes).
+func clusterVerbs(input func(ctx context.Context, offeringUUID string, order *waldur.Order) (provisioner.Input, error)) orderflow.Verbs {
 	start := func(def string) func(context.Context, *orderflow.Order) (*orderflow.Saga, error) {
 		return func(ctx context.Context, o *orderflow.Order) (*orderflow.Saga, error) {
 			if o.Type == waldur.OrderTypeRestore {
 				return nil, orderflow.Unsupported(o, ranchercluster.Type)
 			}
-			in, err := prov().Input(ctx, o.OfferingUUID, o.Order)
+			in, err := input(ctx, o.OfferingUUID, o.Order)
 			if err != nil {
 				return nil, err
 			}
@@ -120,7 +123,11 @@ func (d *deps) clusterOffering(name string, s *ranchercluster.Settings) (*provis
 	log := d.log.With("offering", name, "backend", ranchercluster.Type)
 	wrap := func(target string) func(http.RoundTripper) http.RoundTripper {
 		return func(rt http.RoundTripper) http.RoundTripper {
-			return telemetry.InstrumentTransport(rt, target, d.reg, d.tp)
+			rt = telemetry.InstrumentTransport(rt, target, d.reg, d.tp)
+			if d.transport != nil {
+				rt = d.transport(rt, target)
+			}
+			return rt
 		}
 	}
 	rc, err := rancher.NewClusterClient(rancher.ClusterOptions{BackendURL: s.BackendURL, AccessKey: s.Username, SecretKey: s.Password,
@@ -144,7 +151,12 @@ func (d *deps) clusterOffering(name string, s *ranchercluster.Settings) (*provis
 	o := &provisioner.Offering{Name: name, Settings: *s, Rancher: rc, CloudInit: ci,
 		// The zones' HTTP clients are built from their clouds' TLS
 		// settings (verify, cacert), so they are not wrapped here.
-		Cloud: provisioner.NewOpenStack(s, func(c *openstack.Config) { c.Logger = log })}
+		Cloud: provisioner.NewOpenStack(s, func(c *openstack.Config) {
+			c.Logger = log
+			if d.transport != nil {
+				c.WrapTransport = wrap("openstack")
+			}
+		})}
 	if s.ArgoCDKubeconfig != "" {
 		if o.ArgoCD, err = provisioner.NewArgoCD(s.ArgoCDKubeconfig.Reveal()); err != nil {
 			return nil, err

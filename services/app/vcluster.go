@@ -42,7 +42,11 @@ func (d *deps) vclusterOfferings() (map[string]*provisioner.VClusterOffering, er
 			rc, err := rancher.NewClusterClient(rancher.ClusterOptions{BackendURL: s.BackendURL, AccessKey: s.Username, SecretKey: s.Password,
 				VerifyCert: s.VerifyCert, Logger: d.log.With("offering", o.Config.Name, "backend", vcluster.Type),
 				WrapTransport: func(rt http.RoundTripper) http.RoundTripper {
-					return telemetry.InstrumentTransport(rt, "rancher", d.reg, d.tp)
+					rt = telemetry.InstrumentTransport(rt, "rancher", d.reg, d.tp)
+					if d.transport != nil {
+						rt = d.transport(rt, "rancher")
+					}
+					return rt
 				}})
 			if err != nil {
 				return nil, fmt.Errorf("offering %q: %w", o.Config.Name, err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sitebus/sitebus/pkg/dryrun"
 	"github.com/sitebus/sitebus/services/app"
 )
 
@@ -33,8 +34,13 @@ it belongs to, and runs the order lifecycle's code for it (the same code
 sitebus run uses, for create, update and terminate) with every client in
 dry-run mode: reads are sent, so the plan reflects the platform as it is
 now; every call that would change something (Waldur, Kubernetes, Rancher,
-OpenShift, Keycloak) is listed and not sent. When the order runs as a saga,
-its steps are listed with the compensation that undoes each.`,
+OpenShift, Keycloak, OpenStack) is listed and not sent. When the order runs
+as a saga, its steps are listed with the compensation that undoes each and
+run dry in this process, in order, each with the calls it would make (no
+saga is stored, nothing is published; compensations are not run). The
+rancher-cluster and vcluster sagas are planned instead: a cluster create's
+plan step runs (it reads the OpenStack catalog), and every step says what
+it would make or remove.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			plan, err := app.LoadPlan(*path)
@@ -74,19 +80,77 @@ func printExplain(out io.Writer, ex *app.OrderExplanation) {
 		fmt.Fprintf(out, ", resource %s", ex.Resource)
 	}
 	fmt.Fprintln(out)
-	changes := 0
 	fmt.Fprintln(out, "calls, in order (reads were sent; changes were NOT sent):")
-	for _, c := range ex.Calls {
+	changes := printCalls(out, "  ", ex.Calls)
+	for _, r := range ex.Requests {
+		changes++
+		fmt.Fprintf(out, "  REQUEST %s\n", r)
+	}
+	if s := ex.Saga; s != nil {
+		fmt.Fprintf(out, "saga %s (id %s, not stored); its steps would then run, each undone by its compensation when a later one fails\n", s.Definition, s.ID)
+		if s.NotRun != "" {
+			fmt.Fprintf(out, "(not run: %s)\n", s.NotRun)
+		} else {
+			fmt.Fprintln(out, "(run here in dry-run mode, in order; a step reads the platform as it is now, without what the steps before it would make):")
+		}
+		for i, st := range s.Steps {
+			comp := "nothing to undo"
+			if st.Compensation != "" {
+				comp = "undone by " + st.Compensation + ", not run"
+			}
+			fmt.Fprintf(out, "  %d. %s: %s (%s)\n", i+1, st.Name, st.Action, comp)
+			if st.Does != "" {
+				fmt.Fprintf(out, "       %s\n", st.Does)
+			}
+			if !st.Ran {
+				if s.NotRun == "" {
+					fmt.Fprintln(out, "       not run: a step before it would fail")
+				}
+				printCalls(out, "       ", st.Calls)
+				if st.Error != "" {
+					fmt.Fprintf(out, "       FAILS: %s\n", st.Error)
+				}
+				continue
+			}
+			for _, c := range st.Commands {
+				fmt.Fprintf(out, "       command %s (in this process, not on the bus)\n", c)
+			}
+			changes += printCalls(out, "       ", st.Calls)
+			if st.Error != "" {
+				fmt.Fprintf(out, "       FAILS: %s\n", st.Error)
+			}
+		}
+	}
+	switch {
+	case ex.Error != "":
+		fmt.Fprintf(out, "the order would fail: %s\n", ex.Error)
+	case ex.Outcome != "":
+		fmt.Fprintf(out, "outcome: %s\n", outcomeWords(ex.Outcome))
+	}
+	if ex.Saga != nil && ex.Saga.NotRun != "" {
+		fmt.Fprintf(out, "%d change(s) listed, and the saga's steps above; nothing was changed\n", changes)
+		return
+	}
+	fmt.Fprintf(out, "%d change(s); nothing was changed\n", changes)
+}
+
+// printCalls lists calls, each line after indent, and counts the changes.
+func printCalls(out io.Writer, indent string, calls []dryrun.Call) (changes int) {
+	for _, c := range calls {
 		target := c.Target + " " + c.Method + " " + c.Path
 		if c.Query != "" {
 			target += "?" + c.Query
 		}
-		if c.Sent {
-			fmt.Fprintf(out, "  read    %s -> %d\n", target, c.Status)
+		switch {
+		case c.Sent:
+			fmt.Fprintf(out, "%sread    %s -> %d\n", indent, target, c.Status)
+			continue
+		case c.Answered:
+			fmt.Fprintf(out, "%sread    %s -> empty, answered here (below an object this dry run would make)\n", indent, target)
 			continue
 		}
 		changes++
-		fmt.Fprintf(out, "  CHANGE  %s", target)
+		fmt.Fprintf(out, "%sCHANGE  %s", indent, target)
 		if c.Body != "" {
 			b := c.Body
 			if len(b) > maxBody {
@@ -96,27 +160,7 @@ func printExplain(out io.Writer, ex *app.OrderExplanation) {
 		}
 		fmt.Fprintln(out)
 	}
-	for _, r := range ex.Requests {
-		changes++
-		fmt.Fprintf(out, "  REQUEST %s\n", r)
-	}
-	if s := ex.Saga; s != nil {
-		fmt.Fprintf(out, "saga %s (id %s); its steps would then run, each undone by its compensation when a later one fails:\n", s.Definition, s.ID)
-		for i, st := range s.Steps {
-			comp := "nothing to undo"
-			if st.Compensation != "" {
-				comp = "undone by " + st.Compensation
-			}
-			fmt.Fprintf(out, "  %d. %s: %s (%s)\n", i+1, st.Name, st.Action, comp)
-		}
-	}
-	switch {
-	case ex.Error != "":
-		fmt.Fprintf(out, "the order would fail: %s\n", ex.Error)
-	case ex.Outcome != "":
-		fmt.Fprintf(out, "outcome: %s\n", outcomeWords(ex.Outcome))
-	}
-	fmt.Fprintf(out, "%d change(s); nothing was changed\n", changes)
+	return changes
 }
 
 func outcomeWords(o string) string {

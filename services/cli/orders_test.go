@@ -84,7 +84,10 @@ func TestOrdersExplainPrintsReadsChangesAndSagaSteps(t *testing.T) {
 			{Target: "kubernetes", Method: "POST", Path: "/apis/x/v1/managednamespaces", Body: strings.Repeat("x", 400)},
 		},
 		Saga: &app.ExplainedSaga{Definition: "namespace-create", ID: "order-1", Steps: []app.ExplainedStep{
-			{Name: "groups", Action: "ensure-groups", Compensation: "delete-created-groups"},
+			{Name: "groups", Action: "ensure-groups", Compensation: "delete-created-groups", Ran: true,
+				Commands: []string{"keycloak-sync.ensure-groups"},
+				Calls:    []dryrun.Call{{Target: "keycloak", Method: "POST", Path: "/admin/realms/waldur/groups", Body: `{"name":"ns_lab_admin"}`}}},
+			{Name: "team", Action: "sync-resource", Ran: true, Error: "no such project"},
 			{Name: "settle", Action: "settle"},
 		}},
 	}
@@ -96,13 +99,33 @@ func TestOrdersExplainPrintsReadsChangesAndSagaSteps(t *testing.T) {
 		"  read    waldur GET /api/marketplace-orders/" + knownOrder + "/ -> 200\n",
 		"  CHANGE  waldur POST /api/marketplace-orders/" + knownOrder + "/approve_by_provider/ {}\n",
 		"  CHANGE  kubernetes POST /apis/x/v1/managednamespaces " + strings.Repeat("x", maxBody) + "…\n",
-		"  1. groups: ensure-groups (undone by delete-created-groups)\n",
-		"  2. settle: settle (nothing to undo)\n",
+		"  1. groups: ensure-groups (undone by delete-created-groups, not run)\n",
+		"       command keycloak-sync.ensure-groups (in this process, not on the bus)\n",
+		"       CHANGE  keycloak POST /admin/realms/waldur/groups {\"name\":\"ns_lab_admin\"}\n",
+		"  2. team: sync-resource (nothing to undo)\n       FAILS: no such project\n",
+		"  3. settle: settle (nothing to undo)\n       not run: a step before it would fail\n",
 		"outcome: delegated (the saga above settles the order)\n",
-		"2 change(s); nothing was changed\n",
+		"3 change(s); nothing was changed\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+
+	// A cluster saga is planned, not run: each step says what it would do.
+	ex.Saga = &app.ExplainedSaga{Definition: "rancher-cluster-create", ID: "order-1", NotRun: "a dry run cannot make VMs",
+		Steps: []app.ExplainedStep{{Name: "plan", Action: "plan", Ran: true, Does: "plans cluster k8s-lab"},
+			{Name: "cluster", Action: "cluster", Compensation: "delete-cluster", Does: "makes Rancher cluster k8s-lab"}}}
+	b.Reset()
+	printExplain(&b, ex)
+	for _, want := range []string{
+		"(not run: a dry run cannot make VMs)\n",
+		"  1. plan: plan (nothing to undo)\n       plans cluster k8s-lab\n",
+		"  2. cluster: cluster (undone by delete-cluster, not run)\n       makes Rancher cluster k8s-lab\noutcome",
+		"2 change(s) listed, and the saga's steps above; nothing was changed\n",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, b.String())
 		}
 	}
 

@@ -17,8 +17,15 @@ import (
 	"github.com/sitebus/sitebus/pkg/saga"
 )
 
-// activities turn saga steps into commands.
-type activities struct{ bus *bus.Bus }
+// activities turn saga steps into commands, sent through bus: the
+// message bus, or a contract.Local in sitebus orders explain.
+type activities struct{ bus contract.Caller }
+
+// Activities are the activities of sitebus's saga definitions, by name,
+// each sending its step's command through c. The coordinator sends them
+// on the bus; `sitebus orders explain` runs them in order through a
+// contract.Local whose handlers run dry, to list what each step would do.
+func Activities(c contract.Caller) map[string]saga.Activity { return activities{bus: c}.all() }
 
 func (a activities) all() map[string]saga.Activity {
 	return map[string]saga.Activity{

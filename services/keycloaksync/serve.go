@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/sitebus/sitebus/pkg/bus"
@@ -90,3 +91,63 @@ func (s *Service) realmOf(offeringUUID string) (*realm, error) {
 func invalidf(format string, args ...any) error {
 	return bus.Terminal(fmt.Errorf("%w: %s", keycloak.ErrInvalid, fmt.Sprintf(format, args...)))
 }
+
+// Handle has l answer the commands the service serves, with the same
+// error rule as on the bus: sitebus orders explain runs a saga's Keycloak
+// steps this way, without the bus.
+//
+// Pending memberships are kept in NATS, which explain does not reach: the
+// handlers see none, and what they would store is forgotten.
+func (s *Service) Handle(l *contract.Local) {
+	s.mu.Lock()
+	if s.pending == nil {
+		s.pending = noPending{}
+	}
+	s.mu.Unlock()
+	handleLocal(l, contract.EnsureGroups, s.ensureGroups)
+	handleLocal(l, contract.DeleteGroups, s.deleteGroups)
+	handleLocal(l, contract.SetGroupMembers, s.setGroupMembers)
+	handleLocal(l, contract.AddMember, s.addMember)
+	handleLocal(l, contract.RemoveMember, s.removeMember)
+	handleLocal(l, contract.ListMembers, s.listMembers)
+}
+
+func handleLocal[Req, Resp any, PReq interface {
+	*Req
+	proto.Message
+}, PResp interface {
+	*Resp
+	proto.Message
+}](l *contract.Local, c contract.Command[PReq, PResp], h func(context.Context, PReq) (PResp, error)) {
+	contract.Handle(l, c, func(ctx context.Context, req PReq) (PResp, error) {
+		resp, err := h(ctx, req)
+		return resp, classify(err)
+	})
+}
+
+// noPending is an empty pending-membership bucket that keeps nothing,
+// for the handlers of [Service.Handle]. Only what the command handlers
+// call is here; the embedded nil interface is never called.
+type noPending struct{ jetstream.KeyValue }
+
+func (noPending) Get(context.Context, string) (jetstream.KeyValueEntry, error) {
+	return nil, jetstream.ErrKeyNotFound
+}
+
+func (noPending) Put(context.Context, string, []byte) (uint64, error) { return 0, nil }
+
+func (noPending) Delete(context.Context, string, ...jetstream.KVDeleteOpt) error { return nil }
+
+func (noPending) ListKeysFiltered(context.Context, ...string) (jetstream.KeyLister, error) {
+	return noKeys{}, nil
+}
+
+type noKeys struct{}
+
+func (noKeys) Keys() <-chan string {
+	c := make(chan string)
+	close(c)
+	return c
+}
+
+func (noKeys) Stop() error { return nil }

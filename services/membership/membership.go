@@ -90,7 +90,10 @@ type Config struct {
 
 // Service is the membership service.
 type Service struct {
-	bus       *bus.Bus
+	bus *bus.Bus
+	// calls reaches keycloak-sync: the bus, or the contract.Local of
+	// sitebus orders explain (see Handle).
+	calls     contract.Caller
 	cfg       Config
 	log       *slog.Logger
 	offerings map[string]Offering
@@ -105,7 +108,7 @@ func New(b *bus.Bus, cfg Config) (*Service, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	s := &Service{bus: b, cfg: cfg, log: cfg.Logger.With("service", Name), offerings: map[string]Offering{},
+	s := &Service{bus: b, calls: b, cfg: cfg, log: cfg.Logger.With("service", Name), offerings: map[string]Offering{},
 		changes: telemetry.Register(cfg.Registerer, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sitebus_membership_changes_total", Help: "Membership changes applied, by kind (added, removed, pending).",
 		}, []string{"kind"})),
@@ -206,6 +209,15 @@ func (s *Service) serveSyncCreated(ctx context.Context, req *sitebusv1.SyncResou
 	}
 	d, _ := bus.DeliveryFromContext(ctx)
 	return s.syncResource(ctx, o, req.ResourceUuid, "sync:"+d.Header.Get(bus.HeaderMsgID), true)
+}
+
+// Handle has l answer the commands the service serves, and sends the
+// service's own commands through l: sitebus orders explain runs a saga's
+// team step this way, without the bus.
+func (s *Service) Handle(l *contract.Local) {
+	s.calls = l
+	contract.Handle(l, contract.SyncResource, s.serveSync)
+	contract.Handle(l, contract.SyncCreated, s.serveSyncCreated)
 }
 
 // handleEvent syncs the resources a user_role or resource event concerns.
@@ -382,7 +394,7 @@ func (s *Service) syncAccessGroups(ctx context.Context, o Offering, res *waldur.
 		for _, ref := range gm.Members {
 			req.Members = append(req.Members, &sitebusv1.UserRef{Ref: ref, ById: gm.ByID})
 		}
-		resp, err := contract.SetGroupMembers.Call(ctx, s.bus, req, bus.WithKey(key+":"+g.Role))
+		resp, err := contract.SetGroupMembers.Call(ctx, s.calls, req, bus.WithKey(key+":"+g.Role))
 		if err == nil && resp.Missing && !recreated {
 			made, rerr := s.recreateGroups(ctx, o, res, groups, key)
 			if rerr != nil {
@@ -393,7 +405,7 @@ func (s *Service) syncAccessGroups(ctx context.Context, o Offering, res *waldur.
 			}
 			recreated = true
 			req.IfExists = false
-			resp, err = contract.SetGroupMembers.Call(ctx, s.bus, req, bus.WithKey(key+":"+g.Role+":recreated"))
+			resp, err = contract.SetGroupMembers.Call(ctx, s.calls, req, bus.WithKey(key+":"+g.Role+":recreated"))
 		}
 		if err == nil && resp.Missing {
 			err = bus.Terminal(fmt.Errorf("group %s is missing again right after it was made", g.Name))
@@ -438,7 +450,7 @@ func (s *Service) recreateGroups(ctx context.Context, o Offering, res *waldur.Re
 	for _, g := range groups {
 		req.Groups = append(req.Groups, &sitebusv1.GroupSpec{Name: g.Name, Description: g.Description, ParentName: g.Parent})
 	}
-	resp, err := contract.EnsureGroups.Call(ctx, s.bus, req, bus.WithKey(key+":recreate"))
+	resp, err := contract.EnsureGroups.Call(ctx, s.calls, req, bus.WithKey(key+":recreate"))
 	if err != nil {
 		return false, fmt.Errorf("recreate the groups of resource %s: %w", res.UUID, err)
 	}

@@ -118,7 +118,7 @@ func (s *Service) syncProjectGroups(ctx context.Context, o Offering, res *waldur
 		for _, g := range groups {
 			ensure.Groups = append(ensure.Groups, &sitebusv1.GroupSpec{Name: g.Name, Description: g.Description, ParentName: g.Parent})
 		}
-		if _, err := contract.EnsureGroups.Call(ctx, s.bus, ensure, bus.WithKey(key+":groups")); err != nil {
+		if _, err := contract.EnsureGroups.Call(ctx, s.calls, ensure, bus.WithKey(key+":groups")); err != nil {
 			return fmt.Errorf("ensure groups of %s: %w", child.Name, err)
 		}
 		if !created {
@@ -139,7 +139,7 @@ func (s *Service) syncProjectGroups(ctx context.Context, o Offering, res *waldur
 	}
 	set := &sitebusv1.SetGroupMembersRequest{OfferingUuid: offering, Group: &sitebusv1.GroupRef{Name: child.Name, ParentName: child.Parent},
 		Members: refs, IfExists: len(refs) == 0}
-	resp, err := contract.SetGroupMembers.Call(ctx, s.bus, set, bus.WithKey(key+":child"))
+	resp, err := contract.SetGroupMembers.Call(ctx, s.calls, set, bus.WithKey(key+":child"))
 	if err != nil {
 		return fmt.Errorf("set members of group %s: %w", child.Name, err)
 	}
@@ -166,7 +166,7 @@ func (s *Service) syncProjectGroups(ctx context.Context, o Offering, res *waldur
 		s.log.Info("group emptied but still bound to other projects; kept", "group", child.Name, "projects", len(left))
 		return nil
 	}
-	deleted, err := contract.DeleteGroups.Call(ctx, s.bus, contract.ProjectGroupsCleanup(offering, groups), bus.WithKey(key+":cleanup"))
+	deleted, err := contract.DeleteGroups.Call(ctx, s.calls, contract.ProjectGroupsCleanup(offering, groups), bus.WithKey(key+":cleanup"))
 	if err != nil {
 		return fmt.Errorf("delete emptied group %s: %w", child.Name, err)
 	}
@@ -180,7 +180,7 @@ func (s *Service) syncProjectGroups(ctx context.Context, o Offering, res *waldur
 // missing group holds nobody.
 func (s *Service) childMembers(ctx context.Context, o Offering, child contract.GroupSpec, key string) (refs map[string]bool, missing bool, err error) {
 	req := &sitebusv1.ListMembersRequest{OfferingUuid: o.Config.OfferingUUIDHex(), Group: &sitebusv1.GroupRef{Name: child.Name, ParentName: child.Parent}, IfExists: true}
-	resp, err := contract.ListMembers.Call(ctx, s.bus, req, bus.WithKey(key+":members"))
+	resp, err := contract.ListMembers.Call(ctx, s.calls, req, bus.WithKey(key+":members"))
 	if err != nil {
 		return nil, false, fmt.Errorf("list members of group %s: %w", child.Name, err)
 	}
@@ -225,7 +225,7 @@ func (s *Service) addChildMembers(ctx context.Context, o Offering, child contrac
 			continue
 		}
 		req := &sitebusv1.AddMemberRequest{OfferingUuid: o.Config.OfferingUUIDHex(), Group: &sitebusv1.GroupRef{Name: child.Name, ParentName: child.Parent}, User: ref}
-		resp, err := contract.AddMember.Call(ctx, s.bus, req, bus.WithKey(key+":add:"+ref.Ref))
+		resp, err := contract.AddMember.Call(ctx, s.calls, req, bus.WithKey(key+":add:"+ref.Ref))
 		if err != nil {
 			return fmt.Errorf("add %s to group %s: %w", ref.Ref, child.Name, err)
 		}

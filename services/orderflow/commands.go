@@ -166,3 +166,13 @@ func (s *Service) settleOrder(ctx context.Context, req *sitebusv1.SettleOrderReq
 	}
 	return &sitebusv1.SettleOrderResponse{OrderState: waldur.OrderStateDone}, nil
 }
+
+// Handle has l answer the saga steps this service owns: sitebus orders
+// explain runs them this way, without the bus.
+func (s *Service) Handle(l *contract.Local) {
+	contract.Handle(l, contract.CreateObject, s.createObject)
+	contract.Handle(l, contract.DeleteObject, s.deleteObject)
+	contract.Handle(l, contract.SettleOrder, s.settleOrder)
+	contract.Handle(l, contract.BindGroup, s.bindGroup)
+	contract.Handle(l, contract.UnbindGroup, s.unbindGroup)
+}

@@ -42,8 +42,10 @@ type StartedSaga struct {
 // hex) once, exactly as an order event would (read, approve, dispatch by
 // type, start the saga or settle): only the saga starter and the bus
 // request to the membership service are replaced by recorders, and the
-// offerings' clients are expected to run dry.
-func Explain(ctx context.Context, cfg Config, offeringHex, orderUUID string) (Explained, error) {
+// offerings' clients are expected to run dry. When steps is not nil, the
+// service's saga-step commands (create-object, settle, …) for the same
+// offerings are handled on it, so the saga's steps can be run next.
+func Explain(ctx context.Context, cfg Config, offeringHex, orderUUID string, steps *contract.Local) (Explained, error) {
 	if err := cfg.Validate(); err != nil {
 		return Explained{}, err
 	}
@@ -51,10 +53,35 @@ func Explain(ctx context.Context, cfg Config, offeringHex, orderUUID string) (Ex
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	rec := &explainRecorder{}
-	fc := flowConfig(cfg, rec.sync)
+	f := explainFlow(flowConfig(cfg, rec.sync), rec)
+	if steps != nil {
+		s := &Service{Flow: f, cfg: cfg, backends: map[string]Offering{}}
+		for _, o := range cfg.Offerings {
+			s.backends[o.Config.OfferingUUIDHex()] = o
+		}
+		s.Handle(steps)
+	}
+	return explainOrder(ctx, f, rec, offeringHex, orderUUID)
+}
+
+// ExplainFlow is Explain for a lifecycle of another service (the
+// cluster-provisioner's, whose verbs start its sagas): fc's offerings and
+// verbs handle the order, and the saga it would start is recorded.
+func ExplainFlow(ctx context.Context, fc FlowConfig, offeringHex, orderUUID string) (Explained, error) {
+	if fc.Logger == nil {
+		fc.Logger = slog.New(slog.DiscardHandler)
+	}
+	rec := &explainRecorder{}
+	return explainOrder(ctx, explainFlow(fc, rec), rec, offeringHex, orderUUID)
+}
+
+func explainFlow(fc FlowConfig, rec *explainRecorder) *Flow {
 	fc.Starter = rec
 	fc.setDefaults()
-	f := newFlow(fc)
+	return newFlow(fc)
+}
+
+func explainOrder(ctx context.Context, f *Flow, rec *explainRecorder, offeringHex, orderUUID string) (Explained, error) {
 	o, ok := f.offerings[offeringHex]
 	if !ok {
 		return Explained{}, fmt.Errorf("offering %s has no order_processing_backend here", offeringHex)

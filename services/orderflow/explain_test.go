@@ -54,7 +54,7 @@ func TestExplainReportsWhatTheLifecycleWouldDo(t *testing.T) {
 			o := tc.offering
 			o.Config = &config.Offering{Name: "test", WaldurOfferingUUID: offeringHex}
 			o.Waldur, o.Backend = w, newFakeBackend()
-			ex, err := Explain(context.Background(), Config{Offerings: []Offering{o}}, offeringHex, orderUUID)
+			ex, err := Explain(context.Background(), Config{Offerings: []Offering{o}}, offeringHex, orderUUID, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -82,7 +82,7 @@ func TestExplainReportsWhatTheLifecycleWouldDo(t *testing.T) {
 
 func TestExplainRefusesAnOfferingItDoesNotServe(t *testing.T) {
 	o := Offering{Config: &config.Offering{Name: "test", WaldurOfferingUUID: offeringHex}, Waldur: newFakeWaldur(nil, nil), Backend: newFakeBackend()}
-	_, err := Explain(context.Background(), Config{Offerings: []Offering{o}}, "00000000000040008000000000000001", orderUUID)
+	_, err := Explain(context.Background(), Config{Offerings: []Offering{o}}, "00000000000040008000000000000001", orderUUID, nil)
 	if err == nil || !strings.Contains(err.Error(), "has no order_processing_backend here") {
 		t.Fatalf("error %v, want the offering named as not served", err)
 	}

@@ -25,7 +25,6 @@ import (
 
 	"github.com/sitebus/sitebus/pkg/bus"
 	"github.com/sitebus/sitebus/pkg/contract"
-	"github.com/sitebus/sitebus/pkg/events"
 	"github.com/sitebus/sitebus/pkg/fault"
 	sitebusv1 "github.com/sitebus/sitebus/pkg/gen/sitebus/v1"
 	"github.com/sitebus/sitebus/pkg/saga"
@@ -198,21 +197,7 @@ func (s *Service) Input(ctx context.Context, offeringUUID string, order *waldur.
 	if !ok {
 		return Input{}, fault.Terminal(fmt.Errorf("offering %s is no rancher-cluster offering here", offeringUUID))
 	}
-	resUUID := order.MarketplaceResourceUUID
-	if resUUID == "" {
-		resUUID = order.ResourceUUID
-	}
-	res, err := o.Waldur.GetResource(ctx, resUUID)
-	if err != nil {
-		return Input{}, fmt.Errorf("get resource %s: %w", resUUID, err)
-	}
-	return Input{
-		OfferingUUID: offeringUUID, OrderUUID: events.HexUUID(order.UUID), ResourceUUID: res.UUID,
-		Resource: ResourceRef{UUID: res.UUID, Name: res.Name, Slug: res.Slug, BackendID: res.BackendID,
-			ProjectUUID: res.ProjectUUID, ProjectSlug: res.ProjectSlug, ProjectName: res.ProjectName,
-			CustomerUUID: res.CustomerUUID, CustomerSlug: res.CustomerSlug, CustomerName: res.CustomerName},
-		Attributes: order.Attributes,
-	}, nil
+	return InputOf(ctx, o, offeringUUID, order)
 }
 
 // busGroups sends keycloak-sync's commands.
