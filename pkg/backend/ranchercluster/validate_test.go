@@ -259,7 +259,9 @@ func TestValidateSelfManagedRules(t *testing.T) {
 				delete(m, "tenant")
 				nodeOf(m, 0)["tenant"], nodeOf(m, 1)["tenant"] = zoneUUID["a"], zoneUUID["c"]
 			},
-			catalog: func(c *fakeCatalog) { c.without = map[string][]string{"az-c": {"5f0c1a2b-3c4d-4e5f-8a9b-0c1d2e3f4a5b"}} },
+			catalog: func(c *fakeCatalog) {
+				c.without = map[string][]string{"az-c": {"5f0c1a2b-3c4d-4e5f-8a9b-0c1d2e3f4a5b"}}
+			},
 			want: "nodes[1].subnet: There is no subnet 5f0c1a2b-3c4d-4e5f-8a9b-0c1d2e3f4a5b in OpenStack offering Zone c " +
 				"that its nodes may use (one of its project's, or on a shared network).",
 		},
