@@ -297,6 +297,108 @@ func TestSelfManagedOrders(t *testing.T) {
 		s.wantNothingLeftButOpenStack(resUUID)
 		wantInventory(t, s, before, "after the terminate")
 	})
+
+	t.Run("day two: servers added, named nodes removed", func(t *testing.T) { dayTwo(t, s, u, before) })
+}
+
+// dayTwo checks a self-managed cluster's update orders: servers added
+// (odd counts only) and named nodes drained and removed, never the last
+// server or agent; the terminate then leaves OpenStack as before.
+func dayTwo(t *testing.T, s *site, u userNetwork, before map[string][]string) {
+	name := "lab-day-two"
+	resUUID := s.orderDone(t, "self-managed create", waldursim.CreateOrderRequest{ResourceName: name, Attributes: selfManagedAttributes(name, u)})
+	pc, ok := s.Rancher.ProvisioningClusterNamed(name)
+	if !ok {
+		t.Fatalf("no provisioning cluster %s", name)
+	}
+	update := func(attrs map[string]any) *waldursim.APIOrder {
+		t.Helper()
+		orderUUID, _ := s.order(waldursim.CreateOrderRequest{Type: "Update", ResourceUUID: resUUID, Attributes: attrs})
+		return s.WaitOrder(orderUUID, "done", "erred")
+	}
+	vms := func() []string {
+		var out []string
+		for _, sv := range s.OpenStack.Inventory("").Servers {
+			if strings.HasPrefix(sv.Name, name+"-") {
+				out = append(out, sv.Name)
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	active := func() []string {
+		var out []string
+		for _, n := range s.Rancher.Nodes(pc.ClusterID) {
+			if n.State == "active" {
+				out = append(out, n.Hostname)
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	node := func(n int) string { return fmt.Sprintf("%s-rancher-node-%d", name, n) }
+
+	// Two servers more: three in all, like the first, each with the
+	// order's key.
+	if o := update(map[string]any{"server_nodes_count": 3}); o.State != "done" {
+		t.Fatalf("three servers %s: %s", o.State, o.ErrorMessage)
+	}
+	want := []string{node(1), node(2), node(3), node(4), node(5)}
+	if got := vms(); !slices.Equal(got, want) {
+		t.Errorf("VMs %v after adding servers, want %v", got, want)
+	}
+	if got := active(); !slices.Equal(got, want) {
+		t.Errorf("active Rancher nodes %v after adding servers, want %v", got, want)
+	}
+	for _, n := range []string{node(4), node(5)} {
+		sv := s.OpenStack.ServersNamed(n)
+		if len(sv) != 1 {
+			t.Fatalf("%d VMs named %s", len(sv), n)
+		}
+		plan, err := vmboot.Parse(sv[0].UserData)
+		if err != nil || !slices.Equal(plan.Roles, []string{"etcd", "controlplane"}) || !slices.Equal(plan.AuthorizedKeys, []string{orderKey}) {
+			t.Errorf("new server %s: roles %v, keys %v (%v)", n, plan.Roles, plan.AuthorizedKeys, err)
+		}
+	}
+	if o := update(map[string]any{"server_nodes_count": 4}); o.State != "erred" || !strings.Contains(o.ErrorMessage, "must be 1, 3 or 5") {
+		t.Errorf("four servers %s: %q, want erred", o.State, o.ErrorMessage)
+	}
+
+	// A named agent: drained, then its VM and Rancher node removed.
+	drains := len(s.Rancher.Drains())
+	if o := update(map[string]any{"remove_nodes": []any{node(3)}}); o.State != "done" {
+		t.Fatalf("remove %s %s: %s", node(3), o.State, o.ErrorMessage)
+	}
+	if n := len(s.Rancher.Drains()) - drains; n != 1 {
+		t.Errorf("%d drains for one removed node", n)
+	}
+	want = []string{node(1), node(2), node(4), node(5)}
+	if got := vms(); !slices.Equal(got, want) {
+		t.Errorf("VMs %v after removing %s, want %v", got, node(3), want)
+	}
+	if got := active(); !slices.Equal(got, want) {
+		t.Errorf("active Rancher nodes %v after removing %s, want %v", got, node(3), want)
+	}
+
+	// Never the last agent, nor a server count that is even.
+	for attrs, msg := range map[string]string{
+		node(2): "the cluster would keep no agent node",
+		node(4): "the cluster would keep 2 servers, and must keep 1, 3 or 5",
+	} {
+		if o := update(map[string]any{"remove_nodes": []any{attrs}}); o.State != "erred" || !strings.Contains(o.ErrorMessage, msg) {
+			t.Errorf("remove %s %s: %q, want erred with %q", attrs, o.State, o.ErrorMessage, msg)
+		}
+	}
+	if got := vms(); !slices.Equal(got, want) {
+		t.Errorf("VMs %v after the refused removals, want %v", got, want)
+	}
+
+	termUUID, _ := s.order(waldursim.CreateOrderRequest{Type: "Terminate", ResourceUUID: resUUID})
+	if o := s.WaitOrder(termUUID, "done", "erred"); o.State != "done" {
+		t.Fatalf("terminate order %s: %s", o.State, o.ErrorMessage)
+	}
+	s.wantNothingLeftButOpenStack(resUUID)
+	wantInventory(t, s, before, "after the day-two terminate")
 }
 
 func nodeAt(m map[string]any, i int) map[string]any { return m["nodes"].([]any)[i].(map[string]any) }
