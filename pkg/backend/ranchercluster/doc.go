@@ -8,9 +8,10 @@
 // every OpenStack object, VM, volume, Rancher cluster input and Keycloak
 // group one order makes, deterministically and as JSON, so the saga can
 // persist it before it acts and its compensation knows what to remove
-// (PlanManaged, PlanSelfManaged, PlanResize, PlanRename). It makes no
-// call; what it must know of a zone (flavors, volume types) it asks a
-// Catalog the caller supplies.
+// (PlanManaged, PlanSelfManaged, PlanResize, PlanServers, PlanRemoveNodes,
+// PlanRename). It makes no call; what it must know of a zone (flavors,
+// volume types, subnets, security groups) it asks a Catalog the caller
+// supplies.
 //
 // Names (names.go), as Mastermind's unless said otherwise:
 //
