@@ -8,7 +8,7 @@ import (
 )
 
 // ClusterOffering describes a rancher-cluster offering entry of a sitebus
-// configuration: managed clusters on OpenStack simulator zones, registered
+// configuration: managed (or self-managed) clusters on OpenStack simulator zones, registered
 // with a Rancher (simulator), against the Waldur simulator and a RabbitMQ
 // Web-STOMP listener (no TLS). The end-to-end tests and sitebus-dev both
 // build their offering from it, so the keys the backend reads are written
@@ -46,6 +46,11 @@ type ClusterOffering struct {
 	// and ArgoCDNamespace, when set, register each cluster with the ArgoCD
 	// of that Kubernetes API (argocd_k8s_kubeconfig, argocd_k8s_namespace).
 	ArgoCDKubeconfig, ArgoCDNamespace string
+	// SelfManaged makes the offering's deployment_mode self_managed (the
+	// order names the nodes, subnets and groups); else managed.
+	SelfManaged bool
+	// FloatingIPs is allocate_floating_ip_to_all_nodes.
+	FloatingIPs bool
 	// Zones are the offering's OpenStack zones (at least one).
 	Zones []ClusterZone
 }
@@ -93,9 +98,12 @@ func (c ClusterOffering) YAML() string {
       username: %q
       password: %q
       base_image_name: %q
-      deployment_mode: managed
+      deployment_mode: %s
 `, c.Name, strings.TrimRight(c.WaldurURL, "/")+"/api/", c.Token, c.OfferingUUID, membership, host, port, c.WebSTOMPPath,
-		c.RancherURL, c.RancherAccessKey, c.RancherSecretKey, c.Image)
+		c.RancherURL, c.RancherAccessKey, c.RancherSecretKey, c.Image, map[bool]string{false: "managed", true: "self_managed"}[c.SelfManaged])
+	if c.FloatingIPs {
+		b.WriteString("      allocate_floating_ip_to_all_nodes: true\n")
+	}
 	for _, p := range []struct {
 		kind string
 		p    ClusterNodeProfile
@@ -133,11 +141,14 @@ func (c ClusterOffering) YAML() string {
 	}
 	b.WriteString("      openstack_offering_uuid_list:\n")
 	for _, z := range c.Zones {
+		ext := ""
+		if z.ExternalNetworkID != "" {
+			ext = fmt.Sprintf("\n          external_network_id: %q", z.ExternalNetworkID)
+		}
 		fmt.Fprintf(&b, `        - uuid: %q
           slug: %q
           name: %q
-          availability_zone: %q
-          external_network_id: %q
+          availability_zone: %q%s
           dns_nameservers: [1.1.1.1]
           cloud:
             auth:
@@ -148,7 +159,7 @@ func (c ClusterOffering) YAML() string {
               user_domain_name: Default
               project_domain_name: Default
             region_name: RegionOne
-`, z.UUID, z.Slug, z.Name, z.AvailabilityZone, z.ExternalNetworkID, z.AuthURL, z.Password)
+`, z.UUID, z.Slug, z.Name, z.AvailabilityZone, ext, z.AuthURL, z.Password)
 	}
 	return b.String()
 }

@@ -101,6 +101,9 @@ type siteOptions struct {
 	// volumePolls, when set, is openstacksim.Options.VolumePolls (else a
 	// volume is available at the first look).
 	volumePolls int
+	// selfManaged makes the offering self-managed, every node with a
+	// floating IP, and its third zone without an external network.
+	selfManaged bool
 }
 
 func newSiteWith(t testing.TB, opts siteOptions, env ...string) *site {
@@ -157,6 +160,10 @@ func newSiteWith(t testing.TB, opts siteOptions, env ...string) *site {
 			o := clusterOffering(hs, vp.URL, s.vault.RootToken)
 			o.MembershipSync, o.RoleMapping = opts.membership, opts.roleMapping
 			o.ArgoCDKubeconfig, o.ArgoCDNamespace = opts.argoKubeconfig, opts.argoNamespace
+			if opts.selfManaged {
+				o.SelfManaged, o.FloatingIPs = true, true
+				o.Zones[2].ExternalNetworkID = ""
+			}
 			return o.YAML()
 		}),
 		harness.WithSitebusConfig(sitebusConfig(periods, opts.vmConcurrency)))

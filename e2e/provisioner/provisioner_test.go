@@ -249,6 +249,13 @@ func (s *site) wantNothingLeft(resUUID string) {
 	if inv := s.OpenStack.Tenants(); inv.Total() != 0 {
 		s.t.Errorf("left in OpenStack's tenants: %d objects: %+v", inv.Total(), inv)
 	}
+	s.wantNothingLeftButOpenStack(resUUID)
+}
+
+// wantNothingLeftButOpenStack checks that Rancher, Keycloak and Vault hold
+// nothing of the resource.
+func (s *site) wantNothingLeftButOpenStack(resUUID string) {
+	s.t.Helper()
 	inv := s.Rancher.Inventory()
 	if len(inv.ProvisioningClusters)+len(inv.Clusters)+len(inv.Nodes)+len(inv.ClusterBindings)+len(inv.Secrets) != 0 {
 		s.t.Errorf("left in Rancher: %v", inv)

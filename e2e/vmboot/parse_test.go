@@ -56,6 +56,9 @@ func TestParseReadsWhatTheNodeWouldDo(t *testing.T) {
 				InstallURL: rancherURL + "/system-agent-install.sh", Roles: []string{"worker"}}},
 		{"no Vault: the token is in the script", cloudinit.Settings{}, cloudinit.Node{Role: cloudinit.Agent, RegistrationToken: "tok123"},
 			vmboot.Plan{Token: "tok123", Server: rancherURL, InstallURL: rancherURL + "/system-agent-install.sh", Roles: []string{"worker"}}},
+		{"the order's SSH key", cloudinit.Settings{}, cloudinit.Node{Role: cloudinit.Agent, RegistrationToken: "tok123", AuthorizedKeys: []string{"ssh-ed25519 AAAAC3 alice"}},
+			vmboot.Plan{Token: "tok123", Server: rancherURL, InstallURL: rancherURL + "/system-agent-install.sh", Roles: []string{"worker"},
+				AuthorizedKeys: []string{"ssh-ed25519 AAAAC3 alice"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

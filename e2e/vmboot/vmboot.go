@@ -61,6 +61,9 @@ type Plan struct {
 	// CurlInsecure is curl's --insecure (-k); CAChecksum is --ca-checksum.
 	CurlInsecure bool
 	CAChecksum   string
+	// AuthorizedKeys are the SSH public keys cloud-init installs
+	// (ssh_authorized_keys), nil when none.
+	AuthorizedKeys []string
 }
 
 type writeFile struct {
@@ -77,7 +80,8 @@ func Parse(userData []byte) (Plan, error) {
 		return bad("it does not start with #cloud-config")
 	}
 	var cfg struct {
-		WriteFiles []writeFile `yaml:"write_files"`
+		WriteFiles     []writeFile `yaml:"write_files"`
+		AuthorizedKeys []string    `yaml:"ssh_authorized_keys"`
 	}
 	if err := yaml.Unmarshal(userData, &cfg); err != nil {
 		return bad("cloud-init cannot parse it: %v", err)
@@ -95,7 +99,7 @@ func Parse(userData []byte) (Plan, error) {
 	}
 	script := files[scripts[0]]
 	vars := assignments(script)
-	var p Plan
+	p := Plan{AuthorizedKeys: cfg.AuthorizedKeys}
 	var tokenVar string
 	var installLines []string
 	// One level of `if [ "$VAR" == "value" ]; then ... else ... fi`, as

@@ -67,6 +67,12 @@ type Template struct {
 // Source names where the template came from, for messages.
 func (t *Template) Source() string { return t.source }
 
+// CloudConfig says whether the template is a cloud-config (the default
+// template, nil, is): only a cloud-config can take a node's SSH keys.
+func (t *Template) CloudConfig() bool {
+	return t == nil || strings.HasPrefix(strings.TrimLeft(t.text, " \t\r\n"), "#cloud-config")
+}
+
 // ParseTemplate checks text's placeholder syntax; source names it in
 // errors.
 func ParseTemplate(text, source string) (*Template, error) {
@@ -177,6 +183,9 @@ type Node struct {
 	// Vault is nil when Vault is off; RegistrationToken is used then.
 	Vault             *VaultCredentials
 	RegistrationToken string
+	// AuthorizedKeys are OpenSSH public key lines (the order's
+	// ssh_public_key) for cloud-config's ssh_authorized_keys.
+	AuthorizedKeys []string
 }
 
 var checksumRe = regexp.MustCompile(`^[0-9a-f]{64}$`)
@@ -211,6 +220,9 @@ func Render(s Settings, n Node) ([]byte, error) {
 	text := out.String()
 	caFile := n.Vault != nil && n.Vault.CACertPEM != ""
 	isCloudConfig := strings.HasPrefix(text, "#cloud-config")
+	if !isCloudConfig && len(n.AuthorizedKeys) > 0 {
+		return nil, &TemplateError{Source: t.source, Msg: "is not a cloud-config (#cloud-config), so the order's SSH key cannot be given to the node"}
+	}
 	if !isCloudConfig && len(n.Volumes) == 0 && !caFile {
 		// Not a cloud-config (a shell script, say): cloud-init runs it as
 		// it is, as Mastermind passes it.
@@ -223,7 +235,7 @@ func Render(s Settings, n Node) ([]byte, error) {
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
 		return nil, &TemplateError{Source: t.source, Msg: "does not render to a cloud-config mapping (#cloud-config, then keys)"}
 	}
-	if len(n.Volumes) == 0 && !caFile {
+	if len(n.Volumes) == 0 && !caFile && len(n.AuthorizedKeys) == 0 {
 		if !strings.HasPrefix(text, Header) {
 			text = Header + strings.TrimPrefix(text, "#cloud-config")
 		}
@@ -238,6 +250,11 @@ func Render(s Settings, n Node) ([]byte, error) {
 	if caFile {
 		if err := addWriteFile(root, map[string]string{"path": VaultCAPath, "permissions": "0644", "content": n.Vault.CACertPEM}); err != nil {
 			return nil, &TemplateError{Source: t.source, Msg: err.Error()}
+		}
+	}
+	if len(n.AuthorizedKeys) > 0 {
+		if err := addAuthorizedKeys(root, n.AuthorizedKeys); err != nil {
+			return nil, err
 		}
 	}
 	var buf bytes.Buffer
@@ -407,6 +424,38 @@ func setKey(m *yaml.Node, key string, v *yaml.Node) {
 		}
 	}
 	m.Content = append(m.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: key}, v)
+}
+
+// addAuthorizedKeys appends keys to the top-level ssh_authorized_keys.
+// cloud-init's ssh module gives these keys to the same accounts as the
+// public keys in the instance's metadata (a Nova key pair's, which is how
+// Mastermind passes ssh_public_key), so the node ends as it would with a
+// key pair, without one: a key pair belongs to a Keystone user, not to the
+// project, and would outlive the cluster unless removed on its own.
+func addAuthorizedKeys(m *yaml.Node, keys []string) error {
+	for _, k := range keys {
+		if k == "" || strings.ContainsFunc(k, unicode.IsControl) {
+			return fault.Errorf(fault.Invalid, "cloudinit: an SSH public key is empty or holds a control character")
+		}
+	}
+	var seq *yaml.Node
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == "ssh_authorized_keys" {
+			seq = m.Content[i+1]
+		}
+	}
+	if seq == nil || (seq.Kind == yaml.ScalarNode && seq.Tag == "!!null") {
+		seq = &yaml.Node{Kind: yaml.SequenceNode}
+		setKey(m, "ssh_authorized_keys", seq)
+	}
+	if seq.Kind != yaml.SequenceNode {
+		return fault.Errorf(fault.Invalid, "cloudinit: the template's ssh_authorized_keys is not a list")
+	}
+	seq.Style = 0 // a flow-style [] in the template would print the keys on one line
+	for _, k := range keys {
+		seq.Content = append(seq.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: k})
+	}
+	return nil
 }
 
 // addWriteFile appends a write_files entry.

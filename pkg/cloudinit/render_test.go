@@ -355,3 +355,51 @@ func TestBadNodeValuesAreRefused(t *testing.T) {
 		})
 	}
 }
+
+func TestSSHKeysGoToSSHAuthorizedKeys(t *testing.T) {
+	const key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGtest alice@example"
+	tests := []struct {
+		name     string
+		template string
+		want     []string
+		wantErr  string
+	}{
+		{"the default template", "", []string{key}, ""},
+		{"a template without the key", "#cloud-config\nruncmd: [echo {rke_role}]\n", []string{key}, ""},
+		{"a template's own keys are kept", "#cloud-config\nssh_authorized_keys: [ssh-rsa AAAAB3 ops]\n", []string{"ssh-rsa AAAAB3 ops", key}, ""},
+		{"an empty key in the template", "#cloud-config\nssh_authorized_keys:\n", []string{key}, ""},
+		{"a template whose keys are not a list", "#cloud-config\nssh_authorized_keys: ops\n", nil, "ssh_authorized_keys is not a list"},
+		{"a shell script cannot take a key", "#!/bin/sh\necho {rke_role}\n", nil, "is not a cloud-config"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tmpl, err := cloudinit.LoadTemplate(tt.template)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tmpl.CloudConfig() != (tt.wantErr != "is not a cloud-config") {
+				t.Errorf("CloudConfig() = %v for %q", tmpl.CloudConfig(), tt.template)
+			}
+			out, err := cloudinit.Render(cloudinit.Settings{Template: tmpl, RancherURL: rancherURL},
+				cloudinit.Node{Role: cloudinit.Server, Vault: vaultCreds(), AuthorizedKeys: []string{key}})
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !errors.Is(err, fault.Invalid) {
+					t.Fatalf("error %v, want a terminal one containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var c struct {
+				Keys []string `yaml:"ssh_authorized_keys"`
+			}
+			if err := yaml.Unmarshal(out, &c); err != nil {
+				t.Fatal(err)
+			}
+			if strings.Join(c.Keys, "|") != strings.Join(tt.want, "|") {
+				t.Fatalf("ssh_authorized_keys %q, want %q", c.Keys, tt.want)
+			}
+		})
+	}
+}

@@ -302,6 +302,48 @@ func (c *Client) DeleteSecurityGroup(ctx context.Context, owner Owner, groupID s
 	}, func() error { return groups.Delete(ctx, c.network, groupID).ExtractErr() })
 }
 
+// UsableSubnet finds the subnet id where the client's project may put a
+// VM: one of the project's own, or on a network shared with every project.
+// An administrator's credentials can read and use any project's subnet, so
+// a subnet of another project is refused here, not by Neutron: an order
+// must not put its VMs into someone else's network. false when there is
+// no such subnet.
+func (c *Client) UsableSubnet(ctx context.Context, id string) (Subnet, bool, error) {
+	obj := "subnet " + id
+	sub, err := subnets.Get(ctx, c.network, id).Extract()
+	if err != nil {
+		if err = classify("read", obj, err); IsNotFound(err) {
+			return Subnet{}, false, nil
+		}
+		return Subnet{}, false, err
+	}
+	if sub.ProjectID == c.projectID {
+		return subnetOf(sub), true, nil
+	}
+	n, err := networks.Get(ctx, c.network, sub.NetworkID).Extract()
+	if err != nil {
+		if err = classify("read the network of", obj, err); IsNotFound(err) {
+			return Subnet{}, false, nil
+		}
+		return Subnet{}, false, err
+	}
+	return subnetOf(sub), n.Shared, nil
+}
+
+// SecurityGroups lists the security groups of the client's project (with
+// Neutron's default, which listing makes if the project had none).
+func (c *Client) SecurityGroups(ctx context.Context) ([]SecurityGroup, error) {
+	all, err := list(ctx, "list security groups", "", groups.List(c.network, groups.ListOpts{ProjectID: c.projectID}), groups.ExtractGroups)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]SecurityGroup, len(all))
+	for i, g := range all {
+		out[i] = SecurityGroup{ID: g.ID, Name: g.Name, ProjectID: g.ProjectID}
+	}
+	return out, nil
+}
+
 // securityGroupIDs resolves names or ids of the project's groups.
 func (c *Client) securityGroupIDs(ctx context.Context, namesOrIDs []string) ([]string, error) {
 	if len(namesOrIDs) == 0 {

@@ -236,6 +236,22 @@ func (c catalog) VolumeTypes(ctx context.Context, az ranchercluster.AZ) ([]ranch
 	return z.VolumeTypes(ctx)
 }
 
+func (c catalog) Subnet(ctx context.Context, az ranchercluster.AZ, id string) (ranchercluster.Subnet, bool, error) {
+	z, err := c.cloud.Connect(ctx, az)
+	if err != nil {
+		return ranchercluster.Subnet{}, false, err
+	}
+	return z.UsableSubnet(ctx, id)
+}
+
+func (c catalog) SecurityGroups(ctx context.Context, az ranchercluster.AZ) ([]ranchercluster.SecurityGroup, error) {
+	z, err := c.cloud.Connect(ctx, az)
+	if err != nil {
+		return nil, err
+	}
+	return z.SecurityGroups(ctx)
+}
+
 // plan validates the order and computes everything it makes. A refusal
 // (backend.ErrInvalid) is terminal: the saga fails with nothing made and
 // the order is erred with the attribute and the rule.
@@ -250,6 +266,14 @@ func (a *activities) plan(ctx context.Context, in saga.ActivityInput) (json.RawM
 			return nil, bus.Terminal(err)
 		}
 		return nil, err
+	}
+	if !r.o.CloudInit.Template.CloudConfig() {
+		for _, n := range p.Nodes {
+			if n.SSHPublicKey != "" {
+				return nil, bus.Terminal(&ranchercluster.AttributeError{Attribute: "ssh_public_key",
+					Msg: "this offering's cloud_init_template is not a cloud-config, so it cannot give the nodes an SSH key"})
+			}
+		}
 	}
 	r.log.Info("planned cluster", "cluster", p.Cluster.Name, "mode", p.Mode, "zones", len(p.Tenants), "nodes", len(p.Nodes))
 	return p.Marshal()

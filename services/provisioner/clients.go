@@ -39,6 +39,8 @@ type Zone interface {
 	Flavors(ctx context.Context) ([]ranchercluster.Flavor, error)
 	VolumeTypes(ctx context.Context) ([]ranchercluster.VolumeType, error)
 	ImageID(ctx context.Context, name string) (string, error)
+	UsableSubnet(ctx context.Context, id string) (openstack.Subnet, bool, error)
+	SecurityGroups(ctx context.Context) ([]openstack.SecurityGroup, error)
 
 	EnsureProject(ctx context.Context, owner openstack.Owner, name, description string) (openstack.Project, bool, error)
 	DeleteProject(ctx context.Context, owner openstack.Owner, projectID string) error

@@ -355,7 +355,12 @@ func (r *run) ensureServer(ctx context.Context, n ranchercluster.NodePlan, userD
 		return fmt.Errorf("port: %w", err)
 	}
 	rec.PortID = port.ID
-	if n.FloatingIP && az.ExternalNetworkID != "" {
+	if n.FloatingIP {
+		if az.ExternalNetworkID == "" {
+			// The plan gives a floating IP only where there is one to
+			// give: the zone's external network was removed since.
+			return bus.Terminal(fmt.Errorf("floating IP: zone %s has no external_network_id any more", az.Label()))
+		}
 		fip, _, err := z.EnsureFloatingIP(ctx, own, az.ExternalNetworkID, port.ID)
 		if err != nil {
 			return fmt.Errorf("floating IP: %w", err)

@@ -158,6 +158,16 @@ func (z *fakeZone) VolumeTypes(context.Context) ([]ranchercluster.VolumeType, er
 
 func (z *fakeZone) ImageID(context.Context, string) (string, error) { return "img-1", nil }
 
+// UsableSubnet finds every subnet: the saga tests' orders name subnets the
+// fake world does not model.
+func (z *fakeZone) UsableSubnet(_ context.Context, id string) (openstack.Subnet, bool, error) {
+	return openstack.Subnet{ID: id, ProjectID: z.project}, true, nil
+}
+
+func (z *fakeZone) SecurityGroups(context.Context) ([]openstack.SecurityGroup, error) {
+	return []openstack.SecurityGroup{{ID: "sg-default-" + z.project, Name: "default", ProjectID: z.project}}, nil
+}
+
 // ensure finds kind/name in scope (project "" for Keystone) or makes it.
 func (z *fakeZone) ensure(kind, name, scope string, owner openstack.Owner, fill func(*object)) (*object, bool, error) {
 	z.w.mu.Lock()

@@ -162,7 +162,7 @@ func (a *activities) nodes(ctx context.Context, in saga.ActivityInput) (json.Raw
 }
 
 // nodeUserData renders one node's cloud-config: its role, its data
-// volumes and either its own Vault credentials (a fresh one-use
+// volumes, the order's SSH key (self-managed mode) and either its own Vault credentials (a fresh one-use
 // secret-id) or, without Vault, the registration token.
 func (r *run) nodeUserData(ctx context.Context, n ranchercluster.NodePlan) ([]byte, error) {
 	cn := cloudinit.Node{Role: cloudinit.Agent}
@@ -171,6 +171,9 @@ func (r *run) nodeUserData(ctx context.Context, n ranchercluster.NodePlan) ([]by
 	}
 	for _, v := range n.DataVolumes {
 		cn.Volumes = append(cn.Volumes, cloudinit.Volume{MountPoint: v.MountPoint, Filesystem: v.Filesystem})
+	}
+	if n.SSHPublicKey != "" {
+		cn.AuthorizedKeys = []string{n.SSHPublicKey}
 	}
 	if r.o.Vault != nil && r.plan.Vault {
 		cl, err := r.vaultCluster()

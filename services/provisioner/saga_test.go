@@ -338,9 +338,10 @@ func TestSelfManagedCreateMakesOnlyTheNodes(t *testing.T) {
 			"data_volumes": []any{map[string]any{"size": 51200, "mount_point": "/opt/rke2_storage", "filesystem": "btrfs"}},
 		}
 	}
+	const key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIB7 admin@example"
 	attrs, _ := json.Marshal(map[string]any{
 		"name": "dev-cluster", "tenant": zoneUUIDs[0], "install_longhorn": false,
-		"nodes": []any{node("server"), node("agent")}, "vm_project": "uuid-project",
+		"nodes": []any{node("server"), node("agent")}, "vm_project": "uuid-project", "ssh_public_key": key,
 	})
 	sg := h.run(t, ClusterCreate, "000000000000000000000000000000e1", attrs)
 	if sg.Status != saga.StatusSucceeded {
@@ -359,5 +360,23 @@ func TestSelfManagedCreateMakesOnlyTheNodes(t *testing.T) {
 		if strings.HasPrefix(s.name, "k8s-lb-") || s.project != "admin-az-a" {
 			t.Errorf("VM %s in %s; want the order's nodes in the zone credentials' project", s.name, s.project)
 		}
+		if !strings.Contains(s.userData, "ssh_authorized_keys:\n  - "+key+"\n") {
+			t.Errorf("VM %s user_data does not authorize the order's key:\n%s", s.name, s.userData)
+		}
+	}
+
+	// A template that is not a cloud-config cannot take the key: the
+	// order is refused before anything is made.
+	tmpl, err := cloudinit.LoadTemplate("#!/bin/sh\necho {rke_role_flags}\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.o.CloudInit.Template = tmpl
+	sg = h.run(t, ClusterCreate, "000000000000000000000000000000e2", attrs)
+	if sg.Status == saga.StatusSucceeded || !strings.Contains(sg.Error, "ssh_public_key: this offering's cloud_init_template is not a cloud-config") {
+		t.Fatalf("saga %s: %s; want it refused for the SSH key", sg.Status, sg.Error)
+	}
+	if n := len(h.w.byKind("server")); n != 2 {
+		t.Errorf("%d VMs after the refused order, want the first order's 2", n)
 	}
 }

@@ -17,7 +17,8 @@ import (
 )
 
 // ClusterUpdate changes a cluster after an update order: its name
-// (Rancher's display name) and its worker count per zone. New workers get
+// (Rancher's display name), its worker count per zone (managed), its
+// server count (self-managed, 1, 3 or 5) and named nodes to remove. New workers get
 // the Vault objects made again for them and removed after (Mastermind
 // deletes the AppRole at the end of the create and then fails every
 // node-add); removed workers are drained first, and a drain that does not
@@ -113,6 +114,27 @@ func (a *activities) updatePlan(ctx context.Context, in saga.ActivityInput) (jso
 		if p, out.Resize, err = ranchercluster.PlanResize(&r.o.Settings, p, *u.WorkerNodesCount); err != nil {
 			return nil, bus.Terminal(err)
 		}
+	}
+	// A new node takes the lowest free number, which a node removed by
+	// the same order would free while its VM still exists: removing and
+	// adding are separate orders.
+	if len(u.RemoveNodes) > 0 && (u.ServerNodesCount != nil || u.WorkerNodesCount != nil) {
+		return nil, bus.Terminal(&ranchercluster.AttributeError{Attribute: "remove_nodes",
+			Msg: "cannot be combined with a change of server_nodes_count or worker_nodes_count in one order"})
+	}
+	if len(u.RemoveNodes) > 0 {
+		var rs ranchercluster.Resize
+		if p, rs, err = ranchercluster.PlanRemoveNodes(&r.o.Settings, p, u.RemoveNodes); err != nil {
+			return nil, bus.Terminal(err)
+		}
+		out.Resize.Remove = append(out.Resize.Remove, rs.Remove...)
+	}
+	if u.ServerNodesCount != nil {
+		var rs ranchercluster.Resize
+		if p, rs, err = ranchercluster.PlanServers(&r.o.Settings, p, *u.ServerNodesCount); err != nil {
+			return nil, bus.Terminal(err)
+		}
+		out.Resize.Add = append(out.Resize.Add, rs.Add...)
 	}
 	if out.Plan, err = p.Marshal(); err != nil {
 		return nil, err
@@ -287,8 +309,9 @@ func (a *activities) waitAdded(ctx context.Context, in saga.ActivityInput) (json
 
 // removeNodes drains each removed agent (bounded; a drain that does not
 // finish is terminal and leaves the VM), then deletes its VM, port and
-// volumes and its Rancher node. PlanResize never removes a zone's last
-// agent; a node that is the cluster's last agent is refused here too.
+// volumes and its Rancher node. PlanResize and PlanRemoveNodes never
+// remove the last agent or server; a plan without either is refused here
+// too.
 func (a *activities) removeNodes(ctx context.Context, in saga.ActivityInput) (json.RawMessage, error) {
 	r, u, err := a.update(in)
 	if err != nil || len(u.Resize.Remove) == 0 {
@@ -301,6 +324,9 @@ func (a *activities) removeNodes(ctx context.Context, in saga.ActivityInput) (js
 	}
 	if len(r.plan.Agents("")) == 0 {
 		return nil, bus.Terminal(errors.New("refusing to remove the cluster's last agent node"))
+	}
+	if len(r.plan.Servers()) == 0 {
+		return nil, bus.Terminal(errors.New("refusing to remove the cluster's last server node"))
 	}
 	var removed []string
 	for k, n := range u.Resize.Remove {

@@ -91,6 +91,11 @@ type DataVolumeAttributes struct {
 type UpdateAttributes struct {
 	WorkerNodesCount *int
 	Name             *string
+	// ServerNodesCount is a self-managed cluster's new server count
+	// (server_nodes_count); RemoveNodes are nodes to drain and remove by
+	// name (remove_nodes).
+	ServerNodesCount *int
+	RemoveNodes      []string
 }
 
 // parseObject decodes an order's attributes (JSON) keeping numbers exact.
@@ -426,6 +431,15 @@ func DecodeUpdateAttributes(raw json.RawMessage) (UpdateAttributes, error) {
 			u.WorkerNodesCount = &n
 		}
 	}
+	if _, ok := d.present("server_nodes_count", false); ok {
+		var n int
+		before := len(d.errs)
+		d.integer("server_nodes_count", &n, true, 1)
+		if len(d.errs) == before {
+			u.ServerNodesCount = &n
+		}
+	}
+	d.strList("remove_nodes", &u.RemoveNodes, false)
 	if _, ok := d.present("name", false); ok {
 		var name string
 		before := len(d.errs)

@@ -250,6 +250,9 @@ func TestDecodeUpdateAttributes(t *testing.T) {
 	}{
 		"a worker count":                  {raw: `{"worker_nodes_count": 5}`, want: UpdateAttributes{WorkerNodesCount: &five}},
 		"a name":                          {raw: `{"name": "new-name"}`, want: UpdateAttributes{Name: &name}},
+		"a server count":                  {raw: `{"server_nodes_count": 5}`, want: UpdateAttributes{ServerNodesCount: &five}},
+		"nodes to remove":                 {raw: `{"remove_nodes": ["a-rancher-node-2"]}`, want: UpdateAttributes{RemoveNodes: []string{"a-rancher-node-2"}}},
+		"no server":                       {raw: `{"server_nodes_count": 0}`, err: "server_nodes_count: Ensure this value is greater than or equal to 1."},
 		"nothing changes nothing":         {raw: `{}`},
 		"null attributes change nothing":  {raw: `null`},
 		"the last agent is never removed": {raw: `{"worker_nodes_count": 0}`, err: "worker_nodes_count: Ensure this value is greater than or equal to 1."},

@@ -14,6 +14,11 @@ import (
 type Catalog interface {
 	Flavors(ctx context.Context, az AZ) ([]Flavor, error)
 	VolumeTypes(ctx context.Context, az AZ) ([]VolumeType, error)
+	// Subnet finds a subnet the zone's credentials may put VMs on (their
+	// project's, or on a shared network); false when there is none.
+	Subnet(ctx context.Context, az AZ, id string) (Subnet, bool, error)
+	// SecurityGroups lists the groups of the zone credentials' project.
+	SecurityGroups(ctx context.Context, az AZ) ([]SecurityGroup, error)
 }
 
 // zone is a selected zone with what its catalog listed.

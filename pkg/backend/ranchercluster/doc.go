@@ -8,9 +8,10 @@
 // every OpenStack object, VM, volume, Rancher cluster input and Keycloak
 // group one order makes, deterministically and as JSON, so the saga can
 // persist it before it acts and its compensation knows what to remove
-// (PlanManaged, PlanSelfManaged, PlanResize, PlanRename). It makes no
-// call; what it must know of a zone (flavors, volume types) it asks a
-// Catalog the caller supplies.
+// (PlanManaged, PlanSelfManaged, PlanResize, PlanServers, PlanRemoveNodes,
+// PlanRename). It makes no call; what it must know of a zone (flavors,
+// volume types, subnets, security groups) it asks a Catalog the caller
+// supplies.
 //
 // Names (names.go), as Mastermind's unless said otherwise:
 //
@@ -48,5 +49,10 @@
 // passes the GB number as MB); volume types and storage mode are the
 // zone's in validation and plan alike; order sizes in MB become whole GB
 // rounded up, and limits are checked on those; the server count message
-// gives the servers' count; every problem of an order is reported at once.
+// gives the servers' count; every problem of an order is reported at once;
+// a self-managed order's subnets and security groups must be the zone
+// credentials' project's (or a shared network's), and its zones need an
+// external network when every node gets a floating IP (Mastermind's
+// Waldur made such a node without one); its ssh_public_key goes into the
+// nodes' cloud-config, not into a Nova key pair.
 package ranchercluster

@@ -90,12 +90,15 @@ func mustSettings(t *testing.T, raw map[string]any) *Settings {
 	return &s
 }
 
-// fakeCatalog serves every zone the same flavors and volume types, minus
-// those removed per zone slug.
+// fakeCatalog serves every zone the same flavors, volume types, subnets
+// and security groups, minus those removed per zone slug.
 type fakeCatalog struct {
 	flavors []Flavor
 	types   []VolumeType
-	// without[slug] are flavor or type names that zone lacks.
+	subnets []string
+	groups  []SecurityGroup
+	// without[slug] are flavor, type or group names or subnet ids that
+	// zone lacks.
 	without map[string][]string
 	err     error
 	calls   int
@@ -110,8 +113,35 @@ func newCatalog() *fakeCatalog {
 			{ID: "f-xlarge", Name: "m1.xlarge", VCPUs: 8, RAMMB: 16384, DiskGB: 160},
 			{ID: "f-tiny", Name: "m1.tiny", VCPUs: 1, RAMMB: 512, DiskGB: 0},
 		},
-		types: []VolumeType{{ID: "vt-ssd", Name: "ssd"}, {ID: "vt-hdd", Name: "hdd"}},
+		types:   []VolumeType{{ID: "vt-ssd", Name: "ssd"}, {ID: "vt-hdd", Name: "hdd"}},
+		subnets: []string{"5f0c1a2b-3c4d-4e5f-8a9b-0c1d2e3f4a5b"},
+		groups:  []SecurityGroup{{ID: "sg-default", Name: "default"}, {ID: "sg-nodes", Name: "k8s-nodes"}},
 	}
+}
+
+func (c *fakeCatalog) Subnet(_ context.Context, az AZ, id string) (Subnet, bool, error) {
+	c.calls++
+	if c.err != nil {
+		return Subnet{}, false, c.err
+	}
+	if !slices.Contains(c.subnets, id) || slices.Contains(c.without[az.Slug], id) {
+		return Subnet{}, false, nil
+	}
+	return Subnet{ID: id}, true, nil
+}
+
+func (c *fakeCatalog) SecurityGroups(_ context.Context, az AZ) ([]SecurityGroup, error) {
+	c.calls++
+	if c.err != nil {
+		return nil, c.err
+	}
+	var out []SecurityGroup
+	for _, g := range c.groups {
+		if !slices.Contains(c.without[az.Slug], g.Name) {
+			out = append(out, g)
+		}
+	}
+	return out, nil
 }
 
 func (c *fakeCatalog) Flavors(_ context.Context, az AZ) ([]Flavor, error) {

@@ -22,6 +22,8 @@ type (
 	SecurityGroupPlan = openstack.SecurityGroupPlan
 	RulePlan          = openstack.RulePlan
 	VolumePlan        = openstack.VolumePlan
+	Subnet            = openstack.Subnet
+	SecurityGroup     = openstack.SecurityGroup
 )
 
 // OpenStackConfig is the openstack.Config of one zone of the offering.
@@ -30,8 +32,8 @@ func OpenStackConfig(s *Settings, az AZ) openstack.Config {
 }
 
 // OpenStackCatalog is Catalog on OpenStack: it logs in to each zone with
-// the zone's cloud (once, then reuses the client) and lists its flavors and
-// volume types.
+// the zone's cloud (once, then reuses the client) and lists its flavors,
+// volume types, subnets and security groups.
 type OpenStackCatalog struct {
 	Settings *Settings
 	// Configure, when set, adjusts each zone's Config (tests: timeouts,
@@ -60,6 +62,25 @@ func (k *OpenStackCatalog) VolumeTypes(ctx context.Context, az AZ) ([]VolumeType
 		return nil, err
 	}
 	return c.VolumeTypes(ctx)
+}
+
+// Subnet finds a subnet the zone's credentials may use.
+func (k *OpenStackCatalog) Subnet(ctx context.Context, az AZ, id string) (Subnet, bool, error) {
+	c, err := k.client(ctx, az)
+	if err != nil {
+		return Subnet{}, false, err
+	}
+	return c.UsableSubnet(ctx, id)
+}
+
+// SecurityGroups lists the security groups of the zone credentials'
+// project.
+func (k *OpenStackCatalog) SecurityGroups(ctx context.Context, az AZ) ([]SecurityGroup, error) {
+	c, err := k.client(ctx, az)
+	if err != nil {
+		return nil, err
+	}
+	return c.SecurityGroups(ctx)
 }
 
 func (k *OpenStackCatalog) client(ctx context.Context, az AZ) (*openstack.Client, error) {

@@ -152,6 +152,17 @@ func (p *Plan) Agents(offeringUUID string) []NodePlan {
 	return out
 }
 
+// Servers returns the plan's server nodes.
+func (p *Plan) Servers() []NodePlan {
+	var out []NodePlan
+	for _, n := range p.Nodes {
+		if n.Role == RoleServer {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
 // securityGroups are the rules Mastermind's seed documents and its code
 // leaves out: SSH and the Kubernetes API on k8s_admin (from adminCIDRs),
 // HTTP and HTTPS on k8s_public.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -307,4 +308,105 @@ func TestPlanRename(t *testing.T) {
 	}
 	_, err = PlanRename(goldenSettings(t), p, "Staging")
 	wantTerminal(t, err, "name: Name must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character")
+}
+
+// selfManagedPlan is the fixtures' self-managed order (one server, one
+// agent) planned.
+func selfManagedPlan(t *testing.T) *Plan {
+	t.Helper()
+	a, err := DecodeSelfManagedAttributes(selfManagedOrder(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := PlanSelfManaged(context.Background(), mustSettings(t, selfManagedRaw()), a, resource, newCatalog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestPlanServers(t *testing.T) {
+	tests := map[string]struct {
+		managed bool
+		servers int
+		add     []string
+		wantErr string
+	}{
+		"three servers add two like the first": {servers: 3, add: []string{"dev-cluster-rancher-node-3", "dev-cluster-rancher-node-4"}},
+		"the same count adds none":             {servers: 1},
+		"an even count is refused":             {servers: 2, wantErr: "server_nodes_count: Total count of server nodes must be 1, 3 or 5. You have got 2 nodes."},
+		"a managed cluster keeps its servers": {managed: true, servers: 5,
+			wantErr: "server_nodes_count: only a self-managed cluster's server count can change; a managed cluster keeps three servers per zone"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			p, s := selfManagedPlan(t), mustSettings(t, selfManagedRaw())
+			if tc.managed {
+				p, s = goldenPlan(t), goldenSettings(t)
+			}
+			out, rs, err := PlanServers(s, p, tc.servers)
+			if tc.wantErr != "" {
+				wantTerminal(t, err, tc.wantErr)
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(names(rs.Add), tc.add) || len(rs.Remove) != 0 || len(out.Servers()) != tc.servers {
+				t.Fatalf("add %v remove %v, %d servers", names(rs.Add), names(rs.Remove), len(out.Servers()))
+			}
+			for _, n := range rs.Add {
+				first := p.Servers()[0]
+				if n.Role != RoleServer || n.SubnetID != first.SubnetID || n.Flavor != first.Flavor || n.SSHPublicKey != first.SSHPublicKey ||
+					n.SystemVolume.Name != n.Name+"-system" {
+					t.Errorf("new server %+v, want it laid out like %+v", n, first)
+				}
+			}
+		})
+	}
+}
+
+func TestPlanRemoveNodes(t *testing.T) {
+	three := func(t *testing.T) *Plan {
+		p, _, err := PlanServers(mustSettings(t, selfManagedRaw()), selfManagedPlan(t), 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	tests := map[string]struct {
+		plan    func(t *testing.T) *Plan
+		remove  []string
+		wantErr string
+		left    int
+	}{
+		"two of three servers": {plan: three, remove: []string{"dev-cluster-rancher-node-1", "dev-cluster-rancher-node-4"}, left: 2},
+		"one of three servers leaves an even count": {plan: three, remove: []string{"dev-cluster-rancher-node-3"},
+			wantErr: "remove_nodes: the cluster would keep 2 servers, and must keep 1, 3 or 5."},
+		"the last server": {plan: selfManagedPlan, remove: []string{"dev-cluster-rancher-node-1"},
+			wantErr: "remove_nodes: the cluster would keep 0 servers, and must keep 1, 3 or 5."},
+		"the last agent": {plan: selfManagedPlan, remove: []string{"dev-cluster-rancher-node-2"},
+			wantErr: "remove_nodes: the cluster would keep no agent node: Count of agent nodes must be min 1."},
+		"a node the cluster does not have": {plan: selfManagedPlan, remove: []string{"dev-cluster-rancher-node-9"},
+			wantErr: "remove_nodes: dev-cluster-rancher-node-9 is not a node of this cluster."},
+		"a managed cluster's agent": {plan: goldenPlan, remove: []string{"k8s-production-cluster-rancher-node-5"}, left: 14},
+		"a managed cluster's server": {plan: goldenPlan, remove: []string{"k8s-production-cluster-rancher-node-1"},
+			wantErr: "remove_nodes: k8s-production-cluster-rancher-node-1 is a server: a managed cluster keeps three servers per zone."},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			p := tc.plan(t)
+			out, rs, err := PlanRemoveNodes(mustSettings(t, selfManagedRaw()), p, tc.remove)
+			if tc.wantErr != "" {
+				wantTerminal(t, err, tc.wantErr)
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(names(rs.Remove), tc.remove) || len(rs.Add) != 0 || len(out.Nodes) != tc.left {
+				t.Fatalf("remove %v add %v, %d nodes left", names(rs.Remove), names(rs.Add), len(out.Nodes))
+			}
+		})
+	}
 }

@@ -3,14 +3,16 @@ package ranchercluster
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/sitebus/sitebus/pkg/backend"
 )
 
 // ValidateSelfManaged checks a self-managed create order: read-only mode,
 // the node roles, the tenant (the order's or each node's, one of the
-// offering's zones), and each node's flavor, volumes and volume types in
-// its zone. Problems of the order are *AttributeErrors (terminal); a failed
+// offering's zones, with an external network when every node gets a
+// floating IP), the security groups in each zone, and each node's subnet,
+// flavor, volumes and volume types in its zone. Problems of the order are *AttributeErrors (terminal); a failed
 // catalog lookup is returned as it is (retryable).
 func ValidateSelfManaged(ctx context.Context, s *Settings, a SelfManagedAttributes, cat Catalog) error {
 	_, err := planSelfManaged(ctx, s, a, backend.Resource{}, cat, false)
@@ -68,14 +70,20 @@ func planSelfManaged(ctx context.Context, s *Settings, a SelfManagedAttributes, 
 		if n.Tenant != "" {
 			t = n.Tenant
 		}
+		attr := "tenant"
+		if n.Tenant != "" {
+			attr = fmt.Sprintf("nodes[%d].tenant", i)
+		}
 		az, ok := s.Offering(t)
 		if !ok {
-			attr := "tenant"
-			if n.Tenant != "" {
-				attr = fmt.Sprintf("nodes[%d].tenant", i)
-			}
 			bad(attr, msgUnavailable, t)
 			continue
+		}
+		if s.AllocateFloatingIPToAllNodes && az.ExternalNetworkID == "" {
+			// Mastermind's Waldur would make the node without the
+			// floating IP it was told to give it; a node nobody can reach
+			// is refused instead, before anything is made.
+			bad(attr, "OpenStack offering %s has no external network (external_network_id), and this offering gives every node a floating IP (allocate_floating_ip_to_all_nodes).", az.Label())
 		}
 		azOf[i] = az
 	}
@@ -106,13 +114,17 @@ func planSelfManaged(ctx context.Context, s *Settings, a SelfManagedAttributes, 
 		zones[az.UUID] = z
 	}
 
-	p := common(s, r, ModeSelfManaged)
-	p.Cluster = clusterSpec(s, a.Name, a.Name, a.Description)
-	p.InstallLonghorn = a.InstallLonghorn
 	groups := a.SecurityGroups
 	if len(groups) == 0 {
 		groups = []string{SecurityGroupDefault} // as Mastermind's expand_added_nodes
 	}
+	if err := checkNetworking(ctx, cat, a, azOf, groups, bad); err != nil {
+		return nil, err
+	}
+
+	p := common(s, r, ModeSelfManaged)
+	p.Cluster = clusterSpec(s, a.Name, a.Name, a.Description)
+	p.InstallLonghorn = a.InstallLonghorn
 	for i, n := range a.Nodes {
 		at := fmt.Sprintf("nodes[%d].", i)
 		z := zones[azOf[i].UUID]
@@ -176,4 +188,49 @@ func planSelfManaged(ctx context.Context, s *Settings, a SelfManagedAttributes, 
 		return nil, err
 	}
 	return p, nil
+}
+
+// checkNetworking looks up, in each zone the order uses, its nodes' subnets
+// and the order's security groups (names or ids), and reports each one
+// the zone's credentials cannot use through bad. Mastermind's Waldur
+// checked them as its own objects of the user's tenant; here they are the
+// zone's, so an order can only name what the zone's project owns or what
+// is shared with it. A failed lookup is returned as it is (retryable).
+func checkNetworking(ctx context.Context, cat Catalog, a SelfManagedAttributes, azOf []AZ, groups []string,
+	bad func(attr, format string, args ...any),
+) error {
+	listed := map[string][]SecurityGroup{} // by zone UUID
+	usable := map[string]bool{}            // by zone UUID and subnet id
+	for i, n := range a.Nodes {
+		az := azOf[i]
+		if _, done := listed[az.UUID]; !done {
+			gs, err := cat.SecurityGroups(ctx, az)
+			if err != nil {
+				return fmt.Errorf("listing the security groups of %s: %w", az.Label(), err)
+			}
+			listed[az.UUID] = gs
+			for k, g := range groups {
+				if !slices.ContainsFunc(gs, func(sg SecurityGroup) bool { return sg.ID == g || sg.Name == g }) {
+					attr := fmt.Sprintf("security_groups[%d]", k)
+					if len(a.SecurityGroups) == 0 {
+						attr = "security_groups"
+					}
+					bad(attr, "There is no security group %s in OpenStack offering %s.", g, az.Label())
+				}
+			}
+		}
+		key := az.UUID + "/" + n.Subnet
+		ok, seen := usable[key]
+		if !seen {
+			var err error
+			if _, ok, err = cat.Subnet(ctx, az, n.Subnet); err != nil {
+				return fmt.Errorf("looking up subnet %s in %s: %w", n.Subnet, az.Label(), err)
+			}
+			usable[key] = ok
+		}
+		if !ok {
+			bad(fmt.Sprintf("nodes[%d].subnet", i), "There is no subnet %s in OpenStack offering %s that its nodes may use (one of its project's, or on a shared network).", n.Subnet, az.Label())
+		}
+	}
+	return nil
 }

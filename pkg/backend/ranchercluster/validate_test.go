@@ -249,6 +249,47 @@ func TestValidateSelfManagedRules(t *testing.T) {
 		"no system volume size takes the flavor's root disk": {
 			mutate: func(m map[string]any) { delete(nodeOf(m, 0), "system_volume_size") },
 		},
+		"a subnet the zone does not have": {
+			mutate: func(m map[string]any) { nodeOf(m, 1)["subnet"] = "6a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d" },
+			want: "nodes[1].subnet: There is no subnet 6a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d in OpenStack offering Zone a " +
+				"that its nodes may use (one of its project's, or on a shared network).",
+		},
+		"a subnet one node's zone does not have": {
+			mutate: func(m map[string]any) {
+				delete(m, "tenant")
+				nodeOf(m, 0)["tenant"], nodeOf(m, 1)["tenant"] = zoneUUID["a"], zoneUUID["c"]
+			},
+			catalog: func(c *fakeCatalog) {
+				c.without = map[string][]string{"az-c": {"5f0c1a2b-3c4d-4e5f-8a9b-0c1d2e3f4a5b"}}
+			},
+			want: "nodes[1].subnet: There is no subnet 5f0c1a2b-3c4d-4e5f-8a9b-0c1d2e3f4a5b in OpenStack offering Zone c " +
+				"that its nodes may use (one of its project's, or on a shared network).",
+		},
+		"a security group the zone does not have": {
+			mutate: func(m map[string]any) { m["security_groups"] = []any{"k8s-nodes", "web"} },
+			want:   "security_groups[1]: There is no security group web in OpenStack offering Zone a.",
+		},
+		"a security group by id": {
+			mutate: func(m map[string]any) { m["security_groups"] = []any{"sg-nodes"} },
+		},
+		"no default group to fall back on": {
+			catalog: func(c *fakeCatalog) { c.without = map[string][]string{"az-a": {"default"}} },
+			want:    "security_groups: There is no security group default in OpenStack offering Zone a.",
+		},
+		"floating IPs from a zone without an external network": {
+			settings: func() map[string]any {
+				c := zoneRaw("c")
+				delete(c, "external_network_id")
+				return selfManagedRaw("allocate_floating_ip_to_all_nodes", true,
+					"openstack_offering_uuid_list", []any{zoneRaw("a"), zoneRaw("b"), c})
+			}(),
+			mutate: func(m map[string]any) {
+				delete(m, "tenant")
+				nodeOf(m, 0)["tenant"], nodeOf(m, 1)["tenant"] = zoneUUID["a"], zoneUUID["c"]
+			},
+			want: "nodes[1].tenant: OpenStack offering Zone c has no external network (external_network_id), " +
+				"and this offering gives every node a floating IP (allocate_floating_ip_to_all_nodes).",
+		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
