@@ -68,6 +68,10 @@ type Offering struct {
 	// project role it maps to "" or does not name gets no access
 	// (DesiredIn); DefaultRole is not used.
 	Roles []string
+	// Access, when set, keeps the resource's access that no group of
+	// Groups gives, on every sync (a virtual cluster's role template
+	// bindings on its Rancher cluster).
+	Access Accessor
 	// UsersByID: offering usernames are Keycloak user ids (keycloak_use_user_id).
 	UsersByID bool
 	// SyncUsersToCR writes users into the object too, identified by
@@ -354,6 +358,11 @@ func (s *Service) syncResource(ctx context.Context, o Offering, resourceUUID, ke
 			return nil, err
 		}
 	}
+	if o.Access != nil {
+		if err := s.syncAccess(ctx, o, res); err != nil {
+			return nil, err
+		}
+	}
 	if syncer, ok := o.Backend.(backend.UserSyncer); ok && o.SyncUsersToCR {
 		if err := s.syncUsersToObject(ctx, o, syncer, res, byRole); err != nil {
 			return nil, err
@@ -484,6 +493,31 @@ func (s *Service) syncUsersToObject(ctx context.Context, o Offering, syncer back
 		return fmt.Errorf("set users of %s %s: %w", o.Backend.Type(), backendID, err)
 	}
 	return nil
+}
+
+// Accessor keeps one resource's access from a source of its own, as
+// desired state (the bindings of a virtual cluster's Rancher cluster, from
+// its role groups or its Rancher project's members): added and removed
+// count what it changed.
+type Accessor interface {
+	SyncAccess(ctx context.Context, res *waldur.Resource) (added, removed int, err error)
+}
+
+// syncAccess applies o.Access to res. An error that redelivery cannot
+// heal (a foreign Rancher cluster of the resource's name) is terminal;
+// the period tries again.
+func (s *Service) syncAccess(ctx context.Context, o Offering, res *waldur.Resource) error {
+	added, removed, err := o.Access.SyncAccess(ctx, res)
+	if added+removed > 0 {
+		s.log.Info("access synced", "offering", o.Config.Name, "resource", res.UUID, "added", added, "removed", removed)
+	}
+	if err != nil {
+		err = fmt.Errorf("sync the access of resource %s: %w", res.UUID, err)
+		if fault.IsTerminal(err) {
+			return bus.Terminal(err)
+		}
+	}
+	return err
 }
 
 // RoleBinder is a backend that grants each user access in the object by
