@@ -27,6 +27,7 @@ const vclusterOffering = `offerings:
       backend_url: https://rancher.example.com
       username: token-abc
       password: s3cret
+      member_source: rancher_project
 `
 
 func TestVClusterOrdersGoToTheProvisionerAndItsObjectsToQuotaAndUsage(t *testing.T) {
@@ -66,5 +67,39 @@ func TestVClusterOrdersGoToTheProvisionerAndItsObjectsToQuotaAndUsage(t *testing
 		if n, err := tc.list(); n != tc.want || err != nil {
 			t.Errorf("%s service gets %d offerings (%v), want %d", svc, n, err, tc.want)
 		}
+	}
+}
+
+// config check refuses a vcluster member sync that would do nothing: one
+// without the Rancher import its bindings go on, or a Waldur team source
+// without the Keycloak its groups live in.
+func TestVClusterMembershipNeedsTheImportAndForTheTeamKeycloak(t *testing.T) {
+	keycloak := "      keycloak_enabled: true\n      keycloak: {keycloak_url: https://kc.example.com/, keycloak_realm: waldur, keycloak_user_realm: master, keycloak_username: admin, keycloak_password: pw}\n"
+	tests := map[string]struct {
+		from, to string
+		wantErr  string
+	}{
+		"rancher_project needs no Keycloak": {},
+		"waldur_team with Keycloak":         {from: "      member_source: rancher_project\n", to: keycloak},
+		"waldur_team without Keycloak": {from: "      member_source: rancher_project\n", to: "",
+			wantErr: "backend_settings.keycloak_enabled: must be true with member_source waldur_team"},
+		"no import": {from: "      member_source: rancher_project\n", to: "      member_source: rancher_project\n      import_to_rancher: false\n",
+			wantErr: "backend_settings.import_to_rancher: must be true with membership_sync_backend vcluster"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			raw := vclusterOffering
+			if tc.from != "" {
+				raw = strings.Replace(raw, tc.from, tc.to, 1)
+			}
+			cfg, err := config.Parse([]byte(raw), "config.yaml", nil)
+			if err != nil {
+				t.Fatalf("config.Parse: %v", err)
+			}
+			_, err = NewPlan(cfg)
+			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+				t.Fatalf("err %v, want %q", err, tc.wantErr)
+			}
+		})
 	}
 }
