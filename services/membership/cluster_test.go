@@ -163,3 +163,30 @@ func TestAccessIsKeptOnEverySync(t *testing.T) {
 		})
 	}
 }
+
+// A backend's missing role groups under a parent the groups do not list
+// (a virtual cluster's c_<uuid hex>) are made with the parent first, as
+// keycloak-sync makes a child only under a parent that exists or comes
+// before it; then they are filled.
+func TestMissingRoleGroupsAreMadeUnderTheirParentFirst(t *testing.T) {
+	e := newEnv(t, Offering{Backend: newPlatform("vc-k1"), Groups: clusterGroups, Roles: clusterRoles, RoleMapping: clusterMapping})
+	e.sib.known["alice"] = true
+	e.w.add(waldur.Resource{UUID: resUUID(1), Slug: "k1", State: waldur.ResourceStateOK, BackendID: "vc-k1"}, user("alice", "PROJECT.ADMIN"))
+	if _, err := e.sync(t, resUUID(1), false); err != nil {
+		t.Fatal(err)
+	}
+	var ensured []string
+	for _, r := range e.sib.reqs {
+		if req, ok := r.(*sitebusv1.EnsureGroupsRequest); ok {
+			for _, g := range req.Groups {
+				ensured = append(ensured, g.ParentName+"/"+g.Name)
+			}
+		}
+	}
+	if want := []string{"/c_k1", "c_k1/c_k1_cluster-owner", "c_k1/c_k1_cluster-member"}; !slices.Equal(ensured, want) {
+		t.Errorf("ensured %v, want %v", ensured, want)
+	}
+	if got := e.sib.members("c_k1_cluster-owner"); !slices.Equal(got, []string{"alice"}) {
+		t.Errorf("owner group %v, want alice", got)
+	}
+}

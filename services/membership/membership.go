@@ -444,6 +444,19 @@ func (s *Service) recreateGroups(ctx context.Context, o Offering, res *waldur.Re
 		return false, nil
 	}
 	req := &sitebusv1.EnsureGroupsRequest{OfferingUuid: o.Config.OfferingUUIDHex()}
+	// A parent the groups do not list (a virtual cluster's c_<uuid hex>)
+	// is ensured first: keycloak-sync makes a child only under a parent
+	// that exists or comes before it in the request.
+	listed := map[string]bool{}
+	for _, g := range groups {
+		listed[g.Name] = true
+	}
+	for _, g := range groups {
+		if g.Parent != "" && !listed[g.Parent] {
+			listed[g.Parent] = true
+			req.Groups = append(req.Groups, &sitebusv1.GroupSpec{Name: g.Parent})
+		}
+	}
 	for _, g := range groups {
 		req.Groups = append(req.Groups, &sitebusv1.GroupSpec{Name: g.Name, Description: g.Description, ParentName: g.Parent})
 	}
