@@ -165,9 +165,16 @@ var (
 )
 
 func TestAccessKeepsTheClusterBindingsOfTheMemberSource(t *testing.T) {
-	group := func(g string) rancher.RoleBinding { return rancher.RoleBinding{GroupPrincipalID: "keycloakoidc_group://" + g} }
-	user := func(p string) rancher.RoleBinding { return rancher.RoleBinding{UserID: "u-" + p, UserPrincipalID: "keycloakoidc_user://" + p} }
-	prtb := func(role string, subject rancher.RoleBinding) rancher.RoleBinding { subject.RoleTemplateID = role; return subject }
+	group := func(g string) rancher.RoleBinding {
+		return rancher.RoleBinding{GroupPrincipalID: "keycloakoidc_group://" + g}
+	}
+	user := func(p string) rancher.RoleBinding {
+		return rancher.RoleBinding{UserID: "u-" + p, UserPrincipalID: "keycloakoidc_user://" + p}
+	}
+	prtb := func(role string, subject rancher.RoleBinding) rancher.RoleBinding {
+		subject.RoleTemplateID = role
+		return subject
+	}
 	owner, member := "c_"+resUUID+"_cluster-owner", "c_"+resUUID+"_cluster-member"
 	tests := map[string]struct {
 		raw     map[string]any
