@@ -58,3 +58,24 @@ func TestImportManifestIsServedOnlyForATokenAndItsCluster(t *testing.T) {
 		})
 	}
 }
+
+// As Rancher: an imported cluster starts with its creator's
+// creator-cluster-owner binding, and a cluster binding keeps the
+// annotations it was created with (member sync marks its own with them).
+func TestImportedClusterHasItsCreatorBindingAndBindingsKeepAnnotations(t *testing.T) {
+	sim := ranchersim.NewTestServer(t, ranchersim.Options{})
+	c := newClient(t, sim)
+	id, _ := importedCluster(t, sim, c, "vc-bind")
+	list := c.do(http.MethodGet, "/v3/clusterroletemplatebindings?clusterId="+id, nil).data(t, "clusterRoleTemplateBinding")
+	if len(list) != 1 || list[0]["name"] != "creator-cluster-owner" || list[0]["roleTemplateId"] != "cluster-owner" ||
+		list[0]["userPrincipalId"] != "local://"+sim.Options().UserID {
+		t.Fatalf("bindings of a new imported cluster %v, want the creator's cluster-owner", list)
+	}
+	made := c.do(http.MethodPost, "/v3/clusterroletemplatebindings", map[string]any{"type": "clusterRoleTemplateBinding",
+		"clusterId": id, "roleTemplateId": "cluster-member", "userPrincipalId": "keycloakoidc_user://alice",
+		"annotations": map[string]string{"waldur/managed": "true"}}).want(t, http.StatusCreated)
+	got := c.do(http.MethodGet, "/v3/clusterroletemplatebindings/"+made.str("id"), nil).want(t, http.StatusOK)
+	if ann, _ := got.obj["annotations"].(map[string]any); ann["waldur/managed"] != "true" {
+		t.Errorf("annotations %v, want the ones it was made with", got.obj["annotations"])
+	}
+}

@@ -39,6 +39,9 @@ type ClusterBinding struct {
 	ID, Name, ClusterID, RoleTemplateID string
 	Subject
 	Created time.Time
+	// Annotations and Labels are the binding's metadata as created (member
+	// sync marks its own bindings with them).
+	Annotations, Labels map[string]string
 
 	creatorID, uuid string
 }
@@ -230,6 +233,7 @@ func (s *Server) createClusterBinding(r *http.Request, in bindingBody) (int, any
 		return fail(invalidBody("binding must target either a user [userId]/[userPrincipalId] OR a group [groupId]/[groupPrincipalId]"))
 	}
 	cb := &ClusterBinding{ClusterID: in.ClusterID, RoleTemplateID: in.RoleTemplateID, Subject: in.Subject,
+		Annotations: simkit.CloneOrEmpty(in.Annotations), Labels: simkit.CloneOrEmpty(in.Labels),
 		creatorID: s.opts.UserID, uuid: simkit.NewUUID(), Created: s.now()}
 	cb.Name = "crtb-" + derivedName(cb.principal()+"/"+cb.RoleTemplateID+"/"+cb.ClusterID)
 	cb.ID = cb.ClusterID + ":" + cb.Name
@@ -242,7 +246,8 @@ func (s *Server) createClusterBinding(r *http.Request, in bindingBody) (int, any
 func clusterBindingRep(b string, cb *ClusterBinding) map[string]any {
 	return normanObj("clusterRoleTemplateBinding", b+"/v3/clusterRoleTemplateBindings/"+cb.ID, cb.Created, cb.fields(map[string]any{
 		"id": cb.ID, "name": cb.Name, "clusterId": cb.ClusterID, "roleTemplateId": cb.RoleTemplateID, "namespaceId": nil,
-		"creatorId": cb.creatorID, "uuid": cb.uuid, "annotations": map[string]string{}, "labels": map[string]string{},
+		"creatorId": cb.creatorID, "uuid": cb.uuid,
+		"annotations": simkit.CloneOrEmpty(cb.Annotations), "labels": simkit.CloneOrEmpty(cb.Labels),
 	}), map[string]string{
 		"cluster":      b + "/v3/clusters/" + cb.ClusterID,
 		"roleTemplate": b + "/v3/roleTemplates/" + cb.RoleTemplateID,

@@ -90,7 +90,23 @@ func (s *Server) storeProvCluster(pc *ProvisioningCluster) bool {
 	mc.ID = s.prov.clusters.Create(func() string { return "c-m-" + randLower(8) }, mc)
 	pc.ClusterID = mc.ID
 	s.issueDefaultToken(mc)
+	if len(pc.Spec()) == 0 {
+		s.addCreatorClusterBinding(mc)
+	}
 	return true
+}
+
+// addCreatorClusterBinding gives the cluster's creator (the API key's
+// user) cluster-owner, as Rancher's creator-cluster-owner binding does.
+// The simulator adds it to imported clusters only: the provisioned ones'
+// tests count their bindings as sitebus makes them. Caller holds s.mu.
+func (s *Server) addCreatorClusterBinding(mc *Cluster) {
+	cb := &ClusterBinding{Name: "creator-cluster-owner", ClusterID: mc.ID, RoleTemplateID: "cluster-owner",
+		Subject:     Subject{UserID: s.opts.UserID, UserPrincipalID: "local://" + s.opts.UserID},
+		Annotations: map[string]string{}, Labels: map[string]string{"authz.management.cattle.io/creator-role-binding": "true"},
+		creatorID: s.opts.UserID, uuid: simkit.NewUUID(), Created: s.now()}
+	cb.ID = cb.ClusterID + ":" + cb.Name
+	s.prov.crtbs.Put(cb.ID, cb)
 }
 
 // removeCluster deletes a provisioned cluster, its v1 object, nodes,

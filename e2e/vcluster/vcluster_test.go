@@ -10,6 +10,7 @@ package vcluster_test
 
 import (
 	"context"
+	"maps"
 	"os"
 	"strings"
 	"testing"
@@ -48,6 +49,9 @@ type env struct {
 	// agent from connecting until it is closed (nil: it connects at once).
 	readyWait string
 	agentHeld chan struct{}
+	// members, when set, makes vcluster the membership_sync_backend with
+	// these backend_settings (member_source, role_mapping) added.
+	members map[string]any
 }
 
 // envOption changes the offering or the agent stand-in of newEnv.
@@ -106,6 +110,16 @@ func (e *env) offering(s *harness.Site) string {
 		"backend_settings": map[string]any{"host_kubeconfig_path": e.host.KubeconfigPath(), "host_cluster_id": ro.ClusterID,
 			"rancher_project_id": "p-demo", "backend_url": s.Rancher.URL(), "username": ro.AccessKey, "password": ro.SecretKey,
 			"verify_cert": false, "kubeconfig_wait": "1m", "ready_wait": e.readyWait},
+	}
+	if e.members != nil {
+		o["membership_sync_backend"] = vcluster.Type
+		bs := o["backend_settings"].(map[string]any)
+		maps.Copy(bs, e.members)
+		if s.Keycloak != nil {
+			bs["keycloak_enabled"] = true
+			bs["keycloak"] = map[string]any{"keycloak_url": s.Keycloak.URL() + "/", "keycloak_realm": "waldur", "keycloak_user_realm": "master",
+				"keycloak_username": "admin", "keycloak_password": kcAdminPassword}
+		}
 	}
 	raw, err := yaml.Marshal([]any{o})
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"github.com/sitebus/sitebus/pkg/backend"
 	"github.com/sitebus/sitebus/pkg/backend/managedns"
 	"github.com/sitebus/sitebus/pkg/backend/okd"
+	"github.com/sitebus/sitebus/pkg/backend/vcluster"
 	"github.com/sitebus/sitebus/pkg/config"
 	"github.com/sitebus/sitebus/pkg/contract"
 	"github.com/sitebus/sitebus/pkg/openstack"
@@ -124,6 +125,16 @@ func (d *deps) membershipOfferings() ([]membership.Offering, error) {
 			}
 			continue
 		}
+		if name == vcluster.Type {
+			mo, err := d.vclusterMembership(i)
+			if err != nil {
+				return nil, err
+			}
+			if mo != nil {
+				out = append(out, *mo)
+			}
+			continue
+		}
 		b, err := d.backends.get(i, name)
 		if err != nil {
 			return nil, err
@@ -219,7 +230,8 @@ func KeycloakOffering(op *OfferingPlan, w keycloaksync.Waldur, backendFor func(n
 	}
 	switch {
 	case name == "":
-	case clusterBackend(name):
+	case clusterBackend(name) || name == vcluster.Type:
+		// A virtual cluster's role groups are named as a cluster's.
 		ko.Names = clusterGroupNames
 	default:
 		b, err := backendFor(name)

@@ -184,6 +184,10 @@ func planOffering(o *config.Offering, proxy string) (OfferingPlan, error) {
 		}
 	}
 
+	if names[vcluster.Type] && o.MembershipSyncBackend == vcluster.Type {
+		errs = append(errs, vclusterMembershipProblems(op.VCluster, enabled)...)
+	}
+
 	op.Waldur = waldur.Config{
 		APIURL: o.WaldurAPIURL,
 		Token:  o.WaldurAPIToken.Reveal(),
@@ -198,6 +202,23 @@ func planOffering(o *config.Offering, proxy string) (OfferingPlan, error) {
 		errs = append(errs, err)
 	}
 	return op, errors.Join(errs...)
+}
+
+// vclusterMembershipProblems are what a vcluster offering's member sync
+// needs besides its settings: the bindings go on the imported Rancher
+// cluster, and the waldur_team source's groups live in Keycloak. Without
+// them the membership service would silently do nothing.
+func vclusterMembershipProblems(s vcluster.Settings, keycloakEnabled bool) []error {
+	var errs []error
+	if !s.ImportToRancher {
+		errs = append(errs, &config.SettingError{Key: "backend_settings.import_to_rancher",
+			Msg: "must be true with membership_sync_backend vcluster: members are bound on the imported Rancher cluster"})
+	}
+	if s.MemberSource == vcluster.MemberSourceWaldurTeam && !keycloakEnabled {
+		errs = append(errs, &config.SettingError{Key: "backend_settings.keycloak_enabled",
+			Msg: "must be true with member_source waldur_team: the team goes into Keycloak groups (or use member_source rancher_project)"})
+	}
+	return errs
 }
 
 // distinct drops repeated problems: keycloak_enabled is read by both the

@@ -3,7 +3,14 @@ package app
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"maps"
 	"net/http"
+
+	"github.com/sitebus/sitebus/pkg/config"
+	"github.com/sitebus/sitebus/pkg/contract"
+	"github.com/sitebus/sitebus/pkg/waldur"
+	"github.com/sitebus/sitebus/services/membership"
 
 	"github.com/sitebus/sitebus/pkg/backend/rancher"
 	"github.com/sitebus/sitebus/pkg/backend/vcluster"
@@ -39,23 +46,96 @@ func (d *deps) vclusterOfferings() (map[string]*provisioner.VClusterOffering, er
 		vo := &provisioner.VClusterOffering{Name: o.Config.Name, Settings: s, Waldur: o.Waldur, Host: host,
 			Virtual: provisioner.KubeVirtual{InsecureManifest: !s.VerifyCert}}
 		if s.ImportToRancher {
-			rc, err := rancher.NewClusterClient(rancher.ClusterOptions{BackendURL: s.BackendURL, AccessKey: s.Username, SecretKey: s.Password,
-				VerifyCert: s.VerifyCert, Logger: d.log.With("offering", o.Config.Name, "backend", vcluster.Type),
-				WrapTransport: func(rt http.RoundTripper) http.RoundTripper {
-					rt = telemetry.InstrumentTransport(rt, "rancher", d.reg, d.tp)
-					if d.transport != nil {
-						rt = d.transport(rt, "rancher")
-					}
-					return rt
-				}})
+			rc, err := d.vclusterRancher(o.Config.Name, s)
 			if err != nil {
-				return nil, fmt.Errorf("offering %q: %w", o.Config.Name, err)
+				return nil, err
 			}
 			vo.Rancher = rc
 		}
 		out[o.Config.OfferingUUIDHex()] = vo
 	}
 	return out, nil
+}
+
+// vclusterRancher is the Rancher client of a vcluster offering's import
+// and member sync.
+func (d *deps) vclusterRancher(offering string, s vcluster.Settings) (*rancher.ClusterClient, error) {
+	rc, err := rancher.NewClusterClient(rancher.ClusterOptions{BackendURL: s.BackendURL, AccessKey: s.Username, SecretKey: s.Password,
+		VerifyCert: s.VerifyCert, Logger: d.log.With("offering", offering, "backend", vcluster.Type),
+		WrapTransport: func(rt http.RoundTripper) http.RoundTripper {
+			rt = telemetry.InstrumentTransport(rt, "rancher", d.reg, d.tp)
+			if d.transport != nil {
+				rt = d.transport(rt, "rancher")
+			}
+			return rt
+		}})
+	if err != nil {
+		return nil, fmt.Errorf("offering %q: %w", offering, err)
+	}
+	return rc, nil
+}
+
+// VClusterMembershipOffering is how the membership service sees a vcluster
+// offering whose membership_sync_backend is vcluster: every sync keeps
+// the imported cluster's role template bindings by member_source
+// (vcluster.Access, through rc). With waldur_team the resource's team also
+// goes into its role groups c_<uuid hex>_<role> under c_<uuid hex> (the
+// rancher-cluster offering's names and role mapping rules), made when
+// missing while the host namespace exists; with rancher_project the
+// Rancher project's bindings are the members and Waldur's team is not
+// used.
+func VClusterMembershipOffering(cfg *config.Offering, w membership.Waldur, b *vcluster.Backend, rc vcluster.AccessRancher, log *slog.Logger) membership.Offering {
+	s := b.Settings()
+	mo := membership.Offering{Config: cfg, Waldur: w, Backend: b,
+		Access: vclusterAccess{a: &vcluster.Access{Settings: s, Rancher: rc, Log: log}}}
+	if s.MemberSource != vcluster.MemberSourceWaldurTeam {
+		return mo
+	}
+	mo.Roles, mo.RoleMapping = s.ClusterRoles(), maps.Clone(s.RoleMapping)
+	mo.Groups = func(r *waldur.Resource) []contract.GroupSpec {
+		parent, groups := s.RoleGroups(r.UUID)
+		out := make([]contract.GroupSpec, 0, len(groups))
+		for _, role := range mo.Roles {
+			out = append(out, contract.GroupSpec{Role: role, Name: groups[role], Parent: parent})
+		}
+		return out
+	}
+	return mo
+}
+
+// vclusterAccess is vcluster.Access as membership calls it: a resource
+// without a host namespace in Waldur yet (its create has not settled)
+// has no cluster to bind.
+type vclusterAccess struct{ a *vcluster.Access }
+
+func (v vclusterAccess) SyncAccess(ctx context.Context, res *waldur.Resource) (added, removed int, err error) {
+	if res.BackendID == "" {
+		return 0, 0, nil
+	}
+	return v.a.Sync(ctx, res.UUID, res.BackendID)
+}
+
+// vclusterMembership is the membership offering of offering i, a vcluster
+// one; nil when it does not import into Rancher (nothing to bind).
+func (d *deps) vclusterMembership(i int) (*membership.Offering, error) {
+	o := d.offerings[i]
+	b, err := d.backends.get(i, vcluster.Type)
+	if err != nil {
+		return nil, err
+	}
+	host, ok := b.(*vcluster.Backend)
+	if !ok {
+		return nil, fmt.Errorf("offering %q: the vcluster backend is a %T", o.Config.Name, b)
+	}
+	if !host.Settings().ImportToRancher {
+		return nil, nil
+	}
+	rc, err := d.vclusterRancher(o.Config.Name, host.Settings())
+	if err != nil {
+		return nil, err
+	}
+	mo := VClusterMembershipOffering(o.Config, o.Waldur, host, rc, d.log.With("offering", o.Config.Name, "backend", vcluster.Type))
+	return &mo, nil
 }
 
 // vclusterVerbs are the vcluster offering's verbs: create and terminate

@@ -1,8 +1,13 @@
 package membership
 
 import (
+	"context"
+	"errors"
 	"slices"
 	"testing"
+
+	"github.com/sitebus/sitebus/pkg/bus"
+	"github.com/sitebus/sitebus/pkg/fault"
 
 	"github.com/sitebus/sitebus/pkg/contract"
 	sitebusv1 "github.com/sitebus/sitebus/pkg/gen/sitebus/v1"
@@ -111,5 +116,77 @@ func TestClusterGroupsMissingAreNotMadeByMembership(t *testing.T) {
 	}
 	if e.sib.hasGroup("c_k1_cluster-owner") {
 		t.Error("membership made the cluster's group")
+	}
+}
+
+// accessor records the resources an offering's Access was asked to sync.
+type accessor struct {
+	synced []string
+	err    error
+}
+
+func (a *accessor) SyncAccess(_ context.Context, res *waldur.Resource) (int, int, error) {
+	a.synced = append(a.synced, res.UUID)
+	return 1, 0, a.err
+}
+
+// A virtual cluster's bindings are kept by the offering's Access on every
+// sync, next to its role groups; a foreign cluster (a terminal error)
+// does not come again by redelivery, a Rancher that is down does.
+func TestAccessIsKeptOnEverySync(t *testing.T) {
+	tests := map[string]struct {
+		err      error
+		terminal bool
+	}{
+		"synced":                     {},
+		"a foreign cluster is final": {err: fault.Errorf(fault.NotManaged, "not ours"), terminal: true},
+		"Rancher down is retried":    {err: errors.New("connection refused")},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			acc := &accessor{err: tc.err}
+			e := newEnv(t, Offering{Groups: clusterGroups, Roles: clusterRoles, RoleMapping: clusterMapping, Access: acc})
+			e.sib.setMembers("c_k1_cluster-owner")
+			e.sib.setMembers("c_k1_cluster-member")
+			e.sib.known["alice"] = true
+			e.w.add(waldur.Resource{UUID: resUUID(1), Slug: "k1", State: waldur.ResourceStateOK, BackendID: "vc-k1"}, user("alice", "PROJECT.ADMIN"))
+			_, err := e.sync(t, resUUID(1), false)
+			if (err != nil) != (tc.err != nil) || bus.IsTerminal(err) != tc.terminal {
+				t.Fatalf("err %v, want %v (terminal %v)", err, tc.err, tc.terminal)
+			}
+			if !slices.Equal(acc.synced, []string{resUUID(1)}) {
+				t.Errorf("access synced for %v, want the resource once", acc.synced)
+			}
+			if got := e.sib.members("c_k1_cluster-owner"); !slices.Equal(got, []string{"alice"}) {
+				t.Errorf("owner group %v, want alice", got)
+			}
+		})
+	}
+}
+
+// A backend's missing role groups under a parent the groups do not list
+// (a virtual cluster's c_<uuid hex>) are made with the parent first, as
+// keycloak-sync makes a child only under a parent that exists or comes
+// before it; then they are filled.
+func TestMissingRoleGroupsAreMadeUnderTheirParentFirst(t *testing.T) {
+	e := newEnv(t, Offering{Backend: newPlatform("vc-k1"), Groups: clusterGroups, Roles: clusterRoles, RoleMapping: clusterMapping})
+	e.sib.known["alice"] = true
+	e.w.add(waldur.Resource{UUID: resUUID(1), Slug: "k1", State: waldur.ResourceStateOK, BackendID: "vc-k1"}, user("alice", "PROJECT.ADMIN"))
+	if _, err := e.sync(t, resUUID(1), false); err != nil {
+		t.Fatal(err)
+	}
+	var ensured []string
+	for _, r := range e.sib.reqs {
+		if req, ok := r.(*sitebusv1.EnsureGroupsRequest); ok {
+			for _, g := range req.Groups {
+				ensured = append(ensured, g.ParentName+"/"+g.Name)
+			}
+		}
+	}
+	if want := []string{"/c_k1", "c_k1/c_k1_cluster-owner", "c_k1/c_k1_cluster-member"}; !slices.Equal(ensured, want) {
+		t.Errorf("ensured %v, want %v", ensured, want)
+	}
+	if got := e.sib.members("c_k1_cluster-owner"); !slices.Equal(got, []string{"alice"}) {
+		t.Errorf("owner group %v, want alice", got)
 	}
 }

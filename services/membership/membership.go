@@ -68,6 +68,10 @@ type Offering struct {
 	// project role it maps to "" or does not name gets no access
 	// (DesiredIn); DefaultRole is not used.
 	Roles []string
+	// Access, when set, keeps the resource's access that no group of
+	// Groups gives, on every sync (a virtual cluster's role template
+	// bindings on its Rancher cluster).
+	Access Accessor
 	// UsersByID: offering usernames are Keycloak user ids (keycloak_use_user_id).
 	UsersByID bool
 	// SyncUsersToCR writes users into the object too, identified by
@@ -366,6 +370,11 @@ func (s *Service) syncResource(ctx context.Context, o Offering, resourceUUID, ke
 			return nil, err
 		}
 	}
+	if o.Access != nil {
+		if err := s.syncAccess(ctx, o, res); err != nil {
+			return nil, err
+		}
+	}
 	if syncer, ok := o.Backend.(backend.UserSyncer); ok && o.SyncUsersToCR {
 		if err := s.syncUsersToObject(ctx, o, syncer, res, byRole); err != nil {
 			return nil, err
@@ -447,6 +456,19 @@ func (s *Service) recreateGroups(ctx context.Context, o Offering, res *waldur.Re
 		return false, nil
 	}
 	req := &sitebusv1.EnsureGroupsRequest{OfferingUuid: o.Config.OfferingUUIDHex()}
+	// A parent the groups do not list (a virtual cluster's c_<uuid hex>)
+	// is ensured first: keycloak-sync makes a child only under a parent
+	// that exists or comes before it in the request.
+	listed := map[string]bool{}
+	for _, g := range groups {
+		listed[g.Name] = true
+	}
+	for _, g := range groups {
+		if g.Parent != "" && !listed[g.Parent] {
+			listed[g.Parent] = true
+			req.Groups = append(req.Groups, &sitebusv1.GroupSpec{Name: g.Parent})
+		}
+	}
 	for _, g := range groups {
 		req.Groups = append(req.Groups, &sitebusv1.GroupSpec{Name: g.Name, Description: g.Description, ParentName: g.Parent})
 	}
@@ -496,6 +518,31 @@ func (s *Service) syncUsersToObject(ctx context.Context, o Offering, syncer back
 		return fmt.Errorf("set users of %s %s: %w", o.Backend.Type(), backendID, err)
 	}
 	return nil
+}
+
+// Accessor keeps one resource's access from a source of its own, as
+// desired state (the bindings of a virtual cluster's Rancher cluster, from
+// its role groups or its Rancher project's members): added and removed
+// count what it changed.
+type Accessor interface {
+	SyncAccess(ctx context.Context, res *waldur.Resource) (added, removed int, err error)
+}
+
+// syncAccess applies o.Access to res. An error that redelivery cannot
+// heal (a foreign Rancher cluster of the resource's name) is terminal;
+// the period tries again.
+func (s *Service) syncAccess(ctx context.Context, o Offering, res *waldur.Resource) error {
+	added, removed, err := o.Access.SyncAccess(ctx, res)
+	if added+removed > 0 {
+		s.log.Info("access synced", "offering", o.Config.Name, "resource", res.UUID, "added", added, "removed", removed)
+	}
+	if err != nil {
+		err = fmt.Errorf("sync the access of resource %s: %w", res.UUID, err)
+		if fault.IsTerminal(err) {
+			return bus.Terminal(err)
+		}
+	}
+	return err
 }
 
 // RoleBinder is a backend that grants each user access in the object by

@@ -13,4 +13,11 @@
 // the Secret vc-<slug> (key config) into the namespace, and sitebus waits
 // for it. That is the one contract every driver converges on in Loft's
 // operator too: a Secret holding a kubeconfig for a kube-apiserver.
+//
+// Access (member sync, run by the membership service) keeps the imported
+// cluster's role template bindings equal to member_source: the Waldur
+// team's Keycloak role groups c_<uuid hex>_<role> (rancher-cluster's
+// names), or the users and groups of the Rancher project, as Loft syncs
+// project members; role_mapping picks each one's cluster role. Only the
+// bindings it marked as its own are ever removed.
 package vcluster

@@ -3,6 +3,7 @@ package vcluster
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -27,6 +28,37 @@ const (
 
 // SupportedDrivers are the drivers sitebus implements.
 var SupportedDrivers = []string{DriverExternal}
+
+// Member sources: where the virtual cluster's access in Rancher comes
+// from (member_source).
+const (
+	// MemberSourceWaldurTeam: the resource's Waldur team goes into the
+	// cluster's Keycloak role groups c_<uuid hex>_<role>, each bound to
+	// the imported cluster with its role template, as for a
+	// rancher-cluster resource.
+	MemberSourceWaldurTeam = "waldur_team"
+	// MemberSourceRancherProject: the users and groups bound to the
+	// Rancher project the host namespace is in get bindings on the
+	// imported cluster, as Loft's Rancher integration syncs project
+	// members.
+	MemberSourceRancherProject = "rancher_project"
+)
+
+// MemberSources are the member_source values.
+var MemberSources = []string{MemberSourceWaldurTeam, MemberSourceRancherProject}
+
+// DefaultRoleMapping is the role_mapping of a member source, which the
+// configured one is merged over: for the Waldur team the rancher-cluster
+// offering's (project admins and managers own the cluster, members are
+// its members); for a Rancher project, its owners own the cluster and
+// its members are the cluster's members. A role mapped to "" (or not
+// named) gets no binding.
+func DefaultRoleMapping(source string) map[string]string {
+	if source == MemberSourceRancherProject {
+		return map[string]string{"project-owner": "cluster-owner", "project-member": "cluster-member"}
+	}
+	return map[string]string{"PROJECT.ADMIN": "cluster-owner", "PROJECT.MANAGER": "cluster-owner", "PROJECT.MEMBER": "cluster-member"}
+}
 
 // Defaults of backend_settings.
 const (
@@ -66,6 +98,18 @@ type Settings struct {
 	KubeconfigWait time.Duration
 	ReadyWait      time.Duration
 
+	// MemberSource is where access to the imported cluster comes from
+	// (MemberSources); the membership service applies it.
+	MemberSource string
+	// RoleMapping maps a Waldur project role (waldur_team) or a Rancher
+	// project role template (rancher_project) to the cluster role
+	// template its users get: role_mapping merged over
+	// DefaultRoleMapping(MemberSource); "" excludes the role.
+	RoleMapping map[string]string
+	// KeycloakEnabled is keycloak_enabled: the waldur_team groups live in
+	// the offering's Keycloak.
+	KeycloakEnabled bool
+
 	// Warnings are the keys DecodeSettings did not know (each a
 	// *config.SettingError).
 	Warnings []error
@@ -74,7 +118,7 @@ type Settings struct {
 // DefaultSettings are the settings of an empty backend_settings.
 func DefaultSettings() Settings {
 	return Settings{Driver: DriverExternal, ImportToRancher: true, VerifyCert: true, SecretKey: DefaultSecretKey,
-		KubeconfigWait: DefaultKubeconfigWait, ReadyWait: DefaultReadyWait}
+		KubeconfigWait: DefaultKubeconfigWait, ReadyWait: DefaultReadyWait, MemberSource: MemberSourceWaldurTeam}
 }
 
 // DecodeSettings decodes backend_settings onto DefaultSettings and
@@ -97,9 +141,13 @@ func DecodeSettings(raw map[string]any) (Settings, error) {
 	d.Str("kubeconfig_secret_key", &s.SecretKey)
 	d.Str("kubeconfig_wait", &kubeWait)
 	d.Str("ready_wait", &readyWait)
+	d.Str("member_source", &s.MemberSource)
+	var mapping map[string]string
+	d.StrMap("role_mapping", &mapping, false)
+	d.Bool("keycloak_enabled", &s.KeycloakEnabled)
 	// Read by the agent itself for every backend (config.Offering), and by
 	// keycloak-sync.
-	d.Known("periodic_limits", "keycloak_enabled", "keycloak")
+	d.Known("periodic_limits", "keycloak")
 	s.Password = config.Secret(password)
 	for _, w := range []struct {
 		key, v string
@@ -120,6 +168,10 @@ func DecodeSettings(raw map[string]any) (Settings, error) {
 	}
 	s.Warnings = d.Warnings()
 	s.HostKubeconfigPath = expandHome(s.HostKubeconfigPath)
+	// The defaults depend on the source, so they are merged once it is
+	// known; Validate checks the merged mapping.
+	s.RoleMapping = DefaultRoleMapping(s.MemberSource)
+	maps.Copy(s.RoleMapping, mapping)
 	if err := s.Validate(); err != nil {
 		return Settings{}, err
 	}
@@ -165,6 +217,25 @@ func (s *Settings) Validate() error {
 			bad("host_cluster_id", "is required with rancher_project_id (the namespace's project label names both)")
 		}
 	}
+	switch s.MemberSource {
+	case MemberSourceWaldurTeam:
+	case MemberSourceRancherProject:
+		if s.RancherProjectID == "" {
+			bad("member_source", "%s needs rancher_project_id: its bindings are the members", MemberSourceRancherProject)
+		}
+	default:
+		bad("member_source", "%q is not a member source (%s)", s.MemberSource, strings.Join(MemberSources, ", "))
+	}
+	for _, k := range slices.Sorted(maps.Keys(s.RoleMapping)) {
+		// Role template ids go into Rancher's bindings and (waldur_team)
+		// into Keycloak group names c_<uuid hex>_<role>.
+		if r := s.RoleMapping[k]; r != "" && !rancherID.MatchString(r) {
+			bad("role_mapping."+k, "%q is not a Rancher cluster role template id such as cluster-member (\"\" excludes the role)", r)
+		}
+		if s.MemberSource == MemberSourceRancherProject && !rancherID.MatchString(k) {
+			bad("role_mapping."+k, "%q is not a Rancher project role template id such as project-member", k)
+		}
+	}
 	if s.Server != "" {
 		if u, err := url.Parse(s.Server); err != nil || u.Scheme != "https" || u.Host == "" {
 			bad("vcluster_server", "%q must be an https URL (https://host:port)", s.Server)
@@ -182,6 +253,31 @@ func (s *Settings) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// ClusterRoles are the cluster role templates role_mapping grants, each
+// once: Rancher's cluster-owner, then cluster-member, then the others in
+// name order. A Waldur user with two project roles joins the group of the
+// first (waldur_team).
+func (s *Settings) ClusterRoles() []string {
+	seen := map[string]bool{}
+	for _, r := range s.RoleMapping {
+		if r != "" {
+			seen[r] = true
+		}
+	}
+	out := slices.Sorted(maps.Keys(seen))
+	rank := func(r string) int {
+		switch r {
+		case "cluster-owner":
+			return 0
+		case "cluster-member":
+			return 1
+		}
+		return 2
+	}
+	slices.SortStableFunc(out, func(a, b string) int { return rank(a) - rank(b) })
+	return out
 }
 
 // ProjectID is the namespace's Rancher project label value,
