@@ -267,17 +267,13 @@ func (s *Server) projectRep(r *http.Request, p *Project) obj {
 		"links": obj{"self": simkit.BaseURL(r) + "/identity/v3/projects/" + p.ID}}
 }
 
-// named checks the name and domain (default: the default domain) of a
-// project or user to create, as Keystone's schema and lookup do.
-func (s *Server) named(name, domainID *string) *apiErr {
-	if *name == "" {
-		return keystoneErr(400, "Invalid input for field 'name': None is not of type 'string'")
-	}
-	*domainID = cmp.Or(*domainID, DefaultDomainID)
-	if _, ok := s.st.domains[*domainID]; !ok {
-		return keystoneErr(404, "Could not find domain: "+*domainID+".")
-	}
-	return nil
+// named checks the name and domain of a project or user to create, as
+// Keystone's schema and lookup do, and then that no other one has the
+// name in the domain (taken: a 409 with Keystone's conflict message).
+func (s *Server) named(name, domainID string, taken bool, conflict string) *apiErr {
+	_, known := s.st.domains[domainID]
+	return cmp.Or(refuse(name == "", keystoneErr(400, "Invalid input for field 'name': None is not of type 'string'")),
+		refuse(!known, keystoneErr(404, "Could not find domain: "+domainID+".")), refuse(taken, keystoneErr(409, conflict)))
 }
 
 type projectIn struct {
@@ -292,11 +288,10 @@ func (st *state) projectNamed(domain, name string) *Project {
 }
 
 func (s *Server) createProject(_ *caller, in projectIn) (*Project, *apiErr) {
-	if e := s.named(&in.Name, &in.DomainID); e != nil {
+	in.DomainID = cmp.Or(in.DomainID, DefaultDomainID)
+	if e := s.named(in.Name, in.DomainID, s.st.projectNamed(in.DomainID, in.Name) != nil,
+		"Conflict occurred attempting to store project - it is not permitted to have two projects with the same name in the same domain : "+in.Name+"."); e != nil {
 		return nil, e
-	}
-	if s.st.projectNamed(in.DomainID, in.Name) != nil {
-		return nil, keystoneErr(409, "Conflict occurred attempting to store project - it is not permitted to have two projects with the same name in the same domain : "+in.Name+".")
 	}
 	p := &Project{ID: newHexID(), Name: in.Name, DomainID: in.DomainID, Description: in.Description,
 		Enabled: in.Enabled == nil || *in.Enabled, Created: s.now(), seq: s.st.next()}
@@ -377,11 +372,10 @@ type userIn struct {
 }
 
 func (s *Server) createUser(_ *caller, in userIn) (*User, *apiErr) {
-	if e := s.named(&in.Name, &in.DomainID); e != nil {
+	in.DomainID = cmp.Or(in.DomainID, DefaultDomainID)
+	if e := s.named(in.Name, in.DomainID, s.st.findUser(authUser{Name: in.Name, Domain: &authDomain{ID: in.DomainID}}) != nil,
+		"Conflict occurred attempting to store user - Duplicate entry found with name "+in.Name+" at domain ID "+in.DomainID+"."); e != nil {
 		return nil, e
-	}
-	if s.st.findUser(authUser{Name: in.Name, Domain: &authDomain{ID: in.DomainID}}) != nil {
-		return nil, keystoneErr(409, "Conflict occurred attempting to store user - Duplicate entry found with name "+in.Name+" at domain ID "+in.DomainID+".")
 	}
 	u := &User{ID: newHexID(), Name: in.Name, DomainID: in.DomainID, DefaultProjectID: in.DefaultProjectID,
 		Description: in.Description, Enabled: in.Enabled == nil || *in.Enabled, password: in.Password, seq: s.st.next()}

@@ -18,11 +18,7 @@ func badRequest(resource, msg string) *apiErr {
 func (s *Server) routerRep(rt *Router) obj {
 	var gw any
 	if rt.GatewayNetworkID != "" {
-		var fixed []FixedIP
-		if p := s.st.ports[rt.GatewayPortID]; p != nil {
-			fixed = p.FixedIPs
-		}
-		ips := fixedIPsRep(fixed)
+		ips := fixedIPsRep(cmp.Or(s.st.ports[rt.GatewayPortID], &Port{}).FixedIPs)
 		gw = obj{"network_id": rt.GatewayNetworkID, "enable_snat": true, "external_fixed_ips": ips}
 	}
 	return stamp(obj{"id": rt.ID, "name": rt.Name, "status": "ACTIVE", "admin_state_up": true,

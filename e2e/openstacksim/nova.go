@@ -49,11 +49,9 @@ func (s *Server) serverView(sv *Instance) Instance {
 	}
 	for _, a := range s.serverAttachments(sv.ID) {
 		v.Volumes = append(v.Volumes, a.VolumeID)
-		d := Disk{VolumeID: a.VolumeID, Device: a.Device, DeleteOnTermination: a.DeleteOnTermination}
-		if vol := s.st.volumes[a.VolumeID]; vol != nil {
-			d.Size, d.VolumeType = vol.Size, vol.VolumeType
-		}
-		v.Disks = append(v.Disks, d)
+		vol := cmp.Or(s.st.volumes[a.VolumeID], &Volume{})
+		v.Disks = append(v.Disks, Disk{VolumeID: a.VolumeID, Device: a.Device, DeleteOnTermination: a.DeleteOnTermination,
+			Size: vol.Size, VolumeType: vol.VolumeType})
 	}
 	return v
 }
@@ -90,10 +88,7 @@ func (s *Server) serverRep(r *http.Request, sv *Instance) obj {
 	addresses := obj{}
 	sgNames := []string{}
 	for _, p := range s.serverPorts(sv.ID) {
-		net := p.NetworkID
-		if n := s.st.networks[p.NetworkID]; n != nil {
-			net = n.Name
-		}
+		net := cmp.Or(s.st.networks[p.NetworkID], &Network{Meta: Meta{Name: p.NetworkID}}).Name
 		list, _ := addresses[net].([]obj)
 		for _, f := range p.FixedIPs {
 			list = append(list, obj{"version": 4, "addr": f.IPAddress, "OS-EXT-IPS:type": "fixed", "OS-EXT-IPS-MAC:mac_addr": p.MAC})
@@ -235,6 +230,16 @@ func (s *Server) bootFirst(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// bootDue says whether a server in BUILD may boot now as far as the
+// clock goes: Options.BootAfter after its create. A real VM takes tens of
+// seconds from Nova's create to a running cloud-init whether anyone looks
+// at it or not, which polls (Options.BuildPolls) cannot show; a create's
+// wall time against the simulator then includes a boot as long as a
+// cloud's. Without BootAfter only the polls count.
+func (s *Server) bootDue(sv *Instance) bool {
+	return s.opts.BootAfter <= 0 || !s.now().Before(sv.Created.Add(s.opts.BootAfter))
 }
 
 // boot ends a server's BUILD: ERROR when an error rule picked it or OnBoot

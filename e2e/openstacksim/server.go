@@ -166,9 +166,7 @@ func New(opts Options) (*Server, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	if opts.Logger == nil {
-		opts.Logger = slog.Default()
-	}
+	opts.Logger = cmp.Or(opts.Logger, slog.Default())
 	s := &Server{opts: opts, log: opts.Logger.With("component", "openstacksim")}
 	s.Faults = newFaults()
 	st, err := newState(&s.opts, s.now())

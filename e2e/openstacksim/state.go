@@ -371,7 +371,6 @@ func newHexID() string { return randomHex(16) }
 
 // newMAC is a MAC in OpenStack's default fa:16:3e prefix.
 func newMAC() string {
-	b := make([]byte, 3)
-	_, _ = rand.Read(b)
-	return fmt.Sprintf("fa:16:3e:%02x:%02x:%02x", b[0], b[1], b[2])
+	h := randomHex(3)
+	return "fa:16:3e:" + h[:2] + ":" + h[2:4] + ":" + h[4:]
 }
