@@ -572,13 +572,11 @@ func (s *Server) createSecGroup(c *caller, in attrsIn) (*SecurityGroup, *apiErr)
 
 func (s *Server) deleteSecGroup(c *caller, g *SecurityGroup) *apiErr {
 	id := g.ID
-	if g.Default && !c.admin {
-		return neutronErr(http.StatusConflict, "SecurityGroupCannotRemoveDefault", "Insufficient rights for removing default security group.")
-	}
-	for _, p := range s.st.ports {
-		if slices.Contains(p.SecurityGroups, id) {
-			return neutronErr(http.StatusConflict, "SecurityGroupInUse", "Security Group "+id+" in use.")
-		}
+	inUse := simkit.FindBy(s.st.ports, func(p *Port) bool { return slices.Contains(p.SecurityGroups, id) }) != nil
+	if e := cmp.Or(refuse(g.Default && !c.admin, neutronErr(http.StatusConflict, "SecurityGroupCannotRemoveDefault",
+		"Insufficient rights for removing default security group.")),
+		refuse(inUse, neutronErr(http.StatusConflict, "SecurityGroupInUse", "Security Group "+id+" in use."))); e != nil {
+		return e
 	}
 	delete(s.st.secGroups, id)
 	for _, o := range s.st.secGroups {

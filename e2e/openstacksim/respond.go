@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/sitebus/sitebus/e2e/simkit"
@@ -95,10 +96,8 @@ func linksFormat(bad func(string) *apiErr) *simkit.ListFormat {
 			if next == "" {
 				return
 			}
-			lk := key + "_links"
-			if key == "volume_types" {
-				lk = "volume_type_links" // gophercloud reads Cinder's singular key
-			}
+			// gophercloud reads Cinder's volume_type_links, singular.
+			lk := strings.Replace(key, "volume_types", "volume_type", 1) + "_links"
 			body[lk] = []obj{{"rel": "next", "href": simkit.BaseURL(r) + r.URL.Path + "?" + next}}
 		}}
 }
