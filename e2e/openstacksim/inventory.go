@@ -30,11 +30,10 @@ func (inv Inventory) Empty() bool { return inv.Count() == 0 }
 
 // Count is the number of objects, default security groups excluded.
 func (inv Inventory) Count() int {
-	n := len(inv.Projects) + len(inv.Users) + len(inv.Servers) + len(inv.Volumes) + len(inv.Networks) +
-		len(inv.Subnets) + len(inv.Ports) + len(inv.Routers) + len(inv.FloatingIPs)
+	n := inv.Total()
 	for _, g := range inv.SecurityGroups {
-		if !g.Default {
-			n++
+		if g.Default {
+			n--
 		}
 	}
 	return n
@@ -99,13 +98,8 @@ func (s *Server) Tenants() Inventory {
 
 // Total is the number of objects, default security groups included.
 func (inv Inventory) Total() int {
-	n := inv.Count()
-	for _, g := range inv.SecurityGroups {
-		if g.Default {
-			n++
-		}
-	}
-	return n
+	return len(inv.Projects) + len(inv.Users) + len(inv.Servers) + len(inv.Volumes) + len(inv.Networks) +
+		len(inv.Subnets) + len(inv.Ports) + len(inv.Routers) + len(inv.SecurityGroups) + len(inv.FloatingIPs)
 }
 
 // ServersNamed returns the servers called name, in creation order.

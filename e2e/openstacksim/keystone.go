@@ -13,11 +13,8 @@ import (
 
 // caller is who a request authenticates as, from its X-Auth-Token.
 type caller struct {
-	tok       *token
-	userID    string
-	projectID string
-	roles     []string
-	admin     bool
+	userID, projectID string // projectID "" for an unscoped token
+	admin             bool   // the admin role on projectID
 }
 
 // authenticate resolves the token of r; nil when it is missing, unknown or
@@ -31,12 +28,8 @@ func (s *Server) authenticate(r *http.Request) *caller {
 		delete(s.st.tokens, t.id)
 		return nil
 	}
-	c := &caller{tok: t, userID: t.userID, projectID: t.projectID}
-	if t.projectID != "" {
-		c.roles = s.st.roleNames(t.projectID, t.userID)
-		c.admin = slices.Contains(c.roles, "admin")
-	}
-	return c
+	return &caller{userID: t.userID, projectID: t.projectID,
+		admin: slices.Contains(s.st.roleNames(t.projectID, t.userID), "admin")}
 }
 
 // ExpireTokens makes every issued token expired, as if time had passed: the
@@ -89,21 +82,10 @@ type authRequest struct {
 	} `json:"auth"`
 }
 
-// domainID resolves a domain reference by id or name.
+// domainID resolves a domain reference by id or name: the simulator
+// serves Keystone's default domain only.
 func (st *state) domainID(d *authDomain) (string, bool) {
-	if d == nil {
-		return "", false
-	}
-	if d.ID != "" {
-		_, ok := st.domains[d.ID]
-		return d.ID, ok
-	}
-	for id, name := range st.domains {
-		if strings.EqualFold(name, d.Name) {
-			return id, true
-		}
-	}
-	return "", false
+	return DefaultDomainID, d != nil && (d.ID == DefaultDomainID || d.ID == "" && strings.EqualFold(d.Name, DefaultDomainName))
 }
 
 func (st *state) findUser(u authUser) *User {
@@ -224,13 +206,13 @@ func (s *Server) tokenBody(r *http.Request, t *token) obj {
 		"issued_at":  t.issued.UTC().Format("2006-01-02T15:04:05.000000Z"),
 		"audit_ids":  []string{randomHex(11)},
 		"user": obj{"id": u.ID, "name": u.Name, "password_expires_at": nil,
-			"domain": obj{"id": u.DomainID, "name": st.domains[u.DomainID]}},
+			"domain": obj{"id": u.DomainID, "name": DefaultDomainName}},
 	}
 	if t.projectID == "" {
 		return body
 	}
 	p := st.projects[t.projectID]
-	body["project"] = obj{"id": p.ID, "name": p.Name, "domain": obj{"id": p.DomainID, "name": st.domains[p.DomainID]}}
+	body["project"] = obj{"id": p.ID, "name": p.Name, "domain": obj{"id": p.DomainID, "name": DefaultDomainName}}
 	body["is_domain"] = false
 	body["roles"] = simkit.Map(st.rolesOf(p.ID, u.ID), func(rl *Role) obj { return obj{"id": rl.ID, "name": rl.Name} })
 	if t.appCredID != "" {
@@ -271,9 +253,8 @@ func (s *Server) projectRep(r *http.Request, p *Project) obj {
 // Keystone's schema and lookup do, and then that no other one has the
 // name in the domain (taken: a 409 with Keystone's conflict message).
 func (s *Server) named(name, domainID string, taken bool, conflict string) *apiErr {
-	_, known := s.st.domains[domainID]
 	return cmp.Or(refuse(name == "", keystoneErr(400, "Invalid input for field 'name': None is not of type 'string'")),
-		refuse(!known, keystoneErr(404, "Could not find domain: "+domainID+".")), refuse(taken, keystoneErr(409, conflict)))
+		refuse(domainID != DefaultDomainID, keystoneErr(404, "Could not find domain: "+domainID+".")), refuse(taken, keystoneErr(409, conflict)))
 }
 
 type projectIn struct {

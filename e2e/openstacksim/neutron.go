@@ -40,11 +40,7 @@ func (s *Server) ensureListedDefaultSG(r *http.Request, c *caller) {
 		return
 	}
 	q := r.URL.Query()
-	project := c.projectID
-	if filtered := append(q["project_id"], q["tenant_id"]...); len(filtered) > 0 {
-		project = filtered[0]
-	}
-	s.ensureDefaultSG(project)
+	s.ensureDefaultSG(append(append(q["project_id"], q["tenant_id"]...), c.projectID)[0])
 }
 
 // nfound is Neutron's 404 for the kind of resource ("security group"),

@@ -80,8 +80,9 @@ type vmState struct {
 	power    int
 }
 
-// vmStates are the states of a server by status, but BUILD.
-var vmStates = map[string]vmState{"ACTIVE": {"", "active", 1}, "SHUTOFF": {"", "stopped", 4}, "ERROR": {"", "error", 0}}
+// vmStates are the states of a server by status.
+var vmStates = map[string]vmState{"BUILD": {"spawning", "building", 0}, "ACTIVE": {"", "active", 1},
+	"SHUTOFF": {"", "stopped", 4}, "ERROR": {"", "error", 0}}
 
 func (s *Server) serverRep(r *http.Request, sv *Instance) obj {
 	b := simkit.BaseURL(r) + "/compute/v2.1"
@@ -112,10 +113,7 @@ func (s *Server) serverRep(r *http.Request, sv *Instance) obj {
 	if sv.ImageID != "" {
 		image = obj{"id": sv.ImageID, "links": []obj{{"rel": "bookmark", "href": simkit.BaseURL(r) + "/compute/images/" + sv.ImageID}}}
 	}
-	vs, ok := vmStates[sv.Status]
-	if !ok { // BUILD
-		vs = vmState{"spawning", "building", 0}
-	}
+	vs := vmStates[sv.Status]
 	if sv.Deleting {
 		vs.task = "deleting"
 	}
@@ -180,13 +178,6 @@ func brief(r *http.Request, o obj) obj {
 	return obj{"id": o["id"], "name": o["name"], "links": o["links"]}
 }
 
-// listed are the servers a list shows c, newest first.
-func (s *Server) listed(r *http.Request, c *caller) []*Instance {
-	out := where(s.st.servers, func(sv *Instance) bool { return servers.Visible(s, c, sv) && servers.Listed(s, c, r, sv) })
-	slices.Reverse(out)
-	return out
-}
-
 // nameFilter is Nova's name filter: a regular expression searched in the
 // name, so "node-1" also finds "node-10".
 var nameFilter = map[string]simkit.Filter{
@@ -209,14 +200,12 @@ func (s *Server) bootFirst(next http.Handler) http.Handler {
 		s.mu.Lock()
 		var due []Instance
 		if c := s.authenticate(r); c != nil {
-			var cands []*Instance
-			if id := r.PathValue("id"); id != "" {
-				if sv := servers.Lookup(s, c, id); sv != nil {
-					cands = append(cands, sv)
-				}
-			} else {
-				cands = s.listed(r, c)
-			}
+			// The server {id}, or those the list shows, newest first.
+			id := r.PathValue("id")
+			cands := where(s.st.servers, func(sv *Instance) bool {
+				return servers.Visible(s, c, sv) && (sv.ID == id || id == "" && servers.Listed(s, c, r, sv))
+			})
+			slices.Reverse(cands)
 			for _, sv := range cands {
 				if sv.Status == "BUILD" && !sv.booting && !sv.Deleting && (s.opts.BuildPolls < 0 || sv.polls >= s.opts.BuildPolls) && s.bootDue(sv) {
 					sv.booting = true
@@ -390,23 +379,12 @@ func (s *Server) createServer(w http.ResponseWriter, r *http.Request, c *caller)
 		ImageID: sin.ImageRef, AvailabilityZone: az, KeyName: sin.KeyName, Status: "BUILD", UserData: userData,
 		Metadata: maps.Clone(sin.Metadata), SecurityGroups: sgNames}
 	sv.Name = sin.Name
-	// Ports come first: Neutron may still refuse one (address in use,
-	// quota), and then the ones made or bound so far are undone. Nothing
-	// after them fails the request.
-	var madePorts, boundPorts []*Port
-	undo := func() {
-		for _, p := range madePorts {
-			s.removePort(p)
-		}
-		for _, p := range boundPorts {
-			p.DeviceID, p.DeviceOwner = "", ""
-		}
-	}
+	// New ports come first: Neutron may still refuse one (address in use,
+	// quota), and then the ones made so far are deleted. Nothing after
+	// them fails the request, so the ports given are bound after them.
+	var made []*Port
 	for _, n := range nets {
 		if n.Port != "" {
-			p := s.st.ports[n.Port]
-			p.DeviceID, p.DeviceOwner = sv.ID, "compute:"+az
-			boundPorts = append(boundPorts, p)
 			continue
 		}
 		owner, dev := "compute:"+az, sv.ID
@@ -416,12 +394,19 @@ func (s *Server) createServer(w http.ResponseWriter, r *http.Request, c *caller)
 		}
 		p, e := s.newPort(c, s.st.networks[n.UUID], c.projectID, pin)
 		if e != nil {
-			undo()
+			for _, p := range made {
+				s.removePort(p)
+			}
 			// Nova reports Neutron's refusals as its own.
 			return novaErr(e.Status, errMessage(e))
 		}
 		p.novaCreated = true
-		madePorts = append(madePorts, p)
+		made = append(made, p)
+	}
+	for _, n := range nets {
+		if p := s.st.ports[n.Port]; p != nil {
+			p.DeviceID, p.DeviceOwner = sv.ID, "compute:"+az
+		}
 	}
 	// Volumes: the boot volume first (vda), then the others in order.
 	bdms := slices.Clone(sin.BDM)

@@ -246,7 +246,6 @@ type Instance struct {
 type state struct {
 	seq uint64
 
-	domains  map[string]string // id → name
 	projects map[string]*Project
 	users    map[string]*User
 	roles    map[string]*Role
@@ -285,7 +284,6 @@ func (st *state) next() uint64 {
 
 func newState(o *Options, now time.Time) (*state, error) {
 	st := &state{
-		domains:     map[string]string{DefaultDomainID: DefaultDomainName},
 		projects:    map[string]*Project{},
 		users:       map[string]*User{},
 		roles:       map[string]*Role{},
