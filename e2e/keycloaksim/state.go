@@ -32,10 +32,6 @@ type group struct {
 	members          map[string]bool // direct members' user ids: true (false is a former member)
 }
 
-func newRealm(name string) *realm {
-	return &realm{name: name, id: simkit.NewUUID(), users: map[string]*user{}, groups: map[string]*group{}}
-}
-
 var errDuplicateUser = errors.New("user exists with same username")
 
 func (r *realm) addUser(u User, created int64) (*user, error) {

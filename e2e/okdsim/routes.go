@@ -86,12 +86,6 @@ func writeErr(w http.ResponseWriter, err error) {
 	simkit.WriteJSON(w, int(status.Code), status)
 }
 
-// successStatus is OpenShift's answer to a project delete: a bare Status,
-// no details.
-func successStatus() metav1.Status {
-	return metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusSuccess}
-}
-
 // Discovery: the project group is added to the real server's group list,
 // so a discovery client or REST mapper finds it next to the real groups.
 // The real server is asked for the plain APIGroupList, not the aggregated

@@ -1,6 +1,7 @@
 package openstacksim
 
 import (
+	"errors"
 	"maps"
 	"slices"
 
@@ -144,7 +145,7 @@ func (s *Server) AddApplicationCredential(userName, project, name, secret string
 	defer s.mu.Unlock()
 	u := s.st.findUser(authUser{Name: userName, Domain: &authDomain{ID: DefaultDomainID}})
 	if u == nil || s.st.projects[project] == nil {
-		return AppCredential{}, errNotFound
+		return AppCredential{}, errors.New("openstacksim: no such user or project")
 	}
 	a := &AppCredential{ID: newHexID(), Name: name, UserID: u.ID, ProjectID: project, Secret: secret}
 	s.st.appCreds[a.ID] = a

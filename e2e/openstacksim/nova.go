@@ -439,7 +439,7 @@ func (s *Server) createServer(w http.ResponseWriter, r *http.Request, c *caller)
 			}
 		}
 		v.Status = "in-use"
-		v.Attachments = []Attachment{{ID: simkit.NewUUID(), VolumeID: v.ID, ServerID: sv.ID, Device: deviceName(dev),
+		v.Attachments = []Attachment{{ID: simkit.NewUUID(), VolumeID: v.ID, ServerID: sv.ID, Device: fmt.Sprintf("/dev/vd%c", 'a'+dev),
 			DeleteOnTermination: b.DeleteOnTermination, Attached: s.now()}}
 		dev++
 	}
@@ -459,8 +459,6 @@ func bootOrder(i *int) int {
 	}
 	return *i
 }
-
-func deviceName(i int) string { return fmt.Sprintf("/dev/vd%c", 'a'+i) }
 
 // errMessage is the message of a Neutron or Cinder error body: both wrap
 // {"message": …} in one key (NeutronError, or the kind of error).

@@ -311,7 +311,7 @@ func newState(o *Options, now time.Time) (*state, error) {
 		Enabled: true, password: o.AdminPassword, seq: st.next()}
 	st.users[u.ID] = u
 	st.adminUserID, st.adminProjectID = u.ID, p.ID
-	st.assign(p.ID, u.ID, st.roleByName("admin").ID)
+	st.assign(p.ID, u.ID, simkit.FindBy(st.roles, func(r *Role) bool { return r.Name == "admin" }).ID)
 
 	ext := o.ExternalNetwork
 	n := &Network{Meta: Meta{ID: ext.NetworkID, Name: ext.Name, ProjectID: p.ID, Created: now, seq: st.next()},
@@ -330,10 +330,6 @@ func newState(o *Options, now time.Time) (*state, error) {
 	st.builtin = map[any]bool{p: true, u: true, n: true, sub: true}
 	st.extNetID, st.extSubnetID = n.ID, sub.ID
 	return st, nil
-}
-
-func (st *state) roleByName(name string) *Role {
-	return simkit.FindBy(st.roles, func(r *Role) bool { return r.Name == name })
 }
 
 func (st *state) assign(projectID, userID, roleID string) {
