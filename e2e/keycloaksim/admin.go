@@ -29,7 +29,7 @@ func (s *Server) AddRealm(name string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.realms[name] == nil {
-		s.realms[name] = newRealm(name)
+		s.realms[name] = &realm{name: name, id: simkit.NewUUID(), users: map[string]*user{}, groups: map[string]*group{}}
 	}
 }
 

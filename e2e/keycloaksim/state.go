@@ -32,10 +32,6 @@ type group struct {
 	members          map[string]bool // direct members' user ids: true (false is a former member)
 }
 
-func newRealm(name string) *realm {
-	return &realm{name: name, id: simkit.NewUUID(), users: map[string]*user{}, groups: map[string]*group{}}
-}
-
 var errDuplicateUser = errors.New("user exists with same username")
 
 func (r *realm) addUser(u User, created int64) (*user, error) {
@@ -89,20 +85,13 @@ func (r *realm) seedGroup(g Group, parent string) error {
 // createGroup adds a group under parent ("" for top level), enforcing
 // Keycloak's rules: a name is required and unique among siblings.
 func (r *realm) createGroup(id, name, parent string, attrs map[string][]string) (*group, *apiError) {
-	if strings.TrimSpace(name) == "" {
-		return nil, errNameMissing
+	if e := cmp.Or(simkit.Refuse(strings.TrimSpace(name) == "", errNameMissing),
+		simkit.Refuse(parent != "" && r.groups[parent] == nil, errGroupNotFound),
+		simkit.Refuse(r.siblingNamed(parent, name, "") != nil, duplicateName(parent, name)),
+		simkit.Refuse(id != "" && r.groups[id] != nil, errorMessage(409, "Group with id "+id+" already exists"))); e != nil {
+		return nil, e
 	}
-	if parent != "" && r.groups[parent] == nil {
-		return nil, errGroupNotFound
-	}
-	if r.siblingNamed(parent, name, "") != nil {
-		return nil, duplicateName(parent, name)
-	}
-	if id == "" {
-		id = simkit.NewUUID()
-	} else if r.groups[id] != nil {
-		return nil, errorMessage(409, "Group with id "+id+" already exists")
-	}
+	id = cmp.Or(id, simkit.NewUUID())
 	g := &group{id: id, name: name, parent: parent, attrs: cloneAttrs(attrs), members: map[string]bool{}}
 	r.groups[id] = g
 	return g, nil

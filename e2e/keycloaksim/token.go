@@ -1,6 +1,7 @@
 package keycloaksim
 
 import (
+	"cmp"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
@@ -48,23 +49,16 @@ func (s *Server) token(r *http.Request, _ struct{}) (any, error) {
 		return nil, errorCode(http.StatusNotFound, "Realm does not exist")
 	}
 	form := r.PostForm.Get
-	grant := form("grant_type")
-	if grant == "" {
-		return nil, simkit.OAuthError(http.StatusBadRequest, "invalid_request", "Missing form parameter: grant_type")
-	}
-	clientID := form("client_id")
-	if clientID != clientIDAdminCLI {
-		return nil, simkit.OAuthError(http.StatusUnauthorized, "invalid_client", "Invalid client or Invalid client credentials")
-	}
-	if grant != "password" {
-		return nil, simkit.OAuthError(http.StatusBadRequest, "unsupported_grant_type", "Unsupported grant_type")
-	}
-	u := rm.userByName(form("username"))
-	if u == nil || u.Password == "" || u.Password != form("password") {
-		return nil, simkit.OAuthError(http.StatusUnauthorized, "invalid_grant", "Invalid user credentials")
-	}
-	if u.Disabled {
-		return nil, simkit.OAuthError(http.StatusBadRequest, "invalid_grant", "Account disabled")
+	grant, clientID, u := form("grant_type"), form("client_id"), rm.userByName(form("username"))
+	badPassword := u == nil || u.Password == "" || u.Password != form("password")
+	if e := cmp.Or(
+		simkit.Refuse(grant == "", simkit.OAuthError(http.StatusBadRequest, "invalid_request", "Missing form parameter: grant_type")),
+		simkit.Refuse(clientID != clientIDAdminCLI, simkit.OAuthError(http.StatusUnauthorized, "invalid_client", "Invalid client or Invalid client credentials")),
+		simkit.Refuse(grant != "password", simkit.OAuthError(http.StatusBadRequest, "unsupported_grant_type", "Unsupported grant_type")),
+		simkit.Refuse(badPassword, simkit.OAuthError(http.StatusUnauthorized, "invalid_grant", "Invalid user credentials")),
+		simkit.Refuse(!badPassword && u.Disabled, simkit.OAuthError(http.StatusBadRequest, "invalid_grant", "Account disabled")),
+	); e != nil {
+		return nil, e
 	}
 	now := s.now()
 	access := session{realm: rm.name, userID: u.ID, username: u.Username, clientID: clientID, expires: now.Add(s.cfg.TokenLifespan)}
@@ -101,11 +95,8 @@ func (s *Server) jwt(r *http.Request, ss session, now time.Time, typ string) str
 // of a user who is not the admin, is 403. Callers hold s.mu.
 func (s *Server) authorize(r *http.Request, realmName string) *apiError {
 	scheme, tok, _ := strings.Cut(r.Header.Get("Authorization"), " ")
-	if !strings.EqualFold(scheme, "Bearer") || tok == "" {
-		return errUnauthorized
-	}
 	ss, ok := s.tokens[strings.TrimSpace(tok)]
-	if !ok || !s.now().Before(ss.expires) {
+	if !strings.EqualFold(scheme, "Bearer") || tok == "" || !ok || !s.now().Before(ss.expires) {
 		return errUnauthorized
 	}
 	if ss.realm == adminRealm && ss.username == strings.ToLower(s.cfg.AdminUsername) {

@@ -1,6 +1,7 @@
 package openstacksim
 
 import (
+	"errors"
 	"maps"
 	"slices"
 
@@ -30,11 +31,10 @@ func (inv Inventory) Empty() bool { return inv.Count() == 0 }
 
 // Count is the number of objects, default security groups excluded.
 func (inv Inventory) Count() int {
-	n := len(inv.Projects) + len(inv.Users) + len(inv.Servers) + len(inv.Volumes) + len(inv.Networks) +
-		len(inv.Subnets) + len(inv.Ports) + len(inv.Routers) + len(inv.FloatingIPs)
+	n := inv.Total()
 	for _, g := range inv.SecurityGroups {
-		if !g.Default {
-			n++
+		if g.Default {
+			n--
 		}
 	}
 	return n
@@ -87,6 +87,22 @@ func copies[T any](s *Server, col *collection[T], keep func(owner string) bool, 
 	})
 }
 
+// Tenants is everything owned by a project other than the admin's, as
+// Inventory lists it but with Neutron's default security groups, whether
+// Keystone still has the project or not: deleting a Keystone project
+// deletes none of its Neutron, Cinder or Nova objects, so what a removed
+// tenant leaves shows here, owned by a project id nobody has.
+func (s *Server) Tenants() Inventory {
+	admin := s.AdminProjectID()
+	return s.inventory(func(owner string) bool { return owner != admin })
+}
+
+// Total is the number of objects, default security groups included.
+func (inv Inventory) Total() int {
+	return len(inv.Projects) + len(inv.Users) + len(inv.Servers) + len(inv.Volumes) + len(inv.Networks) +
+		len(inv.Subnets) + len(inv.Ports) + len(inv.Routers) + len(inv.SecurityGroups) + len(inv.FloatingIPs)
+}
+
 // ServersNamed returns the servers called name, in creation order.
 func (s *Server) ServersNamed(name string) []Instance {
 	return slices.DeleteFunc(s.Inventory("").Servers, func(sv Instance) bool { return sv.Name != name })
@@ -129,7 +145,7 @@ func (s *Server) AddApplicationCredential(userName, project, name, secret string
 	defer s.mu.Unlock()
 	u := s.st.findUser(authUser{Name: userName, Domain: &authDomain{ID: DefaultDomainID}})
 	if u == nil || s.st.projects[project] == nil {
-		return AppCredential{}, errNotFound
+		return AppCredential{}, errors.New("openstacksim: no such user or project")
 	}
 	a := &AppCredential{ID: newHexID(), Name: name, UserID: u.ID, ProjectID: project, Secret: secret}
 	s.st.appCreds[a.ID] = a

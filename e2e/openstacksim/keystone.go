@@ -13,11 +13,8 @@ import (
 
 // caller is who a request authenticates as, from its X-Auth-Token.
 type caller struct {
-	tok       *token
-	userID    string
-	projectID string
-	roles     []string
-	admin     bool
+	userID, projectID string // projectID "" for an unscoped token
+	admin             bool   // the admin role on projectID
 }
 
 // authenticate resolves the token of r; nil when it is missing, unknown or
@@ -31,12 +28,8 @@ func (s *Server) authenticate(r *http.Request) *caller {
 		delete(s.st.tokens, t.id)
 		return nil
 	}
-	c := &caller{tok: t, userID: t.userID, projectID: t.projectID}
-	if t.projectID != "" {
-		c.roles = s.st.roleNames(t.projectID, t.userID)
-		c.admin = slices.Contains(c.roles, "admin")
-	}
-	return c
+	return &caller{userID: t.userID, projectID: t.projectID,
+		admin: slices.Contains(s.st.roleNames(t.projectID, t.userID), "admin")}
 }
 
 // ExpireTokens makes every issued token expired, as if time had passed: the
@@ -89,21 +82,10 @@ type authRequest struct {
 	} `json:"auth"`
 }
 
-// domainID resolves a domain reference by id or name.
+// domainID resolves a domain reference by id or name: the simulator
+// serves Keystone's default domain only.
 func (st *state) domainID(d *authDomain) (string, bool) {
-	if d == nil {
-		return "", false
-	}
-	if d.ID != "" {
-		_, ok := st.domains[d.ID]
-		return d.ID, ok
-	}
-	for id, name := range st.domains {
-		if strings.EqualFold(name, d.Name) {
-			return id, true
-		}
-	}
-	return "", false
+	return DefaultDomainID, d != nil && (d.ID == DefaultDomainID || d.ID == "" && strings.EqualFold(d.Name, DefaultDomainName))
 }
 
 func (st *state) findUser(u authUser) *User {
@@ -224,13 +206,13 @@ func (s *Server) tokenBody(r *http.Request, t *token) obj {
 		"issued_at":  t.issued.UTC().Format("2006-01-02T15:04:05.000000Z"),
 		"audit_ids":  []string{randomHex(11)},
 		"user": obj{"id": u.ID, "name": u.Name, "password_expires_at": nil,
-			"domain": obj{"id": u.DomainID, "name": st.domains[u.DomainID]}},
+			"domain": obj{"id": u.DomainID, "name": DefaultDomainName}},
 	}
 	if t.projectID == "" {
 		return body
 	}
 	p := st.projects[t.projectID]
-	body["project"] = obj{"id": p.ID, "name": p.Name, "domain": obj{"id": p.DomainID, "name": st.domains[p.DomainID]}}
+	body["project"] = obj{"id": p.ID, "name": p.Name, "domain": obj{"id": p.DomainID, "name": DefaultDomainName}}
 	body["is_domain"] = false
 	body["roles"] = simkit.Map(st.rolesOf(p.ID, u.ID), func(rl *Role) obj { return obj{"id": rl.ID, "name": rl.Name} })
 	if t.appCredID != "" {
@@ -267,17 +249,12 @@ func (s *Server) projectRep(r *http.Request, p *Project) obj {
 		"links": obj{"self": simkit.BaseURL(r) + "/identity/v3/projects/" + p.ID}}
 }
 
-// named checks the name and domain (default: the default domain) of a
-// project or user to create, as Keystone's schema and lookup do.
-func (s *Server) named(name, domainID *string) *apiErr {
-	if *name == "" {
-		return keystoneErr(400, "Invalid input for field 'name': None is not of type 'string'")
-	}
-	*domainID = cmp.Or(*domainID, DefaultDomainID)
-	if _, ok := s.st.domains[*domainID]; !ok {
-		return keystoneErr(404, "Could not find domain: "+*domainID+".")
-	}
-	return nil
+// named checks the name and domain of a project or user to create, as
+// Keystone's schema and lookup do, and then that no other one has the
+// name in the domain (taken: a 409 with Keystone's conflict message).
+func (s *Server) named(name, domainID string, taken bool, conflict string) *apiErr {
+	return cmp.Or(refuse(name == "", keystoneErr(400, "Invalid input for field 'name': None is not of type 'string'")),
+		refuse(domainID != DefaultDomainID, keystoneErr(404, "Could not find domain: "+domainID+".")), refuse(taken, keystoneErr(409, conflict)))
 }
 
 type projectIn struct {
@@ -292,11 +269,10 @@ func (st *state) projectNamed(domain, name string) *Project {
 }
 
 func (s *Server) createProject(_ *caller, in projectIn) (*Project, *apiErr) {
-	if e := s.named(&in.Name, &in.DomainID); e != nil {
+	in.DomainID = cmp.Or(in.DomainID, DefaultDomainID)
+	if e := s.named(in.Name, in.DomainID, s.st.projectNamed(in.DomainID, in.Name) != nil,
+		"Conflict occurred attempting to store project - it is not permitted to have two projects with the same name in the same domain : "+in.Name+"."); e != nil {
 		return nil, e
-	}
-	if s.st.projectNamed(in.DomainID, in.Name) != nil {
-		return nil, keystoneErr(409, "Conflict occurred attempting to store project - it is not permitted to have two projects with the same name in the same domain : "+in.Name+".")
 	}
 	p := &Project{ID: newHexID(), Name: in.Name, DomainID: in.DomainID, Description: in.Description,
 		Enabled: in.Enabled == nil || *in.Enabled, Created: s.now(), seq: s.st.next()}
@@ -377,11 +353,10 @@ type userIn struct {
 }
 
 func (s *Server) createUser(_ *caller, in userIn) (*User, *apiErr) {
-	if e := s.named(&in.Name, &in.DomainID); e != nil {
+	in.DomainID = cmp.Or(in.DomainID, DefaultDomainID)
+	if e := s.named(in.Name, in.DomainID, s.st.findUser(authUser{Name: in.Name, Domain: &authDomain{ID: in.DomainID}}) != nil,
+		"Conflict occurred attempting to store user - Duplicate entry found with name "+in.Name+" at domain ID "+in.DomainID+"."); e != nil {
 		return nil, e
-	}
-	if s.st.findUser(authUser{Name: in.Name, Domain: &authDomain{ID: in.DomainID}}) != nil {
-		return nil, keystoneErr(409, "Conflict occurred attempting to store user - Duplicate entry found with name "+in.Name+" at domain ID "+in.DomainID+".")
 	}
 	u := &User{ID: newHexID(), Name: in.Name, DomainID: in.DomainID, DefaultProjectID: in.DefaultProjectID,
 		Description: in.Description, Enabled: in.Enabled == nil || *in.Enabled, password: in.Password, seq: s.st.next()}

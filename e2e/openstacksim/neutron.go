@@ -40,21 +40,18 @@ func (s *Server) ensureListedDefaultSG(r *http.Request, c *caller) {
 		return
 	}
 	q := r.URL.Query()
-	project := c.projectID
-	if filtered := append(q["project_id"], q["tenant_id"]...); len(filtered) > 0 {
-		project = filtered[0]
-	}
-	s.ensureDefaultSG(project)
+	s.ensureDefaultSG(append(append(q["project_id"], q["tenant_id"]...), c.projectID)[0])
 }
 
+// nfound is Neutron's 404 for the kind of resource ("security group"),
+// whose NeutronError type is the kind's words run together
+// (SecurityGroupNotFound).
 func nfound(kind, id string) *apiErr {
-	typ := map[string]string{
-		"network": "NetworkNotFound", "subnet": "SubnetNotFound", "port": "PortNotFound",
-		"security group": "SecurityGroupNotFound", "security group rule": "SecurityGroupRuleNotFound",
-		"router": "RouterNotFound", "floating IP": "FloatingIPNotFound",
-	}[kind]
-	msg := strings.ToUpper(kind[:1]) + kind[1:] + " " + id + " could not be found."
-	return neutronErr(http.StatusNotFound, typ, msg)
+	typ := ""
+	for w := range strings.FieldsSeq(kind) {
+		typ += strings.ToUpper(w[:1]) + w[1:]
+	}
+	return neutronErr(http.StatusNotFound, typ+"NotFound", strings.ToUpper(kind[:1])+kind[1:]+" "+id+" could not be found.")
 }
 
 func policy(rule string) *apiErr {
@@ -109,10 +106,8 @@ func (in attrsIn) apply(m *Meta) {
 // ---- networks
 
 func (s *Server) netRep(n *Network) obj {
-	subs := []string{}
-	for _, sub := range where(s.st.subnets, func(sub *Subnet) bool { return sub.NetworkID == n.ID }) {
-		subs = append(subs, sub.ID)
-	}
+	subs := simkit.Map(where(s.st.subnets, func(sub *Subnet) bool { return sub.NetworkID == n.ID }),
+		func(sub *Subnet) string { return sub.ID })
 	return stamp(obj{"id": n.ID, "name": n.Name, "admin_state_up": true, "status": "ACTIVE", "subnets": subs,
 		"shared": n.Shared, "router:external": n.External, "mtu": n.MTU, "port_security_enabled": true,
 		"availability_zones": []string{"nova"}, "availability_zone_hints": []string{}, "ipv4_address_scope": nil,
@@ -340,10 +335,7 @@ func (s *Server) allocateIPs(n *Network, id string, want *[]fixedIPIn) (out []Fi
 		}
 	}()
 	if want == nil {
-		if len(subs) == 0 {
-			return nil, nil
-		}
-		var last *apiErr
+		var last *apiErr // nil when the network has no subnet
 		for _, sub := range subs {
 			ip, e := sub.allocate("", id)
 			if e == nil {
@@ -576,13 +568,11 @@ func (s *Server) createSecGroup(c *caller, in attrsIn) (*SecurityGroup, *apiErr)
 
 func (s *Server) deleteSecGroup(c *caller, g *SecurityGroup) *apiErr {
 	id := g.ID
-	if g.Default && !c.admin {
-		return neutronErr(http.StatusConflict, "SecurityGroupCannotRemoveDefault", "Insufficient rights for removing default security group.")
-	}
-	for _, p := range s.st.ports {
-		if slices.Contains(p.SecurityGroups, id) {
-			return neutronErr(http.StatusConflict, "SecurityGroupInUse", "Security Group "+id+" in use.")
-		}
+	inUse := simkit.FindBy(s.st.ports, func(p *Port) bool { return slices.Contains(p.SecurityGroups, id) }) != nil
+	if e := cmp.Or(refuse(g.Default && !c.admin, neutronErr(http.StatusConflict, "SecurityGroupCannotRemoveDefault",
+		"Insufficient rights for removing default security group.")),
+		refuse(inUse, neutronErr(http.StatusConflict, "SecurityGroupInUse", "Security Group "+id+" in use."))); e != nil {
+		return e
 	}
 	delete(s.st.secGroups, id)
 	for _, o := range s.st.secGroups {
@@ -649,10 +639,10 @@ func (s *Server) createRule(c *caller, rin ruleIn) (*Rule, *apiErr) {
 	); e != nil {
 		return nil, e
 	}
+	// A rule is a duplicate when all but its Meta is the same.
+	same := func(x Rule) Rule { x.Meta = Meta{}; return x }
 	for _, o := range g.Rules {
-		if o.Direction == rl.Direction && o.EtherType == rl.EtherType && o.Protocol == rl.Protocol &&
-			o.PortRangeMin == rl.PortRangeMin && o.PortRangeMax == rl.PortRangeMax &&
-			o.RemoteIPPrefix == rl.RemoteIPPrefix && o.RemoteGroupID == rl.RemoteGroupID {
+		if same(o) == same(rl) {
 			return nil, neutronErr(http.StatusConflict, "SecurityGroupRuleExists", "Security group rule already exists. Rule id is "+o.ID+".")
 		}
 	}

@@ -18,11 +18,7 @@ func badRequest(resource, msg string) *apiErr {
 func (s *Server) routerRep(rt *Router) obj {
 	var gw any
 	if rt.GatewayNetworkID != "" {
-		var fixed []FixedIP
-		if p := s.st.ports[rt.GatewayPortID]; p != nil {
-			fixed = p.FixedIPs
-		}
-		ips := fixedIPsRep(fixed)
+		ips := fixedIPsRep(cmp.Or(s.st.ports[rt.GatewayPortID], &Port{}).FixedIPs)
 		gw = obj{"network_id": rt.GatewayNetworkID, "enable_snat": true, "external_fixed_ips": ips}
 	}
 	return stamp(obj{"id": rt.ID, "name": rt.Name, "status": "ACTIVE", "admin_state_up": true,
@@ -50,12 +46,10 @@ func (s *Server) setGateway(rt *Router, id string) *apiErr {
 		return nil
 	}
 	if rt.GatewayNetworkID != "" {
-		for _, f := range s.st.fips {
-			if f.RouterID == rt.ID {
-				return neutronErr(http.StatusConflict, "RouterExternalGatewayInUseByFloatingIp",
-					"Gateway cannot be updated for router "+rt.ID+", since a gateway to external network "+
-						rt.GatewayNetworkID+" is required by one or more floating IPs.")
-			}
+		if simkit.FindBy(s.st.fips, func(f *FloatingIP) bool { return f.RouterID == rt.ID }) != nil {
+			return neutronErr(http.StatusConflict, "RouterExternalGatewayInUseByFloatingIp",
+				"Gateway cannot be updated for router "+rt.ID+", since a gateway to external network "+
+					rt.GatewayNetworkID+" is required by one or more floating IPs.")
 		}
 		if p := s.st.ports[rt.GatewayPortID]; p != nil {
 			s.removePort(p)

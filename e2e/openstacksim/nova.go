@@ -49,11 +49,9 @@ func (s *Server) serverView(sv *Instance) Instance {
 	}
 	for _, a := range s.serverAttachments(sv.ID) {
 		v.Volumes = append(v.Volumes, a.VolumeID)
-		d := Disk{VolumeID: a.VolumeID, Device: a.Device, DeleteOnTermination: a.DeleteOnTermination}
-		if vol := s.st.volumes[a.VolumeID]; vol != nil {
-			d.Size, d.VolumeType = vol.Size, vol.VolumeType
-		}
-		v.Disks = append(v.Disks, d)
+		vol := cmp.Or(s.st.volumes[a.VolumeID], &Volume{})
+		v.Disks = append(v.Disks, Disk{VolumeID: a.VolumeID, Device: a.Device, DeleteOnTermination: a.DeleteOnTermination,
+			Size: vol.Size, VolumeType: vol.VolumeType})
 	}
 	return v
 }
@@ -82,18 +80,16 @@ type vmState struct {
 	power    int
 }
 
-// vmStates are the states of a server by status, but BUILD.
-var vmStates = map[string]vmState{"ACTIVE": {"", "active", 1}, "SHUTOFF": {"", "stopped", 4}, "ERROR": {"", "error", 0}}
+// vmStates are the states of a server by status.
+var vmStates = map[string]vmState{"BUILD": {"spawning", "building", 0}, "ACTIVE": {"", "active", 1},
+	"SHUTOFF": {"", "stopped", 4}, "ERROR": {"", "error", 0}}
 
 func (s *Server) serverRep(r *http.Request, sv *Instance) obj {
 	b := simkit.BaseURL(r) + "/compute/v2.1"
 	addresses := obj{}
 	sgNames := []string{}
 	for _, p := range s.serverPorts(sv.ID) {
-		net := p.NetworkID
-		if n := s.st.networks[p.NetworkID]; n != nil {
-			net = n.Name
-		}
+		net := cmp.Or(s.st.networks[p.NetworkID], &Network{Meta: Meta{Name: p.NetworkID}}).Name
 		list, _ := addresses[net].([]obj)
 		for _, f := range p.FixedIPs {
 			list = append(list, obj{"version": 4, "addr": f.IPAddress, "OS-EXT-IPS:type": "fixed", "OS-EXT-IPS-MAC:mac_addr": p.MAC})
@@ -117,10 +113,7 @@ func (s *Server) serverRep(r *http.Request, sv *Instance) obj {
 	if sv.ImageID != "" {
 		image = obj{"id": sv.ImageID, "links": []obj{{"rel": "bookmark", "href": simkit.BaseURL(r) + "/compute/images/" + sv.ImageID}}}
 	}
-	vs, ok := vmStates[sv.Status]
-	if !ok { // BUILD
-		vs = vmState{"spawning", "building", 0}
-	}
+	vs := vmStates[sv.Status]
 	if sv.Deleting {
 		vs.task = "deleting"
 	}
@@ -185,13 +178,6 @@ func brief(r *http.Request, o obj) obj {
 	return obj{"id": o["id"], "name": o["name"], "links": o["links"]}
 }
 
-// listed are the servers a list shows c, newest first.
-func (s *Server) listed(r *http.Request, c *caller) []*Instance {
-	out := where(s.st.servers, func(sv *Instance) bool { return servers.Visible(s, c, sv) && servers.Listed(s, c, r, sv) })
-	slices.Reverse(out)
-	return out
-}
-
 // nameFilter is Nova's name filter: a regular expression searched in the
 // name, so "node-1" also finds "node-10".
 var nameFilter = map[string]simkit.Filter{
@@ -214,14 +200,12 @@ func (s *Server) bootFirst(next http.Handler) http.Handler {
 		s.mu.Lock()
 		var due []Instance
 		if c := s.authenticate(r); c != nil {
-			var cands []*Instance
-			if id := r.PathValue("id"); id != "" {
-				if sv := servers.Lookup(s, c, id); sv != nil {
-					cands = append(cands, sv)
-				}
-			} else {
-				cands = s.listed(r, c)
-			}
+			// The server {id}, or those the list shows, newest first.
+			id := r.PathValue("id")
+			cands := where(s.st.servers, func(sv *Instance) bool {
+				return servers.Visible(s, c, sv) && (sv.ID == id || id == "" && servers.Listed(s, c, r, sv))
+			})
+			slices.Reverse(cands)
 			for _, sv := range cands {
 				if sv.Status == "BUILD" && !sv.booting && !sv.Deleting && (s.opts.BuildPolls < 0 || sv.polls >= s.opts.BuildPolls) && s.bootDue(sv) {
 					sv.booting = true
@@ -235,6 +219,16 @@ func (s *Server) bootFirst(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// bootDue says whether a server in BUILD may boot now as far as the
+// clock goes: Options.BootAfter after its create. A real VM takes tens of
+// seconds from Nova's create to a running cloud-init whether anyone looks
+// at it or not, which polls (Options.BuildPolls) cannot show; a create's
+// wall time against the simulator then includes a boot as long as a
+// cloud's. Without BootAfter only the polls count.
+func (s *Server) bootDue(sv *Instance) bool {
+	return s.opts.BootAfter <= 0 || !s.now().Before(sv.Created.Add(s.opts.BootAfter))
 }
 
 // boot ends a server's BUILD: ERROR when an error rule picked it or OnBoot
@@ -385,23 +379,12 @@ func (s *Server) createServer(w http.ResponseWriter, r *http.Request, c *caller)
 		ImageID: sin.ImageRef, AvailabilityZone: az, KeyName: sin.KeyName, Status: "BUILD", UserData: userData,
 		Metadata: maps.Clone(sin.Metadata), SecurityGroups: sgNames}
 	sv.Name = sin.Name
-	// Ports come first: Neutron may still refuse one (address in use,
-	// quota), and then the ones made or bound so far are undone. Nothing
-	// after them fails the request.
-	var madePorts, boundPorts []*Port
-	undo := func() {
-		for _, p := range madePorts {
-			s.removePort(p)
-		}
-		for _, p := range boundPorts {
-			p.DeviceID, p.DeviceOwner = "", ""
-		}
-	}
+	// New ports come first: Neutron may still refuse one (address in use,
+	// quota), and then the ones made so far are deleted. Nothing after
+	// them fails the request, so the ports given are bound after them.
+	var made []*Port
 	for _, n := range nets {
 		if n.Port != "" {
-			p := s.st.ports[n.Port]
-			p.DeviceID, p.DeviceOwner = sv.ID, "compute:"+az
-			boundPorts = append(boundPorts, p)
 			continue
 		}
 		owner, dev := "compute:"+az, sv.ID
@@ -411,12 +394,19 @@ func (s *Server) createServer(w http.ResponseWriter, r *http.Request, c *caller)
 		}
 		p, e := s.newPort(c, s.st.networks[n.UUID], c.projectID, pin)
 		if e != nil {
-			undo()
+			for _, p := range made {
+				s.removePort(p)
+			}
 			// Nova reports Neutron's refusals as its own.
 			return novaErr(e.Status, errMessage(e))
 		}
 		p.novaCreated = true
-		madePorts = append(madePorts, p)
+		made = append(made, p)
+	}
+	for _, n := range nets {
+		if p := s.st.ports[n.Port]; p != nil {
+			p.DeviceID, p.DeviceOwner = sv.ID, "compute:"+az
+		}
 	}
 	// Volumes: the boot volume first (vda), then the others in order.
 	bdms := slices.Clone(sin.BDM)
@@ -449,7 +439,7 @@ func (s *Server) createServer(w http.ResponseWriter, r *http.Request, c *caller)
 			}
 		}
 		v.Status = "in-use"
-		v.Attachments = []Attachment{{ID: simkit.NewUUID(), VolumeID: v.ID, ServerID: sv.ID, Device: deviceName(dev),
+		v.Attachments = []Attachment{{ID: simkit.NewUUID(), VolumeID: v.ID, ServerID: sv.ID, Device: fmt.Sprintf("/dev/vd%c", 'a'+dev),
 			DeleteOnTermination: b.DeleteOnTermination, Attached: s.now()}}
 		dev++
 	}
@@ -469,8 +459,6 @@ func bootOrder(i *int) int {
 	}
 	return *i
 }
-
-func deviceName(i int) string { return fmt.Sprintf("/dev/vd%c", 'a'+i) }
 
 // errMessage is the message of a Neutron or Cinder error body: both wrap
 // {"message": …} in one key (NeutronError, or the kind of error).

@@ -141,11 +141,8 @@ func (s *Server) putQuotaSet(key, policy string, names func() []string) handler 
 // cinderQuotaNames are the project's Cinder quota names: volumes,
 // gigabytes and one gigabytes_<type> per volume type.
 func (s *Server) cinderQuotaNames() []string {
-	names := []string{"volumes", "gigabytes"}
-	for _, t := range s.opts.VolumeTypes {
-		names = append(names, "gigabytes_"+t.Name)
-	}
-	return names
+	return append([]string{"volumes", "gigabytes"},
+		simkit.Map(s.opts.VolumeTypes, func(t VolumeType) string { return "gigabytes_" + t.Name })...)
 }
 
 // checkCinderQuota is Cinder's 413 overLimit for one more volume of size

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/sitebus/sitebus/e2e/simkit"
@@ -68,3 +69,114 @@ var refuse = simkit.Refuse[apiErr]
 
 // nullable is a request field that may be absent, null or a value.
 type nullable[T any] = simkit.Nullable[T]
+
+// handler serves one authenticated API request under s.mu; a returned error
+// is written as is.
+type handler = simkit.Handler[*caller]
+
+// collection is one resource on simkit's generic collection: every
+// Neutron and Keystone resource, Nova's servers, Cinder's volumes and the
+// flavors, images and volume types of Options, so query filters, markers,
+// next links, error bodies and status codes are the same code for all.
+type collection[T any] = simkit.Collection[*Server, *caller, T]
+
+// obj is a rendered resource.
+type obj = simkit.Obj
+
+// listParams are query parameters that page, sort or shape a list rather
+// than filter it.
+var listParams = []string{"limit", "marker", "sort_key", "sort_dir", "fields", "page_reverse", "all_tenants",
+	"all_projects", "with_count"}
+
+// linksFormat is how Nova, Neutron and Cinder page a list:
+// "<key>_links":[{"rel":"next","href":…}]; bad is the service's 400.
+func linksFormat(bad func(string) *apiErr) *simkit.ListFormat {
+	return &simkit.ListFormat{BadRequest: bad, Params: listParams,
+		Links: func(r *http.Request, body obj, key, next string) {
+			if next == "" {
+				return
+			}
+			// gophercloud reads Cinder's volume_type_links, singular.
+			lk := strings.Replace(key, "volume_types", "volume_type", 1) + "_links"
+			body[lk] = []obj{{"rel": "next", "href": simkit.BaseURL(r) + r.URL.Path + "?" + next}}
+		}}
+}
+
+var (
+	neutronList = linksFormat(neutronBad)
+	novaList    = linksFormat(novaBad) // Nova's and Cinder's
+	// glanceList links the next page with "next":"/v2/images?…", relative
+	// to the service root.
+	glanceList = &simkit.ListFormat{BadRequest: glanceBad, Params: listParams,
+		Links: func(_ *http.Request, body obj, _, next string) {
+			body["first"], body["schema"] = "/v2/images", "/v2/schemas/images"
+			if next != "" {
+				body["next"] = "/v2/images?" + next
+			}
+		}}
+	// keystoneList is one page with "links":{"self","next":null,"previous":null}.
+	keystoneList = &simkit.ListFormat{OnePage: true, BadRequest: keystoneBad, Params: listParams,
+		Links: func(r *http.Request, body obj, _, _ string) {
+			self := simkit.BaseURL(r) + r.URL.Path
+			if r.URL.RawQuery != "" {
+				self += "?" + r.URL.RawQuery
+			}
+			body["links"] = obj{"self": self, "next": nil, "previous": nil}
+		}}
+)
+
+// hasMeta is a pointer to a resource with a Meta.
+type hasMeta[T any] interface {
+	*T
+	meta() *Meta
+}
+
+// ownedCollection is a resource with a Meta: in creation order, seen by
+// its project's members and admins.
+func ownedCollection[T any, P hasMeta[T]](plural, singular string, items func(*state) map[string]*T,
+	format *simkit.ListFormat, notFound func(string) *apiErr) *collection[T] {
+	return &collection[T]{
+		Plural: plural, Singular: singular, Format: format, NotFound: notFound,
+		Items:   func(s *Server) map[string]*T { return items(s.st) },
+		Order:   func(v *T) uint64 { return P(v).meta().seq },
+		Owner:   func(v *T) string { return P(v).meta().ProjectID },
+		Visible: func(_ *Server, c *caller, v *T) bool { return c.owns(P(v).meta().ProjectID) },
+	}
+}
+
+// neutronCollection is a Neutron resource: 404 naming noun, Neutron's
+// 400, next links in "<plural>_links".
+func neutronCollection[T any, P hasMeta[T]](plural, singular, noun string, items func(*state) map[string]*T, rep func(*Server, *T) obj) *collection[T] {
+	col := ownedCollection[T, P](plural, singular, items, neutronList, func(id string) *apiErr { return nfound(noun, id) })
+	col.Render = func(s *Server, _ *http.Request, v *T) obj { return rep(s, v) }
+	col.BadBody = badInput
+	return col
+}
+
+// optionsCollection serves objects of Options (flavors, images, volume
+// types) in their order there.
+func optionsCollection[T any](plural, singular string, all func(*Options) []T, id func(*T) string,
+	rep func(*http.Request, *T) obj, format *simkit.ListFormat, notFound func(string) *apiErr) *collection[T] {
+	ptrs := func(s *Server) []*T {
+		var out []*T
+		for i := range all(&s.opts) {
+			out = append(out, &all(&s.opts)[i])
+		}
+		return out
+	}
+	return &collection[T]{
+		Plural: plural, Singular: singular, Format: format, NotFound: notFound, All: ptrs,
+		Items: func(s *Server) map[string]*T {
+			return simkit.Index(all(&s.opts), func(v T) string { return id(&v) })
+		},
+		Visible: func(*Server, *caller, *T) bool { return true },
+		Render:  func(_ *Server, r *http.Request, v *T) obj { return rep(r, v) },
+	}
+}
+
+// where is the objects of m that keep accepts, in creation order: map
+// order is random, and lists and first-match choices must be stable.
+func where[T any, P hasMeta[T]](m map[string]*T, keep func(P) bool) []P {
+	return simkit.Select(m, func(v *T) uint64 { return P(v).meta().seq }, func(v *T) bool { return keep(v) },
+		func(v *T) P { return v })
+}

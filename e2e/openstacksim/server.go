@@ -3,7 +3,6 @@ package openstacksim
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/netip"
@@ -166,9 +165,7 @@ func New(opts Options) (*Server, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	if opts.Logger == nil {
-		opts.Logger = slog.Default()
-	}
+	opts.Logger = cmp.Or(opts.Logger, slog.Default())
 	s := &Server{opts: opts, log: opts.Logger.With("component", "openstacksim")}
 	s.Faults = newFaults()
 	st, err := newState(&s.opts, s.now())
@@ -192,6 +189,3 @@ func (s *Server) Options() Options { return s.opts }
 func NewTestServer(t testing.TB, opts Options) *Server { return simkit.NewTestServer(t, New, opts) }
 
 func (s *Server) now() time.Time { return s.opts.Now().UTC() }
-
-// errNotFound is what the Go API returns for an unknown object.
-var errNotFound = errors.New("openstacksim: not found")

@@ -246,7 +246,6 @@ type Instance struct {
 type state struct {
 	seq uint64
 
-	domains  map[string]string // id → name
 	projects map[string]*Project
 	users    map[string]*User
 	roles    map[string]*Role
@@ -285,7 +284,6 @@ func (st *state) next() uint64 {
 
 func newState(o *Options, now time.Time) (*state, error) {
 	st := &state{
-		domains:     map[string]string{DefaultDomainID: DefaultDomainName},
 		projects:    map[string]*Project{},
 		users:       map[string]*User{},
 		roles:       map[string]*Role{},
@@ -313,7 +311,7 @@ func newState(o *Options, now time.Time) (*state, error) {
 		Enabled: true, password: o.AdminPassword, seq: st.next()}
 	st.users[u.ID] = u
 	st.adminUserID, st.adminProjectID = u.ID, p.ID
-	st.assign(p.ID, u.ID, st.roleByName("admin").ID)
+	st.assign(p.ID, u.ID, simkit.FindBy(st.roles, func(r *Role) bool { return r.Name == "admin" }).ID)
 
 	ext := o.ExternalNetwork
 	n := &Network{Meta: Meta{ID: ext.NetworkID, Name: ext.Name, ProjectID: p.ID, Created: now, seq: st.next()},
@@ -332,10 +330,6 @@ func newState(o *Options, now time.Time) (*state, error) {
 	st.builtin = map[any]bool{p: true, u: true, n: true, sub: true}
 	st.extNetID, st.extSubnetID = n.ID, sub.ID
 	return st, nil
-}
-
-func (st *state) roleByName(name string) *Role {
-	return simkit.FindBy(st.roles, func(r *Role) bool { return r.Name == name })
 }
 
 func (st *state) assign(projectID, userID, roleID string) {
@@ -371,7 +365,6 @@ func newHexID() string { return randomHex(16) }
 
 // newMAC is a MAC in OpenStack's default fa:16:3e prefix.
 func newMAC() string {
-	b := make([]byte, 3)
-	_, _ = rand.Read(b)
-	return fmt.Sprintf("fa:16:3e:%02x:%02x:%02x", b[0], b[1], b[2])
+	h := randomHex(3)
+	return "fa:16:3e:" + h[:2] + ":" + h[2:4] + ":" + h[4:]
 }

@@ -7,6 +7,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -35,8 +36,9 @@ func main() {
 			opts := openstacksim.Options{
 				Region: *region, AdminUser: *adminUser, AdminPassword: *adminPassword, AdminProject: *adminProject,
 				AvailabilityZones: split(*azs), ExternalNetwork: openstacksim.ExternalNetwork{CIDR: *extCIDR},
-				// Zero means the default in Options; the flags' 0 means "no polls".
-				BuildPolls: noZero(*buildPolls), VolumePolls: noZero(*volumePolls), DeletePolls: noZero(*deletePolls),
+				// Zero means the default in Options; the flags' 0 means "no
+				// polls", which is -1 there.
+				BuildPolls: cmp.Or(*buildPolls, -1), VolumePolls: cmp.Or(*volumePolls, -1), DeletePolls: cmp.Or(*deletePolls, -1),
 				Logger: log,
 			}
 			for _, f := range split(*flavors) {
@@ -56,14 +58,6 @@ func main() {
 				"external_network", srv.ExternalNetworkID()}, nil
 		}
 	})
-}
-
-// noZero is n, or -1 (none) for 0.
-func noZero(n int) int {
-	if n == 0 {
-		return -1
-	}
-	return n
 }
 
 func split(s string) []string {

@@ -190,3 +190,146 @@ func listChildren(q req) (any, *apiError) {
 // listMembers is GET /groups/{id}/members: direct members by username,
 // first (0), max (100, Keycloak's default page).
 func listMembers(q req) (any, *apiError) { return userList(q, q.rm.groupMembers(q.g)) }
+
+// findUsers applies GET /users filters: search (any of username, email,
+// first or last name contains it), or the username/email/firstName/lastName
+// fields (equal with exact=true, else contain), case-insensitively, as
+// Keycloak compares lower-cased values.
+func (rm *realm) findUsers(r *http.Request) []*user {
+	q := r.URL.Query()
+	exact := boolParam(r, "exact", false)
+	has := func(have, want string) bool { return strings.Contains(strings.ToLower(have), strings.ToLower(want)) }
+	return simkit.Select(rm.users, func(u *user) string { return u.Username }, func(u *user) bool {
+		if q.Has("enabled") && boolParam(r, "enabled", true) == u.Disabled {
+			return false
+		}
+		if s := strings.Trim(q.Get("search"), "*"); q.Has("search") {
+			return has(u.Username, s) || has(u.Email, s) || has(u.FirstName, s) || has(u.LastName, s)
+		}
+		for field, have := range map[string]string{"username": u.Username, "email": u.Email, "firstName": u.FirstName, "lastName": u.LastName} {
+			have, want := strings.ToLower(have), strings.ToLower(q.Get(field))
+			if q.Has(field) && (exact && have != want || !exact && !strings.Contains(have, want)) {
+				return false
+			}
+		}
+		return true
+	}, func(u *user) *user { return u })
+}
+
+// userList renders one page of users: first (0), max (100, Keycloak's
+// default), briefRepresentation (false).
+func userList(q req, users []*user) (any, *apiError) {
+	users, err := paged(q.Request, users, 100)
+	brief := boolParam(q.Request, "briefRepresentation", false)
+	return simkit.Map(users, func(u *user) *userRep { return userRepOf(u, brief) }), err
+}
+
+// listUsers is GET /users.
+func listUsers(q req) (any, *apiError) { return userList(q, q.rm.findUsers(q.Request)) }
+
+// getUser is GET /users/{id}.
+func getUser(q req) (any, *apiError) { return userRepOf(q.u, false), nil }
+
+// listUserGroups is GET /users/{id}/groups: the groups the user is a
+// direct member of, by path; search, first, max (no limit by default),
+// briefRepresentation (true).
+func listUserGroups(q req) (any, *apiError) {
+	gs := q.rm.userGroups(q.u.ID)
+	if search := q.URL.Query().Get("search"); search != "" {
+		gs = named(gs, search, false)
+	}
+	return groupList(q, gs, -1, true, false)
+}
+
+// member is PUT (in) and DELETE /users/{id}/groups/{groupId}: joining
+// twice is fine, and so is leaving a group one is not in.
+func member(q req, in bool) (any, *apiError) {
+	g := q.rm.groups[q.PathValue("groupId")]
+	if g == nil {
+		return nil, errorCode(http.StatusNotFound, "Group not found")
+	}
+	g.members[q.u.ID] = in
+	return nil, nil
+}
+
+// groupRep is Keycloak's GroupRepresentation. Empty optional fields are
+// left out, as Keycloak's JSON mapper does (NON_NULL).
+type groupRep struct {
+	ID            string               `json:"id"`
+	Name          string               `json:"name"`
+	Path          string               `json:"path"`
+	ParentID      string               `json:"parentId,omitempty"`
+	SubGroupCount *int                 `json:"subGroupCount,omitempty"`
+	SubGroups     []*groupRep          `json:"subGroups"`
+	Attributes    *map[string][]string `json:"attributes,omitempty"`
+	RealmRoles    *[]string            `json:"realmRoles,omitempty"`
+	ClientRoles   *map[string][]string `json:"clientRoles,omitempty"`
+	Access        map[string]bool      `json:"access,omitempty"`
+}
+
+var groupAccess = map[string]bool{
+	"view": true, "viewMembers": true, "manageMembers": true, "manage": true, "manageMembership": true,
+}
+
+// groupRepOf renders g; brief leaves out attributes and roles, as
+// briefRepresentation=true does. Since Keycloak 23 subGroups is never
+// inlined here (it is always []), and subGroupCount says how many there are.
+func (r *realm) groupRepOf(g *group, brief, withCount bool) *groupRep {
+	rep := &groupRep{
+		ID: g.id, Name: g.name, Path: r.path(g), ParentID: g.parent,
+		SubGroups: []*groupRep{}, Access: groupAccess,
+	}
+	if withCount {
+		n := len(r.children(g.id))
+		rep.SubGroupCount = &n
+	}
+	if !brief {
+		attrs := cloneAttrs(g.attrs)
+		roles := []string{}
+		clientRoles := map[string][]string{}
+		rep.Attributes, rep.RealmRoles, rep.ClientRoles = &attrs, &roles, &clientRoles
+	}
+	return rep
+}
+
+// userRep is Keycloak's UserRepresentation.
+type userRep struct {
+	ID                         string          `json:"id"`
+	Username                   string          `json:"username"`
+	FirstName                  string          `json:"firstName,omitempty"`
+	LastName                   string          `json:"lastName,omitempty"`
+	Email                      string          `json:"email,omitempty"`
+	EmailVerified              bool            `json:"emailVerified"`
+	CreatedTimestamp           int64           `json:"createdTimestamp"`
+	Enabled                    bool            `json:"enabled"`
+	Totp                       bool            `json:"totp"`
+	DisableableCredentialTypes []string        `json:"disableableCredentialTypes"`
+	RequiredActions            []string        `json:"requiredActions"`
+	NotBefore                  int             `json:"notBefore"`
+	Access                     map[string]bool `json:"access,omitempty"`
+}
+
+var userAccess = map[string]bool{
+	"manageGroupMembership": true, "view": true, "mapRoles": true, "impersonate": true, "manage": true,
+}
+
+func userRepOf(u *user, brief bool) *userRep {
+	rep := &userRep{
+		ID: u.ID, Username: u.Username, FirstName: u.FirstName, LastName: u.LastName,
+		Email: u.Email, EmailVerified: u.Email != "", CreatedTimestamp: u.created,
+		Enabled: !u.Disabled, DisableableCredentialTypes: []string{}, RequiredActions: []string{},
+	}
+	if !brief {
+		rep.Access = userAccess
+	}
+	return rep
+}
+
+// realmRep is the part of RealmRepresentation clients look at.
+type realmRep struct {
+	ID          string `json:"id"`
+	Realm       string `json:"realm"`
+	DisplayName string `json:"displayName,omitempty"`
+	Enabled     bool   `json:"enabled"`
+	SSLRequired string `json:"sslRequired"`
+}
