@@ -176,12 +176,10 @@ func (s *Server) updateCluster(mc *Cluster, in struct{ Name *string }) *apiError
 // createToken makes a registration token for a cluster; Rancher allows
 // several per cluster, and so does the simulator.
 func (s *Server) createToken(r *http.Request, in struct{ ClusterID string }) (int, any, *apiError) {
-	if in.ClusterID == "" {
+	switch {
+	case in.ClusterID == "":
 		return fail(missingRequired("clusterId"))
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.knownCluster(in.ClusterID) {
+	case !s.knownCluster(in.ClusterID):
 		return fail(invalidReference("clusterId", `clusters.management.cattle.io "`+in.ClusterID+`" not found`))
 	}
 	t := &RegistrationToken{ClusterID: in.ClusterID, Token: randName(54), uuid: simkit.NewUUID(), Created: s.now()}
@@ -215,8 +213,6 @@ func tokenRep(b string, t *RegistrationToken) map[string]any {
 // createBinding); the name derives from subject, role and cluster, so an
 // identical binding is a 409.
 func (s *Server) createClusterBinding(r *http.Request, in bindingBody) (int, any, *apiError) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	switch {
 	case in.ClusterID == "":
 		return fail(missingRequired("clusterId"))

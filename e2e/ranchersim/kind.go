@@ -70,8 +70,6 @@ func (k *kind[T]) list(s *Server) handler {
 			}
 		}
 		b := simkit.BaseURL(r)
-		s.mu.Lock()
-		defer s.mu.Unlock()
 		switch {
 		case r.PathValue("cluster") != "" && !s.knownCluster(scope):
 			return fail(clustersType.notFound(scope))
@@ -105,8 +103,6 @@ func (k *kind[T]) find(s *Server, id string) (*T, *apiError) {
 
 func (k *kind[T]) get(s *Server) handler {
 	return func(r *http.Request) (int, any, *apiError) {
-		s.mu.Lock()
-		defer s.mu.Unlock()
 		v, err := k.find(s, k.key(r))
 		if err != nil {
 			return fail(err)
@@ -119,8 +115,6 @@ func (k *kind[T]) get(s *Server) handler {
 // the body and applies it under s.mu; the answer is the object as changed.
 func update[T, In any](s *Server, k *kind[T], change func(v *T, in In) *apiError) handler {
 	return withBody(func(r *http.Request, in In) (int, any, *apiError) {
-		s.mu.Lock()
-		defer s.mu.Unlock()
 		v, err := k.find(s, k.key(r))
 		if err == nil {
 			err = change(v, in)
@@ -134,8 +128,6 @@ func update[T, In any](s *Server, k *kind[T], change func(v *T, in In) *apiError
 
 func (k *kind[T]) remove(s *Server) handler {
 	return func(r *http.Request) (int, any, *apiError) {
-		s.mu.Lock()
-		defer s.mu.Unlock()
 		v := k.items(s).Delete(k.key(r))
 		if v == nil {
 			return fail(k.notFound(k.key(r)))

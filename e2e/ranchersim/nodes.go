@@ -173,8 +173,6 @@ func (s *Server) register(r *http.Request, reg Registration) (int, any, *apiErro
 	if !n.Etcd && !n.ControlPlane && !n.Worker {
 		return fail(missingRequired("roles"))
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	tok := s.prov.tokens.Find(func(t *RegistrationToken) bool { return reg.Token != "" && t.Token == reg.Token })
 	if tok == nil {
 		return fail(unauthorized)
@@ -196,18 +194,13 @@ func (s *Server) nodeAction(r *http.Request) (int, any, *apiError) {
 	if action == "" {
 		return fail(errNoPost)
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, 1<<20))
-	if err != nil {
-		return fail(invalidBody("Failed to read body: " + err.Error()))
-	}
+	body, _ := io.ReadAll(r.Body) // in memory: the call log read it
 	var in NodeDrainInput
 	if action == "drain" && len(bytes.TrimSpace(body)) > 0 {
 		if err := json.Unmarshal(body, &in); err != nil {
 			return fail(invalidBody("Failed to parse body: " + err.Error()))
 		}
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	n := s.prov.nodes.Get(r.PathValue("id"))
 	switch {
 	case n == nil:

@@ -204,10 +204,7 @@ func (s *Server) createProject(r *http.Request, in projectBody) (int, any, *apiE
 		return fail(missingRequired("name"))
 	case *in.ClusterID != s.opts.ClusterID:
 		return fail(invalidReference("clusterId", ""))
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.opts.UniqueProjectNames && s.projects.Count(func(p *Project) bool { return p.ClusterID == *in.ClusterID && p.Name == *in.Name }) > 0 {
+	case s.opts.UniqueProjectNames && s.projects.Count(func(p *Project) bool { return p.ClusterID == *in.ClusterID && p.Name == *in.Name }) > 0:
 		return fail(alreadyExists(`project name "` + *in.Name + `" is already in use in cluster ` + *in.ClusterID))
 	}
 	p := &Project{ClusterID: *in.ClusterID, Name: *in.Name, Description: *cmp.Or(in.Description, new(string)),
@@ -291,14 +288,11 @@ func (s *Server) createBinding(r *http.Request, in bindingBody) (int, any, *apiE
 		return fail(invalidReference("roleTemplateId", `roletemplates.management.cattle.io "`+in.RoleTemplateID+`" not found`))
 	case in.kinds()+btoi(in.ServiceAccount != "") != 1:
 		return fail(invalidBody("binding must target either a user [userId]/[userPrincipalId] OR a group [groupId]/[groupPrincipalId] OR a serviceAccount [serviceAccount]"))
+	case s.projects.Get(in.ProjectID) == nil:
+		return fail(invalidReference("projectId", `projects.management.cattle.io "`+projectShortID(in.ProjectID)+`" not found`))
 	}
 	pb := &Binding{ProjectID: in.ProjectID, RoleTemplateID: in.RoleTemplateID, Subject: in.Subject,
 		ServiceAccount: in.ServiceAccount, annotations: in.Annotations, labels: in.Labels}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.projects.Get(in.ProjectID) == nil {
-		return fail(invalidReference("projectId", `projects.management.cattle.io "`+projectShortID(in.ProjectID)+`" not found`))
-	}
 	if !s.storeBinding(pb) {
 		return fail(alreadyExists(`projectroletemplatebindings.management.cattle.io "` + pb.Name + `" already exists`))
 	}

@@ -131,7 +131,11 @@ func (s *Server) now() time.Time { return s.opts.Now().UTC() }
 
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
-	api := func(pattern string, h handler) { mux.Handle(pattern, s.authed(h)) }
+	// Handlers run under s.mu (the call log has read the body into memory
+	// already, so a slow client holds no lock), except those that call the
+	// Kubernetes API, which take it themselves (kubeAPI).
+	kubeAPI := func(pattern string, h handler) { mux.Handle(pattern, s.authed(h)) }
+	api := func(pattern string, h handler) { kubeAPI(pattern, s.serial(h)) }
 	// Each pair of paths below is one collection: norman matches type
 	// names case-insensitively; links use the camel case plural, the agent
 	// the lower case one.
@@ -146,12 +150,12 @@ func (s *Server) routes() http.Handler {
 
 	// The simulator's own cluster and the provisioned ones (clusters.go).
 	clustersType.routes(s, api, []string{"/v3/clusters"}, nil, true)
-	api("POST /v3/clusters/{cluster}", s.clusterAction)
+	kubeAPI("POST /v3/clusters/{cluster}", s.clusterAction)
 	api("PUT /v3/clusters/{id}", update(s, clustersType, s.updateCluster))
 
 	projectsType.routes(s, api, []string{"/v3/projects"}, withBody(s.createProject), true)
 	api("PUT /v3/projects/{id}", update(s, projectsType, updateProject))
-	api("DELETE /v3/projects/{id}", s.deleteProject)
+	kubeAPI("DELETE /v3/projects/{id}", s.deleteProject)
 	both("GET", "/v3/projects/{project}/", "projectroletemplatebindings", "projectRoleTemplateBindings", bindingsType.list(s))
 	bindingsType.routes(s, api, []string{"/v3/projectroletemplatebindings", "/v3/projectRoleTemplateBindings"}, withBody(s.createBinding), false)
 
@@ -159,9 +163,9 @@ func (s *Server) routes() http.Handler {
 	// (/v3/clusters/<id>/namespaces) and, as their self links say, under
 	// /v3/cluster/<id>/namespaces.
 	for _, prefix := range []string{"/v3/clusters/{cluster}/namespaces", "/v3/cluster/{cluster}/namespaces"} {
-		api("GET "+prefix, s.listNamespaces)
-		api("POST "+prefix, s.createNamespace)
-		api("GET "+prefix+"/{name}", s.getNamespace)
+		kubeAPI("GET "+prefix, s.listNamespaces)
+		kubeAPI("POST "+prefix, s.createNamespace)
+		kubeAPI("GET "+prefix+"/{name}", s.getNamespace)
 	}
 
 	// Provisioning (provisioning.go): steve's v1 clusters and secrets.
@@ -179,7 +183,7 @@ func (s *Server) routes() http.Handler {
 	// Not Rancher's API: what a VM running system-agent-install.sh does
 	// (nodes.go). It takes the registration token instead of an API key
 	// and sits behind the fault middleware, so Down fails it too.
-	mux.Handle("POST "+RegisterPath, withBody(s.register))
+	mux.Handle("POST "+RegisterPath, s.serial(withBody(s.register)))
 
 	mux.HandleFunc("GET /v3/import/{file}", s.importManifest) // imported clusters' agent manifests (agents.go)
 
@@ -193,6 +197,15 @@ func (s *Server) routes() http.Handler {
 	s.adminRoutes(top)
 	top.Handle("/", s.Middleware(mux))
 	return top
+}
+
+// serial serves h under s.mu.
+func (s *Server) serial(h handler) handler {
+	return func(r *http.Request) (int, any, *apiError) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return h(r)
+	}
 }
 
 // authed checks the API key before anything else, as Rancher's auth filter

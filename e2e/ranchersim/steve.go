@@ -72,10 +72,7 @@ type v1Meta struct {
 // namespace from the path or the body (the path wins, as steve's does).
 func readV1Body(r *http.Request) ([]byte, v1Meta, *apiError) {
 	var meta v1Meta
-	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, 4<<20))
-	if err != nil {
-		return nil, meta, steveErr(http.StatusUnprocessableEntity, "InvalidBodyContent", "failed to read body: "+err.Error())
-	}
+	body, _ := io.ReadAll(r.Body) // in memory: the call log read it
 	if err := json.Unmarshal(body, &meta); err != nil {
 		return nil, meta, steveErr(http.StatusUnprocessableEntity, "InvalidBodyContent", "failed to parse body: "+err.Error())
 	}
@@ -97,8 +94,6 @@ func (s *Server) createV1Cluster(r *http.Request) (int, any, *apiError) {
 			`Cluster.provisioning.cattle.io "`+name+`" is invalid: metadata.name: Invalid value: "`+name+
 				`": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character`))
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	pc := &ProvisioningCluster{ID: meta.Metadata.Namespace + "/" + name, Namespace: meta.Metadata.Namespace, Name: name,
 		uid: simkit.NewUUID(), Body: body, Labels: simkit.CloneOrEmpty(meta.Metadata.Labels),
 		Annotations: simkit.CloneOrEmpty(meta.Metadata.Annotations), Created: s.now()}
@@ -161,8 +156,6 @@ func (s *Server) createSecret(r *http.Request) (int, any, *apiError) {
 	if typ == "" && meta.Type != "secret" {
 		typ = meta.Type
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	sec := &Secret{Namespace: meta.Metadata.Namespace, Name: meta.Metadata.Name, uid: simkit.NewUUID(),
 		Type: cmp.Or(typ, "Opaque"), Body: body, Labels: simkit.CloneOrEmpty(meta.Metadata.Labels),
 		Annotations: simkit.CloneOrEmpty(meta.Metadata.Annotations), Data: simkit.CloneOrEmpty(in.Data), Created: s.now()}

@@ -1,13 +1,10 @@
 package waldursim
 
 import (
-	"bytes"
 	"context"
-	"io"
 	"net/http"
 	"slices"
 	"strings"
-	"testing/iotest"
 	"time"
 
 	"github.com/sitebus/sitebus/e2e/simkit"
@@ -78,11 +75,10 @@ func (s *Server) routes() http.Handler {
 
 // guard serves h holding s.mu (handlers that wait on the broker let go of
 // it with unlocked), for an API route once the caller is authenticated.
-// The body is read before the lock is taken: a slow client must not stall
-// the API.
+// The call log has read the body into memory before: a slow client does
+// not stall the API.
 func (s *Server) guard(auth bool, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		readBody(r)
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if auth {
@@ -96,17 +92,6 @@ func (s *Server) guard(auth bool, h http.Handler) http.Handler {
 		}
 		h.ServeHTTP(w, r)
 	})
-}
-
-// readBody reads as much of r's body as decodeBody does into memory; a
-// read error is kept for decodeBody to answer after the caller's checks.
-func readBody(r *http.Request) {
-	data, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
-	var body io.Reader = bytes.NewReader(data)
-	if err != nil {
-		body = io.MultiReader(body, iotest.ErrReader(err))
-	}
-	r.Body = io.NopCloser(body)
 }
 
 // unlocked runs f without s.mu, which the caller holds: f waits on the
