@@ -108,7 +108,7 @@ func (s *Server) clusterRep(b string, mc *Cluster, read bool) map[string]any {
 
 // clusterAction serves POST /v3/clusters/<id>?action=…: importYaml on
 // the simulator's own cluster (kube.go), generateKubeconfig on any.
-func (s *Server) clusterAction(r *http.Request) (int, any, *apiError) {
+func (s *Server) clusterAction(r *http.Request, _ struct{}) (any, error) {
 	id, action, name := r.PathValue("cluster"), paramValue(r, "action"), ""
 	s.mu.Lock()
 	mc, err := clustersType.find(s, id)
@@ -119,18 +119,18 @@ func (s *Server) clusterAction(r *http.Request) (int, any, *apiError) {
 	s.mu.Unlock()
 	switch {
 	case err != nil:
-		return fail(err)
+		return nil, err
 	case action == "generateKubeconfig":
-		return ok(map[string]any{
+		return map[string]any{
 			"type": "generateKubeConfigOutput", "baseType": "generateKubeConfigOutput",
 			"config": kubeconfigYAML(simkit.BaseURL(r), id, name, "kubeconfig-"+s.opts.UserID+":"+randName(54)),
-		})
+		}, nil
 	case action == "importYaml" && mc.own:
 		return s.importYAML(r)
 	case action == "":
-		return fail(errNoPost)
+		return nil, errNoPost
 	}
-	return fail(invalidAction(action))
+	return nil, invalidAction(action)
 }
 
 // kubeconfigYAML is the kubeconfig Rancher generates: one cluster whose
@@ -175,17 +175,17 @@ func (s *Server) updateCluster(mc *Cluster, in struct{ Name *string }) *apiError
 
 // createToken makes a registration token for a cluster; Rancher allows
 // several per cluster, and so does the simulator.
-func (s *Server) createToken(r *http.Request, in struct{ ClusterID string }) (int, any, *apiError) {
+func (s *Server) createToken(r *http.Request, in struct{ ClusterID string }) (any, error) {
 	switch {
 	case in.ClusterID == "":
-		return fail(missingRequired("clusterId"))
+		return nil, missingRequired("clusterId")
 	case !s.knownCluster(in.ClusterID):
-		return fail(invalidReference("clusterId", `clusters.management.cattle.io "`+in.ClusterID+`" not found`))
+		return nil, invalidReference("clusterId", `clusters.management.cattle.io "`+in.ClusterID+`" not found`)
 	}
 	t := &RegistrationToken{ClusterID: in.ClusterID, Token: randName(54), uuid: simkit.NewUUID(), Created: s.now()}
 	t.ID = s.prov.tokens.Create(func() string { t.name = "crt-" + randName(5); return in.ClusterID + ":" + t.name }, t)
 	s.log.Debug("registration token created", "id", t.ID)
-	return created(tokenRep(simkit.BaseURL(r), t))
+	return created(tokenRep(simkit.BaseURL(r), t)), nil
 }
 
 // caChecksum stands for the sha256 of Rancher's CA certificate that the
@@ -212,27 +212,27 @@ func tokenRep(b string, t *RegistrationToken) map[string]any {
 // createClusterBinding validates as norman and Rancher's webhook do (see
 // createBinding); the name derives from subject, role and cluster, so an
 // identical binding is a 409.
-func (s *Server) createClusterBinding(r *http.Request, in bindingBody) (int, any, *apiError) {
+func (s *Server) createClusterBinding(r *http.Request, in bindingBody) (any, error) {
 	switch {
 	case in.ClusterID == "":
-		return fail(missingRequired("clusterId"))
+		return nil, missingRequired("clusterId")
 	case in.RoleTemplateID == "":
-		return fail(missingRequired("roleTemplateId"))
+		return nil, missingRequired("roleTemplateId")
 	case !slices.Contains(DefaultClusterRoleTemplates, in.RoleTemplateID):
-		return fail(invalidReference("roleTemplateId", `roletemplates.management.cattle.io "`+in.RoleTemplateID+`" not found`))
+		return nil, invalidReference("roleTemplateId", `roletemplates.management.cattle.io "`+in.RoleTemplateID+`" not found`)
 	case !s.knownCluster(in.ClusterID):
-		return fail(invalidReference("clusterId", `clusters.management.cattle.io "`+in.ClusterID+`" not found`))
+		return nil, invalidReference("clusterId", `clusters.management.cattle.io "`+in.ClusterID+`" not found`)
 	case in.kinds() != 1:
-		return fail(invalidBody("binding must target either a user [userId]/[userPrincipalId] OR a group [groupId]/[groupPrincipalId]"))
+		return nil, invalidBody("binding must target either a user [userId]/[userPrincipalId] OR a group [groupId]/[groupPrincipalId]")
 	}
 	cb := &ClusterBinding{ClusterID: in.ClusterID, RoleTemplateID: in.RoleTemplateID, Subject: in.Subject,
 		creatorID: s.opts.UserID, uuid: simkit.NewUUID(), Created: s.now()}
 	cb.Name = "crtb-" + derivedName(cb.principal()+"/"+cb.RoleTemplateID+"/"+cb.ClusterID)
 	cb.ID = cb.ClusterID + ":" + cb.Name
 	if !s.prov.crtbs.Put(cb.ID, cb) {
-		return fail(alreadyExists(`clusterroletemplatebindings.management.cattle.io "` + cb.Name + `" already exists`))
+		return nil, alreadyExists(`clusterroletemplatebindings.management.cattle.io "` + cb.Name + `" already exists`)
 	}
-	return created(clusterBindingRep(simkit.BaseURL(r), cb))
+	return created(clusterBindingRep(simkit.BaseURL(r), cb)), nil
 }
 
 func clusterBindingRep(b string, cb *ClusterBinding) map[string]any {

@@ -60,36 +60,36 @@ func (k *kind[T]) notFound(id string) *apiError {
 }
 
 func (k *kind[T]) list(s *Server) handler {
-	return func(r *http.Request) (int, any, *apiError) {
+	return func(r *http.Request, _ struct{}) (any, error) {
 		scope, conds, sel := cmp.Or(r.PathValue("cluster"), r.PathValue("project"), r.PathValue("ns")), conditions(r), labels.Everything()
 		if k.labels != nil {
 			// Steve parses labelSelector as the Kubernetes API does.
 			var err error
 			if sel, err = labels.Parse(r.URL.Query().Get("labelSelector")); err != nil {
-				return fail(steveErr(http.StatusBadRequest, "BadRequest", err.Error()))
+				return nil, steveErr(http.StatusBadRequest, "BadRequest", err.Error())
 			}
 		}
 		b := simkit.BaseURL(r)
 		switch {
 		case r.PathValue("cluster") != "" && !s.knownCluster(scope):
-			return fail(clustersType.notFound(scope))
+			return nil, clustersType.notFound(scope)
 		case r.PathValue("project") != "" && s.projects.Get(scope) == nil:
-			return fail(projectsType.notFound(scope))
+			return nil, projectsType.notFound(scope)
 		}
 		objs := simkit.Map(k.items(s).ListByID(func(v *T) bool {
 			return (scope == "" || k.scope(v) == scope) && (k.keys == nil || matches(k.keys(v), conds)) &&
 				(k.labels == nil || sel.Matches(labels.Set(k.labels(v))))
 		}), func(v *T) map[string]any { return k.rep(s, b, v, true) })
 		if !k.steve {
-			return ok(collection(r, k.name, b+k.path, objs))
+			return collection(r, k.name, b+k.path, objs), nil
 		}
-		return ok(map[string]any{ // steve's collection envelope
+		return map[string]any{ // steve's collection envelope
 			"type": "collection", "resourceType": k.name, "count": len(objs), "revision": "1",
 			"links":       map[string]string{"self": b + r.URL.Path},
 			"createTypes": map[string]string{k.name: b + r.URL.Path},
 			"actions":     map[string]string{},
 			"data":        objs,
-		})
+		}, nil
 	}
 }
 
@@ -102,35 +102,35 @@ func (k *kind[T]) find(s *Server, id string) (*T, *apiError) {
 }
 
 func (k *kind[T]) get(s *Server) handler {
-	return func(r *http.Request) (int, any, *apiError) {
+	return func(r *http.Request, _ struct{}) (any, error) {
 		v, err := k.find(s, k.key(r))
 		if err != nil {
-			return fail(err)
+			return nil, err
 		}
-		return ok(k.rep(s, simkit.BaseURL(r), v, true))
+		return k.rep(s, simkit.BaseURL(r), v, true), nil
 	}
 }
 
 // update serves a norman PUT of the object the path names: change checks
 // the body and applies it under s.mu; the answer is the object as changed.
-func update[T, In any](s *Server, k *kind[T], change func(v *T, in In) *apiError) handler {
-	return withBody(func(r *http.Request, in In) (int, any, *apiError) {
+func update[T, In any](s *Server, k *kind[T], change func(v *T, in In) *apiError) func(*http.Request, In) (any, error) {
+	return func(r *http.Request, in In) (any, error) {
 		v, err := k.find(s, k.key(r))
 		if err == nil {
 			err = change(v, in)
 		}
 		if err != nil {
-			return fail(err)
+			return nil, err
 		}
-		return ok(k.rep(s, simkit.BaseURL(r), v, false))
-	})
+		return k.rep(s, simkit.BaseURL(r), v, false), nil
+	}
 }
 
 func (k *kind[T]) remove(s *Server) handler {
-	return func(r *http.Request) (int, any, *apiError) {
+	return func(r *http.Request, _ struct{}) (any, error) {
 		v := k.items(s).Delete(k.key(r))
 		if v == nil {
-			return fail(k.notFound(k.key(r)))
+			return nil, k.notFound(k.key(r))
 		}
 		rep := k.rep(s, simkit.BaseURL(r), v, false)
 		if k.deleted != nil {
@@ -139,13 +139,13 @@ func (k *kind[T]) remove(s *Server) handler {
 		if !k.steve {
 			removing(rep, k.transitioning)
 		}
-		return ok(rep)
+		return rep, nil
 	}
 }
 
 // routes serves k at each of paths: its list (steve's also under {ns}),
 // create when set, show and, unless noDelete, delete.
-func (k *kind[T]) routes(s *Server, api func(string, handler), paths []string, create handler, noDelete bool) {
+func (k *kind[T]) routes(s *Server, api func(string, http.Handler), paths []string, create http.Handler, noDelete bool) {
 	item := map[bool]string{false: "/{id}", true: "/{ns}/{name}"}[k.steve]
 	for _, p := range paths {
 		colls := []string{p}
@@ -153,14 +153,14 @@ func (k *kind[T]) routes(s *Server, api func(string, handler), paths []string, c
 			colls = append(colls, p+"/{ns}")
 		}
 		for _, c := range colls {
-			api("GET "+c, k.list(s))
+			api("GET "+c, handle(k.list(s)))
 			if create != nil {
 				api("POST "+c, create)
 			}
 		}
-		api("GET "+p+item, k.get(s))
+		api("GET "+p+item, handle(k.get(s)))
 		if !noDelete {
-			api("DELETE "+p+item, k.remove(s))
+			api("DELETE "+p+item, handle(k.remove(s)))
 		}
 	}
 }

@@ -79,21 +79,20 @@ func writeErr(w http.ResponseWriter, e *apiError) {
 	simkit.WriteJSON(w, e.status, body)
 }
 
-// handler serves one authenticated API request: the status and body of
-// its answer, or an error, written in its API's format.
-type handler func(r *http.Request) (int, any, *apiError)
+// handler serves one authenticated API request without a body: its
+// answer's body (a simkit.Reply for another status than 200), or an
+// *apiError.
+type handler = func(r *http.Request, _ struct{}) (any, error)
 
-func ok(v any) (int, any, *apiError)         { return http.StatusOK, v, nil }
-func created(v any) (int, any, *apiError)    { return http.StatusCreated, v, nil }
-func fail(e *apiError) (int, any, *apiError) { return 0, nil, e }
-
-func (h handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if status, body, err := h(r); err != nil {
-		writeErr(w, err)
-	} else {
-		simkit.WriteJSON(w, status, body)
-	}
+// handle adapts h (whose In decodeBody reads) once: its answer written as
+// JSON, its error in its API's format.
+func handle[In any](h func(r *http.Request, in In) (any, error)) http.Handler {
+	return simkit.Handle(simkit.Handlers{Decode: decodeBody, WriteError: func(w http.ResponseWriter, err error) {
+		writeErr(w, err.(*apiError))
+	}}, h)
 }
+
+func created(v any) simkit.Reply { return simkit.Reply{Status: http.StatusCreated, Body: v} }
 
 // param is one query parameter as sent.
 type param struct{ key, value string }
@@ -180,24 +179,16 @@ func collection(r *http.Request, resourceType, createURL string, objs []map[stri
 	}
 }
 
-// decodeBody reads a JSON object body; norman answers a malformed one with
-// 422 InvalidBodyContent.
-func decodeBody(r *http.Request, v any) *apiError {
+// decodeBody reads a JSON object body (none into a struct{}); norman
+// answers a malformed one with 422 InvalidBodyContent.
+func decodeBody(r *http.Request, v any) error {
+	if _, none := v.(*struct{}); none {
+		return nil
+	}
 	if err := json.NewDecoder(r.Body).Decode(v); err != nil {
 		return invalidBody("Failed to parse body: " + err.Error())
 	}
 	return nil
-}
-
-// withBody adapts a handler of a typed JSON body (decodeBody's).
-func withBody[In any](h func(r *http.Request, in In) (int, any, *apiError)) handler {
-	return func(r *http.Request) (int, any, *apiError) {
-		var in In
-		if err := decodeBody(r, &in); err != nil {
-			return fail(err)
-		}
-		return h(r, in)
-	}
 }
 
 // Representations are maps, not structs: collection filters match on the

@@ -286,25 +286,25 @@ func readV1Body(r *http.Request) ([]byte, v1Meta, *apiError) {
 	return body, meta, nil
 }
 
-func (s *Server) createV1Cluster(r *http.Request) (int, any, *apiError) {
+func (s *Server) createV1Cluster(r *http.Request, _ struct{}) (any, error) {
 	body, meta, err := readV1Body(r)
 	name := meta.Metadata.Name
 	switch {
 	case err != nil:
-		return fail(err)
+		return nil, err
 	case !dnsLabelRe.MatchString(name):
-		return fail(steveErr(http.StatusUnprocessableEntity, "Invalid",
+		return nil, steveErr(http.StatusUnprocessableEntity, "Invalid",
 			`Cluster.provisioning.cattle.io "`+name+`" is invalid: metadata.name: Invalid value: "`+name+
-				`": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character`))
+				`": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character`)
 	}
 	pc := &ProvisioningCluster{ID: meta.Metadata.Namespace + "/" + name, Namespace: meta.Metadata.Namespace, Name: name,
 		uid: simkit.NewUUID(), Body: body, Labels: simkit.CloneOrEmpty(meta.Metadata.Labels),
 		Annotations: simkit.CloneOrEmpty(meta.Metadata.Annotations), Created: s.now()}
 	if !s.storeProvCluster(pc) {
-		return fail(steveErr(http.StatusConflict, "AlreadyExists", `clusters.provisioning.cattle.io "`+name+`" already exists`))
+		return nil, steveErr(http.StatusConflict, "AlreadyExists", `clusters.provisioning.cattle.io "`+name+`" already exists`)
 	}
 	s.log.Debug("provisioning cluster created", "id", pc.ID, "cluster", pc.ClusterID)
-	return created(s.v1ClusterRep(simkit.BaseURL(r), pc, false))
+	return created(s.v1ClusterRep(simkit.BaseURL(r), pc, false)), nil
 }
 
 // v1ClusterRep is the steve object: the create body as sent, with the
@@ -342,10 +342,10 @@ func (s *Server) v1ClusterRep(b string, pc *ProvisioningCluster, read bool) map[
 	return m
 }
 
-func (s *Server) createSecret(r *http.Request) (int, any, *apiError) {
+func (s *Server) createSecret(r *http.Request, _ struct{}) (any, error) {
 	body, meta, err := readV1Body(r)
 	if err != nil {
-		return fail(err)
+		return nil, err
 	}
 	var in struct {
 		XType string            `json:"_type"`
@@ -364,18 +364,18 @@ func (s *Server) createSecret(r *http.Request) (int, any, *apiError) {
 		Annotations: simkit.CloneOrEmpty(meta.Metadata.Annotations), Data: simkit.CloneOrEmpty(in.Data), Created: s.now()}
 	switch {
 	case sec.Name == "" && meta.Metadata.GenerateName == "":
-		return fail(steveErr(http.StatusUnprocessableEntity, "Invalid", "metadata.name: Required value: name or generateName is required"))
+		return nil, steveErr(http.StatusUnprocessableEntity, "Invalid", "metadata.name: Required value: name or generateName is required")
 	case sec.Name == "":
 		sec.ID = s.prov.secrets.Create(func() string {
 			sec.Name = meta.Metadata.GenerateName + randName(5)
 			return sec.Namespace + "/" + sec.Name
 		}, sec)
 	case !s.prov.secrets.Put(sec.Namespace+"/"+sec.Name, sec):
-		return fail(steveErr(http.StatusConflict, "AlreadyExists", `secrets "`+sec.Name+`" already exists`))
+		return nil, steveErr(http.StatusConflict, "AlreadyExists", `secrets "`+sec.Name+`" already exists`)
 	default:
 		sec.ID = sec.Namespace + "/" + sec.Name
 	}
-	return created(secretRep(simkit.BaseURL(r), sec))
+	return created(secretRep(simkit.BaseURL(r), sec)), nil
 }
 
 func secretRep(b string, sec *Secret) map[string]any {
