@@ -106,14 +106,9 @@ type ComponentUsage struct {
 
 func newState(f *Fixture, now func() string) (*state, error) {
 	// Re-validate: a Fixture built in Go (not parsed) gets normalised too.
-	cp := *f
-	cp.Users = slices.Clone(f.Users)
-	cp.Customers = slices.Clone(f.Customers)
-	cp.Projects = slices.Clone(f.Projects)
-	cp.Offerings = slices.Clone(f.Offerings)
-	cp.Plans = slices.Clone(f.Plans)
-	cp.Resources = slices.Clone(f.Resources)
-	cp.Orders = slices.Clone(f.Orders)
+	cp := Fixture{Users: slices.Clone(f.Users), Customers: slices.Clone(f.Customers), Projects: slices.Clone(f.Projects),
+		Offerings: slices.Clone(f.Offerings), Plans: slices.Clone(f.Plans), Resources: slices.Clone(f.Resources),
+		Orders: slices.Clone(f.Orders)}
 	if err := cp.normalize(); err != nil {
 		return nil, err
 	}
