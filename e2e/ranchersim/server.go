@@ -80,7 +80,7 @@ type Server struct {
 	bindings simkit.Store[Binding] // by id "p-…:prtb-…"
 	imports  []Import
 	prov     provState       // provisioned clusters, their nodes, tokens, bindings; v1 secrets
-	agents   map[string]bool // imported clusters whose agent connected (agents.go)
+	agents   map[string]bool // imported clusters whose agent connected (clusters.go)
 
 	simkit.Base
 }
@@ -185,7 +185,7 @@ func (s *Server) routes() http.Handler {
 	// and sits behind the fault middleware, so Down fails it too.
 	mux.Handle("POST "+RegisterPath, s.serial(handle(s.register)))
 
-	mux.HandleFunc("GET /v3/import/{file}", s.importManifest) // imported clusters' agent manifests (agents.go)
+	mux.HandleFunc("GET /v3/import/{file}", s.importManifest) // imported clusters' agent manifests (clusters.go)
 
 	mux.Handle("/k8s/clusters/{cluster}/{rest...}", s.authed(http.HandlerFunc(s.proxyKube)))
 
