@@ -6,7 +6,6 @@ import (
 	"maps"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/sitebus/sitebus/e2e/simkit"
@@ -197,7 +196,7 @@ func decimalField(m map[string]any, fe fieldErrors, key string) string {
 	case string:
 		s = x
 	}
-	f, err := strconv.ParseFloat(s, 64)
+	f, err := json.Number(s).Float64()
 	switch {
 	case err != nil:
 		fe.add(key, "A valid number is required.")

@@ -277,12 +277,9 @@ func (st *state) resourceView(base string, r *Resource) APIResource {
 }
 
 func (st *state) offeringView(base string, o *Offering) map[string]any {
-	plans := []map[string]any{}
-	for _, p := range st.plans {
-		if p.OfferingUUID == o.UUID {
-			plans = append(plans, st.planView(base, p))
-		}
-	}
+	// Ordered by uuid: map order is random, and a list must be stable.
+	plans := append([]map[string]any{}, simkit.Select(st.plans, func(p *Plan) string { return p.UUID },
+		func(p *Plan) bool { return p.OfferingUUID == o.UUID }, func(p *Plan) map[string]any { return st.planView(base, p) })...)
 	m := map[string]any{
 		"uuid": o.UUID, "url": base + "/api/marketplace-provider-offerings/" + o.UUID + "/",
 		"name": o.Name, "type": o.Type, "state": o.State, "backend_id": o.BackendID,
