@@ -6,7 +6,6 @@ import (
 	"maps"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 	"time"
 
@@ -215,17 +214,10 @@ func tokenRep(b string, t *RegistrationToken) map[string]any {
 // createBinding); the name derives from subject, role and cluster, so an
 // identical binding is a 409.
 func (s *Server) createClusterBinding(r *http.Request, in bindingBody) (any, error) {
-	switch {
-	case in.ClusterID == "":
-		return nil, missingRequired("clusterId")
-	case in.RoleTemplateID == "":
-		return nil, missingRequired("roleTemplateId")
-	case !slices.Contains(DefaultClusterRoleTemplates, in.RoleTemplateID):
-		return nil, invalidReference("roleTemplateId", `roletemplates.management.cattle.io "`+in.RoleTemplateID+`" not found`)
-	case !s.knownCluster(in.ClusterID):
-		return nil, invalidReference("clusterId", `clusters.management.cattle.io "`+in.ClusterID+`" not found`)
-	case in.kinds() != 1:
-		return nil, invalidBody("binding must target either a user [userId]/[userPrincipalId] OR a group [groupId]/[groupPrincipalId]")
+	if e := in.refusal("clusterId", in.ClusterID, DefaultClusterRoleTemplates,
+		simkit.Refuse(!s.knownCluster(in.ClusterID), invalidReference("clusterId", `clusters.management.cattle.io "`+in.ClusterID+`" not found`)),
+		simkit.Refuse(in.kinds() != 1, invalidBody("binding must target either a user [userId]/[userPrincipalId] OR a group [groupId]/[groupPrincipalId]"))); e != nil {
+		return nil, e
 	}
 	cb := &ClusterBinding{ClusterID: in.ClusterID, RoleTemplateID: in.RoleTemplateID, Subject: in.Subject,
 		creatorID: s.opts.UserID, uuid: simkit.NewUUID(), Created: s.now()}

@@ -274,22 +274,28 @@ type bindingBody struct {
 	Annotations, Labels map[string]string
 }
 
+// refusal is the first check a binding to scope (its field: projectId or
+// clusterId) fails, in the order norman and Rancher's webhook check:
+// required fields (422 MissingRequired), a known role template of roles
+// (422 InvalidReference), then the scope's own checks (then).
+func (in bindingBody) refusal(field, scope string, roles []string, then ...*apiError) *apiError {
+	return cmp.Or(append([]*apiError{
+		simkit.Refuse(scope == "", missingRequired(field)),
+		simkit.Refuse(in.RoleTemplateID == "", missingRequired("roleTemplateId")),
+		simkit.Refuse(!slices.Contains(roles, in.RoleTemplateID),
+			invalidReference("roleTemplateId", `roletemplates.management.cattle.io "`+in.RoleTemplateID+`" not found`)),
+	}, then...)...)
+}
+
 // createBinding validates as norman and Rancher's webhook do: required
-// fields (422 MissingRequired), existing project and role template (422
-// InvalidReference), exactly one kind of subject (422), and, with
-// deterministic names, a duplicate is Kubernetes' 409 AlreadyExists.
+// fields, a known role template, exactly one kind of subject (422), an
+// existing project (422 InvalidReference), and, with deterministic names,
+// a duplicate is Kubernetes' 409 AlreadyExists.
 func (s *Server) createBinding(r *http.Request, in bindingBody) (any, error) {
-	switch {
-	case in.ProjectID == "":
-		return nil, missingRequired("projectId")
-	case in.RoleTemplateID == "":
-		return nil, missingRequired("roleTemplateId")
-	case !slices.Contains(DefaultRoleTemplates, in.RoleTemplateID):
-		return nil, invalidReference("roleTemplateId", `roletemplates.management.cattle.io "`+in.RoleTemplateID+`" not found`)
-	case in.kinds()+btoi(in.ServiceAccount != "") != 1:
-		return nil, invalidBody("binding must target either a user [userId]/[userPrincipalId] OR a group [groupId]/[groupPrincipalId] OR a serviceAccount [serviceAccount]")
-	case s.projects.Get(in.ProjectID) == nil:
-		return nil, invalidReference("projectId", `projects.management.cattle.io "`+projectShortID(in.ProjectID)+`" not found`)
+	if e := in.refusal("projectId", in.ProjectID, DefaultRoleTemplates,
+		simkit.Refuse(in.kinds()+btoi(in.ServiceAccount != "") != 1, invalidBody("binding must target either a user [userId]/[userPrincipalId] OR a group [groupId]/[groupPrincipalId] OR a serviceAccount [serviceAccount]")),
+		simkit.Refuse(s.projects.Get(in.ProjectID) == nil, invalidReference("projectId", `projects.management.cattle.io "`+projectShortID(in.ProjectID)+`" not found`))); e != nil {
+		return nil, e
 	}
 	pb := &Binding{ProjectID: in.ProjectID, RoleTemplateID: in.RoleTemplateID, Subject: in.Subject,
 		ServiceAccount: in.ServiceAccount, annotations: in.Annotations, labels: in.Labels}
