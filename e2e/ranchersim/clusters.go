@@ -1,11 +1,12 @@
 package ranchersim
 
 import (
+	"encoding/base64"
 	"fmt"
 	"maps"
 	"net/http"
 	"net/url"
-	"slices"
+	"strings"
 	"time"
 
 	"github.com/sitebus/sitebus/e2e/simkit"
@@ -111,7 +112,7 @@ func (s *Server) clusterRep(b string, mc *Cluster, read bool) map[string]any {
 
 // clusterAction serves POST /v3/clusters/<id>?action=…: importYaml on
 // the simulator's own cluster (kube.go), generateKubeconfig on any.
-func (s *Server) clusterAction(r *http.Request) (int, any, *apiError) {
+func (s *Server) clusterAction(r *http.Request, _ struct{}) (any, error) {
 	id, action, name := r.PathValue("cluster"), paramValue(r, "action"), ""
 	s.mu.Lock()
 	mc, err := clustersType.find(s, id)
@@ -122,18 +123,18 @@ func (s *Server) clusterAction(r *http.Request) (int, any, *apiError) {
 	s.mu.Unlock()
 	switch {
 	case err != nil:
-		return fail(err)
+		return nil, err
 	case action == "generateKubeconfig":
-		return ok(map[string]any{
+		return map[string]any{
 			"type": "generateKubeConfigOutput", "baseType": "generateKubeConfigOutput",
 			"config": kubeconfigYAML(simkit.BaseURL(r), id, name, "kubeconfig-"+s.opts.UserID+":"+randName(54)),
-		})
+		}, nil
 	case action == "importYaml" && mc.own:
 		return s.importYAML(r)
 	case action == "":
-		return fail(errNoPost)
+		return nil, errNoPost
 	}
-	return fail(invalidAction(action))
+	return nil, invalidAction(action)
 }
 
 // kubeconfigYAML is the kubeconfig Rancher generates: one cluster whose
@@ -178,19 +179,17 @@ func (s *Server) updateCluster(mc *Cluster, in struct{ Name *string }) *apiError
 
 // createToken makes a registration token for a cluster; Rancher allows
 // several per cluster, and so does the simulator.
-func (s *Server) createToken(r *http.Request, in struct{ ClusterID string }) (int, any, *apiError) {
-	if in.ClusterID == "" {
-		return fail(missingRequired("clusterId"))
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.knownCluster(in.ClusterID) {
-		return fail(invalidReference("clusterId", `clusters.management.cattle.io "`+in.ClusterID+`" not found`))
+func (s *Server) createToken(r *http.Request, in struct{ ClusterID string }) (any, error) {
+	switch {
+	case in.ClusterID == "":
+		return nil, missingRequired("clusterId")
+	case !s.knownCluster(in.ClusterID):
+		return nil, invalidReference("clusterId", `clusters.management.cattle.io "`+in.ClusterID+`" not found`)
 	}
 	t := &RegistrationToken{ClusterID: in.ClusterID, Token: randName(54), uuid: simkit.NewUUID(), Created: s.now()}
 	t.ID = s.prov.tokens.Create(func() string { t.name = "crt-" + randName(5); return in.ClusterID + ":" + t.name }, t)
 	s.log.Debug("registration token created", "id", t.ID)
-	return created(tokenRep(simkit.BaseURL(r), t))
+	return created(tokenRep(simkit.BaseURL(r), t)), nil
 }
 
 // caChecksum stands for the sha256 of Rancher's CA certificate that the
@@ -217,20 +216,11 @@ func tokenRep(b string, t *RegistrationToken) map[string]any {
 // createClusterBinding validates as norman and Rancher's webhook do (see
 // createBinding); the name derives from subject, role and cluster, so an
 // identical binding is a 409.
-func (s *Server) createClusterBinding(r *http.Request, in bindingBody) (int, any, *apiError) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	switch {
-	case in.ClusterID == "":
-		return fail(missingRequired("clusterId"))
-	case in.RoleTemplateID == "":
-		return fail(missingRequired("roleTemplateId"))
-	case !slices.Contains(DefaultClusterRoleTemplates, in.RoleTemplateID):
-		return fail(invalidReference("roleTemplateId", `roletemplates.management.cattle.io "`+in.RoleTemplateID+`" not found`))
-	case !s.knownCluster(in.ClusterID):
-		return fail(invalidReference("clusterId", `clusters.management.cattle.io "`+in.ClusterID+`" not found`))
-	case in.kinds() != 1:
-		return fail(invalidBody("binding must target either a user [userId]/[userPrincipalId] OR a group [groupId]/[groupPrincipalId]"))
+func (s *Server) createClusterBinding(r *http.Request, in bindingBody) (any, error) {
+	if e := in.refusal("clusterId", in.ClusterID, DefaultClusterRoleTemplates,
+		simkit.Refuse(!s.knownCluster(in.ClusterID), invalidReference("clusterId", `clusters.management.cattle.io "`+in.ClusterID+`" not found`)),
+		simkit.Refuse(in.kinds() != 1, invalidBody("binding must target either a user [userId]/[userPrincipalId] OR a group [groupId]/[groupPrincipalId]"))); e != nil {
+		return nil, e
 	}
 	cb := &ClusterBinding{ClusterID: in.ClusterID, RoleTemplateID: in.RoleTemplateID, Subject: in.Subject,
 		Annotations: simkit.CloneOrEmpty(in.Annotations), Labels: simkit.CloneOrEmpty(in.Labels),
@@ -238,9 +228,9 @@ func (s *Server) createClusterBinding(r *http.Request, in bindingBody) (int, any
 	cb.Name = "crtb-" + derivedName(cb.principal()+"/"+cb.RoleTemplateID+"/"+cb.ClusterID)
 	cb.ID = cb.ClusterID + ":" + cb.Name
 	if !s.prov.crtbs.Put(cb.ID, cb) {
-		return fail(alreadyExists(`clusterroletemplatebindings.management.cattle.io "` + cb.Name + `" already exists`))
+		return nil, alreadyExists(`clusterroletemplatebindings.management.cattle.io "` + cb.Name + `" already exists`)
 	}
-	return created(clusterBindingRep(simkit.BaseURL(r), cb))
+	return created(clusterBindingRep(simkit.BaseURL(r), cb)), nil
 }
 
 func clusterBindingRep(b string, cb *ClusterBinding) map[string]any {
@@ -252,4 +242,204 @@ func clusterBindingRep(b string, cb *ClusterBinding) map[string]any {
 		"cluster":      b + "/v3/clusters/" + cb.ClusterID,
 		"roleTemplate": b + "/v3/roleTemplates/" + cb.RoleTemplateID,
 	}, nil)
+}
+
+// Generic ("imported") clusters, as Loft's vcluster-rancher-operator and
+// sitebus's vcluster offering make them: a v1 provisioning cluster with an
+// empty spec. Rancher serves the agent's manifest at the registration
+// token's manifestUrl, /v3/import/<token>_<cluster id>.yaml, without
+// authentication (the token in the URL is the credential), and marks the
+// cluster active once the agent connects back. An imported cluster needs
+// no node roles.
+//
+// The simulator runs no agent: a test's stand-in (see ConnectAgent) tells
+// it that the agent's objects exist in the imported cluster.
+
+// importedCluster reports whether mc was provisioned with an empty spec.
+// Caller holds s.mu.
+func (s *Server) importedCluster(mc *Cluster) bool {
+	pc := s.prov.v1.Get(mc.ProvisioningID)
+	return pc != nil && len(pc.Spec()) == 0
+}
+
+// importedState is the state of an imported cluster: pending until its
+// agent connected. Caller holds s.mu.
+func (s *Server) importedState(mc *Cluster) (state, message string) {
+	if s.agents[mc.ID] {
+		return "active", ""
+	}
+	return "pending", "Waiting for API to be available"
+}
+
+// importManifest serves the agent's manifest of the token and cluster the
+// file name gives; an unknown pair is a 404, as Rancher answers.
+func (s *Server) importManifest(w http.ResponseWriter, r *http.Request) {
+	file, ok := strings.CutSuffix(r.PathValue("file"), ".yaml")
+	token, clusterID, found := strings.Cut(file, "_")
+	if !ok || !found {
+		http.NotFound(w, r)
+		return
+	}
+	s.mu.Lock()
+	known := len(s.prov.tokens.ListByID(func(t *RegistrationToken) bool { return t.ClusterID == clusterID && t.Token == token })) > 0
+	s.mu.Unlock()
+	if !known {
+		http.NotFound(w, r)
+		return
+	}
+	w.Header().Set("Content-Type", "application/yaml")
+	_, _ = w.Write([]byte(AgentManifest(simkit.BaseURL(r), token, clusterID)))
+}
+
+// AgentCredentialsSecret is the name of the agent's credentials Secret in
+// namespace cattle-system for a token (Rancher names it by a hash of the
+// token; the simulator by its first characters).
+func AgentCredentialsSecret(token string) string {
+	return "cattle-credentials-" + strings.ToLower(token[:min(7, len(token))])
+}
+
+// AgentManifest is the import manifest Rancher's systemtemplate renders,
+// cut to the objects a test can see: the RBAC, namespace cattle-system,
+// the credentials Secret, and the agent's Deployment and Service.
+func AgentManifest(baseURL, token, clusterID string) string {
+	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+	return fmt.Sprintf(`---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: proxy-clusterrole-kubeapiserver
+rules:
+- apiGroups: [""]
+  resources: [nodes/metrics, nodes/proxy, nodes/stats, nodes/log, nodes/spec]
+  verbs: [get, list, watch, create]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: proxy-role-binding-kubernetes-master
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: proxy-clusterrole-kubeapiserver
+subjects:
+- apiGroup: rbac.authorization.k8s.io
+  kind: User
+  name: kube-apiserver
+---
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: cattle-system
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: cattle
+  namespace: cattle-system
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: cattle-admin
+rules:
+- apiGroups: ["*"]
+  resources: ["*"]
+  verbs: ["*"]
+- nonResourceURLs: ["*"]
+  verbs: ["*"]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: cattle-admin-binding
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: cattle-admin
+subjects:
+- kind: ServiceAccount
+  name: cattle
+  namespace: cattle-system
+---
+apiVersion: v1
+kind: Secret
+metadata:
+  name: %[1]s
+  namespace: cattle-system
+type: Opaque
+data:
+  url: %[2]s
+  token: %[3]s
+  namespace: %[4]s
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: cattle-cluster-agent
+  namespace: cattle-system
+spec:
+  selector:
+    matchLabels: {app: cattle-cluster-agent}
+  template:
+    metadata:
+      labels: {app: cattle-cluster-agent}
+    spec:
+      serviceAccountName: cattle
+      containers:
+      - name: cluster-register
+        image: rancher/rancher-agent:v2.11.0
+        env:
+        - {name: CATTLE_SERVER, value: %[5]q}
+        - {name: CATTLE_CA_CHECKSUM, value: %[6]q}
+        - {name: CATTLE_CLUSTER, value: "true"}
+        - {name: CATTLE_K8S_MANAGED, value: "true"}
+        - {name: CATTLE_CREDENTIAL_NAME, value: %[1]s}
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: cattle-cluster-agent
+  namespace: cattle-system
+spec:
+  selector: {app: cattle-cluster-agent}
+  ports:
+  - {name: http, port: 80, targetPort: 80, protocol: TCP}
+  - {name: https-internal, port: 443, targetPort: 444, protocol: TCP}
+`, AgentCredentialsSecret(token), b64(baseURL), b64(token), b64(clusterID), baseURL, caChecksum)
+}
+
+// ConnectAgent marks the imported cluster's agent connected: the cluster
+// turns active and its v1 status ready. A test's agent stand-in calls it
+// once the agent's objects exist in the imported cluster.
+func (s *Server) ConnectAgent(clusterID string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	mc := s.prov.clusters.Get(clusterID)
+	if mc == nil || mc.own || !s.importedCluster(mc) {
+		return fmt.Errorf("ranchersim: %s is no imported cluster", clusterID)
+	}
+	if s.agents == nil {
+		s.agents = map[string]bool{}
+	}
+	s.agents[clusterID] = true
+	return nil
+}
+
+// DefaultTokenName is the registration token Rancher's cluster controller
+// makes for every new cluster, in the cluster's namespace (<c-m id>);
+// Loft's vcluster-rancher-operator and sitebus read it rather than make
+// one of their own.
+const DefaultTokenName = "default-token"
+
+// issueDefaultToken makes an imported cluster's default-token, as Rancher
+// does when the management cluster appears. Only imported clusters get
+// one here: the rancher-cluster tests count the tokens Mastermind's flow
+// creates. Caller holds s.mu.
+func (s *Server) issueDefaultToken(mc *Cluster) {
+	if !s.importedCluster(mc) {
+		return
+	}
+	t := &RegistrationToken{ClusterID: mc.ID, Token: randName(54), uuid: simkit.NewUUID(), Created: s.now(), name: DefaultTokenName}
+	t.ID = s.prov.tokens.Create(func() string { return mc.ID + ":" + DefaultTokenName }, t)
+	s.log.Debug("default registration token issued", "id", t.ID)
 }

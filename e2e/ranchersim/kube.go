@@ -75,48 +75,48 @@ func (s *Server) kubeReady(r *http.Request) *apiError {
 
 // listNamespaces lists the real namespaces; ?projectId=c-…:p-… (norman
 // filter) keeps those of one project.
-func (s *Server) listNamespaces(r *http.Request) (int, any, *apiError) {
+func (s *Server) listNamespaces(r *http.Request, _ struct{}) (any, error) {
 	if err := s.kubeReady(r); err != nil {
-		return fail(err)
+		return nil, err
 	}
 	list, err := s.kube.namespaces().List(r.Context(), metav1.ListOptions{})
 	if err != nil {
-		return fail(kubeErr(err))
+		return nil, kubeErr(err)
 	}
 	b := simkit.BaseURL(r)
 	objs := simkit.Map(list.Items, func(ns unstructured.Unstructured) map[string]any { return s.namespaceRep(b, &ns) })
-	return ok(collection(r, "namespace", b+"/v3/cluster/"+s.opts.ClusterID+"/namespaces", objs))
+	return collection(r, "namespace", b+"/v3/cluster/"+s.opts.ClusterID+"/namespaces", objs), nil
 }
 
-func (s *Server) getNamespace(r *http.Request) (int, any, *apiError) {
+func (s *Server) getNamespace(r *http.Request, _ struct{}) (any, error) {
 	if err := s.kubeReady(r); err != nil {
-		return fail(err)
+		return nil, err
 	}
 	ns, err := s.kube.namespaces().Get(r.Context(), r.PathValue("name"), metav1.GetOptions{})
 	if err != nil {
-		return fail(kubeErr(err))
+		return nil, kubeErr(err)
 	}
-	return ok(s.namespaceRep(simkit.BaseURL(r), ns))
+	return s.namespaceRep(simkit.BaseURL(r), ns), nil
 }
 
 // createNamespace creates a real namespace with the body's labels and
 // annotations plus Rancher's project annotation and label.
-func (s *Server) createNamespace(r *http.Request) (int, any, *apiError) {
+func (s *Server) createNamespace(r *http.Request, _ struct{}) (any, error) {
 	var in namespaceBody
 	if err := s.kubeReady(r); err != nil {
-		return fail(err)
+		return nil, err
 	}
 	if err := decodeBody(r, &in); err != nil {
-		return fail(err)
+		return nil, err
 	}
 	if in.Name == "" {
-		return fail(missingRequired("name"))
+		return nil, missingRequired("name")
 	}
 	labels, ann := simkit.CloneOrEmpty(in.Labels), simkit.CloneOrEmpty(in.Annotations)
 	if in.ProjectID != "" {
 		// The store's own lock will do: a project's cluster never changes.
 		if p := s.projects.Get(in.ProjectID); p == nil || p.ClusterID != s.opts.ClusterID {
-			return fail(invalidReference("projectId", `projects.management.cattle.io "`+projectShortID(in.ProjectID)+`" not found`))
+			return nil, invalidReference("projectId", `projects.management.cattle.io "`+projectShortID(in.ProjectID)+`" not found`)
 		}
 		ann[ProjectIDAnnotation] = in.ProjectID
 		labels[ProjectIDLabel] = projectShortID(in.ProjectID)
@@ -131,10 +131,10 @@ func (s *Server) createNamespace(r *http.Request) (int, any, *apiError) {
 	ns.SetAnnotations(ann)
 	created, err := s.kube.namespaces().Create(r.Context(), ns, metav1.CreateOptions{})
 	if err != nil {
-		return fail(kubeErr(err))
+		return nil, kubeErr(err)
 	}
 	s.log.Debug("namespace created", "name", in.Name, "project", in.ProjectID)
-	return http.StatusCreated, s.namespaceRep(simkit.BaseURL(r), created), nil
+	return simkit.Reply{Status: http.StatusCreated, Body: s.namespaceRep(simkit.BaseURL(r), created)}, nil
 }
 
 // proxyKube forwards /k8s/clusters/<id>/<path> to <kube-apiserver>/<path>
@@ -241,13 +241,13 @@ const FieldManager = "ranchersim-importyaml"
 // in. The answer is {"type":"importYamlOutput","message":<kubectl output>},
 // 200 on success and 400 when any object failed (the others are applied,
 // as kubectl goes on).
-func (s *Server) importYAML(r *http.Request) (int, any, *apiError) {
+func (s *Server) importYAML(r *http.Request) (any, error) {
 	if s.kube == nil {
-		return fail(errNoKube)
+		return nil, errNoKube
 	}
 	var in importBody
 	if err := decodeBody(r, &in); err != nil {
-		return fail(err)
+		return nil, err
 	}
 	msg, failed := s.kube.applyManifest(r.Context(), in)
 	imp := Import{Time: s.now(), ClusterID: s.opts.ClusterID, importBody: in, Message: msg,
@@ -255,7 +255,7 @@ func (s *Server) importYAML(r *http.Request) (int, any, *apiError) {
 	s.mu.Lock()
 	s.imports = append(s.imports, imp)
 	s.mu.Unlock()
-	return imp.Status, map[string]any{"type": "importYamlOutput", "message": imp.Message}, nil
+	return simkit.Reply{Status: imp.Status, Body: map[string]any{"type": "importYamlOutput", "message": imp.Message}}, nil
 }
 
 // applyManifest applies every object and returns kubectl's output (a line

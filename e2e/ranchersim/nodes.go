@@ -157,69 +157,62 @@ func (s *Server) snapshot(n *Node) Node {
 
 // register adds the node reg describes (201), or answers the one of its
 // hostname already in the token's cluster (200).
-func (s *Server) register(r *http.Request, reg Registration) (int, any, *apiError) {
+func (s *Server) register(r *http.Request, reg Registration) (any, error) {
 	if reg.Hostname == "" {
-		return fail(missingRequired("hostname"))
+		return nil, missingRequired("hostname")
 	}
 	n := &Node{Hostname: reg.Hostname, Address: reg.Address}
 	flags := map[string]*bool{"etcd": &n.Etcd, "controlplane": &n.ControlPlane, "control-plane": &n.ControlPlane, "worker": &n.Worker}
 	for _, role := range reg.Roles {
 		flag := flags[strings.ToLower(role)]
 		if flag == nil {
-			return fail(invalidBody("unknown role " + role + " (etcd, controlplane, worker)"))
+			return nil, invalidBody("unknown role " + role + " (etcd, controlplane, worker)")
 		}
 		*flag = true
 	}
 	if !n.Etcd && !n.ControlPlane && !n.Worker {
-		return fail(missingRequired("roles"))
+		return nil, missingRequired("roles")
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	tok := s.prov.tokens.Find(func(t *RegistrationToken) bool { return reg.Token != "" && t.Token == reg.Token })
 	if tok == nil {
-		return fail(unauthorized)
+		return nil, unauthorized
 	}
 	if old := s.prov.nodes.Find(func(o *Node) bool { return o.ClusterID == tok.ClusterID && o.Hostname == reg.Hostname }); old != nil {
-		return ok(s.nodeRep(simkit.BaseURL(r), old, false))
+		return s.nodeRep(simkit.BaseURL(r), old, false), nil
 	}
 	n.ClusterID, n.Created = tok.ClusterID, s.now()
 	n.ID = s.prov.nodes.Create(func() string { n.Name = "m-" + randLower(12); return n.ClusterID + ":" + n.Name }, n)
 	s.log.Debug("node registered", "id", n.ID, "hostname", n.Hostname)
-	return created(s.nodeRep(simkit.BaseURL(r), n, false))
+	return created(s.nodeRep(simkit.BaseURL(r), n, false)), nil
 }
 
 // nodeAction serves POST /v3/nodes/<id>?action=drain; the body (Rancher's
 // NodeDrainInput) is recorded as sent. Other actions (cordon, uncordon,
 // stopDrain) are not simulated.
-func (s *Server) nodeAction(r *http.Request) (int, any, *apiError) {
+func (s *Server) nodeAction(r *http.Request, _ struct{}) (any, error) {
 	action := paramValue(r, "action")
 	if action == "" {
-		return fail(errNoPost)
+		return nil, errNoPost
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, 1<<20))
-	if err != nil {
-		return fail(invalidBody("Failed to read body: " + err.Error()))
-	}
+	body, _ := io.ReadAll(r.Body) // in memory: the call log read it
 	var in NodeDrainInput
 	if action == "drain" && len(bytes.TrimSpace(body)) > 0 {
 		if err := json.Unmarshal(body, &in); err != nil {
-			return fail(invalidBody("Failed to parse body: " + err.Error()))
+			return nil, invalidBody("Failed to parse body: " + err.Error())
 		}
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	n := s.prov.nodes.Get(r.PathValue("id"))
 	switch {
 	case n == nil:
-		return fail(nodesType.notFound(r.PathValue("id")))
+		return nil, nodesType.notFound(r.PathValue("id"))
 	case action != "drain":
-		return fail(invalidAction(action))
+		return nil, invalidAction(action)
 	}
 	n.drainAsked, n.drainReads = true, 0
 	s.prov.drains = append(s.prov.drains, DrainCall{NodeID: n.ID, ClusterID: n.ClusterID, Hostname: n.Hostname,
 		Body: string(body), Input: in, Time: s.now()})
 	s.log.Debug("node drain", "id", n.ID, "body", string(body))
-	return ok(s.nodeRep(simkit.BaseURL(r), n, false))
+	return s.nodeRep(simkit.BaseURL(r), n, false), nil
 }
 
 // nodeRep is the v3 node; read counts the call as a read of it. Caller

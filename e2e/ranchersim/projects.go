@@ -196,26 +196,23 @@ type projectBody struct {
 	ResourceQuota, NamespaceDefaultResourceQuota, ContainerDefaultResourceLimit any
 }
 
-func (s *Server) createProject(r *http.Request, in projectBody) (int, any, *apiError) {
+func (s *Server) createProject(r *http.Request, in projectBody) (any, error) {
 	switch {
 	case in.ClusterID == nil || *in.ClusterID == "":
-		return fail(missingRequired("clusterId"))
+		return nil, missingRequired("clusterId")
 	case in.Name == nil || *in.Name == "":
-		return fail(missingRequired("name"))
+		return nil, missingRequired("name")
 	case *in.ClusterID != s.opts.ClusterID:
-		return fail(invalidReference("clusterId", ""))
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.opts.UniqueProjectNames && s.projects.Count(func(p *Project) bool { return p.ClusterID == *in.ClusterID && p.Name == *in.Name }) > 0 {
-		return fail(alreadyExists(`project name "` + *in.Name + `" is already in use in cluster ` + *in.ClusterID))
+		return nil, invalidReference("clusterId", "")
+	case s.opts.UniqueProjectNames && s.projects.Count(func(p *Project) bool { return p.ClusterID == *in.ClusterID && p.Name == *in.Name }) > 0:
+		return nil, alreadyExists(`project name "` + *in.Name + `" is already in use in cluster ` + *in.ClusterID)
 	}
 	p := &Project{ClusterID: *in.ClusterID, Name: *in.Name, Description: *cmp.Or(in.Description, new(string)),
 		Annotations: in.Annotations, Labels: in.Labels, resourceQuota: in.ResourceQuota,
 		nsDefaultQuota: in.NamespaceDefaultResourceQuota, containerLimit: in.ContainerDefaultResourceLimit}
 	s.addProject(p, true)
 	s.log.Debug("project created", "id", p.ID, "name", p.Name)
-	return created(projectRep(simkit.BaseURL(r), p))
+	return created(projectRep(simkit.BaseURL(r), p)), nil
 }
 
 // updateProject replaces the fields the body carries, as norman's PUT does;
@@ -247,7 +244,7 @@ func updateProject(p *Project, in projectBody) *apiError {
 // namespaces in Kubernetes, as Rancher's project finalizer does (Rancher
 // does it after answering; the simulator before, so a client sees the
 // namespaces terminating as soon as the call returns).
-func (s *Server) deleteProject(r *http.Request) (int, any, *apiError) {
+func (s *Server) deleteProject(r *http.Request, _ struct{}) (any, error) {
 	id := r.PathValue("id")
 	s.mu.Lock()
 	p := s.projects.Delete(id)
@@ -256,15 +253,15 @@ func (s *Server) deleteProject(r *http.Request) (int, any, *apiError) {
 	}
 	s.mu.Unlock()
 	if p == nil {
-		return fail(projectsType.notFound(id))
+		return nil, projectsType.notFound(id)
 	}
 	if s.kube != nil {
 		if err := s.kube.deleteProjectNamespaces(r.Context(), id); err != nil {
 			s.log.Error("delete project namespaces", "project", id, "err", err)
-			return fail(newErr(http.StatusInternalServerError, "ServerError", err.Error()))
+			return nil, newErr(http.StatusInternalServerError, "ServerError", err.Error())
 		}
 	}
-	return ok(removing(projectRep(simkit.BaseURL(r), p), true))
+	return removing(projectRep(simkit.BaseURL(r), p), true), nil
 }
 
 // bindingBody is what POST /v3/projectroletemplatebindings and
@@ -277,33 +274,36 @@ type bindingBody struct {
 	Annotations, Labels map[string]string
 }
 
+// refusal is the first check a binding to scope (its field: projectId or
+// clusterId) fails, in the order norman and Rancher's webhook check:
+// required fields (422 MissingRequired), a known role template of roles
+// (422 InvalidReference), then the scope's own checks (then).
+func (in bindingBody) refusal(field, scope string, roles []string, then ...*apiError) *apiError {
+	return cmp.Or(append([]*apiError{
+		simkit.Refuse(scope == "", missingRequired(field)),
+		simkit.Refuse(in.RoleTemplateID == "", missingRequired("roleTemplateId")),
+		simkit.Refuse(!slices.Contains(roles, in.RoleTemplateID),
+			invalidReference("roleTemplateId", `roletemplates.management.cattle.io "`+in.RoleTemplateID+`" not found`)),
+	}, then...)...)
+}
+
 // createBinding validates as norman and Rancher's webhook do: required
-// fields (422 MissingRequired), existing project and role template (422
-// InvalidReference), exactly one kind of subject (422), and, with
-// deterministic names, a duplicate is Kubernetes' 409 AlreadyExists.
-func (s *Server) createBinding(r *http.Request, in bindingBody) (int, any, *apiError) {
-	switch {
-	case in.ProjectID == "":
-		return fail(missingRequired("projectId"))
-	case in.RoleTemplateID == "":
-		return fail(missingRequired("roleTemplateId"))
-	case !slices.Contains(DefaultRoleTemplates, in.RoleTemplateID):
-		return fail(invalidReference("roleTemplateId", `roletemplates.management.cattle.io "`+in.RoleTemplateID+`" not found`))
-	case in.kinds()+btoi(in.ServiceAccount != "") != 1:
-		return fail(invalidBody("binding must target either a user [userId]/[userPrincipalId] OR a group [groupId]/[groupPrincipalId] OR a serviceAccount [serviceAccount]"))
+// fields, a known role template, exactly one kind of subject (422), an
+// existing project (422 InvalidReference), and, with deterministic names,
+// a duplicate is Kubernetes' 409 AlreadyExists.
+func (s *Server) createBinding(r *http.Request, in bindingBody) (any, error) {
+	if e := in.refusal("projectId", in.ProjectID, DefaultRoleTemplates,
+		simkit.Refuse(in.kinds()+btoi(in.ServiceAccount != "") != 1, invalidBody("binding must target either a user [userId]/[userPrincipalId] OR a group [groupId]/[groupPrincipalId] OR a serviceAccount [serviceAccount]")),
+		simkit.Refuse(s.projects.Get(in.ProjectID) == nil, invalidReference("projectId", `projects.management.cattle.io "`+projectShortID(in.ProjectID)+`" not found`))); e != nil {
+		return nil, e
 	}
 	pb := &Binding{ProjectID: in.ProjectID, RoleTemplateID: in.RoleTemplateID, Subject: in.Subject,
 		ServiceAccount: in.ServiceAccount, annotations: in.Annotations, labels: in.Labels}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.projects.Get(in.ProjectID) == nil {
-		return fail(invalidReference("projectId", `projects.management.cattle.io "`+projectShortID(in.ProjectID)+`" not found`))
-	}
 	if !s.storeBinding(pb) {
-		return fail(alreadyExists(`projectroletemplatebindings.management.cattle.io "` + pb.Name + `" already exists`))
+		return nil, alreadyExists(`projectroletemplatebindings.management.cattle.io "` + pb.Name + `" already exists`)
 	}
 	s.log.Debug("binding created", "id", pb.ID, "role", pb.RoleTemplateID, "subject", cmp.Or(pb.principal(), pb.ServiceAccount))
-	return created(bindingRep(simkit.BaseURL(r), pb))
+	return created(bindingRep(simkit.BaseURL(r), pb)), nil
 }
 
 // Projects returns every project (Rancher's Default and System included),

@@ -80,7 +80,7 @@ type Server struct {
 	bindings simkit.Store[Binding] // by id "p-…:prtb-…"
 	imports  []Import
 	prov     provState       // provisioned clusters, their nodes, tokens, bindings; v1 secrets
-	agents   map[string]bool // imported clusters whose agent connected (agents.go)
+	agents   map[string]bool // imported clusters whose agent connected (clusters.go)
 
 	simkit.Base
 }
@@ -131,61 +131,65 @@ func (s *Server) now() time.Time { return s.opts.Now().UTC() }
 
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
-	api := func(pattern string, h handler) { mux.Handle(pattern, s.authed(h)) }
+	// Handlers run under s.mu (the call log has read the body into memory
+	// already, so a slow client holds no lock), except those that call the
+	// Kubernetes API, which take it themselves (kubeAPI).
+	kubeAPI := func(pattern string, h http.Handler) { mux.Handle(pattern, s.authed(h)) }
+	api := func(pattern string, h http.Handler) { kubeAPI(pattern, s.serial(h)) }
 	// Each pair of paths below is one collection: norman matches type
 	// names case-insensitively; links use the camel case plural, the agent
 	// the lower case one.
-	both := func(method, prefix, lower, camel string, h handler) {
+	both := func(method, prefix, lower, camel string, h http.Handler) {
 		api(method+" "+prefix+lower, h)
 		api(method+" "+prefix+camel, h)
 	}
 
-	api("GET /v3", s.root)
-	api("POST /v3", s.root)
-	api("GET /v3/{$}", s.root)
+	api("GET /v3", handle(s.root))
+	api("POST /v3", handle(s.root))
+	api("GET /v3/{$}", handle(s.root))
 
 	// The simulator's own cluster and the provisioned ones (clusters.go).
 	clustersType.routes(s, api, []string{"/v3/clusters"}, nil, true)
-	api("POST /v3/clusters/{cluster}", s.clusterAction)
-	api("PUT /v3/clusters/{id}", update(s, clustersType, s.updateCluster))
+	kubeAPI("POST /v3/clusters/{cluster}", handle(s.clusterAction))
+	api("PUT /v3/clusters/{id}", handle(update(s, clustersType, s.updateCluster)))
 
-	projectsType.routes(s, api, []string{"/v3/projects"}, withBody(s.createProject), true)
-	api("PUT /v3/projects/{id}", update(s, projectsType, updateProject))
-	api("DELETE /v3/projects/{id}", s.deleteProject)
-	both("GET", "/v3/projects/{project}/", "projectroletemplatebindings", "projectRoleTemplateBindings", bindingsType.list(s))
-	bindingsType.routes(s, api, []string{"/v3/projectroletemplatebindings", "/v3/projectRoleTemplateBindings"}, withBody(s.createBinding), false)
+	projectsType.routes(s, api, []string{"/v3/projects"}, handle(s.createProject), true)
+	api("PUT /v3/projects/{id}", handle(update(s, projectsType, updateProject)))
+	kubeAPI("DELETE /v3/projects/{id}", handle(s.deleteProject))
+	both("GET", "/v3/projects/{project}/", "projectroletemplatebindings", "projectRoleTemplateBindings", handle(bindingsType.list(s)))
+	bindingsType.routes(s, api, []string{"/v3/projectroletemplatebindings", "/v3/projectRoleTemplateBindings"}, handle(s.createBinding), false)
 
 	// Namespaces are cluster-scoped: reachable under the cluster's link
 	// (/v3/clusters/<id>/namespaces) and, as their self links say, under
 	// /v3/cluster/<id>/namespaces.
 	for _, prefix := range []string{"/v3/clusters/{cluster}/namespaces", "/v3/cluster/{cluster}/namespaces"} {
-		api("GET "+prefix, s.listNamespaces)
-		api("POST "+prefix, s.createNamespace)
-		api("GET "+prefix+"/{name}", s.getNamespace)
+		kubeAPI("GET "+prefix, handle(s.listNamespaces))
+		kubeAPI("POST "+prefix, handle(s.createNamespace))
+		kubeAPI("GET "+prefix+"/{name}", handle(s.getNamespace))
 	}
 
 	// Provisioning (provisioning.go): steve's v1 clusters and secrets.
-	v1ClustersType.routes(s, api, []string{"/v1/provisioning.cattle.io.clusters", "/v1/provisioning.cattle.io.cluster"}, s.createV1Cluster, false)
-	secretsType.routes(s, api, []string{"/v1/secrets"}, s.createSecret, false)
+	v1ClustersType.routes(s, api, []string{"/v1/provisioning.cattle.io.clusters", "/v1/provisioning.cattle.io.cluster"}, handle(s.createV1Cluster), false)
+	secretsType.routes(s, api, []string{"/v1/secrets"}, handle(s.createSecret), false)
 	// Waldur's client posts tokens to the singular; the collection link is
 	// the plural.
-	tokensType.routes(s, api, []string{"/v3/clusterregistrationtoken", "/v3/clusterregistrationtokens", "/v3/clusterRegistrationTokens"}, withBody(s.createToken), true)
-	both("GET", "/v3/clusters/{cluster}/", "clusterregistrationtokens", "clusterRegistrationTokens", tokensType.list(s))
-	clusterBindingsType.routes(s, api, []string{"/v3/clusterroletemplatebindings", "/v3/clusterRoleTemplateBindings"}, withBody(s.createClusterBinding), false)
-	both("GET", "/v3/clusters/{cluster}/", "clusterroletemplatebindings", "clusterRoleTemplateBindings", clusterBindingsType.list(s))
+	tokensType.routes(s, api, []string{"/v3/clusterregistrationtoken", "/v3/clusterregistrationtokens", "/v3/clusterRegistrationTokens"}, handle(s.createToken), true)
+	both("GET", "/v3/clusters/{cluster}/", "clusterregistrationtokens", "clusterRegistrationTokens", handle(tokensType.list(s)))
+	clusterBindingsType.routes(s, api, []string{"/v3/clusterroletemplatebindings", "/v3/clusterRoleTemplateBindings"}, handle(s.createClusterBinding), false)
+	both("GET", "/v3/clusters/{cluster}/", "clusterroletemplatebindings", "clusterRoleTemplateBindings", handle(clusterBindingsType.list(s)))
 	nodesType.routes(s, api, []string{"/v3/nodes"}, nil, false)
-	api("GET /v3/clusters/{cluster}/nodes", nodesType.list(s))
-	api("POST /v3/nodes/{id}", s.nodeAction)
+	api("GET /v3/clusters/{cluster}/nodes", handle(nodesType.list(s)))
+	api("POST /v3/nodes/{id}", handle(s.nodeAction))
 	// Not Rancher's API: what a VM running system-agent-install.sh does
 	// (nodes.go). It takes the registration token instead of an API key
 	// and sits behind the fault middleware, so Down fails it too.
-	mux.Handle("POST "+RegisterPath, withBody(s.register))
+	mux.Handle("POST "+RegisterPath, s.serial(handle(s.register)))
 
-	mux.HandleFunc("GET /v3/import/{file}", s.importManifest) // imported clusters' agent manifests (agents.go)
+	mux.HandleFunc("GET /v3/import/{file}", s.importManifest) // imported clusters' agent manifests (clusters.go)
 
 	mux.Handle("/k8s/clusters/{cluster}/{rest...}", s.authed(http.HandlerFunc(s.proxyKube)))
 
-	mux.Handle("/", s.authed(handler(func(*http.Request) (int, any, *apiError) { return fail(errNoRoute) })))
+	mux.Handle("/", s.authed(handle(func(*http.Request, struct{}) (any, error) { return nil, errNoRoute })))
 
 	// The admin API sits outside the middleware: faults and Down must not
 	// lock a test out of inspecting the simulator.
@@ -193,6 +197,15 @@ func (s *Server) routes() http.Handler {
 	s.adminRoutes(top)
 	top.Handle("/", s.Middleware(mux))
 	return top
+}
+
+// serial serves h under s.mu.
+func (s *Server) serial(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		h.ServeHTTP(w, r)
+	})
 }
 
 // authed checks the API key before anything else, as Rancher's auth filter
@@ -224,9 +237,9 @@ func (s *Server) authenticated(r *http.Request) bool {
 
 // root is the v3 API root; the agent POSTs to it as a login probe and only
 // looks at the status.
-func (s *Server) root(r *http.Request) (int, any, *apiError) {
+func (s *Server) root(r *http.Request, _ struct{}) (any, error) {
 	b := simkit.BaseURL(r) + "/v3"
-	return ok(map[string]any{
+	return map[string]any{
 		"id": "v3", "type": "apiRoot", "baseType": "apiRoot", "apiVersion": map[string]string{
 			"group": "management.cattle.io", "path": "/v3", "version": "v3",
 		},
@@ -234,7 +247,7 @@ func (s *Server) root(r *http.Request) (int, any, *apiError) {
 			"self": b, "clusters": b + "/clusters", "projects": b + "/projects",
 			"projectRoleTemplateBindings": b + "/projectRoleTemplateBindings",
 		},
-	})
+	}, nil
 }
 
 // Call is one logged request. Bodies are kept (the API key is in the

@@ -46,16 +46,11 @@ func writeErr(w http.ResponseWriter, err error) {
 	simkit.WriteJSON(w, http.StatusInternalServerError, map[string]string{"detail": err.Error()})
 }
 
-// maxBody is how much of a request body is read.
-const maxBody = 10 << 20
-
-// decodeBody parses a JSON object body. An empty body is an empty object
-// (DRF treats a body-less POST as {}).
+// decodeBody parses a JSON object body, which the call log has read into
+// memory. An empty body is an empty object (DRF treats a body-less POST
+// as {}).
 func decodeBody(r *http.Request) (map[string]any, error) {
-	data, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
-	if err != nil {
-		return nil, detail(http.StatusBadRequest, err.Error())
-	}
+	data, _ := io.ReadAll(r.Body)
 	if len(strings.TrimSpace(string(data))) == 0 {
 		return map[string]any{}, nil
 	}
