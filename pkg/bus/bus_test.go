@@ -496,3 +496,14 @@ func TestEventSubjectRejectsTokensThatWidenFilters(t *testing.T) {
 		}
 	}
 }
+
+func TestValidTokenTakesOnlyLettersDigitsDashAndUnderscore(t *testing.T) {
+	for tok, want := range map[string]bool{
+		"order": true, "0123456789abcdefABCDEF": true, "a-b_c": true,
+		"": false, "a.b": false, "*": false, ">": false, "a b": false, "abc\n": false, "é": false, "a\x00": false,
+	} {
+		if got := bus.ValidToken(tok); got != want {
+			t.Errorf("ValidToken(%q) = %v, want %v", tok, got, want)
+		}
+	}
+}

@@ -121,12 +121,9 @@ func Inspect(objectType string, body []byte) (key string, err error) {
 	if !ok {
 		return "", fmt.Errorf("%w: unknown object type %q", ErrMalformed, objectType)
 	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(body, &fields); err != nil {
-		return "", fmt.Errorf("%w: %s body is not a JSON object: %v", ErrMalformed, objectType, err)
-	}
-	if fields == nil {
-		return "", fmt.Errorf("%w: %s body is null", ErrMalformed, objectType)
+	fields, err := members(body)
+	if err != nil {
+		return "", fmt.Errorf("%w: %s %w", ErrMalformed, objectType, err)
 	}
 	key = keyOf(objectType, fields)
 	// JSON is UTF-8 (RFC 8259, section 8.1) and Waldur sends nothing else;
@@ -138,12 +135,34 @@ func Inspect(objectType string, body []byte) (key string, err error) {
 	return key, validateFields(objectType, req, fields)
 }
 
-func validateFields(objectType string, req [][]string, fields map[string]json.RawMessage) error {
+// members reads the top level of a body that must be a JSON object. A
+// body that is not one is decoded by encoding/json for the words of the
+// error (which say where the syntax breaks).
+func members(body []byte) (object, error) {
+	if o, ok := parseObject(body); ok {
+		return o, nil
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(body, &fields); err != nil {
+		return nil, fmt.Errorf("body is not a JSON object: %w", err)
+	}
+	if fields == nil {
+		return nil, errors.New("body is null")
+	}
+	// Not reached: parseObject takes every object encoding/json takes.
+	o := make(object, 0, len(fields))
+	for name, raw := range fields {
+		o = append(o, member{name: name, raw: raw})
+	}
+	return o, nil
+}
+
+func validateFields(objectType string, req [][]string, fields object) error {
 	for _, alternatives := range req {
 		found := false
 		var bad []string
 		for _, f := range alternatives {
-			raw, ok := fields[f]
+			raw, ok := fields.get(f)
 			if !ok || string(raw) == "null" {
 				continue
 			}
@@ -224,17 +243,18 @@ var NonActionableOrderStates = []string{"done", "erred", "pending-consumer", "ca
 // events of one resource, "project:<hex>" for project-wide role changes.
 // "" when the body names none of them.
 func OrderingKey(objectType string, body []byte) string {
-	var fields map[string]json.RawMessage
-	if json.Unmarshal(body, &fields) != nil {
+	fields, err := members(body)
+	if err != nil {
 		return ""
 	}
 	return keyOf(objectType, fields)
 }
 
 // keyOf is OrderingKey of a decoded body.
-func keyOf(objectType string, fields map[string]json.RawMessage) string {
+func keyOf(objectType string, fields object) string {
 	uuid := func(name string) (string, bool) {
-		s, ok := jsonString(fields[name])
+		raw, _ := fields.get(name)
+		s, ok := jsonString(raw)
 		return s, ok && IsUUID(s)
 	}
 	if objectType == Order {

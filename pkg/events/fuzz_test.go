@@ -1,6 +1,7 @@
 package events
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -76,4 +77,36 @@ func checkKey(t *testing.T, key string) {
 			t.Fatalf("ordering key %q is not lower-case hex", key)
 		}
 	}
+}
+
+// FuzzParseObjectMatchesDecoder holds the bridge's hand-written reading of
+// an event body to encoding/json's: the same bodies are objects, and every
+// member has the value decoding into a map gives it (duplicates included:
+// the last wins).
+func FuzzParseObjectMatchesDecoder(f *testing.F) {
+	for _, body := range []string{
+		`{}`, ` { "a" : 1 , "b":[1,{"c":"}"}], "a":"x\"y" } `, `{"a\u0062":null,"ab":true}`, `null`, `[]`, `"s"`, `{"a":1`,
+		`{"order_uuid":"11111111-2222-3333-4444-555555555555","n":-1.5e3,"o":{"p":[]}}`, "{\"a\":\"\xff\"}",
+	} {
+		f.Add([]byte(body))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var want map[string]json.RawMessage
+		decoded := json.Unmarshal(body, &want) == nil && want != nil
+		got, ok := parseObject(body)
+		if ok != decoded {
+			t.Fatalf("parseObject(%q) ok=%v, encoding/json object=%v", body, ok, decoded)
+		}
+		for name, raw := range want {
+			g, found := got.get(name)
+			if !found || !bytes.Equal(g, raw) {
+				t.Fatalf("parseObject(%q) member %q = %q (found %v), encoding/json %q", body, name, g, found, raw)
+			}
+		}
+		for _, m := range got {
+			if _, found := want[m.name]; !found {
+				t.Fatalf("parseObject(%q) has member %q encoding/json does not", body, m.name)
+			}
+		}
+	})
 }
