@@ -17,11 +17,19 @@ func SortedBy[K comparable, V any, O cmp.Ordered](m map[K]V, key func(V) O) []V 
 // Select is the values of m that keep accepts, in the order of key, each
 // as view renders (or copies) it; nil when none is.
 func Select[K comparable, V any, O cmp.Ordered, R any](m map[K]V, key func(V) O, keep func(V) bool, view func(V) R) []R {
-	var out []R
-	for _, v := range SortedBy(m, key) {
+	// Filter before sorting: a lookup by name among thousands of objects
+	// (a drift pass over 1,000 resources) would otherwise sort them all on
+	// every call.
+	var kept []V
+	for _, v := range m {
 		if keep(v) {
-			out = append(out, view(v))
+			kept = append(kept, v)
 		}
+	}
+	slices.SortFunc(kept, func(a, b V) int { return cmp.Compare(key(a), key(b)) })
+	var out []R
+	for _, v := range kept {
+		out = append(out, view(v))
 	}
 	return out
 }
