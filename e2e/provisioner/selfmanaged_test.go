@@ -113,37 +113,21 @@ func selfManagedAttributes(name string, u userNetwork) map[string]any {
 // comparison.
 func ids(inv openstacksim.Inventory) map[string][]string {
 	out := map[string][]string{}
-	add := func(kind string, id string) { out[kind] = append(out[kind], id) }
-	for _, v := range inv.Projects {
-		add("project", v.ID)
+	add := func(kind string, n int, id func(i int) string) {
+		for i := range n {
+			out[kind] = append(out[kind], id(i))
+		}
 	}
-	for _, v := range inv.Users {
-		add("user", v.ID)
-	}
-	for _, v := range inv.Servers {
-		add("server", v.ID)
-	}
-	for _, v := range inv.Volumes {
-		add("volume", v.ID)
-	}
-	for _, v := range inv.Networks {
-		add("network", v.ID)
-	}
-	for _, v := range inv.Subnets {
-		add("subnet", v.ID)
-	}
-	for _, v := range inv.Ports {
-		add("port", v.ID)
-	}
-	for _, v := range inv.Routers {
-		add("router", v.ID)
-	}
-	for _, v := range inv.SecurityGroups {
-		add("security group", v.ID)
-	}
-	for _, v := range inv.FloatingIPs {
-		add("floating IP", v.ID)
-	}
+	add("project", len(inv.Projects), func(i int) string { return inv.Projects[i].ID })
+	add("user", len(inv.Users), func(i int) string { return inv.Users[i].ID })
+	add("server", len(inv.Servers), func(i int) string { return inv.Servers[i].ID })
+	add("volume", len(inv.Volumes), func(i int) string { return inv.Volumes[i].ID })
+	add("network", len(inv.Networks), func(i int) string { return inv.Networks[i].ID })
+	add("subnet", len(inv.Subnets), func(i int) string { return inv.Subnets[i].ID })
+	add("port", len(inv.Ports), func(i int) string { return inv.Ports[i].ID })
+	add("router", len(inv.Routers), func(i int) string { return inv.Routers[i].ID })
+	add("security group", len(inv.SecurityGroups), func(i int) string { return inv.SecurityGroups[i].ID })
+	add("floating IP", len(inv.FloatingIPs), func(i int) string { return inv.FloatingIPs[i].ID })
 	for _, v := range out {
 		slices.Sort(v)
 	}
