@@ -11,7 +11,7 @@ GOLANGCI := $(SITEBUS_CACHE)/tools/golangci-lint-$(GOLANGCI_VERSION)/golangci-li
 MODULES := pkg services e2e
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: all build run test test-repeat unit e2e lint generate check-generated deps bench bench-orders bench-cluster-pass bench-cluster-create k8s-binaries vault fmt image manifests soak bench-replicas fuzz storm
+.PHONY: all build run test test-repeat unit e2e lint generate check-generated deps bench bench-orders bench-cluster-pass bench-cluster-create k8s-binaries vault fmt image manifests soak bench-replicas fuzz storm bench-drift
 
 all: build
 
@@ -118,6 +118,12 @@ bench-orders: deps k8s-binaries
 ## the simulators: ms, OpenStack calls and Rancher calls per pass.
 bench-cluster-pass: deps k8s-binaries vault
 	go test -run '^$$' -bench ClusterPass50Clusters -benchtime 2x -timeout 20m ./e2e/provisioner/
+
+## bench-drift: one drift pass over 1,000 ManagedNamespaces with their
+## Keycloak groups against a real kube-apiserver and the Waldur and Keycloak
+## simulators: time and calls per peer (Kubernetes, Waldur, Keycloak).
+bench-drift: deps k8s-binaries
+	go test -run '^$$' -bench DriftPass1000Resources -benchtime 2x -timeout 30m ./e2e/usage/
 
 ## bench-cluster-create: a 3-zone × 5-node managed create with VMs booting
 ## 20 s after their create, VMs made one after another (cluster_vm_concurrency
