@@ -27,13 +27,16 @@ func StartCluster(t testing.TB, n int) *Cluster {
 	t.Helper()
 	// Routes must be known before the nodes start, so the route ports are
 	// taken from the OS up front (client ports are picked by the servers).
-	routePorts := freePorts(t, n)
+	routePorts, held := freePorts(t, n)
 	routes := make([]string, n)
 	for i := range n {
 		routes[i] = "nats-route://127.0.0.1:" + strconv.Itoa(routePorts[i])
 	}
 	c := &Cluster{t: t}
 	for i := range n {
+		// Each port stays held until its own node binds it, so no other
+		// process can take it while the nodes before it start.
+		_ = held[i].Close()
 		s, err := natsembed.Start(natsembed.Options{
 			StoreDir:     t.TempDir(),
 			Listen:       "127.0.0.1:-1",
@@ -130,19 +133,23 @@ func (c *Cluster) Stop(i int) {
 	c.Servers[i].WaitForShutdown()
 }
 
-// freePorts are n distinct loopback ports that were free a moment ago.
-func freePorts(t testing.TB, n int) []int {
+// freePorts are n distinct free loopback ports, each with the listener
+// that holds it: the caller closes each one just before its node binds the
+// port, so the kernel cannot hand it to another process meanwhile.
+func freePorts(t testing.TB, n int) ([]int, []net.Listener) {
 	t.Helper()
-	// All listeners are held until every port is chosen: released one by
-	// one, the kernel may hand the same port out again.
-	var ports []int
+	var (
+		ports []int
+		held  []net.Listener
+	)
 	for range n {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer ln.Close()
+		t.Cleanup(func() { _ = ln.Close() })
+		held = append(held, ln)
 		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
 	}
-	return ports
+	return ports, held
 }
