@@ -152,6 +152,16 @@ func (p *Plan) Agents(offeringUUID string) []NodePlan {
 	return out
 }
 
+// NodeNames are the names of every node of the plan, servers and agents,
+// in plan order: a new node's number must be free among all of them.
+func (p *Plan) NodeNames() []string {
+	out := make([]string, 0, len(p.Nodes))
+	for _, n := range p.Nodes {
+		out = append(out, n.Name)
+	}
+	return out
+}
+
 // Servers returns the plan's server nodes.
 func (p *Plan) Servers() []NodePlan {
 	var out []NodePlan

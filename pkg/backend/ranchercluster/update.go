@@ -34,10 +34,7 @@ func PlanResize(s *Settings, p *Plan, workers int) (*Plan, Resize, error) {
 		return nil, Resize{}, err
 	}
 	var rs Resize
-	existing := make([]string, 0, len(p.Nodes))
-	for _, n := range p.Nodes {
-		existing = append(existing, n.Name)
-	}
+	existing := p.NodeNames()
 	var total Quota
 	for ti := range out.Tenants {
 		t := &out.Tenants[ti]
@@ -103,10 +100,7 @@ func PlanServers(s *Settings, p *Plan, servers int) (*Plan, Resize, error) {
 		return nil, Resize{}, err
 	}
 	var rs Resize
-	existing := make([]string, 0, len(p.Nodes))
-	for _, n := range p.Nodes {
-		existing = append(existing, n.Name)
-	}
+	existing := p.NodeNames()
 	for _, num := range NextNodeNumbers(out.Cluster.Name, existing, servers-len(have)) {
 		n := renameNode(have[0], NodeName(out.Cluster.Name, num), num)
 		rs.Add = append(rs.Add, n)
