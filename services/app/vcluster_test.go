@@ -37,18 +37,7 @@ func TestVClusterOrdersGoToTheProvisionerAndItsObjectsToQuotaAndUsage(t *testing
 		"users:\n- name: u\n  user: {token: x}\ncontexts:\n- name: c\n  context: {cluster: h, user: u}\ncurrent-context: c\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	raw := []byte(vclusterOffering)
-	raw = []byte(strings.ReplaceAll(string(raw), "KUBECONFIG", kc))
-	cfg, err := config.Parse(raw, "config.yaml", nil)
-	if err != nil {
-		t.Fatalf("config.Parse: %v", err)
-	}
-	p, err := NewPlan(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := &deps{cfg: cfg, plan: p, log: slog.New(slog.DiscardHandler), offerings: []stompbridge.Offering{{Config: &cfg.Offerings[0]}}}
-	d.backends.d = d
+	d := vclusterDeps(t, strings.ReplaceAll(vclusterOffering, "KUBECONFIG", kc))
 	vcs, err := d.vclusterOfferings()
 	if err != nil {
 		t.Fatal(err)
@@ -123,16 +112,7 @@ func TestVClusterWaldurTeamMembershipUsesTheClusterRoleGroups(t *testing.T) {
 	raw = strings.Replace(raw, "      member_source: rancher_project\n", "      keycloak_enabled: true\n"+
 		"      keycloak: {keycloak_url: https://kc.example.com/, keycloak_realm: waldur, keycloak_user_realm: master, keycloak_username: admin, keycloak_password: pw}\n"+
 		"      role_mapping: {PROJECT.MEMBER: \"\"}\n", 1)
-	cfg, err := config.Parse([]byte(raw), "config.yaml", nil)
-	if err != nil {
-		t.Fatalf("config.Parse: %v", err)
-	}
-	p, err := NewPlan(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := &deps{cfg: cfg, plan: p, log: slog.New(slog.DiscardHandler), offerings: []stompbridge.Offering{{Config: &cfg.Offerings[0]}}}
-	d.backends.d = d
+	d := vclusterDeps(t, raw)
 	mos, err := d.membershipOfferings()
 	if err != nil || len(mos) != 1 || mos[0].Access == nil || mos[0].Groups == nil {
 		t.Fatalf("membership offerings %+v (%v), want one with groups and access", mos, err)
@@ -146,4 +126,21 @@ func TestVClusterWaldurTeamMembershipUsesTheClusterRoleGroups(t *testing.T) {
 	if mo.RoleMapping["PROJECT.MEMBER"] != "" || mo.RoleMapping["PROJECT.ADMIN"] != "cluster-owner" || len(mo.Roles) != 1 {
 		t.Errorf("mapping %v roles %v", mo.RoleMapping, mo.Roles)
 	}
+}
+
+// vclusterDeps is what run builds from the configuration raw (one
+// offering), before it builds the services.
+func vclusterDeps(t *testing.T, raw string) *deps {
+	t.Helper()
+	cfg, err := config.Parse([]byte(raw), "config.yaml", nil)
+	if err != nil {
+		t.Fatalf("config.Parse: %v", err)
+	}
+	p, err := NewPlan(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &deps{cfg: cfg, plan: p, log: slog.New(slog.DiscardHandler), offerings: []stompbridge.Offering{{Config: &cfg.Offerings[0]}}}
+	d.backends.d = d
+	return d
 }
