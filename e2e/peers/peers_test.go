@@ -28,8 +28,14 @@ import (
 // callTimeout bounds each client's call: the per-attempt timeout Waldur's,
 // Keycloak's and OpenStack's clients take from their config, and the
 // context deadline for Rancher's, OpenShift's and Vault's, whose
-// per-request bounds are a fixed 30 s.
+// per-request bounds are a fixed 30 s. It must stay below the slow
+// trickle's 2.6 s, so that the trickle is cut by the bound.
 const callTimeout = 1500 * time.Millisecond
+
+// hugeBodyTimeout bounds the calls that read a huge body: the case checks
+// the 64 MiB cap, and reading 64 MiB on a loaded machine can take longer
+// than callTimeout, which would end the call with a timeout instead.
+const hugeBodyTimeout = 60 * time.Second
 
 // hugeBody is past every client's 64 MiB cap.
 const hugeBody = 64<<20 + 1<<20
@@ -115,7 +121,7 @@ const (
 	keycloakSecret = "keycloak-admin-pw-s3cret"
 )
 
-func waldurPeer(t *testing.T) *peer {
+func waldurPeer(t *testing.T, bound time.Duration) *peer {
 	sim, err := waldursim.New(waldursim.Config{Logger: quiet, Fixture: &waldursim.Fixture{
 		Users: []waldursim.User{{UUID: "0f1e2d3c4b5a69788796a5b4c3d2e1f0", Username: "agent", Token: waldurToken}},
 	}})
@@ -126,7 +132,7 @@ func waldurPeer(t *testing.T) *peer {
 	url, conns := serve(t, sim.Handler())
 	idle := &idleCloser{}
 	c, err := waldur.New(waldur.Config{APIURL: url + "/api/", Token: waldurToken, Logger: quiet,
-		Timeout: callTimeout, WrapTransport: idle.wrap,
+		Timeout: bound, WrapTransport: idle.wrap,
 		Retry: waldur.RetryPolicy{MaxAttempts: 1}})
 	if err != nil {
 		t.Fatal(err)
@@ -142,7 +148,7 @@ func waldurPeer(t *testing.T) *peer {
 		}}
 }
 
-func keycloakPeer(t *testing.T) *peer {
+func keycloakPeer(t *testing.T, bound time.Duration) *peer {
 	sim, err := keycloaksim.New(keycloaksim.Config{AdminPassword: keycloakSecret})
 	if err != nil {
 		t.Fatal(err)
@@ -151,7 +157,7 @@ func keycloakPeer(t *testing.T) *peer {
 	url, conns := serve(t, sim.Handler())
 	idle := &idleCloser{}
 	c, err := keycloak.New(keycloak.Config{URL: url + "/", Username: "admin", Password: keycloakSecret,
-		Timeout: callTimeout, MaxAttempts: 1, Logger: quiet, WrapTransport: idle.wrap})
+		Timeout: bound, MaxAttempts: 1, Logger: quiet, WrapTransport: idle.wrap})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +169,7 @@ func keycloakPeer(t *testing.T) *peer {
 		}}
 }
 
-func rancherPeer(t *testing.T) *peer {
+func rancherPeer(t *testing.T, bound time.Duration) *peer {
 	sim, err := ranchersim.New(ranchersim.Options{Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
@@ -184,7 +190,7 @@ func rancherPeer(t *testing.T) *peer {
 	return &peer{name: "Rancher", faults: sim.Faults, prefix: "/v3/", conns: conns, idle: idle,
 		secrets: []string{o.SecretKey},
 		call: func(ctx context.Context) error {
-			ctx, cancel := context.WithTimeout(ctx, callTimeout)
+			ctx, cancel := context.WithTimeout(ctx, bound)
 			defer cancel()
 			return be.Ping(ctx)
 		}}
@@ -196,7 +202,8 @@ func rancherPeer(t *testing.T) *peer {
 type misbehaviour struct {
 	name  string
 	fault simkit.Fault
-	want  string // a substring of the error (case-insensitive)
+	want  string        // a substring of the error (case-insensitive)
+	bound time.Duration // the call's bound; 0 is callTimeout
 }
 
 var misbehaviours = []misbehaviour{
@@ -205,25 +212,38 @@ var misbehaviours = []misbehaviour{
 		Body: "<html><body>Sign in to the proxy</body></html>", ContentType: "text/html"}},
 	// No Body: the simulator's own error object, under a 200.
 	{name: "200 with an error body", want: "error object", fault: simkit.Fault{Status: http.StatusOK}},
-	{name: "huge body", want: "64 MiB limit", fault: simkit.Fault{Status: http.StatusOK, Body: `[`, Size: hugeBody, ContentType: "application/json"}},
+	{name: "huge body", want: "64 MiB limit", fault: simkit.Fault{Status: http.StatusOK, Body: `[`, Size: hugeBody, ContentType: "application/json"}, bound: hugeBodyTimeout},
 	{name: "slow trickle", want: "", fault: simkit.Fault{Status: http.StatusOK, Body: `{"uuid": "x"}`, Trickle: 200 * time.Millisecond}},
 	{name: "never answers", want: "", fault: simkit.Fault{Status: http.StatusOK, Delay: time.Hour}},
 }
 
 func TestMisbehavingPeersFailBoundedClassifiedAndLeakFree(t *testing.T) {
-	runMisbehaviours(t, []*peer{waldurPeer(t), keycloakPeer(t), rancherPeer(t)})
+	runMisbehaviours(t, func(t *testing.T, bound time.Duration) []*peer {
+		return []*peer{waldurPeer(t, bound), keycloakPeer(t, bound), rancherPeer(t, bound)}
+	})
 }
 
+// peerSet makes the peers under test, their calls bounded by bound.
+type peerSet func(t *testing.T, bound time.Duration) []*peer
+
 // runMisbehaviours makes each peer misbehave in each way in turn and
-// checks the call's error and what it left behind.
-func runMisbehaviours(t *testing.T, peers []*peer) {
+// checks the call's error and what it left behind. Each case runs against
+// peers made with its own bound.
+func runMisbehaviours(t *testing.T, mk peerSet) {
 	t.Helper()
+	byBound := map[time.Duration][]*peer{}
+	for _, m := range misbehaviours {
+		if b := m.boundOrDefault(); byBound[b] == nil {
+			byBound[b] = mk(t, b)
+		}
+	}
 	// Every goroutine started so far (the servers' accept loops, the
 	// simulators' own) is the baseline; what a call starts must end.
 	baseline := goleak.IgnoreCurrent()
-	for _, p := range peers {
+	for i, first := range byBound[callTimeout] {
 		for _, m := range misbehaviours {
-			t.Run(p.name+"/"+m.name, func(t *testing.T) {
+			p := byBound[m.boundOrDefault()][i]
+			t.Run(first.name+"/"+m.name, func(t *testing.T) {
 				f := m.fault
 				f.PathPrefix = p.prefix
 				p.faults.AddFault(f)
@@ -280,4 +300,11 @@ func waitClosed(t *testing.T, l *countingListener) int64 {
 		}
 	}
 	return 0
+}
+
+func (m misbehaviour) boundOrDefault() time.Duration {
+	if m.bound == 0 {
+		return callTimeout
+	}
+	return m.bound
 }

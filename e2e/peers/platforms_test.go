@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/sitebus/sitebus/e2e/kube"
 	"github.com/sitebus/sitebus/e2e/okdsim"
@@ -30,20 +31,21 @@ func TestMain(m *testing.M) { os.Exit(kube.SharedRunner(m).Run()) }
 
 // OpenShift: the OKD simulator in front of a real API server.
 func TestMisbehavingOpenShiftFailsBoundedClassifiedAndLeakFree(t *testing.T) {
-	runMisbehaviours(t, []*peer{okdPeer(t)})
+	runMisbehaviours(t, func(t *testing.T, bound time.Duration) []*peer { return []*peer{okdPeer(t, bound)} })
 }
 
 // OpenStack: its simulator, reached through gophercloud.
 func TestMisbehavingOpenStackFailsBoundedClassifiedAndLeakFree(t *testing.T) {
-	runMisbehaviours(t, []*peer{openstackPeer(t)})
+	runMisbehaviours(t, func(t *testing.T, bound time.Duration) []*peer { return []*peer{openstackPeer(t, bound)} })
 }
 
 // Vault: a real dev server behind a faulting proxy (there is no simulator).
 func TestMisbehavingVaultFailsBoundedClassifiedAndLeakFree(t *testing.T) {
-	runMisbehaviours(t, []*peer{vaultPeer(t)})
+	v := vaulttest.Start(t)
+	runMisbehaviours(t, func(t *testing.T, bound time.Duration) []*peer { return []*peer{vaultPeer(t, v, bound)} })
 }
 
-func okdPeer(t *testing.T) *peer {
+func okdPeer(t *testing.T, bound time.Duration) *peer {
 	sim, err := okdsim.New(okdsim.Options{Kube: kube.Shared(t).RESTConfig(), Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
@@ -67,7 +69,7 @@ func okdPeer(t *testing.T) *peer {
 	return &peer{name: "OpenShift", faults: sim.Faults, prefix: "/api", conns: conns, idle: idle,
 		secrets: []string{sim.Token()},
 		call: func(ctx context.Context) error {
-			ctx, cancel := context.WithTimeout(ctx, callTimeout)
+			ctx, cancel := context.WithTimeout(ctx, bound)
 			defer cancel()
 			ok, err := be.Exists(ctx, "misbehaving-peer")
 			if err == nil {
@@ -77,7 +79,7 @@ func okdPeer(t *testing.T) *peer {
 		}}
 }
 
-func openstackPeer(t *testing.T) *peer {
+func openstackPeer(t *testing.T, bound time.Duration) *peer {
 	sim, err := openstacksim.New(openstacksim.Options{Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
@@ -87,7 +89,7 @@ func openstackPeer(t *testing.T) *peer {
 	o := sim.Options()
 	idle := &idleCloser{}
 	hc := &http.Client{Transport: idle.wrap(http.DefaultTransport.(*http.Transport).Clone())}
-	c, err := openstack.Connect(t.Context(), openstack.Config{HTTPClient: hc, RequestTimeout: callTimeout, Logger: quiet,
+	c, err := openstack.Connect(t.Context(), openstack.Config{HTTPClient: hc, RequestTimeout: bound, Logger: quiet,
 		Cloud: openstack.Cloud{AuthURL: url + "/identity/v3", Username: o.AdminUser, Password: config.Secret(o.AdminPassword),
 			UserDomainName: "Default", ProjectName: o.AdminProject, ProjectDomainName: "Default",
 			RegionName: openstacksim.DefaultRegion, Verify: true}})
@@ -107,8 +109,7 @@ func openstackPeer(t *testing.T) *peer {
 
 // vaultPeer is a real Vault dev server behind a reverse proxy that
 // injects the faults: Vault has no simulator.
-func vaultPeer(t *testing.T) *peer {
-	v := vaulttest.Start(t)
+func vaultPeer(t *testing.T, v *vaulttest.Server, bound time.Duration) *peer {
 	target, err := url.Parse("http://" + v.Addr)
 	if err != nil {
 		t.Fatal(err)
@@ -134,7 +135,7 @@ func vaultPeer(t *testing.T) *peer {
 		idle:    &idleCloser{also: func() { c.CloseIdleConnections(); proxyTransport.CloseIdleConnections() }},
 		secrets: []string{v.RootToken},
 		call: func(ctx context.Context) error {
-			ctx, cancel := context.WithTimeout(ctx, callTimeout)
+			ctx, cancel := context.WithTimeout(ctx, bound)
 			defer cancel()
 			_, err := c.RoleID(ctx, cl)
 			return err
