@@ -37,7 +37,7 @@ func TestDefaults(t *testing.T) {
 		"sitebus data dir":                         {r.Sitebus.DataDir, "./sitebus-data"},
 		"sitebus http addr":                        {r.Sitebus.HTTPAddr, "127.0.0.1:9090"},
 		"sitebus log format":                       {r.Sitebus.LogFormat, "json"},
-		"sitebus stomp settings":                   {r.Sitebus.Stomp, StompSettings{Transport: "websocket", TCPPort: 61613, PrefetchCount: 64, ReconnectMax: 120 * time.Second, Heartbeat: 10 * time.Second, MaxFrameBody: 1 << 20}},
+		"sitebus stomp settings":                   {r.Sitebus.Stomp, StompSettings{Transport: "websocket", TCPPort: 61613, PrefetchCount: 256, ReconnectMax: 120 * time.Second, Heartbeat: 10 * time.Second, MaxFrameBody: 1 << 20}},
 		"sitebus streams":                          {r.Sitebus.Streams, Streams{EventsMaxAge: 168 * time.Hour, DuplicateWindow: 15 * time.Minute, DLQMaxAge: 720 * time.Hour, SagaRetention: 720 * time.Hour, Replicas: 1}},
 		"sitebus period overrides are unset":       {r.Sitebus.Periods, Periods{}},
 		"sitebus runs all services":                {len(r.Sitebus.Services), 0},

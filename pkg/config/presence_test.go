@@ -205,7 +205,7 @@ func TestSitebusKeysMissingOrExplicit(t *testing.T) {
 			check: func(t *testing.T, r *Root) {
 				eq(t, "nats", r.Sitebus.NATSURL, "")
 				eq(t, "services", len(r.Sitebus.Services), 0)
-				eq(t, "stomp", r.Sitebus.Stomp, StompSettings{Transport: "websocket", TCPPort: 61613, PrefetchCount: 64, ReconnectMax: 120 * time.Second, Heartbeat: 10 * time.Second, MaxFrameBody: 1 << 20})
+				eq(t, "stomp", r.Sitebus.Stomp, StompSettings{Transport: "websocket", TCPPort: 61613, PrefetchCount: 256, ReconnectMax: 120 * time.Second, Heartbeat: 10 * time.Second, MaxFrameBody: 1 << 20})
 			},
 		},
 		"explicit empty or zero values that cannot work are refused, not defaulted": {

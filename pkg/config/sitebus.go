@@ -149,7 +149,7 @@ func newSitebus() Sitebus {
 		Stomp: StompSettings{
 			Transport:     defaultSTOMPTransport,
 			TCPPort:       defaultSTOMPTCPPort,
-			PrefetchCount: defaultPrefetchCount,
+			PrefetchCount: DefaultPrefetchCount,
 			ReconnectMax:  defaultReconnectMax,
 			Heartbeat:     defaultHeartbeat,
 			MaxFrameBody:  defaultMaxFrameBody,

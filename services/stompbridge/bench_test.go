@@ -63,7 +63,7 @@ func BenchmarkIngest(b *testing.B) {
 	}
 	b.Cleanup(cc.Stop)
 
-	br, err := New(bs, Config{Logger: slog.New(slog.DiscardHandler), Stomp: config.StompSettings{PrefetchCount: 64}})
+	br, err := New(bs, Config{Logger: slog.New(slog.DiscardHandler), Stomp: config.StompSettings{PrefetchCount: config.DefaultPrefetchCount}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -91,11 +91,11 @@ func BenchmarkIngest(b *testing.B) {
 		}
 		rawTotal += time.Since(start)
 
-		// Through the bridge and the bus, 64 frames in flight as with the
-		// default prefetch.
+		// Through the bridge and the bus, as many frames in flight as the
+		// default prefetch lets the broker send.
 		start = time.Now()
 		target = handled.Load() + batch
-		sem := make(chan struct{}, 64)
+		sem := make(chan struct{}, config.DefaultPrefetchCount)
 		var wg sync.WaitGroup
 		for i := range batch {
 			sem <- struct{}{}

@@ -58,7 +58,7 @@ func (c *Config) setDefaults() {
 		c.TracerProvider = otel.GetTracerProvider()
 	}
 	if c.Stomp.PrefetchCount == 0 {
-		c.Stomp.PrefetchCount = 64
+		c.Stomp.PrefetchCount = config.DefaultPrefetchCount
 	}
 	if c.Stomp.Heartbeat == 0 {
 		c.Stomp.Heartbeat = 10 * time.Second
