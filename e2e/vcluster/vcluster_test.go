@@ -26,6 +26,7 @@ import (
 	"github.com/sitebus/sitebus/e2e/kube"
 	"github.com/sitebus/sitebus/e2e/rabbitmq"
 	"github.com/sitebus/sitebus/e2e/ranchersim"
+	"github.com/sitebus/sitebus/e2e/vclustersim"
 	"github.com/sitebus/sitebus/e2e/waldursim"
 	"github.com/sitebus/sitebus/pkg/backend/rancher"
 	"github.com/sitebus/sitebus/pkg/backend/vcluster"
@@ -140,31 +141,7 @@ func (e *env) agentStandIn(ctx context.Context) {
 		case <-e.agentHeld:
 		}
 	}
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		pc, ok := e.Rancher.ProvisioningClusterNamed(e.ns())
-		if !ok || pc.ClusterID == "" {
-			continue
-		}
-		if _, err := e.virtCS.AppsV1().Deployments(vcluster.AgentNamespace).Get(ctx, "cattle-cluster-agent", metav1.GetOptions{}); err != nil {
-			continue
-		}
-		secrets, err := e.virtCS.CoreV1().Secrets(vcluster.AgentNamespace).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			continue
-		}
-		for _, s := range secrets.Items {
-			if strings.HasPrefix(s.Name, "cattle-credentials-") {
-				_ = e.Rancher.ConnectAgent(pc.ClusterID)
-			}
-		}
-	}
+	vclustersim.RunAgent(ctx, e.Rancher, e.virtCS, func(name string) bool { return name == e.ns() })
 }
 
 // bringKubeconfig is the external driver: once the host namespace exists,
@@ -178,20 +155,7 @@ func (e *env) bringKubeconfig(t *testing.T) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		tick := time.NewTicker(50 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: e.ns(), Namespace: e.ns()}, Data: map[string][]byte{"config": raw}}
-			_, err := e.hostCS.CoreV1().Secrets(e.ns()).Create(ctx, sec, metav1.CreateOptions{})
-			if err == nil || apierrors.IsAlreadyExists(err) {
-				return
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-		}
+		vclustersim.BringKubeconfig(ctx, e.hostCS, e.ns(), raw)
 	}()
 }
 
