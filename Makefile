@@ -11,7 +11,7 @@ GOLANGCI := $(SITEBUS_CACHE)/tools/golangci-lint-$(GOLANGCI_VERSION)/golangci-li
 MODULES := pkg services e2e
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: all build run test test-repeat unit e2e lint generate check-generated deps bench bench-orders bench-cluster-pass bench-cluster-create k8s-binaries vault fmt image manifests soak bench-replicas fuzz storm bench-drift
+.PHONY: all build run test test-repeat unit e2e lint generate check-generated deps bench bench-orders bench-cluster-pass bench-cluster-create bench-vcluster k8s-binaries vault fmt image manifests soak bench-replicas fuzz storm bench-drift
 
 all: build
 
@@ -131,6 +131,14 @@ bench-drift: deps k8s-binaries
 ## peer (OpenStack, Rancher, Vault).
 bench-cluster-create: deps k8s-binaries vault
 	go test -run '^$$' -bench ClusterCreate3x5 -benchtime 1x -timeout 20m -v ./e2e/provisioner/
+
+## bench-vcluster: virtual cluster creates (team of two) through sitebus
+## against the Rancher, Keycloak and Waldur simulators and two real
+## kube-apiservers (host, virtual cluster): time per create and calls per
+## create by peer (Rancher, host API server, virtual cluster's API server,
+## Keycloak, Waldur).
+bench-vcluster: deps k8s-binaries
+	go test -run '^$$' -bench VClusterCreate -benchtime 3x -timeout 20m ./e2e/vcluster/
 
 ## soak: the chaos soak's full profile: 1,000 orders (creates, updates,
 ## terminations, role and flag changes) on the distributed topology while a

@@ -26,6 +26,7 @@ import (
 	"github.com/sitebus/sitebus/e2e/kube"
 	"github.com/sitebus/sitebus/e2e/rabbitmq"
 	"github.com/sitebus/sitebus/e2e/ranchersim"
+	"github.com/sitebus/sitebus/e2e/vclustersim"
 	"github.com/sitebus/sitebus/e2e/waldursim"
 	"github.com/sitebus/sitebus/pkg/backend/rancher"
 	"github.com/sitebus/sitebus/pkg/backend/vcluster"
@@ -41,7 +42,11 @@ type env struct {
 	*harness.Site
 	host, virt     *kube.Cluster
 	hostCS, virtCS kubernetes.Interface
-	t              *testing.T
+	// hostKubeconfig and virtKubeconfig are how sitebus reaches the two
+	// API servers: their own kubeconfigs unless an option puts a proxy in
+	// between.
+	hostKubeconfig, virtKubeconfig string
+	t                              testing.TB
 	// slug names the resource: vc-<slug> on the host and in Rancher; each
 	// test has its own, as they share the host.
 	slug string
@@ -67,14 +72,15 @@ func (e *env) ns() string { return "vc-" + e.slug }
 
 // newEnv makes the site of a vcluster offering over the shared host; it
 // starts sitebus unless the options say harness.WithoutStart.
-func newEnv(t *testing.T, slug string, opts ...harness.SiteOption) *env {
+func newEnv(t testing.TB, slug string, opts ...harness.SiteOption) *env {
 	t.Helper()
 	return newEnvWith(t, slug, nil, opts...)
 }
 
-func newEnvWith(t *testing.T, slug string, eopts []envOption, opts ...harness.SiteOption) *env {
+func newEnvWith(t testing.TB, slug string, eopts []envOption, opts ...harness.SiteOption) *env {
 	t.Helper()
 	e := &env{host: kube.Shared(t), virt: kube.StartForTest(t, kube.Options{}), slug: slug, t: t, readyWait: "1m"}
+	e.hostKubeconfig, e.virtKubeconfig = e.host.KubeconfigPath(), e.virt.KubeconfigPath()
 	for _, o := range eopts {
 		o(e)
 	}
@@ -107,7 +113,7 @@ func (e *env) offering(s *harness.Site) string {
 		"stomp_ws_path": rabbitmq.WebSTOMPPath,
 		"backend_components": map[string]any{"cpu": component("cpu", "cores", "CPU"), "ram": component("ram", "GB", "RAM"),
 			"storage": component("storage", "GB", "Storage")},
-		"backend_settings": map[string]any{"host_kubeconfig_path": e.host.KubeconfigPath(), "host_cluster_id": ro.ClusterID,
+		"backend_settings": map[string]any{"host_kubeconfig_path": e.hostKubeconfig, "host_cluster_id": ro.ClusterID,
 			"rancher_project_id": "p-demo", "backend_url": s.Rancher.URL(), "username": ro.AccessKey, "password": ro.SecretKey,
 			"verify_cert": false, "kubeconfig_wait": "1m", "ready_wait": e.readyWait},
 	}
@@ -140,58 +146,21 @@ func (e *env) agentStandIn(ctx context.Context) {
 		case <-e.agentHeld:
 		}
 	}
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		pc, ok := e.Rancher.ProvisioningClusterNamed(e.ns())
-		if !ok || pc.ClusterID == "" {
-			continue
-		}
-		if _, err := e.virtCS.AppsV1().Deployments(vcluster.AgentNamespace).Get(ctx, "cattle-cluster-agent", metav1.GetOptions{}); err != nil {
-			continue
-		}
-		secrets, err := e.virtCS.CoreV1().Secrets(vcluster.AgentNamespace).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			continue
-		}
-		for _, s := range secrets.Items {
-			if strings.HasPrefix(s.Name, "cattle-credentials-") {
-				_ = e.Rancher.ConnectAgent(pc.ClusterID)
-			}
-		}
-	}
+	vclustersim.RunAgent(ctx, e.Rancher, e.virtCS, func(name string) bool { return name == e.ns() })
 }
 
 // bringKubeconfig is the external driver: once the host namespace exists,
 // the virtual cluster's kubeconfig Secret appears in it.
-func (e *env) bringKubeconfig(t *testing.T) {
+func (e *env) bringKubeconfig(t testing.TB) {
 	t.Helper()
-	raw, err := os.ReadFile(e.virt.KubeconfigPath())
+	raw, err := os.ReadFile(e.virtKubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		tick := time.NewTicker(50 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: e.ns(), Namespace: e.ns()}, Data: map[string][]byte{"config": raw}}
-			_, err := e.hostCS.CoreV1().Secrets(e.ns()).Create(ctx, sec, metav1.CreateOptions{})
-			if err == nil || apierrors.IsAlreadyExists(err) {
-				return
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-		}
+		vclustersim.BringKubeconfig(ctx, e.hostCS, e.ns(), raw)
 	}()
 }
 

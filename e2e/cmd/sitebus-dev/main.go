@@ -2,9 +2,10 @@
 // a scratch RabbitMQ node, the Waldur simulator creating demo orders and
 // resource changes, a local Kubernetes control plane, the Keycloak,
 // Rancher and OpenStack simulators (and Vault when `make vault` built it),
-// sitebus with its embedded NATS serving a ManagedNamespace, a Rancher and
-// a rancher-cluster offering, and `sitebus events tail` so the events show
-// as they are stored.
+// a second control plane playing a virtual cluster, sitebus with its
+// embedded NATS serving a ManagedNamespace, a Rancher, a rancher-cluster
+// and a vcluster offering, and `sitebus events tail` so the events show as
+// they are stored.
 //
 //	go run ./e2e/cmd/sitebus-dev -sitebus bin/sitebus
 //
@@ -34,6 +35,7 @@ type options struct {
 	rancher        bool
 	rancherListen  string
 	clusters       bool
+	vclusters      bool
 	osListen       string
 	vaultListen    string
 	demoInterval   time.Duration
@@ -53,6 +55,7 @@ func parseFlags() options {
 	flag.BoolVar(&o.rancher, "rancher", true, "also serve a Rancher offering against the Rancher simulator")
 	flag.StringVar(&o.rancherListen, "rancher-listen", "127.0.0.1:8443", "address of the Rancher simulator (plain HTTP)")
 	flag.BoolVar(&o.clusters, "clusters", true, "also serve a rancher-cluster offering (managed clusters on the OpenStack simulator; needs -rancher)")
+	flag.BoolVar(&o.vclusters, "vclusters", true, "also serve a vcluster offering (a second control plane plays the virtual cluster, imported into the Rancher simulator; needs -rancher)")
 	flag.StringVar(&o.osListen, "openstack-listen", "127.0.0.1:8774", "address of the OpenStack simulator (Keystone at /identity/v3)")
 	flag.StringVar(&o.vaultListen, "vault-listen", "127.0.0.1:8200", "address of the Vault dev server (started when `make vault` has built it)")
 	flag.DurationVar(&o.demoInterval, "demo-interval", 5*time.Second, "create a demo order this often (0: never)")

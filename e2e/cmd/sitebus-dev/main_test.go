@@ -24,9 +24,11 @@ import (
 // (as `make run` does, on free ports) and waits for the demo's first
 // rancher-cluster create to be done (sitebus built the cluster on the
 // OpenStack simulator and its VMs registered with the Rancher simulator),
-// then for its terminate to be done too, so demo clusters do not pile up.
-// With Vault the nodes read their token from it; without, the token is in
-// their user_data.
+// then for its terminate to be done too, so demo clusters do not pile up;
+// and for the demo's virtual cluster create to be done (sitebus imported
+// the second control plane into the Rancher simulator and applied the
+// agent into it). With Vault the nodes read their token from it; without,
+// the token is in their user_data.
 func TestDemoCreatesAndTerminatesAManagedCluster(t *testing.T) {
 	rabbitmq.Require(t)
 	kube.Require(t)
@@ -66,7 +68,7 @@ func demoCluster(t *testing.T, bin string) {
 	o := options{
 		sitebus:  bin,
 		httpAddr: addr(0), natsListen: addr(1), simListen: addr(2), keycloakListen: addr(3),
-		rancher: true, rancherListen: addr(4), clusters: true, osListen: addr(5), vaultListen: addr(6),
+		rancher: true, rancherListen: addr(4), clusters: true, osListen: addr(5), vaultListen: addr(6), vclusters: true,
 		demoInterval: 500 * time.Millisecond,
 	}
 	fx, err := harness.LoadFixture()
@@ -89,7 +91,9 @@ func demoCluster(t *testing.T, bin string) {
 	// VMs: minutes on a loaded machine, so a generous bound.
 	deadline := time.Now().Add(6 * time.Minute)
 	var last []waldursim.APIOrder
+	var lastVC []waldursim.APIOrder
 	var created string // the first cluster's resource, once its create is done
+	var terminated, vclusterDone bool
 	for time.Now().Before(deadline) {
 		select {
 		case err := <-done:
@@ -97,7 +101,7 @@ func demoCluster(t *testing.T, bin string) {
 			t.Fatalf("sitebus-dev ended before a cluster was done: %v", err)
 		case <-time.After(time.Second):
 		}
-		orders, err := clusterOrders(ctx, "http://"+o.simListen, token)
+		orders, err := offeringOrders(ctx, "http://"+o.simListen, token, clusterOfferingUUID)
 		if err != nil {
 			continue // the simulator is not up yet
 		}
@@ -110,17 +114,32 @@ func demoCluster(t *testing.T, bin string) {
 			case ord.Type == "Create" && created == "":
 				created = ord.MarketplaceResourceUUID
 			case ord.Type == "Terminate" && created != "" && ord.MarketplaceResourceUUID == created:
-				return
+				terminated = true
 			}
 		}
+		if lastVC, err = offeringOrders(ctx, "http://"+o.simListen, token, vclusterOfferingUUID); err != nil {
+			continue
+		}
+		for _, ord := range lastVC {
+			switch {
+			case ord.State == "erred":
+				t.Fatalf("demo virtual cluster %s order %s erred: %s", ord.Type, ord.UUID, ord.ErrorMessage)
+			case ord.Type == "Create" && ord.State == "done":
+				vclusterDone = true
+			}
+		}
+		if terminated && vclusterDone {
+			return
+		}
 	}
-	t.Fatalf("want the first cluster created (resource %q) and terminated; orders: %+v", created, last)
+	t.Fatalf("want the first cluster created (resource %q) and terminated (%v), and the virtual cluster created (%v); cluster orders: %+v; virtual cluster orders: %+v",
+		created, terminated, vclusterDone, last, lastVC)
 }
 
-// clusterOrders lists the rancher-cluster offering's orders through the
-// Waldur simulator's API, as sitebus sees them.
-func clusterOrders(ctx context.Context, simURL, token string) ([]waldursim.APIOrder, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, simURL+"/api/marketplace-orders/?offering_uuid="+clusterOfferingUUID, nil)
+// offeringOrders lists an offering's orders through the Waldur simulator's
+// API, as sitebus sees them.
+func offeringOrders(ctx context.Context, simURL, token, offeringUUID string) ([]waldursim.APIOrder, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, simURL+"/api/marketplace-orders/?offering_uuid="+offeringUUID, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -118,5 +118,12 @@ func (s *site) configYAML() (string, error) {
 	if s.clusters != nil {
 		offerings += s.clusterOfferingYAML()
 	}
+	if s.vclusters != nil {
+		vc, err := s.vclusterOfferingYAML()
+		if err != nil {
+			return "", err
+		}
+		offerings += vc
+	}
 	return base[:i+1] + offerings + base[i+1:], nil
 }

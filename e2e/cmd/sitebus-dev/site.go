@@ -16,6 +16,7 @@ import (
 	"github.com/sitebus/sitebus/e2e/ranchersim"
 	"github.com/sitebus/sitebus/e2e/simkit"
 	"github.com/sitebus/sitebus/e2e/waldursim"
+	"github.com/sitebus/sitebus/pkg/backend/vcluster"
 )
 
 // site is the simulated Waldur side (a scratch RabbitMQ node and the
@@ -37,6 +38,8 @@ type site struct {
 	rancher *ranchersim.Server
 	// clusters is nil when the rancher-cluster offering is not served.
 	clusters *clusters
+	// vclusters is nil when the vcluster offering is not served.
+	vclusters *vclusters
 }
 
 func startSite(ctx context.Context, o options, log *slog.Logger, cleanup *stack) (*site, error) {
@@ -60,6 +63,14 @@ func startSite(ctx context.Context, o options, log *slog.Logger, cleanup *stack)
 	withClusters := withRancher && o.clusters
 	if withClusters {
 		if err := addClusterOffering(fx); err != nil {
+			return nil, err
+		}
+	}
+	// Virtual clusters are imported into the Rancher simulator: no
+	// Rancher, no virtual clusters.
+	withVClusters := withRancher && o.vclusters
+	if withVClusters {
+		if err := addVClusterOffering(fx); err != nil {
 			return nil, err
 		}
 	}
@@ -105,6 +116,11 @@ func startSite(ctx context.Context, o options, log *slog.Logger, cleanup *stack)
 	}
 	if withClusters {
 		if err := s.startClusters(ctx, o, log, cleanup); err != nil {
+			return nil, err
+		}
+	}
+	if withVClusters {
+		if err := s.startVClusters(ctx, log, cleanup); err != nil {
 			return nil, err
 		}
 	}
@@ -187,15 +203,19 @@ const flagEvery = 3
 
 // demo keeps events flowing: an order every interval (alternating between
 // the namespaces and the Rancher offering when Rancher runs; every
-// clusterEvery-th, from the first, a cluster step instead) and, every
+// clusterEvery-th, from the first, a cluster step instead; the
+// vclusterTick-th orders the virtual cluster) and, every
 // flagEvery-th time, a paused or downscaled toggle on a fixture resource.
 func (s *site) demo(ctx context.Context, every time.Duration, log *slog.Logger) {
 	admin := s.sim.Admin()
 	var paused, downscaled bool
 	simkit.Every(ctx, every, func(n int) {
-		if s.clusters != nil && n%clusterEvery == 1 {
+		switch {
+		case s.clusters != nil && n%clusterEvery == 1:
 			s.demoCluster(ctx, admin, n, log)
-		} else {
+		case s.vclusters != nil && n == vclusterTick:
+			s.demoVCluster(ctx, admin, log)
+		default:
 			s.demoOrder(ctx, admin, n, log)
 		}
 		if n%flagEvery != 0 || len(s.fx.Resources) == 0 {
@@ -232,17 +252,23 @@ func (s *site) demoOrder(ctx context.Context, admin *waldursim.AdminClient, n in
 	}
 	log.Info("demo order created", "order", res.Order.UUID, "resource", res.Resource.Name,
 		"offering", res.Order.OfferingName, "frames", len(res.Published))
-	// Give it the fixture's first team, so its access groups get members.
-	if len(s.fx.Resources) > 0 {
-		for _, m := range s.fx.Resources[0].Team {
-			if _, err := admin.SetTeam(ctx, waldursim.TeamRequest{ResourceUUID: res.Resource.UUID, Member: m, Granted: true}); err != nil && ctx.Err() == nil {
-				log.Warn("demo team", "err", err)
-			}
-		}
-	}
+	s.demoTeam(ctx, admin, res.Resource.UUID, log)
 	// The flag flips target a ManagedNamespace resource (kubectl shows them).
 	if s.demoResource == "" && req.OfferingUUID == s.fx.Offerings[0].UUID {
 		s.demoResource = res.Resource.UUID
+	}
+}
+
+// demoTeam gives the resource the fixture's first team, so its access
+// groups get members.
+func (s *site) demoTeam(ctx context.Context, admin *waldursim.AdminClient, resourceUUID string, log *slog.Logger) {
+	if len(s.fx.Resources) == 0 {
+		return
+	}
+	for _, m := range s.fx.Resources[0].Team {
+		if _, err := admin.SetTeam(ctx, waldursim.TeamRequest{ResourceUUID: resourceUUID, Member: m, Granted: true}); err != nil && ctx.Err() == nil {
+			log.Warn("demo team", "err", err)
+		}
 	}
 }
 
@@ -296,6 +322,11 @@ func printBanner(o options, s *site, bin, cfgPath, dataDir string) {
 			} else {
 				line("  Vault             not running: `make vault` builds it once; tokens are in user_data")
 			}
+		}
+		if v := s.vclusters; v != nil {
+			line("  virtual cluster   kubectl --kubeconfig %s get deploy -n cattle-system   (offering %s: %s%s, imported into Rancher)",
+				v.virt.KubeconfigPath(), vclusterOfferingUUID, vcluster.NamespacePrefix, vclusterDemoName)
+			line("                    kubectl --kubeconfig %s get ns,resourcequota -l %s -A", s.kubeconfig, vcluster.LabelManaged)
 		}
 	}
 	line("  sitebus           http://%s/metrics  /readyz  /healthz", o.httpAddr)
