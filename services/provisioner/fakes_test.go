@@ -782,16 +782,46 @@ func (f fakeWaldur) SetResourceEndpoints(_ context.Context, _ string, eps []wald
 	return nil
 }
 
-// memPlans is PlanStore in memory.
+// memPlans is PlanStore in memory, and the cluster pass's records: a
+// record's revision counts its writes.
 type memPlans struct {
-	mu sync.Mutex
-	m  map[string][]byte
+	mu   sync.Mutex
+	m    map[string][]byte
+	revs map[string]uint64
 }
 
 func (p *memPlans) Put(_ context.Context, k string, v []byte) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.put(k, v)
+	return nil
+}
+
+func (p *memPlans) put(k string, v []byte) {
+	if p.revs == nil {
+		p.revs = map[string]uint64{}
+	}
 	p.m[k] = v
+	p.revs[k]++
+}
+
+func (p *memPlans) Entries(context.Context) ([]recordEntry, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []recordEntry
+	for k, v := range p.m {
+		out = append(out, recordEntry{Key: k, Value: v, Rev: p.revs[k]})
+	}
+	return out, nil
+}
+
+func (p *memPlans) Update(_ context.Context, k string, v []byte, rev uint64) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.revs[k] != rev {
+		return fmt.Errorf("record %s is at revision %d, not %d", k, p.revs[k], rev)
+	}
+	p.put(k, v)
 	return nil
 }
 
