@@ -106,7 +106,7 @@ func (p *pass) networking(ctx context.Context, r *run, vms map[string]openstack.
 				problems = append(problems, fmt.Sprintf("the floating IP %s of %s is gone and zone %s has no external_network_id to make it again", s.FloatingIP, s.Name, az.Label()))
 				continue
 			}
-			fip, _, err := z.EnsureFloatingIP(ctx, own, az.ExternalNetworkID, s.PortID)
+			fip, created, err := z.EnsureFloatingIP(ctx, own, az.ExternalNetworkID, s.PortID)
 			if errors.Is(err, backend.ErrNotManaged) {
 				problems = append(problems, fmt.Sprintf("the floating IP %s of %s is gone and its port has someone else's", s.FloatingIP, s.Name))
 				continue
@@ -114,9 +114,16 @@ func (p *pass) networking(ctx context.Context, r *run, vms map[string]openstack.
 			if err != nil {
 				return repairs, changed, problems, fmt.Errorf("floating IP of %s: %w", s.Name, err)
 			}
+			changed, lbMoved = true, lbMoved || (list.lb && fip.Address != s.FloatingIP)
+			if !created {
+				// An earlier pass made it but could not write the record
+				// (a saga changed it meanwhile): only the record catches up.
+				r.log.Info("cluster pass: floating IP on the port recorded", "vm", s.Name, "address", fip.Address)
+				s.FloatingIPID, s.FloatingIP = fip.ID, fip.Address
+				continue
+			}
 			r.log.Warn("cluster pass: floating IP made again", "vm", s.Name, "was", s.FloatingIP, "now", fip.Address)
 			s.FloatingIPID, s.FloatingIP = fip.ID, fip.Address
-			changed, lbMoved = true, lbMoved || list.lb
 			repairs++
 			p.repairs.WithLabelValues(repairFloatingIP).Inc()
 		}

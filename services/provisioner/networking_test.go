@@ -92,6 +92,24 @@ func TestTheClusterPassRemakesOnlySitebusRulesAndFloatingIPs(t *testing.T) {
 				}
 			},
 		},
+		"a floating IP an earlier pass made but did not record is recorded, not made again": {
+			drift: func(t *testing.T, w *world) {
+				for _, f := range w.byKind("floating-ip") {
+					delete(w.objs, f.id)
+					again := *f
+					again.id = f.id + "-again"
+					w.objs[again.id] = &again
+				}
+			},
+			check: func(t *testing.T, h *harness) {
+				if id := h.record(t).LoadBalancers[0].FloatingIPID; !strings.HasSuffix(id, "-again") {
+					t.Errorf("record names floating IP %q, want the one on the port", id)
+				}
+				if n := len(h.w.byKind("floating-ip")); n != 1 {
+					t.Errorf("%d floating IPs, want the one", n)
+				}
+			},
+		},
 		"a port holding someone else's floating IP errs the resource instead": {
 			drift: func(t *testing.T, w *world) {
 				// Someone released sitebus's floating IP and gave the
