@@ -3,11 +3,16 @@ package provisioner_test
 import (
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/rules"
+
 	"github.com/sitebus/sitebus/e2e/harness"
+	"github.com/sitebus/sitebus/e2e/openstacksim"
 	"github.com/sitebus/sitebus/e2e/ranchersim"
 	"github.com/sitebus/sitebus/e2e/waldursim"
 )
@@ -176,5 +181,92 @@ func TestAScaleDownThatFailsPartWaySaysWhatWasRemoved(t *testing.T) {
 	nodes, _ := s.resource(resUUID).BackendMetadata["nodes"].([]any)
 	if len(nodes) != 4 {
 		t.Errorf("backend_metadata nodes %v, want the 4 left", nodes)
+	}
+}
+
+// repairsCounted reads sitebus_cluster_repairs_total of kind from
+// /metrics (0 before the first).
+func repairsCounted(t *testing.T, s *site, kind string) float64 {
+	t.Helper()
+	_, body := s.Sitebus.Get("/metrics")
+	for line := range strings.SplitSeq(body, "\n") {
+		if v, ok := strings.CutPrefix(line, `sitebus_cluster_repairs_total{kind="`+kind+`"} `); ok {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil {
+				t.Fatalf("%s: %v", line, err)
+			}
+			return f
+		}
+	}
+	return 0
+}
+
+// A security group rule and the load balancer's floating IP that sitebus
+// made, deleted by hand at Neutron's API, are made again by the cluster
+// pass and counted; a rule someone added to the group and someone's
+// floating IP in the tenant's project are left alone.
+func TestTheClusterPassRemakesDeletedRulesAndFloatingIPs(t *testing.T) {
+	s := newSiteWith(t, siteOptions{pullPeriod: "10s"})
+	name := "net-prod"
+	resUUID := s.orderDone(t, "create", waldursim.CreateOrderRequest{ResourceName: name, Attributes: oneZone(name)})
+	inv := s.OpenStack.Inventory("")
+	if len(inv.FloatingIPs) != 1 {
+		t.Fatalf("floating IPs %v, want the load balancer's", inv.FloatingIPs)
+	}
+	lbFIP := inv.FloatingIPs[0]
+	project := lbFIP.ProjectID
+	var admin openstacksim.SecurityGroup
+	for _, g := range inv.SecurityGroups {
+		if g.ProjectID == project && g.Name == "k8s_admin" {
+			admin = g
+		}
+	}
+	var apiRule string
+	for _, r := range admin.Rules {
+		if r.PortRangeMin == 6443 {
+			apiRule = r.ID
+		}
+	}
+	if apiRule == "" {
+		t.Fatalf("group k8s_admin %+v has no rule for 6443", admin)
+	}
+
+	nc, _ := adminClients(t, s)
+	if err := rules.Delete(ctx(t), nc, apiRule).ExtractErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := floatingips.Delete(ctx(t), nc, lbFIP.ID).ExtractErr(); err != nil {
+		t.Fatal(err)
+	}
+	theirRule, err := rules.Create(ctx(t), nc, rules.CreateOpts{SecGroupID: admin.ID, Direction: rules.DirIngress,
+		EtherType: rules.EtherType4, Protocol: rules.ProtocolTCP, PortRangeMin: 8080, PortRangeMax: 8080}).Extract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	theirFIP, err := floatingips.Create(ctx(t), nc, floatingips.CreateOpts{FloatingNetworkID: extNetworkID, ProjectID: project,
+		Description: "someone's"}).Extract()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	harness.Eventually(t, 60*time.Second, "the rule and the floating IP made again and counted", func() bool {
+		now := s.OpenStack.Inventory(project)
+		ruleBack := slices.ContainsFunc(now.SecurityGroups, func(g openstacksim.SecurityGroup) bool {
+			return g.ID == admin.ID && slices.ContainsFunc(g.Rules, func(r openstacksim.Rule) bool { return r.PortRangeMin == 6443 })
+		})
+		fipBack := slices.ContainsFunc(now.FloatingIPs, func(f openstacksim.FloatingIP) bool { return f.PortID == lbFIP.PortID })
+		return ruleBack && fipBack && repairsCounted(t, s, "security_group_rule") == 1 && repairsCounted(t, s, "floating_ip") == 1
+	})
+	now := s.OpenStack.Inventory(project)
+	if !slices.ContainsFunc(now.SecurityGroups, func(g openstacksim.SecurityGroup) bool {
+		return g.ID == admin.ID && slices.ContainsFunc(g.Rules, func(r openstacksim.Rule) bool { return r.ID == theirRule.ID })
+	}) {
+		t.Error("the rule someone added to k8s_admin was removed")
+	}
+	if !slices.ContainsFunc(now.FloatingIPs, func(f openstacksim.FloatingIP) bool { return f.ID == theirFIP.ID && f.PortID == "" }) {
+		t.Error("someone's floating IP was removed or associated")
+	}
+	if res := s.resource(resUUID); res.State != "OK" {
+		t.Errorf("resource %s: %q, want OK after the repairs", res.State, res.ErrorMessage)
 	}
 }

@@ -28,15 +28,18 @@ const (
 
 // userNetwork is what the user of a self-managed order made in the zone's
 // project before ordering: a network and subnet routed to the external
-// network, and a security group for the nodes; otherSubnet is a subnet of
-// another project, which the order must not be able to use.
+// network, and a security group for the nodes; unrouted is a subnet of
+// the project that no router connects to the external network;
+// otherSubnet is a subnet of another project, which the order must not be
+// able to use.
 type userNetwork struct {
-	subnet, group, otherSubnet string
+	subnet, group, unrouted, otherSubnet string
 }
 
-// makeUserNetwork makes the user's objects with gophercloud as the
-// simulator's admin, as a user of the zone's project would.
-func makeUserNetwork(t *testing.T, s *site) userNetwork {
+// adminClients are gophercloud's Neutron and Keystone clients as the
+// simulator's admin, who acts at the API as a user of the zone's project
+// would (or as an operator deleting things by hand).
+func adminClients(t *testing.T, s *site) (network, identity *gophercloud.ServiceClient) {
 	t.Helper()
 	o := s.OpenStack.Options()
 	provider, err := gopenstack.AuthenticatedClient(ctx(t), gophercloud.AuthOptions{
@@ -46,14 +49,20 @@ func makeUserNetwork(t *testing.T, s *site) userNetwork {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nc, err := gopenstack.NewNetworkV2(provider, gophercloud.EndpointOpts{Region: "RegionOne"})
-	if err != nil {
+	if network, err = gopenstack.NewNetworkV2(provider, gophercloud.EndpointOpts{Region: "RegionOne"}); err != nil {
 		t.Fatal(err)
 	}
-	ic, err := gopenstack.NewIdentityV3(provider, gophercloud.EndpointOpts{Region: "RegionOne"})
-	if err != nil {
+	if identity, err = gopenstack.NewIdentityV3(provider, gophercloud.EndpointOpts{Region: "RegionOne"}); err != nil {
 		t.Fatal(err)
 	}
+	return network, identity
+}
+
+// makeUserNetwork makes the user's objects with gophercloud as the
+// simulator's admin, as a user of the zone's project would.
+func makeUserNetwork(t *testing.T, s *site) userNetwork {
+	t.Helper()
+	nc, ic := adminClients(t, s)
 	subnetIn := func(project, name, cidr string) string {
 		n, err := networks.Create(ctx(t), nc, networks.CreateOpts{Name: name, ProjectID: project}).Extract()
 		if err != nil {
@@ -81,6 +90,7 @@ func makeUserNetwork(t *testing.T, s *site) userNetwork {
 		t.Fatal(err)
 	}
 	u.group = g.ID
+	u.unrouted = subnetIn("", "lab-isolated", "10.21.0.0/24")
 	other, err := projects.Create(ctx(t), ic, projects.CreateOpts{Name: "someone-else", DomainID: openstacksim.DefaultDomainID}).Extract()
 	if err != nil {
 		t.Fatal(err)
@@ -167,6 +177,10 @@ func TestSelfManagedOrders(t *testing.T) {
 			"a security group the zone does not have": {
 				mutate: func(m map[string]any) { m["security_groups"] = []any{"lab-nodes", "web"} },
 				want:   "security_groups[1]: There is no security group web in OpenStack offering Zone a.",
+			},
+			"a floating IP on a subnet no router connects to the external network": {
+				mutate: func(m map[string]any) { nodeAt(m, 2)["subnet"] = u.unrouted },
+				want:   "nodes[2].subnet: Subnet " + u.unrouted + " has no router to the external network " + extNetworkID + " of OpenStack offering Zone a",
 			},
 			"a zone without an external network": {
 				mutate: func(m map[string]any) { m["tenant"] = zones[2].uuid },

@@ -252,6 +252,14 @@ func (c catalog) SecurityGroups(ctx context.Context, az ranchercluster.AZ) ([]ra
 	return z.SecurityGroups(ctx)
 }
 
+func (c catalog) SubnetReaches(ctx context.Context, az ranchercluster.AZ, subnetID, externalNetworkID string) (bool, error) {
+	z, err := c.cloud.Connect(ctx, az)
+	if err != nil {
+		return false, err
+	}
+	return z.SubnetReaches(ctx, subnetID, externalNetworkID)
+}
+
 // plan validates the order and computes everything it makes. A refusal
 // (backend.ErrInvalid) is terminal: the saga fails with nothing made and
 // the order is erred with the attribute and the rule.

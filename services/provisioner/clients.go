@@ -41,6 +41,7 @@ type Zone interface {
 	ImageID(ctx context.Context, name string) (string, error)
 	UsableSubnet(ctx context.Context, id string) (openstack.Subnet, bool, error)
 	SecurityGroups(ctx context.Context) ([]openstack.SecurityGroup, error)
+	SubnetReaches(ctx context.Context, subnetID, externalNetworkID string) (bool, error)
 
 	EnsureProject(ctx context.Context, owner openstack.Owner, name, description string) (openstack.Project, bool, error)
 	DeleteProject(ctx context.Context, owner openstack.Owner, projectID string) error
@@ -69,6 +70,11 @@ type Zone interface {
 	// OwnedServers lists owner's servers in the client's project, by id,
 	// in one call (the cluster pass reads each project once).
 	OwnedServers(ctx context.Context, owner openstack.Owner) (map[string]openstack.Server, error)
+	// OwnedSecurityGroups (with their rules) and OwnedFloatingIPs list
+	// owner's in the client's project, by id, one call each: the cluster
+	// pass finds what was deleted by hand.
+	OwnedSecurityGroups(ctx context.Context, owner openstack.Owner) (map[string]openstack.SecurityGroup, error)
+	OwnedFloatingIPs(ctx context.Context, owner openstack.Owner) (map[string]openstack.FloatingIP, error)
 
 	// EmptyProject deletes everything left in the client's project (an
 	// owner's), Neutron's default security group included.

@@ -31,6 +31,8 @@ type world struct {
 
 	// failServer names a VM that goes to ERROR when it boots.
 	failServer string
+	// unrouted are subnet ids no router connects to an external network.
+	unrouted []string
 	// flaky makes the first call of a method name fail retryably, once.
 	flaky map[string]bool
 	// serverCall, when set, runs at the start of every EnsureServer
@@ -275,12 +277,58 @@ func (z *fakeZone) DeleteRouter(_ context.Context, owner openstack.Owner, id str
 	return z.remove("router", id, owner)
 }
 
+// EnsureSecurityGroup makes the group, or adds the rules an existing
+// one lacks, as Neutron's client does.
 func (z *fakeZone) EnsureSecurityGroup(_ context.Context, owner openstack.Owner, g ranchercluster.SecurityGroupPlan) (openstack.SecurityGroup, bool, error) {
-	o, created, err := z.ensure("security-group", g.Name, z.project, owner, func(o *object) { o.rules = g.Rules })
+	o, created, err := z.ensure("security-group", g.Name, z.project, owner, func(o *object) { o.rules = slices.Clone(g.Rules) })
 	if err != nil {
 		return openstack.SecurityGroup{}, false, err
 	}
+	z.w.mu.Lock()
+	defer z.w.mu.Unlock()
+	for _, want := range g.Rules {
+		if !slices.Contains(o.rules, want) {
+			o.rules = append(o.rules, want)
+			z.w.log("add rule %s %s %d to %s", want.Direction, want.Protocol, want.PortRangeMin, g.Name)
+		}
+	}
 	return openstack.SecurityGroup{ID: o.id, Name: g.Name}, created, nil
+}
+
+func (z *fakeZone) OwnedSecurityGroups(_ context.Context, owner openstack.Owner) (map[string]openstack.SecurityGroup, error) {
+	z.w.mu.Lock()
+	defer z.w.mu.Unlock()
+	z.w.log("list security groups in %q", z.project)
+	out := map[string]openstack.SecurityGroup{}
+	for _, o := range z.w.objs {
+		if o.kind == "security-group" && o.project == z.project && o.owner == string(owner) {
+			sg := openstack.SecurityGroup{ID: o.id, Name: o.name, ProjectID: o.project}
+			for _, r := range o.rules {
+				sg.Rules = append(sg.Rules, openstack.Rule{RulePlan: r})
+			}
+			out[o.id] = sg
+		}
+	}
+	return out, nil
+}
+
+func (z *fakeZone) OwnedFloatingIPs(_ context.Context, owner openstack.Owner) (map[string]openstack.FloatingIP, error) {
+	z.w.mu.Lock()
+	defer z.w.mu.Unlock()
+	z.w.log("list floating IPs in %q", z.project)
+	out := map[string]openstack.FloatingIP{}
+	for _, o := range z.w.objs {
+		if o.kind == "floating-ip" && o.project == z.project && o.owner == string(owner) {
+			out[o.id] = openstack.FloatingIP{ID: o.id, PortID: strings.TrimPrefix(o.name, "fip-")}
+		}
+	}
+	return out, nil
+}
+
+func (z *fakeZone) SubnetReaches(_ context.Context, subnetID, _ string) (bool, error) {
+	z.w.mu.Lock()
+	defer z.w.mu.Unlock()
+	return !slices.Contains(z.w.unrouted, subnetID), nil
 }
 
 // EmptyProject removes every object left in the project, as a purge
@@ -734,16 +782,46 @@ func (f fakeWaldur) SetResourceEndpoints(_ context.Context, _ string, eps []wald
 	return nil
 }
 
-// memPlans is PlanStore in memory.
+// memPlans is PlanStore in memory, and the cluster pass's records: a
+// record's revision counts its writes.
 type memPlans struct {
-	mu sync.Mutex
-	m  map[string][]byte
+	mu   sync.Mutex
+	m    map[string][]byte
+	revs map[string]uint64
 }
 
 func (p *memPlans) Put(_ context.Context, k string, v []byte) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.put(k, v)
+	return nil
+}
+
+func (p *memPlans) put(k string, v []byte) {
+	if p.revs == nil {
+		p.revs = map[string]uint64{}
+	}
 	p.m[k] = v
+	p.revs[k]++
+}
+
+func (p *memPlans) Entries(context.Context) ([]recordEntry, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []recordEntry
+	for k, v := range p.m {
+		out = append(out, recordEntry{Key: k, Value: v, Rev: p.revs[k]})
+	}
+	return out, nil
+}
+
+func (p *memPlans) Update(_ context.Context, k string, v []byte, rev uint64) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.revs[k] != rev {
+		return fmt.Errorf("record %s is at revision %d, not %d", k, p.revs[k], rev)
+	}
+	p.put(k, v)
 	return nil
 }
 

@@ -29,6 +29,10 @@ import (
 //     port and volumes too, and the node leaves the record and the plan,
 //     so a later update or terminate sees the cluster as it is;
 //   - group bindings sitebus made that are missing are made again;
+//   - security group rules and floating IPs sitebus made that were
+//     deleted by hand are made again (networking.go): only the groups of
+//     the record's tenants, with the plan's rules, and the floating IPs
+//     the record names; anything else in the project is left alone;
 //   - the node counts in Waldur's backend metadata are kept current;
 //   - the resource is erred in Waldur with every problem found (a VM in
 //     ERROR, a node not active in Rancher, a zone short of its workers,
@@ -54,6 +58,8 @@ const (
 	repairErred       = "resource_erred"
 	repairOK          = "resource_ok"
 	repairNodeCounts  = "node_counts"
+	repairRule        = "security_group_rule"
+	repairFloatingIP  = "floating_ip"
 )
 
 // passRecords reads and writes records with their KV revision.
@@ -205,6 +211,14 @@ func (p *pass) cluster(ctx context.Context, e recordEntry) (int, error) {
 				r.log.Warn("cluster pass: group binding made again", "group", b.Group, "role", b.RoleTemplate)
 			}
 		}
+	}
+
+	made, moved, found, err := p.networking(ctx, r, vms)
+	repairs += made
+	changed = changed || moved
+	problems = append(problems, found...)
+	if err != nil {
+		return repairs, err
 	}
 
 	counts := r.nodeCounts(vms, byHost)

@@ -130,7 +130,7 @@ func New(b *bus.Bus, cfg Config) (*Service, error) {
 	ps := &pass{offerings: cfg.Offerings, vclusters: cfg.VClusters, records: acts.plans.(*kvPlans), log: log.With("component", "cluster-pass"),
 		repairs: telemetry.Register(cfg.Registerer, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sitebus_cluster_repairs_total",
-			Help: "What the cluster pass repaired, by kind: node_removed (its VM was deleted), binding (a group binding made again), resource_erred, resource_ok, node_counts (Waldur's metadata updated).",
+			Help: "What the cluster pass repaired, by kind: node_removed (its VM was deleted), binding (a group binding made again), resource_erred, resource_ok, node_counts (Waldur's metadata updated), security_group_rule and floating_ip (sitebus's own, deleted by hand, made again).",
 		}, []string{"kind"}))}
 	return &Service{bus: b, cfg: cfg, log: log, coord: coord, acts: acts, pass: ps, ready: make(chan struct{})}, nil
 }

@@ -19,6 +19,10 @@ type Catalog interface {
 	Subnet(ctx context.Context, az AZ, id string) (Subnet, bool, error)
 	// SecurityGroups lists the groups of the zone credentials' project.
 	SecurityGroups(ctx context.Context, az AZ) ([]SecurityGroup, error)
+	// SubnetReaches reports whether a router connects the subnet to the
+	// external network (Neutron gives a port on the subnet a floating IP
+	// from that network only then).
+	SubnetReaches(ctx context.Context, az AZ, subnetID, externalNetworkID string) (bool, error)
 }
 
 // zone is a selected zone with what its catalog listed.

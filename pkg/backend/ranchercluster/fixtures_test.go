@@ -97,6 +97,8 @@ type fakeCatalog struct {
 	types   []VolumeType
 	subnets []string
 	groups  []SecurityGroup
+	// unrouted are subnet ids no router connects to an external network.
+	unrouted []string
 	// without[slug] are flavor, type or group names or subnet ids that
 	// zone lacks.
 	without map[string][]string
@@ -128,6 +130,14 @@ func (c *fakeCatalog) Subnet(_ context.Context, az AZ, id string) (Subnet, bool,
 		return Subnet{}, false, nil
 	}
 	return Subnet{ID: id}, true, nil
+}
+
+func (c *fakeCatalog) SubnetReaches(_ context.Context, _ AZ, id, _ string) (bool, error) {
+	c.calls++
+	if c.err != nil {
+		return false, c.err
+	}
+	return !slices.Contains(c.unrouted, id), nil
 }
 
 func (c *fakeCatalog) SecurityGroups(_ context.Context, az AZ) ([]SecurityGroup, error) {

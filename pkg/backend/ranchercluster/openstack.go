@@ -83,6 +83,16 @@ func (k *OpenStackCatalog) SecurityGroups(ctx context.Context, az AZ) ([]Securit
 	return c.SecurityGroups(ctx)
 }
 
+// SubnetReaches reports whether a router connects the subnet to the
+// external network.
+func (k *OpenStackCatalog) SubnetReaches(ctx context.Context, az AZ, subnetID, externalNetworkID string) (bool, error) {
+	c, err := k.client(ctx, az)
+	if err != nil {
+		return false, err
+	}
+	return c.SubnetReaches(ctx, subnetID, externalNetworkID)
+}
+
 func (k *OpenStackCatalog) client(ctx context.Context, az AZ) (*openstack.Client, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()

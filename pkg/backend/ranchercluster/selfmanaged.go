@@ -118,7 +118,7 @@ func planSelfManaged(ctx context.Context, s *Settings, a SelfManagedAttributes, 
 	if len(groups) == 0 {
 		groups = []string{SecurityGroupDefault} // as Mastermind's expand_added_nodes
 	}
-	if err := checkNetworking(ctx, cat, a, azOf, groups, bad); err != nil {
+	if err := checkNetworking(ctx, cat, a, azOf, groups, s.AllocateFloatingIPToAllNodes, bad); err != nil {
 		return nil, err
 	}
 
@@ -195,12 +195,17 @@ func planSelfManaged(ctx context.Context, s *Settings, a SelfManagedAttributes, 
 // the zone's credentials cannot use through bad. Mastermind's Waldur
 // checked them as its own objects of the user's tenant; here they are the
 // zone's, so an order can only name what the zone's project owns or what
-// is shared with it. A failed lookup is returned as it is (retryable).
-func checkNetworking(ctx context.Context, cat Catalog, a SelfManagedAttributes, azOf []AZ, groups []string,
+// is shared with it. When the nodes get floating IPs, each subnet must
+// also be routed to its zone's external network: Neutron refuses the
+// floating IP of a port on a subnet no router connects to it, which would
+// otherwise fail the order at the node step, after its VMs are made. A
+// failed lookup is returned as it is (retryable).
+func checkNetworking(ctx context.Context, cat Catalog, a SelfManagedAttributes, azOf []AZ, groups []string, floating bool,
 	bad func(attr, format string, args ...any),
 ) error {
 	listed := map[string][]SecurityGroup{} // by zone UUID
 	usable := map[string]bool{}            // by zone UUID and subnet id
+	routed := map[string]bool{}            // by zone UUID and subnet id
 	for i, n := range a.Nodes {
 		az := azOf[i]
 		if _, done := listed[az.UUID]; !done {
@@ -230,6 +235,21 @@ func checkNetworking(ctx context.Context, cat Catalog, a SelfManagedAttributes, 
 		}
 		if !ok {
 			bad(fmt.Sprintf("nodes[%d].subnet", i), "There is no subnet %s in OpenStack offering %s that its nodes may use (one of its project's, or on a shared network).", n.Subnet, az.Label())
+			continue
+		}
+		if !floating || az.ExternalNetworkID == "" {
+			continue // a zone without one is refused with the tenant
+		}
+		reaches, seen := routed[key]
+		if !seen {
+			var err error
+			if reaches, err = cat.SubnetReaches(ctx, az, n.Subnet, az.ExternalNetworkID); err != nil {
+				return fmt.Errorf("looking up the routers of subnet %s in %s: %w", n.Subnet, az.Label(), err)
+			}
+			routed[key] = reaches
+		}
+		if !reaches {
+			bad(fmt.Sprintf("nodes[%d].subnet", i), "Subnet %s has no router to the external network %s of OpenStack offering %s, so its nodes cannot have the floating IPs this offering gives them (allocate_floating_ip_to_all_nodes).", n.Subnet, az.ExternalNetworkID, az.Label())
 		}
 	}
 	return nil

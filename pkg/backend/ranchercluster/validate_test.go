@@ -290,6 +290,20 @@ func TestValidateSelfManagedRules(t *testing.T) {
 			want: "nodes[1].tenant: OpenStack offering Zone c has no external network (external_network_id), " +
 				"and this offering gives every node a floating IP (allocate_floating_ip_to_all_nodes).",
 		},
+		"floating IPs on a subnet no router connects to the external network": {
+			settings: selfManagedRaw("allocate_floating_ip_to_all_nodes", true),
+			mutate:   func(m map[string]any) { nodeOf(m, 1)["subnet"] = "7a0c1a2b-3c4d-4e5f-8a9b-0c1d2e3f4a5b" },
+			catalog: func(c *fakeCatalog) {
+				c.subnets = append(c.subnets, "7a0c1a2b-3c4d-4e5f-8a9b-0c1d2e3f4a5b")
+				c.unrouted = []string{"7a0c1a2b-3c4d-4e5f-8a9b-0c1d2e3f4a5b"}
+			},
+			want: "nodes[1].subnet: Subnet 7a0c1a2b-3c4d-4e5f-8a9b-0c1d2e3f4a5b has no router to the external network " +
+				zoneRaw("a")["external_network_id"].(string) + " of OpenStack offering Zone a, so its nodes cannot have " +
+				"the floating IPs this offering gives them (allocate_floating_ip_to_all_nodes).",
+		},
+		"an unrouted subnet is fine without floating IPs": {
+			catalog: func(c *fakeCatalog) { c.unrouted = c.subnets },
+		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
