@@ -50,13 +50,7 @@ func parseFlags() options {
 
 func main() {
 	o := parseFlags()
-	ctx, stop, log := harness.CommandContext("benchproc")
-	defer stop()
-	if err := run(ctx, o, log); err != nil {
-		fmt.Fprintln(os.Stderr, "benchproc:", err)
-		stop()
-		os.Exit(1)
-	}
+	harness.RunCommand("benchproc", func(ctx context.Context, log *slog.Logger) error { return run(ctx, o, log) })
 }
 
 type report struct {
