@@ -41,27 +41,12 @@ type clusters struct {
 	currentOrder, currentResource string
 }
 
-// addClusterOffering adds the rancher-cluster offering to fx, sold by the
-// customer of the fixture's first offering; its usage components are what
-// the reporting backend measures.
-func addClusterOffering(fx *waldursim.Fixture) error {
-	if len(fx.Offerings) == 0 {
-		return fmt.Errorf("fixture has no offering to take the customer from")
-	}
-	usage := func(typ, name, unit string) map[string]any {
-		return map[string]any{"type": typ, "name": name, "measured_unit": unit, "billing_type": "usage"}
-	}
-	fx.Offerings = append(fx.Offerings, waldursim.Offering{
-		UUID:         clusterOfferingUUID,
-		Name:         clusterOfferingName,
-		CustomerUUID: fx.Offerings[0].CustomerUUID,
-		Type:         "Marketplace.Basic",
-		Components: []map[string]any{
-			usage("nodes", "Nodes", "nodes"), usage("cpu", "CPU", "cores"),
-			usage("ram", "RAM", "GB"), usage("storage", "Storage", "GB"),
-		},
-	})
-	return nil
+// clusterOffering is the rancher-cluster offering; its usage components
+// are what the reporting backend measures.
+func clusterOffering() waldursim.Offering {
+	return waldursim.Offering{UUID: clusterOfferingUUID, Name: clusterOfferingName, Type: "Marketplace.Basic",
+		Components: components(map[string]any{"billing_type": "usage"},
+			"nodes", "Nodes", "nodes", "cpu", "CPU", "cores", "ram", "RAM", "GB", "storage", "Storage", "GB")}
 }
 
 // startClusters serves the OpenStack simulator (one zone; booting VMs

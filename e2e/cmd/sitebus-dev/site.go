@@ -52,14 +52,14 @@ func startSite(ctx context.Context, o options, log *slog.Logger, cleanup *stack)
 	platforms := o.only != "stomp-bridge"
 	withRancher := o.rancher && platforms
 	if withRancher {
-		if err := addRancherOffering(fx); err != nil {
+		if err := addOffering(fx, rancherOffering()); err != nil {
 			return nil, err
 		}
 	}
 	// Clusters register with the Rancher simulator: no Rancher, no clusters.
 	withClusters := withRancher && o.clusters
 	if withClusters {
-		if err := addClusterOffering(fx); err != nil {
+		if err := addOffering(fx, clusterOffering()); err != nil {
 			return nil, err
 		}
 	}
