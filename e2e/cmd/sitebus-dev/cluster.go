@@ -157,10 +157,7 @@ func (s *site) demoCluster(ctx context.Context, admin *waldursim.AdminClient, n 
 	c := s.clusters
 	if c.currentOrder != "" {
 		o, err := admin.Order(ctx, c.currentOrder)
-		if err != nil {
-			if ctx.Err() == nil {
-				log.Warn("demo cluster", "err", err)
-			}
+		if failed(ctx, log, "demo cluster", err) {
 			return
 		}
 		if o.State != "done" && o.State != "erred" {
@@ -172,10 +169,7 @@ func (s *site) demoCluster(ctx context.Context, admin *waldursim.AdminClient, n 
 		res, err := admin.CreateOrder(ctx, waldursim.CreateOrderRequest{
 			OfferingUUID: clusterOfferingUUID, Type: "Terminate", ResourceUUID: c.currentResource,
 		})
-		if err != nil {
-			if ctx.Err() == nil {
-				log.Warn("demo cluster terminate", "err", err)
-			}
+		if failed(ctx, log, "demo cluster terminate", err) {
 			return
 		}
 		log.Info("demo cluster terminate order created", "order", res.Order.UUID, "resource", o.ResourceName)
@@ -190,10 +184,7 @@ func (s *site) demoCluster(ctx context.Context, admin *waldursim.AdminClient, n 
 			"worker_nodes_data_volume_size": 20480, "openstack_offering_uuid_list": []any{clusterZoneUUID},
 		},
 	})
-	if err != nil {
-		if ctx.Err() == nil {
-			log.Warn("demo cluster", "err", err)
-		}
+	if failed(ctx, log, "demo cluster", err) {
 		return
 	}
 	c.currentOrder, c.currentResource = res.Order.UUID, res.Resource.UUID
