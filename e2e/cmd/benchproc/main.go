@@ -50,7 +50,13 @@ func parseFlags() options {
 
 func main() {
 	o := parseFlags()
-	harness.RunCommand("benchproc", func(ctx context.Context, log *slog.Logger) error { return run(ctx, o, log) })
+	ctx, stop, log := harness.CommandContext("benchproc")
+	defer stop()
+	if err := run(ctx, o, log); err != nil {
+		fmt.Fprintln(os.Stderr, "benchproc:", err)
+		stop()
+		os.Exit(1)
+	}
 }
 
 type report struct {

@@ -66,14 +66,20 @@ func parseFlags() options {
 
 func main() {
 	o := parseFlags()
-	harness.RunCommand("sitebus-dev", func(ctx context.Context, log *slog.Logger) error {
-		err := run(ctx, o, log)
-		if err != nil && ctx.Err() != nil {
-			log.Info("interrupted during start-up")
-			err = nil
-		}
-		return err
-	})
+	// Signals stay caught until run has cleaned up (stop): a second
+	// Ctrl-C does not cut the shutdown short and leave a broker behind.
+	ctx, stop, log := harness.CommandContext("sitebus-dev")
+	defer stop()
+	err := run(ctx, o, log)
+	if err != nil && ctx.Err() != nil {
+		log.Info("interrupted during start-up")
+		err = nil
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "sitebus-dev:", err)
+		stop()
+		os.Exit(1)
+	}
 }
 
 // stack runs cleanups in reverse order of registration.
