@@ -84,17 +84,14 @@ func New(opts Options) (*Server, error) {
 	if opts.OAuthTokenTTL <= 0 {
 		opts.OAuthTokenTTL = DefaultOAuthTokenTTL
 	}
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
-	opts.Logger = cmp.Or(opts.Logger, slog.Default())
+	log := simkit.Defaults("okdsim", &opts.Now, &opts.Logger)
 	k, err := newKubeClient(opts.Kube)
 	if err != nil {
 		return nil, fmt.Errorf("okdsim: %w", err)
 	}
 	s := &Server{
 		opts:        opts,
-		log:         opts.Logger.With("component", "okdsim"),
+		log:         log,
 		kube:        k,
 		oauthTokens: map[string]oauthToken{},
 	}
