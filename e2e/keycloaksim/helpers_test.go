@@ -4,14 +4,21 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/Nerzal/gocloak/v13"
 
 	"github.com/sitebus/sitebus/e2e/keycloaksim"
+	"github.com/sitebus/sitebus/e2e/testenv"
 )
+
+type env struct {
+	sim   *keycloaksim.Server
+	gc    *gocloak.GoCloak
+	clock *testenv.Clock
+	token string
+}
 
 // Seeded users of the "waldur" realm.
 const (
@@ -19,32 +26,7 @@ const (
 	bobID   = "22222222-2222-4222-8222-222222222222"
 )
 
-// clock is a settable time source for token expiry.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
-type env struct {
-	sim   *keycloaksim.Server
-	gc    *gocloak.GoCloak
-	clock *clock
-	token string
-}
-
-func seedConfig(c *clock) keycloaksim.Config {
+func seedConfig(c *testenv.Clock) keycloaksim.Config {
 	return keycloaksim.Config{
 		Now: c.Now,
 		Realms: []keycloaksim.Realm{{
@@ -60,7 +42,7 @@ func seedConfig(c *clock) keycloaksim.Config {
 // newEnv starts a seeded simulator and logs in as admin with gocloak.
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	c := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	c := testenv.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	sim := keycloaksim.NewTestServer(t, seedConfig(c))
 	gc := gocloak.NewClient(sim.URL())
 	jwt, err := gc.LoginAdmin(context.Background(), "admin", "admin", "master")

@@ -91,13 +91,10 @@ func New(cfg Config) (*Server, error) {
 	if cfg.TokenLifespan <= 0 {
 		cfg.TokenLifespan = 60 * time.Second
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
+	log := simkit.Defaults("keycloaksim", &cfg.Now, &cfg.Logger)
 	s := &Server{
 		cfg:    cfg,
-		log:    cfg.Logger.With("component", "keycloaksim"),
+		log:    log,
 		realms: map[string]*realm{},
 		tokens: map[string]session{},
 	}

@@ -140,7 +140,7 @@ func (s *Server) createProjectRequest(r *http.Request, _ struct{}) (any, error) 
 	user := userFrom(ctx)
 	// The request's own metadata.annotations and labels are dropped, as
 	// the template OpenShift processes takes only these parameters.
-	created, err := s.kube.namespaces().Create(ctx, newNamespace(name, map[string]string{
+	created, err := s.kube.Namespaces().Create(ctx, newNamespace(name, map[string]string{
 		DisplayNameAnnotation: pr.DisplayName, DescriptionAnnotation: pr.Description, RequesterAnnotation: user,
 	}, nil), metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
@@ -151,7 +151,7 @@ func (s *Server) createProjectRequest(r *http.Request, _ struct{}) (any, error) 
 	}
 	if err := s.createAdminBinding(ctx, name, user); err != nil {
 		// OpenShift deletes the project when a template object fails.
-		_ = s.kube.namespaces().Delete(ctx, name, metav1.DeleteOptions{})
+		_ = s.kube.Namespaces().Delete(ctx, name, metav1.DeleteOptions{})
 		return nil, apierrors.NewInternalError(err)
 	}
 	s.log.Info("project requested", "name", name, "user", user)
@@ -165,7 +165,7 @@ func (s *Server) createAdminBinding(ctx context.Context, ns, user string) error 
 		"roleRef":  map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "admin"},
 		"subjects": []any{map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}},
 	}}
-	_, err := s.kube.dyn.Resource(roleBindingGVR).Namespace(ns).Create(ctx, rb, metav1.CreateOptions{})
+	_, err := s.kube.Dyn.Resource(roleBindingGVR).Namespace(ns).Create(ctx, rb, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create role binding %s/%s: %w", ns, AdminBindingName, err)
 	}
@@ -182,7 +182,7 @@ func (s *Server) deleteProject(r *http.Request, _ struct{}) (any, error) {
 	if err := readBody(r, &opts, true); err != nil {
 		return nil, err
 	}
-	if err := s.kube.namespaces().Delete(r.Context(), name, opts); err != nil {
+	if err := s.kube.Namespaces().Delete(r.Context(), name, opts); err != nil {
 		return nil, nsErr(err, name)
 	}
 	s.log.Info("project deleted", "name", name)
@@ -212,7 +212,7 @@ func projectOf(ns *unstructured.Unstructured) Project {
 // Project returns one project; found is false when its namespace does not
 // exist.
 func (s *Server) Project(ctx context.Context, name string) (p Project, found bool, err error) {
-	ns, err := s.kube.namespaces().Get(ctx, name, metav1.GetOptions{})
+	ns, err := s.kube.Namespaces().Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return Project{}, false, nil
 	}
@@ -231,6 +231,6 @@ func (s *Server) SeedProject(ctx context.Context, p Project) error {
 	maps.Copy(a, p.Annotations)
 	p.Requester = cmp.Or(p.Requester, "someone-else")
 	a[DisplayNameAnnotation], a[DescriptionAnnotation], a[RequesterAnnotation] = p.DisplayName, p.Description, p.Requester
-	_, err := s.kube.namespaces().Create(ctx, newNamespace(p.Name, a, p.Labels), metav1.CreateOptions{})
+	_, err := s.kube.Namespaces().Create(ctx, newNamespace(p.Name, a, p.Labels), metav1.CreateOptions{})
 	return err
 }

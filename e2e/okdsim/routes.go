@@ -50,7 +50,7 @@ func (s *Server) routes() http.Handler {
 		return nil, apierrors.NewGenericServerResponse(http.StatusNotFound, "", projectsGR, "", "", 0, false)
 	}))
 	api.Handle("GET /apis/user.openshift.io/v1/users/~", simkit.Handle(hs, currentUser))
-	api.Handle("/", s.kube.proxy)
+	api.Handle("/", s.kube.Proxy)
 
 	// OAuth sits outside authentication.
 	top := http.NewServeMux()
@@ -111,14 +111,14 @@ var projectResources = metav1.APIResourceList{
 
 func (s *Server) apiGroups(w http.ResponseWriter, r *http.Request) {
 	var body []byte
-	req, err := http.NewRequestWithContext(r.Context(), http.MethodGet, s.kube.proxy.Host.JoinPath("/apis").String(), nil)
+	req, err := http.NewRequestWithContext(r.Context(), http.MethodGet, s.kube.Proxy.Host.JoinPath("/apis").String(), nil)
 	if err != nil {
 		writeErr(w, err)
 		return
 	}
 	req.Header.Set("Accept", "application/json")
 	// The proxy's transport carries the cluster's credentials.
-	resp, err := (&http.Client{Transport: s.kube.proxy.Transport}).Do(req)
+	resp, err := (&http.Client{Transport: s.kube.Proxy.Transport}).Do(req)
 	if err == nil {
 		defer func() { _ = resp.Body.Close() }()
 		body, err = io.ReadAll(resp.Body)

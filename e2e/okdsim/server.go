@@ -14,11 +14,10 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
-	"github.com/sitebus/sitebus/e2e/kubeproxy"
 	"github.com/sitebus/sitebus/e2e/simkit"
+	"github.com/sitebus/sitebus/e2e/simkit/simkube"
 )
 
 // Defaults of Options.
@@ -61,7 +60,7 @@ type Options struct {
 type Server struct {
 	opts    Options
 	log     *slog.Logger
-	kube    *kubeClient
+	kube    *simkube.Client
 	tempDir string // holds the default token file
 
 	mu          sync.Mutex
@@ -84,17 +83,16 @@ func New(opts Options) (*Server, error) {
 	if opts.OAuthTokenTTL <= 0 {
 		opts.OAuthTokenTTL = DefaultOAuthTokenTTL
 	}
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
-	opts.Logger = cmp.Or(opts.Logger, slog.Default())
-	k, err := newKubeClient(opts.Kube)
+	log := simkit.Defaults("okdsim", &opts.Now, &opts.Logger)
+	k, err := simkube.New(opts.Kube, func(w http.ResponseWriter, err error) {
+		writeErr(w, apierrors.NewServiceUnavailable("API server not available: "+err.Error()))
+	})
 	if err != nil {
 		return nil, fmt.Errorf("okdsim: %w", err)
 	}
 	s := &Server{
 		opts:        opts,
-		log:         opts.Logger.With("component", "okdsim"),
+		log:         log,
 		kube:        k,
 		oauthTokens: map[string]oauthToken{},
 	}
@@ -170,30 +168,4 @@ func (s *Server) Calls() []Call {
 	})
 }
 
-var (
-	namespaceGVR   = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
-	roleBindingGVR = schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "rolebindings"}
-)
-
-// kubeClient is the simulator's way into the API server behind it.
-type kubeClient struct {
-	dyn   dynamic.Interface
-	proxy *kubeproxy.Proxy
-}
-
-func newKubeClient(cfg *rest.Config) (*kubeClient, error) {
-	cfg = rest.CopyConfig(cfg)
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("dynamic client: %w", err)
-	}
-	proxy, err := kubeproxy.New(cfg, func(w http.ResponseWriter, err error) {
-		writeErr(w, apierrors.NewServiceUnavailable("API server not available: "+err.Error()))
-	})
-	if err != nil {
-		return nil, err
-	}
-	return &kubeClient{dyn: dyn, proxy: proxy}, nil
-}
-
-func (k *kubeClient) namespaces() dynamic.ResourceInterface { return k.dyn.Resource(namespaceGVR) }
+var roleBindingGVR = schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "rolebindings"}

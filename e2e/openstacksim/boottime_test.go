@@ -1,35 +1,17 @@
 package openstacksim_test
 
 import (
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
 
 	"github.com/sitebus/sitebus/e2e/openstacksim"
+	"github.com/sitebus/sitebus/e2e/testenv"
 )
 
-// clock is a simulator clock the test moves by hand.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
 func TestServerStaysInBuildUntilBootAfterHasPassedSinceItsCreate(t *testing.T) {
-	clk := &clock{now: time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)}
+	clk := testenv.NewClock(time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC))
 	sim := openstacksim.NewTestServer(t, openstacksim.Options{BuildPolls: -1, BootAfter: 20 * time.Second, Now: clk.Now})
 	_, c := tenant(t, sim, "boot")
 	ctx := ctxT(t)
@@ -45,7 +27,7 @@ func TestServerStaysInBuildUntilBootAfterHasPassedSinceItsCreate(t *testing.T) {
 		{19 * time.Second, "BUILD"},
 		{time.Second, "ACTIVE"},
 	} {
-		clk.advance(step.advance)
+		clk.Advance(step.advance)
 		if got := status(); got != step.want {
 			t.Fatalf("%s after a further %s, want %s", got, step.advance, step.want)
 		}

@@ -162,11 +162,8 @@ func New(opts Options) (*Server, error) {
 	opts.DeletePolls = cmp.Or(opts.DeletePolls, DefaultDeletePolls)
 	opts.TokenTTL = cmp.Or(opts.TokenTTL, DefaultTokenTTL)
 	opts.Quotas = opts.Quotas.withDefaults()
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
-	opts.Logger = cmp.Or(opts.Logger, slog.Default())
-	s := &Server{opts: opts, log: opts.Logger.With("component", "openstacksim")}
+	log := simkit.Defaults("openstacksim", &opts.Now, &opts.Logger)
+	s := &Server{opts: opts, log: log}
 	s.Faults = newFaults()
 	st, err := newState(&s.opts, s.now())
 	if err != nil {

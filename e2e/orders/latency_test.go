@@ -3,7 +3,6 @@ package orders_test
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,29 +30,17 @@ func BenchmarkCreateOrderLatency(b *testing.B) {
 		b.Fatal(err)
 	}
 	k8sBefore := s.k8sCalls()
-	type sample struct {
-		uuid  string
-		start time.Time
-	}
-	var samples []sample
+	var samples []harness.OrderStart
 	b.ResetTimer()
 	for i := range orders {
 		start := time.Now()
 		u, _ := s.Order(waldursim.CreateOrderRequest{ResourceName: fmt.Sprintf("lat-%03d", i), Limits: map[string]int{"cpu": 1, "ram": 2, "storage": 5}})
-		samples = append(samples, sample{u, start})
+		samples = append(samples, harness.OrderStart{UUID: u, Start: start})
 		s.WaitOrder(u, "done")
 	}
 	b.StopTimer()
 	doneAt, waldurCalls := doneTimes(b, s)
-	var lat []time.Duration
-	for _, sm := range samples {
-		t, ok := doneAt[strings.ReplaceAll(sm.uuid, "-", "")]
-		if !ok {
-			b.Fatalf("no set_state_done call for order %s", sm.uuid)
-		}
-		lat = append(lat, t.Sub(sm.start))
-	}
-	slices.Sort(lat)
+	lat := harness.Latencies(b, samples, doneAt)
 	p := func(q float64) time.Duration { return lat[int(q*float64(len(lat)-1))] }
 	k8s := s.k8sCalls() - k8sBefore
 	b.ReportMetric(float64(p(0.50).Microseconds())/1000, "p50-ms")
@@ -177,15 +164,11 @@ func BenchmarkCreateOrderBurst(b *testing.B) {
 	}
 	b.StopTimer()
 	doneAt, _ := doneTimes(b, s)
-	var lat []time.Duration
+	var starts []harness.OrderStart
 	for _, u := range uuids {
-		t, ok := doneAt[u]
-		if !ok {
-			b.Fatalf("no set_state_done call for order %s", u)
-		}
-		lat = append(lat, t.Sub(start))
+		starts = append(starts, harness.OrderStart{UUID: u, Start: start})
 	}
-	slices.Sort(lat)
+	lat := harness.Latencies(b, starts, doneAt)
 	p := func(q float64) time.Duration { return lat[int(q*float64(len(lat)-1))] }
 	b.ReportMetric(float64(lat[len(lat)-1].Microseconds())/1000, "all-done-ms")
 	b.ReportMetric(float64(p(0.50).Microseconds())/1000, "p50-ms")

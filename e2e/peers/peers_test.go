@@ -69,6 +69,22 @@ func (c *countedConn) Close() error {
 	return c.Conn.Close()
 }
 
+// serveSim builds a simulator with newSim(opts), closed by t.Cleanup,
+// and serves it as serve does.
+func serveSim[S interface {
+	Handler() http.Handler
+	Close() error
+}, O any](t *testing.T, newSim func(O) (S, error), opts O) (S, string, *countingListener) {
+	t.Helper()
+	sim, err := newSim(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sim.Close() })
+	url, conns := serve(t, sim.Handler())
+	return sim, url, conns
+}
+
 // serve serves h on a counting listener, closed by t.Cleanup.
 func serve(t *testing.T, h http.Handler) (string, *countingListener) {
 	t.Helper()
@@ -122,14 +138,9 @@ const (
 )
 
 func waldurPeer(t *testing.T, bound time.Duration) *peer {
-	sim, err := waldursim.New(waldursim.Config{Logger: quiet, Fixture: &waldursim.Fixture{
+	sim, url, conns := serveSim(t, waldursim.New, waldursim.Config{Logger: quiet, Fixture: &waldursim.Fixture{
 		Users: []waldursim.User{{UUID: "0f1e2d3c4b5a69788796a5b4c3d2e1f0", Username: "agent", Token: waldurToken}},
 	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sim.Close() })
-	url, conns := serve(t, sim.Handler())
 	idle := &idleCloser{}
 	c, err := waldur.New(waldur.Config{APIURL: url + "/api/", Token: waldurToken, Logger: quiet,
 		Timeout: bound, WrapTransport: idle.wrap,
@@ -149,12 +160,7 @@ func waldurPeer(t *testing.T, bound time.Duration) *peer {
 }
 
 func keycloakPeer(t *testing.T, bound time.Duration) *peer {
-	sim, err := keycloaksim.New(keycloaksim.Config{AdminPassword: keycloakSecret})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sim.Close() })
-	url, conns := serve(t, sim.Handler())
+	sim, url, conns := serveSim(t, keycloaksim.New, keycloaksim.Config{AdminPassword: keycloakSecret})
 	idle := &idleCloser{}
 	c, err := keycloak.New(keycloak.Config{URL: url + "/", Username: "admin", Password: keycloakSecret,
 		Timeout: bound, MaxAttempts: 1, Logger: quiet, WrapTransport: idle.wrap})
@@ -170,12 +176,7 @@ func keycloakPeer(t *testing.T, bound time.Duration) *peer {
 }
 
 func rancherPeer(t *testing.T, bound time.Duration) *peer {
-	sim, err := ranchersim.New(ranchersim.Options{Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sim.Close() })
-	url, conns := serve(t, sim.Handler())
+	sim, url, conns := serveSim(t, ranchersim.New, ranchersim.Options{Logger: quiet})
 	o := sim.Options()
 	s, err := rancher.DecodeSettings(map[string]any{"backend_url": url, "username": o.AccessKey,
 		"password": o.SecretKey, "cluster_id": o.ClusterID})

@@ -46,12 +46,7 @@ func TestMisbehavingVaultFailsBoundedClassifiedAndLeakFree(t *testing.T) {
 }
 
 func okdPeer(t *testing.T, bound time.Duration) *peer {
-	sim, err := okdsim.New(okdsim.Options{Kube: kube.Shared(t).RESTConfig(), Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sim.Close() })
-	url, conns := serve(t, sim.Handler())
+	sim, url, conns := serveSim(t, okdsim.New, okdsim.Options{Kube: kube.Shared(t).RESTConfig(), Logger: quiet})
 	tokenFile := filepath.Join(t.TempDir(), "token")
 	if err := os.WriteFile(tokenFile, []byte(sim.Token()+"\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -80,12 +75,7 @@ func okdPeer(t *testing.T, bound time.Duration) *peer {
 }
 
 func openstackPeer(t *testing.T, bound time.Duration) *peer {
-	sim, err := openstacksim.New(openstacksim.Options{Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sim.Close() })
-	url, conns := serve(t, sim.Handler())
+	sim, url, conns := serveSim(t, openstacksim.New, openstacksim.Options{Logger: quiet})
 	o := sim.Options()
 	idle := &idleCloser{}
 	hc := &http.Client{Transport: idle.wrap(http.DefaultTransport.(*http.Transport).Clone())}

@@ -140,15 +140,7 @@ func TestManagedCreateThreeZonesThenTerminate(t *testing.T) {
 	if spec["kubernetesVersion"] != "v1.31.7+rke2r1" || rke["dataDirectories"] == nil {
 		t.Errorf("cluster spec %v", spec)
 	}
-	rnodes := s.Rancher.Nodes(pc.ClusterID)
-	if len(rnodes) != 15 {
-		t.Errorf("%d Rancher nodes, want 15", len(rnodes))
-	}
-	for _, n := range rnodes {
-		if n.State != "active" {
-			t.Errorf("node %s is %s", n.Hostname, n.State)
-		}
-	}
+	s.wantActiveNodes(t, pc.ClusterID, 15)
 	for host, n := range s.boots.snapshot() {
 		if n != 1 {
 			t.Errorf("VM %s booted %d times", host, n)
@@ -211,15 +203,7 @@ func TestManagedCreateThreeZonesThenTerminate(t *testing.T) {
 	report(t, "Vault calls per 3-zone create (sitebus and the 15 VMs)", s.vaultCalls.snapshot())
 
 	// Terminate leaves nothing behind.
-	start = time.Now()
-	termUUID, _ := s.order(waldursim.CreateOrderRequest{Type: "Terminate", ResourceUUID: resUUID})
-	if o := s.WaitOrder(termUUID, "done", "erred"); o.State != "done" {
-		t.Fatalf("terminate order %s: %s", o.State, o.ErrorMessage)
-	}
-	t.Logf("terminate (15 nodes drained and deleted, then everything else): %s", time.Since(start).Round(time.Millisecond))
-	if n := len(s.Rancher.Drains()); n != 15 {
-		t.Errorf("%d drains on terminate, want 15", n)
-	}
+	t.Logf("terminate (15 nodes drained and deleted, then everything else): %s", s.terminate(t, resUUID, 15))
 	s.wantNothingLeft(resUUID)
 }
 
@@ -241,6 +225,51 @@ func TestAVMInErrorUndoesTheCreate(t *testing.T) {
 }
 
 // wantNothingLeft checks that no simulator holds anything of the
+// terminate orders the terminate of resUUID, fails t unless it ends done
+// after drains Rancher node drains, and returns how long it took.
+func (s *site) terminate(t testing.TB, resUUID string, drains int) time.Duration {
+	t.Helper()
+	start := time.Now()
+	s.orderDone(t, "terminate order", waldursim.CreateOrderRequest{Type: "Terminate", ResourceUUID: resUUID})
+	took := time.Since(start).Round(time.Millisecond)
+	if n := len(s.Rancher.Drains()); n != drains {
+		t.Errorf("%d drains on terminate, want %d", n, drains)
+	}
+	return took
+}
+
+// wantRefused orders the create of name with attrs, fails t unless it
+// ends erred with want in its message, and checks that OpenStack saw no
+// write (the refusal comes first); it returns the resource's UUID.
+func (s *site) wantRefused(t testing.TB, name string, attrs map[string]any, want string) (resUUID string) {
+	t.Helper()
+	s.OpenStack.ResetCalls()
+	orderUUID, resUUID := s.order(waldursim.CreateOrderRequest{ResourceName: name, Attributes: attrs})
+	if o := s.WaitOrder(orderUUID, "done", "erred"); o.State != "erred" || !strings.Contains(o.ErrorMessage, want) {
+		t.Fatalf("order %s: %q, want erred with %q", o.State, o.ErrorMessage, want)
+	}
+	for _, c := range s.OpenStack.Calls() {
+		if c.Method != "GET" && !strings.HasSuffix(c.Path, "/auth/tokens") {
+			t.Errorf("OpenStack call %s %s for a refused order", c.Method, c.Path)
+		}
+	}
+	return resUUID
+}
+
+// wantActiveNodes fails t unless clusterID has n Rancher nodes, all active.
+func (s *site) wantActiveNodes(t testing.TB, clusterID string, n int) {
+	t.Helper()
+	nodes := s.Rancher.Nodes(clusterID)
+	if len(nodes) != n {
+		t.Errorf("%d Rancher nodes, want %d", len(nodes), n)
+	}
+	for _, node := range nodes {
+		if node.State != "active" {
+			t.Errorf("node %s is %s", node.Hostname, node.State)
+		}
+	}
+}
+
 // resource.
 func (s *site) wantNothingLeft(resUUID string) {
 	s.t.Helper()
@@ -348,17 +377,7 @@ func TestValidationRefusalsErrTheOrderWithNothingMade(t *testing.T) {
 			i++
 			attrs := createAttributes(fmt.Sprintf("refused-%d", i), 2)
 			maps.Copy(attrs, tc.attrs)
-			s.OpenStack.ResetCalls()
-			orderUUID, _ := s.order(waldursim.CreateOrderRequest{ResourceName: fmt.Sprintf("refused-%d", i), Attributes: attrs})
-			o := s.WaitOrder(orderUUID, "done", "erred")
-			if o.State != "erred" || !strings.Contains(o.ErrorMessage, tc.want) {
-				t.Fatalf("order %s: %q, want erred with %q", o.State, o.ErrorMessage, tc.want)
-			}
-			for _, c := range s.OpenStack.Calls() {
-				if c.Method != "GET" && !strings.HasSuffix(c.Path, "/auth/tokens") {
-					t.Errorf("OpenStack call %s %s for a refused order", c.Method, c.Path)
-				}
-			}
+			s.wantRefused(t, fmt.Sprintf("refused-%d", i), attrs, tc.want)
 			if inv := s.OpenStack.Tenants(); inv.Total() != 0 {
 				t.Errorf("OpenStack's tenants hold %d objects", inv.Total())
 			}

@@ -194,17 +194,7 @@ func TestSelfManagedOrders(t *testing.T) {
 				cluster := fmt.Sprintf("refused-%d", i)
 				attrs := selfManagedAttributes(cluster, u)
 				tc.mutate(attrs)
-				s.OpenStack.ResetCalls()
-				orderUUID, resUUID := s.order(waldursim.CreateOrderRequest{ResourceName: cluster, Attributes: attrs})
-				o := s.WaitOrder(orderUUID, "done", "erred")
-				if o.State != "erred" || !strings.Contains(o.ErrorMessage, tc.want) {
-					t.Fatalf("order %s: %q, want erred with %q", o.State, o.ErrorMessage, tc.want)
-				}
-				for _, c := range s.OpenStack.Calls() {
-					if c.Method != "GET" && !strings.HasSuffix(c.Path, "/auth/tokens") {
-						t.Errorf("OpenStack call %s %s for a refused order", c.Method, c.Path)
-					}
-				}
+				resUUID := s.wantRefused(t, cluster, attrs, tc.want)
 				wantInventory(t, s, before, "after the refusal")
 				s.wantNothingLeftButOpenStack(resUUID)
 			})
@@ -269,29 +259,13 @@ func TestSelfManagedOrders(t *testing.T) {
 		if !ok {
 			t.Fatalf("no provisioning cluster %s: %v", name, s.Rancher.Inventory())
 		}
-		rnodes := s.Rancher.Nodes(pc.ClusterID)
-		if len(rnodes) != 3 {
-			t.Errorf("%d Rancher nodes, want 3", len(rnodes))
-		}
-		for _, n := range rnodes {
-			if n.State != "active" {
-				t.Errorf("node %s is %s", n.Hostname, n.State)
-			}
-		}
+		s.wantActiveNodes(t, pc.ClusterID, 3)
 		hex := strings.ReplaceAll(resUUID, "-", "")
 		if _, ok := s.Keycloak.GroupByPath("waldur", "/c_"+hex); !ok {
 			t.Errorf("no Keycloak group c_%s", hex)
 		}
 
-		start = time.Now()
-		termUUID, _ := s.order(waldursim.CreateOrderRequest{Type: "Terminate", ResourceUUID: resUUID})
-		if o := s.WaitOrder(termUUID, "done", "erred"); o.State != "done" {
-			t.Fatalf("terminate order %s: %s", o.State, o.ErrorMessage)
-		}
-		t.Logf("self-managed terminate: %s", time.Since(start).Round(time.Millisecond))
-		if n := len(s.Rancher.Drains()); n != 3 {
-			t.Errorf("%d drains on terminate, want 3", n)
-		}
+		t.Logf("self-managed terminate: %s", s.terminate(t, resUUID, 3))
 		s.wantNothingLeftButOpenStack(resUUID)
 		wantInventory(t, s, before, "after the terminate")
 	})
@@ -391,10 +365,7 @@ func dayTwo(t *testing.T, s *site, u userNetwork, before map[string][]string) {
 		t.Errorf("VMs %v after the refused removals, want %v", got, want)
 	}
 
-	termUUID, _ := s.order(waldursim.CreateOrderRequest{Type: "Terminate", ResourceUUID: resUUID})
-	if o := s.WaitOrder(termUUID, "done", "erred"); o.State != "done" {
-		t.Fatalf("terminate order %s: %s", o.State, o.ErrorMessage)
-	}
+	s.orderDone(t, "terminate order", waldursim.CreateOrderRequest{Type: "Terminate", ResourceUUID: resUUID})
 	s.wantNothingLeftButOpenStack(resUUID)
 	wantInventory(t, s, before, "after the day-two terminate")
 }

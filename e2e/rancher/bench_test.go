@@ -38,11 +38,7 @@ func benchRancherCreate(b *testing.B, opts siteOptions) {
 	const orders = 200
 	s := newSiteWith(b, opts)
 	team := []waldursim.TeamMember{member("alice01", "PROJECT.ADMIN"), member("bob01", "PROJECT.MEMBER")}
-	type sample struct {
-		uuid  string
-		start time.Time
-	}
-	var samples []sample
+	var samples []harness.OrderStart
 	var first time.Time
 	b.ResetTimer()
 	for i := range orders {
@@ -54,7 +50,7 @@ func benchRancherCreate(b *testing.B, opts siteOptions) {
 			first = start
 		}
 		harness.DeliverOrder(b, s.Admin, offeringHex, res.Order.UUID)
-		samples = append(samples, sample{res.Order.UUID, start})
+		samples = append(samples, harness.OrderStart{UUID: res.Order.UUID, Start: start})
 		if o := s.WaitOrder(res.Order.UUID, "done", "erred"); o.State != "done" {
 			b.Fatalf("order %d: %s (%s)\n%s", i, o.State, o.ErrorMessage, s.Sitebus.Tail(40))
 		}
@@ -92,15 +88,7 @@ func benchRancherCreate(b *testing.B, opts siteOptions) {
 		}
 	}
 
-	var lat []time.Duration
-	for _, sm := range samples {
-		t, ok := doneAt[strings.ReplaceAll(sm.uuid, "-", "")]
-		if !ok {
-			b.Fatalf("no set_state_done call for order %s", sm.uuid)
-		}
-		lat = append(lat, t.Sub(sm.start))
-	}
-	slices.Sort(lat)
+	lat := harness.Latencies(b, samples, doneAt)
 	p := func(q float64) time.Duration { return lat[int(q*float64(len(lat)-1))] }
 	per := func(cs []call) float64 { return float64(len(cs)) / orders }
 	b.ReportMetric(float64(p(0.50).Microseconds())/1000, "p50-ms")
@@ -119,8 +107,8 @@ func benchRancherCreate(b *testing.B, opts siteOptions) {
 	all := slices.Concat(waldur, rancher, keycloak)
 	slices.SortStableFunc(all, func(a, b call) int { return a.t.Compare(b.t) })
 	for _, n := range []int{0, orders - 1} {
-		from := samples[n].start
-		to := doneAt[strings.ReplaceAll(samples[n].uuid, "-", "")]
+		from := samples[n].Start
+		to := doneAt[strings.ReplaceAll(samples[n].UUID, "-", "")]
 		counts := map[string]int{}
 		var lines []string
 		for _, c := range all {

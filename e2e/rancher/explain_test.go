@@ -37,17 +37,24 @@ func assigned(lines []string, projectID string) []string {
 	return out
 }
 
+// explainSite is a site with no orders and sitebus not started, for
+// explain and then the run; keycloakEnabled picks the saga or the direct
+// path.
+func explainSite(t *testing.T, keycloakEnabled bool) *site {
+	fx := harness.Fixture(t)
+	fx.Orders, fx.Resources = nil, nil
+	return &site{t: t, Site: harness.NewSite(t, harness.WithFixture(fx), harness.WithCluster(kube.Shared(t)), harness.WithRancher(ranchersim.Options{}),
+		harness.WithKeycloak(kcAdminPassword, harness.KeycloakUsers...), harness.WithGPU(), harness.WithoutStart(),
+		harness.WithSettings(map[string]any{"default_role": "workloads-manage", "keycloak_enabled": keycloakEnabled}),
+		harness.WithSitebusConfig(map[string]any{"periods": map[string]any{"order_process_period": "1h"}}))}
+}
+
 // explain's listing of a create, an update and a terminate of a Rancher
 // project (the direct path, without Keycloak) is what the run then does:
 // the same Waldur changes and the same Rancher changes (the simulators'
 // call logs).
 func TestExplainListsTheCallsTheRunMakes(t *testing.T) {
-	fx := harness.Fixture(t)
-	fx.Orders, fx.Resources = nil, nil
-	s := &site{t: t, Site: harness.NewSite(t, harness.WithFixture(fx), harness.WithCluster(kube.Shared(t)), harness.WithRancher(ranchersim.Options{}),
-		harness.WithKeycloak(kcAdminPassword, harness.KeycloakUsers...), harness.WithGPU(), harness.WithoutStart(),
-		harness.WithSettings(map[string]any{"default_role": "workloads-manage", "keycloak_enabled": false}),
-		harness.WithSitebusConfig(map[string]any{"periods": map[string]any{"order_process_period": "1h"}}))}
+	s := explainSite(t, false)
 
 	peer := harness.ExplainPeer{Target: "rancher", Reset: s.Rancher.ResetCalls, Changes: func() []string {
 		// The local login is no change.
@@ -72,12 +79,7 @@ func TestExplainListsTheCallsTheRunMakes(t *testing.T) {
 // sagas: explain runs their steps dry, and the Keycloak and Rancher
 // changes it lists under them are those the run then makes.
 func TestExplainRunsTheProjectSagaAsTheRunDoes(t *testing.T) {
-	fx := harness.Fixture(t)
-	fx.Orders, fx.Resources = nil, nil
-	s := &site{t: t, Site: harness.NewSite(t, harness.WithFixture(fx), harness.WithCluster(kube.Shared(t)), harness.WithRancher(ranchersim.Options{}),
-		harness.WithKeycloak(kcAdminPassword, harness.KeycloakUsers...), harness.WithGPU(), harness.WithoutStart(),
-		harness.WithSettings(map[string]any{"default_role": "workloads-manage", "keycloak_enabled": true}),
-		harness.WithSitebusConfig(map[string]any{"periods": map[string]any{"order_process_period": "1h"}}))}
+	s := explainSite(t, true)
 	keycloak := harness.KeycloakPeer(s.Keycloak, "waldur")
 	var resUUID string
 	check := func(orderUUID, res string, start func()) *app.OrderExplanation {

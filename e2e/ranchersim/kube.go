@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
@@ -22,8 +21,8 @@ import (
 	"k8s.io/client-go/restmapper"
 
 	"github.com/sitebus/sitebus/e2e/kube/manifest"
-	"github.com/sitebus/sitebus/e2e/kubeproxy"
 	"github.com/sitebus/sitebus/e2e/simkit"
+	"github.com/sitebus/sitebus/e2e/simkit/simkube"
 )
 
 // namespaceBody is what POST …/namespaces accepts (JSON names matched
@@ -79,7 +78,7 @@ func (s *Server) listNamespaces(r *http.Request, _ struct{}) (any, error) {
 	if err := s.kubeReady(r); err != nil {
 		return nil, err
 	}
-	list, err := s.kube.namespaces().List(r.Context(), metav1.ListOptions{})
+	list, err := s.kube.Namespaces().List(r.Context(), metav1.ListOptions{})
 	if err != nil {
 		return nil, kubeErr(err)
 	}
@@ -92,7 +91,7 @@ func (s *Server) getNamespace(r *http.Request, _ struct{}) (any, error) {
 	if err := s.kubeReady(r); err != nil {
 		return nil, err
 	}
-	ns, err := s.kube.namespaces().Get(r.Context(), r.PathValue("name"), metav1.GetOptions{})
+	ns, err := s.kube.Namespaces().Get(r.Context(), r.PathValue("name"), metav1.GetOptions{})
 	if err != nil {
 		return nil, kubeErr(err)
 	}
@@ -129,7 +128,7 @@ func (s *Server) createNamespace(r *http.Request, _ struct{}) (any, error) {
 	ns.SetName(in.Name)
 	ns.SetLabels(labels)
 	ns.SetAnnotations(ann)
-	created, err := s.kube.namespaces().Create(r.Context(), ns, metav1.CreateOptions{})
+	created, err := s.kube.Namespaces().Create(r.Context(), ns, metav1.CreateOptions{})
 	if err != nil {
 		return nil, kubeErr(err)
 	}
@@ -148,7 +147,7 @@ func (s *Server) proxyKube(w http.ResponseWriter, r *http.Request) {
 	out := r.Clone(r.Context())
 	out.URL.Path = "/" + strings.TrimPrefix(r.PathValue("rest"), "/")
 	out.URL.RawPath = ""
-	s.kube.proxy.ServeHTTP(w, out)
+	s.kube.Proxy.ServeHTTP(w, out)
 }
 
 // Rancher's namespace-to-project link: the annotation holds the full
@@ -164,36 +163,22 @@ const (
 // itself too, impersonating the user; the test cluster has no Rancher
 // users to impersonate).
 type kubeClient struct {
-	dyn    dynamic.Interface
+	*simkube.Client
 	mapper *restmapper.DeferredDiscoveryRESTMapper
-	proxy  *kubeproxy.Proxy
 }
 
 func newKubeClient(cfg *rest.Config) (*kubeClient, error) {
-	cfg = rest.CopyConfig(cfg)
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("dynamic client: %w", err)
-	}
-	disco, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("discovery client: %w", err)
-	}
-	proxy, err := kubeproxy.New(cfg, func(w http.ResponseWriter, err error) {
+	c, err := simkube.New(cfg, func(w http.ResponseWriter, err error) {
 		writeErr(w, newErr(http.StatusServiceUnavailable, "ClusterUnavailable", "cluster not available: "+err.Error()))
 	})
 	if err != nil {
 		return nil, err
 	}
-	return &kubeClient{
-		dyn:    dyn,
-		mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco)),
-		proxy:  proxy,
-	}, nil
-}
-
-func (k *kubeClient) namespaces() dynamic.ResourceInterface {
-	return k.dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"})
+	disco, err := discovery.NewDiscoveryClientForConfig(rest.CopyConfig(cfg))
+	if err != nil {
+		return nil, fmt.Errorf("discovery client: %w", err)
+	}
+	return &kubeClient{Client: c, mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco))}, nil
 }
 
 // deleteProjectNamespaces deletes every namespace whose annotation names
@@ -201,7 +186,7 @@ func (k *kubeClient) namespaces() dynamic.ResourceInterface {
 // narrows the listing; the annotation decides, as p-… alone is not unique
 // across clusters.
 func (k *kubeClient) deleteProjectNamespaces(ctx context.Context, projectID string) error {
-	list, err := k.namespaces().List(ctx, metav1.ListOptions{LabelSelector: ProjectIDLabel + "=" + projectShortID(projectID)})
+	list, err := k.Namespaces().List(ctx, metav1.ListOptions{LabelSelector: ProjectIDLabel + "=" + projectShortID(projectID)})
 	if err != nil {
 		return fmt.Errorf("list namespaces of %s: %w", projectID, err)
 	}
@@ -209,7 +194,7 @@ func (k *kubeClient) deleteProjectNamespaces(ctx context.Context, projectID stri
 		if ns.GetAnnotations()[ProjectIDAnnotation] != projectID {
 			continue
 		}
-		if err := k.namespaces().Delete(ctx, ns.GetName(), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		if err := k.Namespaces().Delete(ctx, ns.GetName(), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("delete namespace %s: %w", ns.GetName(), err)
 		}
 	}
@@ -290,7 +275,7 @@ func (k *kubeClient) applyOne(ctx context.Context, obj *unstructured.Unstructure
 		return "", fmt.Errorf(`error: resource mapping not found for name: %q namespace: %q from "STDIN": %v`,
 			obj.GetName(), obj.GetNamespace(), err)
 	}
-	var ri dynamic.ResourceInterface = k.dyn.Resource(mapping.Resource)
+	var ri dynamic.ResourceInterface = k.Dyn.Resource(mapping.Resource)
 	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
 		switch ns := obj.GetNamespace(); {
 		case in.Namespace != "" && ns != "" && ns != in.Namespace:
@@ -303,7 +288,7 @@ func (k *kubeClient) applyOne(ctx context.Context, obj *unstructured.Unstructure
 		default:
 			obj.SetNamespace(metav1.NamespaceDefault)
 		}
-		ri = k.dyn.Resource(mapping.Resource).Namespace(obj.GetNamespace())
+		ri = k.Dyn.Resource(mapping.Resource).Namespace(obj.GetNamespace())
 	} else if gvk.Kind == "Namespace" && gvk.Group == "" && in.ProjectID != "" {
 		// Rancher puts namespaces the manifest creates into the project.
 		ann, labels := simkit.CloneOrEmpty(obj.GetAnnotations()), simkit.CloneOrEmpty(obj.GetLabels())

@@ -94,13 +94,10 @@ func New(opts Options) (*Server, error) {
 	opts.ClusterName = cmp.Or(opts.ClusterName, DefaultClusterName)
 	opts.UserID = cmp.Or(opts.UserID, DefaultUserID)
 	opts.Provisioning = opts.Provisioning.withDefaults()
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
-	opts.Logger = cmp.Or(opts.Logger, slog.Default())
+	log := simkit.Defaults("ranchersim", &opts.Now, &opts.Logger)
 	s := &Server{
 		opts: opts,
-		log:  opts.Logger.With("component", "ranchersim"),
+		log:  log,
 	}
 	s.Faults = newFaults()
 	s.prov.clusters.Put(opts.ClusterID, &Cluster{ID: opts.ClusterID, Name: opts.ClusterName, Created: s.now(), own: true})

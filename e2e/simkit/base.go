@@ -71,3 +71,14 @@ func NewTestServer[S testServer, O any](t testing.TB, newSim func(O) (S, error),
 	s.ServeTest(t, s.Close)
 	return s
 }
+
+// Defaults fills in a simulator's clock (time.Now) and logger
+// (slog.Default()) when its options leave them unset, and returns the
+// logger tagged with the simulator's name.
+func Defaults(name string, now *func() time.Time, log **slog.Logger) *slog.Logger {
+	if *now == nil {
+		*now = time.Now
+	}
+	*log = cmp.Or(*log, slog.Default())
+	return (*log).With("component", name)
+}

@@ -16,8 +16,6 @@ import (
 	"github.com/sitebus/sitebus/e2e/waldursim"
 	"github.com/sitebus/sitebus/pkg/backend/rancher"
 	"github.com/sitebus/sitebus/pkg/config"
-	"github.com/sitebus/sitebus/pkg/waldur"
-	"github.com/sitebus/sitebus/services/usage"
 )
 
 // rancherProject adds a managed project to the simulator, as the order
@@ -118,9 +116,7 @@ func BenchmarkRancherUsageCycle1000Resources(b *testing.B) {
 		wg.Go(func() {
 			defer func() { <-sem }()
 			resources[i] = rancherResource(i+1, rancherProject(b, rsim, ns, ns))
-			createPod(b, dyn, ns, "web", container{"cpu": "500m", "memory": "1Gi"}, container{"cpu": "250m", "memory": "256Mi"})
-			createPod(b, dyn, ns, "worker", container{"cpu": "1", "memory": "2Gi"})
-			createPVC(b, dyn, ns, "data", "10Gi")
+			createBenchWorkload(b, dyn, ns)
 		})
 	}
 	wg.Wait()
@@ -128,7 +124,7 @@ func BenchmarkRancherUsageCycle1000Resources(b *testing.B) {
 
 	fx := fixture(b, resources)
 	wsim := waldursim.NewTestServer(b, waldursim.Config{Fixture: fx, Logger: quiet})
-	rancherCalls, waldurCalls := &countingTransport{}, &countingTransport{}
+	rancherCalls := &countingTransport{}
 	o := rsim.Options()
 	s, err := rancher.DecodeSettings(map[string]any{"backend_url": rsim.URL(), "username": o.AccessKey, "password": o.SecretKey, "cluster_id": o.ClusterID})
 	if err != nil {
@@ -143,25 +139,7 @@ func BenchmarkRancherUsageCycle1000Resources(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	wc, err := waldur.New(waldur.Config{APIURL: wsim.URL() + "/api/", Token: fx.Users[0].Token,
-		WrapTransport: func(rt http.RoundTripper) http.RoundTripper { waldurCalls.rt = rt; return waldurCalls }})
-	if err != nil {
-		b.Fatal(err)
-	}
-	svc, err := usage.New(usage.Config{
-		Offerings: []usage.Offering{{Config: &config.Offering{Name: "bench", WaldurOfferingUUID: offeringUUID, BackendComponents: components}, Waldur: wc, Backend: be}},
-		Logger:    quiet,
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-
-	cycle := func() (time.Duration, int64, int64) {
-		r0, w0 := rancherCalls.n.Load(), waldurCalls.n.Load()
-		start := time.Now()
-		svc.Cycle(context.Background())
-		return time.Since(start), rancherCalls.n.Load() - r0, waldurCalls.n.Load() - w0
-	}
+	cycle := benchCycle(b, wsim, fx, components, be, rancherCalls, quiet)
 	d, r, w := cycle()
 	month := thisMonth()
 	// Each project: 0.5+0.25+1 cores, 1+0.25+2 GiB, 10 GiB claimed.
@@ -185,15 +163,7 @@ func BenchmarkRancherUsageCycle1000Resources(b *testing.B) {
 	b.Logf("UsageAll of %d projects alone: %s, %d Rancher calls", n, time.Since(start).Round(time.Millisecond), rancherCalls.n.Load()-r0)
 	b.Logf("first cycle (%d Rancher projects, all submitted): %s, %d Rancher calls, %d Waldur calls (%d set_usage)", n, d.Round(time.Millisecond), r, w, sets)
 
-	b.ResetTimer()
-	var rTotal, wTotal int64
-	for b.Loop() {
-		d, r, w = cycle()
-		rTotal += r
-		wTotal += w
-	}
-	b.ReportMetric(float64(rTotal)/float64(b.N), "rancher-calls/op")
-	b.ReportMetric(float64(wTotal)/float64(b.N), "waldur-calls/op")
+	d, r, w = steadyCycles(b, "rancher", cycle)
 	b.Logf("steady cycle (%d Rancher projects, nothing changed): last %s, %d Rancher calls, %d Waldur calls", n, d.Round(time.Millisecond), r, w)
 }
 

@@ -24,14 +24,13 @@ func componentDefaults() map[string]any {
 }
 
 var (
-	billingTypes = []string{"fixed", "usage", "limit", "one", "few"}
-	limitPeriods = []string{"annual", "month", "quarterly", "total"}
-	// intComponentFields are the serializer's IntegerFields (null allowed).
-	intComponentFields = []string{"limit_amount", "max_value", "min_value", "max_available_limit", "default_limit", "unit_factor",
-		"min_prepaid_duration", "max_prepaid_duration", "prepaid_duration_step", "min_renewal_duration",
-		"max_renewal_duration", "renewal_duration_step"}
+	billingTypes      = []string{"fixed", "usage", "limit", "one", "few"}
+	limitPeriods      = []string{"annual", "month", "quarterly", "total"}
 	prepaidOnlyFields = []string{"min_prepaid_duration", "max_prepaid_duration", "prepaid_duration_step",
 		"min_renewal_duration", "max_renewal_duration", "renewal_duration_step"}
+	// intComponentFields are the serializer's IntegerFields (null allowed).
+	intComponentFields = append([]string{"limit_amount", "max_value", "min_value", "max_available_limit", "default_limit",
+		"unit_factor"}, prepaidOnlyFields...)
 )
 
 // validateComponent checks body as OfferingComponentSerializer does and

@@ -52,17 +52,12 @@ type Server struct {
 
 // New builds a simulator from cfg; it does not listen (see Start, Handler).
 func New(cfg Config) (*Server, error) {
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
+	log := simkit.Defaults("waldursim", &cfg.Now, &cfg.Logger)
 	cfg.Version = cmp.Or(cfg.Version, "7.7.0")
 	if cfg.Fixture == nil {
 		cfg.Fixture = &Fixture{}
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger.With("component", "waldursim")}
+	s := &Server{cfg: cfg, log: log}
 	s.Faults = simkit.NewFaults(simkit.FaultOptions{
 		DownBody:  `{"detail": "Service temporarily unavailable, try again later."}`, // DRF's 503
 		ErrorBody: func(int) string { return `{"detail": "Injected fault."}` },

@@ -12,6 +12,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 
 	"github.com/sitebus/sitebus/e2e/openstacksim"
@@ -60,14 +61,9 @@ func main() {
 	})
 }
 
+// split is a flag's comma-separated names, trimmed, the empty ones left out.
 func split(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
+	return slices.DeleteFunc(simkit.Map(strings.Split(s, ","), strings.TrimSpace), func(p string) bool { return p == "" })
 }
 
 func parseFlavor(s string) (openstacksim.Flavor, error) {

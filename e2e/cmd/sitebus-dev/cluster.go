@@ -41,27 +41,12 @@ type clusters struct {
 	currentOrder, currentResource string
 }
 
-// addClusterOffering adds the rancher-cluster offering to fx, sold by the
-// customer of the fixture's first offering; its usage components are what
-// the reporting backend measures.
-func addClusterOffering(fx *waldursim.Fixture) error {
-	if len(fx.Offerings) == 0 {
-		return fmt.Errorf("fixture has no offering to take the customer from")
-	}
-	usage := func(typ, name, unit string) map[string]any {
-		return map[string]any{"type": typ, "name": name, "measured_unit": unit, "billing_type": "usage"}
-	}
-	fx.Offerings = append(fx.Offerings, waldursim.Offering{
-		UUID:         clusterOfferingUUID,
-		Name:         clusterOfferingName,
-		CustomerUUID: fx.Offerings[0].CustomerUUID,
-		Type:         "Marketplace.Basic",
-		Components: []map[string]any{
-			usage("nodes", "Nodes", "nodes"), usage("cpu", "CPU", "cores"),
-			usage("ram", "RAM", "GB"), usage("storage", "Storage", "GB"),
-		},
-	})
-	return nil
+// clusterOffering is the rancher-cluster offering; its usage components
+// are what the reporting backend measures.
+func clusterOffering() waldursim.Offering {
+	return waldursim.Offering{UUID: clusterOfferingUUID, Name: clusterOfferingName, Type: "Marketplace.Basic",
+		Components: components(map[string]any{"billing_type": "usage"},
+			"nodes", "Nodes", "nodes", "cpu", "CPU", "cores", "ram", "RAM", "GB", "storage", "Storage", "GB")}
 }
 
 // startClusters serves the OpenStack simulator (one zone; booting VMs
@@ -172,10 +157,7 @@ func (s *site) demoCluster(ctx context.Context, admin *waldursim.AdminClient, n 
 	c := s.clusters
 	if c.currentOrder != "" {
 		o, err := admin.Order(ctx, c.currentOrder)
-		if err != nil {
-			if ctx.Err() == nil {
-				log.Warn("demo cluster", "err", err)
-			}
+		if failed(ctx, log, "demo cluster", err) {
 			return
 		}
 		if o.State != "done" && o.State != "erred" {
@@ -187,10 +169,7 @@ func (s *site) demoCluster(ctx context.Context, admin *waldursim.AdminClient, n 
 		res, err := admin.CreateOrder(ctx, waldursim.CreateOrderRequest{
 			OfferingUUID: clusterOfferingUUID, Type: "Terminate", ResourceUUID: c.currentResource,
 		})
-		if err != nil {
-			if ctx.Err() == nil {
-				log.Warn("demo cluster terminate", "err", err)
-			}
+		if failed(ctx, log, "demo cluster terminate", err) {
 			return
 		}
 		log.Info("demo cluster terminate order created", "order", res.Order.UUID, "resource", o.ResourceName)
@@ -205,10 +184,7 @@ func (s *site) demoCluster(ctx context.Context, admin *waldursim.AdminClient, n 
 			"worker_nodes_data_volume_size": 20480, "openstack_offering_uuid_list": []any{clusterZoneUUID},
 		},
 	})
-	if err != nil {
-		if ctx.Err() == nil {
-			log.Warn("demo cluster", "err", err)
-		}
+	if failed(ctx, log, "demo cluster", err) {
 		return
 	}
 	c.currentOrder, c.currentResource = res.Order.UUID, res.Resource.UUID

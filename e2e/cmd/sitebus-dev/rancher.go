@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"log/slog"
+	"maps"
 	"strings"
 
 	"github.com/sitebus/sitebus/e2e/kube"
@@ -22,27 +23,35 @@ const (
 	rancherDefaultRole   = "workloads-manage"
 )
 
-// addRancherOffering adds the Rancher offering to fx, sold by the customer
-// of the fixture's first offering.
-func addRancherOffering(fx *waldursim.Fixture) error {
+// rancherOffering is the Rancher offering, with monthly limits.
+func rancherOffering() waldursim.Offering {
+	return waldursim.Offering{UUID: rancherOfferingUUID, Name: rancherOfferingName, Type: "Marketplace.Slurm",
+		Components: components(map[string]any{"billing_type": "limit", "limit_period": "month"},
+			"cpu", "CPU", "cores", "ram", "RAM", "GB", "storage", "Storage", "GB", "gpu", "GPU", "units"),
+		PluginOptions: map[string]any{"enable_membership_sync_status": true}}
+}
+
+// addOffering adds off to fx, sold by the customer of the fixture's first
+// offering.
+func addOffering(fx *waldursim.Fixture, off waldursim.Offering) error {
 	if len(fx.Offerings) == 0 {
 		return fmt.Errorf("fixture has no offering to take the customer from")
 	}
-	limit := func(typ, name, unit string) map[string]any {
-		return map[string]any{"type": typ, "name": name, "measured_unit": unit, "billing_type": "limit", "limit_period": "month"}
-	}
-	fx.Offerings = append(fx.Offerings, waldursim.Offering{
-		UUID:         rancherOfferingUUID,
-		Name:         rancherOfferingName,
-		CustomerUUID: fx.Offerings[0].CustomerUUID,
-		Type:         "Marketplace.Slurm",
-		Components: []map[string]any{
-			limit("cpu", "CPU", "cores"), limit("ram", "RAM", "GB"),
-			limit("storage", "Storage", "GB"), limit("gpu", "GPU", "units"),
-		},
-		PluginOptions: map[string]any{"enable_membership_sync_status": true},
-	})
+	off.CustomerUUID = fx.Offerings[0].CustomerUUID
+	fx.Offerings = append(fx.Offerings, off)
 	return nil
+}
+
+// components are offering components, each of fields and a type, name and
+// measured unit from specs (three strings a component).
+func components(fields map[string]any, specs ...string) []map[string]any {
+	var out []map[string]any
+	for i := 0; i+2 < len(specs); i += 3 {
+		c := maps.Clone(fields)
+		c["type"], c["name"], c["measured_unit"] = specs[i], specs[i+1], specs[i+2]
+		out = append(out, c)
+	}
+	return out
 }
 
 // startRancher serves the Rancher simulator in front of the local cluster,

@@ -55,14 +55,14 @@ func startSite(ctx context.Context, o options, log *slog.Logger, cleanup *stack)
 	platforms := o.only != "stomp-bridge"
 	withRancher := o.rancher && platforms
 	if withRancher {
-		if err := addRancherOffering(fx); err != nil {
+		if err := addOffering(fx, rancherOffering()); err != nil {
 			return nil, err
 		}
 	}
 	// Clusters register with the Rancher simulator: no Rancher, no clusters.
 	withClusters := withRancher && o.clusters
 	if withClusters {
-		if err := addClusterOffering(fx); err != nil {
+		if err := addOffering(fx, clusterOffering()); err != nil {
 			return nil, err
 		}
 	}
@@ -244,10 +244,7 @@ func (s *site) demoOrder(ctx context.Context, admin *waldursim.AdminClient, n in
 		req.Limits = map[string]int{"cpu": 2, "ram": 4, "storage": 10, "gpu": 1}
 	}
 	res, err := admin.CreateOrder(ctx, req)
-	if err != nil {
-		if ctx.Err() == nil {
-			log.Warn("demo order", "err", err)
-		}
+	if failed(ctx, log, "demo order", err) {
 		return
 	}
 	log.Info("demo order created", "order", res.Order.UUID, "resource", res.Resource.Name,
@@ -266,9 +263,8 @@ func (s *site) demoTeam(ctx context.Context, admin *waldursim.AdminClient, resou
 		return
 	}
 	for _, m := range s.fx.Resources[0].Team {
-		if _, err := admin.SetTeam(ctx, waldursim.TeamRequest{ResourceUUID: resourceUUID, Member: m, Granted: true}); err != nil && ctx.Err() == nil {
-			log.Warn("demo team", "err", err)
-		}
+		_, err := admin.SetTeam(ctx, waldursim.TeamRequest{ResourceUUID: resourceUUID, Member: m, Granted: true})
+		failed(ctx, log, "demo team", err)
 	}
 }
 
@@ -280,10 +276,7 @@ func (s *site) demoFlags(ctx context.Context, admin *waldursim.AdminClient, req 
 		target = s.demoResource
 	}
 	out, err := admin.SetFlags(ctx, target, req)
-	if err != nil {
-		if ctx.Err() == nil {
-			log.Warn("demo resource change", "err", err)
-		}
+	if failed(ctx, log, "demo resource change", err) {
 		return
 	}
 	log.Info("demo resource changed", "resource", out.Resource.Name, "paused", out.Resource.Paused,
@@ -358,4 +351,13 @@ func relToCwd(p string) string {
 		return rel
 	}
 	return p
+}
+
+// failed logs a demo step's error unless ctx has ended (a call cut short
+// by the shutdown is no failure) and says whether there was one.
+func failed(ctx context.Context, log *slog.Logger, what string, err error) bool {
+	if err != nil && ctx.Err() == nil {
+		log.Warn(what, "err", err)
+	}
+	return err != nil
 }
