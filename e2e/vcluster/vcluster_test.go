@@ -57,6 +57,8 @@ type env struct {
 	// members, when set, makes vcluster the membership_sync_backend with
 	// these backend_settings (member_source, role_mapping) added.
 	members map[string]any
+	// settings are more backend_settings of the offering (driver, …).
+	settings map[string]any
 }
 
 // envOption changes the offering or the agent stand-in of newEnv.
@@ -117,6 +119,7 @@ func (e *env) offering(s *harness.Site) string {
 			"rancher_project_id": "p-demo", "backend_url": s.Rancher.URL(), "username": ro.AccessKey, "password": ro.SecretKey,
 			"verify_cert": false, "kubeconfig_wait": "1m", "ready_wait": e.readyWait},
 	}
+	maps.Copy(o["backend_settings"].(map[string]any), e.settings)
 	if e.members != nil {
 		o["membership_sync_backend"] = vcluster.Type
 		bs := o["backend_settings"].(map[string]any)

@@ -64,8 +64,16 @@ func TestNewPlan(t *testing.T) {
 			check: func(t *testing.T, p *Plan) {},
 		},
 		"a vcluster offering's settings are checked": {
-			extra:   "  - name: vc\n    waldur_api_url: https://waldur.example.com/api/\n    waldur_api_token: t\n    waldur_offering_uuid: 8f3a1c2e9b4d4e8fa1b2c3d4e5f6a7b8\n    backend_type: vcluster\n    order_processing_backend: vcluster\n    backend_settings: {driver: helm, import_to_rancher: false}\n",
-			wantErr: `config.yaml:14: offerings[1] ("vc").backend_settings.driver: "helm" is not implemented yet (supported: external: the virtual cluster's kubeconfig Secret vc-<slug> is brought by someone else)`,
+			extra:   "  - name: vc\n    waldur_api_url: https://waldur.example.com/api/\n    waldur_api_token: t\n    waldur_offering_uuid: 8f3a1c2e9b4d4e8fa1b2c3d4e5f6a7b8\n    backend_type: vcluster\n    order_processing_backend: vcluster\n    backend_settings: {driver: platform, import_to_rancher: false}\n",
+			wantErr: `config.yaml:14: offerings[1] ("vc").backend_settings.driver: "platform" is not implemented yet (supported: external, helm)`,
+		},
+		"config check accepts the helm driver": {
+			extra: "  - name: vc\n    waldur_api_url: https://waldur.example.com/api/\n    waldur_api_token: t\n    waldur_offering_uuid: 8f3a1c2e9b4d4e8fa1b2c3d4e5f6a7b8\n    backend_type: vcluster\n    order_processing_backend: vcluster\n    backend_settings: {driver: helm, import_to_rancher: false}\n",
+			check: func(t *testing.T, p *Plan) {
+				if s := p.Offerings[1].VCluster; s.Driver != "helm" {
+					t.Errorf("got %+v", s)
+				}
+			},
 		},
 		"a vcluster offering is parsed": {
 			extra: "  - name: vc\n    waldur_api_url: https://waldur.example.com/api/\n    waldur_api_token: t\n    waldur_offering_uuid: 8f3a1c2e9b4d4e8fa1b2c3d4e5f6a7b8\n    backend_type: vcluster\n    order_processing_backend: vcluster\n    backend_settings: {import_to_rancher: false, rancher_project_id: p-1, host_cluster_id: local}\n",

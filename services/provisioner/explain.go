@@ -173,6 +173,7 @@ func ExplainVCluster(o *VClusterOffering, def string, in VClusterInput) (*Planne
 	rancher := "nothing (import_to_rancher is off)"
 	if def == VClusterCreate {
 		out.Steps["namespace"] = fmt.Sprintf("makes the host namespace %s with ResourceQuota %s (the order's limits) and LimitRange %s", ns, vcluster.QuotaName, vcluster.LimitRangeName)
+		out.Steps[stepVCRelease] = explainRelease(o, def, ns)
 		out.Steps["kubeconfig"] = fmt.Sprintf("waits for vCluster's kubeconfig Secret %s in %s and the virtual cluster's API", vcluster.SecretName(ns), ns)
 		if o.Settings.ImportToRancher {
 			rancher = "makes the Rancher cluster " + vcluster.ClusterName(ns)
@@ -189,6 +190,7 @@ func ExplainVCluster(o *VClusterOffering, def string, in VClusterInput) (*Planne
 	}
 	out.Steps["import"] = rancher
 	out.Steps["agent"] = "removes Rancher's agent from the virtual cluster"
+	out.Steps[stepVCRelease] = explainRelease(o, def, ns)
 	out.Steps["namespace"] = "deletes the host namespace " + ns + " (and with it the virtual cluster)"
 	out.Steps["settle"] = "tells Waldur the order is done"
 	return out, nil

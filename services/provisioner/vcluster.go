@@ -62,6 +62,9 @@ type VClusterOffering struct {
 	// Rancher is nil when import_to_rancher is false.
 	Rancher VClusterRancher
 	Virtual VirtualCluster
+	// Driver makes the virtual cluster (vcluster_driver.go); nil for the
+	// external driver.
+	Driver VClusterDriver
 }
 
 // VClusterHost is the host side of a virtual cluster (*vcluster.Backend).
@@ -175,6 +178,7 @@ func vclusterDefinitions(t Timeouts) []saga.Definition {
 	return []saga.Definition{
 		{Name: VClusterCreate, Steps: []saga.Step{
 			step("namespace", actVCNamespace, actVCDeleteNamespace),
+			step(stepVCRelease, actVCInstall, actVCUninstall),
 			wait("kubeconfig", actVCKubeconfig),
 			step("import", actVCImport, actVCDeleteImport),
 			wait("cluster-id", actVCClusterID),
@@ -185,6 +189,7 @@ func vclusterDefinitions(t Timeouts) []saga.Definition {
 		{Name: VClusterTerminate, Steps: []saga.Step{
 			step("import", actVCDeleteImport, ""),
 			step("agent", actVCRemoveAgent, ""),
+			step(stepVCRelease, actVCUninstall, ""),
 			step("namespace", actVCDeleteNamespace, ""),
 			settle,
 		}},
@@ -206,6 +211,7 @@ type vclusterActivities struct {
 func (a *vclusterActivities) all() map[string]saga.Activity {
 	return map[string]saga.Activity{
 		actVCNamespace: a.namespace, actVCDeleteNamespace: a.deleteNamespace,
+		actVCInstall: a.installVCluster, actVCUninstall: a.uninstallVCluster,
 		actVCKubeconfig: a.kubeconfig,
 		actVCImport:     a.importCluster, actVCDeleteImport: a.deleteImport,
 		actVCClusterID: a.clusterID,

@@ -182,6 +182,13 @@ type vcHarness struct {
 
 func newVCHarness(t *testing.T, objs ...corev1.Namespace) *vcHarness {
 	t.Helper()
+	return newVCHarnessWith(t, nil, objs...)
+}
+
+// newVCHarnessWith is newVCHarness with the offering's driver (nil is the
+// external driver).
+func newVCHarnessWith(t *testing.T, driver VClusterDriver, objs ...corev1.Namespace) *vcHarness {
+	t.Helper()
 	s, err := vcluster.DecodeSettings(map[string]any{"host_cluster_id": "c-m-host", "rancher_project_id": "p-1",
 		"backend_url": "https://rancher.test", "username": "token-a", "password": "key", "kubeconfig_wait": "5s", "ready_wait": "2s"})
 	if err != nil {
@@ -195,7 +202,7 @@ func newVCHarness(t *testing.T, objs ...corev1.Namespace) *vcHarness {
 	}
 	log := slog.New(slog.DiscardHandler)
 	w := &vcWorld{clusters: map[string]rancher.ProvisioningCluster{}, foreign: map[string]bool{}}
-	o := &VClusterOffering{Name: "vc", Settings: s, Waldur: vcWaldur{w}, Host: vcluster.NewWithClient(s, cs, log), Rancher: vcRancher{w}, Virtual: vcVirtual{w}}
+	o := &VClusterOffering{Name: "vc", Settings: s, Waldur: vcWaldur{w}, Host: vcluster.NewWithClient(s, cs, log), Rancher: vcRancher{w}, Virtual: vcVirtual{w}, Driver: driver}
 	srv := bustest.Server(t)
 	js, err := jetstream.New(bustest.Connect(t, srv))
 	if err != nil {

@@ -69,6 +69,9 @@ type Backend struct {
 	settings Settings
 	host     kubernetes.Interface
 	log      *slog.Logger
+	// hostConfig is how New reached the host (nil from NewWithClient),
+	// for the helm driver's own clients.
+	hostConfig *rest.Config
 }
 
 var (
@@ -105,7 +108,9 @@ func New(s Settings, opts Options) (*Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: host client: %w", Type, err)
 	}
-	return NewWithClient(s, cs, opts.Logger), nil
+	b := NewWithClient(s, cs, opts.Logger)
+	b.hostConfig = cfg
+	return b, nil
 }
 
 // NewWithClient is New over a given host client.

@@ -8,11 +8,13 @@
 // terminate sagas of services/provisioner drive the Rancher import on top
 // of it.
 //
-// The virtual cluster itself is made by a driver. Only "external" is
-// implemented: someone else (an operator, a Helm release, a test) brings
-// the Secret vc-<slug> (key config) into the namespace, and sitebus waits
-// for it. That is the one contract every driver converges on in Loft's
-// operator too: a Secret holding a kubeconfig for a kube-apiserver.
+// The virtual cluster itself is made by a driver. With "external"
+// someone else (an operator, a Helm release, a test) brings the Secret
+// vc-<slug> (key config) into the namespace, and sitebus waits for it;
+// "helm" (driver_helm.go) installs the vCluster chart embedded in this
+// package, whose control plane writes that Secret. It is the one contract
+// every driver converges on in Loft's operator too: a Secret holding a
+// kubeconfig for a kube-apiserver.
 //
 // Access (member sync, run by the membership service) keeps the imported
 // cluster's role template bindings equal to member_source: the Waldur

@@ -18,8 +18,10 @@ import (
 // Type is the backend_type of a vcluster offering.
 const Type = "vcluster"
 
-// Drivers that make the virtual cluster. Only DriverExternal is
-// implemented; the others are named so Validate can say what is missing.
+// Drivers that make the virtual cluster: DriverExternal waits for a
+// kubeconfig Secret someone else brings, DriverHelm installs the vCluster
+// chart shipped in sitebus (driver_helm.go). DriverPlatform (a Loft
+// VirtualClusterInstance) is named so Validate can say it is missing.
 const (
 	DriverExternal = "external"
 	DriverHelm     = "helm"
@@ -27,7 +29,7 @@ const (
 )
 
 // SupportedDrivers are the drivers sitebus implements.
-var SupportedDrivers = []string{DriverExternal}
+var SupportedDrivers = []string{DriverExternal, DriverHelm}
 
 // Member sources: where the virtual cluster's access in Rancher comes
 // from (member_source).
@@ -188,8 +190,8 @@ func (s *Settings) Validate() error {
 		errs = append(errs, &config.SettingError{Key: "backend_settings." + key, Msg: fmt.Sprintf(format, args...)})
 	}
 	switch {
-	case s.Driver == DriverHelm || s.Driver == DriverPlatform:
-		bad("driver", "%q is not implemented yet (supported: %s: the virtual cluster's kubeconfig Secret vc-<slug> is brought by someone else)",
+	case s.Driver == DriverPlatform:
+		bad("driver", "%q is not implemented yet (supported: %s)",
 			s.Driver, strings.Join(SupportedDrivers, ", "))
 	case !slices.Contains(SupportedDrivers, s.Driver):
 		bad("driver", "%q is not a driver (supported: %s)", s.Driver, strings.Join(SupportedDrivers, ", "))

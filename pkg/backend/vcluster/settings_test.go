@@ -40,10 +40,14 @@ func TestDecodeSettings(t *testing.T) {
 		{name: "no import needs no Rancher", raw: map[string]any{"import_to_rancher": false}},
 		{name: "import without Rancher names the keys", raw: map[string]any{},
 			wantErr: "backend_settings.host_cluster_id: is required when import_to_rancher is true"},
-		{name: "helm is refused naming what is supported", raw: with(importSettings(), "driver", "helm"),
-			wantErr: `backend_settings.driver: "helm" is not implemented yet (supported: external`},
-		{name: "platform is refused", raw: with(importSettings(), "driver", "platform"), wantErr: `"platform" is not implemented yet`},
-		{name: "an unknown driver", raw: with(importSettings(), "driver", "capi"), wantErr: `"capi" is not a driver (supported: external)`},
+		{name: "helm is a driver", raw: with(importSettings(), "driver", "helm"), check: func(t *testing.T, s Settings) {
+			if s.Driver != DriverHelm {
+				t.Errorf("driver %q, want helm", s.Driver)
+			}
+		}},
+		{name: "platform is refused naming what is supported", raw: with(importSettings(), "driver", "platform"),
+			wantErr: `backend_settings.driver: "platform" is not implemented yet (supported: external, helm)`},
+		{name: "an unknown driver", raw: with(importSettings(), "driver", "capi"), wantErr: `"capi" is not a driver (supported: external, helm)`},
 		{name: "project needs the host cluster id", raw: map[string]any{"import_to_rancher": false, "rancher_project_id": "p-abc"},
 			wantErr: "backend_settings.host_cluster_id: is required with rancher_project_id"},
 		{name: "project id with its cluster", raw: with(importSettings(), "rancher_project_id", "c-m-host1:p-abc"), check: func(t *testing.T, s Settings) {
