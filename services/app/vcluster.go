@@ -17,6 +17,7 @@ import (
 	"github.com/sitebus/sitebus/pkg/telemetry"
 	"github.com/sitebus/sitebus/services/orderflow"
 	"github.com/sitebus/sitebus/services/provisioner"
+	"github.com/sitebus/sitebus/services/quota"
 )
 
 // sagaOrders reports whether the orders of backend name are the
@@ -45,7 +46,9 @@ func (d *deps) vclusterOfferings() (map[string]*provisioner.VClusterOffering, er
 		s := host.Settings()
 		vo := &provisioner.VClusterOffering{Name: o.Config.Name, Settings: s, Waldur: o.Waldur, Host: host,
 			Virtual: provisioner.KubeVirtual{InsecureManifest: !s.VerifyCert}}
-		if s.ImportToRancher {
+		// With import_to_rancher off, a Rancher the settings still name is
+		// kept to un-import what an earlier import made (the cluster pass).
+		if s.ImportToRancher || (s.BackendURL != "" && s.Username != "" && s.Password != "") {
 			rc, err := d.vclusterRancher(o.Config.Name, s)
 			if err != nil {
 				return nil, err
@@ -55,6 +58,25 @@ func (d *deps) vclusterOfferings() (map[string]*provisioner.VClusterOffering, er
 		out[o.Config.OfferingUUIDHex()] = vo
 	}
 	return out, nil
+}
+
+// vclusterLimits applies the Update orders of the vcluster offerings: the
+// host namespace's ResourceQuota, through the quota service's code as for
+// every backend.Backend (vcluster.Backend.SetLimits, which keeps the
+// limits for later while the resource is paused or downscaled).
+func (d *deps) vclusterLimits() (*quota.Limits, error) {
+	var offerings []quota.Offering
+	for i, o := range d.offerings {
+		if o.Config.OrderProcessingBackend != vcluster.Type {
+			continue
+		}
+		b, err := d.backends.get(i, vcluster.Type)
+		if err != nil {
+			return nil, err
+		}
+		offerings = append(offerings, quota.Offering{Config: o.Config, Waldur: o.Waldur, Backend: b})
+	}
+	return quota.NewLimits(offerings, d.log, d.reg)
 }
 
 // vclusterRancher is the Rancher client of a vcluster offering's import
@@ -139,8 +161,10 @@ func (d *deps) vclusterMembership(i int) (*membership.Offering, error) {
 }
 
 // vclusterVerbs are the vcluster offering's verbs: create and terminate
-// start their sagas; update and restore are not supported yet.
-func vclusterVerbs(o *provisioner.VClusterOffering, offeringUUID string) orderflow.Verbs {
+// start their sagas; update sets the host namespace's quota through
+// limits (the quota service's code, as for every backend.Backend), nil
+// where the offering has none.
+func vclusterVerbs(o *provisioner.VClusterOffering, offeringUUID string, limits *quota.Limits) orderflow.Verbs {
 	start := func(def string) func(context.Context, *orderflow.Order) (*orderflow.Saga, error) {
 		return func(ctx context.Context, ord *orderflow.Order) (*orderflow.Saga, error) {
 			in, err := provisioner.VClusterInputOf(ctx, o, offeringUUID, ord.Order)
@@ -150,5 +174,11 @@ func vclusterVerbs(o *provisioner.VClusterOffering, offeringUUID string) orderfl
 			return &orderflow.Saga{Definition: def, Input: in}, nil
 		}
 	}
-	return orderflow.Verbs{Kind: vcluster.Type, OnCreate: start(provisioner.VClusterCreate), OnTerminate: start(provisioner.VClusterTerminate)}
+	v := orderflow.Verbs{Kind: vcluster.Type, OnCreate: start(provisioner.VClusterCreate), OnTerminate: start(provisioner.VClusterTerminate)}
+	if limits != nil {
+		v.OnUpdate = func(ctx context.Context, ord *orderflow.Order) (*orderflow.Saga, error) {
+			return nil, limits.Apply(ctx, offeringUUID, ord.ChangedResource(), ord.Limits)
+		}
+	}
+	return v
 }
