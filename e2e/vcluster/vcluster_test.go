@@ -237,7 +237,7 @@ func hexOf(s string) string { return strings.ReplaceAll(s, "-", "") }
 // Member sync runs, so the resource's Keycloak role groups and their
 // bindings exist when the terminate comes: it removes them with the rest.
 func TestCreateImportsTheVirtualClusterAndTerminateLeavesNothing(t *testing.T) {
-	e := newMembersEnv(t, "imported", nil)
+	e := newMembersEnv(t, "imported", map[string]any{})
 	ctx := context.Background()
 	e.bringKubeconfig(t)
 	resUUID, _ := e.createWithTeam(harness.Member("alice01", "PROJECT.ADMIN"))
