@@ -57,6 +57,8 @@ type env struct {
 	// importOff is import_to_rancher: false, with Rancher's URL and key
 	// still set (read at each start: harness.Site.Reconfigure).
 	importOff bool
+	// fleetWorkspace, when set, is the offering's fleet_workspace.
+	fleetWorkspace string
 }
 
 // envOption changes the offering or the agent stand-in of newEnv.
@@ -115,6 +117,9 @@ func (e *env) offering(s *harness.Site) string {
 		"backend_settings": map[string]any{"host_kubeconfig_path": e.host.KubeconfigPath(), "host_cluster_id": ro.ClusterID,
 			"rancher_project_id": "p-demo", "backend_url": s.Rancher.URL(), "username": ro.AccessKey, "password": ro.SecretKey,
 			"verify_cert": false, "kubeconfig_wait": "1m", "ready_wait": e.readyWait, "import_to_rancher": !e.importOff},
+	}
+	if e.fleetWorkspace != "" {
+		o["backend_settings"].(map[string]any)["fleet_workspace"] = e.fleetWorkspace
 	}
 	if e.members != nil {
 		o["membership_sync_backend"] = vcluster.Type
@@ -401,12 +406,13 @@ func (e *env) restart() {
 	e.Start()
 }
 
-// One virtual cluster after its create: Rancher down while it is
-// imported (the saga resumes), an update order (the host quota follows),
+// One virtual cluster after its create, in fleet workspace fleet-vc:
+// Rancher down while it is imported (the saga resumes), an update order
+// (the host quota follows),
 // import_to_rancher off (the cluster pass un-imports it) and on again
 // (the pass imports it by the create's steps).
 func TestRancherDownDuringTheImportThenUpdateAndImportToRancherOffAndOn(t *testing.T) {
-	e := newEnvWith(t, "life", nil, harness.WithSitebusConfig(map[string]any{"periods": map[string]any{"cluster_pull_period": "10s"}}))
+	e := newEnvWith(t, "life", []envOption{func(e *env) { e.fleetWorkspace = "fleet-vc" }}, harness.WithSitebusConfig(map[string]any{"periods": map[string]any{"cluster_pull_period": "10s"}}))
 	ctx := context.Background()
 	const clusters = "/v1/provisioning.cattle.io.clusters"
 	// Rancher answers 503 to the import, as while it restarts, until the
@@ -429,6 +435,12 @@ func TestRancherDownDuringTheImportThenUpdateAndImportToRancherOffAndOn(t *testi
 	}
 	if n := e.doneCalls(orderUUID); n != 1 {
 		t.Errorf("order marked done %d times, want once", n)
+	}
+	// Rancher makes the v1 cluster's namespace its v3 cluster's fleet
+	// workspace.
+	pc, _ := e.Rancher.ProvisioningClusterNamed(e.ns())
+	if c, _ := e.Rancher.ClusterByID(pc.ClusterID); pc.Namespace != "fleet-vc" || c.FleetWorkspaceName != "fleet-vc" {
+		t.Errorf("cluster %s in fleet workspace %q (v3: %q), want fleet-vc", pc.Name, pc.Namespace, c.FleetWorkspaceName)
 	}
 
 	t.Run("an update order sets the host namespace's quota", func(t *testing.T) {

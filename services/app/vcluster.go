@@ -83,7 +83,7 @@ func (d *deps) vclusterLimits() (*quota.Limits, error) {
 // and member sync.
 func (d *deps) vclusterRancher(offering string, s vcluster.Settings) (*rancher.ClusterClient, error) {
 	rc, err := rancher.NewClusterClient(rancher.ClusterOptions{BackendURL: s.BackendURL, AccessKey: s.Username, SecretKey: s.Password,
-		VerifyCert: s.VerifyCert, Logger: d.log.With("offering", offering, "backend", vcluster.Type),
+		VerifyCert: s.VerifyCert, FleetWorkspace: s.FleetWorkspace, Logger: d.log.With("offering", offering, "backend", vcluster.Type),
 		WrapTransport: func(rt http.RoundTripper) http.RoundTripper {
 			rt = telemetry.InstrumentTransport(rt, "rancher", d.reg, d.tp)
 			if d.transport != nil {

@@ -639,7 +639,7 @@ func (a *vclusterActivities) ready(ctx context.Context, in saga.ActivityInput) (
 		return nil, err
 	}
 	if !done {
-		reason := fmt.Sprintf("Rancher has not reported cluster %s/%s ready within %s", rancher.FleetNamespace, name, r.o.Settings.ReadyWait)
+		reason := fmt.Sprintf("Rancher has not reported cluster %s/%s ready within %s", r.o.Settings.FleetWorkspace, name, r.o.Settings.ReadyWait)
 		r.log.Warn("virtual cluster not ready by its deadline; kept for the cluster pass", "reason", reason, "err", err)
 		return json.Marshal(WaitOutput{NotReady: reason})
 	}
@@ -756,11 +756,11 @@ func (p *pass) vcluster(ctx context.Context, e recordEntry, rec Record) (int, er
 	}
 	pc, err := o.Rancher.GetProvisioningCluster(ctx, vc.Name)
 	if err != nil {
-		return 0, fmt.Errorf("rancher cluster %s/%s: %w", rancher.FleetNamespace, vc.Name, err)
+		return 0, fmt.Errorf("rancher cluster %s/%s: %w", o.Settings.FleetWorkspace, vc.Name, err)
 	}
 	reason := ""
 	if !pc.Ready {
-		reason = fmt.Sprintf("Rancher does not report cluster %s/%s ready", rancher.FleetNamespace, vc.Name)
+		reason = fmt.Sprintf("Rancher does not report cluster %s/%s ready", o.Settings.FleetWorkspace, vc.Name)
 		if rec.Erred != "" {
 			reason = rec.Erred // the reason Waldur already shows: no second set_as_erred
 		}
