@@ -417,16 +417,16 @@ func TestRancherDownDuringTheImportThenUpdateAndImportToRancherOffAndOn(t *testi
 	const clusters = "/v1/provisioning.cattle.io.clusters"
 	// Rancher answers 503 to the import, as while it restarts, until the
 	// test has seen two attempts.
-	e.Rancher.Faults.AddFault(simkit.Fault{Method: http.MethodPost, PathPrefix: clusters, Status: http.StatusServiceUnavailable})
+	e.Rancher.AddFault(simkit.Fault{Method: http.MethodPost, PathPrefix: clusters, Status: http.StatusServiceUnavailable})
 	e.bringKubeconfig(t)
 	req := e.create()
 	req.Silent = true
 	orderUUID, resUUID := e.Order(req)
 	e.Deliver(orderUUID)
 	harness.Eventually(t, 2*time.Minute, "two import attempts while Rancher is down", func() bool {
-		return e.Rancher.Faults.CallCount(http.MethodPost, clusters, http.StatusServiceUnavailable) >= 2
+		return e.Rancher.CallCount(http.MethodPost, clusters, http.StatusServiceUnavailable) >= 2
 	})
-	e.Rancher.Faults.ClearFaults()
+	e.Rancher.ClearFaults()
 	if o := e.WaitOrder(orderUUID, "done", "erred"); o.State != "done" {
 		t.Fatalf("create %s: %s", o.State, o.ErrorMessage)
 	}
