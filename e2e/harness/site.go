@@ -266,6 +266,15 @@ func (s *Site) Start(extraEnv ...string) {
 	}
 }
 
+// Reconfigure renders the configuration again (the offering function of
+// WithOfferingYAML reads the test's current settings) for sitebus's next
+// Start: a change an operator makes by editing the file and restarting.
+func (s *Site) Reconfigure() {
+	s.t.Helper()
+	s.Config = s.render()
+	s.Sitebus.Rewrite(s.Config)
+}
+
 // Env is the environment of every start (before Start's extraEnv).
 func (s *Site) Env() []string { return s.o.env }
 

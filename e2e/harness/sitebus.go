@@ -38,6 +38,8 @@ type Sitebus struct {
 	opts    SitebusOptions
 	args    []string
 	t       testing.TB
+	// configPath is the file of opts.Config, read at every Start.
+	configPath string
 }
 
 // StartSitebus builds and starts sitebus and waits until /readyz says 200.
@@ -65,7 +67,7 @@ func PrepareSitebus(t testing.TB, opts SitebusOptions) *Sitebus {
 	s := &Sitebus{
 		HTTPAddr: "127.0.0.1:" + strconv.Itoa(FreePort(t)),
 		DataDir:  filepath.Join(dir, "data"),
-		opts:     opts, t: t,
+		opts:     opts, t: t, configPath: cfg,
 	}
 	s.args = []string{"run", "-c", cfg, "--http-addr", s.HTTPAddr, "--data-dir", s.DataDir}
 	if opts.NATSURL != "" {
@@ -84,6 +86,16 @@ func PrepareSitebus(t testing.TB, opts SitebusOptions) *Sitebus {
 	close(s.done)
 	_ = bin
 	return s
+}
+
+// Rewrite replaces the configuration file, for the next Start (sitebus
+// reads it when it starts).
+func (s *Sitebus) Rewrite(config string) {
+	s.t.Helper()
+	if err := os.WriteFile(s.configPath, []byte(config), 0o600); err != nil {
+		s.t.Fatal(err)
+	}
+	s.opts.Config = config
 }
 
 // Start starts (or, after Kill/Stop, restarts) the process with the same

@@ -1,6 +1,7 @@
 package ranchersim
 
 import (
+	"cmp"
 	"encoding/base64"
 	"fmt"
 	"maps"
@@ -17,7 +18,10 @@ type Cluster struct {
 	ID             string // c-m-xxxxxxxx
 	Name           string // display name (PUT renames it)
 	ProvisioningID string // "fleet-default/<name>"
-	State          string // provisioning or active
+	// FleetWorkspaceName is the provisioning cluster's namespace, as
+	// Rancher sets it.
+	FleetWorkspaceName string
+	State              string // provisioning or active
 	// Kubeconfigs counts generateKubeconfig calls.
 	Kubeconfigs int
 	Created     time.Time
@@ -99,7 +103,7 @@ func (s *Server) clusterRep(b string, mc *Cluster, read bool) map[string]any {
 		maps.DeleteFunc(m["links"].(map[string]string), func(k, _ string) bool { return k == "update" || k == "remove" })
 		return m
 	}
-	fields["driver"], fields["fleetWorkspaceName"] = "rke2", FleetNamespace
+	fields["driver"], fields["fleetWorkspaceName"] = "rke2", cmp.Or(mc.FleetWorkspaceName, FleetNamespace)
 	fields["nodeCount"] = s.prov.nodes.Count(func(n *Node) bool { return n.ClusterID == mc.ID })
 	links["nodes"] = self + "/nodes"
 	links["clusterRegistrationTokens"] = self + "/clusterregistrationtokens"

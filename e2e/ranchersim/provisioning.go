@@ -94,7 +94,9 @@ func (s *Server) storeProvCluster(pc *ProvisioningCluster) bool {
 	if !s.prov.v1.Put(pc.ID, pc) {
 		return false
 	}
-	mc := &Cluster{Name: pc.Name, ProvisioningID: pc.ID, Created: pc.Created}
+	// Rancher's provisioningv2 controller makes the v1 cluster's
+	// namespace the v3 cluster's fleet workspace (spec.fleetWorkspaceName).
+	mc := &Cluster{Name: pc.Name, ProvisioningID: pc.ID, FleetWorkspaceName: pc.Namespace, Created: pc.Created}
 	mc.ID = s.prov.clusters.Create(func() string { return "c-m-" + randLower(8) }, mc)
 	pc.ClusterID = mc.ID
 	s.issueDefaultToken(mc)
@@ -178,9 +180,10 @@ func (s *Server) Inventory() Inventory {
 	return inv
 }
 
-// ProvisioningClusterNamed returns the v1 cluster fleet-default/name.
+// ProvisioningClusterNamed returns the v1 cluster name in whichever fleet
+// workspace (namespace) it is: fleet-default unless its maker chose one.
 func (s *Server) ProvisioningClusterNamed(name string) (ProvisioningCluster, bool) {
-	return first(s.Inventory().ProvisioningClusters, func(pc ProvisioningCluster) bool { return pc.ID == FleetNamespace+"/"+name })
+	return first(s.Inventory().ProvisioningClusters, func(pc ProvisioningCluster) bool { return pc.Name == name })
 }
 
 // ClusterByID returns a provisioned v3 cluster.
@@ -340,7 +343,7 @@ func (s *Server) v1ClusterRep(b string, pc *ProvisioningCluster, read bool) map[
 	maps.Copy(meta, map[string]any{"name": pc.Name, "namespace": pc.Namespace, "uid": pc.uid, "generation": 1,
 		"resourceVersion": strconv.Itoa(int(pc.Created.UnixNano() % 1e9)), "creationTimestamp": pc.Created.Format(time.RFC3339)})
 	ready := false
-	status := map[string]any{"observedGeneration": 1, "clientSecretName": pc.Name + "-kubeconfig"}
+	status := map[string]any{"observedGeneration": 1, "clientSecretName": pc.Name + "-kubeconfig", "fleetWorkspaceName": pc.Namespace}
 	if mc := s.prov.clusters.Get(pc.ClusterID); mc != nil {
 		cs, _ := s.clusterState(mc, read)
 		ready = cs == "active"

@@ -11,6 +11,7 @@ package vcluster_test
 import (
 	"context"
 	"maps"
+	"net/http"
 	"os"
 	"strings"
 	"testing"
@@ -26,6 +27,7 @@ import (
 	"github.com/sitebus/sitebus/e2e/kube"
 	"github.com/sitebus/sitebus/e2e/rabbitmq"
 	"github.com/sitebus/sitebus/e2e/ranchersim"
+	"github.com/sitebus/sitebus/e2e/simkit"
 	"github.com/sitebus/sitebus/e2e/vclustersim"
 	"github.com/sitebus/sitebus/e2e/waldursim"
 	"github.com/sitebus/sitebus/pkg/backend/rancher"
@@ -59,6 +61,11 @@ type env struct {
 	members map[string]any
 	// settings are more backend_settings of the offering (driver, …).
 	settings map[string]any
+	// importOff is import_to_rancher: false, with Rancher's URL and key
+	// still set (read at each start: harness.Site.Reconfigure).
+	importOff bool
+	// fleetWorkspace, when set, is the offering's fleet_workspace.
+	fleetWorkspace string
 }
 
 // envOption changes the offering or the agent stand-in of newEnv.
@@ -117,7 +124,10 @@ func (e *env) offering(s *harness.Site) string {
 			"storage": component("storage", "GB", "Storage")},
 		"backend_settings": map[string]any{"host_kubeconfig_path": e.hostKubeconfig, "host_cluster_id": ro.ClusterID,
 			"rancher_project_id": "p-demo", "backend_url": s.Rancher.URL(), "username": ro.AccessKey, "password": ro.SecretKey,
-			"verify_cert": false, "kubeconfig_wait": "1m", "ready_wait": e.readyWait},
+			"verify_cert": false, "kubeconfig_wait": "1m", "ready_wait": e.readyWait, "import_to_rancher": !e.importOff},
+	}
+	if e.fleetWorkspace != "" {
+		o["backend_settings"].(map[string]any)["fleet_workspace"] = e.fleetWorkspace
 	}
 	maps.Copy(o["backend_settings"].(map[string]any), e.settings)
 	if e.members != nil {
@@ -201,14 +211,14 @@ func (e *env) doneCalls(orderUUID string) int {
 // hexOf drops the dashes of the UUIDs in s: Waldur writes them either way.
 func hexOf(s string) string { return strings.ReplaceAll(s, "-", "") }
 
+// Member sync runs, so the resource's Keycloak role groups and their
+// bindings exist when the terminate comes: it removes them with the rest.
 func TestCreateImportsTheVirtualClusterAndTerminateLeavesNothing(t *testing.T) {
-	e := newEnv(t, "imported")
+	e := newMembersEnv(t, "imported", map[string]any{})
 	ctx := context.Background()
 	e.bringKubeconfig(t)
-	o := e.order(e.create())
-	if o.State != "done" {
-		t.Fatalf("create %s: %s", o.State, o.ErrorMessage)
-	}
+	resUUID, _ := e.createWithTeam(harness.Member("alice01", "PROJECT.ADMIN"))
+	o := &waldursim.APIOrder{MarketplaceResourceUUID: resUUID}
 	pc, ok := e.Rancher.ProvisioningClusterNamed(e.ns())
 	if !ok || pc.Annotations[rancher.AnnotationManaged] != "true" || hexOf(pc.Annotations[rancher.AnnotationResourceUUID]) != hexOf(o.MarketplaceResourceUUID) {
 		t.Fatalf("Rancher cluster %+v (found %v)", pc, ok)
@@ -243,12 +253,21 @@ func TestCreateImportsTheVirtualClusterAndTerminateLeavesNothing(t *testing.T) {
 	if err != nil || res.BackendID != e.ns() || res.State == "Erred" {
 		t.Errorf("Waldur resource %+v %v, want backend_id %s", res, err, e.ns())
 	}
+	hex := hexOf(resUUID)
+	e.waitGroups(resUUID, []string{"alice01"}, nil)
+	e.waitBindings(pc.ClusterID, resUUID, "cluster-owner local://"+e.Rancher.Options().UserID,
+		"cluster-owner keycloakoidc_group://c_"+hex+"_cluster-owner *", "cluster-member keycloakoidc_group://c_"+hex+"_cluster-member *")
 
 	if o := e.order(waldursim.CreateOrderRequest{Type: "Terminate", ResourceUUID: o.MarketplaceResourceUUID}); o.State != "done" {
 		t.Fatalf("terminate %s: %s", o.State, o.ErrorMessage)
 	}
 	if inv := e.Rancher.Inventory(); !inv.Empty() {
 		t.Errorf("left in Rancher: %s", inv)
+	}
+	for _, path := range []string{"/c_" + hex, "/c_" + hex + "/c_" + hex + "_cluster-owner", "/c_" + hex + "/c_" + hex + "_cluster-member"} {
+		if g, ok := e.Keycloak.GroupByPath("waldur", path); ok {
+			t.Errorf("Keycloak group %s left: %+v", path, g)
+		}
 	}
 	if n, err := e.hostCS.CoreV1().Namespaces().Get(ctx, e.ns(), metav1.GetOptions{}); err == nil && n.DeletionTimestamp == nil {
 		t.Errorf("host namespace %s left", e.ns())
@@ -346,4 +365,106 @@ func TestAVirtualClusterNotReadyInTimeIsKeptErredThenOKOnceConnected(t *testing.
 	if inv := e.Rancher.Inventory(); len(inv.ProvisioningClusters) != 1 || len(inv.Clusters) != 1 {
 		t.Errorf("Rancher holds %s, want the one import", inv)
 	}
+}
+
+// restart stops sitebus and starts it again on the test's current
+// settings, as an operator who edits the offering does.
+func (e *env) restart() {
+	e.t.Helper()
+	if err := e.Sitebus.Stop(time.Minute); err != nil {
+		e.t.Fatal(err)
+	}
+	e.Reconfigure()
+	e.Start()
+}
+
+// One virtual cluster after its create, in fleet workspace fleet-vc:
+// Rancher down while it is imported (the saga resumes), an update order
+// (the host quota follows),
+// import_to_rancher off (the cluster pass un-imports it) and on again
+// (the pass imports it by the create's steps).
+func TestRancherDownDuringTheImportThenUpdateAndImportToRancherOffAndOn(t *testing.T) {
+	e := newEnvWith(t, "life", []envOption{func(e *env) { e.fleetWorkspace = "fleet-vc" }}, harness.WithSitebusConfig(map[string]any{"periods": map[string]any{"cluster_pull_period": "10s"}}))
+	ctx := context.Background()
+	const clusters = "/v1/provisioning.cattle.io.clusters"
+	// Rancher answers 503 to the import, as while it restarts, until the
+	// test has seen two attempts.
+	e.Rancher.AddFault(simkit.Fault{Method: http.MethodPost, PathPrefix: clusters, Status: http.StatusServiceUnavailable})
+	e.bringKubeconfig(t)
+	req := e.create()
+	req.Silent = true
+	orderUUID, resUUID := e.Order(req)
+	e.Deliver(orderUUID)
+	harness.Eventually(t, 2*time.Minute, "two import attempts while Rancher is down", func() bool {
+		return e.Rancher.CallCount(http.MethodPost, clusters, http.StatusServiceUnavailable) >= 2
+	})
+	e.Rancher.ClearFaults()
+	if o := e.WaitOrder(orderUUID, "done", "erred"); o.State != "done" {
+		t.Fatalf("create %s: %s", o.State, o.ErrorMessage)
+	}
+	if inv := e.Rancher.Inventory(); len(inv.ProvisioningClusters) != 1 || len(inv.Clusters) != 1 {
+		t.Fatalf("Rancher holds %s, want one cluster", inv)
+	}
+	if n := e.doneCalls(orderUUID); n != 1 {
+		t.Errorf("order marked done %d times, want once", n)
+	}
+	// Rancher makes the v1 cluster's namespace its v3 cluster's fleet
+	// workspace.
+	pc, _ := e.Rancher.ProvisioningClusterNamed(e.ns())
+	if c, _ := e.Rancher.ClusterByID(pc.ClusterID); pc.Namespace != "fleet-vc" || c.FleetWorkspaceName != "fleet-vc" {
+		t.Errorf("cluster %s in fleet workspace %q (v3: %q), want fleet-vc", pc.Name, pc.Namespace, c.FleetWorkspaceName)
+	}
+
+	t.Run("an update order sets the host namespace's quota", func(t *testing.T) {
+		o := e.order(waldursim.CreateOrderRequest{Type: "Update", ResourceUUID: resUUID, Limits: map[string]int{"cpu": 3, "ram": 6, "storage": 20}})
+		if o.State != "done" {
+			t.Fatalf("update %s: %s", o.State, o.ErrorMessage)
+		}
+		rq, err := e.hostCS.CoreV1().ResourceQuotas(e.ns()).Get(ctx, vcluster.QuotaName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for f, want := range map[corev1.ResourceName]string{corev1.ResourceRequestsCPU: "3", corev1.ResourceRequestsMemory: "6Gi", corev1.ResourceRequestsStorage: "20Gi"} {
+			if q := rq.Spec.Hard[f]; q.String() != want {
+				t.Errorf("quota %s = %s, want %s", f, q.String(), want)
+			}
+		}
+	})
+	t.Run("import_to_rancher off: the Rancher cluster and the agent go, the virtual cluster stays", func(t *testing.T) {
+		e.importOff = true
+		e.restart()
+		harness.Eventually(t, 2*time.Minute, "the cluster pass to un-import", func() bool {
+			_, imported := e.Rancher.ProvisioningClusterNamed(e.ns())
+			n, err := e.virtCS.CoreV1().Namespaces().Get(ctx, vcluster.AgentNamespace, metav1.GetOptions{})
+			return !imported && (apierrors.IsNotFound(err) || (err == nil && n.DeletionTimestamp != nil))
+		})
+		if inv := e.Rancher.Inventory(); !inv.Empty() {
+			t.Errorf("left in Rancher: %s", inv)
+		}
+		if ns, err := e.hostCS.CoreV1().Namespaces().Get(ctx, e.ns(), metav1.GetOptions{}); err != nil || ns.DeletionTimestamp != nil {
+			t.Errorf("host namespace not kept: %v %v", ns, err)
+		}
+		if _, err := e.hostCS.CoreV1().Secrets(e.ns()).Get(ctx, e.ns(), metav1.GetOptions{}); err != nil {
+			t.Errorf("the virtual cluster's kubeconfig Secret not kept: %v", err)
+		}
+	})
+	t.Run("import_to_rancher on again: one cluster, imported and connected", func(t *testing.T) {
+		e.importOff = false
+		e.restart()
+		harness.Eventually(t, 2*time.Minute, "the cluster pass to import again", func() bool {
+			pc, ok := e.Rancher.ProvisioningClusterNamed(e.ns())
+			if !ok || pc.ClusterID == "" {
+				return false
+			}
+			c, _ := e.Rancher.ClusterByID(pc.ClusterID)
+			return c.State == "active"
+		})
+		if inv := e.Rancher.Inventory(); len(inv.ProvisioningClusters) != 1 || len(inv.Clusters) != 1 {
+			t.Errorf("Rancher holds %s, want one cluster", inv)
+		}
+		res, err := e.Admin.Resource(harness.Context(t, time.Minute), resUUID)
+		if err != nil || res.State != "OK" {
+			t.Errorf("Waldur resource %+v %v, want OK", res, err)
+		}
+	})
 }

@@ -309,7 +309,7 @@ func (d *deps) explainClusterOrder(ctx context.Context, rec *dryrun.Recorder, op
 				})})
 		}
 		if vo, ok := vclusters[h]; ok {
-			fo = append(fo, orderflow.FlowOffering{UUID: h, Name: vo.Name, Waldur: o.Waldur, Handler: vclusterVerbs(vo, h)})
+			fo = append(fo, orderflow.FlowOffering{UUID: h, Name: vo.Name, Waldur: o.Waldur, Handler: vclusterVerbs(vo, h, nil)})
 		}
 	}
 	ex, err := orderflow.ExplainFlow(ctx, orderflow.FlowConfig{Name: provisioner.Name, Sagas: provisioner.Definitions(),

@@ -32,6 +32,10 @@ func (d *deps) clusterProvisioner(offerings map[string]*provisioner.Offering, vc
 	verbs := clusterVerbs(func(ctx context.Context, offeringUUID string, order *waldur.Order) (provisioner.Input, error) {
 		return prov.Input(ctx, offeringUUID, order)
 	})
+	limits, err := d.vclusterLimits()
+	if err != nil {
+		return nil, err
+	}
 	var fo []orderflow.FlowOffering
 	for _, o := range d.offerings {
 		if po, ok := offerings[o.Config.OfferingUUIDHex()]; ok {
@@ -39,7 +43,7 @@ func (d *deps) clusterProvisioner(offerings map[string]*provisioner.Offering, vc
 		}
 		if vo, ok := vclusters[o.Config.OfferingUUIDHex()]; ok {
 			fo = append(fo, orderflow.FlowOffering{UUID: o.Config.OfferingUUIDHex(), Name: vo.Name, Waldur: o.Waldur,
-				Handler: vclusterVerbs(vo, o.Config.OfferingUUIDHex())})
+				Handler: vclusterVerbs(vo, o.Config.OfferingUUIDHex(), limits)})
 		}
 	}
 	flow, err := orderflow.NewFlow(d.bus, orderflow.FlowConfig{Name: provisioner.Name, OutcomesConsumer: provisioner.Name + "-outcomes",

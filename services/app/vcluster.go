@@ -17,6 +17,7 @@ import (
 	"github.com/sitebus/sitebus/pkg/telemetry"
 	"github.com/sitebus/sitebus/services/orderflow"
 	"github.com/sitebus/sitebus/services/provisioner"
+	"github.com/sitebus/sitebus/services/quota"
 )
 
 // sagaOrders reports whether the orders of backend name are the
@@ -52,7 +53,9 @@ func (d *deps) vclusterOfferings() (map[string]*provisioner.VClusterOffering, er
 			}
 			vo.Driver = hd
 		}
-		if s.ImportToRancher {
+		// With import_to_rancher off, a Rancher the settings still name is
+		// kept to un-import what an earlier import made (the cluster pass).
+		if s.ImportToRancher || (s.BackendURL != "" && s.Username != "" && s.Password != "") {
 			rc, err := d.vclusterRancher(o.Config.Name, s)
 			if err != nil {
 				return nil, err
@@ -64,11 +67,30 @@ func (d *deps) vclusterOfferings() (map[string]*provisioner.VClusterOffering, er
 	return out, nil
 }
 
+// vclusterLimits applies the Update orders of the vcluster offerings: the
+// host namespace's ResourceQuota, through the quota service's code as for
+// every backend.Backend (vcluster.Backend.SetLimits, which keeps the
+// limits for later while the resource is paused or downscaled).
+func (d *deps) vclusterLimits() (*quota.Limits, error) {
+	var offerings []quota.Offering
+	for i, o := range d.offerings {
+		if o.Config.OrderProcessingBackend != vcluster.Type {
+			continue
+		}
+		b, err := d.backends.get(i, vcluster.Type)
+		if err != nil {
+			return nil, err
+		}
+		offerings = append(offerings, quota.Offering{Config: o.Config, Waldur: o.Waldur, Backend: b})
+	}
+	return quota.NewLimits(offerings, d.log, d.reg)
+}
+
 // vclusterRancher is the Rancher client of a vcluster offering's import
 // and member sync.
 func (d *deps) vclusterRancher(offering string, s vcluster.Settings) (*rancher.ClusterClient, error) {
 	rc, err := rancher.NewClusterClient(rancher.ClusterOptions{BackendURL: s.BackendURL, AccessKey: s.Username, SecretKey: s.Password,
-		VerifyCert: s.VerifyCert, Logger: d.log.With("offering", offering, "backend", vcluster.Type),
+		VerifyCert: s.VerifyCert, FleetWorkspace: s.FleetWorkspace, Logger: d.log.With("offering", offering, "backend", vcluster.Type),
 		WrapTransport: func(rt http.RoundTripper) http.RoundTripper {
 			rt = telemetry.InstrumentTransport(rt, "rancher", d.reg, d.tp)
 			if d.transport != nil {
@@ -146,8 +168,10 @@ func (d *deps) vclusterMembership(i int) (*membership.Offering, error) {
 }
 
 // vclusterVerbs are the vcluster offering's verbs: create and terminate
-// start their sagas; update and restore are not supported yet.
-func vclusterVerbs(o *provisioner.VClusterOffering, offeringUUID string) orderflow.Verbs {
+// start their sagas; update sets the host namespace's quota through
+// limits (the quota service's code, as for every backend.Backend), nil
+// where the offering has none.
+func vclusterVerbs(o *provisioner.VClusterOffering, offeringUUID string, limits *quota.Limits) orderflow.Verbs {
 	start := func(def string) func(context.Context, *orderflow.Order) (*orderflow.Saga, error) {
 		return func(ctx context.Context, ord *orderflow.Order) (*orderflow.Saga, error) {
 			in, err := provisioner.VClusterInputOf(ctx, o, offeringUUID, ord.Order)
@@ -157,5 +181,11 @@ func vclusterVerbs(o *provisioner.VClusterOffering, offeringUUID string) orderfl
 			return &orderflow.Saga{Definition: def, Input: in}, nil
 		}
 	}
-	return orderflow.Verbs{Kind: vcluster.Type, OnCreate: start(provisioner.VClusterCreate), OnTerminate: start(provisioner.VClusterTerminate)}
+	v := orderflow.Verbs{Kind: vcluster.Type, OnCreate: start(provisioner.VClusterCreate), OnTerminate: start(provisioner.VClusterTerminate)}
+	if limits != nil {
+		v.OnUpdate = func(ctx context.Context, ord *orderflow.Order) (*orderflow.Saga, error) {
+			return nil, limits.Apply(ctx, offeringUUID, ord.ChangedResource(), ord.Limits)
+		}
+	}
+	return v
 }

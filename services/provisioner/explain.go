@@ -185,9 +185,19 @@ func ExplainVCluster(o *VClusterOffering, def string, in VClusterInput) (*Planne
 		out.Steps["settle"] = "tells Waldur the backend_id " + ns + " and that the order is done"
 		return out, nil
 	}
-	if o.Settings.ImportToRancher {
-		rancher = "deletes the Rancher cluster " + vcluster.ClusterName(ns)
+	withRancher := o.Rancher != nil || o.Settings.ImportToRancher
+	if withRancher {
+		rancher = "deletes the Rancher cluster " + vcluster.ClusterName(ns) + ", if it is this resource's"
 	}
+	access := "removes sitebus's bindings of the Rancher cluster " + vcluster.ClusterName(ns)
+	if s := o.Settings; s.MemberSource == vcluster.MemberSourceWaldurTeam && s.KeycloakEnabled {
+		parent, _ := s.RoleGroups(in.ResourceUUID)
+		access += " and deletes the Keycloak group " + parent + " and its role groups, if they carry sitebus's mark"
+	}
+	if !withRancher {
+		access = "nothing (no Rancher)"
+	}
+	out.Steps["access"] = access
 	out.Steps["import"] = rancher
 	out.Steps["agent"] = "removes Rancher's agent from the virtual cluster"
 	out.Steps[stepVCRelease] = explainRelease(o, def, ns)

@@ -124,7 +124,7 @@ func New(b *bus.Bus, cfg Config) (*Service, error) {
 	if err := register(coord, acts); err != nil {
 		return nil, err
 	}
-	if err := registerVCluster(coord, cfg, acts.plans, log); err != nil {
+	if err := registerVCluster(coord, cfg, acts.plans, acts.groups, log); err != nil {
 		return nil, err
 	}
 	ps := &pass{offerings: cfg.Offerings, vclusters: cfg.VClusters, records: acts.plans.(*kvPlans), log: log.With("component", "cluster-pass"),

@@ -34,8 +34,10 @@ const (
 	// installs Rancher's agent in it, waits for Rancher to report it
 	// ready and tells Waldur.
 	VClusterCreate = "vcluster-create"
-	// VClusterTerminate deletes the Rancher cluster, the agent's objects
-	// in the virtual cluster and the host namespace, then tells Waldur.
+	// VClusterTerminate deletes sitebus's bindings of the Rancher
+	// cluster and the Keycloak role groups member sync made, then the
+	// Rancher cluster, the agent's objects in the virtual cluster and the
+	// host namespace, then tells Waldur.
 	VClusterTerminate = "vcluster-terminate"
 )
 
@@ -50,6 +52,7 @@ const (
 	actVCRemoveAgent     = "vcluster.remove-agent"
 	actVCReady           = "vcluster.ready"
 	actVCSettle          = "vcluster.settle"
+	actVCDeleteAccess    = "vcluster.delete-access"
 )
 
 // VClusterOffering is one vcluster offering with the clients its sagas
@@ -59,7 +62,9 @@ type VClusterOffering struct {
 	Settings vcluster.Settings
 	Waldur   Waldur
 	Host     VClusterHost
-	// Rancher is nil when import_to_rancher is false.
+	// Rancher is nil when the settings name no Rancher (backend_url and
+	// an API key); with import_to_rancher false it is kept to un-import
+	// what an earlier import made.
 	Rancher VClusterRancher
 	Virtual VirtualCluster
 	// Driver makes the virtual cluster (vcluster_driver.go); nil for the
@@ -90,6 +95,8 @@ type VClusterRancher interface {
 	CreateRegistrationToken(ctx context.Context, ref rancher.ClusterRef) (rancher.RegistrationToken, error)
 	GetProvisioningCluster(ctx context.Context, name string) (rancher.ProvisioningCluster, error)
 	DeleteCluster(ctx context.Context, ref rancher.ClusterRef) error
+	ClusterRoleBindings(ctx context.Context, ref rancher.ClusterRef) ([]rancher.RoleBinding, error)
+	DeleteClusterRoleBinding(ctx context.Context, ref rancher.ClusterRef, bindingID string) error
 }
 
 var _ VClusterRancher = (*rancher.ClusterClient)(nil)
@@ -187,6 +194,7 @@ func vclusterDefinitions(t Timeouts) []saga.Definition {
 			settle,
 		}},
 		{Name: VClusterTerminate, Steps: []saga.Step{
+			step("access", actVCDeleteAccess, ""),
 			step("import", actVCDeleteImport, ""),
 			step("agent", actVCRemoveAgent, ""),
 			step(stepVCRelease, actVCUninstall, ""),
@@ -203,7 +211,10 @@ type vclusterActivities struct {
 	// plans keeps each imported virtual cluster's record for the
 	// cluster pass (the rancher-cluster plans' bucket).
 	plans PlanStore
-	log   *slog.Logger
+	// groups deletes the Keycloak role groups (through keycloak-sync);
+	// nil where no keycloak-sync is reached.
+	groups Groups
+	log    *slog.Logger
 	// poll is how often the waits look again.
 	poll time.Duration
 }
@@ -216,8 +227,9 @@ func (a *vclusterActivities) all() map[string]saga.Activity {
 		actVCImport:     a.importCluster, actVCDeleteImport: a.deleteImport,
 		actVCClusterID: a.clusterID,
 		actVCAgent:     a.agent, actVCRemoveAgent: a.removeAgent,
-		actVCReady:  a.ready,
-		actVCSettle: a.settle,
+		actVCReady:        a.ready,
+		actVCSettle:       a.settle,
+		actVCDeleteAccess: a.deleteAccess,
 	}
 }
 
@@ -429,22 +441,79 @@ func (a *vclusterActivities) importCluster(ctx context.Context, in saga.Activity
 	if err != nil || !r.importing() {
 		return nil, err
 	}
-	marks, err := r.o.Host.ImportMarks(ctx, r.ns)
+	p, skipped, err := importInto(ctx, r.o, r.ns, r.in.ResourceUUID)
 	if err != nil {
 		return nil, err
 	}
-	if marks.SkipImport {
+	if skipped {
 		r.log.Info("import into Rancher skipped: " + vcluster.AnnotationSkipImport + "=true")
 		return json.Marshal(VClusterImportOutput{Name: vcluster.ClusterName(r.ns), Skipped: true})
 	}
-	labels := marks.Labels(r.o.Settings.HostClusterID)
-	labels["sitebus.io/vcluster-namespace"], labels["sitebus.io/vcluster-host-cluster"] = r.ns, r.o.Settings.HostClusterID
-	p, err := r.o.Rancher.CreateImportedCluster(ctx, rancher.ImportedClusterSpec{Name: vcluster.ClusterName(r.ns), ResourceUUID: r.in.ResourceUUID, Labels: labels})
+	r.log.Info("Rancher imported cluster ready to register", "cluster", p.ID, "created", p.Created)
+	return json.Marshal(VClusterImportOutput{Name: p.Name, Created: true})
+}
+
+// importInto makes (or adopts, when it is the resource's) the Rancher
+// provisioning cluster of host namespace ns: the create's import step and
+// the cluster pass's re-import share it. skipped is true, with nothing
+// made, when Loft's skip-import mark is on the namespace or its vCluster
+// Service.
+func importInto(ctx context.Context, o *VClusterOffering, ns, resourceUUID string) (p rancher.ProvisioningCluster, skipped bool, err error) {
+	marks, err := o.Host.ImportMarks(ctx, ns)
+	if err != nil {
+		return p, false, err
+	}
+	if marks.SkipImport {
+		return p, true, nil
+	}
+	labels := marks.Labels(o.Settings.HostClusterID)
+	labels["sitebus.io/vcluster-namespace"], labels["sitebus.io/vcluster-host-cluster"] = ns, o.Settings.HostClusterID
+	p, err = o.Rancher.CreateImportedCluster(ctx, rancher.ImportedClusterSpec{Name: vcluster.ClusterName(ns), ResourceUUID: resourceUUID, Labels: labels})
+	return p, false, err
+}
+
+// deleteAccess undoes what member sync made for the resource: the
+// Rancher cluster's bindings with sitebus's marks for it (Rancher's
+// creator binding and anyone's by hand are left to go with the cluster),
+// then, with member_source waldur_team and Keycloak, its role groups
+// c_<hex>_<role> and their parent c_<hex>. keycloak-sync deletes a group
+// only when it carries sitebus's managed_by mark and deletes none of a
+// request that names a foreign one, as for a rancher-cluster's groups.
+func (a *vclusterActivities) deleteAccess(ctx context.Context, in saga.ActivityInput) (json.RawMessage, error) {
+	r, err := a.start(in)
 	if err != nil {
 		return nil, err
 	}
-	r.log.Info("Rancher imported cluster ready to register", "cluster", p.ID, "created", p.Created)
-	return json.Marshal(VClusterImportOutput{Name: p.Name, Created: true})
+	if r.o.Rancher != nil {
+		ref := r.ref()
+		bindings, err := r.o.Rancher.ClusterRoleBindings(ctx, ref)
+		if err != nil && !errors.Is(err, backend.ErrNotFound) && !errors.Is(err, backend.ErrNotManaged) {
+			return nil, fmt.Errorf("list the bindings of Rancher cluster %s: %w", ref, err)
+		}
+		for _, b := range bindings {
+			if !b.OwnedBy(r.in.ResourceUUID) {
+				continue
+			}
+			if err := r.o.Rancher.DeleteClusterRoleBinding(ctx, ref, b.ID); err != nil && !errors.Is(err, backend.ErrNotFound) {
+				return nil, fmt.Errorf("unbind %s as %s: %w", b.Subject(), b.RoleTemplateID, err)
+			}
+		}
+	}
+	s := r.o.Settings
+	if s.MemberSource != vcluster.MemberSourceWaldurTeam || !s.KeycloakEnabled || a.groups == nil {
+		return nil, nil
+	}
+	parent, groups := s.RoleGroups(r.in.ResourceUUID)
+	children := make([]string, 0, len(groups))
+	for _, role := range s.ClusterRoles() {
+		children = append(children, groups[role])
+	}
+	key := fmt.Sprintf("saga:%s:%s:%d", in.SagaID, in.Step, in.Attempt)
+	if err := a.groups.Delete(ctx, key, r.in.OfferingUUID, parent, children); err != nil {
+		return nil, fmt.Errorf("delete keycloak groups: %w", err)
+	}
+	r.log.Info("virtual cluster access removed", "parent_group", parent, "groups", children)
+	return nil, nil
 }
 
 // deleteImport deletes the Rancher cluster when it is this resource's.
@@ -498,28 +567,35 @@ func (a *vclusterActivities) agent(ctx context.Context, in saga.ActivityInput) (
 	}
 	ref := r.ref()
 	ref.ID = id.ID
-	tok, err := r.o.Rancher.CreateRegistrationToken(ctx, ref)
-	if err != nil {
-		return nil, err
-	}
-	if tok.ManifestURL == "" {
-		return nil, fmt.Errorf("Rancher's registration token of %s has no manifestUrl yet; retry", ref) //nolint:staticcheck // a message for Waldur
-	}
-	// Crash tests stop sitebus here, after Rancher's token was read and
-	// before its manifest reached the virtual cluster.
-	if err := failpoint.Inject(ctx, "provisioner/vcluster-agent/before-apply"); err != nil {
-		return nil, err
-	}
-	cfg, err := a.virtual(ctx, r)
-	if err != nil {
-		return nil, err
-	}
-	n, err := r.o.Virtual.InstallAgent(ctx, cfg, tok.ManifestURL)
+	n, err := installAgent(ctx, r.o, ref, func(ctx context.Context) (*rest.Config, error) { return a.virtual(ctx, r) })
 	if err != nil {
 		return nil, err
 	}
 	r.log.Info("Rancher agent applied into the virtual cluster", "cluster", ref, "objects", n)
 	return nil, nil
+}
+
+// installAgent reads the registration token of the Rancher cluster ref
+// and applies its manifest into the virtual cluster virtual reaches: the
+// create's agent step and the cluster pass's re-import share it.
+func installAgent(ctx context.Context, o *VClusterOffering, ref rancher.ClusterRef, virtual func(context.Context) (*rest.Config, error)) (int, error) {
+	tok, err := o.Rancher.CreateRegistrationToken(ctx, ref)
+	if err != nil {
+		return 0, err
+	}
+	if tok.ManifestURL == "" {
+		return 0, fmt.Errorf("Rancher's registration token of %s has no manifestUrl yet; retry", ref) //nolint:staticcheck // a message for Waldur
+	}
+	// Crash tests stop sitebus here, after Rancher's token was read and
+	// before its manifest reached the virtual cluster.
+	if err := failpoint.Inject(ctx, "provisioner/vcluster-agent/before-apply"); err != nil {
+		return 0, err
+	}
+	cfg, err := virtual(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return o.Virtual.InstallAgent(ctx, cfg, tok.ManifestURL)
 }
 
 // removeAgent deletes Rancher's agent from the virtual cluster; without
@@ -569,7 +645,7 @@ func (a *vclusterActivities) ready(ctx context.Context, in saga.ActivityInput) (
 		return nil, err
 	}
 	if !done {
-		reason := fmt.Sprintf("Rancher has not reported cluster %s/%s ready within %s", rancher.FleetNamespace, name, r.o.Settings.ReadyWait)
+		reason := fmt.Sprintf("Rancher has not reported cluster %s/%s ready within %s", r.o.Settings.FleetWorkspace, name, r.o.Settings.ReadyWait)
 		r.log.Warn("virtual cluster not ready by its deadline; kept for the cluster pass", "reason", reason, "err", err)
 		return json.Marshal(WaitOutput{NotReady: reason})
 	}
@@ -598,7 +674,9 @@ func (a *vclusterActivities) settle(ctx context.Context, in saga.ActivityInput) 
 		if _, err := in.DecodeOutput("cluster-id", &id); err != nil {
 			return nil, err
 		}
-		if a.plans != nil && id.ID != "" {
+		// Recorded imported or not: the cluster pass imports it once
+		// import_to_rancher is turned on, and un-imports it once off.
+		if a.plans != nil {
 			rec := Record{OfferingUUID: r.in.OfferingUUID, Erred: notReady,
 				VCluster: &VClusterRecord{ResourceUUID: r.in.ResourceUUID, Namespace: r.ns, Name: vcluster.ClusterName(r.ns), ID: id.ID}}
 			raw, err := json.Marshal(rec)
@@ -612,14 +690,7 @@ func (a *vclusterActivities) settle(ctx context.Context, in saga.ActivityInput) 
 		if err := r.o.Waldur.SetResourceBackendID(ctx, r.in.ResourceUUID, r.ns); err != nil {
 			return nil, fmt.Errorf("set_backend_id: %w", err)
 		}
-		md := map[string]any{"host_namespace": r.ns, "host_cluster_id": r.o.Settings.HostClusterID}
-		if id.ID != "" {
-			md["rancher_cluster_id"], md["rancher_cluster_name"] = id.ID, vcluster.ClusterName(r.ns)
-		}
-		if notReady != "" {
-			md["not_ready"] = notReady
-		}
-		if err := r.o.Waldur.SetResourceBackendMetadata(ctx, r.in.ResourceUUID, md); err != nil {
+		if err := r.o.Waldur.SetResourceBackendMetadata(ctx, r.in.ResourceUUID, vclusterMetadata(r.o, r.ns, id.ID, notReady)); err != nil {
 			return nil, fmt.Errorf("set_backend_metadata: %w", err)
 		}
 		if base := strings.TrimRight(r.o.Settings.BackendURL, "/"); base != "" && id.ID != "" {
@@ -636,6 +707,19 @@ func (a *vclusterActivities) settle(ctx context.Context, in saga.ActivityInput) 
 	return nil, endOrder(ctx, a.orders, r.o.Waldur, r.log, orderIDs{r.in.OfferingUUID, r.in.OrderUUID, r.in.ResourceUUID}, notReady, "virtual cluster")
 }
 
+// vclusterMetadata is the resource's backend metadata in Waldur: the host
+// namespace, and the Rancher cluster while it is imported.
+func vclusterMetadata(o *VClusterOffering, ns, clusterID, notReady string) map[string]any {
+	md := map[string]any{"host_namespace": ns, "host_cluster_id": o.Settings.HostClusterID}
+	if clusterID != "" {
+		md["rancher_cluster_id"], md["rancher_cluster_name"] = clusterID, vcluster.ClusterName(ns)
+	}
+	if notReady != "" {
+		md["not_ready"] = notReady
+	}
+	return md
+}
+
 // VClusterRecord is what the cluster pass needs of a virtual cluster: its
 // Rancher cluster, to set the resource OK once Rancher reports it ready
 // (and erred while it does not).
@@ -646,24 +730,43 @@ type VClusterRecord struct {
 	ID           string `json:"id,omitempty"`
 }
 
-// vcluster is the cluster pass over one virtual cluster: Rancher's
-// readiness is the only state it follows; the resource is erred while
-// Rancher does not report the cluster ready and set OK when it does, as
-// the rancher-cluster pass does for a cluster that is not active.
+// reimportWait bounds the cluster pass's wait for Rancher to name the v3
+// cluster of a re-import; past it the next pass goes on.
+const reimportWait = 30 * time.Second
+
+// vcluster is the cluster pass over one virtual cluster. It follows the
+// offering's import_to_rancher: a virtual cluster imported while it is
+// off is un-imported (its Rancher cluster, with the bindings Rancher keeps
+// in it, and Rancher's agent in the virtual cluster go; the virtual
+// cluster and its host namespace stay), one not imported while it is on
+// is imported as the create imports it. Otherwise Rancher's readiness is
+// the state it follows: the resource is erred while Rancher does not
+// report the cluster ready and set OK when it does, as the rancher-cluster
+// pass does for a cluster that is not active. The pass is the trigger
+// because the setting changes with sitebus's configuration, not with an
+// order: the first pass after a restart applies it to every resource.
 func (p *pass) vcluster(ctx context.Context, e recordEntry, rec Record) (int, error) {
 	o, ok := p.vclusters[rec.OfferingUUID]
 	if !ok || o.Rancher == nil {
-		return 0, nil // another deployment's offering
+		return 0, nil // another deployment's offering, or no Rancher to import into
 	}
 	vc := rec.VCluster
 	log := p.log.With("resource", vc.ResourceUUID, "cluster", vc.Name)
+	switch {
+	case !o.Settings.ImportToRancher && vc.ID != "":
+		return p.unimport(ctx, e, rec, o, log)
+	case !o.Settings.ImportToRancher:
+		return 0, nil
+	case vc.ID == "":
+		return p.reimport(ctx, e, rec, o, log)
+	}
 	pc, err := o.Rancher.GetProvisioningCluster(ctx, vc.Name)
 	if err != nil {
-		return 0, fmt.Errorf("rancher cluster %s/%s: %w", rancher.FleetNamespace, vc.Name, err)
+		return 0, fmt.Errorf("rancher cluster %s/%s: %w", o.Settings.FleetWorkspace, vc.Name, err)
 	}
 	reason := ""
 	if !pc.Ready {
-		reason = fmt.Sprintf("Rancher does not report cluster %s/%s ready", rancher.FleetNamespace, vc.Name)
+		reason = fmt.Sprintf("Rancher does not report cluster %s/%s ready", o.Settings.FleetWorkspace, vc.Name)
 		if rec.Erred != "" {
 			reason = rec.Erred // the reason Waldur already shows: no second set_as_erred
 		}
@@ -672,11 +775,81 @@ func (p *pass) vcluster(ctx context.Context, e recordEntry, rec Record) (int, er
 		return 0, err
 	}
 	rec.Erred = reason
+	return 1, p.putRecord(ctx, e, rec)
+}
+
+func (p *pass) putRecord(ctx context.Context, e recordEntry, rec Record) error {
 	raw, err := json.Marshal(rec)
 	if err != nil {
-		return 1, err
+		return err
 	}
-	return 1, p.records.Update(ctx, e.Key, raw, e.Rev)
+	return p.records.Update(ctx, e.Key, raw, e.Rev)
+}
+
+// unimport takes an imported virtual cluster out of Rancher: the Rancher
+// cluster when it is the resource's (Rancher deletes the cluster's role
+// template bindings with it), then Rancher's agent in the virtual
+// cluster. A resource erred for readiness is set OK: without an import
+// there is no readiness to wait for.
+func (p *pass) unimport(ctx context.Context, e recordEntry, rec Record, o *VClusterOffering, log *slog.Logger) (int, error) {
+	vc := rec.VCluster
+	ref := rancher.ClusterRef{Name: vc.Name, ID: vc.ID, ResourceUUID: vc.ResourceUUID}
+	if err := o.Rancher.DeleteCluster(ctx, ref); err != nil && !errors.Is(err, backend.ErrNotFound) {
+		return 0, fmt.Errorf("un-import: delete Rancher cluster %s: %w", ref, err)
+	}
+	cfg, err := o.Host.VirtualConfig(ctx, vc.Namespace)
+	switch {
+	case err == nil:
+		if err := o.Virtual.RemoveAgent(ctx, cfg); err != nil {
+			return 0, fmt.Errorf("un-import: remove Rancher's agent from the virtual cluster: %w", err)
+		}
+	case errors.Is(err, vcluster.ErrNoKubeconfig) || errors.Is(err, backend.ErrNotFound):
+		// No virtual cluster to reach: no agent in it.
+	default:
+		return 0, fmt.Errorf("un-import: reach the virtual cluster: %w", err)
+	}
+	if _, err := p.standing(ctx, o.Waldur, log, vc.ResourceUUID, "", rec.Erred); err != nil {
+		return 0, err
+	}
+	if err := o.Waldur.SetResourceBackendMetadata(ctx, vc.ResourceUUID, vclusterMetadata(o, vc.Namespace, "", "")); err != nil {
+		return 0, fmt.Errorf("set_backend_metadata: %w", err)
+	}
+	rec.Erred, vc.ID = "", ""
+	log.Info("cluster pass: virtual cluster un-imported from Rancher (import_to_rancher is off)", "v3", ref.ID)
+	return 1, p.putRecord(ctx, e, rec)
+}
+
+// reimport imports a virtual cluster that is not in Rancher while
+// import_to_rancher is on, by the create's steps: the provisioning
+// cluster, its v3 id, the registration token's manifest applied into the
+// virtual cluster. Each step is idempotent, so a pass cut short is
+// finished by the next. Readiness is judged from the next pass on, as
+// the agent needs a moment to connect.
+func (p *pass) reimport(ctx context.Context, e recordEntry, rec Record, o *VClusterOffering, log *slog.Logger) (int, error) {
+	vc := rec.VCluster
+	virtual := func(ctx context.Context) (*rest.Config, error) { return o.Host.VirtualConfig(ctx, vc.Namespace) }
+	if _, err := virtual(ctx); err != nil {
+		return 0, fmt.Errorf("re-import: reach the virtual cluster: %w", err)
+	}
+	_, skipped, err := importInto(ctx, o, vc.Namespace, vc.ResourceUUID)
+	if err != nil || skipped {
+		return 0, err
+	}
+	id, err := o.Rancher.WaitV3ClusterID(ctx, vc.Name, reimportWait)
+	if err != nil {
+		return 0, err
+	}
+	ref := rancher.ClusterRef{Name: vc.Name, ID: id, ResourceUUID: vc.ResourceUUID}
+	n, err := installAgent(ctx, o, ref, virtual)
+	if err != nil {
+		return 0, fmt.Errorf("re-import: %w", err)
+	}
+	if err := o.Waldur.SetResourceBackendMetadata(ctx, vc.ResourceUUID, vclusterMetadata(o, vc.Namespace, id, "")); err != nil {
+		return 0, fmt.Errorf("set_backend_metadata: %w", err)
+	}
+	vc.ID = id
+	log.Info("cluster pass: virtual cluster imported into Rancher (import_to_rancher is on)", "v3", id, "objects", n)
+	return 1, p.putRecord(ctx, e, rec)
 }
 
 // VClusterInputOf is the saga input of a vcluster order.
@@ -699,7 +872,7 @@ func VClusterInputOf(ctx context.Context, o *VClusterOffering, offeringUUID stri
 }
 
 // registerVCluster registers the vcluster sagas and their activities.
-func registerVCluster(coord *saga.Coordinator, cfg Config, plans PlanStore, log *slog.Logger) error {
+func registerVCluster(coord *saga.Coordinator, cfg Config, plans PlanStore, groups Groups, log *slog.Logger) error {
 	for hex, o := range cfg.VClusters {
 		if o == nil || o.Waldur == nil || o.Host == nil || o.Virtual == nil || (o.Settings.ImportToRancher && o.Rancher == nil) {
 			return fmt.Errorf("cluster-provisioner: vcluster offering %s lacks its Waldur, host, virtual cluster or Rancher client", hex)
@@ -707,7 +880,7 @@ func registerVCluster(coord *saga.Coordinator, cfg Config, plans PlanStore, log 
 	}
 	t := cfg.Timeouts
 	t.setDefaults()
-	acts := &vclusterActivities{offerings: cfg.VClusters, orders: cfg.Orders, plans: plans, log: log, poll: t.Poll}
+	acts := &vclusterActivities{offerings: cfg.VClusters, orders: cfg.Orders, plans: plans, groups: groups, log: log, poll: t.Poll}
 	for name, fn := range acts.all() {
 		coord.RegisterActivity(name, fn)
 	}

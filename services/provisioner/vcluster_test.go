@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -47,6 +48,24 @@ type vcWorld struct {
 	erred, ok, orderErred []string
 	// labels are the labels of the last imported cluster made.
 	labels map[string]string
+	// deletedGroups are the Keycloak groups deleted, children first.
+	deletedGroups []string
+}
+
+func (w *vcWorld) groups() Groups { return vcGroups{w} }
+
+// vcGroups is keycloak-sync's group commands.
+type vcGroups struct{ w *vcWorld }
+
+func (vcGroups) Ensure(context.Context, string, string, string, []string) ([]string, error) {
+	return nil, nil
+}
+
+func (g vcGroups) Delete(_ context.Context, _, _, parent string, children []string) error {
+	g.w.mu.Lock()
+	defer g.w.mu.Unlock()
+	g.w.deletedGroups = append(append(g.w.deletedGroups, children...), parent)
+	return nil
 }
 
 type vcRancher struct{ w *vcWorld }
@@ -89,6 +108,16 @@ func (f vcRancher) GetProvisioningCluster(_ context.Context, name string) (ranch
 	}
 	p.Ready = f.w.agents > 0 && !f.w.notReady
 	return p, nil
+}
+
+// The fake Rancher keeps no bindings: member sync's are tested with
+// membership's fakes and in e2e/vcluster.
+func (f vcRancher) ClusterRoleBindings(context.Context, rancher.ClusterRef) ([]rancher.RoleBinding, error) {
+	return nil, nil
+}
+
+func (f vcRancher) DeleteClusterRoleBinding(context.Context, rancher.ClusterRef, string) error {
+	return nil
 }
 
 func (f vcRancher) DeleteCluster(_ context.Context, ref rancher.ClusterRef) error {
@@ -214,7 +243,7 @@ func newVCHarnessWith(t *testing.T, driver VClusterDriver, objs ...corev1.Namesp
 	}
 	cfg := Config{VClusters: map[string]*VClusterOffering{offeringHex: o}, Orders: vcOrders{w}, Timeouts: Timeouts{Step: 30 * time.Second, Nodes: 30 * time.Second, Poll: 20 * time.Millisecond}}
 	plans := &kvPlans{js: js, replicas: 1}
-	if err := registerVCluster(coord, cfg, plans, log); err != nil {
+	if err := registerVCluster(coord, cfg, plans, w.groups(), log); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -453,5 +482,70 @@ func TestVClusterImportCarriesLoftServiceUIDLabel(t *testing.T) {
 	}
 	if len(h.w.clusters) != 1 || h.w.done != 1 {
 		t.Fatalf("clusters %v done %d", h.w.clusters, h.w.done)
+	}
+}
+
+// import_to_rancher turned off un-imports on the next pass (the Rancher
+// cluster and the agent go, the namespace stays); turned on again, the
+// next pass imports by the create's steps; terminate then deletes the
+// role groups member sync made.
+func TestVClusterImportSettingFollowedByThePassAndTerminateDeletesGroups(t *testing.T) {
+	h := newVCHarness(t)
+	ctx := context.Background()
+	o := h.pass.vclusters[offeringHex]
+	h.kubeconfigOnceNamespaceExists(t)
+	if sg := h.run(t, VClusterCreate, "00000000000000000000000000000020", `{}`, nil); sg.Status != saga.StatusSucceeded {
+		t.Fatalf("create %s: %s", sg.Status, sg.Error)
+	}
+	w := h.w
+	record := func() VClusterRecord {
+		t.Helper()
+		raw, err := h.plans.Get(ctx, hexUUID(resourceUUID))
+		var rec Record
+		if err != nil || json.Unmarshal(raw, &rec) != nil || rec.VCluster == nil {
+			t.Fatalf("record %s %v", raw, err)
+		}
+		return *rec.VCluster
+	}
+	if rec := record(); rec.ID == "" {
+		t.Fatalf("record %+v without the v3 id", rec)
+	}
+
+	o.Settings.ImportToRancher = false
+	if st, err := h.pass.run(ctx); err != nil || st.Repairs != 1 {
+		t.Fatalf("un-import pass: %+v %v", st, err)
+	}
+	if len(w.clusters) != 0 || w.agents != 0 || w.removed != 1 || record().ID != "" {
+		t.Fatalf("after un-import: clusters %v agents %d removed %d record %+v", w.clusters, w.agents, w.removed, record())
+	}
+	if _, err := h.host.CoreV1().Namespaces().Get(ctx, "vc-demo", metav1.GetOptions{}); err != nil {
+		t.Fatalf("host namespace gone with the un-import: %v", err)
+	}
+	if st, err := h.pass.run(ctx); err != nil || st.Repairs != 0 {
+		t.Fatalf("a second pass while off: %+v %v", st, err)
+	}
+
+	o.Settings.ImportToRancher = true
+	if st, err := h.pass.run(ctx); err != nil || st.Repairs != 1 {
+		t.Fatalf("re-import pass: %+v %v", st, err)
+	}
+	if len(w.clusters) != 1 || w.agents != 1 || record().ID == "" {
+		t.Fatalf("after re-import: clusters %v agents %d record %+v", w.clusters, w.agents, record())
+	}
+	if st, err := h.pass.run(ctx); err != nil || st.Repairs != 0 || len(w.erred) != 0 {
+		t.Fatalf("a pass once re-imported and ready: %+v %v erred %v", st, err, w.erred)
+	}
+
+	o.Settings.KeycloakEnabled = true
+	if sg := h.run(t, VClusterTerminate, "00000000000000000000000000000021", ``, nil); sg.Status != saga.StatusSucceeded {
+		t.Fatalf("terminate %s: %s", sg.Status, sg.Error)
+	}
+	hex := hexUUID(resourceUUID)
+	want := []string{"c_" + hex + "_cluster-owner", "c_" + hex + "_cluster-member", "c_" + hex}
+	if !slices.Equal(w.deletedGroups, want) {
+		t.Errorf("deleted groups %v, want %v", w.deletedGroups, want)
+	}
+	if len(w.clusters) != 0 || w.agents != 0 {
+		t.Errorf("after terminate: clusters %v agents %d", w.clusters, w.agents)
 	}
 }

@@ -1,6 +1,7 @@
 package rancher
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"errors"
@@ -74,6 +75,12 @@ type ClusterOptions struct {
 	Logger *slog.Logger
 	// WrapTransport, when set, wraps the HTTP transport (tracing, metrics).
 	WrapTransport func(http.RoundTripper) http.RoundTripper
+	// FleetWorkspace is the namespace of the v1 clusters this client
+	// imports, reads and deletes; default FleetNamespace. Rancher makes a
+	// v1 cluster's fleet workspace its namespace (the v3 cluster's
+	// spec.fleetWorkspaceName, set by Rancher's provisioningv2 cluster
+	// controller when it creates the v3 cluster): there is no spec field.
+	FleetWorkspace string
 }
 
 // ClusterClient provisions and manages whole Rancher clusters.
@@ -81,6 +88,8 @@ type ClusterClient struct {
 	api  *client
 	log  *slog.Logger
 	poll time.Duration
+	// ns is ClusterOptions.FleetWorkspace.
+	ns string
 }
 
 // NewClusterClient checks the options; it does not contact Rancher.
@@ -97,7 +106,7 @@ func NewClusterClient(o ClusterOptions) (*ClusterClient, error) {
 	log := backend.Logger(o.Logger, Type, "component", "clusters")
 	base := Settings{BackendURL: o.BackendURL}.apiBase()
 	return &ClusterClient{api: newAPIClient(base, o.AccessKey, o.SecretKey.Reveal(), o.VerifyCert, o.WrapTransport, log),
-		log: log, poll: o.PollInterval}, nil
+		log: log, poll: o.PollInterval, ns: cmp.Or(o.FleetWorkspace, FleetNamespace)}, nil
 }
 
 // Registry is a private registry the cluster's nodes pull from.
@@ -219,8 +228,8 @@ func (v v1Cluster) toProvisioningCluster() ProvisioningCluster {
 	return p
 }
 
-func v1ClusterPath(name string) string {
-	return "/v1/provisioning.cattle.io.clusters/" + FleetNamespace + "/" + url.PathEscape(name)
+func (c *ClusterClient) v1ClusterPath(name string) string {
+	return "/v1/provisioning.cattle.io.clusters/" + c.ns + "/" + url.PathEscape(name)
 }
 
 // ownership is the metadata sitebus puts on what it creates.
@@ -406,7 +415,7 @@ func (c *ClusterClient) adopt(ctx context.Context, spec ClusterSpec) (p Provisio
 
 func (c *ClusterClient) getV1(ctx context.Context, name string) (v1Cluster, error) {
 	var v v1Cluster
-	err := c.api.do(ctx, http.MethodGet, v1ClusterPath(name), "", nil, &v)
+	err := c.api.do(ctx, http.MethodGet, c.v1ClusterPath(name), "", nil, &v)
 	return v, err
 }
 
@@ -487,7 +496,7 @@ func (c *ClusterClient) WaitV3ClusterID(ctx context.Context, name string, timeou
 		return "", err
 	}
 	if !done {
-		return "", fmt.Errorf("Rancher has not made the v3 cluster of %s/%s within %s; retry", FleetNamespace, name, timeout) //nolint:staticcheck // a message for Waldur
+		return "", fmt.Errorf("Rancher has not made the v3 cluster of %s/%s within %s; retry", c.ns, name, timeout) //nolint:staticcheck // a message for Waldur
 	}
 	return id, nil
 }
@@ -518,10 +527,10 @@ func (c *ClusterClient) owned(ctx context.Context, ref ClusterRef) (v1Cluster, e
 		}
 		if ref.ID != "" && v.Status.ClusterName != "" && v.Status.ClusterName != ref.ID {
 			return v1Cluster{}, fault.Errorf(fault.NotManaged, "Rancher cluster %s/%s is v3 cluster %s, not %s; refusing to touch it",
-				FleetNamespace, ref.Name, v.Status.ClusterName, ref.ID)
+				c.ns, ref.Name, v.Status.ClusterName, ref.ID)
 		}
 	case ref.ID != "":
-		all, err := v1List[v1Cluster](ctx, c.api, "/v1/provisioning.cattle.io.clusters/"+FleetNamespace, "")
+		all, err := v1List[v1Cluster](ctx, c.api, "/v1/provisioning.cattle.io.clusters/"+c.ns, "")
 		if err != nil {
 			return v1Cluster{}, err
 		}
@@ -537,7 +546,7 @@ func (c *ClusterClient) owned(ctx context.Context, ref ClusterRef) (v1Cluster, e
 				return v1Cluster{}, err
 			}
 			return v1Cluster{}, fault.Errorf(fault.NotManaged, "Rancher cluster %s has no provisioning cluster in %s (not made by sitebus); refusing to touch it",
-				ref.ID, FleetNamespace)
+				ref.ID, c.ns)
 		}
 	default:
 		return v1Cluster{}, fault.Errorf(fault.Invalid, "a Rancher cluster reference needs a name or an id")
@@ -589,11 +598,11 @@ func (c *ClusterClient) DeleteCluster(ctx context.Context, ref ClusterRef) error
 	case err != nil:
 		return err
 	default:
-		err := c.api.do(ctx, http.MethodDelete, v1ClusterPath(v.Metadata.Name), "", nil, nil)
+		err := c.api.do(ctx, http.MethodDelete, c.v1ClusterPath(v.Metadata.Name), "", nil, nil)
 		if err != nil && !errors.Is(err, backend.ErrNotFound) {
 			return err
 		}
-		c.log.Info("deleted Rancher cluster", "cluster", FleetNamespace+"/"+v.Metadata.Name, "v3", v.Status.ClusterName,
+		c.log.Info("deleted Rancher cluster", "cluster", c.ns+"/"+v.Metadata.Name, "v3", v.Status.ClusterName,
 			"resource", ref.ResourceUUID)
 	}
 	secrets, err := c.ownedSecrets(ctx, ref.ResourceUUID)

@@ -38,7 +38,7 @@ func (c *ClusterClient) CreateImportedCluster(ctx context.Context, spec Imported
 		return p, err
 	}
 	body := importedPayload{Type: "provisioning.cattle.io.cluster",
-		Metadata: payloadMetadata{Name: spec.Name, Namespace: FleetNamespace, Labels: spec.Labels, Annotations: ownership(spec.ResourceUUID)}}
+		Metadata: payloadMetadata{Name: spec.Name, Namespace: c.ns, Labels: spec.Labels, Annotations: ownership(spec.ResourceUUID)}}
 	var v v1Cluster
 	err := c.api.do(ctx, http.MethodPost, "/v1/provisioning.cattle.io.clusters", "", body, &v)
 	if errors.Is(err, ErrConflict) {

@@ -568,7 +568,7 @@ func (b *Backend) Ping(ctx context.Context) error {
 // Diagnostics implements backend.Backend.
 func (b *Backend) Diagnostics(ctx context.Context) (map[string]any, error) {
 	out := map[string]any{"driver": b.settings.Driver, "host_cluster_id": b.settings.HostClusterID,
-		"rancher_project_id": b.settings.RancherProjectID, "import_to_rancher": b.settings.ImportToRancher}
+		"rancher_project_id": b.settings.RancherProjectID, "import_to_rancher": b.settings.ImportToRancher, "fleet_workspace": b.settings.FleetWorkspace}
 	if v, err := b.host.Discovery().ServerVersion(); err == nil {
 		out["host_version"] = v.GitVersion
 	} else {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sitebus/sitebus/pkg/backend/rancher"
 	"github.com/sitebus/sitebus/pkg/config"
 )
 
@@ -84,6 +85,11 @@ type Settings struct {
 	Driver string
 	// ImportToRancher imports the virtual cluster into Rancher.
 	ImportToRancher bool
+	// FleetWorkspace is the Rancher fleet workspace of the imported
+	// cluster: the namespace of its v1 provisioning cluster, which
+	// Rancher copies into the v3 cluster's spec.fleetWorkspaceName
+	// (default fleet-default, Rancher's own).
+	FleetWorkspace string
 	// Rancher's API, for the import: the URL and an API key.
 	BackendURL string
 	Username   string
@@ -119,7 +125,7 @@ type Settings struct {
 
 // DefaultSettings are the settings of an empty backend_settings.
 func DefaultSettings() Settings {
-	return Settings{Driver: DriverExternal, ImportToRancher: true, VerifyCert: true, SecretKey: DefaultSecretKey,
+	return Settings{Driver: DriverExternal, ImportToRancher: true, FleetWorkspace: rancher.FleetNamespace, VerifyCert: true, SecretKey: DefaultSecretKey,
 		KubeconfigWait: DefaultKubeconfigWait, ReadyWait: DefaultReadyWait, MemberSource: MemberSourceWaldurTeam}
 }
 
@@ -135,6 +141,7 @@ func DecodeSettings(raw map[string]any) (Settings, error) {
 	d.Str("rancher_project_id", &s.RancherProjectID)
 	d.Str("driver", &s.Driver)
 	d.Bool("import_to_rancher", &s.ImportToRancher)
+	d.Str("fleet_workspace", &s.FleetWorkspace)
 	d.Str("backend_url", &s.BackendURL)
 	d.Str("username", &s.Username)
 	d.Str("password", &password)
@@ -195,6 +202,10 @@ func (s *Settings) Validate() error {
 			s.Driver, strings.Join(SupportedDrivers, ", "))
 	case !slices.Contains(SupportedDrivers, s.Driver):
 		bad("driver", "%q is not a driver (supported: %s)", s.Driver, strings.Join(SupportedDrivers, ", "))
+	}
+	// A fleet workspace is a Kubernetes namespace in Rancher's cluster.
+	if !rancherID.MatchString(s.FleetWorkspace) || len(s.FleetWorkspace) > 63 {
+		bad("fleet_workspace", "%q is not a fleet workspace (a namespace name such as fleet-default)", s.FleetWorkspace)
 	}
 	if s.SecretKey == "" {
 		bad("kubeconfig_secret_key", "must not be empty")

@@ -68,6 +68,17 @@ func TestDecodeSettings(t *testing.T) {
 		}},
 		{name: "a bad duration names its key", raw: with(importSettings(), "ready_wait", "soon"), wantErr: `backend_settings.ready_wait: must be a duration such as 10m, not "soon"`},
 		{name: "a wrong type names its key", raw: with(importSettings(), "import_to_rancher", "yes"), wantErr: "backend_settings.import_to_rancher: must be a boolean"},
+		{name: "the fleet workspace defaults to Rancher's", raw: importSettings(), check: func(t *testing.T, s Settings) {
+			if s.FleetWorkspace != "fleet-default" {
+				t.Errorf("fleet workspace %q", s.FleetWorkspace)
+			}
+		}},
+		{name: "a fleet workspace of the offering's", raw: with(importSettings(), "fleet_workspace", "fleet-vc"), check: func(t *testing.T, s Settings) {
+			if s.FleetWorkspace != "fleet-vc" {
+				t.Errorf("fleet workspace %q", s.FleetWorkspace)
+			}
+		}},
+		{name: "a fleet workspace is a namespace name", raw: with(importSettings(), "fleet_workspace", "Fleet_VC"), wantErr: `backend_settings.fleet_workspace: "Fleet_VC" is not a fleet workspace`},
 		{name: "unknown keys are warnings", raw: with(importSettings(), "drivr", "external"), check: func(t *testing.T, s Settings) {
 			if len(s.Warnings) != 1 || !strings.Contains(s.Warnings[0].Error(), "drivr") {
 				t.Errorf("warnings: %v", s.Warnings)
