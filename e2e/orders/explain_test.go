@@ -183,6 +183,46 @@ func TestExplainRunsTheSagaStepsAsTheRunDoes(t *testing.T) {
 	waitMembers(t, s.Keycloak, "ns_sagalab_admin", "alice01")
 	waitMembers(t, s.Keycloak, "ns_sagalab_readwrite", "bob01")
 
+	// Waldur drops bob01 from the team without an event reaching
+	// sitebus; an update's explain then lists what the team's sync would
+	// move (bob01 out of the readwrite group), changing nothing, and the
+	// sync a team event runs makes exactly those changes.
+	if _, err := s.Admin.SetTeam(ctx(t), waldursim.TeamRequest{ResourceUUID: res, Member: member("bob01", "PROJECT.MEMBER"), Silent: true}); err != nil {
+		t.Fatal(err)
+	}
+	upd, _ := s.Order(waldursim.CreateOrderRequest{Type: "Update", ResourceUUID: res, Limits: map[string]int{"cpu": 4, "ram": 4, "storage": 10}, Silent: true})
+	text, code = s.Command(t, "orders", "explain", upd)
+	if code != 0 || !strings.Contains(text, "add 0, remove 1, leave 0 pending") {
+		t.Errorf("orders explain of the update: exit %d, want the membership it would move:\n%s", code, text)
+	}
+	ex = s.Explain(t, upd)
+	m := ex.Membership
+	if m == nil || m.Error != "" || m.Added != 0 || m.Removed != 1 {
+		t.Fatalf("explain of the update: membership %+v, want bob01 removed", m)
+	}
+	var moved []string
+	for _, c := range m.Calls {
+		if c.Target == "keycloak" && c.Changes() {
+			moved = append(moved, c.Method+" "+c.Path)
+		}
+	}
+	if got := harness.ExplainedChanges(ex, "keycloak"); len(got) != 0 {
+		t.Errorf("the update's own calls change Keycloak: %v", got)
+	}
+	waitMembers(t, s.Keycloak, "ns_sagalab_readwrite", "bob01")
+	// The update runs first: Waldur's role event syncs only resources that
+	// are not being updated.
+	keycloak.Reset()
+	s.Deliver(upd)
+	if o := s.WaitOrder(upd, "done", "erred"); o.State != "done" {
+		t.Fatalf("update: %s (%s)", o.State, o.ErrorMessage)
+	}
+	if _, err := s.Admin.SetTeam(ctx(t), waldursim.TeamRequest{ResourceUUID: res, Member: member("bob01", "PROJECT.MEMBER")}); err != nil {
+		t.Fatal(err)
+	}
+	waitMembers(t, s.Keycloak, "ns_sagalab_readwrite")
+	harness.SameChanges(t, "the update's run and the team's sync after the update's explain", keycloak.Changes(), moved)
+
 	term, _ := s.Order(waldursim.CreateOrderRequest{Type: "Terminate", ResourceUUID: res, Silent: true})
 	ex = s.ExplainThenRun(t, term, res, func() {}, keycloak, nil)
 	if ex.Saga == nil || ex.Saga.Definition != "namespace-terminate" {

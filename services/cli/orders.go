@@ -121,6 +121,19 @@ func printExplain(out io.Writer, ex *app.OrderExplanation) {
 			}
 		}
 	}
+	if m := ex.Membership; m != nil {
+		// Not the order's: counted apart from its changes.
+		fmt.Fprintln(out, "membership: the resource's team sync, which the update does not run (a team event or the periodic pass does), would now:")
+		for _, c := range m.Commands {
+			fmt.Fprintf(out, "  command %s (in this process, not on the bus)\n", c)
+		}
+		printCalls(out, "  ", m.Calls)
+		if m.Error != "" {
+			fmt.Fprintf(out, "  FAILS: %s\n", m.Error)
+		} else {
+			fmt.Fprintf(out, "  add %d, remove %d, leave %d pending (no Keycloak user yet)\n", m.Added, m.Removed, m.Pending)
+		}
+	}
 	switch {
 	case ex.Error != "":
 		fmt.Fprintf(out, "the order would fail: %s\n", ex.Error)
