@@ -1,0 +1,61 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/sitebus/sitebus/pkg/backend/rancher"
+	"github.com/sitebus/sitebus/pkg/contract"
+	"github.com/sitebus/sitebus/pkg/fault"
+	"github.com/sitebus/sitebus/pkg/waldur"
+)
+
+// clusterBindings is Rancher's imported virtual clusters by host
+// namespace, as PlanSync sees them: the bindings to make and remove, or
+// an error.
+type clusterBindings map[string]struct {
+	missing, stale []rancher.RoleBinding
+	err            error
+}
+
+func (c clusterBindings) PlanSync(_ context.Context, _, ns string) (missing, stale []rancher.RoleBinding, err error) {
+	p := c[ns]
+	return p.missing, p.stale, p.err
+}
+
+// A role group's binding deleted by hand and a marked binding the source
+// no longer wants are reported per resource; a resource whose create has
+// not settled and a cluster that is not the resource's are left out; any
+// other error fails the check.
+func TestVClusterBindingsDriftReportsWhatTheMemberSyncWouldChange(t *testing.T) {
+	owner := rancher.RoleBinding{RoleTemplateID: "cluster-owner", GroupPrincipalID: rancher.GroupPrincipalID("c_0a_cluster-owner")}
+	stale := rancher.RoleBinding{ID: "c-m-1:crtb-x", RoleTemplateID: "cluster-member", GroupPrincipalID: rancher.GroupPrincipalID("c_0a_cluster-member")}
+	resources := []waldur.Resource{{UUID: "r-1", BackendID: "vc-a"}, {UUID: "r-2"}, {UUID: "r-3", BackendID: "vc-foreign"}, {UUID: "r-4", BackendID: "vc-ok"}}
+	planner := clusterBindings{
+		"vc-a":       {missing: []rancher.RoleBinding{owner}, stale: []rancher.RoleBinding{stale}},
+		"vc-foreign": {err: fault.Errorf(fault.NotManaged, "cluster vc-foreign is not r-3's")},
+	}
+	d := &VClusterBindingsDrift{ResourceSync: ResourceSync{Offering: "0123456789abcdef0123456789abcdef"}, Access: planner,
+		Resources: func(context.Context) ([]waldur.Resource, error) { return resources, nil }}
+	found, err := d.Find(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []contract.DriftFinding{
+		{Kind: contract.DriftBindings, Resource: "r-1", Object: "vc-a/cluster-owner/" + owner.GroupPrincipalID,
+			Want: owner.GroupPrincipalID + " bound as cluster-owner", Have: "no binding"},
+		{Kind: contract.DriftBindings, Resource: "r-1", Object: "vc-a/cluster-member/" + stale.GroupPrincipalID,
+			Want: "no binding", Have: stale.GroupPrincipalID + " bound as cluster-member (c-m-1:crtb-x)"},
+	}
+	if len(found) != len(want) || found[0] != want[0] || found[1] != want[1] {
+		t.Errorf("findings\n%+v\nwant\n%+v", found, want)
+	}
+	planner["vc-ok"] = struct {
+		missing, stale []rancher.RoleBinding
+		err            error
+	}{err: errors.New("rancher is down")}
+	if _, err := d.Find(t.Context()); err == nil {
+		t.Error("a failing comparison was not reported")
+	}
+}
