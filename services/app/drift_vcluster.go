@@ -40,13 +40,14 @@ func vclusterDrift(o drift.Offering, op *OfferingPlan, w *waldur.Client, vb *vcl
 		return o, fmt.Errorf("offering %q: %w", op.Config.Name, err)
 	}
 	hex := op.Config.OfferingUUIDHex()
+	resources := func(ctx context.Context) ([]waldur.Resource, error) {
+		return w.ListProviderResources(ctx, waldur.ResourceFilter{OfferingUUID: op.Config.WaldurOfferingUUID,
+			States: []string{waldur.ResourceStateOK, waldur.ResourceStateErred}})
+	}
 	o.Checks = append(o.Checks, &VClusterBindingsDrift{
 		ResourceSync: ResourceSync{Offering: hex, Bus: b, Repairs: drift.RepairsCounter(reg), kind: contract.DriftBindings},
-		Resources: func(ctx context.Context) ([]waldur.Resource, error) {
-			return w.ListProviderResources(ctx, waldur.ResourceFilter{OfferingUUID: op.Config.WaldurOfferingUUID,
-				States: []string{waldur.ResourceStateOK, waldur.ResourceStateErred}})
-		},
-		Access: &vcluster.Access{Settings: s, Rancher: rc, Log: log}})
+		Resources:    resources,
+		Access:       &vcluster.Access{Settings: s, Rancher: rc, Log: log}})
 	mo := VClusterMembershipOffering(op.Config, w, vb, rc, log)
 	if op.Keycloak == nil || mo.Groups == nil {
 		return o, nil // rancher_project: the project's bindings are the members
@@ -61,8 +62,55 @@ func vclusterDrift(o drift.Offering, op *OfferingPlan, w *waldur.Client, vb *vcl
 	if err != nil {
 		return o, err
 	}
-	o.Checks = append(o.Checks, &MembersDrift{ResourceSync: ResourceSync{Offering: hex, Bus: b}, Plan: svc.Plan, Keycloak: kc})
+	o.Checks = append(o.Checks, &MembersDrift{ResourceSync: ResourceSync{Offering: hex, Bus: b}, Plan: withHostNamespace(svc.Plan, resources, vb), Keycloak: kc})
 	return o, nil
+}
+
+// namespaceLookup tells whether a host namespace exists (the vcluster
+// backend's Exists).
+type namespaceLookup interface {
+	Exists(ctx context.Context, backendID string) (bool, error)
+}
+
+// withHostNamespace keeps of plan the groups of resources whose host
+// namespace exists: membership makes a virtual cluster's missing role
+// groups only then (there is nothing else they would grant access to), so
+// the groups of a resource without one are no drift its repair could put
+// back. It costs one listing of the resources and one read per resource.
+func withHostNamespace(plan func(context.Context, string) ([]membership.GroupMembers, error),
+	resources func(context.Context) ([]waldur.Resource, error), host namespaceLookup,
+) func(context.Context, string) ([]membership.GroupMembers, error) {
+	return func(ctx context.Context, offeringHex string) ([]membership.GroupMembers, error) {
+		all, err := plan(ctx, offeringHex)
+		if err != nil || len(all) == 0 {
+			return all, err
+		}
+		rs, err := resources(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("list the offering's resources: %w", err)
+		}
+		ns := make(map[string]string, len(rs))
+		for _, r := range rs {
+			ns[r.UUID] = r.BackendID
+		}
+		exists := map[string]bool{}
+		var out []membership.GroupMembers
+		for _, gm := range all {
+			e, seen := exists[gm.Resource]
+			if !seen {
+				if id := ns[gm.Resource]; id != "" {
+					if e, err = host.Exists(ctx, id); err != nil {
+						return nil, fmt.Errorf("look up host namespace %s: %w", id, err)
+					}
+				}
+				exists[gm.Resource] = e
+			}
+			if e {
+				out = append(out, gm)
+			}
+		}
+		return out, nil
+	}
 }
 
 // ClusterBindingPlanner tells what the member sync of a virtual cluster

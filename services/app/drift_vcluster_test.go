@@ -9,6 +9,7 @@ import (
 	"github.com/sitebus/sitebus/pkg/contract"
 	"github.com/sitebus/sitebus/pkg/fault"
 	"github.com/sitebus/sitebus/pkg/waldur"
+	"github.com/sitebus/sitebus/services/membership"
 )
 
 // clusterBindings is Rancher's imported virtual clusters by host
@@ -57,5 +58,33 @@ func TestVClusterBindingsDriftReportsWhatTheMemberSyncWouldChange(t *testing.T) 
 	}{err: errors.New("rancher is down")}
 	if _, err := d.Find(t.Context()); err == nil {
 		t.Error("a failing comparison was not reported")
+	}
+}
+
+type hostNamespaces map[string]bool
+
+func (h hostNamespaces) Exists(_ context.Context, id string) (bool, error) { return h[id], nil }
+
+// Membership makes a virtual cluster's missing role groups only while its
+// host namespace exists: the groups of a resource without one (no
+// namespace yet, or gone) are left out of the comparison.
+func TestVClusterMembersDriftLeavesOutResourcesWithoutAHostNamespace(t *testing.T) {
+	plan := func(context.Context, string) ([]membership.GroupMembers, error) {
+		var out []membership.GroupMembers
+		for _, r := range []string{"r-1", "r-2", "r-3"} {
+			out = append(out, membership.GroupMembers{Resource: r, Group: contract.GroupSpec{Name: "c_" + r + "_cluster-owner"}},
+				membership.GroupMembers{Resource: r, Group: contract.GroupSpec{Name: "c_" + r + "_cluster-member"}})
+		}
+		return out, nil
+	}
+	resources := func(context.Context) ([]waldur.Resource, error) {
+		return []waldur.Resource{{UUID: "r-1", BackendID: "vc-1"}, {UUID: "r-2", BackendID: "vc-gone"}, {UUID: "r-3"}}, nil
+	}
+	got, err := withHostNamespace(plan, resources, hostNamespaces{"vc-1": true})(t.Context(), "0123")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].Resource != "r-1" || got[1].Resource != "r-1" {
+		t.Errorf("kept %+v, want r-1's two groups", got)
 	}
 }
