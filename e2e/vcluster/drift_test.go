@@ -4,14 +4,19 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sitebus/sitebus/e2e/harness"
 	"github.com/sitebus/sitebus/pkg/backend/rancher"
+	"github.com/sitebus/sitebus/pkg/backend/vcluster"
 )
 
-// A role group's cluster binding deleted by hand and a member taken out
-// of a role group by hand: `sitebus drift` lists both and exits 1,
-// changing nothing; `--repair` has the membership service put both back.
+// A role group's cluster binding deleted by hand, a member taken out of a
+// role group by hand and the host namespace's LimitRange deleted:
+// `sitebus drift` lists each and exits 1, changing nothing; `--repair`
+// puts each back (the first two through the membership service).
 // A binding made by hand is never listed or removed.
 func TestDriftReportsAndRepairsTheVirtualClusterBindingsAndRoleGroups(t *testing.T) {
 	// Only drift may repair: no membership pass, only team events.
@@ -44,6 +49,9 @@ func TestDriftReportsAndRepairsTheVirtualClusterBindingsAndRoleGroups(t *testing
 	if err := e.Keycloak.RemoveMember("waldur", g.ID, "bob01"); err != nil {
 		t.Fatal(err)
 	}
+	if err := e.hostCS.CoreV1().LimitRanges(e.ns()).Delete(harness.Context(t, time.Minute), vcluster.LimitRangeName, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	drifted := []string{creator, foreign, "cluster-member keycloakoidc_group://" + member + " *"}
 	e.waitBindings(clusterID, resUUID, drifted...)
 
@@ -51,7 +59,8 @@ func TestDriftReportsAndRepairsTheVirtualClusterBindingsAndRoleGroups(t *testing
 	if code != 1 {
 		t.Fatalf("drift exit %d, want 1 (drift left):\n%s", code, out)
 	}
-	for _, says := range []string{"bindings", owner + " bound as cluster-owner", "members", "bob01 is a member", "Nothing was changed"} {
+	for _, says := range []string{"bindings", owner + " bound as cluster-owner", "members", "bob01 is a member",
+		"limits   " + e.ns() + "/limitrange/" + vcluster.LimitRangeName, "Nothing was changed"} {
 		if !strings.Contains(out, says) {
 			t.Errorf("drift output lacks %q:\n%s", says, out)
 		}
@@ -70,6 +79,9 @@ func TestDriftReportsAndRepairsTheVirtualClusterBindingsAndRoleGroups(t *testing
 	}
 	e.waitGroups(resUUID, []string{"alice01"}, []string{"bob01"})
 	e.waitBindings(clusterID, resUUID, append(bound, foreign)...)
+	if _, err := e.hostCS.CoreV1().LimitRanges(e.ns()).Get(harness.Context(t, time.Minute), vcluster.LimitRangeName, metav1.GetOptions{}); err != nil {
+		t.Errorf("after --repair the host namespace's LimitRange: %v", err)
+	}
 	if out, code = e.Command(t, "drift"); code != 0 {
 		t.Errorf("drift after the repair exit %d, want 0:\n%s", code, out)
 	}

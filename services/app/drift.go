@@ -80,6 +80,13 @@ func DriftOffering(op *OfferingPlan, w *waldur.Client, objects, members backend.
 	if md, ok := objects.(drift.MarkBackend); ok {
 		o.Checks = append(o.Checks, &drift.Marks{Backend: md, Repairs: drift.RepairsCounter(reg)})
 	}
+	if lk, ok := objects.(LimitRangeKeeper); ok {
+		o.Checks = append(o.Checks, &LimitRangeDrift{Backend: lk, Repairs: drift.RepairsCounter(reg),
+			Resources: func(ctx context.Context) ([]waldur.Resource, error) {
+				return w.ListProviderResources(ctx, waldur.ResourceFilter{OfferingUUID: op.Config.WaldurOfferingUUID,
+					States: []string{waldur.ResourceStateOK, waldur.ResourceStateErred}})
+			}})
+	}
 	if members == nil || op.Config.MembershipSyncBackend == ranchercluster.Type {
 		return o, nil
 	}

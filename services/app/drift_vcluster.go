@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -167,4 +168,59 @@ func (d *VClusterBindingsDrift) Find(ctx context.Context) ([]contract.DriftFindi
 		}
 	}
 	return out, nil
+}
+
+// LimitRangeKeeper compares and puts back the LimitRange a backend makes
+// in a resource's namespace (the vcluster backend's host namespace).
+type LimitRangeKeeper interface {
+	LimitRangeDrift(ctx context.Context, ns, resourceUUID string) (have string, err error)
+	RepairLimitRange(ctx context.Context, ns, resourceUUID string) error
+}
+
+var _ LimitRangeKeeper = (*vcluster.Backend)(nil)
+
+// LimitRangeDrift is the drift check of the LimitRange in each live
+// resource's host namespace (the default requests the quota needs):
+// deleted or edited by hand, it is reported and written back. One without
+// sitebus's mark, or in a namespace that is not the resource's, is never
+// reported or touched. Repairs count in
+// sitebus_drift_repairs_total{kind="limits"}.
+type LimitRangeDrift struct {
+	Resources func(ctx context.Context) ([]waldur.Resource, error)
+	Backend   LimitRangeKeeper
+	Repairs   *prometheus.CounterVec
+}
+
+// Find compares, changing nothing.
+func (d *LimitRangeDrift) Find(ctx context.Context) ([]contract.DriftFinding, error) {
+	resources, err := d.Resources(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list the offering's resources: %w", err)
+	}
+	var out []contract.DriftFinding
+	for _, r := range resources {
+		if r.BackendID == "" {
+			continue
+		}
+		have, err := d.Backend.LimitRangeDrift(ctx, r.BackendID, r.UUID)
+		if errors.Is(err, backend.ErrNotFound) || errors.Is(err, backend.ErrNotManaged) {
+			continue // no namespace, or not the resource's
+		}
+		if err != nil {
+			return nil, fmt.Errorf("compare the limit range of %s: %w", r.BackendID, err)
+		}
+		if have != "" {
+			out = append(out, contract.DriftFinding{Kind: contract.DriftLimits, Resource: r.UUID,
+				Object: r.BackendID + "/limitrange/" + vcluster.LimitRangeName, Want: "the default requests sitebus sets", Have: have})
+		}
+	}
+	return out, nil
+}
+
+// Repair writes the finding's LimitRange back.
+func (d *LimitRangeDrift) Repair(ctx context.Context, f contract.DriftFinding) error {
+	ns, _, _ := strings.Cut(f.Object, "/")
+	err := d.Backend.RepairLimitRange(ctx, ns, f.Resource)
+	drift.CountRepair(d.Repairs, contract.DriftLimits, err)
+	return err
 }

@@ -3,8 +3,10 @@ package app
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
+	"github.com/sitebus/sitebus/pkg/backend"
 	"github.com/sitebus/sitebus/pkg/backend/rancher"
 	"github.com/sitebus/sitebus/pkg/contract"
 	"github.com/sitebus/sitebus/pkg/fault"
@@ -86,5 +88,43 @@ func TestVClusterMembersDriftLeavesOutResourcesWithoutAHostNamespace(t *testing.
 	}
 	if len(got) != 2 || got[0].Resource != "r-1" || got[1].Resource != "r-1" {
 		t.Errorf("kept %+v, want r-1's two groups", got)
+	}
+}
+
+// limitRanges is the host cluster's LimitRanges by namespace, as
+// LimitRangeDrift sees them, with the repairs made.
+type limitRanges struct {
+	have     map[string]string
+	errs     map[string]error
+	repaired []string
+}
+
+func (l *limitRanges) LimitRangeDrift(_ context.Context, ns, _ string) (string, error) {
+	return l.have[ns], l.errs[ns]
+}
+
+func (l *limitRanges) RepairLimitRange(_ context.Context, ns, _ string) error {
+	l.repaired = append(l.repaired, ns)
+	return nil
+}
+
+// A LimitRange deleted by hand is reported and its repair names its
+// namespace; a namespace that is gone or not the resource's is left out.
+func TestLimitRangeDriftReportsAndRepairsPerHostNamespace(t *testing.T) {
+	lr := &limitRanges{have: map[string]string{"vc-a": "missing"},
+		errs: map[string]error{"vc-gone": backend.ErrNotFound, "vc-foreign": fault.Errorf(fault.NotManaged, "not r-3's")}}
+	d := &LimitRangeDrift{Backend: lr, Resources: func(context.Context) ([]waldur.Resource, error) {
+		return []waldur.Resource{{UUID: "r-1", BackendID: "vc-a"}, {UUID: "r-2", BackendID: "vc-gone"}, {UUID: "r-3", BackendID: "vc-foreign"},
+			{UUID: "r-4", BackendID: "vc-ok"}, {UUID: "r-5"}}, nil
+	}}
+	found, err := d.Find(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(found) != 1 || found[0].Resource != "r-1" || !strings.HasPrefix(found[0].Object, "vc-a/limitrange/") {
+		t.Fatalf("findings %+v, want vc-a's LimitRange only", found)
+	}
+	if err := d.Repair(t.Context(), found[0]); err != nil || len(lr.repaired) != 1 || lr.repaired[0] != "vc-a" {
+		t.Errorf("repair: %v, repaired %v; want vc-a", err, lr.repaired)
 	}
 }
