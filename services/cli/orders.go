@@ -91,7 +91,7 @@ func printExplain(out io.Writer, ex *app.OrderExplanation) {
 		if s.NotRun != "" {
 			fmt.Fprintf(out, "(not run: %s)\n", s.NotRun)
 		} else {
-			fmt.Fprintln(out, "(run here in dry-run mode, in order; a step reads the platform as it is now, without what the steps before it would make):")
+			fmt.Fprintln(out, "(run here in dry-run mode, in order; a step reads the platform as it is now, plus the Keycloak groups and Rancher objects the steps before it would make):")
 		}
 		for i, st := range s.Steps {
 			comp := "nothing to undo"
