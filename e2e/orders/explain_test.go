@@ -140,17 +140,19 @@ func TestExplainListsTheCallsTheRunMakes(t *testing.T) {
 // access goes through Keycloak groups) runs the saga's steps dry: the
 // Keycloak changes it lists under the steps are those the run then makes
 // (the simulator's call log), and so are the Waldur changes, the settle
-// step's included. The resource's project has no team, so the team step
-// changes nothing in either: in a dry run the groups the first step would
-// make do not exist, so members they would get cannot be listed.
+// step's included. The team step lists the members it would put into
+// the groups the first step would make (which the dry run finds though
+// Keycloak does not have them), each added as the run then adds it.
 func TestExplainRunsTheSagaStepsAsTheRunDoes(t *testing.T) {
 	fx := harness.Fixture(t)
 	fx.Orders = nil
+	// Only the team step may fill the groups: no membership pass.
 	s := newSite(t, harness.WithFixture(fx), harness.WithoutStart(), withKeycloak,
-		harness.WithSitebusConfig(map[string]any{"periods": map[string]any{"order_process_period": "1h"}}))
+		harness.WithSitebusConfig(map[string]any{"periods": map[string]any{"order_process_period": "1h", "membership_sync_period": "24h"}}))
 	keycloak := harness.KeycloakPeer(s.Keycloak, "waldur")
 
-	created := harness.CreateOrderSilent(t, s.Admin, "sagalab", map[string]int{"cpu": 2, "ram": 4, "storage": 10})
+	created := harness.CreateOrderSilent(t, s.Admin, "sagalab", map[string]int{"cpu": 2, "ram": 4, "storage": 10},
+		member("alice01", "PROJECT.ADMIN"), member("bob01", "PROJECT.MEMBER"))
 	res := created.Resource.UUID
 	text, code := s.Command(t, "orders", "explain", created.Order.UUID)
 	if code != 0 {
@@ -167,6 +169,59 @@ func TestExplainRunsTheSagaStepsAsTheRunDoes(t *testing.T) {
 	if got := harness.ExplainedChanges(ex, "kubernetes"); len(got) != 1 || !strings.HasPrefix(got[0], "POST ") {
 		t.Errorf("explain of the create lists the Kubernetes changes %v, want the ManagedNamespace's POST", got)
 	}
+	var added []string
+	for _, st := range ex.Saga.Steps {
+		for _, c := range st.Calls {
+			if st.Name == "team" && c.Target == "keycloak" && c.Changes() {
+				added = append(added, c.Method+" "+c.Path)
+			}
+		}
+	}
+	if len(added) != 2 || !strings.HasPrefix(added[0], "PUT ") || !strings.HasSuffix(added[0], "/groups/dry-run") {
+		t.Errorf("the team step of the create's explain adds %v, want alice01 and bob01 put into the groups the first step makes", added)
+	}
+	waitMembers(t, s.Keycloak, "ns_sagalab_admin", "alice01")
+	waitMembers(t, s.Keycloak, "ns_sagalab_readwrite", "bob01")
+
+	// Waldur drops bob01 from the team without an event reaching
+	// sitebus; an update's explain then lists what the team's sync would
+	// move (bob01 out of the readwrite group), changing nothing, and the
+	// sync a team event runs makes exactly those changes.
+	if _, err := s.Admin.SetTeam(ctx(t), waldursim.TeamRequest{ResourceUUID: res, Member: member("bob01", "PROJECT.MEMBER"), Silent: true}); err != nil {
+		t.Fatal(err)
+	}
+	upd, _ := s.Order(waldursim.CreateOrderRequest{Type: "Update", ResourceUUID: res, Limits: map[string]int{"cpu": 4, "ram": 4, "storage": 10}, Silent: true})
+	text, code = s.Command(t, "orders", "explain", upd)
+	if code != 0 || !strings.Contains(text, "add 0, remove 1, leave 0 pending") {
+		t.Errorf("orders explain of the update: exit %d, want the membership it would move:\n%s", code, text)
+	}
+	ex = s.Explain(t, upd)
+	m := ex.Membership
+	if m == nil || m.Error != "" || m.Added != 0 || m.Removed != 1 {
+		t.Fatalf("explain of the update: membership %+v, want bob01 removed", m)
+	}
+	var moved []string
+	for _, c := range m.Calls {
+		if c.Target == "keycloak" && c.Changes() {
+			moved = append(moved, c.Method+" "+c.Path)
+		}
+	}
+	if got := harness.ExplainedChanges(ex, "keycloak"); len(got) != 0 {
+		t.Errorf("the update's own calls change Keycloak: %v", got)
+	}
+	waitMembers(t, s.Keycloak, "ns_sagalab_readwrite", "bob01")
+	// The update runs first: Waldur's role event syncs only resources that
+	// are not being updated.
+	keycloak.Reset()
+	s.Deliver(upd)
+	if o := s.WaitOrder(upd, "done", "erred"); o.State != "done" {
+		t.Fatalf("update: %s (%s)", o.State, o.ErrorMessage)
+	}
+	if _, err := s.Admin.SetTeam(ctx(t), waldursim.TeamRequest{ResourceUUID: res, Member: member("bob01", "PROJECT.MEMBER")}); err != nil {
+		t.Fatal(err)
+	}
+	waitMembers(t, s.Keycloak, "ns_sagalab_readwrite")
+	harness.SameChanges(t, "the update's run and the team's sync after the update's explain", keycloak.Changes(), moved)
 
 	term, _ := s.Order(waldursim.CreateOrderRequest{Type: "Terminate", ResourceUUID: res, Silent: true})
 	ex = s.ExplainThenRun(t, term, res, func() {}, keycloak, nil)

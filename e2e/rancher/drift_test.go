@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/sitebus/sitebus/e2e/harness"
 	"github.com/sitebus/sitebus/e2e/ranchersim"
 )
@@ -78,7 +80,9 @@ const foreignGroup = "ops-team"
 
 // driftSite has a resource "drift" whose project lost its
 // waldur/project_slug annotation and its child group's binding by hand,
-// and got a binding of another group; and a project sitebus did not make.
+// and got a binding of another group, and whose namespace lost its
+// gpu-pool label (namespace_labels) and got a label of the operator's;
+// and a project sitebus did not make.
 func driftSite(t *testing.T, opts siteOptions) (s *site, projectID string, foreign ranchersim.Project) {
 	// Only drift may put the binding back: the membership pass would too.
 	opts.MembershipPeriod = "24h"
@@ -101,12 +105,31 @@ func driftSite(t *testing.T, opts siteOptions) (s *site, projectID string, forei
 	}
 	s.deleteBinding(bs[0].ID)
 	s.bindGroup(p.ID, foreignGroup, "workloads-manage")
+	// The namespace loses namespace_labels' gpu-pool and gets a label of
+	// the operator's, through Rancher's namespace PUT.
+	labels := s.namespaceLabels(p.Name)
+	delete(labels, "gpu-pool")
+	labels[foreignLabel] = "x"
+	s.rancherAPI(http.MethodPut, "/v3/cluster/"+s.Rancher.Options().ClusterID+"/namespaces/"+p.Name, map[string]any{"labels": labels}, http.StatusOK)
 	foreign, err := s.Rancher.AddProject(ranchersim.Project{Name: s.Prefix + "foreign", Description: "someone else's",
 		Annotations: map[string]string{"waldur/organization": "other", "team": "x"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return s, p.ID, foreign
+}
+
+// foreignLabel is put on the sitebus namespace by hand: not sitebus's,
+// so drift never reports or removes it.
+const foreignLabel = "ops.example.org/owner"
+
+func (s *site) namespaceLabels(name string) map[string]string {
+	s.t.Helper()
+	ns, err := s.Cluster.Dynamic().Resource(nsGVR).Get(ctx(s.t), name, metav1.GetOptions{})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return ns.GetLabels()
 }
 
 func (s *site) projectSlug(id string) string {
@@ -123,16 +146,18 @@ func (s *site) checkForeignUntouched(before ranchersim.Project) {
 }
 
 // An annotation removed and a group binding deleted by hand on a sitebus
-// project: `sitebus drift` lists both and exits 1, changing nothing;
-// `--repair` puts both back; a binding sitebus did not make stays, and a
-// project sitebus did not make is never listed or touched.
+// project, and a label removed from its namespace: `sitebus drift` lists
+// each and exits 1, changing nothing; `--repair` puts each back; a
+// binding and a namespace label sitebus did not make stay, and a project
+// sitebus did not make is never listed or touched.
 func TestDriftCommandReportsAndRepairsProjectMarksAndBindings(t *testing.T) {
 	s, id, foreign := driftSite(t, siteOptions{Keycloak: true})
 	out, code := s.Command(t, "drift")
 	if code != 1 {
 		t.Fatalf("drift exit %d, want 1 (drift left):\n%s", code, out)
 	}
-	for _, says := range []string{"labels   " + id, "bindings " + id + "/" + childGroup, "want " + childGroup + " bound, have no binding", "annotations.waldur/project_slug=genomics", "annotations.waldur/project_slug missing", "Nothing was changed"} {
+	ns := s.Prefix + "drift"
+	for _, says := range []string{"labels   " + id, "labels   namespaces/" + ns, "labels.gpu-pool=h100-2x", "labels.gpu-pool missing", "bindings " + id + "/" + childGroup, "want " + childGroup + " bound, have no binding", "annotations.waldur/project_slug=genomics", "annotations.waldur/project_slug missing", "Nothing was changed"} {
 		if !strings.Contains(out, says) {
 			t.Errorf("drift output lacks %q:\n%s", says, out)
 		}
@@ -146,6 +171,9 @@ func TestDriftCommandReportsAndRepairsProjectMarksAndBindings(t *testing.T) {
 	if got := s.boundGroups(id); !slices.Equal(got, []string{foreignGroup}) {
 		t.Fatalf("drift without --repair changed the bindings: %v", got)
 	}
+	if got := s.namespaceLabels(ns)["gpu-pool"]; got != "" {
+		t.Fatalf("drift without --repair changed the namespace: gpu-pool %q", got)
+	}
 
 	out, code = s.Command(t, "drift", "--repair", "--nats-url", s.Sitebus.NATSURL)
 	if code != 0 {
@@ -157,20 +185,30 @@ func TestDriftCommandReportsAndRepairsProjectMarksAndBindings(t *testing.T) {
 	if got, want := s.boundGroups(id), []string{foreignGroup, childGroup}; !slices.Equal(got, want) {
 		t.Fatalf("after --repair: bound %v, want %v:\n%s", got, want, out)
 	}
+	if got := s.namespaceLabels(ns); got["gpu-pool"] != "h100-2x" || got[foreignLabel] != "x" {
+		t.Fatalf("after --repair: namespace labels %v, want gpu-pool back and %s kept:\n%s", got, foreignLabel, out)
+	}
 	if out, code = s.Command(t, "drift"); code != 0 {
 		t.Errorf("drift after the repair exit %d, want 0:\n%s", code, out)
 	}
 	s.checkForeignUntouched(foreign)
 }
 
-// The periodic drift pass of the running sitebus puts the annotation and
-// the binding back and counts the repairs; the binding sitebus did not
-// make and the foreign project stay untouched.
+// The periodic drift pass of the running sitebus puts the annotation, the
+// namespace label and the binding back and counts the repairs; the
+// binding and label sitebus did not make and the foreign project stay
+// untouched.
 func TestDriftPassRepairsProjectMarksAndBindings(t *testing.T) {
 	s, id, foreign := driftSite(t, siteOptions{Keycloak: true, DriftPeriod: "10s"})
 	harness.Eventually(t, 60*time.Second, "the drift pass puts the project slug back", func() bool {
 		return s.projectSlug(id) == "genomics"
 	})
+	harness.Eventually(t, 60*time.Second, "the drift pass puts the namespace's gpu-pool label back", func() bool {
+		return s.namespaceLabels(s.Prefix + "drift")["gpu-pool"] == "h100-2x"
+	})
+	if got := s.namespaceLabels(s.Prefix + "drift")[foreignLabel]; got != "x" {
+		t.Errorf("the drift pass changed the operator's label %s: %q", foreignLabel, got)
+	}
 	harness.Eventually(t, 60*time.Second, "the drift pass binds the child group again", func() bool {
 		return slices.Equal(s.boundGroups(id), []string{foreignGroup, childGroup})
 	})

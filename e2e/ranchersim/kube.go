@@ -136,6 +136,59 @@ func (s *Server) createNamespace(r *http.Request, _ struct{}) (any, error) {
 	return simkit.Reply{Status: http.StatusCreated, Body: s.namespaceRep(simkit.BaseURL(r), created)}, nil
 }
 
+// namespaceUpdate is what PUT …/namespaces/<name> accepts: a map field
+// given replaces the namespace's (norman's update replaces a map it is
+// sent, so removing a label is leaving it out); one not given stays.
+type namespaceUpdate struct {
+	Description         *string
+	Labels, Annotations map[string]string
+}
+
+// updateNamespace is Rancher's norman PUT of a namespace: it writes the
+// labels, annotations and description to the real namespace. Rancher's
+// own project link (annotation and label) is kept whatever the body says:
+// moving a namespace is the move action, not an update.
+func (s *Server) updateNamespace(r *http.Request, _ struct{}) (any, error) {
+	if err := s.kubeReady(r); err != nil {
+		return nil, err
+	}
+	var in namespaceUpdate
+	if err := decodeBody(r, &in); err != nil {
+		return nil, err
+	}
+	ns, err := s.kube.namespaces().Get(r.Context(), r.PathValue("name"), metav1.GetOptions{})
+	if err != nil {
+		return nil, kubeErr(err)
+	}
+	oldAnn, oldLabels := ns.GetAnnotations(), ns.GetLabels()
+	if in.Labels != nil {
+		labels := simkit.CloneOrEmpty(in.Labels)
+		if v, ok := oldLabels[ProjectIDLabel]; ok {
+			labels[ProjectIDLabel] = v
+		}
+		ns.SetLabels(labels)
+	}
+	ann := simkit.CloneOrEmpty(oldAnn)
+	if in.Annotations != nil {
+		ann = simkit.CloneOrEmpty(in.Annotations)
+		for _, k := range []string{ProjectIDAnnotation, DescriptionAnnotation} {
+			if v, ok := oldAnn[k]; ok {
+				ann[k] = v
+			}
+		}
+	}
+	if in.Description != nil {
+		ann[DescriptionAnnotation] = *in.Description
+	}
+	ns.SetAnnotations(ann)
+	updated, err := s.kube.namespaces().Update(r.Context(), ns, metav1.UpdateOptions{})
+	if err != nil {
+		return nil, kubeErr(err)
+	}
+	s.log.Debug("namespace updated", "name", ns.GetName())
+	return s.namespaceRep(simkit.BaseURL(r), updated), nil
+}
+
 // proxyKube forwards /k8s/clusters/<id>/<path> to <kube-apiserver>/<path>
 // with the simulator's cluster credentials, as Rancher's cluster proxy
 // does.

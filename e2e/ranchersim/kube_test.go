@@ -158,6 +158,26 @@ func TestNamespaces(t *testing.T) {
 				}
 			}
 		}},
+		{"a PUT replaces the labels and annotations it is sent, keeping the project link", func(t *testing.T) {
+			p := e.c.createProject("waldur-put")
+			name := uniqueName("waldur-put")
+			e.createNamespace(t, name, p)
+			r := e.c.do("PUT", "/v3/cluster/"+cluster+"/namespaces/"+name, map[string]any{
+				"labels": map[string]string{"gpu-pool": "a100"}}).want(t, http.StatusOK)
+			eq(t, "answered projectId", r.str("projectId"), p)
+			ns := e.getNamespace(t, name)
+			eq(t, "label not sent", ns.GetLabels()["pod-security.kubernetes.io/enforce"], "")
+			eq(t, "project label", ns.GetLabels()["field.cattle.io/projectId"], p[len(cluster)+1:])
+			eq(t, "label", ns.GetLabels()["gpu-pool"], "a100")
+			eq(t, "annotation not sent stays", ns.GetAnnotations()["waldur/managed"], "true")
+			e.c.do("PUT", namespacesURL+"/"+name, map[string]any{"annotations": map[string]string{"team": "x"}}).want(t, http.StatusOK)
+			ns = e.getNamespace(t, name)
+			eq(t, "project annotation", ns.GetAnnotations()["field.cattle.io/projectId"], p)
+			eq(t, "replaced annotation", ns.GetAnnotations()["waldur/managed"], "")
+			eq(t, "new annotation", ns.GetAnnotations()["team"], "x")
+			e.c.do("PUT", namespacesURL+"/"+uniqueName("absent"), map[string]any{"labels": map[string]string{}}).
+				wantErr(t, http.StatusNotFound, "NotFound")
+		}},
 		{"a duplicate namespace is Kubernetes' 409 AlreadyExists", func(t *testing.T) {
 			name := uniqueName("waldur-dup")
 			e.createNamespace(t, name, "")

@@ -163,6 +163,7 @@ func (s *Server) routes() http.Handler {
 		kubeAPI("GET "+prefix, handle(s.listNamespaces))
 		kubeAPI("POST "+prefix, handle(s.createNamespace))
 		kubeAPI("GET "+prefix+"/{name}", handle(s.getNamespace))
+		kubeAPI("PUT "+prefix+"/{name}", handle(s.updateNamespace))
 	}
 
 	// Provisioning (provisioning.go): steve's v1 clusters and secrets.

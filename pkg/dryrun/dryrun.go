@@ -13,6 +13,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 
@@ -69,6 +70,20 @@ type Recorder struct {
 	// terminate deletes a group only when no project binding of it is
 	// left after it removed its own).
 	gone map[string]bool
+	// groups are the Keycloak groups a create of this dry run would have
+	// made, in order: a later step looks them up by name (the team step
+	// of a create puts the team into the groups the first step made),
+	// and a search or a listing of children then finds them, with
+	// PlaceholderID for their id, as Keycloak would have found them.
+	groups []madeGroup
+}
+
+// madeGroup is a Keycloak group a create of this dry run would have made.
+type madeGroup struct {
+	// parent is the id of the group it is a child of, "" for a
+	// top-level group.
+	parent string
+	obj    map[string]any
 }
 
 // Calls is a copy of the calls made so far, oldest first.
@@ -107,6 +122,11 @@ type transport struct {
 
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	c := Call{Target: t.target, Method: req.Method, Path: req.URL.Path, Query: req.URL.RawQuery}
+	if t.target == "keycloak" && req.Method == http.MethodGet {
+		if parent, search, ok := keycloakGroupSearch(req); ok && t.rec.hasGroups(parent) {
+			return t.withMadeGroups(req, c, parent, search)
+		}
+	}
 	if isRead(req) && belowPlaceholder(req.URL.Path) {
 		c.Answered, c.Status = true, http.StatusOK
 		t.rec.add(c)
@@ -150,8 +170,111 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if t.target != "vault" {
 		c.Body = string(body)
 	}
+	if t.target == "keycloak" && req.Method == http.MethodPost {
+		if parent, _, ok := keycloakGroupSearch(req); ok {
+			t.rec.rememberGroup(parent, body)
+		}
+	}
 	t.rec.add(c)
 	return t.answer(req, body), nil
+}
+
+// keycloakGroupSearch reads a path of Keycloak's groups: the top-level
+// groups (/admin/realms/<realm>/groups: parent "") or a group's children
+// (…/groups/<parent>/children), with the name a read searches for.
+func keycloakGroupSearch(req *http.Request) (parent, search string, ok bool) {
+	parts := strings.Split(strings.Trim(req.URL.Path, "/"), "/")
+	i := slices.Index(parts, "realms")
+	switch {
+	case i < 0 || len(parts) < i+3 || parts[i+2] != "groups":
+		return "", "", false
+	case len(parts) == i+3:
+	case len(parts) == i+5 && parts[i+4] == "children":
+		parent = parts[i+3]
+	default:
+		return "", "", false
+	}
+	return parent, req.URL.Query().Get("search"), true
+}
+
+// rememberGroup keeps a Keycloak group a create under parent would make,
+// as Keycloak would answer a read of it: its name and attributes as sent,
+// PlaceholderID for its id, and its path (a child's under a parent of
+// this dry run; Keycloak's own parent's path is not known here).
+func (r *Recorder) rememberGroup(parent string, body []byte) {
+	var in struct {
+		Name       string              `json:"name"`
+		Attributes map[string][]string `json:"attributes"`
+	}
+	if json.Unmarshal(body, &in) != nil || in.Name == "" {
+		return
+	}
+	path := "/" + in.Name
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if parent != "" {
+		path = ""
+		for _, g := range r.groups {
+			if parent == PlaceholderID && g.obj["path"] != "" {
+				path = g.obj["path"].(string) + "/" + in.Name
+			}
+		}
+	}
+	obj := map[string]any{"id": PlaceholderID, "name": in.Name, "path": path, "attributes": in.Attributes,
+		"subGroups": []any{}, "subGroupCount": 0}
+	if parent != "" {
+		obj["parentId"] = parent
+	}
+	r.groups = append(r.groups, madeGroup{parent: parent, obj: obj})
+}
+
+func (r *Recorder) hasGroups(parent string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.ContainsFunc(r.groups, func(g madeGroup) bool { return g.parent == parent })
+}
+
+// withMadeGroups answers a search of the top-level groups or a listing of
+// a group's children with what Keycloak has (not asked when the parent is
+// a group of this dry run, which Keycloak does not have) and the groups
+// this dry run would have made there whose name is the search's (all of
+// them without one).
+func (t *transport) withMadeGroups(req *http.Request, c Call, parent, search string) (*http.Response, error) {
+	var items []any
+	if parent == PlaceholderID {
+		c.Answered, c.Status = true, http.StatusOK
+	} else {
+		c.Sent = true
+		resp, err := t.next.RoundTrip(req)
+		if err != nil {
+			t.rec.add(c)
+			return resp, err
+		}
+		c.Status = resp.StatusCode
+		data, err := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK || json.Unmarshal(data, &items) != nil {
+			t.rec.add(c)
+			resp.Body = io.NopCloser(bytes.NewReader(data))
+			return resp, err
+		}
+	}
+	t.rec.mu.Lock()
+	for _, g := range t.rec.groups {
+		if g.parent == parent && (search == "" || g.obj["name"] == search) {
+			items = append(items, g.obj)
+		}
+	}
+	t.rec.mu.Unlock()
+	t.rec.add(c)
+	if items == nil {
+		items = []any{}
+	}
+	out, err := json.Marshal(items)
+	if err != nil {
+		return nil, err
+	}
+	return respond(req, http.StatusOK, out), nil
 }
 
 // isRead: the request changes nothing on the platform, so it is sent. A

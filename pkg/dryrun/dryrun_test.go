@@ -1,6 +1,7 @@
 package dryrun_test
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -246,5 +247,58 @@ func TestAKeycloakListingLeavesOutAGroupTheDryRunWouldDelete(t *testing.T) {
 	resp.Body.Close()
 	if got := string(b); strings.Contains(got, "child-1") || !strings.Contains(got, "child-2") {
 		t.Errorf("children %s, want child-2 only", got)
+	}
+}
+
+// The team step of a create puts the team into the groups the first step
+// would make: a later search for such a group, or a listing of its
+// children, finds it with the placeholder id and the attributes its
+// create sent, next to what Keycloak has.
+func TestAKeycloakGroupTheDryRunWouldMakeIsFoundByALaterSearch(t *testing.T) {
+	kc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/children") {
+			t.Errorf("the children of a group of the dry run reached Keycloak: %s", r.URL)
+		}
+		_, _ = io.WriteString(w, `[{"id":"g-0","name":"theirs"}]`)
+	}))
+	defer kc.Close()
+	rec := &dryrun.Recorder{}
+	c := &http.Client{Transport: rec.Wrap(nil, "keycloak")}
+	for path, body := range map[string]string{
+		"/admin/realms/w/groups": `{"name":"ns_lab_admin","attributes":{"managed_by":["sitebus"]}}`,
+		"/admin/realms/w/groups/" + dryrun.PlaceholderID + "/children": `{"name":"role_x"}`,
+	} {
+		resp, err := c.Post(kc.URL+path, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	read := func(path string) []map[string]any {
+		resp, err := c.Get(kc.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out []map[string]any
+		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	got := read("/admin/realms/w/groups?search=ns_lab_admin&exact=true")
+	if len(got) != 2 || got[1]["id"] != dryrun.PlaceholderID || got[1]["name"] != "ns_lab_admin" || got[1]["path"] != "/ns_lab_admin" {
+		t.Errorf("search answered %v, want Keycloak's group and ns_lab_admin with the placeholder id", got)
+	}
+	if got := read("/admin/realms/w/groups?search=other&exact=true"); len(got) != 1 {
+		t.Errorf("a search of another name answered %v, want Keycloak's answer only", got)
+	}
+	if got := read("/admin/realms/w/groups/" + dryrun.PlaceholderID + "/children?search=role_x"); len(got) != 1 || got[0]["name"] != "role_x" {
+		t.Errorf("children answered %v, want role_x", got)
+	}
+	for _, c := range rec.Calls() {
+		if c.Method == http.MethodGet && c.Changes() {
+			t.Errorf("read %s counted as a change", c.Path)
+		}
 	}
 }

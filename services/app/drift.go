@@ -12,6 +12,7 @@ import (
 	"github.com/sitebus/sitebus/pkg/backend/okd"
 	"github.com/sitebus/sitebus/pkg/backend/rancher"
 	"github.com/sitebus/sitebus/pkg/backend/ranchercluster"
+	"github.com/sitebus/sitebus/pkg/backend/vcluster"
 	"github.com/sitebus/sitebus/pkg/bus"
 	"github.com/sitebus/sitebus/pkg/contract"
 	sitebusv1 "github.com/sitebus/sitebus/pkg/gen/sitebus/v1"
@@ -79,8 +80,18 @@ func DriftOffering(op *OfferingPlan, w *waldur.Client, objects, members backend.
 	if md, ok := objects.(drift.MarkBackend); ok {
 		o.Checks = append(o.Checks, &drift.Marks{Backend: md, Repairs: drift.RepairsCounter(reg)})
 	}
+	if lk, ok := objects.(LimitRangeKeeper); ok {
+		o.Checks = append(o.Checks, &LimitRangeDrift{Backend: lk, Repairs: drift.RepairsCounter(reg),
+			Resources: func(ctx context.Context) ([]waldur.Resource, error) {
+				return w.ListProviderResources(ctx, waldur.ResourceFilter{OfferingUUID: op.Config.WaldurOfferingUUID,
+					States: []string{waldur.ResourceStateOK, waldur.ResourceStateErred}})
+			}})
+	}
 	if members == nil || op.Config.MembershipSyncBackend == ranchercluster.Type {
 		return o, nil
+	}
+	if vb, ok := members.(*vcluster.Backend); ok {
+		return vclusterDrift(o, op, w, vb, b, log, reg)
 	}
 	mo := MembershipOffering(op.Config, w, members)
 	svc, err := membership.New(nil, membership.Config{Offerings: []membership.Offering{mo}, Logger: slog.New(slog.DiscardHandler)})

@@ -15,6 +15,7 @@ import (
 	"github.com/sitebus/sitebus/pkg/dryrun"
 	"github.com/sitebus/sitebus/pkg/events"
 	"github.com/sitebus/sitebus/pkg/fault"
+	sitebusv1 "github.com/sitebus/sitebus/pkg/gen/sitebus/v1"
 	"github.com/sitebus/sitebus/pkg/saga"
 	"github.com/sitebus/sitebus/pkg/waldur"
 	"github.com/sitebus/sitebus/services/coordinator"
@@ -47,6 +48,29 @@ type OrderExplanation struct {
 	// Requests are requests to other sitebus services on the bus.
 	Requests []string `json:"bus_requests,omitempty"`
 	// Error is why the order would fail.
+	Error string `json:"error,omitempty"`
+	// Membership, for an update of a resource whose offering syncs its
+	// team (membership_sync_backend), is what the membership sync of the
+	// resource would move now: the Keycloak group members it would add
+	// and remove. The update itself does not run it (the membership
+	// service does, on a team event or its periodic pass), so its calls
+	// are not among the order's.
+	Membership *ExplainedMembership `json:"membership,omitempty"`
+}
+
+// ExplainedMembership is the membership sync of one resource, run dry.
+type ExplainedMembership struct {
+	// Commands are the commands it sent (membership.sync-resource, then
+	// keycloak-sync's), in this process.
+	Commands []string `json:"commands,omitempty"`
+	// Calls are its requests, as in OrderExplanation.Calls.
+	Calls []dryrun.Call `json:"calls,omitempty"`
+	// Added, Removed and Pending count the members it would add, remove,
+	// and keep waiting for their Keycloak user.
+	Added   int32 `json:"added"`
+	Removed int32 `json:"removed"`
+	Pending int32 `json:"pending"`
+	// Error is why the sync would fail.
 	Error string `json:"error,omitempty"`
 }
 
@@ -164,7 +188,25 @@ func ExplainOrder(ctx context.Context, plan *Plan, orderUUID string) (*OrderExpl
 			return nil, err
 		}
 	}
+	if order.Type == waldur.OrderTypeUpdate && op.Config.MembershipSyncBackend != "" && out.Resource != "" {
+		out.Membership = explainMembership(ctx, steps, rec, hex, out.Resource)
+	}
 	return out, nil
+}
+
+// explainMembership runs the membership sync of the resource dry, as the
+// membership service runs it on a team event, through the handlers in l:
+// what it would add to and remove from the resource's groups now.
+func explainMembership(ctx context.Context, l *contract.Local, rec *dryrun.Recorder, offeringHex, resourceUUID string) *ExplainedMembership {
+	calls, sent := len(rec.Calls()), len(l.Sent())
+	resp, err := contract.SyncResource.Call(ctx, l, &sitebusv1.SyncResourceRequest{OfferingUuid: offeringHex, ResourceUuid: resourceUUID})
+	out := &ExplainedMembership{Calls: rec.Calls()[calls:], Commands: l.Sent()[sent:]}
+	if err != nil {
+		out.Error = err.Error()
+		return out
+	}
+	out.Added, out.Removed, out.Pending = resp.GetAdded(), resp.GetRemoved(), resp.GetPending()
+	return out
 }
 
 // stepHandlers are the commands of the services a saga's steps reach

@@ -91,7 +91,7 @@ func printExplain(out io.Writer, ex *app.OrderExplanation) {
 		if s.NotRun != "" {
 			fmt.Fprintf(out, "(not run: %s)\n", s.NotRun)
 		} else {
-			fmt.Fprintln(out, "(run here in dry-run mode, in order; a step reads the platform as it is now, without what the steps before it would make):")
+			fmt.Fprintln(out, "(run here in dry-run mode, in order; a step reads the platform as it is now, plus the Keycloak groups and Rancher objects the steps before it would make):")
 		}
 		for i, st := range s.Steps {
 			comp := "nothing to undo"
@@ -119,6 +119,19 @@ func printExplain(out io.Writer, ex *app.OrderExplanation) {
 			if st.Error != "" {
 				fmt.Fprintf(out, "       FAILS: %s\n", st.Error)
 			}
+		}
+	}
+	if m := ex.Membership; m != nil {
+		// Not the order's: counted apart from its changes.
+		fmt.Fprintln(out, "membership: the resource's team sync, which the update does not run (a team event or the periodic pass does), would now:")
+		for _, c := range m.Commands {
+			fmt.Fprintf(out, "  command %s (in this process, not on the bus)\n", c)
+		}
+		printCalls(out, "  ", m.Calls)
+		if m.Error != "" {
+			fmt.Fprintf(out, "  FAILS: %s\n", m.Error)
+		} else {
+			fmt.Fprintf(out, "  add %d, remove %d, leave %d pending (no Keycloak user yet)\n", m.Added, m.Removed, m.Pending)
 		}
 	}
 	switch {

@@ -15,13 +15,14 @@ import (
 )
 
 // RepairsCounter is sitebus_drift_repairs_total{kind,outcome}, for the
-// kinds of drift no other service's metric counts (labels, bindings):
-// limits and flags count in sitebus_quota_changes_total, members in
+// kinds of drift no other service's metric counts (labels, bindings, and
+// limits of a virtual cluster's LimitRange): the quota's limits and flags
+// count in sitebus_quota_changes_total, members in
 // sitebus_membership_changes_total.
 func RepairsCounter(reg prometheus.Registerer) *prometheus.CounterVec {
 	return telemetry.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "sitebus_drift_repairs_total",
-		Help: "Drift the drift pass put back that no other service's metric counts, by kind (labels, bindings) and outcome (repaired, error).",
+		Help: "Drift the drift pass put back that no other service's metric counts, by kind (labels, bindings, limits) and outcome (repaired, error).",
 	}, []string{"kind", "outcome"}))
 }
 

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/url"
 	"strings"
@@ -235,6 +236,7 @@ type (
 		Name        string            `json:"name"`
 		ProjectID   string            `json:"projectId"`
 		State       string            `json:"state"`
+		Labels      map[string]string `json:"labels"`
 		Annotations map[string]string `json:"annotations"`
 	}
 	binding struct {
@@ -299,22 +301,44 @@ func (c *client) getNamespace(ctx context.Context, name string) (namespace, erro
 	return ns, err
 }
 
-// createNamespace makes a namespace in the project with Python's labels
-// (restricted pod security, then namespace_labels) and annotation.
-func (c *client) createNamespace(ctx context.Context, projectID, name string, extraLabels map[string]string) (namespace, error) {
+// namespaceLabels are the labels createNamespace writes: Python's
+// restricted pod security, then namespace_labels.
+func namespaceLabels(extraLabels map[string]string) map[string]string {
 	labels := map[string]string{
 		"pod-security.kubernetes.io/enforce":         "restricted",
 		"pod-security.kubernetes.io/enforce-version": "latest",
 	}
-	for k, v := range extraLabels {
-		labels[k] = v
-	}
+	maps.Copy(labels, extraLabels)
+	return labels
+}
+
+// namespaceAnnotations are the annotations createNamespace writes.
+func namespaceAnnotations() map[string]string {
+	return map[string]string{AnnotationManaged: "true"}
+}
+
+// createNamespace makes a namespace in the project with Python's labels
+// and annotation.
+func (c *client) createNamespace(ctx context.Context, projectID, name string, extraLabels map[string]string) (namespace, error) {
 	var ns namespace
 	err := c.do(ctx, http.MethodPost, c.namespacesPath(), "", map[string]any{
-		"type": "namespace", "name": name, "projectId": projectID, "labels": labels,
-		"annotations": map[string]string{AnnotationManaged: "true"},
+		"type": "namespace", "name": name, "projectId": projectID, "labels": namespaceLabels(extraLabels),
+		"annotations": namespaceAnnotations(),
 	}, &ns)
 	return ns, err
+}
+
+// allNamespaces lists every namespace of the cluster, in one listing.
+func (c *client) allNamespaces(ctx context.Context) ([]namespace, error) {
+	return list[namespace](ctx, c, c.namespacesPath(), "")
+}
+
+// setNamespaceMarks replaces the namespace's labels and annotations with
+// norman's PUT, which replaces a map field it is given (as the project's
+// PUT does); Rancher keeps its own project link on the namespace.
+func (c *client) setNamespaceMarks(ctx context.Context, name string, labels, annotations map[string]string) error {
+	return c.do(ctx, http.MethodPut, c.namespacesPath()+"/"+url.PathEscape(name), "",
+		map[string]any{"labels": labels, "annotations": annotations}, nil)
 }
 
 func (c *client) listNamespaces(ctx context.Context, projectID string) ([]namespace, error) {

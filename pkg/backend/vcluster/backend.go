@@ -238,12 +238,7 @@ func (b *Backend) Create(ctx context.Context, r backend.Resource) (backend.Creat
 // EnsureLimitRange gives the namespace's containers default requests, so
 // pods that name none are still admitted under a quota on requests.
 func (b *Backend) EnsureLimitRange(ctx context.Context, ns string) error {
-	lr := &corev1.LimitRange{ObjectMeta: metav1.ObjectMeta{Name: LimitRangeName, Namespace: ns,
-		Annotations: map[string]string{AnnotationManaged: "true"}},
-		Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{Type: corev1.LimitTypeContainer,
-			DefaultRequest: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")},
-		}}}}
-	_, err := b.host.CoreV1().LimitRanges(ns).Create(ctx, lr, metav1.CreateOptions{})
+	_, err := b.host.CoreV1().LimitRanges(ns).Create(ctx, limitRange(ns), metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		return nil
 	}
