@@ -156,7 +156,7 @@ func (s *Server) updateNamespace(r *http.Request, _ struct{}) (any, error) {
 	if err := decodeBody(r, &in); err != nil {
 		return nil, err
 	}
-	ns, err := s.kube.namespaces().Get(r.Context(), r.PathValue("name"), metav1.GetOptions{})
+	ns, err := s.kube.Namespaces().Get(r.Context(), r.PathValue("name"), metav1.GetOptions{})
 	if err != nil {
 		return nil, kubeErr(err)
 	}
@@ -181,7 +181,7 @@ func (s *Server) updateNamespace(r *http.Request, _ struct{}) (any, error) {
 		ann[DescriptionAnnotation] = *in.Description
 	}
 	ns.SetAnnotations(ann)
-	updated, err := s.kube.namespaces().Update(r.Context(), ns, metav1.UpdateOptions{})
+	updated, err := s.kube.Namespaces().Update(r.Context(), ns, metav1.UpdateOptions{})
 	if err != nil {
 		return nil, kubeErr(err)
 	}
