@@ -45,7 +45,7 @@ func (d *deps) vclusterOfferings() (map[string]*provisioner.VClusterOffering, er
 		}
 		s := host.Settings()
 		vo := &provisioner.VClusterOffering{Name: o.Config.Name, Settings: s, Waldur: o.Waldur, Host: host,
-			Virtual: provisioner.KubeVirtual{InsecureManifest: !s.VerifyCert}}
+			Virtual: provisioner.KubeVirtual{InsecureManifest: !s.VerifyCert}, MemberSync: o.Config.MembershipSyncBackend == vcluster.Type}
 		if s.Driver == vcluster.DriverHelm {
 			hd, err := host.HelmDriver()
 			if err != nil {

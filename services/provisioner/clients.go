@@ -183,6 +183,12 @@ type Vault interface {
 
 var _ Vault = (*vault.Client)(nil)
 
+// Members applies a resource's Waldur team to its access now; the
+// production one sends the membership service's sync-resource.
+type Members interface {
+	Sync(ctx context.Context, key, offeringHex, resourceUUID string) error
+}
+
 // Groups makes and removes Keycloak groups; the production one sends
 // keycloak-sync's ensure-groups and delete-groups commands (keycloak-sync
 // is the only writer to Keycloak).

@@ -182,6 +182,11 @@ func ExplainVCluster(o *VClusterOffering, def string, in VClusterInput) (*Planne
 		out.Steps["cluster-id"] = "waits for Rancher's id of cluster " + vcluster.ClusterName(ns)
 		out.Steps["agent"] = "applies Rancher's agent (the registration manifest) in the virtual cluster"
 		out.Steps["ready"] = "waits until Rancher reports cluster " + vcluster.ClusterName(ns) + " ready"
+		out.Steps["members"] = "nothing: membership_sync_backend is not vcluster, so no team is synced"
+		if o.MemberSync {
+			out.Steps["members"] = "asks the membership service to apply the resource's team to the cluster's access now (member_source " +
+				o.Settings.MemberSource + "); a failure is left to the next membership period"
+		}
 		out.Steps["settle"] = "tells Waldur the backend_id " + ns + " and that the order is done"
 		return out, nil
 	}

@@ -124,7 +124,7 @@ func New(b *bus.Bus, cfg Config) (*Service, error) {
 	if err := register(coord, acts); err != nil {
 		return nil, err
 	}
-	if err := registerVCluster(coord, cfg, acts.plans, acts.groups, log); err != nil {
+	if err := registerVCluster(coord, cfg, acts.plans, acts.groups, busMembers{b}, log); err != nil {
 		return nil, err
 	}
 	ps := &pass{offerings: cfg.Offerings, vclusters: cfg.VClusters, records: acts.plans.(*kvPlans), log: log.With("component", "cluster-pass"),
@@ -229,6 +229,14 @@ func (g busGroups) Delete(ctx context.Context, key, offeringHex, parent string, 
 	}
 	req.Groups = append(req.Groups, &sitebusv1.GroupRef{Name: parent})
 	_, err := contract.DeleteGroups.Call(ctx, g.b, req, bus.WithKey(key))
+	return err
+}
+
+// busMembers sends the membership service's sync-resource.
+type busMembers struct{ b *bus.Bus }
+
+func (m busMembers) Sync(ctx context.Context, key, offeringHex, resourceUUID string) error {
+	_, err := contract.SyncResource.Call(ctx, m.b, &sitebusv1.SyncResourceRequest{OfferingUuid: offeringHex, ResourceUuid: resourceUUID}, bus.WithKey(key))
 	return err
 }
 

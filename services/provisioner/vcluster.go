@@ -53,6 +53,7 @@ const (
 	actVCReady           = "vcluster.ready"
 	actVCSettle          = "vcluster.settle"
 	actVCDeleteAccess    = "vcluster.delete-access"
+	actVCMembers         = "vcluster.members"
 )
 
 // VClusterOffering is one vcluster offering with the clients its sagas
@@ -70,6 +71,9 @@ type VClusterOffering struct {
 	// Driver makes the virtual cluster (vcluster_driver.go); nil for the
 	// external driver.
 	Driver VClusterDriver
+	// MemberSync is membership_sync_backend: vcluster; the create then
+	// grants the team access before the order is done.
+	MemberSync bool
 }
 
 // VClusterHost is the host side of a virtual cluster (*vcluster.Backend).
@@ -191,6 +195,7 @@ func vclusterDefinitions(t Timeouts) []saga.Definition {
 			wait("cluster-id", actVCClusterID),
 			step("agent", actVCAgent, actVCRemoveAgent),
 			wait("ready", actVCReady),
+			step("members", actVCMembers, ""),
 			settle,
 		}},
 		{Name: VClusterTerminate, Steps: []saga.Step{
@@ -214,7 +219,10 @@ type vclusterActivities struct {
 	// groups deletes the Keycloak role groups (through keycloak-sync);
 	// nil where no keycloak-sync is reached.
 	groups Groups
-	log    *slog.Logger
+	// members asks the membership service to apply a resource's team
+	// now; nil where it is not reached.
+	members Members
+	log     *slog.Logger
 	// poll is how often the waits look again.
 	poll time.Duration
 }
@@ -230,6 +238,7 @@ func (a *vclusterActivities) all() map[string]saga.Activity {
 		actVCReady:        a.ready,
 		actVCSettle:       a.settle,
 		actVCDeleteAccess: a.deleteAccess,
+		actVCMembers:      a.syncMembers,
 	}
 }
 
@@ -513,6 +522,29 @@ func (a *vclusterActivities) deleteAccess(ctx context.Context, in saga.ActivityI
 		return nil, fmt.Errorf("delete keycloak groups: %w", err)
 	}
 	r.log.Info("virtual cluster access removed", "parent_group", parent, "groups", children)
+	return nil, nil
+}
+
+// syncMembers grants the resource's team access to the new cluster before
+// the order is done, as the Rancher plugin's create does for its project,
+// instead of leaving it to the next membership period. Member sync is
+// desired state that every period applies again, so a failure here is
+// logged and left to that period: it never undoes a cluster that is
+// ready.
+func (a *vclusterActivities) syncMembers(ctx context.Context, in saga.ActivityInput) (json.RawMessage, error) {
+	r, err := a.start(in)
+	if err != nil || !r.o.MemberSync || a.members == nil {
+		return nil, err
+	}
+	key := fmt.Sprintf("saga:%s:%s:%d", in.SagaID, in.Step, in.Attempt)
+	if err := a.members.Sync(ctx, key, r.in.OfferingUUID, r.in.ResourceUUID); err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		r.log.Warn("the team's access to the virtual cluster is left to the next membership period", "err", err)
+		return nil, nil
+	}
+	r.log.Info("the team's access to the virtual cluster is synced")
 	return nil, nil
 }
 
@@ -872,7 +904,7 @@ func VClusterInputOf(ctx context.Context, o *VClusterOffering, offeringUUID stri
 }
 
 // registerVCluster registers the vcluster sagas and their activities.
-func registerVCluster(coord *saga.Coordinator, cfg Config, plans PlanStore, groups Groups, log *slog.Logger) error {
+func registerVCluster(coord *saga.Coordinator, cfg Config, plans PlanStore, groups Groups, members Members, log *slog.Logger) error {
 	for hex, o := range cfg.VClusters {
 		if o == nil || o.Waldur == nil || o.Host == nil || o.Virtual == nil || (o.Settings.ImportToRancher && o.Rancher == nil) {
 			return fmt.Errorf("cluster-provisioner: vcluster offering %s lacks its Waldur, host, virtual cluster or Rancher client", hex)
@@ -880,7 +912,7 @@ func registerVCluster(coord *saga.Coordinator, cfg Config, plans PlanStore, grou
 	}
 	t := cfg.Timeouts
 	t.setDefaults()
-	acts := &vclusterActivities{offerings: cfg.VClusters, orders: cfg.Orders, plans: plans, groups: groups, log: log, poll: t.Poll}
+	acts := &vclusterActivities{offerings: cfg.VClusters, orders: cfg.Orders, plans: plans, groups: groups, members: members, log: log, poll: t.Poll}
 	for name, fn := range acts.all() {
 		coord.RegisterActivity(name, fn)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
@@ -50,9 +51,26 @@ type vcWorld struct {
 	labels map[string]string
 	// deletedGroups are the Keycloak groups deleted, children first.
 	deletedGroups []string
+	// memberSyncs are the resources whose team was synced, each with the
+	// orders done by then; failMembers fails every sync.
+	memberSyncs []string
+	failMembers bool
 }
 
 func (w *vcWorld) groups() Groups { return vcGroups{w} }
+
+// vcMembers is the membership service's sync-resource.
+type vcMembers struct{ w *vcWorld }
+
+func (m vcMembers) Sync(_ context.Context, _, _, resourceUUID string) error {
+	m.w.mu.Lock()
+	defer m.w.mu.Unlock()
+	if m.w.failMembers {
+		return errors.New("membership: no responders")
+	}
+	m.w.memberSyncs = append(m.w.memberSyncs, fmt.Sprintf("%s done=%d", resourceUUID, m.w.done))
+	return nil
+}
 
 // vcGroups is keycloak-sync's group commands.
 type vcGroups struct{ w *vcWorld }
@@ -203,6 +221,7 @@ func (f vcOrders) MarkErred(_ context.Context, _, order, reason string) error {
 
 type vcHarness struct {
 	w     *vcWorld
+	o     *VClusterOffering
 	host  *fake.Clientset
 	coord *saga.Coordinator
 	plans *kvPlans
@@ -243,7 +262,7 @@ func newVCHarnessWith(t *testing.T, driver VClusterDriver, objs ...corev1.Namesp
 	}
 	cfg := Config{VClusters: map[string]*VClusterOffering{offeringHex: o}, Orders: vcOrders{w}, Timeouts: Timeouts{Step: 30 * time.Second, Nodes: 30 * time.Second, Poll: 20 * time.Millisecond}}
 	plans := &kvPlans{js: js, replicas: 1}
-	if err := registerVCluster(coord, cfg, plans, w.groups(), log); err != nil {
+	if err := registerVCluster(coord, cfg, plans, w.groups(), vcMembers{w}, log); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -257,7 +276,7 @@ func newVCHarnessWith(t *testing.T, driver VClusterDriver, objs ...corev1.Namesp
 	})
 	ps := &pass{vclusters: cfg.VClusters, records: plans, log: log,
 		repairs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "repairs"}, []string{"kind"})}
-	return &vcHarness{w: w, host: cs, coord: coord, plans: plans, pass: ps}
+	return &vcHarness{w: w, o: o, host: cs, coord: coord, plans: plans, pass: ps}
 }
 
 // bringKubeconfig is the external driver: someone else writes the
@@ -324,6 +343,39 @@ func TestVClusterCreateImportsAndTerminateLeavesNothing(t *testing.T) {
 	}
 	if _, err := h.host.CoreV1().Namespaces().Get(ctx, "vc-demo", metav1.GetOptions{}); err == nil {
 		t.Fatal("host namespace left")
+	}
+}
+
+func TestVClusterCreateSyncsTheTeamBeforeTheOrderIsDone(t *testing.T) {
+	for name, tc := range map[string]struct {
+		memberSync, fail bool
+		want             []string
+	}{
+		"member sync on: the team is synced once, before done":   {memberSync: true, want: []string{resourceUUID + " done=0"}},
+		"member sync off: no sync":                               {},
+		"a failed sync is left to the period; the order is done": {memberSync: true, fail: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			h := newVCHarness(t)
+			h.o.MemberSync, h.w.failMembers = tc.memberSync, tc.fail
+			ctx := context.Background()
+			go func() {
+				for {
+					if _, err := h.host.CoreV1().Namespaces().Get(ctx, "vc-demo", metav1.GetOptions{}); err == nil {
+						h.bringKubeconfig(t)
+						return
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+			}()
+			sg := h.run(t, VClusterCreate, "0000000000000000000000000000000a", `{"name":"demo"}`, nil)
+			if sg.Status != saga.StatusSucceeded {
+				t.Fatalf("saga %s: %s", sg.Status, sg.Error)
+			}
+			if h.w.done != 1 || !slices.Equal(h.w.memberSyncs, tc.want) {
+				t.Fatalf("done %d, member syncs %q, want 1 and %q", h.w.done, h.w.memberSyncs, tc.want)
+			}
+		})
 	}
 }
 
