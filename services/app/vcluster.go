@@ -45,12 +45,19 @@ func (d *deps) vclusterOfferings() (map[string]*provisioner.VClusterOffering, er
 		s := host.Settings()
 		vo := &provisioner.VClusterOffering{Name: o.Config.Name, Settings: s, Waldur: o.Waldur, Host: host,
 			Virtual: provisioner.KubeVirtual{InsecureManifest: !s.VerifyCert}}
-		if s.Driver == vcluster.DriverHelm {
+		switch s.Driver {
+		case vcluster.DriverHelm:
 			hd, err := host.HelmDriver()
 			if err != nil {
 				return nil, fmt.Errorf("offering %q: %w", o.Config.Name, err)
 			}
 			vo.Driver = hd
+		case vcluster.DriverPlatform:
+			pd, err := host.PlatformDriver()
+			if err != nil {
+				return nil, fmt.Errorf("offering %q: %w", o.Config.Name, err)
+			}
+			vo.Driver = pd
 		}
 		if s.ImportToRancher {
 			rc, err := d.vclusterRancher(o.Config.Name, s)
