@@ -4,15 +4,19 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"os"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/sitebus/sitebus/e2e/kube"
+	"github.com/sitebus/sitebus/e2e/waldursim"
 	"github.com/sitebus/sitebus/pkg/backend"
 	"github.com/sitebus/sitebus/pkg/backend/vcluster"
 )
@@ -166,5 +170,75 @@ func TestPlatformDriverIsIdempotentAndRefusesInstancesNotItsOwn(t *testing.T) {
 	}
 	if _, err := instances.Get(ctx, "plat-mine", metav1.GetOptions{}); err == nil {
 		t.Error("our instance is still there after uninstall")
+	}
+}
+
+// platformStandIn plays vCluster Platform, which does not run here: once
+// the VirtualClusterInstance of the test's resource is in the project's
+// namespace, it writes the kubeconfig Secret vc-<virtual cluster> into
+// the instance's spec.clusterRef.namespace, as the vCluster the platform
+// deploys there does at start, pointing at the second API server.
+func (e *env) platformStandIn(t *testing.T, instances dynamic.ResourceInterface) {
+	t.Helper()
+	raw, err := os.ReadFile(e.virt.KubeconfigPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	go func() {
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			if u, err := instances.Get(ctx, e.slug, metav1.GetOptions{}); err == nil {
+				ns, _, _ := unstructured.NestedString(u.Object, "spec", "clusterRef", "namespace")
+				vc, _, _ := unstructured.NestedString(u.Object, "spec", "clusterRef", "virtualCluster")
+				sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "vc-" + vc, Namespace: ns}, Data: map[string][]byte{"config": raw}}
+				_, err := e.hostCS.CoreV1().Secrets(ns).Create(ctx, sec, metav1.CreateOptions{})
+				if err == nil || apierrors.IsAlreadyExists(err) {
+					return
+				}
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+}
+
+// The whole create and terminate with the platform driver: the create's
+// release step writes the instance, the platform (its stand-in) brings the
+// kubeconfig Secret, the import completes; terminate deletes the instance.
+func TestPlatformDriverCreatesTheInstanceAndTerminateDeletesIt(t *testing.T) {
+	const project = "plat-saga"
+	_, instances := platformOn(t, kube.Shared(t), project)
+	e := newEnvWith(t, "platformed", []envOption{withSettings(map[string]any{"driver": vcluster.DriverPlatform,
+		"platform_project": project, "platform_template": "small"})})
+	ctx := context.Background()
+	e.platformStandIn(t, instances)
+	o := e.order(e.create())
+	if o.State != "done" {
+		t.Fatalf("create %s: %s", o.State, o.ErrorMessage)
+	}
+	resUUID := o.MarketplaceResourceUUID
+	u, err := instances.Get(ctx, e.slug, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tpl, _, _ := unstructured.NestedString(u.Object, "spec", "templateRef", "name"); tpl != "small" ||
+		hexOf(u.GetLabels()[vcluster.LabelResourceUUID]) != hexOf(resUUID) {
+		t.Errorf("instance: template %q, labels %v", tpl, u.GetLabels())
+	}
+
+	if o := e.order(waldursim.CreateOrderRequest{Type: "Terminate", ResourceUUID: resUUID}); o.State != "done" {
+		t.Fatalf("terminate %s: %s", o.State, o.ErrorMessage)
+	}
+	if inv := e.Rancher.Inventory(); !inv.Empty() {
+		t.Errorf("left in Rancher: %s", inv)
+	}
+	if _, err := instances.Get(ctx, e.slug, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the instance after terminate: %v", err)
 	}
 }
