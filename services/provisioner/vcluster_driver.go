@@ -38,8 +38,8 @@ var (
 	_ VClusterDriver = (*vcluster.PlatformDriver)(nil)
 )
 
-// VClusterReleaseOutput is the release step's: the Helm release and what
-// the install did (vcluster.ReleaseInstalled, …); empty for the external
+// VClusterReleaseOutput is the release step's: the Helm release (the
+// VirtualClusterInstance for the platform driver) and what the install did (vcluster.ReleaseInstalled, …); empty for the external
 // driver.
 type VClusterReleaseOutput struct {
 	Release  string `json:"release,omitempty"`
