@@ -39,8 +39,8 @@ var (
 )
 
 // VClusterReleaseOutput is the release step's: the Helm release (the
-// VirtualClusterInstance for the platform driver) and what the install did (vcluster.ReleaseInstalled, …); empty for the external
-// driver.
+// VirtualClusterInstance for the platform driver) and what the install
+// did (vcluster.ReleaseInstalled, …); empty for the external driver.
 type VClusterReleaseOutput struct {
 	Release  string `json:"release,omitempty"`
 	Revision int    `json:"revision,omitempty"`
