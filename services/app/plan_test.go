@@ -64,8 +64,9 @@ func TestNewPlan(t *testing.T) {
 			check: func(t *testing.T, p *Plan) {},
 		},
 		"a vcluster offering's settings are checked": {
-			extra:   "  - name: vc\n    waldur_api_url: https://waldur.example.com/api/\n    waldur_api_token: t\n    waldur_offering_uuid: 8f3a1c2e9b4d4e8fa1b2c3d4e5f6a7b8\n    backend_type: vcluster\n    order_processing_backend: vcluster\n    backend_settings: {driver: platform, import_to_rancher: false}\n",
-			wantErr: `config.yaml:14: offerings[1] ("vc").backend_settings.driver: "platform" is not implemented yet (supported: external, helm)`,
+			extra: "  - name: vc\n    waldur_api_url: https://waldur.example.com/api/\n    waldur_api_token: t\n    waldur_offering_uuid: 8f3a1c2e9b4d4e8fa1b2c3d4e5f6a7b8\n    backend_type: vcluster\n    order_processing_backend: vcluster\n    backend_settings: {driver: platform, import_to_rancher: false}\n",
+			wantErr: `config.yaml:14: offerings[1] ("vc").backend_settings.platform_project: is required with driver platform` +
+				"\n" + `config.yaml:14: offerings[1] ("vc").backend_settings.platform_template: is required with driver platform`,
 		},
 		"config check accepts the helm driver": {
 			extra: "  - name: vc\n    waldur_api_url: https://waldur.example.com/api/\n    waldur_api_token: t\n    waldur_offering_uuid: 8f3a1c2e9b4d4e8fa1b2c3d4e5f6a7b8\n    backend_type: vcluster\n    order_processing_backend: vcluster\n    backend_settings: {driver: helm, import_to_rancher: false}\n",

@@ -46,12 +46,19 @@ func (d *deps) vclusterOfferings() (map[string]*provisioner.VClusterOffering, er
 		s := host.Settings()
 		vo := &provisioner.VClusterOffering{Name: o.Config.Name, Settings: s, Waldur: o.Waldur, Host: host,
 			Virtual: provisioner.KubeVirtual{InsecureManifest: !s.VerifyCert}, MemberSync: o.Config.MembershipSyncBackend == vcluster.Type}
-		if s.Driver == vcluster.DriverHelm {
+		switch s.Driver {
+		case vcluster.DriverHelm:
 			hd, err := host.HelmDriver()
 			if err != nil {
 				return nil, fmt.Errorf("offering %q: %w", o.Config.Name, err)
 			}
 			vo.Driver = hd
+		case vcluster.DriverPlatform:
+			pd, err := host.PlatformDriver()
+			if err != nil {
+				return nil, fmt.Errorf("offering %q: %w", o.Config.Name, err)
+			}
+			vo.Driver = pd
 		}
 		// With import_to_rancher off, a Rancher the settings still name is
 		// kept to un-import what an earlier import made (the cluster pass).

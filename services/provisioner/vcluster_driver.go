@@ -21,7 +21,8 @@ const (
 )
 
 // VClusterDriver makes the virtual cluster in its host namespace
-// (*vcluster.HelmDriver for driver helm).
+// (*vcluster.HelmDriver for driver helm, *vcluster.PlatformDriver for
+// driver platform).
 type VClusterDriver interface {
 	// Install makes or updates the resource's virtual cluster in ns; a
 	// second install of the same one changes nothing, and one of that
@@ -32,11 +33,14 @@ type VClusterDriver interface {
 	Uninstall(ctx context.Context, ns, resourceUUID string) (bool, error)
 }
 
-var _ VClusterDriver = (*vcluster.HelmDriver)(nil)
+var (
+	_ VClusterDriver = (*vcluster.HelmDriver)(nil)
+	_ VClusterDriver = (*vcluster.PlatformDriver)(nil)
+)
 
-// VClusterReleaseOutput is the release step's: the Helm release and what
-// the install did (vcluster.ReleaseInstalled, …); empty for the external
-// driver.
+// VClusterReleaseOutput is the release step's: the Helm release (the
+// VirtualClusterInstance for the platform driver) and what the install
+// did (vcluster.ReleaseInstalled, …); empty for the external driver.
 type VClusterReleaseOutput struct {
 	Release  string `json:"release,omitempty"`
 	Revision int    `json:"revision,omitempty"`
@@ -92,7 +96,11 @@ func (a *vclusterActivities) uninstallVCluster(ctx context.Context, in saga.Acti
 
 // explainRelease says what the release step of def would do.
 func explainRelease(o *VClusterOffering, def, ns string) string {
-	if o.Settings.Driver != vcluster.DriverHelm {
+	switch o.Settings.Driver {
+	case vcluster.DriverHelm:
+	case vcluster.DriverPlatform:
+		return explainPlatform(o.Settings, def, ns)
+	default:
 		return driverNothingMsg
 	}
 	release, err := vcluster.ReleaseName(ns)
@@ -103,4 +111,19 @@ func explainRelease(o *VClusterOffering, def, ns string) string {
 		return fmt.Sprintf("installs (or upgrades) sitebus's vCluster chart as Helm release %s in %s", release, ns)
 	}
 	return fmt.Sprintf("uninstalls the Helm release %s from %s", release, ns)
+}
+
+// explainPlatform says what the release step of def would do with the
+// platform driver.
+func explainPlatform(s vcluster.Settings, def, ns string) string {
+	name, err := vcluster.InstanceName(ns)
+	if err != nil {
+		return "refuses the order: " + err.Error()
+	}
+	p := vcluster.PlatformNamespace(s.PlatformProject)
+	if def == VClusterCreate {
+		return fmt.Sprintf("creates (or updates) VirtualClusterInstance %s in %s from template %s, on platform cluster %s in %s",
+			name, p, s.PlatformTemplate, s.PlatformCluster, ns)
+	}
+	return fmt.Sprintf("deletes VirtualClusterInstance %s from %s", name, p)
 }

@@ -127,3 +127,17 @@ func TestExplainVClusterNamesTheHelmRelease(t *testing.T) {
 		t.Errorf("external: release step %q (%v)", p.Steps[stepVCRelease], err)
 	}
 }
+
+func TestExplainVClusterNamesThePlatformInstance(t *testing.T) {
+	in := VClusterInput{ResourceUUID: resourceUUID, Resource: ResourceRef{UUID: resourceUUID, Slug: "lab"}}
+	s := vcluster.Settings{Driver: vcluster.DriverPlatform, PlatformProject: "waldur", PlatformTemplate: "small", PlatformCluster: "loft-cluster"}
+	for def, want := range map[string]string{
+		VClusterCreate:    "VirtualClusterInstance lab in p-waldur from template small, on platform cluster loft-cluster in vc-lab",
+		VClusterTerminate: "deletes VirtualClusterInstance lab from p-waldur",
+	} {
+		p, err := ExplainVCluster(&VClusterOffering{Settings: s}, def, in)
+		if err != nil || !strings.Contains(p.Steps[stepVCRelease], want) {
+			t.Errorf("%s: release step %q (%v), want %q", def, p.Steps[stepVCRelease], err, want)
+		}
+	}
+}

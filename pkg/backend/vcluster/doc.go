@@ -12,7 +12,9 @@
 // someone else (an operator, a Helm release, a test) brings the Secret
 // vc-<slug> (key config) into the namespace, and sitebus waits for it;
 // "helm" (driver_helm.go) installs the vCluster chart embedded in this
-// package, whose control plane writes that Secret. It is the one contract
+// package, whose control plane writes that Secret; "platform"
+// (driver_platform.go) writes a vCluster Platform VirtualClusterInstance
+// and the platform's vCluster writes it. It is the one contract
 // every driver converges on in Loft's operator too: a Secret holding a
 // kubeconfig for a kube-apiserver.
 //

@@ -21,8 +21,8 @@ const Type = "vcluster"
 
 // Drivers that make the virtual cluster: DriverExternal waits for a
 // kubeconfig Secret someone else brings, DriverHelm installs the vCluster
-// chart shipped in sitebus (driver_helm.go). DriverPlatform (a Loft
-// VirtualClusterInstance) is named so Validate can say it is missing.
+// chart shipped in sitebus (driver_helm.go), DriverPlatform writes a
+// vCluster Platform (Loft) VirtualClusterInstance (driver_platform.go).
 const (
 	DriverExternal = "external"
 	DriverHelm     = "helm"
@@ -30,7 +30,7 @@ const (
 )
 
 // SupportedDrivers are the drivers sitebus implements.
-var SupportedDrivers = []string{DriverExternal, DriverHelm}
+var SupportedDrivers = []string{DriverExternal, DriverHelm, DriverPlatform}
 
 // Member sources: where the virtual cluster's access in Rancher comes
 // from (member_source).
@@ -68,6 +68,9 @@ const (
 	DefaultSecretKey      = "config"
 	DefaultKubeconfigWait = 10 * time.Minute
 	DefaultReadyWait      = 15 * time.Minute
+	// DefaultPlatformCluster is the name vCluster Platform gives the
+	// cluster it is installed in when it connects it.
+	DefaultPlatformCluster = "loft-cluster"
 )
 
 // Settings are the backend_settings of a vcluster offering.
@@ -118,6 +121,18 @@ type Settings struct {
 	// the offering's Keycloak.
 	KeycloakEnabled bool
 
+	// The platform driver's: the vCluster Platform project whose
+	// namespace p-<project> holds the VirtualClusterInstances, the
+	// VirtualClusterTemplate they are made from, the platform's name of
+	// the host cluster, the platform user owning them ("" leaves the
+	// owner to the platform) and the platform's API ("" is the host's,
+	// the platform installed there).
+	PlatformProject        string
+	PlatformTemplate       string
+	PlatformCluster        string
+	PlatformOwner          string
+	PlatformKubeconfigPath string
+
 	// Warnings are the keys DecodeSettings did not know (each a
 	// *config.SettingError).
 	Warnings []error
@@ -126,7 +141,8 @@ type Settings struct {
 // DefaultSettings are the settings of an empty backend_settings.
 func DefaultSettings() Settings {
 	return Settings{Driver: DriverExternal, ImportToRancher: true, FleetWorkspace: rancher.FleetNamespace, VerifyCert: true, SecretKey: DefaultSecretKey,
-		KubeconfigWait: DefaultKubeconfigWait, ReadyWait: DefaultReadyWait, MemberSource: MemberSourceWaldurTeam}
+		KubeconfigWait: DefaultKubeconfigWait, ReadyWait: DefaultReadyWait, MemberSource: MemberSourceWaldurTeam,
+		PlatformCluster: DefaultPlatformCluster}
 }
 
 // DecodeSettings decodes backend_settings onto DefaultSettings and
@@ -154,6 +170,11 @@ func DecodeSettings(raw map[string]any) (Settings, error) {
 	var mapping map[string]string
 	d.StrMap("role_mapping", &mapping, false)
 	d.Bool("keycloak_enabled", &s.KeycloakEnabled)
+	d.Str("platform_project", &s.PlatformProject)
+	d.Str("platform_template", &s.PlatformTemplate)
+	d.Str("platform_cluster", &s.PlatformCluster)
+	d.Str("platform_owner", &s.PlatformOwner)
+	d.Str("platform_kubeconfig_path", &s.PlatformKubeconfigPath)
 	// Read by the agent itself for every backend (config.Offering), and by
 	// keycloak-sync.
 	d.Known("periodic_limits", "keycloak")
@@ -177,6 +198,7 @@ func DecodeSettings(raw map[string]any) (Settings, error) {
 	}
 	s.Warnings = d.Warnings()
 	s.HostKubeconfigPath = expandHome(s.HostKubeconfigPath)
+	s.PlatformKubeconfigPath = expandHome(s.PlatformKubeconfigPath)
 	// The defaults depend on the source, so they are merged once it is
 	// known; Validate checks the merged mapping.
 	s.RoleMapping = DefaultRoleMapping(s.MemberSource)
@@ -196,16 +218,26 @@ func (s *Settings) Validate() error {
 	bad := func(key, format string, args ...any) {
 		errs = append(errs, &config.SettingError{Key: "backend_settings." + key, Msg: fmt.Sprintf(format, args...)})
 	}
-	switch {
-	case s.Driver == DriverPlatform:
-		bad("driver", "%q is not implemented yet (supported: %s)",
-			s.Driver, strings.Join(SupportedDrivers, ", "))
-	case !slices.Contains(SupportedDrivers, s.Driver):
+	if !slices.Contains(SupportedDrivers, s.Driver) {
 		bad("driver", "%q is not a driver (supported: %s)", s.Driver, strings.Join(SupportedDrivers, ", "))
 	}
 	// A fleet workspace is a Kubernetes namespace in Rancher's cluster.
 	if !rancherID.MatchString(s.FleetWorkspace) || len(s.FleetWorkspace) > 63 {
 		bad("fleet_workspace", "%q is not a fleet workspace (a namespace name such as fleet-default)", s.FleetWorkspace)
+	}
+	if s.Driver == DriverPlatform {
+		// Platform names are Kubernetes names: the project's goes into its
+		// namespace p-<project>, the others into references.
+		for _, f := range []struct{ key, v string }{
+			{"platform_project", s.PlatformProject}, {"platform_template", s.PlatformTemplate}, {"platform_cluster", s.PlatformCluster},
+		} {
+			switch {
+			case f.v == "":
+				bad(f.key, "is required with driver %s", DriverPlatform)
+			case !rancherID.MatchString(f.v) || len(PlatformNamespace(f.v)) > MaxInstanceName:
+				bad(f.key, "%q is not a vCluster Platform name (lower-case letters, digits and -)", f.v)
+			}
+		}
 	}
 	if s.SecretKey == "" {
 		bad("kubeconfig_secret_key", "must not be empty")

@@ -45,9 +45,19 @@ func TestDecodeSettings(t *testing.T) {
 				t.Errorf("driver %q, want helm", s.Driver)
 			}
 		}},
-		{name: "platform is refused naming what is supported", raw: with(importSettings(), "driver", "platform"),
-			wantErr: `backend_settings.driver: "platform" is not implemented yet (supported: external, helm)`},
-		{name: "an unknown driver", raw: with(importSettings(), "driver", "capi"), wantErr: `"capi" is not a driver (supported: external, helm)`},
+		{name: "platform needs its project and template", raw: with(importSettings(), "driver", "platform"),
+			wantErr: "backend_settings.platform_project: is required with driver platform\nbackend_settings.platform_template: is required with driver platform"},
+		{name: "platform with project and template takes the platform's cluster name", raw: with(importSettings(), "driver", "platform",
+			"platform_project", "waldur", "platform_template", "small", "platform_owner", "admin"), check: func(t *testing.T, s Settings) {
+			if s.Driver != DriverPlatform || s.PlatformProject != "waldur" || s.PlatformTemplate != "small" ||
+				s.PlatformCluster != DefaultPlatformCluster || s.PlatformOwner != "admin" || s.PlatformKubeconfigPath != "" {
+				t.Errorf("platform settings: %+v", s)
+			}
+		}},
+		{name: "a platform name that is not a Kubernetes name is refused", raw: with(importSettings(), "driver", "platform",
+			"platform_project", "Waldur Project", "platform_template", "small"),
+			wantErr: `backend_settings.platform_project: "Waldur Project" is not a vCluster Platform name`},
+		{name: "an unknown driver", raw: with(importSettings(), "driver", "capi"), wantErr: `"capi" is not a driver (supported: external, helm, platform)`},
 		{name: "project needs the host cluster id", raw: map[string]any{"import_to_rancher": false, "rancher_project_id": "p-abc"},
 			wantErr: "backend_settings.host_cluster_id: is required with rancher_project_id"},
 		{name: "project id with its cluster", raw: with(importSettings(), "rancher_project_id", "c-m-host1:p-abc"), check: func(t *testing.T, s Settings) {
