@@ -12,7 +12,7 @@ import (
 // (and synced) a batch of them, so a deeper window means fewer syncs per
 // event. BenchmarkIngest in services/stompbridge, old and new alternated
 // on a quiet machine: a mean ratio to raw JetStream of 0.79 at 64 and
-// 0.81 at 256 (0.65-0.77 against 0.79-0.92 under load). Waldur's events
+// 0.81 at 256 (0.74-0.83 against 0.80-0.88 under load). Waldur's events
 // are a few hundred bytes, so 256 of them are well under a megabyte.
 const DefaultPrefetchCount = 256
 
