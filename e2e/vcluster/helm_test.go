@@ -17,6 +17,7 @@ import (
 
 	"github.com/sitebus/sitebus/e2e/harness"
 	"github.com/sitebus/sitebus/e2e/kube"
+	"github.com/sitebus/sitebus/e2e/vclustersim"
 	"github.com/sitebus/sitebus/e2e/waldursim"
 	"github.com/sitebus/sitebus/pkg/backend"
 	"github.com/sitebus/sitebus/pkg/backend/vcluster"
@@ -81,24 +82,10 @@ func (e *env) vclusterStandIn(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
-	go func() {
-		tick := time.NewTicker(50 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			if _, err := e.hostCS.AppsV1().StatefulSets(e.ns()).Get(ctx, e.slug, metav1.GetOptions{}); err == nil {
-				sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: vcluster.SecretName(e.ns()), Namespace: e.ns()}, Data: map[string][]byte{"config": raw}}
-				_, err := e.hostCS.CoreV1().Secrets(e.ns()).Create(ctx, sec, metav1.CreateOptions{})
-				if err == nil || apierrors.IsAlreadyExists(err) {
-					return
-				}
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-		}
-	}()
+	go vclustersim.BringKubeconfigWhen(ctx, e.hostCS, raw, func(ctx context.Context) (string, string, bool) {
+		_, err := e.hostCS.AppsV1().StatefulSets(e.ns()).Get(ctx, e.slug, metav1.GetOptions{})
+		return e.ns(), vcluster.SecretName(e.ns()), err == nil
+	})
 }
 
 func TestHelmDriverInstallsTheChartAndTerminateLeavesNoRelease(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/sitebus/sitebus/e2e/kube"
+	"github.com/sitebus/sitebus/e2e/vclustersim"
 	"github.com/sitebus/sitebus/e2e/waldursim"
 	"github.com/sitebus/sitebus/pkg/backend"
 	"github.com/sitebus/sitebus/pkg/backend/vcluster"
@@ -186,26 +187,15 @@ func (e *env) platformStandIn(t *testing.T, instances dynamic.ResourceInterface)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
-	go func() {
-		tick := time.NewTicker(50 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			if u, err := instances.Get(ctx, e.slug, metav1.GetOptions{}); err == nil {
-				ns, _, _ := unstructured.NestedString(u.Object, "spec", "clusterRef", "namespace")
-				vc, _, _ := unstructured.NestedString(u.Object, "spec", "clusterRef", "virtualCluster")
-				sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "vc-" + vc, Namespace: ns}, Data: map[string][]byte{"config": raw}}
-				_, err := e.hostCS.CoreV1().Secrets(ns).Create(ctx, sec, metav1.CreateOptions{})
-				if err == nil || apierrors.IsAlreadyExists(err) {
-					return
-				}
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
+	go vclustersim.BringKubeconfigWhen(ctx, e.hostCS, raw, func(ctx context.Context) (string, string, bool) {
+		u, err := instances.Get(ctx, e.slug, metav1.GetOptions{})
+		if err != nil {
+			return "", "", false
 		}
-	}()
+		ns, _, _ := unstructured.NestedString(u.Object, "spec", "clusterRef", "namespace")
+		vc, _, _ := unstructured.NestedString(u.Object, "spec", "clusterRef", "virtualCluster")
+		return ns, "vc-" + vc, true
+	})
 }
 
 // The whole create and terminate with the platform driver: the create's

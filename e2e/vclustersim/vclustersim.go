@@ -31,14 +31,26 @@ const poll = 50 * time.Millisecond
 // appears in it holding kubeconfig under the offering's default key. It
 // returns when the Secret is there or ctx ends.
 func BringKubeconfig(ctx context.Context, host kubernetes.Interface, ns string, kubeconfig []byte) {
+	BringKubeconfigWhen(ctx, host, kubeconfig, func(context.Context) (string, string, bool) {
+		return ns, vcluster.SecretName(ns), true
+	})
+}
+
+// BringKubeconfigWhen is vCluster writing its kubeconfig once what starts
+// it is there (the chart's StatefulSet, a platform's instance): started
+// reports the Secret's namespace and name, or false while nothing has
+// started it yet. It returns when the Secret is there or ctx ends.
+func BringKubeconfigWhen(ctx context.Context, host kubernetes.Interface, kubeconfig []byte, started func(context.Context) (ns, name string, ok bool)) {
 	tick := time.NewTicker(poll)
 	defer tick.Stop()
 	for {
-		sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: vcluster.SecretName(ns), Namespace: ns},
-			Data: map[string][]byte{vcluster.DefaultSecretKey: kubeconfig}}
-		_, err := host.CoreV1().Secrets(ns).Create(ctx, sec, metav1.CreateOptions{})
-		if err == nil || apierrors.IsAlreadyExists(err) {
-			return
+		if ns, name, ok := started(ctx); ok {
+			sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+				Data: map[string][]byte{vcluster.DefaultSecretKey: kubeconfig}}
+			_, err := host.CoreV1().Secrets(ns).Create(ctx, sec, metav1.CreateOptions{})
+			if err == nil || apierrors.IsAlreadyExists(err) {
+				return
+			}
 		}
 		select {
 		case <-ctx.Done():
