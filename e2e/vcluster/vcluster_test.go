@@ -303,6 +303,31 @@ func TestAForeignNamespaceOfTheSameNameErrsTheOrderUntouched(t *testing.T) {
 	}
 }
 
+// A Rancher cluster of the virtual cluster's name that someone else made
+// (no sitebus marks) errs the order at the import and stays as it was:
+// sitebus neither adopts nor deletes it, and its compensation removes only
+// what this create made.
+func TestAForeignRancherClusterOfTheSameNameErrsTheOrderUntouched(t *testing.T) {
+	e := newEnv(t, "foreignrc")
+	foreign, err := e.Rancher.AddProvisioningCluster(vcluster.ClusterName(e.ns()), map[string]string{"team": "other"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.bringKubeconfig(t)
+	o := e.order(e.create())
+	if o.State != "erred" || !strings.Contains(o.ErrorMessage, "not managed by sitebus") {
+		t.Fatalf("create %s: %s", o.State, o.ErrorMessage)
+	}
+	inv := e.Rancher.Inventory()
+	if len(inv.ProvisioningClusters) != 1 {
+		t.Fatalf("provisioning clusters %v, want only the foreign one", inv.ProvisioningClusters)
+	}
+	pc := inv.ProvisioningClusters[0]
+	if pc.ID != foreign.ID || !maps.Equal(pc.Labels, foreign.Labels) || !maps.Equal(pc.Annotations, foreign.Annotations) || string(pc.Body) != string(foreign.Body) {
+		t.Errorf("foreign cluster changed: %+v, was %+v", pc, foreign)
+	}
+}
+
 func TestKilledBetweenTokenAndApplyResumesWithOneClusterOneAgentOneDone(t *testing.T) {
 	e := newEnv(t, "killed", harness.WithoutStart())
 	e.Start("SITEBUS_FAILPOINTS=" + beforeApply + "=pause")
