@@ -48,7 +48,7 @@ func vclusterDrift(o drift.Offering, op *OfferingPlan, w *waldur.Client, vb *vcl
 	o.Checks = append(o.Checks, &VClusterBindingsDrift{
 		ResourceSync: ResourceSync{Offering: hex, Bus: b, Repairs: drift.RepairsCounter(reg), kind: contract.DriftBindings},
 		Resources:    resources,
-		Access:       &vcluster.Access{Settings: s, Rancher: rc, Log: log}})
+		Access:       &vcluster.Access{Settings: s, Rancher: rc, Log: log, Project: vb.NamespaceProject}})
 	mo := VClusterMembershipOffering(op.Config, w, vb, rc, log)
 	if op.Keycloak == nil || mo.Groups == nil {
 		return o, nil // rancher_project: the project's bindings are the members

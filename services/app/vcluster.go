@@ -123,7 +123,7 @@ func (d *deps) vclusterRancher(offering string, s vcluster.Settings) (*rancher.C
 func VClusterMembershipOffering(cfg *config.Offering, w membership.Waldur, b *vcluster.Backend, rc vcluster.AccessRancher, log *slog.Logger) membership.Offering {
 	s := b.Settings()
 	mo := membership.Offering{Config: cfg, Waldur: w, Backend: b,
-		Access: vclusterAccess{a: &vcluster.Access{Settings: s, Rancher: rc, Log: log}}}
+		Access: vclusterAccess{a: &vcluster.Access{Settings: s, Rancher: rc, Log: log, Project: b.NamespaceProject}}}
 	if s.MemberSource != vcluster.MemberSourceWaldurTeam {
 		return mo
 	}

@@ -35,6 +35,10 @@ type Access struct {
 	Settings Settings
 	Rancher  AccessRancher
 	Log      *slog.Logger
+	// Project reads the Rancher project a host namespace is in
+	// ((*Backend).NamespaceProject), for the rancher_project source; nil
+	// takes rancher_project_id.
+	Project func(ctx context.Context, ns string) (string, error)
 }
 
 // RoleGroups are the resource's Keycloak groups of the waldur_team source,
@@ -53,11 +57,21 @@ func (s *Settings) RoleGroups(resourceUUID string) (parent string, groups map[st
 // resource: one per role group (waldur_team), or one per user or group
 // of the Rancher project whose role maps to a cluster role
 // (rancher_project).
-func (a *Access) Desired(ctx context.Context, resourceUUID string) ([]rancher.RoleBinding, error) {
+func (a *Access) Desired(ctx context.Context, resourceUUID, ns string) ([]rancher.RoleBinding, error) {
 	var out []rancher.RoleBinding
 	switch a.Settings.MemberSource {
 	case MemberSourceRancherProject:
 		project := a.Settings.ProjectID()
+		if a.Project != nil {
+			p, err := a.Project(ctx, ns)
+			if err != nil {
+				return nil, fmt.Errorf("the Rancher project of namespace %s: %w", ns, err)
+			}
+			project = p
+		}
+		if project == "" {
+			return nil, nil // in no project: no project members to bind
+		}
 		prtbs, err := a.Rancher.ProjectRoleBindings(ctx, project)
 		if err != nil {
 			return nil, fmt.Errorf("list the bindings of Rancher project %s: %w", project, err)
@@ -94,7 +108,7 @@ func (a *Access) Sync(ctx context.Context, resourceUUID, ns string) (added, remo
 	if err != nil {
 		return 0, 0, fmt.Errorf("list the bindings of Rancher cluster %s: %w", ref, err)
 	}
-	desired, err := a.Desired(ctx, resourceUUID)
+	desired, err := a.Desired(ctx, resourceUUID, ns)
 	if err != nil {
 		return 0, 0, err
 	}

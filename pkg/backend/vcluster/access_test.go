@@ -40,7 +40,12 @@ func TestMemberSourceSettings(t *testing.T) {
 			roles: []string{"cluster-owner", "projects-view"},
 		},
 		"rancher_project needs a project": {
-			raw: with(importSettings(), "member_source", "rancher_project"), wantErr: "backend_settings.member_source: rancher_project needs rancher_project_id",
+			raw: with(importSettings(), "member_source", "rancher_project"), wantErr: "backend_settings.member_source: rancher_project needs rancher_project_id or rancher_project_map",
+		},
+		"rancher_project takes its projects from rancher_project_map alone": {
+			raw: with(importSettings(), "member_source", "rancher_project", "rancher_project_map", map[string]any{"0123456789abcdef0123456789abcdef": "p-a"}),
+			want:  map[string]string{"project-owner": "cluster-owner", "project-member": "cluster-member"},
+			roles: []string{"cluster-owner", "cluster-member"},
 		},
 		"an unknown source": {
 			raw: with(importSettings(), "member_source", "ldap"), wantErr: `backend_settings.member_source: "ldap" is not a member source`,
@@ -245,6 +250,35 @@ func TestAccessKeepsTheClusterBindingsOfTheMemberSource(t *testing.T) {
 			}
 			if s.MemberSource == MemberSourceRancherProject && (len(f.projects) == 0 || f.projects[0] != "c-m-host1:p-demo") {
 				t.Errorf("project bindings read of %v, want c-m-host1:p-demo", f.projects)
+			}
+		})
+	}
+}
+
+// With a project reader (the host namespace's annotation), the members
+// are those of the project the namespace is in, not rancher_project_id's;
+// a namespace in no project has no members to bind.
+func TestAccessReadsTheProjectOfTheNamespace(t *testing.T) {
+	for name, tc := range map[string]struct {
+		project string
+		want    []string
+	}{
+		"the namespace's project":             {project: "c-m-host1:p-mapped", want: []string{"c-m-host1:p-mapped"}},
+		"a namespace in no project: no reads": {project: ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			s, err := DecodeSettings(with(importSettings(), "member_source", "rancher_project", "rancher_project_id", "p-demo"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := &fakeRancher{}
+			var asked string
+			a := &Access{Settings: s, Rancher: f, Project: func(_ context.Context, ns string) (string, error) { asked = ns; return tc.project, nil }}
+			if _, _, err := a.Sync(context.Background(), resUUID, "vc-demo"); err != nil {
+				t.Fatal(err)
+			}
+			if asked != "vc-demo" || !slices.Equal(f.projects, tc.want) {
+				t.Errorf("asked for %q, project bindings read of %v, want vc-demo and %v", asked, f.projects, tc.want)
 			}
 		})
 	}

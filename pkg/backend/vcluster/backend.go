@@ -165,6 +165,19 @@ func (b *Backend) namespace(ctx context.Context, name, resourceUUID string) (*co
 	return ns, nil
 }
 
+// NamespaceProject is the Rancher project the host namespace ns is in,
+// <host cluster>:<project> as its annotation says ("" in none): the
+// project its create placed it in (rancher_project_id or
+// rancher_project_map), or the one it was moved to in Rancher since, as
+// Loft's Rancher operator reads it.
+func (b *Backend) NamespaceProject(ctx context.Context, ns string) (string, error) {
+	have, err := b.host.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+	if err != nil {
+		return "", apiErr("get namespace "+ns, err)
+	}
+	return have.Annotations[RancherProjectKey], nil
+}
+
 // EnsureNamespace makes the host namespace of r with sitebus's marks and
 // the Rancher project placement, or returns the one it made before
 // (existed true). A namespace of that name that is not r's is refused,
@@ -180,7 +193,7 @@ func (b *Backend) EnsureNamespace(ctx context.Context, r backend.Resource) (name
 		Labels:      map[string]string{LabelManaged: "true"},
 		Annotations: map[string]string{AnnotationManaged: "true", AnnotationResourceUUID: r.UUID},
 	}}
-	if p := b.settings.ProjectID(); p != "" {
+	if p := b.settings.ProjectIDFor(r.ProjectUUID, r.CustomerUUID); p != "" {
 		_, project, _ := cutLast(p, ":")
 		ns.Labels[RancherProjectKey] = project
 		ns.Annotations[RancherProjectKey] = p
@@ -563,7 +576,7 @@ func (b *Backend) Ping(ctx context.Context) error {
 // Diagnostics implements backend.Backend.
 func (b *Backend) Diagnostics(ctx context.Context) (map[string]any, error) {
 	out := map[string]any{"driver": b.settings.Driver, "host_cluster_id": b.settings.HostClusterID,
-		"rancher_project_id": b.settings.RancherProjectID, "import_to_rancher": b.settings.ImportToRancher, "fleet_workspace": b.settings.FleetWorkspace}
+		"rancher_project_id": b.settings.RancherProjectID, "rancher_project_map": b.settings.RancherProjectMap, "import_to_rancher": b.settings.ImportToRancher, "fleet_workspace": b.settings.FleetWorkspace}
 	if v, err := b.host.Discovery().ServerVersion(); err == nil {
 		out["host_version"] = v.GitVersion
 	} else {

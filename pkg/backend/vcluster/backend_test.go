@@ -70,6 +70,35 @@ func TestCreateMarksNamespaceAndQuota(t *testing.T) {
 	}
 }
 
+// rancher_project_map places a resource's namespace in its Waldur
+// project's Rancher project, which the member sync then reads back from
+// the namespace.
+func TestCreatePlacesTheNamespaceInTheMappedProject(t *testing.T) {
+	ctx := context.Background()
+	s, err := DecodeSettings(with(importSettings(), "rancher_project_id", "p-abc",
+		"rancher_project_map", map[string]any{"0123456789abcdef0123456789abcdef": "p-physics"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := fake.NewClientset()
+	b := NewWithClient(s, cs, nil)
+	r := res
+	r.ProjectUUID = "01234567-89ab-cdef-0123-456789abcdef"
+	if _, err := b.Create(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	ns, err := cs.CoreV1().Namespaces().Get(ctx, "vc-demo", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ns.Labels[RancherProjectKey] != "p-physics" || ns.Annotations[RancherProjectKey] != "c-m-host1:p-physics" {
+		t.Fatalf("project marks: %v %v", ns.Labels, ns.Annotations)
+	}
+	if p, err := b.NamespaceProject(ctx, "vc-demo"); err != nil || p != "c-m-host1:p-physics" {
+		t.Fatalf("NamespaceProject = %q, %v", p, err)
+	}
+}
+
 func TestCreateRefusesForeignNamespaceUntouched(t *testing.T) {
 	tests := []struct {
 		name string

@@ -88,7 +88,7 @@ func (a *Access) PlanSync(ctx context.Context, resourceUUID, ns string) (missing
 	if err != nil {
 		return nil, nil, fmt.Errorf("list the bindings of Rancher cluster %s: %w", ref, err)
 	}
-	desired, err := a.Desired(ctx, resourceUUID)
+	desired, err := a.Desired(ctx, resourceUUID, ns)
 	if err != nil {
 		return nil, nil, err
 	}

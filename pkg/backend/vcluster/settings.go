@@ -14,6 +14,7 @@ import (
 
 	"github.com/sitebus/sitebus/pkg/backend/rancher"
 	"github.com/sitebus/sitebus/pkg/config"
+	"github.com/sitebus/sitebus/pkg/events"
 )
 
 // Type is the backend_type of a vcluster offering.
@@ -84,6 +85,12 @@ type Settings struct {
 	// RancherProjectID is the Rancher project (p-…) the host namespace is
 	// placed in; "" leaves it outside any project.
 	RancherProjectID string
+	// RancherProjectMap places the host namespaces of one Waldur project
+	// or customer (its UUID, as 32 hex digits) in a Rancher project of
+	// their own, as Loft maps each of its projects to a Rancher project; a
+	// resource's project wins over its customer, and either over
+	// RancherProjectID.
+	RancherProjectMap map[string]string
 	// Driver makes the virtual cluster (see SupportedDrivers).
 	Driver string
 	// ImportToRancher imports the virtual cluster into Rancher.
@@ -155,6 +162,7 @@ func DecodeSettings(raw map[string]any) (Settings, error) {
 	d.Str("host_kubeconfig_path", &s.HostKubeconfigPath)
 	d.Str("host_cluster_id", &s.HostClusterID)
 	d.Str("rancher_project_id", &s.RancherProjectID)
+	d.StrMap("rancher_project_map", &s.RancherProjectMap, false)
 	d.Str("driver", &s.Driver)
 	d.Bool("import_to_rancher", &s.ImportToRancher)
 	d.Str("fleet_workspace", &s.FleetWorkspace)
@@ -251,22 +259,31 @@ func (s *Settings) Validate() error {
 	if s.HostClusterID != "" && !rancherID.MatchString(s.HostClusterID) {
 		bad("host_cluster_id", "%q is not a Rancher cluster id (such as c-m-abcd1234 or local)", s.HostClusterID)
 	}
-	if p := s.RancherProjectID; p != "" {
+	projectID := func(key, p string) {
 		if _, after, ok := strings.Cut(p, ":"); ok {
 			p = after // c-m-xxx:p-yyy, as Rancher's UI shows it
 		}
 		if !rancherID.MatchString(p) {
-			bad("rancher_project_id", "%q is not a Rancher project id (such as p-abcd1)", s.RancherProjectID)
+			bad(key, "%q is not a Rancher project id (such as p-abcd1)", p)
 		}
-		if s.HostClusterID == "" {
-			bad("host_cluster_id", "is required with rancher_project_id (the namespace's project label names both)")
+	}
+	if s.RancherProjectID != "" {
+		projectID("rancher_project_id", s.RancherProjectID)
+	}
+	for _, k := range slices.Sorted(maps.Keys(s.RancherProjectMap)) {
+		if !events.IsUUID(k) {
+			bad("rancher_project_map."+k, "%q is not a Waldur project or customer UUID", k)
 		}
+		projectID("rancher_project_map."+k, s.RancherProjectMap[k])
+	}
+	if (s.RancherProjectID != "" || len(s.RancherProjectMap) > 0) && s.HostClusterID == "" {
+		bad("host_cluster_id", "is required with rancher_project_id or rancher_project_map (the namespace's project label names both)")
 	}
 	switch s.MemberSource {
 	case MemberSourceWaldurTeam:
 	case MemberSourceRancherProject:
-		if s.RancherProjectID == "" {
-			bad("member_source", "%s needs rancher_project_id: its bindings are the members", MemberSourceRancherProject)
+		if s.RancherProjectID == "" && len(s.RancherProjectMap) == 0 {
+			bad("member_source", "%s needs rancher_project_id or rancher_project_map: the project's bindings are the members", MemberSourceRancherProject)
 		}
 	default:
 		bad("member_source", "%q is not a member source (%s)", s.MemberSource, strings.Join(MemberSources, ", "))
@@ -328,7 +345,28 @@ func (s *Settings) ClusterRoles() []string {
 // ProjectID is the namespace's Rancher project label value,
 // <host cluster>:<project>, or "" without a project.
 func (s *Settings) ProjectID() string {
-	p := s.RancherProjectID
+	return s.qualified(s.RancherProjectID)
+}
+
+// ProjectIDFor is ProjectID for a resource of the Waldur project and
+// customer given: rancher_project_map's entry for the project, else for
+// the customer, else rancher_project_id.
+func (s *Settings) ProjectIDFor(projectUUID, customerUUID string) string {
+	for _, id := range []string{projectUUID, customerUUID} {
+		if id == "" {
+			continue
+		}
+		for k, p := range s.RancherProjectMap {
+			if events.HexUUID(k) == events.HexUUID(id) {
+				return s.qualified(p)
+			}
+		}
+	}
+	return s.ProjectID()
+}
+
+// qualified is project p as <host cluster>:<project>.
+func (s *Settings) qualified(p string) string {
 	if p == "" {
 		return ""
 	}

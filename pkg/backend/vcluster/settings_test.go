@@ -57,6 +57,22 @@ func TestDecodeSettings(t *testing.T) {
 		{name: "a platform name that is not a Kubernetes name is refused", raw: with(importSettings(), "driver", "platform",
 			"platform_project", "Waldur Project", "platform_template", "small"),
 			wantErr: `backend_settings.platform_project: "Waldur Project" is not a vCluster Platform name`},
+		{name: "rancher_project_map places a project's or a customer's namespaces", raw: with(importSettings(), "rancher_project_id", "p-default",
+			"rancher_project_map", map[string]any{"0123456789abcdef0123456789abcdef": "p-proj", "fedcba98-7654-3210-fedc-ba9876543210": "c-m-host1:p-cust"}),
+			check: func(t *testing.T, s Settings) {
+				for _, c := range []struct{ project, customer, want string }{
+					{"01234567-89ab-cdef-0123-456789abcdef", "fedcba9876543210fedcba9876543210", "c-m-host1:p-proj"},
+					{"11111111111111111111111111111111", "FEDCBA9876543210FEDCBA9876543210", "c-m-host1:p-cust"},
+					{"11111111111111111111111111111111", "22222222222222222222222222222222", "c-m-host1:p-default"},
+				} {
+					if got := s.ProjectIDFor(c.project, c.customer); got != c.want {
+						t.Errorf("ProjectIDFor(%s, %s) = %q, want %q", c.project, c.customer, got, c.want)
+					}
+				}
+			}},
+		{name: "rancher_project_map keys are Waldur UUIDs and its values project ids", raw: with(importSettings(),
+			"rancher_project_map", map[string]any{"physics": "p-a", "0123456789abcdef0123456789abcdef": "Project A"}),
+			wantErr: "backend_settings.rancher_project_map.0123456789abcdef0123456789abcdef: \"Project A\" is not a Rancher project id (such as p-abcd1)\nbackend_settings.rancher_project_map.physics: \"physics\" is not a Waldur project or customer UUID"},
 		{name: "an unknown driver", raw: with(importSettings(), "driver", "capi"), wantErr: `"capi" is not a driver (supported: external, helm, platform)`},
 		{name: "project needs the host cluster id", raw: map[string]any{"import_to_rancher": false, "rancher_project_id": "p-abc"},
 			wantErr: "backend_settings.host_cluster_id: is required with rancher_project_id"},
