@@ -75,6 +75,16 @@ func releaseSecrets(t *testing.T, cs kubernetes.Interface, ns, rel string) []cor
 // the kubeconfig Secret vc-<release> as the control plane does at start,
 // pointing at the second API server.
 func (e *env) vclusterStandIn(t *testing.T) {
+	e.standIn(t, func(ctx context.Context) (string, string, bool) {
+		_, err := e.hostCS.AppsV1().StatefulSets(e.ns()).Get(ctx, e.slug, metav1.GetOptions{})
+		return e.ns(), vcluster.SecretName(e.ns()), err == nil
+	})
+}
+
+// standIn writes the kubeconfig Secret of the second API server once
+// started finds what starts vCluster (vclustersim.BringKubeconfigWhen),
+// for at most two minutes of the test.
+func (e *env) standIn(t *testing.T, started func(context.Context) (ns, name string, ok bool)) {
 	t.Helper()
 	raw, err := os.ReadFile(e.virt.KubeconfigPath())
 	if err != nil {
@@ -82,10 +92,7 @@ func (e *env) vclusterStandIn(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
-	go vclustersim.BringKubeconfigWhen(ctx, e.hostCS, raw, func(ctx context.Context) (string, string, bool) {
-		_, err := e.hostCS.AppsV1().StatefulSets(e.ns()).Get(ctx, e.slug, metav1.GetOptions{})
-		return e.ns(), vcluster.SecretName(e.ns()), err == nil
-	})
+	go vclustersim.BringKubeconfigWhen(ctx, e.hostCS, raw, started)
 }
 
 func TestHelmDriverInstallsTheChartAndTerminateLeavesNoRelease(t *testing.T) {

@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"os"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -16,7 +14,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/sitebus/sitebus/e2e/kube"
-	"github.com/sitebus/sitebus/e2e/vclustersim"
 	"github.com/sitebus/sitebus/e2e/waldursim"
 	"github.com/sitebus/sitebus/pkg/backend"
 	"github.com/sitebus/sitebus/pkg/backend/vcluster"
@@ -180,14 +177,7 @@ func TestPlatformDriverIsIdempotentAndRefusesInstancesNotItsOwn(t *testing.T) {
 // the instance's spec.clusterRef.namespace, as the vCluster the platform
 // deploys there does at start, pointing at the second API server.
 func (e *env) platformStandIn(t *testing.T, instances dynamic.ResourceInterface) {
-	t.Helper()
-	raw, err := os.ReadFile(e.virt.KubeconfigPath())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	t.Cleanup(cancel)
-	go vclustersim.BringKubeconfigWhen(ctx, e.hostCS, raw, func(ctx context.Context) (string, string, bool) {
+	e.standIn(t, func(ctx context.Context) (string, string, bool) {
 		u, err := instances.Get(ctx, e.slug, metav1.GetOptions{})
 		if err != nil {
 			return "", "", false
