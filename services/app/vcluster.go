@@ -12,6 +12,7 @@ import (
 	"github.com/sitebus/sitebus/pkg/waldur"
 	"github.com/sitebus/sitebus/services/membership"
 
+	"github.com/sitebus/sitebus/pkg/backend"
 	"github.com/sitebus/sitebus/pkg/backend/rancher"
 	"github.com/sitebus/sitebus/pkg/backend/vcluster"
 	"github.com/sitebus/sitebus/pkg/telemetry"
@@ -139,16 +140,22 @@ func VClusterMembershipOffering(cfg *config.Offering, w membership.Waldur, b *vc
 	return mo
 }
 
-// vclusterAccess is vcluster.Access as membership calls it: a resource
-// without a host namespace in Waldur yet (its create has not settled)
-// has no cluster to bind.
+// vclusterAccess is vcluster.Access as membership calls it. A resource
+// that Waldur knows no host namespace of yet is the create's own members
+// step (settle tells Waldur the namespace after it): its cluster is the
+// one of the name the create gives, and Access binds it only when the
+// cluster carries the resource's marks; a slug that names no namespace has
+// no cluster to bind.
 type vclusterAccess struct{ a *vcluster.Access }
 
 func (v vclusterAccess) SyncAccess(ctx context.Context, res *waldur.Resource) (added, removed int, err error) {
-	if res.BackendID == "" {
-		return 0, 0, nil
+	ns := res.BackendID
+	if ns == "" {
+		if ns, err = vcluster.NamespaceName(backend.Resource{UUID: res.UUID, Slug: res.Slug}); err != nil {
+			return 0, 0, nil
+		}
 	}
-	return v.a.Sync(ctx, res.UUID, res.BackendID)
+	return v.a.Sync(ctx, res.UUID, ns)
 }
 
 // vclusterMembership is the membership offering of offering i, a vcluster
