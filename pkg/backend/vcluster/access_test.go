@@ -43,7 +43,7 @@ func TestMemberSourceSettings(t *testing.T) {
 			raw: with(importSettings(), "member_source", "rancher_project"), wantErr: "backend_settings.member_source: rancher_project needs rancher_project_id or rancher_project_map",
 		},
 		"rancher_project takes its projects from rancher_project_map alone": {
-			raw: with(importSettings(), "member_source", "rancher_project", "rancher_project_map", map[string]any{"0123456789abcdef0123456789abcdef": "p-a"}),
+			raw:   with(importSettings(), "member_source", "rancher_project", "rancher_project_map", map[string]any{"0123456789abcdef0123456789abcdef": "p-a"}),
 			want:  map[string]string{"project-owner": "cluster-owner", "project-member": "cluster-member"},
 			roles: []string{"cluster-owner", "cluster-member"},
 		},
