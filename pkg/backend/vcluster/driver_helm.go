@@ -86,13 +86,20 @@ func Chart() (*chart.Chart, error) {
 // vc-<release>) are those sitebus reads. A slug too long for Helm is
 // refused, not shortened, as NamespaceName refuses one.
 func ReleaseName(ns string) (string, error) {
+	return slugName(ns, "the Helm release", "Helm", MaxReleaseName)
+}
+
+// slugName is the slug of host namespace vc-<slug> as the name of what
+// (a release, an instance), refused when it is longer than max, the
+// limit of by: a shortened name could be another resource's.
+func slugName(ns, what, by string, max int) (string, error) {
 	name, ok := strings.CutPrefix(ns, NamespacePrefix)
 	if !ok || name == "" {
 		return "", fault.Errorf(fault.Invalid, "namespace %s is not a virtual cluster's (%s<slug>)", ns, NamespacePrefix)
 	}
-	if len(name) > MaxReleaseName {
-		return "", fault.Errorf(fault.Invalid, "the Helm release of %s would be %q, %d characters; Helm allows at most %d: use a shorter resource slug",
-			ns, name, len(name), MaxReleaseName)
+	if len(name) > max {
+		return "", fault.Errorf(fault.Invalid, "%s of %s would be %q, %d characters; %s allows at most %d: use a shorter resource slug",
+			what, ns, name, len(name), by, max)
 	}
 	return name, nil
 }

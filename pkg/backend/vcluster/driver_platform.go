@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"maps"
 	"reflect"
-	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -43,15 +42,7 @@ const MaxInstanceName = 63
 // the helm driver's (kubeconfig Secret vc-<slug>). A slug too long is
 // refused, not shortened.
 func InstanceName(ns string) (string, error) {
-	name, ok := strings.CutPrefix(ns, NamespacePrefix)
-	if !ok || name == "" {
-		return "", fault.Errorf(fault.Invalid, "namespace %s is not a virtual cluster's (%s<slug>)", ns, NamespacePrefix)
-	}
-	if len(name) > MaxInstanceName {
-		return "", fault.Errorf(fault.Invalid, "the VirtualClusterInstance of %s would be %q, %d characters; the platform allows at most %d: use a shorter resource slug",
-			ns, name, len(name), MaxInstanceName)
-	}
-	return name, nil
+	return slugName(ns, "the VirtualClusterInstance", "the platform", MaxInstanceName)
 }
 
 // PlatformNamespace is the namespace of platform project project.
