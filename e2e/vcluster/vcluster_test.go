@@ -10,10 +10,13 @@ package vcluster_test
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"net/http"
 	"os"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -86,8 +89,18 @@ func newEnv(t testing.TB, slug string, opts ...harness.SiteOption) *env {
 	return newEnvWith(t, slug, nil, opts...)
 }
 
+// slugRuns counts the envs made per slug in this process: the host API
+// server is shared, so a test run again (go test -count=N) takes a slug of
+// its own instead of meeting its first run's namespace, which belongs to
+// another Waldur resource.
+var slugRuns sync.Map
+
 func newEnvWith(t testing.TB, slug string, eopts []envOption, opts ...harness.SiteOption) *env {
 	t.Helper()
+	runs, _ := slugRuns.LoadOrStore(slug, new(atomic.Int32))
+	if n := runs.(*atomic.Int32).Add(1); n > 1 {
+		slug = fmt.Sprintf("%s-r%d", slug, n)
+	}
 	e := &env{host: kube.Shared(t), virt: kube.StartForTest(t, kube.Options{}), slug: slug, t: t, readyWait: "1m"}
 	e.hostKubeconfig, e.virtKubeconfig = e.host.KubeconfigPath(), e.virt.KubeconfigPath()
 	for _, o := range eopts {
