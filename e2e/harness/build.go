@@ -4,6 +4,7 @@ package harness
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"fmt"
 	"log/slog"
 	"os"
@@ -59,7 +60,12 @@ var (
 	natsErr     error
 )
 
-// SitebusBinary builds ./services/cmd/sitebus once per test binary.
+// SitebusBinary builds ./services/cmd/sitebus once per test binary. Every
+// e2e package is a test binary of its own, so the build goes to one path
+// per checkout in the cache, written beside it and renamed into place: a
+// package still running the previous build keeps its file, and a run
+// leaves one binary behind, not one per package (a temporary directory per
+// package left 140 MB each, and repeated runs filled the disk).
 func SitebusBinary() (string, error) {
 	sitebusOnce.Do(func() {
 		root, err := RepoRoot()
@@ -67,13 +73,14 @@ func SitebusBinary() (string, error) {
 			sitebusErr = err
 			return
 		}
-		dir, err := os.MkdirTemp("", "sitebus-bin-")
-		if err != nil {
-			sitebusErr = err
+		sum := sha256.Sum256([]byte(root))
+		sitebusBin = filepath.Join(CacheDir(), "bin", fmt.Sprintf("sitebus-e2e-%x", sum[:6]))
+		tmp := sitebusBin + ".tmp" + strconv.Itoa(os.Getpid())
+		if sitebusErr = goBuild(root, tmp, "-ldflags=-X main.version=e2e", "./services/cmd/sitebus"); sitebusErr != nil {
+			_ = os.Remove(tmp) // a failed link may leave part of a file
 			return
 		}
-		sitebusBin = filepath.Join(dir, "sitebus")
-		sitebusErr = goBuild(root, sitebusBin, "-ldflags=-X main.version=e2e", "./services/cmd/sitebus")
+		sitebusErr = os.Rename(tmp, sitebusBin)
 	})
 	return sitebusBin, sitebusErr
 }
