@@ -193,7 +193,7 @@ func (s *Server) createToken(r *http.Request, in struct{ ClusterID string }) (an
 	t := &RegistrationToken{ClusterID: in.ClusterID, Token: randName(54), uuid: simkit.NewUUID(), Created: s.now()}
 	t.ID = s.prov.tokens.Create(func() string { t.name = "crt-" + randName(5); return in.ClusterID + ":" + t.name }, t)
 	s.log.Debug("registration token created", "id", t.ID)
-	return created(tokenRep(simkit.BaseURL(r), t)), nil
+	return simkit.Created(tokenRep(simkit.BaseURL(r), t)), nil
 }
 
 // caChecksum stands for the sha256 of Rancher's CA certificate that the
@@ -234,7 +234,7 @@ func (s *Server) createClusterBinding(r *http.Request, in bindingBody) (any, err
 	if !s.prov.crtbs.Put(cb.ID, cb) {
 		return nil, alreadyExists(`clusterroletemplatebindings.management.cattle.io "` + cb.Name + `" already exists`)
 	}
-	return created(clusterBindingRep(simkit.BaseURL(r), cb)), nil
+	return simkit.Created(clusterBindingRep(simkit.BaseURL(r), cb)), nil
 }
 
 func clusterBindingRep(b string, cb *ClusterBinding) map[string]any {

@@ -72,12 +72,19 @@ func (s *Server) kubeReady(r *http.Request) *apiError {
 	return nil
 }
 
+// onKube serves h once kubeReady passes.
+func (s *Server) onKube(h handler) handler {
+	return func(r *http.Request, in struct{}) (any, error) {
+		if err := s.kubeReady(r); err != nil {
+			return nil, err
+		}
+		return h(r, in)
+	}
+}
+
 // listNamespaces lists the real namespaces; ?projectId=c-…:p-… (norman
 // filter) keeps those of one project.
 func (s *Server) listNamespaces(r *http.Request, _ struct{}) (any, error) {
-	if err := s.kubeReady(r); err != nil {
-		return nil, err
-	}
 	list, err := s.kube.Namespaces().List(r.Context(), metav1.ListOptions{})
 	if err != nil {
 		return nil, kubeErr(err)
@@ -88,9 +95,6 @@ func (s *Server) listNamespaces(r *http.Request, _ struct{}) (any, error) {
 }
 
 func (s *Server) getNamespace(r *http.Request, _ struct{}) (any, error) {
-	if err := s.kubeReady(r); err != nil {
-		return nil, err
-	}
 	ns, err := s.kube.Namespaces().Get(r.Context(), r.PathValue("name"), metav1.GetOptions{})
 	if err != nil {
 		return nil, kubeErr(err)
@@ -102,9 +106,6 @@ func (s *Server) getNamespace(r *http.Request, _ struct{}) (any, error) {
 // annotations plus Rancher's project annotation and label.
 func (s *Server) createNamespace(r *http.Request, _ struct{}) (any, error) {
 	var in namespaceBody
-	if err := s.kubeReady(r); err != nil {
-		return nil, err
-	}
 	if err := decodeBody(r, &in); err != nil {
 		return nil, err
 	}
@@ -133,7 +134,7 @@ func (s *Server) createNamespace(r *http.Request, _ struct{}) (any, error) {
 		return nil, kubeErr(err)
 	}
 	s.log.Debug("namespace created", "name", in.Name, "project", in.ProjectID)
-	return simkit.Reply{Status: http.StatusCreated, Body: s.namespaceRep(simkit.BaseURL(r), created)}, nil
+	return simkit.Created(s.namespaceRep(simkit.BaseURL(r), created)), nil
 }
 
 // namespaceUpdate is what PUT …/namespaces/<name> accepts: a map field
@@ -149,9 +150,6 @@ type namespaceUpdate struct {
 // own project link (annotation and label) is kept whatever the body says:
 // moving a namespace is the move action, not an update.
 func (s *Server) updateNamespace(r *http.Request, _ struct{}) (any, error) {
-	if err := s.kubeReady(r); err != nil {
-		return nil, err
-	}
 	var in namespaceUpdate
 	if err := decodeBody(r, &in); err != nil {
 		return nil, err

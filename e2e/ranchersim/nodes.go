@@ -183,7 +183,7 @@ func (s *Server) register(r *http.Request, reg Registration) (any, error) {
 	n.ClusterID, n.Created = tok.ClusterID, s.now()
 	n.ID = s.prov.nodes.Create(func() string { n.Name = "m-" + randLower(12); return n.ClusterID + ":" + n.Name }, n)
 	s.log.Debug("node registered", "id", n.ID, "hostname", n.Hostname)
-	return created(s.nodeRep(simkit.BaseURL(r), n, false)), nil
+	return simkit.Created(s.nodeRep(simkit.BaseURL(r), n, false)), nil
 }
 
 // nodeAction serves POST /v3/nodes/<id>?action=drain; the body (Rancher's

@@ -95,8 +95,6 @@ func handle[In any](h func(r *http.Request, in In) (any, error)) http.Handler {
 	}}, h)
 }
 
-func created(v any) simkit.Reply { return simkit.Reply{Status: http.StatusCreated, Body: v} }
-
 // param is one query parameter as sent.
 type param struct{ key, value string }
 

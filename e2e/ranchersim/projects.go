@@ -212,7 +212,7 @@ func (s *Server) createProject(r *http.Request, in projectBody) (any, error) {
 		nsDefaultQuota: in.NamespaceDefaultResourceQuota, containerLimit: in.ContainerDefaultResourceLimit}
 	s.addProject(p, true)
 	s.log.Debug("project created", "id", p.ID, "name", p.Name)
-	return created(projectRep(simkit.BaseURL(r), p)), nil
+	return simkit.Created(projectRep(simkit.BaseURL(r), p)), nil
 }
 
 // updateProject replaces the fields the body carries, as norman's PUT does;
@@ -303,7 +303,7 @@ func (s *Server) createBinding(r *http.Request, in bindingBody) (any, error) {
 		return nil, alreadyExists(`projectroletemplatebindings.management.cattle.io "` + pb.Name + `" already exists`)
 	}
 	s.log.Debug("binding created", "id", pb.ID, "role", pb.RoleTemplateID, "subject", cmp.Or(pb.principal(), pb.ServiceAccount))
-	return created(bindingRep(simkit.BaseURL(r), pb)), nil
+	return simkit.Created(bindingRep(simkit.BaseURL(r), pb)), nil
 }
 
 // Projects returns every project (Rancher's Default and System included),

@@ -323,7 +323,7 @@ func (s *Server) createV1Cluster(r *http.Request, _ struct{}) (any, error) {
 		return nil, steveErr(http.StatusConflict, "AlreadyExists", `clusters.provisioning.cattle.io "`+name+`" already exists`)
 	}
 	s.log.Debug("provisioning cluster created", "id", pc.ID, "cluster", pc.ClusterID)
-	return created(s.v1ClusterRep(simkit.BaseURL(r), pc, false)), nil
+	return simkit.Created(s.v1ClusterRep(simkit.BaseURL(r), pc, false)), nil
 }
 
 // v1ClusterRep is the steve object: the create body as sent, with the
@@ -394,7 +394,7 @@ func (s *Server) createSecret(r *http.Request, _ struct{}) (any, error) {
 	default:
 		sec.ID = sec.Namespace + "/" + sec.Name
 	}
-	return created(secretRep(simkit.BaseURL(r), sec)), nil
+	return simkit.Created(secretRep(simkit.BaseURL(r), sec)), nil
 }
 
 func secretRep(b string, sec *Secret) map[string]any {

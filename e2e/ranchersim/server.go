@@ -160,10 +160,10 @@ func (s *Server) routes() http.Handler {
 	// (/v3/clusters/<id>/namespaces) and, as their self links say, under
 	// /v3/cluster/<id>/namespaces.
 	for _, prefix := range []string{"/v3/clusters/{cluster}/namespaces", "/v3/cluster/{cluster}/namespaces"} {
-		kubeAPI("GET "+prefix, handle(s.listNamespaces))
-		kubeAPI("POST "+prefix, handle(s.createNamespace))
-		kubeAPI("GET "+prefix+"/{name}", handle(s.getNamespace))
-		kubeAPI("PUT "+prefix+"/{name}", handle(s.updateNamespace))
+		kubeAPI("GET "+prefix, handle(s.onKube(s.listNamespaces)))
+		kubeAPI("POST "+prefix, handle(s.onKube(s.createNamespace)))
+		kubeAPI("GET "+prefix+"/{name}", handle(s.onKube(s.getNamespace)))
+		kubeAPI("PUT "+prefix+"/{name}", handle(s.onKube(s.updateNamespace)))
 	}
 
 	// Provisioning (provisioning.go): steve's v1 clusters and secrets.

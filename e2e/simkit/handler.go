@@ -18,6 +18,9 @@ type Reply struct {
 	Body any
 }
 
+// Created is the Reply of a create: 201 with body v.
+func Created(v any) Reply { return Reply{Status: http.StatusCreated, Body: v} }
+
 // Handlers wraps typed handlers, func(r, In) (Out, error), the way one
 // simulated service reads requests and writes answers and errors; each
 // simulator keeps its wire format in these options.

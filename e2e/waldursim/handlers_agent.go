@@ -52,10 +52,8 @@ func (s *Server) createIdentity(r *http.Request, in req) (any, error) {
 			"name": {"Agent identity with this name already exists."}}}
 	}
 	s.st.identities.Put(id.UUID, id)
-	return created(s.identityView(baseURL(r), id)), nil
+	return simkit.Created(s.identityView(baseURL(r), id)), nil
 }
-
-func created(v any) simkit.Reply { return simkit.Reply{Status: http.StatusCreated, Body: v} }
 
 func (s *Server) updateIdentity(r *http.Request, in req, id *Identity) (any, error) {
 	upd := *id
@@ -81,7 +79,7 @@ func (s *Server) registerService(r *http.Request, in req, _ *Identity) (any, err
 	svc := &AgentService{UUID: newUUID(), Identity: in.id, Name: name, Mode: mode, State: "Active",
 		Statistics: map[string]any{}, Processors: []any{}, Created: s.now(), Modified: s.now()}
 	s.st.services.Put(svc.UUID, svc)
-	return created(serviceView(baseURL(r), svc)), nil
+	return simkit.Created(serviceView(baseURL(r), svc)), nil
 }
 
 // objectType reads an observable object type, one of Mastermind's.
@@ -116,7 +114,7 @@ func (s *Server) registerEventSubscription(r *http.Request, in req) (any, error)
 		return nil, detail(http.StatusInternalServerError, "RabbitMQ error: "+err.Error())
 	}
 	s.st.subs.Put(sub.UUID, sub)
-	return created(subView(baseURL(r), sub)), nil
+	return simkit.Created(subView(baseURL(r), sub)), nil
 }
 
 func subView(base string, sub *EventSubscription) EventSubscription {
@@ -168,7 +166,7 @@ func (s *Server) createQueue(r *http.Request, in req) (any, error) {
 		return nil, detail(http.StatusInternalServerError, "RabbitMQ error: "+err.Error())
 	}
 	s.st.queues.Put(q.UUID, q)
-	return created(queueView(baseURL(r), q)), nil
+	return simkit.Created(queueView(baseURL(r), q)), nil
 }
 
 // QueueName is Mastermind's (and the agent's) per-subscription queue name.

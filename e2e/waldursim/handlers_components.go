@@ -262,7 +262,7 @@ func (s *Server) setUsage(_ *http.Request, in req) (any, error) {
 		}
 		u.Usage, u.Date, u.Modified = e.amount, date, s.now()
 	}
-	return created(map[string]any{}), nil
+	return simkit.Created(map[string]any{}), nil
 }
 
 // component finds an offering component by type. Caller holds s.mu.

@@ -277,14 +277,7 @@ type Call struct {
 // Fault makes the next Count (default 1) /api/ requests matching Method
 // (empty: any) and PathPrefix wait DelayMS and then answer Status with Body
 // (Status 0: pass through after the delay).
-type Fault struct {
-	Method     string `json:"method"`
-	PathPrefix string `json:"path_prefix"`
-	Status     int    `json:"status"`
-	Body       string `json:"body,omitempty"`
-	DelayMS    int    `json:"delay_ms"`
-	Count      int    `json:"count"`
-}
+type Fault = simkit.AdminFault
 
 // latency delays every /api/ answer by Config.Latency.
 func (s *Server) latency(next http.Handler) http.Handler {
@@ -311,8 +304,8 @@ func (s *Server) Calls() []Call {
 
 // AddFault injects a fault (see Fault).
 func (s *Server) AddFault(f Fault) {
-	s.Faults.AddFault(simkit.Fault{Method: f.Method, PathPrefix: f.PathPrefix, Status: f.Status, Body: f.Body,
-		Delay: time.Duration(f.DelayMS) * time.Millisecond, Count: max(f.Count, 1)})
+	f.Count = max(f.Count, 1)
+	s.Faults.AddFault(f.Fault())
 }
 
 // authenticate resolves "Authorization: Token <t>" or "Bearer <t>" to a
