@@ -102,17 +102,12 @@ func (s *Server) volumeRep(r *http.Request, v *Volume) obj {
 	return o
 }
 
-// volumes are seen by their project's members and admins; a list shows
-// the project of the URL's, or every project's to an admin asking
-// all_tenants, newest first as Cinder lists; each GET of a creating volume
-// counts towards its being available.
+// volumes are Cinder's: each GET of a creating volume counts towards its
+// being available.
 var volumes = func() *collection[Volume] {
-	col := ownedCollection("volumes", "volume", func(st *state) map[string]*Volume { return st.volumes }, novaList,
-		func(id string) *apiErr { return novaErr(http.StatusNotFound, "Volume "+id+" could not be found.") })
-	col.Listed = func(_ *Server, c *caller, r *http.Request, v *Volume) bool {
-		return v.ProjectID == r.PathValue("project") || allTenants(r, c)
-	}
-	col.NewestFirst, col.Filters, col.Read, col.Render, col.Brief = true, volumeFilters, (*Server).poll, (*Server).volumeRep, brief
+	col := novaCollection("volumes", "volume", "Volume", func(st *state) map[string]*Volume { return st.volumes },
+		volumeFilters, (*Server).volumeRep)
+	col.Read = (*Server).poll
 	// Cinder accepts a create and a delete and finishes them later.
 	col.BadBody, col.CreateStatus, col.DeleteStatus = novaBad, http.StatusAccepted, http.StatusAccepted
 	return col
