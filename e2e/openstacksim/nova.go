@@ -401,7 +401,7 @@ func (s *Server) createServer(w http.ResponseWriter, r *http.Request, c *caller)
 				s.removePort(p)
 			}
 			// Nova reports Neutron's refusals as its own.
-			return novaErr(e.Status, errMessage(e))
+			return novaErr(e.Status, e.Message)
 		}
 		p.novaCreated = true
 		made = append(made, p)
@@ -437,7 +437,7 @@ func (s *Server) createServer(w http.ResponseWriter, r *http.Request, c *caller)
 				// nova-compute makes these volumes while building, so
 				// Cinder's refusal (quota, size) fails the boot, not the
 				// request.
-				bootFault = cmp.Or(bootFault, "Build of instance "+sv.ID+" aborted: "+errMessage(e))
+				bootFault = cmp.Or(bootFault, "Build of instance "+sv.ID+" aborted: "+e.Message)
 				continue
 			}
 		}
@@ -461,17 +461,6 @@ func bootOrder(i *int) int {
 		return 1 << 20
 	}
 	return *i
-}
-
-// errMessage is the message of a Neutron or Cinder error body: both wrap
-// {"message": …} in one key (NeutronError, or the kind of error).
-func errMessage(e *apiErr) string {
-	for _, v := range e.Body.(map[string]any) {
-		if m, ok := v.(map[string]any); ok {
-			return fmt.Sprint(m["message"])
-		}
-	}
-	return fmt.Sprint(e.Body)
 }
 
 // serverNetworks resolves the networks of a create: a list of {uuid,
