@@ -102,17 +102,14 @@ func (s *Server) volumeRep(r *http.Request, v *Volume) obj {
 	return o
 }
 
-// volumes are seen by their project's members and admins; a list shows
-// the project of the URL's, or every project's to an admin asking
-// all_tenants, newest first as Cinder lists; each GET of a creating volume
-// counts towards its being available.
+// volumes are Cinder's: each GET of a creating volume counts towards its
+// being available.
 var volumes = func() *collection[Volume] {
-	col := ownedCollection("volumes", "volume", func(st *state) map[string]*Volume { return st.volumes }, novaList,
-		func(id string) *apiErr { return novaErr(http.StatusNotFound, "Volume "+id+" could not be found.") })
-	col.Listed = func(_ *Server, c *caller, r *http.Request, v *Volume) bool {
-		return v.ProjectID == r.PathValue("project") || allTenants(r, c)
-	}
-	col.NewestFirst, col.Filters, col.Read, col.Render, col.Brief = true, volumeFilters, (*Server).poll, (*Server).volumeRep, brief
+	col := novaCollection("volumes", "volume", "Volume", func(st *state) map[string]*Volume { return st.volumes },
+		volumeFilters, (*Server).volumeRep)
+	col.Read = (*Server).poll
+	// Cinder accepts a create and a delete and finishes them later.
+	col.BadBody, col.CreateStatus, col.DeleteStatus = novaBad, http.StatusAccepted, http.StatusAccepted
 	return col
 }()
 
@@ -127,19 +124,8 @@ func (s *Server) poll(v *Volume) {
 	}
 }
 
-func (s *Server) createVolume(w http.ResponseWriter, r *http.Request, _ *caller) *apiErr {
-	var in struct {
-		Volume volumeSpec `json:"volume"`
-	}
-	if e := simkit.Decode(r, &in, novaBad); e != nil {
-		return e
-	}
-	v, e := s.newVolume(r.PathValue("project"), in.Volume)
-	if e != nil {
-		return e
-	}
-	simkit.WriteJSON(w, http.StatusAccepted, obj{"volume": s.volumeRep(r, v)})
-	return nil
+func (s *Server) createVolume(c *caller, in volumeSpec) (*Volume, *apiErr) {
+	return s.newVolume(c.urlProject, in)
 }
 
 // volumeFilters are Cinder's filters on fields it renders under other
@@ -168,14 +154,13 @@ var volumeFilters = map[string]simkit.Filter{
 	},
 }
 
-func (s *Server) deleteVolume(w http.ResponseWriter, _ *http.Request, _ *caller, v *Volume) *apiErr {
+func (s *Server) deleteVolume(_ *caller, v *Volume) *apiErr {
 	if v.Status != "available" && v.Status != "error" {
 		return novaErr(http.StatusBadRequest, "Invalid volume: Volume status must be available or error or error_restoring or "+
 			"error_extending or error_managing and must not be migrating, attached, belong to a group, have snapshots, "+
 			"awaiting a transfer, or be disassociated from snapshots after volume transfer.")
 	}
 	delete(s.st.volumes, v.ID)
-	w.WriteHeader(http.StatusAccepted)
 	return nil
 }
 

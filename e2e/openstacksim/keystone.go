@@ -15,6 +15,8 @@ import (
 type caller struct {
 	userID, projectID string // projectID "" for an unscoped token
 	admin             bool   // the admin role on projectID
+	// urlProject is the {project} of a Cinder URL, which Cinder acts for.
+	urlProject string
 }
 
 // authenticate resolves the token of r; nil when it is missing, unknown or

@@ -144,30 +144,33 @@ func namedObjs(names []string) []obj {
 	return simkit.Map(names, func(n string) obj { return obj{"name": n} })
 }
 
-// servers are seen by their project's members and admins. A list shows
-// the caller's project's, or every project's to an admin asking
-// all_tenants, newest first as Nova lists; each GET of a server in BUILD
-// counts towards its boot.
+// servers are Nova's: each GET of a server in BUILD counts towards its
+// boot.
 var servers = func() *collection[Instance] {
-	col := ownedCollection("servers", "server", func(st *state) map[string]*Instance { return st.servers }, novaList,
-		func(id string) *apiErr { return novaErr(http.StatusNotFound, "Instance "+id+" could not be found.") })
-	col.Listed = func(_ *Server, c *caller, r *http.Request, sv *Instance) bool {
-		return sv.ProjectID == c.projectID || allTenants(r, c)
-	}
+	col := novaCollection("servers", "server", "Instance", func(st *state) map[string]*Instance { return st.servers },
+		nameFilter, (*Server).serverRep)
 	col.Read = func(_ *Server, sv *Instance) {
 		if sv.Status == "BUILD" {
 			sv.polls++
 		}
 	}
-	col.NewestFirst, col.Filters, col.Render, col.Brief = true, nameFilter, (*Server).serverRep, brief
 	return col
 }()
 
-// allTenants says whether c asks a list for every project's objects, as
-// only an admin may.
-func allTenants(r *http.Request, c *caller) bool {
-	all := r.URL.Query().Get("all_tenants")
-	return c.admin && all != "" && all != "0"
+// novaCollection is a Nova or Cinder resource, seen by its project's
+// members and admins. A list shows the project the caller acts for (for
+// Cinder the URL's), or every project's to an admin asking all_tenants,
+// newest first as both list, each entry brief without /detail.
+func novaCollection[T any, P hasMeta[T]](plural, singular, noun string, items func(*state) map[string]*T,
+	filters map[string]simkit.Filter, rep func(*Server, *http.Request, *T) obj) *collection[T] {
+	col := ownedCollection[T, P](plural, singular, items, novaList,
+		func(id string) *apiErr { return novaErr(http.StatusNotFound, noun+" "+id+" could not be found.") })
+	col.Listed = func(_ *Server, c *caller, r *http.Request, v *T) bool {
+		all := r.URL.Query().Get("all_tenants")
+		return P(v).meta().ProjectID == cmp.Or(c.urlProject, c.projectID) || c.admin && all != "" && all != "0"
+	}
+	col.NewestFirst, col.Filters, col.Render, col.Brief = true, filters, rep, brief
+	return col
 }
 
 // brief is an entry of a Nova or Cinder list without /detail.
@@ -398,7 +401,7 @@ func (s *Server) createServer(w http.ResponseWriter, r *http.Request, c *caller)
 				s.removePort(p)
 			}
 			// Nova reports Neutron's refusals as its own.
-			return novaErr(e.Status, errMessage(e))
+			return novaErr(e.Status, e.Message)
 		}
 		p.novaCreated = true
 		made = append(made, p)
@@ -434,7 +437,7 @@ func (s *Server) createServer(w http.ResponseWriter, r *http.Request, c *caller)
 				// nova-compute makes these volumes while building, so
 				// Cinder's refusal (quota, size) fails the boot, not the
 				// request.
-				bootFault = cmp.Or(bootFault, "Build of instance "+sv.ID+" aborted: "+errMessage(e))
+				bootFault = cmp.Or(bootFault, "Build of instance "+sv.ID+" aborted: "+e.Message)
 				continue
 			}
 		}
@@ -458,17 +461,6 @@ func bootOrder(i *int) int {
 		return 1 << 20
 	}
 	return *i
-}
-
-// errMessage is the message of a Neutron or Cinder error body: both wrap
-// {"message": …} in one key (NeutronError, or the kind of error).
-func errMessage(e *apiErr) string {
-	for _, v := range e.Body.(map[string]any) {
-		if m, ok := v.(map[string]any); ok {
-			return fmt.Sprint(m["message"])
-		}
-	}
-	return fmt.Sprint(e.Body)
 }
 
 // serverNetworks resolves the networks of a create: a list of {uuid,

@@ -331,3 +331,18 @@ func TestDeletedServerIsDeletingForDeletePolls(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestNovaReportsNeutronsRefusalAsItsOwn(t *testing.T) {
+	sim := openstacksim.NewTestServer(t, openstacksim.Options{BuildPolls: -1})
+	_, c := tenant(t, sim, "refused")
+	ctx := ctxT(t)
+	n, _ := tenantNet(t, c)
+	opts := servers.CreateOpts{Name: "w", FlavorRef: "1", ImageRef: imageID(t, c, "ubuntu-22.04"),
+		Networks: []servers.Network{{UUID: n.ID, FixedIP: "192.168.42.20"}}}
+	must(servers.Create(ctx, c.compute, opts, nil).Extract()).of(t)
+	_, err := servers.Create(ctx, c.compute, opts, nil).Extract()
+	wantCode(t, err, http.StatusConflict)
+	if !strings.Contains(err.Error(), `"conflictingRequest"`) || !strings.Contains(err.Error(), "IP address 192.168.42.20 already allocated") {
+		t.Fatalf("error %v", err)
+	}
+}

@@ -15,7 +15,7 @@ type apiErr = simkit.Error
 
 // keystoneErr is Keystone's {"error":{"code","message","title"}}.
 func keystoneErr(status int, msg string) *apiErr {
-	return &apiErr{Status: status, Body: map[string]any{"error": map[string]any{
+	return &apiErr{Status: status, Message: msg, Body: map[string]any{"error": map[string]any{
 		"code": status, "message": msg, "title": http.StatusText(status)}}}
 }
 
@@ -30,18 +30,18 @@ func novaErr(status int, msg string) *apiErr {
 	if status == http.StatusRequestEntityTooLarge {
 		inner["retryAfter"] = "0"
 	}
-	return &apiErr{Status: status, Body: map[string]any{kind: inner}}
+	return &apiErr{Status: status, Message: msg, Body: map[string]any{kind: inner}}
 }
 
 // neutronErr is Neutron's {"NeutronError":{"type","message","detail"}}.
 func neutronErr(status int, typ, msg string) *apiErr {
-	return &apiErr{Status: status, Body: map[string]any{"NeutronError": map[string]any{
+	return &apiErr{Status: status, Message: msg, Body: map[string]any{"NeutronError": map[string]any{
 		"type": typ, "message": msg, "detail": ""}}}
 }
 
 // glanceErr is Glance's plain text error page.
 func glanceErr(status int, msg string) *apiErr {
-	return &apiErr{Status: status, Body: fmt.Sprintf("%d %s\n\n%s\n\n   ", status, http.StatusText(status), msg)}
+	return &apiErr{Status: status, Message: msg, Body: fmt.Sprintf("%d %s\n\n%s\n\n   ", status, http.StatusText(status), msg)}
 }
 
 // errUnauthorized is keystonemiddleware's answer to a missing, unknown or

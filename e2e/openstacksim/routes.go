@@ -60,11 +60,8 @@ func (s *Server) routes() http.Handler {
 		api(strings.Replace(pattern, " ", " /volume/v3/{project}", 1), s.cinder(h))
 	}
 	cinder("GET /types", volumeTypes.List(s))
-	cinder("POST /volumes", s.createVolume)
-	cinder("GET /volumes", volumes.List(s))
+	simkit.CRUD(s, cinder, "/volumes", volumes, (*Server).createVolume, nil, (*Server).deleteVolume)
 	cinder("GET /volumes/detail", volumes.List(s))
-	cinder("GET /volumes/{id}", volumes.Get(s))
-	cinder("DELETE /volumes/{id}", volumes.On(s, s.deleteVolume))
 	cinder("PUT /os-quota-sets/{target}", s.putQuotaSet("target", "volume_extension:quotas:update", s.cinderQuotaNames))
 
 	// Glance.
@@ -113,13 +110,15 @@ func (s *Server) authed(h handler) http.Handler {
 }
 
 // cinder checks the {project} of Cinder's URLs against the token, as Cinder
-// does for everyone but an admin.
+// does for everyone but an admin, and has the caller act for it.
 func (s *Server) cinder(h handler) handler {
 	return func(w http.ResponseWriter, r *http.Request, c *caller) *apiErr {
 		if p := r.PathValue("project"); p != c.projectID && !c.admin {
 			return novaErr(http.StatusForbidden, "Policy doesn't allow volume_extension:volume_tenant_attribute to be performed.")
 		}
-		return h(w, r, c)
+		in := *c
+		in.urlProject = r.PathValue("project")
+		return h(w, r, &in)
 	}
 }
 

@@ -13,6 +13,9 @@ import (
 type Error struct {
 	Status int
 	Body   any
+	// Message is the error's text without its body's wrapping, for a
+	// service that reports another's refusal as its own (Nova Neutron's).
+	Message string
 }
 
 func (e *Error) Error() string { return fmt.Sprintf("HTTP %d: %v", e.Status, e.Body) }
