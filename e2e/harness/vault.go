@@ -78,6 +78,3 @@ func (v *Vault) Client(t testing.TB) *vault.Client {
 	}
 	return c
 }
-
-// Stop stops the server (Vault away, as its clients see it).
-func (v *Vault) Stop() { v.proc.Kill() }

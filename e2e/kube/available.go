@@ -60,9 +60,6 @@ func etcdPath() (string, error) {
 	return "", errors.New("etcd not found (apt-get install etcd-server)")
 }
 
-// InCI reports whether we run in CI, where a missing dependency fails.
-func InCI() bool { return testenv.InCI() }
-
 // Require skips t (printing the reason) when no cluster can be started
 // locally, and fails it in CI.
 func Require(t testing.TB) {

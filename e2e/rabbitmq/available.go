@@ -39,9 +39,6 @@ func Available() error {
 	return nil
 }
 
-// InCI reports whether we run in CI, where a missing dependency fails.
-func InCI() bool { return testenv.InCI() }
-
 // Require skips t (printing the reason) when no broker can be started
 // locally, and fails it in CI.
 func Require(t testing.TB) {

@@ -73,9 +73,6 @@ type Broker struct {
 // STOMPAddr is the host:port of the plain TCP STOMP listener.
 func (b *Broker) STOMPAddr() string { return hostPort(b.STOMPPort) }
 
-// AMQPAddr is the host:port of the AMQP 0-9-1 listener.
-func (b *Broker) AMQPAddr() string { return hostPort(b.AMQPPort) }
-
 // WebSTOMPAddr is the host:port of the Web-STOMP listener.
 func (b *Broker) WebSTOMPAddr() string { return hostPort(b.WebSTOMPPort) }
 
