@@ -2,7 +2,6 @@ package ranchersim
 
 import (
 	"cmp"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"net/http"
@@ -183,11 +182,8 @@ func collection(r *http.Request, resourceType, createURL string, objs []map[stri
 // decodeBody reads a JSON object body (none into a struct{}); norman
 // answers a malformed one with 422 InvalidBodyContent.
 func decodeBody(r *http.Request, v any) error {
-	if _, none := v.(*struct{}); none {
-		return nil
-	}
-	if err := json.NewDecoder(r.Body).Decode(v); err != nil {
-		return invalidBody("Failed to parse body: " + err.Error())
+	if err := simkit.DecodeJSON(r, v); err != nil {
+		return invalidBody("Failed to parse body: " + fmt.Sprint(err.(*simkit.Error).Body))
 	}
 	return nil
 }

@@ -71,6 +71,12 @@ func TestProjects(t *testing.T) {
 			c.do("POST", "/v3/projects", map[string]any{"clusterId": "c-m-other", "name": "x"}).
 				wantErr(t, http.StatusUnprocessableEntity, "InvalidReference")
 		}},
+		{"a body that is not an object is 422 InvalidBodyContent with the parser's reason", ranchersim.Options{}, func(t *testing.T, _ *ranchersim.Server, c *client) {
+			r := c.do("POST", "/v3/projects", "a string").wantErr(t, http.StatusUnprocessableEntity, "InvalidBodyContent")
+			if msg := r.str("message"); !regexp.MustCompile(`^Failed to parse body: json: cannot unmarshal string`).MatchString(msg) {
+				t.Fatalf("message %q", msg)
+			}
+		}},
 		{"PUT replaces the fields it carries", ranchersim.Options{}, func(t *testing.T, _ *ranchersim.Server, c *client) {
 			id := c.createProject("waldur-put")
 			c.do("PUT", "/v3/projects/"+id, map[string]any{"description": "new", "annotations": map[string]string{"k": "v"}}).

@@ -34,6 +34,10 @@ type Admin struct {
 	// BadRequest answers an unreadable request body in the simulated
 	// service's error format.
 	BadRequest func(w http.ResponseWriter, msg string)
+	// Handlers, when set, reads the bodies and answers the errors instead
+	// of BadRequest: a simulator whose admin API refuses unknown fields
+	// (a typo in a test) serves these routes as it serves its own.
+	Handlers *Handlers
 }
 
 // Routes adds to mux:
@@ -51,6 +55,9 @@ func (a Admin) Routes(mux *http.ServeMux) {
 	}
 	mux.HandleFunc("DELETE /sim/calls", noContent(a.ResetCalls))
 	body := BadBody(a.BadRequest)
+	if a.Handlers != nil {
+		body = *a.Handlers
+	}
 	mux.HandleFunc("POST /sim/faults", Handle(body, func(_ *http.Request, f AdminFault) (Reply, error) {
 		a.AddFault(f.Fault())
 		return Reply{Status: http.StatusNoContent}, nil

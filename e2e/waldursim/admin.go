@@ -110,18 +110,8 @@ func (s *Server) adminRoutes() http.Handler {
 	mux.Handle("POST /sim/team", simkit.Handle(admin, publishing(http.StatusOK, s.SetTeam)))
 	mux.Handle("POST /sim/events", simkit.Handle(admin, publishing(http.StatusOK, s.PublishRaw)))
 	mux.Handle("GET /sim/calls", simkit.Handle(admin, func(*http.Request, struct{}) ([]Call, error) { return s.Calls(), nil }))
-	mux.Handle("DELETE /sim/calls", simkit.Handle(admin, func(*http.Request, struct{}) (any, error) {
-		s.ResetCalls()
-		return map[string]any{}, nil
-	}))
-	mux.Handle("POST /sim/faults", simkit.Handle(admin, func(_ *http.Request, f Fault) (simkit.Reply, error) {
-		s.AddFault(f)
-		return simkit.Reply{Status: http.StatusCreated, Body: f}, nil
-	}))
-	mux.Handle("DELETE /sim/faults", simkit.Handle(admin, func(*http.Request, struct{}) (any, error) {
-		s.ClearFaults()
-		return map[string]any{}, nil
-	}))
+	simkit.Admin{ResetCalls: s.ResetCalls, AddFault: s.addFault, ClearFaults: s.ClearFaults, Down: s.Down,
+		Handlers: &admin}.Routes(mux)
 	mux.Handle("GET /sim/subscriptions", simkit.Handle(admin, func(r *http.Request, _ struct{}) ([]SubscriptionInfo, error) {
 		return s.Subscriptions(baseURL(r)), nil
 	}))

@@ -363,6 +363,24 @@ func TestCallLogAndFaults(t *testing.T) {
 		_ = adm.ClearFaults(ctx)
 		wantStatus(t, call(t, s, "GET", "/api/users/me/", token, ""), 200)
 	})
+	t.Run("a fault with an unknown field is refused", func(t *testing.T) {
+		r := call(t, s, "POST", "/sim/faults", "", `{"path_prefix":"/api/","stauts":500}`)
+		wantStatus(t, r, http.StatusBadRequest)
+		if !strings.Contains(r.body, `"detail"`) || !strings.Contains(r.body, "stauts") {
+			t.Fatalf("body %s, want a detail naming the field", r.body)
+		}
+		wantStatus(t, call(t, s, "GET", "/api/users/me/", token, ""), 200)
+	})
+	t.Run("down answers DRF's 503 until up again", func(t *testing.T) {
+		wantStatus(t, call(t, s, "POST", "/sim/down", "", `{"down":true}`), http.StatusNoContent)
+		r := call(t, s, "GET", "/api/users/me/", token, "")
+		wantStatus(t, r, http.StatusServiceUnavailable)
+		if !strings.Contains(r.body, `"detail"`) {
+			t.Fatalf("body %s, want DRF's detail", r.body)
+		}
+		wantStatus(t, call(t, s, "POST", "/sim/down", "", `{"down":false}`), http.StatusNoContent)
+		wantStatus(t, call(t, s, "GET", "/api/users/me/", token, ""), 200)
+	})
 }
 
 func TestFixtureRejectsDanglingReferences(t *testing.T) {

@@ -303,9 +303,12 @@ func (s *Server) Calls() []Call {
 }
 
 // AddFault injects a fault (see Fault).
-func (s *Server) AddFault(f Fault) {
+func (s *Server) AddFault(f Fault) { s.addFault(f.Fault()) }
+
+// addFault injects f for its next Count (default 1) matching requests.
+func (s *Server) addFault(f simkit.Fault) {
 	f.Count = max(f.Count, 1)
-	s.Faults.AddFault(f.Fault())
+	s.Faults.AddFault(f)
 }
 
 // authenticate resolves "Authorization: Token <t>" or "Bearer <t>" to a
