@@ -155,7 +155,7 @@ func (s *Server) createProjectRequest(r *http.Request, _ struct{}) (any, error) 
 		return nil, apierrors.NewInternalError(err)
 	}
 	s.log.Info("project requested", "name", name, "user", user)
-	return simkit.Reply{Status: http.StatusCreated, Body: toProject(created)}, nil
+	return simkit.Created(toProject(created)), nil
 }
 
 func (s *Server) createAdminBinding(ctx context.Context, ns, user string) error {
