@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/sitebus/sitebus/e2e/simkit"
+	"github.com/sitebus/sitebus/e2e/waldursim"
 )
 
 // GroupInfo is a group as tests inspect it.
@@ -138,4 +139,21 @@ func (s *Server) ExpireTokens() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	clear(s.tokens)
+}
+
+// OfferingUsers are the Waldur fixture teams' offering users, once each:
+// the usernames sitebus looks up when it adds members to access groups,
+// which a local run (cmd/keycloaksim, sitebus-dev) seeds its realm with.
+func OfferingUsers(fx *waldursim.Fixture) []User {
+	var users []User
+	seen := map[string]bool{}
+	for _, r := range fx.Resources {
+		for _, m := range r.Team {
+			if m.OfferingUserUsername != "" && !seen[m.OfferingUserUsername] {
+				seen[m.OfferingUserUsername] = true
+				users = append(users, User{Username: m.OfferingUserUsername, Email: m.Email})
+			}
+		}
+	}
+	return users
 }

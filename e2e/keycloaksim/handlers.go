@@ -132,7 +132,7 @@ func addGroup(q req, parent string) (any, *apiError) {
 		return nil, err
 	}
 	rep := simkit.Reply{Status: http.StatusCreated,
-		Header: http.Header{"Location": {"http://" + q.Host + "/admin/realms/" + q.rm.name + "/groups/" + g.id}}}
+		Header: http.Header{"Location": {simkit.BaseURL(q.Request) + "/admin/realms/" + q.rm.name + "/groups/" + g.id}}}
 	if parent != "" {
 		rep.Body = q.rm.groupRepOf(g, false, false)
 	}

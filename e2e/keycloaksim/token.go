@@ -82,7 +82,7 @@ func (s *Server) jwt(r *http.Request, ss session, now time.Time, typ string) str
 	header, _ := json.Marshal(map[string]string{"alg": "HS256", "typ": "JWT"})
 	claims, _ := json.Marshal(map[string]any{
 		"exp": ss.expires.Unix(), "iat": now.Unix(), "jti": simkit.NewUUID(),
-		"iss": "http://" + r.Host + "/realms/" + ss.realm, "sub": ss.userID, "typ": typ,
+		"iss": simkit.BaseURL(r) + "/realms/" + ss.realm, "sub": ss.userID, "typ": typ,
 		"azp": ss.clientID, "preferred_username": ss.username,
 	})
 	sig := make([]byte, 32)

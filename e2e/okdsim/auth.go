@@ -15,12 +15,10 @@ import (
 	"strings"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
 	"github.com/sitebus/sitebus/e2e/simkit"
 )
-
-// unauthorizedBody is what OpenShift answers a missing, unknown or expired
-// token with.
-const unauthorizedBody = `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Unauthorized","reason":"Unauthorized","code":401}`
 
 // TokenID names a token in the call log without revealing it: the first
 // 12 hex digits of its SHA-256. Empty for no token.
@@ -130,14 +128,12 @@ func userFrom(ctx context.Context) string {
 
 // authed rejects requests without a valid token before routing, as the
 // API server's authentication filter does: an unknown path with a bad
-// token is a 401, not a 404.
+// token is a 401 (a Status with reason Unauthorized), not a 404.
 func (s *Server) authed(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		u, ok := s.user(bearer(r))
 		if !ok {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusUnauthorized)
-			_, _ = w.Write([]byte(unauthorizedBody))
+			writeErr(w, apierrors.NewUnauthorized("Unauthorized"))
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), userKey{}, u)))
@@ -178,19 +174,17 @@ func (s *Server) oauthToken(r *http.Request, _ struct{}) (any, error) {
 	if !ok {
 		id, secret = r.PostForm.Get("client_id"), r.PostForm.Get("client_secret")
 	}
-	if subtle.ConstantTimeCompare([]byte(id), []byte(s.opts.OAuthClientID)) != 1 ||
-		subtle.ConstantTimeCompare([]byte(secret), []byte(s.opts.OAuthClientSecret)) != 1 {
-		return nil, simkit.OAuthError(http.StatusUnauthorized, "unauthorized_client", "The client is not authorized to request a token using this method.")
-	}
-	switch gt := r.PostForm.Get("grant_type"); gt {
-	case "refresh_token":
-	case "":
-		return nil, simkit.OAuthError(http.StatusBadRequest, "invalid_request", "The request is missing a required parameter: grant_type.")
-	default:
-		return nil, simkit.OAuthError(http.StatusBadRequest, "unsupported_grant_type", "The authorization grant type "+gt+" is not supported.")
-	}
-	if subtle.ConstantTimeCompare([]byte(r.PostForm.Get("refresh_token")), []byte(s.opts.RefreshToken)) != 1 {
-		return nil, simkit.OAuthError(http.StatusBadRequest, "invalid_grant", "The provided authorization grant is invalid, expired, revoked, or was issued to another client.")
+	badClient := subtle.ConstantTimeCompare([]byte(id), []byte(s.opts.OAuthClientID)) != 1 ||
+		subtle.ConstantTimeCompare([]byte(secret), []byte(s.opts.OAuthClientSecret)) != 1
+	gt := r.PostForm.Get("grant_type")
+	if e := cmp.Or(
+		simkit.Refuse(badClient, simkit.OAuthError(http.StatusUnauthorized, "unauthorized_client", "The client is not authorized to request a token using this method.")),
+		simkit.Refuse(gt == "", simkit.OAuthError(http.StatusBadRequest, "invalid_request", "The request is missing a required parameter: grant_type.")),
+		simkit.Refuse(gt != "refresh_token", simkit.OAuthError(http.StatusBadRequest, "unsupported_grant_type", "The authorization grant type "+gt+" is not supported.")),
+		simkit.Refuse(subtle.ConstantTimeCompare([]byte(r.PostForm.Get("refresh_token")), []byte(s.opts.RefreshToken)) != 1,
+			simkit.OAuthError(http.StatusBadRequest, "invalid_grant", "The provided authorization grant is invalid, expired, revoked, or was issued to another client.")),
+	); e != nil {
+		return nil, e
 	}
 	raw := make([]byte, 32)
 	_, _ = rand.Read(raw)

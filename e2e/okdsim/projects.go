@@ -60,12 +60,17 @@ func toProject(ns *unstructured.Unstructured) map[string]any {
 	return obj
 }
 
-// newNamespace is a namespace to create, with annotations and labels.
-func newNamespace(name string, annotations, labels map[string]string) *unstructured.Unstructured {
+// newNamespace is the namespace of project p: its annotations and labels,
+// and the display name, description and requester annotations the
+// default project template sets, from p's fields.
+func newNamespace(p Project) *unstructured.Unstructured {
+	a := map[string]string{}
+	maps.Copy(a, p.Annotations)
+	a[DisplayNameAnnotation], a[DescriptionAnnotation], a[RequesterAnnotation] = p.DisplayName, p.Description, p.Requester
 	ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace"}}
-	ns.SetName(name)
-	ns.SetAnnotations(annotations)
-	ns.SetLabels(labels)
+	ns.SetName(p.Name)
+	ns.SetAnnotations(a)
+	ns.SetLabels(p.Labels)
 	return ns
 }
 
@@ -140,9 +145,8 @@ func (s *Server) createProjectRequest(r *http.Request, _ struct{}) (any, error) 
 	user := userFrom(ctx)
 	// The request's own metadata.annotations and labels are dropped, as
 	// the template OpenShift processes takes only these parameters.
-	created, err := s.kube.Namespaces().Create(ctx, newNamespace(name, map[string]string{
-		DisplayNameAnnotation: pr.DisplayName, DescriptionAnnotation: pr.Description, RequesterAnnotation: user,
-	}, nil), metav1.CreateOptions{})
+	created, err := s.kube.Namespaces().Create(ctx, newNamespace(Project{Name: name,
+		DisplayName: pr.DisplayName, Description: pr.Description, Requester: user}), metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		return nil, apierrors.NewAlreadyExists(projectRequestGR, name)
 	}
@@ -155,7 +159,7 @@ func (s *Server) createProjectRequest(r *http.Request, _ struct{}) (any, error) 
 		return nil, apierrors.NewInternalError(err)
 	}
 	s.log.Info("project requested", "name", name, "user", user)
-	return simkit.Reply{Status: http.StatusCreated, Body: toProject(created)}, nil
+	return simkit.Created(toProject(created)), nil
 }
 
 func (s *Server) createAdminBinding(ctx context.Context, ns, user string) error {
@@ -227,10 +231,7 @@ func (s *Server) Project(ctx context.Context, name string) (p Project, found boo
 // display name, description and requester (default "someone-else") set
 // from p's fields.
 func (s *Server) SeedProject(ctx context.Context, p Project) error {
-	a := map[string]string{}
-	maps.Copy(a, p.Annotations)
 	p.Requester = cmp.Or(p.Requester, "someone-else")
-	a[DisplayNameAnnotation], a[DescriptionAnnotation], a[RequesterAnnotation] = p.DisplayName, p.Description, p.Requester
-	_, err := s.kube.Namespaces().Create(ctx, newNamespace(p.Name, a, p.Labels), metav1.CreateOptions{})
+	_, err := s.kube.Namespaces().Create(ctx, newNamespace(p), metav1.CreateOptions{})
 	return err
 }

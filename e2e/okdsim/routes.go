@@ -52,16 +52,17 @@ func (s *Server) routes() http.Handler {
 	api.Handle("GET /apis/user.openshift.io/v1/users/~", simkit.Handle(hs, currentUser))
 	api.Handle("/", s.kube.Proxy)
 
-	// OAuth sits outside authentication.
+	// OAuth sits outside authentication; faults and the call log cover
+	// both.
 	top := http.NewServeMux()
-	top.Handle("GET /.well-known/oauth-authorization-server", s.Middleware(http.HandlerFunc(s.oauthMetadata)))
+	top.HandleFunc("GET /.well-known/oauth-authorization-server", s.oauthMetadata)
 	token := simkit.Handle(simkit.Handlers{}, s.oauthToken)
-	top.Handle("POST /oauth/token", s.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	top.HandleFunc("POST /oauth/token", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")
 		token(w, r)
-	})))
-	top.Handle("/", s.Middleware(s.authed(api)))
-	return top
+	})
+	top.Handle("/", s.authed(api))
+	return s.Middleware(top)
 }
 
 // currentUser is OpenShift's users/~: the user the bearer token belongs

@@ -29,7 +29,7 @@ func main() {
 				if err != nil {
 					return nil, nil, err
 				}
-				users = offeringUsers(fx)
+				users = keycloaksim.OfferingUsers(fx)
 			}
 			srv, err := keycloaksim.New(keycloaksim.Config{
 				AdminUsername: *adminUser, AdminPassword: *adminPass,
@@ -39,20 +39,4 @@ func main() {
 			return srv, []any{"realm", *realm, "users", len(users)}, err
 		}
 	})
-}
-
-// offeringUsers are the fixture teams' offering users, once each: the
-// usernames sitebus looks up when it adds members to access groups.
-func offeringUsers(fx *waldursim.Fixture) []keycloaksim.User {
-	var users []keycloaksim.User
-	seen := map[string]bool{}
-	for _, r := range fx.Resources {
-		for _, m := range r.Team {
-			if m.OfferingUserUsername != "" && !seen[m.OfferingUserUsername] {
-				seen[m.OfferingUserUsername] = true
-				users = append(users, keycloaksim.User{Username: m.OfferingUserUsername, Email: m.Email})
-			}
-		}
-	}
-	return users
 }

@@ -130,17 +130,7 @@ func startSite(ctx context.Context, o options, log *slog.Logger, cleanup *stack)
 // startKeycloak serves the Keycloak simulator with the fixture team's
 // offering users, so demo namespaces get their access groups and members.
 func (s *site) startKeycloak(o options, log *slog.Logger, cleanup *stack) error {
-	var users []keycloaksim.User
-	seen := map[string]bool{}
-	for _, r := range s.fx.Resources {
-		for _, m := range r.Team {
-			if m.OfferingUserUsername != "" && !seen[m.OfferingUserUsername] {
-				seen[m.OfferingUserUsername] = true
-				users = append(users, keycloaksim.User{Username: m.OfferingUserUsername, Email: m.Email})
-			}
-		}
-	}
-	kc, err := keycloaksim.New(keycloaksim.Config{Realms: []keycloaksim.Realm{{Name: "waldur", Users: users}}, Logger: log})
+	kc, err := keycloaksim.New(keycloaksim.Config{Realms: []keycloaksim.Realm{{Name: "waldur", Users: keycloaksim.OfferingUsers(s.fx)}}, Logger: log})
 	if err != nil {
 		return err
 	}
