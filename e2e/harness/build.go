@@ -134,16 +134,13 @@ func FreePort(t testing.TB) int {
 
 // SitebusBinaryOrBuild is the sitebus binary a development command's
 // -sitebus flag names (made absolute; it must exist), or, when the flag is
-// empty, one built from this checkout. A failed build leaves no temporary
-// directory behind.
+// empty, one built from this checkout (SitebusBinary: it stays in the
+// cache for the next run, so the caller removes nothing).
 func SitebusBinaryOrBuild(flagValue string) (string, error) {
 	if flagValue == "" {
 		slog.Info("building sitebus from this checkout")
 		bin, err := SitebusBinary()
 		if err != nil {
-			if bin != "" {
-				_ = os.RemoveAll(filepath.Dir(bin)) // the failed build's temporary directory
-			}
 			return "", fmt.Errorf("build sitebus: %w", err)
 		}
 		return bin, nil

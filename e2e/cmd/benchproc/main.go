@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"slices"
 	"time"
 
@@ -72,9 +71,6 @@ func run(ctx context.Context, o options, log *slog.Logger) error {
 	bin, err := harness.SitebusBinaryOrBuild(o.sitebus)
 	if err != nil {
 		return err
-	}
-	if o.sitebus == "" {
-		defer func() { _ = os.RemoveAll(filepath.Dir(bin)) }() // the build's temporary directory
 	}
 	e, err := setup(ctx, bin, o, log)
 	if err != nil {

@@ -125,9 +125,6 @@ func run(ctx context.Context, o options, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	if o.sitebus == "" {
-		cleanup.push(func() { _ = os.RemoveAll(filepath.Dir(bin)) }) // the build's temporary directory
-	}
 	dataDir, err := prepareDataDir(o, log, &cleanup)
 	if err != nil {
 		return err
