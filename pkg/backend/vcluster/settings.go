@@ -162,7 +162,8 @@ func DecodeSettings(raw map[string]any) (Settings, error) {
 	d.Str("host_kubeconfig_path", &s.HostKubeconfigPath)
 	d.Str("host_cluster_id", &s.HostClusterID)
 	d.Str("rancher_project_id", &s.RancherProjectID)
-	d.StrMap("rancher_project_map", &s.RancherProjectMap, false)
+	var projectMap map[string]string
+	d.StrMap("rancher_project_map", &projectMap, false)
 	d.Str("driver", &s.Driver)
 	d.Bool("import_to_rancher", &s.ImportToRancher)
 	d.Str("fleet_workspace", &s.FleetWorkspace)
@@ -187,6 +188,24 @@ func DecodeSettings(raw map[string]any) (Settings, error) {
 	// keycloak-sync.
 	d.Known("periodic_limits", "keycloak")
 	s.Password = config.Secret(password)
+	// Keys as 32 lower-case hex digits, the form ProjectIDFor looks up
+	// (Waldur writes UUIDs with and without dashes). Two spellings of one
+	// UUID would leave the namespace's project to map order: refused.
+	// Keys that are no UUID stay as written, for Validate to name.
+	for _, k := range slices.Sorted(maps.Keys(projectMap)) {
+		key := k
+		if events.IsUUID(k) {
+			key = events.HexUUID(k)
+		}
+		if _, dup := s.RancherProjectMap[key]; dup {
+			d.Errorf("rancher_project_map."+k, "is the UUID of another key, spelt differently")
+			continue
+		}
+		if s.RancherProjectMap == nil {
+			s.RancherProjectMap = map[string]string{}
+		}
+		s.RancherProjectMap[key] = projectMap[k]
+	}
 	for _, w := range []struct {
 		key, v string
 		p      *time.Duration
@@ -353,13 +372,8 @@ func (s *Settings) ProjectID() string {
 // the customer, else rancher_project_id.
 func (s *Settings) ProjectIDFor(projectUUID, customerUUID string) string {
 	for _, id := range []string{projectUUID, customerUUID} {
-		if id == "" {
-			continue
-		}
-		for k, p := range s.RancherProjectMap {
-			if events.HexUUID(k) == events.HexUUID(id) {
-				return s.qualified(p)
-			}
+		if p, ok := s.RancherProjectMap[events.HexUUID(id)]; ok && id != "" {
+			return s.qualified(p)
 		}
 	}
 	return s.ProjectID()

@@ -70,6 +70,9 @@ func TestDecodeSettings(t *testing.T) {
 					}
 				}
 			}},
+		{name: "rancher_project_map refuses one UUID spelt twice", raw: with(importSettings(),
+			"rancher_project_map", map[string]any{"0123456789abcdef0123456789abcdef": "p-a", "01234567-89AB-cdef-0123-456789abcdef": "p-b"}),
+			wantErr: "backend_settings.rancher_project_map.0123456789abcdef0123456789abcdef: is the UUID of another key, spelt differently"},
 		{name: "rancher_project_map keys are Waldur UUIDs and its values project ids", raw: with(importSettings(),
 			"rancher_project_map", map[string]any{"physics": "p-a", "0123456789abcdef0123456789abcdef": "Project A"}),
 			wantErr: "backend_settings.rancher_project_map.0123456789abcdef0123456789abcdef: \"Project A\" is not a Rancher project id (such as p-abcd1)\nbackend_settings.rancher_project_map.physics: \"physics\" is not a Waldur project or customer UUID"},
