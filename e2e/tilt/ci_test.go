@@ -91,7 +91,11 @@ func TestLocalModeUnderTiltCI(t *testing.T) {
 		t.Fatalf("tilt ci: %v\n%s", runErr, tail(logPath, 80))
 	}
 	t.Logf("tilt ci succeeded in %s", time.Since(start).Round(time.Second))
-	for _, want := range []string{"sitebus: local mode", "sitebus ready"} {
+	// Only what comes before the signal waited on: tilt ci ends when the
+	// readiness probe (sitebus's /readyz) passes, which may be before
+	// sitebus-dev logs its own "sitebus ready", so that line is no proof
+	// of anything here (a CI run failed on its absence).
+	for _, want := range []string{"sitebus: local mode"} {
 		if !bytes.Contains(out, []byte(want)) {
 			t.Errorf("tilt's log lacks %q:\n%s", want, tail(logPath, 60))
 		}
