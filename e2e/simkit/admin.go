@@ -31,13 +31,9 @@ type Admin struct {
 	AddFault    func(Fault)
 	ClearFaults func()
 	Down        func(bool)
-	// BadRequest answers an unreadable request body in the simulated
-	// service's error format.
-	BadRequest func(w http.ResponseWriter, msg string)
-	// Handlers, when set, reads the bodies and answers the errors instead
-	// of BadRequest: a simulator whose admin API refuses unknown fields
-	// (a typo in a test) serves these routes as it serves its own.
-	Handlers *Handlers
+	// Handlers reads the bodies and answers the errors in the simulated
+	// service's format (see BadBody).
+	Handlers Handlers
 }
 
 // Routes adds to mux:
@@ -54,11 +50,7 @@ func (a Admin) Routes(mux *http.ServeMux) {
 		}
 	}
 	mux.HandleFunc("DELETE /sim/calls", noContent(a.ResetCalls))
-	body := BadBody(a.BadRequest)
-	if a.Handlers != nil {
-		body = *a.Handlers
-	}
-	mux.HandleFunc("POST /sim/faults", Handle(body, func(_ *http.Request, f AdminFault) (Reply, error) {
+	mux.HandleFunc("POST /sim/faults", Handle(a.Handlers, func(_ *http.Request, f AdminFault) (Reply, error) {
 		a.AddFault(f.Fault())
 		return Reply{Status: http.StatusNoContent}, nil
 	}))
@@ -66,7 +58,7 @@ func (a Admin) Routes(mux *http.ServeMux) {
 	type downIn struct {
 		Down bool `json:"down"`
 	}
-	mux.HandleFunc("POST /sim/down", Handle(body, func(_ *http.Request, in downIn) (Reply, error) {
+	mux.HandleFunc("POST /sim/down", Handle(a.Handlers, func(_ *http.Request, in downIn) (Reply, error) {
 		a.Down(in.Down)
 		return Reply{Status: http.StatusNoContent}, nil
 	}))

@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-func TestAdminReadsBodiesWithTheSimulatorsHandlersWhenGiven(t *testing.T) {
+func TestAdminReadsBodiesWithTheSimulatorsHandlers(t *testing.T) {
 	var added []Fault
 	strict := Handlers{
 		Decode: func(r *http.Request, in any) error {
@@ -20,25 +20,25 @@ func TestAdminReadsBodiesWithTheSimulatorsHandlersWhenGiven(t *testing.T) {
 			WriteJSON(w, http.StatusTeapot, map[string]string{"detail": err.Error()})
 		},
 	}
+	bad := BadBody(func(w http.ResponseWriter, msg string) {
+		WriteError(w, &Error{Status: http.StatusBadRequest, Body: msg})
+	})
 	for _, tc := range []struct {
 		name     string
-		handlers *Handlers
+		handlers Handlers
 		body     string
 		status   int
 		added    int
 	}{
-		{"without Handlers an unknown field is ignored", nil, `{"status":502,"stauts":1}`, http.StatusNoContent, 1},
-		{"without Handlers a malformed body is BadRequest's", nil, `{`, http.StatusBadRequest, 0},
-		{"the simulator's Handlers may refuse an unknown field", &strict, `{"status":502,"stauts":1}`, http.StatusTeapot, 0},
-		{"the simulator's Handlers read a good body", &strict, `{"status":502}`, http.StatusNoContent, 1},
+		{"BadBody ignores an unknown field", bad, `{"status":502,"stauts":1}`, http.StatusNoContent, 1},
+		{"BadBody answers a malformed body", bad, `{`, http.StatusBadRequest, 0},
+		{"the simulator's Handlers may refuse an unknown field", strict, `{"status":502,"stauts":1}`, http.StatusTeapot, 0},
+		{"the simulator's Handlers read a good body", strict, `{"status":502}`, http.StatusNoContent, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			added = nil
 			mux := http.NewServeMux()
-			Admin{AddFault: func(f Fault) { added = append(added, f) }, Handlers: tc.handlers,
-				BadRequest: func(w http.ResponseWriter, msg string) {
-					WriteError(w, &Error{Status: http.StatusBadRequest, Body: msg})
-				}}.Routes(mux)
+			Admin{AddFault: func(f Fault) { added = append(added, f) }, Handlers: tc.handlers}.Routes(mux)
 			rec := httptest.NewRecorder()
 			mux.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/sim/faults", strings.NewReader(tc.body)))
 			if rec.Code != tc.status || len(added) != tc.added {

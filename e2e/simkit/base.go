@@ -49,7 +49,7 @@ func (b *Base) Handler() http.Handler { return b.handler }
 // badRequest answers an unreadable body in the service's error format.
 func (b *Base) AdminRoutes(mux *http.ServeMux, badRequest func(w http.ResponseWriter, msg string)) {
 	Admin{ResetCalls: b.ResetCalls, AddFault: b.AddFault, ClearFaults: b.ClearFaults, Down: b.Down,
-		BadRequest: badRequest}.Routes(mux)
+		Handlers: BadBody(badRequest)}.Routes(mux)
 }
 
 // testServer is a simulator NewTestServer can start: Base's ServeTest and

@@ -111,9 +111,9 @@ func (s *Server) adminRoutes() http.Handler {
 	mux.Handle("POST /sim/events", simkit.Handle(admin, publishing(http.StatusOK, s.PublishRaw)))
 	mux.Handle("GET /sim/calls", simkit.Handle(admin, func(*http.Request, struct{}) ([]Call, error) { return s.Calls(), nil }))
 	simkit.Admin{ResetCalls: s.ResetCalls, AddFault: s.addFault, ClearFaults: s.ClearFaults, Down: s.Down,
-		Handlers: &admin}.Routes(mux)
+		Handlers: admin}.Routes(mux)
 	mux.Handle("GET /sim/subscriptions", simkit.Handle(admin, func(r *http.Request, _ struct{}) ([]SubscriptionInfo, error) {
-		return s.Subscriptions(baseURL(r)), nil
+		return s.Subscriptions(simkit.BaseURL(r)), nil
 	}))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { writeErr(w, errNotFound) })
 	return mux

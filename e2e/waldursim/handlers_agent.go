@@ -52,7 +52,7 @@ func (s *Server) createIdentity(r *http.Request, in req) (any, error) {
 			"name": {"Agent identity with this name already exists."}}}
 	}
 	s.st.identities.Put(id.UUID, id)
-	return simkit.Created(s.identityView(baseURL(r), id)), nil
+	return simkit.Created(s.identityView(simkit.BaseURL(r), id)), nil
 }
 
 func (s *Server) updateIdentity(r *http.Request, in req, id *Identity) (any, error) {
@@ -62,7 +62,7 @@ func (s *Server) updateIdentity(r *http.Request, in req, id *Identity) (any, err
 	}
 	upd.Modified = s.now()
 	*id = upd
-	return s.identityView(baseURL(r), id), nil
+	return s.identityView(simkit.BaseURL(r), id), nil
 }
 
 func (s *Server) registerService(r *http.Request, in req, _ *Identity) (any, error) {
@@ -74,12 +74,12 @@ func (s *Server) registerService(r *http.Request, in req, _ *Identity) (any, err
 	}
 	if svc := s.st.services.Find(func(v *AgentService) bool { return v.Identity == in.id && v.Name == name }); svc != nil {
 		svc.Mode, svc.State, svc.Modified = mode, "Active", s.now()
-		return serviceView(baseURL(r), svc), nil
+		return serviceView(simkit.BaseURL(r), svc), nil
 	}
 	svc := &AgentService{UUID: newUUID(), Identity: in.id, Name: name, Mode: mode, State: "Active",
 		Statistics: map[string]any{}, Processors: []any{}, Created: s.now(), Modified: s.now()}
 	s.st.services.Put(svc.UUID, svc)
-	return simkit.Created(serviceView(baseURL(r), svc)), nil
+	return simkit.Created(serviceView(simkit.BaseURL(r), svc)), nil
 }
 
 // objectType reads an observable object type, one of Mastermind's.
@@ -114,7 +114,7 @@ func (s *Server) registerEventSubscription(r *http.Request, in req) (any, error)
 		return nil, detail(http.StatusInternalServerError, "RabbitMQ error: "+err.Error())
 	}
 	s.st.subs.Put(sub.UUID, sub)
-	return simkit.Created(subView(baseURL(r), sub)), nil
+	return simkit.Created(subView(simkit.BaseURL(r), sub)), nil
 }
 
 func subView(base string, sub *EventSubscription) EventSubscription {
@@ -133,7 +133,7 @@ func queueView(base string, q *SubscriptionQueue) SubscriptionQueue {
 
 func (s *Server) subscriptions(r *http.Request, in req) []EventSubscription {
 	own := s.st.subs.List(func(sub *EventSubscription) bool { return sub.UserUUID == in.u.UUID })
-	return simkit.Map(own, func(sub *EventSubscription) EventSubscription { return subView(baseURL(r), sub) })
+	return simkit.Map(own, func(sub *EventSubscription) EventSubscription { return subView(simkit.BaseURL(r), sub) })
 }
 
 // createQueue declares subscription_<sub>_offering_<off>_<type> in the
@@ -155,7 +155,7 @@ func (s *Server) createQueue(r *http.Request, in req) (any, error) {
 	if q := s.st.queues.Find(func(q *SubscriptionQueue) bool {
 		return q.EventSubscriptionUUID == sub.UUID && q.OfferingUUID == off && q.ObjectType == objType
 	}); q != nil {
-		return queueView(baseURL(r), q), nil
+		return queueView(simkit.BaseURL(r), q), nil
 	}
 	q := &SubscriptionQueue{
 		UUID: newUUID(), EventSubscriptionUUID: sub.UUID, OfferingUUID: off, ObjectType: objType,
@@ -166,7 +166,7 @@ func (s *Server) createQueue(r *http.Request, in req) (any, error) {
 		return nil, detail(http.StatusInternalServerError, "RabbitMQ error: "+err.Error())
 	}
 	s.st.queues.Put(q.UUID, q)
-	return simkit.Created(queueView(baseURL(r), q)), nil
+	return simkit.Created(queueView(simkit.BaseURL(r), q)), nil
 }
 
 // QueueName is Mastermind's (and the agent's) per-subscription queue name.

@@ -91,7 +91,7 @@ var resourceFilters = []filter[APIResource]{
 }
 
 func getTeam(r *http.Request, _ req, res *Resource) (any, error) {
-	return simkit.Map(res.Team, func(m TeamMember) map[string]any { return teamView(baseURL(r), m) }), nil
+	return simkit.Map(res.Team, func(m TeamMember) map[string]any { return teamView(simkit.BaseURL(r), m) }), nil
 }
 
 // resourceAction implements the provider-side resource updates.

@@ -133,7 +133,7 @@ func object[T any](get func(id string) *T, h func(r *http.Request, in req, obj *
 
 // show serves the GET of one object by {uuid} as view renders it.
 func show[T, V any](get func(id string) *T, view func(base string, v *T) V) apiHandler {
-	return object(get, func(r *http.Request, _ req, v *T) (any, error) { return view(baseURL(r), v), nil })
+	return object(get, func(r *http.Request, _ req, v *T) (any, error) { return view(simkit.BaseURL(r), v), nil })
 }
 
 // Waldur's REST_FRAMEWORK settings: LinkHeaderPagination, PAGE_SIZE 10,
@@ -199,7 +199,7 @@ func list[V any](views func(r *http.Request, in req) []V, filters ...filter[V]) 
 // every is every object of store, in order, as view renders it.
 func every[T, V any](store *simkit.Store[T], view func(base string, v *T) V) func(*http.Request, req) []V {
 	return func(r *http.Request, _ req) []V {
-		return simkit.Map(store.List(nil), func(v *T) V { return view(baseURL(r), v) })
+		return simkit.Map(store.List(nil), func(v *T) V { return view(simkit.BaseURL(r), v) })
 	}
 }
 
@@ -254,14 +254,11 @@ func getMe(r *http.Request, in req) (any, error) {
 	u := in.u
 	first, last, _ := strings.Cut(u.FullName, " ")
 	return map[string]any{
-		"uuid": u.UUID, "url": baseURL(r) + "/api/users/" + u.UUID + "/", "username": u.Username,
+		"uuid": u.UUID, "url": simkit.BaseURL(r) + "/api/users/" + u.UUID + "/", "username": u.Username,
 		"full_name": u.FullName, "first_name": first, "last_name": last, "email": u.Email,
 		"is_staff": false, "is_support": false, "is_active": true,
 	}, nil
 }
-
-// baseURL is scheme://host of the request, for the url fields of objects.
-func baseURL(r *http.Request) string { return simkit.BaseURL(r) }
 
 // Call is one logged /api/ request.
 type Call struct {
@@ -301,9 +298,6 @@ func (s *Server) Calls() []Call {
 		return Call{Time: c.Time, Method: c.Method, Path: c.Path, Query: c.Query, Body: c.Body, Status: c.Status, UserAgent: c.Label}
 	})
 }
-
-// AddFault injects a fault (see Fault).
-func (s *Server) AddFault(f Fault) { s.addFault(f.Fault()) }
 
 // addFault injects f for its next Count (default 1) matching requests.
 func (s *Server) addFault(f simkit.Fault) {
