@@ -27,10 +27,9 @@ func groupList(q req, gs []*group, defMax int, defBrief, withCount bool) (any, *
 // listGroups is GET /groups as Keycloak ≥ 23 serves it: without search or
 // q, one page of top-level groups, each with subGroupCount and no inlined
 // subGroups; with search (name contains, or equals with exact=true) or q
-// (attribute key:value pairs), the matching groups at any depth, paged, and
-// (populateHierarchy, the default) each shown inside its ancestors.
+// (attribute key:value pairs), the matching groups at any depth, paged,
+// each shown inside its ancestors (populateHierarchy's default).
 func listGroups(q req) (any, *apiError) {
-	withCount := boolParam(q.Request, "subGroupsCount", true)
 	var matched []*group
 	switch v := q.URL.Query(); {
 	case v.Has("q"):
@@ -47,13 +46,10 @@ func listGroups(q req) (any, *apiError) {
 		all := q.rm.groupsWhere(func(*group) bool { return true })
 		matched = named(all, strings.TrimSpace(v.Get("search")), boolParam(q.Request, "exact", false))
 	default:
-		return groupList(q, q.rm.children(""), -1, true, withCount)
-	}
-	if !boolParam(q.Request, "populateHierarchy", true) {
-		return groupList(q, matched, -1, true, withCount)
+		return groupList(q, q.rm.children(""), -1, true, true)
 	}
 	matched, err := paged(q.Request, matched, -1)
-	return q.rm.hierarchy(matched, boolParam(q.Request, "briefRepresentation", true), withCount), err
+	return q.rm.hierarchy(matched, boolParam(q.Request, "briefRepresentation", true)), err
 }
 
 // parseQuery reads q's "key:value key2:value2" (values may be quoted).
@@ -84,11 +80,11 @@ func parseQuery(q string) map[string]string {
 // GroupUtils.populateGroupHierarchyFromSubGroups does: the result is the
 // top-level ancestors, sorted by name, whose subGroups hold only the paths
 // to the matches.
-func (rm *realm) hierarchy(matched []*group, brief, withCount bool) []*groupRep {
+func (rm *realm) hierarchy(matched []*group, brief bool) []*groupRep {
 	reps := map[string]*groupRep{}
 	rep := func(g *group) *groupRep {
 		if reps[g.id] == nil {
-			reps[g.id] = rm.groupRepOf(g, brief, withCount)
+			reps[g.id] = rm.groupRepOf(g, brief, true)
 		}
 		return reps[g.id]
 	}
@@ -191,28 +187,15 @@ func listChildren(q req) (any, *apiError) {
 // first (0), max (100, Keycloak's default page).
 func listMembers(q req) (any, *apiError) { return userList(q, q.rm.groupMembers(q.g)) }
 
-// findUsers applies GET /users filters: search (any of username, email,
-// first or last name contains it), or the username/email/firstName/lastName
-// fields (equal with exact=true, else contain), case-insensitively, as
-// Keycloak compares lower-cased values.
+// findUsers applies GET /users's username filter (equal with exact=true,
+// else contains), case-insensitively, as Keycloak compares lower-cased
+// values. sitebus looks users up by username only.
 func (rm *realm) findUsers(r *http.Request) []*user {
 	q := r.URL.Query()
-	exact := boolParam(r, "exact", false)
-	has := func(have, want string) bool { return strings.Contains(strings.ToLower(have), strings.ToLower(want)) }
+	exact, want := boolParam(r, "exact", false), strings.ToLower(q.Get("username"))
 	return simkit.Select(rm.users, func(u *user) string { return u.Username }, func(u *user) bool {
-		if q.Has("enabled") && boolParam(r, "enabled", true) == u.Disabled {
-			return false
-		}
-		if s := strings.Trim(q.Get("search"), "*"); q.Has("search") {
-			return has(u.Username, s) || has(u.Email, s) || has(u.FirstName, s) || has(u.LastName, s)
-		}
-		for field, have := range map[string]string{"username": u.Username, "email": u.Email, "firstName": u.FirstName, "lastName": u.LastName} {
-			have, want := strings.ToLower(have), strings.ToLower(q.Get(field))
-			if q.Has(field) && (exact && have != want || !exact && !strings.Contains(have, want)) {
-				return false
-			}
-		}
-		return true
+		have := strings.ToLower(u.Username)
+		return !q.Has("username") || exact && have == want || !exact && strings.Contains(have, want)
 	}, func(u *user) *user { return u })
 }
 
@@ -231,15 +214,9 @@ func listUsers(q req) (any, *apiError) { return userList(q, q.rm.findUsers(q.Req
 func getUser(q req) (any, *apiError) { return userRepOf(q.u, false), nil }
 
 // listUserGroups is GET /users/{id}/groups: the groups the user is a
-// direct member of, by path; search, first, max (no limit by default),
+// direct member of, by path; first, max (no limit by default),
 // briefRepresentation (true).
-func listUserGroups(q req) (any, *apiError) {
-	gs := q.rm.userGroups(q.u.ID)
-	if search := q.URL.Query().Get("search"); search != "" {
-		gs = named(gs, search, false)
-	}
-	return groupList(q, gs, -1, true, false)
-}
+func listUserGroups(q req) (any, *apiError) { return groupList(q, q.rm.userGroups(q.u.ID), -1, true, false) }
 
 // member is PUT (in) and DELETE /users/{id}/groups/{groupId}: joining
 // twice is fine, and so is leaving a group one is not in.
