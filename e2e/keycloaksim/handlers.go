@@ -216,7 +216,9 @@ func getUser(q req) (any, *apiError) { return userRepOf(q.u, false), nil }
 // listUserGroups is GET /users/{id}/groups: the groups the user is a
 // direct member of, by path; first, max (no limit by default),
 // briefRepresentation (true).
-func listUserGroups(q req) (any, *apiError) { return groupList(q, q.rm.userGroups(q.u.ID), -1, true, false) }
+func listUserGroups(q req) (any, *apiError) {
+	return groupList(q, q.rm.userGroups(q.u.ID), -1, true, false)
+}
 
 // member is PUT (in) and DELETE /users/{id}/groups/{groupId}: joining
 // twice is fine, and so is leaving a group one is not in.
