@@ -25,15 +25,6 @@ func (s *Server) inRealm(name string, f func(rm *realm) error) error {
 	return f(rm)
 }
 
-// AddRealm creates an empty realm (no-op if it exists).
-func (s *Server) AddRealm(name string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.realms[name] == nil {
-		s.realms[name] = &realm{name: name, id: simkit.NewUUID(), users: map[string]*user{}, groups: map[string]*group{}}
-	}
-}
-
 // AddUser adds a user to a realm after the fact (a user who signs in to
 // Keycloak for the first time) and returns it with its ID.
 func (s *Server) AddUser(realmName string, u User) (User, error) {

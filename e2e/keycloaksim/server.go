@@ -115,8 +115,11 @@ func (s *Server) seed() error {
 		if rs.Name == "" {
 			return errors.New("keycloaksim: a realm needs a name")
 		}
-		s.AddRealm(rs.Name)
 		r := s.realms[rs.Name]
+		if r == nil {
+			r = &realm{name: rs.Name, id: simkit.NewUUID(), users: map[string]*user{}, groups: map[string]*group{}}
+			s.realms[rs.Name] = r
+		}
 		for _, u := range rs.Users {
 			if _, err := r.addUser(u, s.nowMillis()); err != nil {
 				return fmt.Errorf("keycloaksim: realm %s: %w", rs.Name, err)

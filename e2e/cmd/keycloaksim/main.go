@@ -19,9 +19,6 @@ import (
 func main() {
 	simkit.Main("keycloaksim", "127.0.0.1:8180", func(fs *flag.FlagSet) simkit.Build {
 		fixture := fs.String("fixture", "", "Waldur simulator fixture whose offering users become users of the realm (optional)")
-		realm := fs.String("realm", "waldur", "realm of the users")
-		adminUser := fs.String("admin-user", "admin", "admin user of the master realm")
-		adminPass := fs.String("admin-pass", "admin", "password of the admin user")
 		return func(_ context.Context, log *slog.Logger) (simkit.Sim, []any, error) {
 			var users []keycloaksim.User
 			if *fixture != "" {
@@ -31,12 +28,8 @@ func main() {
 				}
 				users = keycloaksim.OfferingUsers(fx)
 			}
-			srv, err := keycloaksim.New(keycloaksim.Config{
-				AdminUsername: *adminUser, AdminPassword: *adminPass,
-				Realms: []keycloaksim.Realm{{Name: *realm, Users: users}},
-				Logger: log,
-			})
-			return srv, []any{"realm", *realm, "users", len(users)}, err
+			srv, err := keycloaksim.New(keycloaksim.Config{Realms: []keycloaksim.Realm{{Name: "waldur", Users: users}}, Logger: log})
+			return srv, []any{"realm", "waldur", "users", len(users)}, err
 		}
 	})
 }
