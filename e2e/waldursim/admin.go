@@ -77,14 +77,13 @@ type TeamResult struct {
 }
 
 // RawEventRequest publishes Body verbatim (it may be invalid JSON) to every
-// subscription queue of offering+type, Repeat times, optionally with a
-// forced x-message-id (to make duplicates).
+// subscription queue of offering+type, optionally with a forced
+// x-message-id (to make duplicates).
 type RawEventRequest struct {
 	OfferingUUID string `json:"offering_uuid"`
 	ObjectType   string `json:"object_type"`
 	Body         string `json:"body"`
 	MessageID    string `json:"message_id,omitempty"`
-	Repeat       int    `json:"repeat,omitempty"`
 }
 
 // SubscriptionInfo is an event subscription with its queues (GET /sim/subscriptions).
@@ -317,7 +316,7 @@ func (s *Server) PublishRaw(ctx context.Context, req RawEventRequest) (*EventRes
 	}
 	return changing(s, ctx, func() (*EventResult, *pendingEvent, error) {
 		return &EventResult{}, &pendingEvent{offering: off, objectType: req.ObjectType, body: req.Body,
-			messageID: req.MessageID, repeat: max(req.Repeat, 1), targets: s.targetsFor(off, req.ObjectType)}, nil
+			messageID: req.MessageID, targets: s.targetsFor(off, req.ObjectType)}, nil
 	})
 }
 

@@ -63,7 +63,6 @@ type pendingEvent struct {
 	offering, objectType string
 	body                 string // exact payload bytes
 	messageID            string // override; "" computes Mastermind's id
-	repeat               int
 	targets              []target
 }
 
@@ -80,7 +79,7 @@ func (s *Server) targetsFor(offering, objectType string) []target {
 func (s *Server) newEvent(offering, objectType string, payload PyObject) *pendingEvent {
 	payload = append(PyObject{}, payload...).Set("offering_uuid", offering)
 	return &pendingEvent{offering: offering, objectType: objectType, body: payload.Encode(),
-		repeat: 1, targets: s.targetsFor(offering, objectType)}
+		targets: s.targetsFor(offering, objectType)}
 }
 
 func (s *Server) orderEvent(o *Order) *pendingEvent {
@@ -125,19 +124,17 @@ func (s *Server) publish(ctx context.Context, ev *pendingEvent) ([]Published, er
 		p := Published{Vhost: t.vhost, Queue: t.queue, Destination: "/amq/queue/" + t.queue, Topic: topic,
 			Body: ev.body, MessageID: ev.messageID}
 		p.MessageID = cmp.Or(p.MessageID, MessageID(t.vhost, topic, ev.body))
-		for range max(ev.repeat, 1) {
-			if s.pub == nil {
-				errs = append(errs, errors.New("no RabbitMQ configured"))
-				break
-			}
-			if err := s.pub.send(p); err != nil {
-				s.log.Error("publish event failed", "queue", t.queue, "vhost", t.vhost, "err", err)
-				errs = append(errs, fmt.Errorf("publish to %s: %w", t.queue, err))
-				break
-			}
-			s.log.Debug("published event", "queue", t.queue, "message_id", p.MessageID, "body", p.Body)
-			out = append(out, p)
+		if s.pub == nil {
+			errs = append(errs, errors.New("no RabbitMQ configured"))
+			continue
 		}
+		if err := s.pub.send(p); err != nil {
+			s.log.Error("publish event failed", "queue", t.queue, "vhost", t.vhost, "err", err)
+			errs = append(errs, fmt.Errorf("publish to %s: %w", t.queue, err))
+			continue
+		}
+		s.log.Debug("published event", "queue", t.queue, "message_id", p.MessageID, "body", p.Body)
+		out = append(out, p)
 	}
 	return out, errors.Join(errs...)
 }
