@@ -52,26 +52,14 @@ func listGroups(q req) (any, *apiError) {
 	return q.rm.hierarchy(matched, boolParam(q.Request, "briefRepresentation", true)), err
 }
 
-// parseQuery reads q's "key:value key2:value2" (values may be quoted).
+// parseQuery reads q's "key:value key2:value2". (Keycloak also reads
+// quoted values; the managed_by marks sitebus searches by need none.)
 func parseQuery(q string) map[string]string {
 	out := map[string]string{}
-	for q = strings.TrimSpace(q); q != ""; q = strings.TrimSpace(q) {
-		key, rest, ok := strings.Cut(q, ":")
-		if !ok {
-			break
+	for _, pair := range strings.Fields(q) {
+		if key, val, ok := strings.Cut(pair, ":"); ok {
+			out[key] = val
 		}
-		var val string
-		if strings.HasPrefix(rest, `"`) {
-			end := strings.Index(rest[1:], `"`)
-			if end < 0 {
-				val, q = rest[1:], ""
-			} else {
-				val, q = rest[1:end+1], rest[end+2:]
-			}
-		} else {
-			val, q, _ = strings.Cut(rest, " ")
-		}
-		out[strings.TrimSpace(key)] = val
 	}
 	return out
 }
