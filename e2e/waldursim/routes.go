@@ -302,7 +302,7 @@ func (s *Server) Calls() []Call {
 // addFault injects f for its next Count (default 1) matching requests.
 func (s *Server) addFault(f simkit.Fault) {
 	f.Count = max(f.Count, 1)
-	s.Faults.AddFault(f)
+	s.AddFault(f)
 }
 
 // authenticate resolves "Authorization: Token <t>" or "Bearer <t>" to a
