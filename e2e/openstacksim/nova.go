@@ -39,7 +39,6 @@ func (s *Server) serverView(sv *Instance) Instance {
 	v.Metadata = maps.Clone(sv.Metadata)
 	v.SecurityGroups = slices.Clone(sv.SecurityGroups)
 	v.BlockDevices = slices.Clone(sv.BlockDevices)
-	v.Console = slices.Clone(sv.Console)
 	v.Ports, v.FixedIPs, v.FloatingIPs, v.Volumes = nil, nil, nil, nil
 	for _, p := range s.serverPorts(sv.ID) {
 		v.Ports = append(v.Ports, p.ID)
@@ -82,7 +81,7 @@ type vmState struct {
 
 // vmStates are the states of a server by status.
 var vmStates = map[string]vmState{"BUILD": {"spawning", "building", 0}, "ACTIVE": {"", "active", 1},
-	"SHUTOFF": {"", "stopped", 4}, "ERROR": {"", "error", 0}}
+	"ERROR": {"", "error", 0}}
 
 func (s *Server) serverRep(r *http.Request, sv *Instance) obj {
 	b := simkit.BaseURL(r) + "/compute/v2.1"
@@ -252,12 +251,10 @@ func (s *Server) boot(ctx context.Context, v Instance) {
 	sv.booting = false
 	if fault != "" {
 		sv.Status, sv.Fault = "ERROR", fault
-		sv.Console = append(sv.Console, "boot failed: "+fault)
 		s.log.Info("server boot failed", "server", sv.Name, "id", sv.ID, "fault", fault)
 		return
 	}
 	sv.Status, sv.Launched = "ACTIVE", s.now()
-	sv.Console = append(sv.Console, "Cloud-init finished: "+sv.Name+" is up")
 }
 
 type serverIn struct {
@@ -446,8 +443,6 @@ func (s *Server) createServer(w http.ResponseWriter, r *http.Request, c *caller)
 			DeleteOnTermination: b.DeleteOnTermination, Attached: s.now()}}
 		dev++
 	}
-	// An error rule counts every server it matches, even one a refused
-	// volume fails already.
 	sv.failWith = cmp.Or(bootFault, s.matchErrorRule(sv))
 	s.st.servers[sv.ID] = sv
 	simkit.WriteJSON(w, http.StatusAccepted, obj{"server": obj{"id": sv.ID, "OS-DCF:diskConfig": "MANUAL",
@@ -546,50 +541,4 @@ func (s *Server) tick() {
 			s.removeServer(sv)
 		}
 	}
-}
-
-// powerActions are the server actions that need one vm state and leave
-// the server in another, in the order Nova's API checks them.
-var powerActions = []struct{ key, verb, from, to string }{
-	{"os-stop", "stop", "ACTIVE", "SHUTOFF"}, {"os-start", "start", "SHUTOFF", "ACTIVE"}, {"reboot", "reboot", "ACTIVE", "ACTIVE"},
-}
-
-func (s *Server) serverAction(w http.ResponseWriter, r *http.Request, _ *caller, sv *Instance) *apiErr {
-	var in map[string]json.RawMessage
-	if e := simkit.Decode(r, &in, novaBad); e != nil {
-		return e
-	}
-	switch {
-	case in["forceDelete"] != nil:
-		s.removeServer(sv)
-		w.WriteHeader(http.StatusAccepted)
-		return nil
-	case in["os-getConsoleOutput"] != nil:
-		var opts struct {
-			Length *int `json:"length"`
-		}
-		_ = json.Unmarshal(in["os-getConsoleOutput"], &opts)
-		lines := sv.Console
-		if opts.Length != nil && *opts.Length >= 0 && *opts.Length < len(lines) {
-			lines = lines[len(lines)-*opts.Length:]
-		}
-		out := strings.Join(lines, "\n")
-		if out != "" {
-			out += "\n"
-		}
-		simkit.WriteJSON(w, http.StatusOK, obj{"output": out})
-		return nil
-	}
-	for _, a := range powerActions {
-		if in[a.key] == nil {
-			continue
-		}
-		if sv.Status != a.from {
-			return novaErr(409, "Cannot '"+a.verb+"' instance "+sv.ID+" while it is in vm_state "+strings.ToLower(sv.Status))
-		}
-		sv.Status = a.to
-		w.WriteHeader(http.StatusAccepted)
-		return nil
-	}
-	return novaErr(400, "The simulator does not implement this server action.")
 }

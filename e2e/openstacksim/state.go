@@ -229,8 +229,6 @@ type Instance struct {
 	FloatingIPs []string
 	Volumes     []string
 	Disks       []Disk
-	// Console is the console log (os-getConsoleOutput), one line each.
-	Console []string
 	// Deleting is true between a DELETE and the server's removal: it is
 	// still listed (task_state deleting), its ports stay bound and its
 	// volumes attached, as in Nova.
@@ -266,7 +264,7 @@ type state struct {
 
 	quotas map[string]Quotas // per project overrides
 
-	serverRules []*ServerErrorRule
+	serverRules []ServerErrorRule
 
 	// builtin are the objects the simulator starts with (admin project
 	// and user, external network and subnet): not deletable, not in the
