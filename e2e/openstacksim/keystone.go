@@ -190,7 +190,7 @@ func (s *Server) newToken(req authRequest) (*token, *apiErr) {
 	}
 	now := s.now()
 	t := &token{id: "gAAAAA" + randomHex(40), userID: user.ID, projectID: projectID, issued: now,
-		expires: now.Add(s.opts.TokenTTL), methods: []string{method}}
+		expires: now.Add(DefaultTokenTTL), methods: []string{method}}
 	if appCred != nil {
 		t.appCredID = appCred.ID
 	}

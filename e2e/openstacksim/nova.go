@@ -38,7 +38,6 @@ func (s *Server) serverView(sv *Instance) Instance {
 	v.UserData = slices.Clone(sv.UserData)
 	v.Metadata = maps.Clone(sv.Metadata)
 	v.SecurityGroups = slices.Clone(sv.SecurityGroups)
-	v.BlockDevices = slices.Clone(sv.BlockDevices)
 	v.Ports, v.FixedIPs, v.FloatingIPs, v.Volumes = nil, nil, nil, nil
 	for _, p := range s.serverPorts(sv.ID) {
 		v.Ports = append(v.Ports, p.ID)
@@ -48,9 +47,6 @@ func (s *Server) serverView(sv *Instance) Instance {
 	}
 	for _, a := range s.serverAttachments(sv.ID) {
 		v.Volumes = append(v.Volumes, a.VolumeID)
-		vol := cmp.Or(s.st.volumes[a.VolumeID], &Volume{})
-		v.Disks = append(v.Disks, Disk{VolumeID: a.VolumeID, Device: a.Device, DeleteOnTermination: a.DeleteOnTermination,
-			Size: vol.Size, VolumeType: vol.VolumeType})
 	}
 	return v
 }
@@ -273,8 +269,13 @@ type serverIn struct {
 // bdmIn is a block_device_mapping_v2 entry as sent: boot_index may be
 // null or absent.
 type bdmIn struct {
-	BlockDevice
-	BootIndex *int `json:"boot_index"`
+	BootIndex           *int   `json:"boot_index"`
+	SourceType          string `json:"source_type"`
+	DestinationType     string `json:"destination_type"`
+	UUID                string `json:"uuid"`
+	VolumeSize          int    `json:"volume_size"`
+	VolumeType          string `json:"volume_type"`
+	DeleteOnTermination bool   `json:"delete_on_termination"`
 }
 
 type netReq struct {
@@ -417,9 +418,6 @@ func (s *Server) createServer(w http.ResponseWriter, r *http.Request, c *caller)
 		if b.DestinationType != "volume" && b.SourceType != "volume" {
 			continue
 		}
-		bd := b.BlockDevice
-		bd.BootIndex = *cmp.Or(b.BootIndex, new(-1))
-		sv.BlockDevices = append(sv.BlockDevices, bd)
 		var v *Volume
 		if b.SourceType == "volume" {
 			v = s.st.volumes[b.UUID]
