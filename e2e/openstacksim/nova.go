@@ -258,7 +258,7 @@ type serverIn struct {
 	FlavorRef        string                  `json:"flavorRef"`
 	ImageRef         string                  `json:"imageRef"`
 	AvailabilityZone string                  `json:"availability_zone"`
-	UserData         *string                 `json:"user_data"`
+	UserData         string                  `json:"user_data"`
 	Networks         json.RawMessage         `json:"networks"`
 	SecurityGroups   []struct{ Name string } `json:"security_groups"`
 	Metadata         map[string]string       `json:"metadata"`
@@ -299,11 +299,7 @@ func (s *Server) createServer(w http.ResponseWriter, r *http.Request, c *caller)
 	sin := in.Server
 	f := s.flavor(sin.FlavorRef)
 	az := cmp.Or(sin.AvailabilityZone, s.opts.AvailabilityZones[0])
-	var userData []byte
-	var badUserData error
-	if sin.UserData != nil {
-		userData, badUserData = base64.StdEncoding.DecodeString(*sin.UserData)
-	}
+	userData, badUserData := base64.StdEncoding.DecodeString(sin.UserData)
 	// Boot sequence: unique boot indexes, one of them 0 unless an image
 	// boots the server.
 	seen, twice := map[int]bool{}, false
@@ -319,8 +315,7 @@ func (s *Server) createServer(w http.ResponseWriter, r *http.Request, c *caller)
 		refuse(f == nil, novaErr(400, "Flavor "+sin.FlavorRef+" could not be found.")),
 		refuse(sin.ImageRef != "" && images.Lookup(s, c, sin.ImageRef) == nil, novaErr(400, "Image "+sin.ImageRef+" could not be found.")),
 		refuse(!slices.Contains(s.opts.AvailabilityZones, az), novaErr(400, "The requested availability zone is not available")),
-		refuse(sin.UserData != nil && len(*sin.UserData) > maxUserData,
-			novaErr(400, "Invalid input for field/attribute user_data. Value: ... is too long")),
+		refuse(len(sin.UserData) > maxUserData, novaErr(400, "Invalid input for field/attribute user_data. Value: ... is too long")),
 		refuse(badUserData != nil, novaErr(400, "Invalid input for field/attribute user_data. Value: ... is not a base64 string")),
 		refuse(twice, novaErr(400, "Boot sequence for the instance and image/block device mapping combination is not valid.")),
 		refuse(sin.ImageRef == "" && !seen[0], novaErr(400, "Block Device Mapping is Invalid: Boot sequence for the instance and image/block device mapping combination is not valid.")),
@@ -339,14 +334,11 @@ func (s *Server) createServer(w http.ResponseWriter, r *http.Request, c *caller)
 	var sgIDs []string
 	for _, n := range sgNames {
 		found := where(s.st.secGroups, func(g *SecurityGroup) bool { return g.ProjectID == c.projectID && (g.Name == n || g.ID == n) })
-		switch len(found) {
-		case 0:
-			return novaErr(400, "Security group "+n+" not found for project "+c.projectID+".")
-		case 1:
-			sgIDs = append(sgIDs, found[0].ID)
-		default:
-			return novaErr(409, "Multiple security group matches found for name '"+n+"', use an ID to be more specific.")
+		if e := cmp.Or(refuse(len(found) == 0, novaErr(400, "Security group "+n+" not found for project "+c.projectID+".")),
+			refuse(len(found) > 1, novaErr(409, "Multiple security group matches found for name '"+n+"', use an ID to be more specific."))); e != nil {
+			return e
 		}
+		sgIDs = append(sgIDs, found[0].ID)
 	}
 	nets, e := s.serverNetworks(c, sin.Networks)
 	if e != nil {
@@ -418,17 +410,14 @@ func (s *Server) createServer(w http.ResponseWriter, r *http.Request, c *caller)
 		if b.DestinationType != "volume" && b.SourceType != "volume" {
 			continue
 		}
-		var v *Volume
-		if b.SourceType == "volume" {
-			v = s.st.volumes[b.UUID]
-		} else {
-			var e *apiErr
-			image := ""
+		v := s.st.volumes[b.UUID]
+		if b.SourceType != "volume" {
+			spec := volumeSpec{Size: b.VolumeSize, Type: b.VolumeType, AZ: az}
 			if b.SourceType == "image" {
-				image = b.UUID
+				spec.Image = b.UUID
 			}
-			v, e = s.newVolume(c.projectID, volumeSpec{Size: b.VolumeSize, Type: b.VolumeType, AZ: az, Image: image})
-			if e != nil {
+			var e *apiErr
+			if v, e = s.newVolume(c.projectID, spec); e != nil {
 				// nova-compute makes these volumes while building, so
 				// Cinder's refusal (quota, size) fails the boot, not the
 				// request.
