@@ -74,10 +74,8 @@ type nullable[T any] = simkit.Nullable[T]
 // is written as is.
 type handler = simkit.Handler[*caller]
 
-// collection is one resource on simkit's generic collection: every
-// Neutron and Keystone resource, Nova's servers, Cinder's volumes and the
-// flavors, images and volume types of Options, so query filters, markers,
-// next links, error bodies and status codes are the same code for all.
+// collection is one resource of any service on simkit's generic
+// collection, so filters, paging and error answers are one code for all.
 type collection[T any] = simkit.Collection[*Server, *caller, T]
 
 // obj is a rendered resource.

@@ -84,15 +84,13 @@ type Options struct {
 	// VolumePolls is how many GETs of a volume answer creating before it
 	// is available (0: DefaultVolumePolls; negative: available at once).
 	VolumePolls int
-	// DeletePolls is how many API requests (of any kind, each one a tick
-	// of the simulator's clock) still see a deleted server, deleting, with
-	// its ports and volumes, before Nova's cleanup runs (0:
+	// DeletePolls is how many API requests (of any kind) still see a
+	// deleted server, deleting, before Nova's cleanup runs (0:
 	// DefaultDeletePolls; negative: at once).
 	DeletePolls int
 	// OnBoot runs once per server when it leaves BUILD, outside every
-	// lock, in the request that saw the server boot: the "VM running its
-	// cloud-init". An error puts the server in ERROR with the error as its
-	// fault message; nil makes it ACTIVE.
+	// lock: the "VM running its cloud-init". An error puts the server in
+	// ERROR with the error as its fault message.
 	OnBoot func(ctx context.Context, srv Instance) error
 	// Quotas are the per-project defaults by resource name (see Quotas);
 	// names not set take Neutron's, Nova's and Cinder's own defaults.
