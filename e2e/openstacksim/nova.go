@@ -69,14 +69,11 @@ func (s *Server) serverAttachments(id string) []Attachment {
 	return out
 }
 
-// vmState is Nova's task, vm and power state of a server.
-type vmState struct {
+// vmStates are Nova's task, vm and power states of a server by status.
+var vmStates = map[string]struct {
 	task, vm string
 	power    int
-}
-
-// vmStates are the states of a server by status.
-var vmStates = map[string]vmState{"BUILD": {"spawning", "building", 0}, "ACTIVE": {"", "active", 1},
+}{"BUILD": {"spawning", "building", 0}, "ACTIVE": {"", "active", 1},
 	"ERROR": {"", "error", 0}}
 
 func (s *Server) serverRep(r *http.Request, sv *Instance) obj {

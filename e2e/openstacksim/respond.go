@@ -21,11 +21,8 @@ func keystoneErr(status int, msg string) *apiErr {
 
 // novaErr is Nova's and Cinder's {"<kind>":{"code","message"}}.
 func novaErr(status int, msg string) *apiErr {
-	kind := map[int]string{
-		400: "badRequest", 403: "forbidden", 404: "itemNotFound", 409: "conflictingRequest",
-		413: "overLimit",
-	}[status]
-	kind = cmp.Or(kind, "computeFault")
+	kind := cmp.Or(map[int]string{400: "badRequest", 403: "forbidden", 404: "itemNotFound", 409: "conflictingRequest",
+		413: "overLimit"}[status], "computeFault")
 	inner := map[string]any{"code": status, "message": msg}
 	if status == http.StatusRequestEntityTooLarge {
 		inner["retryAfter"] = "0"
