@@ -182,7 +182,7 @@ func imageRep(_ *http.Request, img *Image) obj {
 		vis = "private"
 	}
 	return obj{"id": img.ID, "name": img.Name, "status": "active", "visibility": vis, "owner": owner,
-		"min_disk": img.MinDisk, "min_ram": img.MinRAM, "disk_format": "qcow2", "container_format": "bare",
+		"min_disk": img.MinDisk, "min_ram": 0, "disk_format": "qcow2", "container_format": "bare",
 		"size": 1 << 30, "virtual_size": nil, "checksum": "", "os_hidden": false, "protected": false, "tags": []string{},
 		"created_at": "2024-01-01T00:00:00Z", "updated_at": "2024-01-01T00:00:00Z",
 		"self": "/v2/images/" + img.ID, "file": "/v2/images/" + img.ID + "/file", "schema": "/v2/schemas/image"}

@@ -44,18 +44,12 @@ func errBody(e *apiErr) string {
 // Nova's when the scheduler finds no host.
 const DefaultBootFault = "No valid host was found. There are not enough hosts available."
 
-// ServerErrorRule makes servers go ERROR instead of ACTIVE when they boot.
-// A server matches when its name (Name, "" any) and availability zone
-// (AvailabilityZone, "" any) do; Nth picks the Nth matching server
-// created after the rule was added (1-based), 0 every matching one.
+// ServerErrorRule makes the servers called Name ("": every server) go
+// ERROR instead of ACTIVE when they boot, without running OnBoot, with
+// Message (default DefaultBootFault) as their fault.
 type ServerErrorRule struct {
-	Name             string `json:"name"`
-	AvailabilityZone string `json:"availability_zone"`
-	Nth              int    `json:"nth"`
-	// Message is the server's fault message (default DefaultBootFault).
-	Message string `json:"message"`
-
-	seen int
+	Name    string
+	Message string
 }
 
 // FailServers adds an error rule.
@@ -63,20 +57,15 @@ func (s *Server) FailServers(rule ServerErrorRule) {
 	rule.Message = cmp.Or(rule.Message, DefaultBootFault)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.st.serverRules = append(s.st.serverRules, &rule)
+	s.st.serverRules = append(s.st.serverRules, rule)
 }
 
 // matchErrorRule returns the fault message of the first rule picking sv.
 func (s *Server) matchErrorRule(sv *Instance) string {
-	msg := ""
 	for _, rl := range s.st.serverRules {
-		if rl.Name != "" && rl.Name != sv.Name || rl.AvailabilityZone != "" && rl.AvailabilityZone != sv.AvailabilityZone {
-			continue
-		}
-		rl.seen++
-		if msg == "" && (rl.Nth == 0 || rl.seen == rl.Nth) {
-			msg = rl.Message
+		if rl.Name == "" || rl.Name == sv.Name {
+			return rl.Message
 		}
 	}
-	return msg
+	return ""
 }

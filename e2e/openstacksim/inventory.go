@@ -27,17 +27,8 @@ type Inventory struct {
 // Empty says whether nothing is left but the default security groups
 // Neutron made for projects (they outlive a project unless an admin deletes
 // them, as in Neutron).
-func (inv Inventory) Empty() bool { return inv.Count() == 0 }
-
-// Count is the number of objects, default security groups excluded.
-func (inv Inventory) Count() int {
-	n := inv.Total()
-	for _, g := range inv.SecurityGroups {
-		if g.Default {
-			n--
-		}
-	}
-	return n
+func (inv Inventory) Empty() bool {
+	return inv.Total() == len(slices.DeleteFunc(slices.Clone(inv.SecurityGroups), func(g SecurityGroup) bool { return !g.Default }))
 }
 
 // Inventory lists what exists in project (by id; "" for every project).
@@ -88,10 +79,8 @@ func copies[T any](s *Server, col *collection[T], keep func(owner string) bool, 
 }
 
 // Tenants is everything owned by a project other than the admin's, as
-// Inventory lists it but with Neutron's default security groups, whether
-// Keystone still has the project or not: deleting a Keystone project
-// deletes none of its Neutron, Cinder or Nova objects, so what a removed
-// tenant leaves shows here, owned by a project id nobody has.
+// Inventory lists it, whether Keystone still has the project or not:
+// deleting a Keystone project deletes none of its other objects.
 func (s *Server) Tenants() Inventory {
 	admin := s.AdminProjectID()
 	return s.inventory(func(owner string) bool { return owner != admin })

@@ -13,7 +13,7 @@ import (
 
 // subnetSpec is a subnet as asked for.
 type subnetSpec struct {
-	id, name, projectID, networkID, cidr string
+	name, projectID, networkID, cidr string
 	// gateway nil: the first host; "": none.
 	gateway *string
 	pools   []Pool // nil: the whole CIDR less network, broadcast and gateway
@@ -104,8 +104,7 @@ func (st *state) newSubnet(spec subnetSpec, now time.Time) (*Subnet, *apiErr) {
 	if _, e := parsePools(prefix, gw, pools); e != nil {
 		return nil, e
 	}
-	id := cmp.Or(spec.id, simkit.NewUUID())
-	sub := &Subnet{Meta: Meta{ID: id, Name: spec.name, ProjectID: spec.projectID, Created: now, seq: st.next()},
+	sub := &Subnet{Meta: Meta{ID: simkit.NewUUID(), Name: spec.name, ProjectID: spec.projectID, Created: now, seq: st.next()},
 		NetworkID: spec.networkID, CIDR: prefix.String(), GatewayIP: gw, Pools: pools, DNSNameservers: append([]string{}, spec.dns...),
 		EnableDHCP: spec.dhcp, Allocated: map[string]string{}, prefix: prefix}
 	st.subnets[sub.ID] = sub

@@ -190,10 +190,7 @@ func (s *Server) newToken(req authRequest) (*token, *apiErr) {
 	}
 	now := s.now()
 	t := &token{id: "gAAAAA" + randomHex(40), userID: user.ID, projectID: projectID, issued: now,
-		expires: now.Add(s.opts.TokenTTL), methods: []string{method}}
-	if appCred != nil {
-		t.appCredID = appCred.ID
-	}
+		expires: now.Add(DefaultTokenTTL), methods: []string{method}, appCredID: cmp.Or(appCred, &AppCredential{}).ID}
 	st.tokens[t.id] = t
 	return t, nil
 }
@@ -310,12 +307,7 @@ func keystoneCollection[T any](plural, singular string, items func(*state) map[s
 
 // adminOnly is the policy of an admin-only call.
 func adminOnly(action string) func(*caller) *apiErr {
-	return func(c *caller) *apiErr {
-		if !c.admin {
-			return forbidden(action)
-		}
-		return nil
-	}
+	return func(c *caller) *apiErr { return refuse(!c.admin, forbidden(action)) }
 }
 
 // deleteProject removes the project, its role assignments and the tokens

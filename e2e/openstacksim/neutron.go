@@ -27,14 +27,9 @@ func (s *Server) neutron(h handler) handler {
 }
 
 // ensureListedDefaultSG makes the default security group of the project
-// whose security groups a list asks for, as Neutron's get_security_groups
-// does: the first project_id (or tenant_id) filter, else the caller's,
-// whoever the caller is. Neutron asks Keystone nothing here, so a list
-// filtered on a deleted project makes that project a default group again.
-// Creating a network, port or group in a project makes it too
-// (ensureDefaultSG there); other calls do not, so a tenant emptied group
-// by group stays empty. The group stays after its Keystone project is
-// deleted unless an admin deletes it.
+// whose groups a list asks for (the first project_id or tenant_id filter,
+// else the caller's), as Neutron's get_security_groups does without asking
+// Keystone: a list filtered on a deleted project makes its group again.
 func (s *Server) ensureListedDefaultSG(r *http.Request, c *caller) {
 	if r.Method != http.MethodGet || !strings.HasSuffix(r.URL.Path, "/security-groups") {
 		return

@@ -22,7 +22,7 @@ func (s *Server) routerRep(rt *Router) obj {
 		gw = obj{"network_id": rt.GatewayNetworkID, "enable_snat": true, "external_fixed_ips": ips}
 	}
 	return stamp(obj{"id": rt.ID, "name": rt.Name, "status": "ACTIVE", "admin_state_up": true,
-		"external_gateway_info": gw, "routes": []obj{}, "distributed": false, "ha": rt.HA,
+		"external_gateway_info": gw, "routes": []obj{}, "distributed": false, "ha": false,
 		"availability_zone_hints": []string{}, "availability_zones": []string{"nova"}, "flavor_id": nil},
 		&rt.Meta)
 }
@@ -36,7 +36,6 @@ type routerIn struct {
 	Gateway nullable[struct {
 		NetworkID string `json:"network_id"`
 	}] `json:"external_gateway_info"`
-	HA *bool `json:"ha"`
 }
 
 // setGateway points rt's gateway at network id ("" removes it), taking an
@@ -81,7 +80,6 @@ func (s *Server) createRouter(c *caller, in routerIn) (*Router, *apiErr) {
 		return nil, e
 	}
 	rt := &Router{Meta: s.fresh(p)}
-	simkit.Set(&rt.HA, in.HA)
 	if e := s.updateRouter(c, rt, in); e != nil {
 		return nil, e
 	}

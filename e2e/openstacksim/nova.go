@@ -38,8 +38,6 @@ func (s *Server) serverView(sv *Instance) Instance {
 	v.UserData = slices.Clone(sv.UserData)
 	v.Metadata = maps.Clone(sv.Metadata)
 	v.SecurityGroups = slices.Clone(sv.SecurityGroups)
-	v.BlockDevices = slices.Clone(sv.BlockDevices)
-	v.Console = slices.Clone(sv.Console)
 	v.Ports, v.FixedIPs, v.FloatingIPs, v.Volumes = nil, nil, nil, nil
 	for _, p := range s.serverPorts(sv.ID) {
 		v.Ports = append(v.Ports, p.ID)
@@ -49,9 +47,6 @@ func (s *Server) serverView(sv *Instance) Instance {
 	}
 	for _, a := range s.serverAttachments(sv.ID) {
 		v.Volumes = append(v.Volumes, a.VolumeID)
-		vol := cmp.Or(s.st.volumes[a.VolumeID], &Volume{})
-		v.Disks = append(v.Disks, Disk{VolumeID: a.VolumeID, Device: a.Device, DeleteOnTermination: a.DeleteOnTermination,
-			Size: vol.Size, VolumeType: vol.VolumeType})
 	}
 	return v
 }
@@ -74,15 +69,12 @@ func (s *Server) serverAttachments(id string) []Attachment {
 	return out
 }
 
-// vmState is Nova's task, vm and power state of a server.
-type vmState struct {
+// vmStates are Nova's task, vm and power states of a server by status.
+var vmStates = map[string]struct {
 	task, vm string
 	power    int
-}
-
-// vmStates are the states of a server by status.
-var vmStates = map[string]vmState{"BUILD": {"spawning", "building", 0}, "ACTIVE": {"", "active", 1},
-	"SHUTOFF": {"", "stopped", 4}, "ERROR": {"", "error", 0}}
+}{"BUILD": {"spawning", "building", 0}, "ACTIVE": {"", "active", 1},
+	"ERROR": {"", "error", 0}}
 
 func (s *Server) serverRep(r *http.Request, sv *Instance) obj {
 	b := simkit.BaseURL(r) + "/compute/v2.1"
@@ -224,12 +216,9 @@ func (s *Server) bootFirst(next http.Handler) http.Handler {
 	})
 }
 
-// bootDue says whether a server in BUILD may boot now as far as the
-// clock goes: Options.BootAfter after its create. A real VM takes tens of
-// seconds from Nova's create to a running cloud-init whether anyone looks
-// at it or not, which polls (Options.BuildPolls) cannot show; a create's
-// wall time against the simulator then includes a boot as long as a
-// cloud's. Without BootAfter only the polls count.
+// bootDue says whether a server in BUILD may boot as far as the clock
+// goes: Options.BootAfter after its create, as a real VM takes tens of
+// seconds to reach cloud-init whether anyone polls it or not.
 func (s *Server) bootDue(sv *Instance) bool {
 	return s.opts.BootAfter <= 0 || !s.now().Before(sv.Created.Add(s.opts.BootAfter))
 }
@@ -252,12 +241,10 @@ func (s *Server) boot(ctx context.Context, v Instance) {
 	sv.booting = false
 	if fault != "" {
 		sv.Status, sv.Fault = "ERROR", fault
-		sv.Console = append(sv.Console, "boot failed: "+fault)
 		s.log.Info("server boot failed", "server", sv.Name, "id", sv.ID, "fault", fault)
 		return
 	}
 	sv.Status, sv.Launched = "ACTIVE", s.now()
-	sv.Console = append(sv.Console, "Cloud-init finished: "+sv.Name+" is up")
 }
 
 type serverIn struct {
@@ -265,7 +252,7 @@ type serverIn struct {
 	FlavorRef        string                  `json:"flavorRef"`
 	ImageRef         string                  `json:"imageRef"`
 	AvailabilityZone string                  `json:"availability_zone"`
-	UserData         *string                 `json:"user_data"`
+	UserData         string                  `json:"user_data"`
 	Networks         json.RawMessage         `json:"networks"`
 	SecurityGroups   []struct{ Name string } `json:"security_groups"`
 	Metadata         map[string]string       `json:"metadata"`
@@ -276,8 +263,13 @@ type serverIn struct {
 // bdmIn is a block_device_mapping_v2 entry as sent: boot_index may be
 // null or absent.
 type bdmIn struct {
-	BlockDevice
-	BootIndex *int `json:"boot_index"`
+	BootIndex           *int   `json:"boot_index"`
+	SourceType          string `json:"source_type"`
+	DestinationType     string `json:"destination_type"`
+	UUID                string `json:"uuid"`
+	VolumeSize          int    `json:"volume_size"`
+	VolumeType          string `json:"volume_type"`
+	DeleteOnTermination bool   `json:"delete_on_termination"`
 }
 
 type netReq struct {
@@ -301,11 +293,7 @@ func (s *Server) createServer(w http.ResponseWriter, r *http.Request, c *caller)
 	sin := in.Server
 	f := s.flavor(sin.FlavorRef)
 	az := cmp.Or(sin.AvailabilityZone, s.opts.AvailabilityZones[0])
-	var userData []byte
-	var badUserData error
-	if sin.UserData != nil {
-		userData, badUserData = base64.StdEncoding.DecodeString(*sin.UserData)
-	}
+	userData, badUserData := base64.StdEncoding.DecodeString(sin.UserData)
 	// Boot sequence: unique boot indexes, one of them 0 unless an image
 	// boots the server.
 	seen, twice := map[int]bool{}, false
@@ -321,8 +309,7 @@ func (s *Server) createServer(w http.ResponseWriter, r *http.Request, c *caller)
 		refuse(f == nil, novaErr(400, "Flavor "+sin.FlavorRef+" could not be found.")),
 		refuse(sin.ImageRef != "" && images.Lookup(s, c, sin.ImageRef) == nil, novaErr(400, "Image "+sin.ImageRef+" could not be found.")),
 		refuse(!slices.Contains(s.opts.AvailabilityZones, az), novaErr(400, "The requested availability zone is not available")),
-		refuse(sin.UserData != nil && len(*sin.UserData) > maxUserData,
-			novaErr(400, "Invalid input for field/attribute user_data. Value: ... is too long")),
+		refuse(len(sin.UserData) > maxUserData, novaErr(400, "Invalid input for field/attribute user_data. Value: ... is too long")),
 		refuse(badUserData != nil, novaErr(400, "Invalid input for field/attribute user_data. Value: ... is not a base64 string")),
 		refuse(twice, novaErr(400, "Boot sequence for the instance and image/block device mapping combination is not valid.")),
 		refuse(sin.ImageRef == "" && !seen[0], novaErr(400, "Block Device Mapping is Invalid: Boot sequence for the instance and image/block device mapping combination is not valid.")),
@@ -341,14 +328,11 @@ func (s *Server) createServer(w http.ResponseWriter, r *http.Request, c *caller)
 	var sgIDs []string
 	for _, n := range sgNames {
 		found := where(s.st.secGroups, func(g *SecurityGroup) bool { return g.ProjectID == c.projectID && (g.Name == n || g.ID == n) })
-		switch len(found) {
-		case 0:
-			return novaErr(400, "Security group "+n+" not found for project "+c.projectID+".")
-		case 1:
-			sgIDs = append(sgIDs, found[0].ID)
-		default:
-			return novaErr(409, "Multiple security group matches found for name '"+n+"', use an ID to be more specific.")
+		if e := cmp.Or(refuse(len(found) == 0, novaErr(400, "Security group "+n+" not found for project "+c.projectID+".")),
+			refuse(len(found) > 1, novaErr(409, "Multiple security group matches found for name '"+n+"', use an ID to be more specific."))); e != nil {
+			return e
 		}
+		sgIDs = append(sgIDs, found[0].ID)
 	}
 	nets, e := s.serverNetworks(c, sin.Networks)
 	if e != nil {
@@ -420,20 +404,14 @@ func (s *Server) createServer(w http.ResponseWriter, r *http.Request, c *caller)
 		if b.DestinationType != "volume" && b.SourceType != "volume" {
 			continue
 		}
-		bd := b.BlockDevice
-		bd.BootIndex = *cmp.Or(b.BootIndex, new(-1))
-		sv.BlockDevices = append(sv.BlockDevices, bd)
-		var v *Volume
-		if b.SourceType == "volume" {
-			v = s.st.volumes[b.UUID]
-		} else {
-			var e *apiErr
-			image := ""
+		v := s.st.volumes[b.UUID]
+		if b.SourceType != "volume" {
+			spec := volumeSpec{Size: b.VolumeSize, Type: b.VolumeType, AZ: az}
 			if b.SourceType == "image" {
-				image = b.UUID
+				spec.Image = b.UUID
 			}
-			v, e = s.newVolume(c.projectID, volumeSpec{Size: b.VolumeSize, Type: b.VolumeType, AZ: az, Image: image})
-			if e != nil {
+			var e *apiErr
+			if v, e = s.newVolume(c.projectID, spec); e != nil {
 				// nova-compute makes these volumes while building, so
 				// Cinder's refusal (quota, size) fails the boot, not the
 				// request.
@@ -446,8 +424,6 @@ func (s *Server) createServer(w http.ResponseWriter, r *http.Request, c *caller)
 			DeleteOnTermination: b.DeleteOnTermination, Attached: s.now()}}
 		dev++
 	}
-	// An error rule counts every server it matches, even one a refused
-	// volume fails already.
 	sv.failWith = cmp.Or(bootFault, s.matchErrorRule(sv))
 	s.st.servers[sv.ID] = sv
 	simkit.WriteJSON(w, http.StatusAccepted, obj{"server": obj{"id": sv.ID, "OS-DCF:diskConfig": "MANUAL",
@@ -546,50 +522,4 @@ func (s *Server) tick() {
 			s.removeServer(sv)
 		}
 	}
-}
-
-// powerActions are the server actions that need one vm state and leave
-// the server in another, in the order Nova's API checks them.
-var powerActions = []struct{ key, verb, from, to string }{
-	{"os-stop", "stop", "ACTIVE", "SHUTOFF"}, {"os-start", "start", "SHUTOFF", "ACTIVE"}, {"reboot", "reboot", "ACTIVE", "ACTIVE"},
-}
-
-func (s *Server) serverAction(w http.ResponseWriter, r *http.Request, _ *caller, sv *Instance) *apiErr {
-	var in map[string]json.RawMessage
-	if e := simkit.Decode(r, &in, novaBad); e != nil {
-		return e
-	}
-	switch {
-	case in["forceDelete"] != nil:
-		s.removeServer(sv)
-		w.WriteHeader(http.StatusAccepted)
-		return nil
-	case in["os-getConsoleOutput"] != nil:
-		var opts struct {
-			Length *int `json:"length"`
-		}
-		_ = json.Unmarshal(in["os-getConsoleOutput"], &opts)
-		lines := sv.Console
-		if opts.Length != nil && *opts.Length >= 0 && *opts.Length < len(lines) {
-			lines = lines[len(lines)-*opts.Length:]
-		}
-		out := strings.Join(lines, "\n")
-		if out != "" {
-			out += "\n"
-		}
-		simkit.WriteJSON(w, http.StatusOK, obj{"output": out})
-		return nil
-	}
-	for _, a := range powerActions {
-		if in[a.key] == nil {
-			continue
-		}
-		if sv.Status != a.from {
-			return novaErr(409, "Cannot '"+a.verb+"' instance "+sv.ID+" while it is in vm_state "+strings.ToLower(sv.Status))
-		}
-		sv.Status = a.to
-		w.WriteHeader(http.StatusAccepted)
-		return nil
-	}
-	return novaErr(400, "The simulator does not implement this server action.")
 }

@@ -21,11 +21,8 @@ func keystoneErr(status int, msg string) *apiErr {
 
 // novaErr is Nova's and Cinder's {"<kind>":{"code","message"}}.
 func novaErr(status int, msg string) *apiErr {
-	kind := map[int]string{
-		400: "badRequest", 403: "forbidden", 404: "itemNotFound", 409: "conflictingRequest",
-		413: "overLimit",
-	}[status]
-	kind = cmp.Or(kind, "computeFault")
+	kind := cmp.Or(map[int]string{400: "badRequest", 403: "forbidden", 404: "itemNotFound", 409: "conflictingRequest",
+		413: "overLimit"}[status], "computeFault")
 	inner := map[string]any{"code": status, "message": msg}
 	if status == http.StatusRequestEntityTooLarge {
 		inner["retryAfter"] = "0"
@@ -74,10 +71,8 @@ type nullable[T any] = simkit.Nullable[T]
 // is written as is.
 type handler = simkit.Handler[*caller]
 
-// collection is one resource on simkit's generic collection: every
-// Neutron and Keystone resource, Nova's servers, Cinder's volumes and the
-// flavors, images and volume types of Options, so query filters, markers,
-// next links, error bodies and status codes are the same code for all.
+// collection is one resource of any service on simkit's generic
+// collection, so filters, paging and error answers are one code for all.
 type collection[T any] = simkit.Collection[*Server, *caller, T]
 
 // obj is a rendered resource.

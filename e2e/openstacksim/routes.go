@@ -35,7 +35,6 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("GET /compute/v2.1/servers/detail", s.bootFirst(s.authed(servers.List(s))))
 	mux.Handle("GET /compute/v2.1/servers/{id}", s.bootFirst(s.authed(servers.Get(s))))
 	api("DELETE /compute/v2.1/servers/{id}", servers.On(s, s.deleteServer))
-	api("POST /compute/v2.1/servers/{id}/action", servers.On(s, s.serverAction))
 	novaQuotas := func() []string { return novaQuotaNames }
 	api("PUT /compute/v2.1/os-quota-sets/{project}", s.putQuotaSet("project", "os_compute_api:os-quota-sets:update", novaQuotas))
 

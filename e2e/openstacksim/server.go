@@ -24,7 +24,7 @@ const (
 	DefaultBuildPolls    = 2
 	DefaultVolumePolls   = 1
 	DefaultDeletePolls   = 1
-	DefaultTokenTTL      = time.Hour
+	DefaultTokenTTL      = time.Hour // a token's lifetime, Keystone's default
 )
 
 // Flavor is a Nova flavor.
@@ -41,7 +41,6 @@ type Image struct {
 	ID      string
 	Name    string
 	MinDisk int // GiB
-	MinRAM  int // MiB
 	// Private images (Owner set) are seen by their owner project only.
 	Owner string
 }
@@ -55,11 +54,9 @@ type VolumeType struct {
 // ExternalNetwork is the provider network routers and floating IPs use,
 // owned by the admin project and visible to every project.
 type ExternalNetwork struct {
-	Name                string
-	CIDR                string // e.g. 172.24.4.0/24
-	PoolStart, PoolEnd  string // default: .2 to the last host
-	GatewayIP           string // default: the first host
-	NetworkID, SubnetID string // default: generated
+	Name      string
+	CIDR      string // e.g. 172.24.4.0/24; a subnet without gateway, every host in its pool
+	NetworkID string // default: generated
 }
 
 // Options configure a simulator. The zero value serves one region with an
@@ -87,17 +84,13 @@ type Options struct {
 	// VolumePolls is how many GETs of a volume answer creating before it
 	// is available (0: DefaultVolumePolls; negative: available at once).
 	VolumePolls int
-	// DeletePolls is how many API requests (of any kind, each one a tick
-	// of the simulator's clock) still see a deleted server, deleting, with
-	// its ports and volumes, before Nova's cleanup runs (0:
+	// DeletePolls is how many API requests (of any kind) still see a
+	// deleted server, deleting, before Nova's cleanup runs (0:
 	// DefaultDeletePolls; negative: at once).
 	DeletePolls int
-	// TokenTTL is the lifetime of a token (0: DefaultTokenTTL).
-	TokenTTL time.Duration
 	// OnBoot runs once per server when it leaves BUILD, outside every
-	// lock, in the request that saw the server boot: the "VM running its
-	// cloud-init". An error puts the server in ERROR with the error as its
-	// fault message; nil makes it ACTIVE.
+	// lock: the "VM running its cloud-init". An error puts the server in
+	// ERROR with the error as its fault message.
 	OnBoot func(ctx context.Context, srv Instance) error
 	// Quotas are the per-project defaults by resource name (see Quotas);
 	// names not set take Neutron's, Nova's and Cinder's own defaults.
@@ -153,14 +146,12 @@ func New(opts Options) (*Server, error) {
 	ext.Name = cmp.Or(ext.Name, "public")
 	ext.CIDR = cmp.Or(ext.CIDR, "172.24.4.0/24")
 	ext.NetworkID = cmp.Or(ext.NetworkID, simkit.NewUUID())
-	ext.SubnetID = cmp.Or(ext.SubnetID, simkit.NewUUID())
 	if _, err := netip.ParsePrefix(ext.CIDR); err != nil {
 		return nil, fmt.Errorf("openstacksim: external network CIDR: %w", err)
 	}
 	opts.BuildPolls = cmp.Or(opts.BuildPolls, DefaultBuildPolls)
 	opts.VolumePolls = cmp.Or(opts.VolumePolls, DefaultVolumePolls)
 	opts.DeletePolls = cmp.Or(opts.DeletePolls, DefaultDeletePolls)
-	opts.TokenTTL = cmp.Or(opts.TokenTTL, DefaultTokenTTL)
 	opts.Quotas = opts.Quotas.withDefaults()
 	log := simkit.Defaults("openstacksim", &opts.Now, &opts.Logger)
 	s := &Server{opts: opts, log: log}

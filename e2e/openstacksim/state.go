@@ -144,7 +144,6 @@ type Router struct {
 	GatewayNetworkID string
 	GatewayPortID    string
 	Interfaces       []string
-	HA               bool
 }
 
 // FloatingIP is a Neutron floating IP.
@@ -182,28 +181,6 @@ type Volume struct {
 	polls            int
 }
 
-// Disk is a volume attached to a server as the guest sees it.
-type Disk struct {
-	VolumeID            string
-	Device              string // /dev/vda, /dev/vdb, …
-	Size                int    // GiB
-	VolumeType          string
-	DeleteOnTermination bool
-}
-
-// BlockDevice is a block_device_mapping_v2 entry as Nova received it;
-// BootIndex is -1 when the request had none.
-type BlockDevice struct {
-	BootIndex           int    `json:"-"`
-	SourceType          string `json:"source_type"`
-	DestinationType     string `json:"destination_type"`
-	UUID                string `json:"uuid"`
-	VolumeSize          int    `json:"volume_size"`
-	VolumeType          string `json:"volume_type"`
-	DeleteOnTermination bool   `json:"delete_on_termination"`
-	DeviceName          string `json:"device_name"`
-}
-
 // Instance is a Nova server (Nova calls them instances) as the simulator
 // keeps it and as OnBoot and the inventory see it; ports, addresses and
 // volumes are filled in when it is read.
@@ -218,19 +195,15 @@ type Instance struct {
 	UserData         []byte // decoded
 	Metadata         map[string]string
 	SecurityGroups   []string // names
-	BlockDevices     []BlockDevice
 	Fault            string
 	Launched         time.Time
 	// Ports are the server's ports (device_id == ID), FixedIPs and
-	// FloatingIPs their addresses, Volumes the attached volume ids and
-	// Disks the same volumes with their devices, in device order.
+	// FloatingIPs their addresses, Volumes the attached volume ids in
+	// device order.
 	Ports       []string
 	FixedIPs    []string
 	FloatingIPs []string
 	Volumes     []string
-	Disks       []Disk
-	// Console is the console log (os-getConsoleOutput), one line each.
-	Console []string
 	// Deleting is true between a DELETE and the server's removal: it is
 	// still listed (task_state deleting), its ports stay bound and its
 	// volumes attached, as in Nova.
@@ -266,7 +239,7 @@ type state struct {
 
 	quotas map[string]Quotas // per project overrides
 
-	serverRules []*ServerErrorRule
+	serverRules []ServerErrorRule
 
 	// builtin are the objects the simulator starts with (admin project
 	// and user, external network and subnet): not deletable, not in the
@@ -317,13 +290,8 @@ func newState(o *Options, now time.Time) (*state, error) {
 	n := &Network{Meta: Meta{ID: ext.NetworkID, Name: ext.Name, ProjectID: p.ID, Created: now, seq: st.next()},
 		External: true, MTU: 1500}
 	st.networks[n.ID] = n
-	pools := []Pool(nil)
-	if ext.PoolStart != "" || ext.PoolEnd != "" {
-		pools = []Pool{{ext.PoolStart, ext.PoolEnd}}
-	}
-	gw := ext.GatewayIP
-	sub, err := st.newSubnet(subnetSpec{id: ext.SubnetID, name: ext.Name + "-subnet", projectID: p.ID, networkID: n.ID,
-		cidr: ext.CIDR, gateway: &gw, pools: pools}, now)
+	sub, err := st.newSubnet(subnetSpec{name: ext.Name + "-subnet", projectID: p.ID, networkID: n.ID,
+		cidr: ext.CIDR, gateway: new("")}, now)
 	if err != nil {
 		return nil, fmt.Errorf("external network: %v", err.Body)
 	}
