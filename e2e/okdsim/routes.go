@@ -55,7 +55,6 @@ func (s *Server) routes() http.Handler {
 	// OAuth sits outside authentication; faults and the call log cover
 	// both.
 	top := http.NewServeMux()
-	top.HandleFunc("GET /.well-known/oauth-authorization-server", s.oauthMetadata)
 	token := simkit.Handle(simkit.Handlers{}, s.oauthToken)
 	top.HandleFunc("POST /oauth/token", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")

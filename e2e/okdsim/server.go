@@ -20,7 +20,8 @@ import (
 	"github.com/sitebus/sitebus/e2e/simkit/simkube"
 )
 
-// Defaults of Options.
+// Defaults of Options, and the OAuth client, refresh token and access
+// token lifetime of the /oauth/token refresh_token grant.
 const (
 	DefaultToken             = "sha256~okdsim-token-0001"
 	DefaultUser              = "system:serviceaccount:waldur:site-agent"
@@ -45,11 +46,6 @@ type Options struct {
 	// the openshift.io/requester of requested projects. Default
 	// DefaultUser.
 	User string
-	// OAuthClientID, OAuthClientSecret and RefreshToken are what
-	// /oauth/token accepts for the refresh_token grant.
-	OAuthClientID, OAuthClientSecret, RefreshToken string
-	// OAuthTokenTTL is the lifetime of issued access tokens.
-	OAuthTokenTTL time.Duration
 	// Now defaults to time.Now.
 	Now func() time.Time
 	// Logger defaults to slog.Default().
@@ -77,12 +73,6 @@ func New(opts Options) (*Server, error) {
 	}
 	opts.Token = cmp.Or(opts.Token, DefaultToken)
 	opts.User = cmp.Or(opts.User, DefaultUser)
-	opts.OAuthClientID = cmp.Or(opts.OAuthClientID, DefaultOAuthClientID)
-	opts.OAuthClientSecret = cmp.Or(opts.OAuthClientSecret, DefaultOAuthClientSecret)
-	opts.RefreshToken = cmp.Or(opts.RefreshToken, DefaultRefreshToken)
-	if opts.OAuthTokenTTL <= 0 {
-		opts.OAuthTokenTTL = DefaultOAuthTokenTTL
-	}
 	log := simkit.Defaults("okdsim", &opts.Now, &opts.Logger)
 	k, err := simkube.New(opts.Kube, func(w http.ResponseWriter, err error) {
 		writeErr(w, apierrors.NewServiceUnavailable("API server not available: "+err.Error()))

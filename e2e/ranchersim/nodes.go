@@ -125,7 +125,7 @@ func (s *Server) nodeStatus(n *Node) (state, msg string, drained [3]string) {
 	f := s.nodeFault(n)
 	switch {
 	case !n.drainAsked || n.drainReads <= 1:
-	case f.DrainStuck || n.drainReads <= 1+s.opts.Provisioning.DrainPolls:
+	case f.DrainStuck || n.drainReads <= 1+drainPolls:
 		drained[0] = "Unknown"
 	case f.DrainError != "":
 		drained, msg = [3]string{"False", "Error", f.DrainError}, f.DrainError

@@ -60,18 +60,18 @@ type ProvisioningOptions struct {
 	// NodeActivePolls is the read of a registered node from which it is
 	// active (default 2: registering first).
 	NodeActivePolls int
-	// DrainPolls is how many reads after the drain action show the Drained
-	// condition Unknown (draining) before it turns True (default 1). The
-	// read right after the action shows no Drained condition at all: the
-	// drain controller has not picked the node up yet.
-	DrainPolls int
 }
+
+// drainPolls is how many reads after the drain action show the Drained
+// condition Unknown (draining) before it turns True. The read right after
+// the action shows no Drained condition at all: the drain controller has
+// not picked the node up yet.
+const drainPolls = 1
 
 func (o ProvisioningOptions) withDefaults() ProvisioningOptions {
 	def := func(v, d int) int { return max(0, cmp.Or(v, d)) } // 0: d; negative: 0
 	o.ClusterNamePolls = def(o.ClusterNamePolls, 2)
 	o.NodeActivePolls = def(o.NodeActivePolls, 2)
-	o.DrainPolls = def(o.DrainPolls, 1)
 	return o
 }
 

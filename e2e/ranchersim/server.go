@@ -52,13 +52,6 @@ type Options struct {
 	// importYaml and /k8s/clusters answer 503 ClusterUnavailable, the rest
 	// works (handy for tests of the management API alone).
 	Kube *rest.Config
-	// UniqueProjectNames makes a second project with an existing name in
-	// the cluster a 409, as some sites enforce; Rancher itself allows it
-	// (rancher/rancher#54084).
-	UniqueProjectNames bool
-	// AllowDuplicateBindings gives PRTBs random names, so an identical
-	// binding can be created twice (Rancher before 2.14).
-	AllowDuplicateBindings bool
 	// Provisioning paces the provisioned clusters' simulated controllers
 	// (see ProvisioningOptions); the zero value takes the defaults.
 	Provisioning ProvisioningOptions
