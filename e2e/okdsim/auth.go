@@ -86,10 +86,8 @@ func readTokenFile(path, defaultUser string) ([]fileToken, error) {
 		if len(f) == 0 || strings.HasPrefix(f[0], "#") {
 			continue
 		}
-		out = append(out, fileToken{token: f[0], user: defaultUser})
-		if len(f) > 1 {
-			out[len(out)-1].user = f[1]
-		}
+		f = append(f, defaultUser) // the user, unless the line names one
+		out = append(out, fileToken{token: f[0], user: f[1]})
 	}
 	return out, nil
 }

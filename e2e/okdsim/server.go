@@ -80,12 +80,7 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("okdsim: %w", err)
 	}
-	s := &Server{
-		opts:        opts,
-		log:         log,
-		kube:        k,
-		oauthTokens: map[string]oauthToken{},
-	}
+	s := &Server{opts: opts, log: log, kube: k, oauthTokens: map[string]oauthToken{}}
 	s.Faults = newFaults()
 	if s.opts.TokenFile == "" {
 		dir, err := os.MkdirTemp("", "okdsim-")
@@ -97,7 +92,7 @@ func New(opts Options) (*Server, error) {
 	}
 	if _, err := os.Stat(s.opts.TokenFile); errors.Is(err, os.ErrNotExist) {
 		if err := s.RotateToken(s.opts.Token); err != nil {
-			s.removeTemp()
+			_ = os.RemoveAll(s.tempDir)
 			return nil, fmt.Errorf("okdsim: %w", err)
 		}
 	}
@@ -112,14 +107,8 @@ func (s *Server) Options() Options { return s.opts }
 // removes the default token file.
 func (s *Server) Close() error {
 	err := s.Base.Close()
-	s.removeTemp()
+	_ = os.RemoveAll(s.tempDir) // "" (the caller's token file): nothing
 	return err
-}
-
-func (s *Server) removeTemp() {
-	if s.tempDir != "" {
-		_ = os.RemoveAll(s.tempDir)
-	}
 }
 
 // NewTestServer starts a simulator on 127.0.0.1 (an httptest server) closed

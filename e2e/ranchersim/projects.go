@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/base32"
 	"fmt"
-	"math/rand/v2"
 	"net/http"
 	"slices"
 	"strings"
@@ -128,17 +127,8 @@ func derivedName(key string) string {
 }
 
 // randName is n characters of Kubernetes' generateName alphabet (no
-// vowels, no look-alikes), which Rancher's p-… and crt-… names come from.
+// vowels, no look-alikes), as in Rancher's generated ids (p-…, c-m-…).
 var randName = utilrand.String
-
-// randLower is n characters of [a-z0-9], as in Rancher's c-m-… ids.
-func randLower(n int) string {
-	b := make([]byte, n)
-	for i := range b {
-		b[i] = "abcdefghijklmnopqrstuvwxyz0123456789"[rand.IntN(36)]
-	}
-	return string(b)
-}
 
 func btoi(b bool) int {
 	if b {

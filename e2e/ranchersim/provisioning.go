@@ -97,7 +97,7 @@ func (s *Server) storeProvCluster(pc *ProvisioningCluster) bool {
 	// Rancher's provisioningv2 controller makes the v1 cluster's
 	// namespace the v3 cluster's fleet workspace (spec.fleetWorkspaceName).
 	mc := &Cluster{Name: pc.Name, ProvisioningID: pc.ID, FleetWorkspaceName: pc.Namespace, Created: pc.Created}
-	mc.ID = s.prov.clusters.Create(func() string { return "c-m-" + randLower(8) }, mc)
+	mc.ID = s.prov.clusters.Create(func() string { return "c-m-" + randName(8) }, mc)
 	pc.ClusterID = mc.ID
 	s.issueDefaultToken(mc)
 	if len(pc.Spec()) == 0 {
