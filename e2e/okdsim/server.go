@@ -65,8 +65,7 @@ type Server struct {
 	simkit.Base
 }
 
-// New builds a simulator; it does not listen (see Start, NewTestServer,
-// Handler).
+// New builds a simulator; it does not listen (Start, NewTestServer, Handler).
 func New(opts Options) (*Server, error) {
 	if opts.Kube == nil {
 		return nil, errors.New("okdsim: Options.Kube is required")

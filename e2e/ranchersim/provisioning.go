@@ -162,8 +162,7 @@ func (inv Inventory) String() string {
 		simkit.Map(inv.Secrets, func(s Secret) string { return s.ID }))
 }
 
-// Inventory returns a snapshot, each list ordered by id. Reading it does
-// not count as a poll.
+// Inventory returns a snapshot, each list ordered by id; not a poll.
 func (s *Server) Inventory() Inventory {
 	s.mu.Lock()
 	defer s.mu.Unlock()

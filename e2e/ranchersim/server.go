@@ -78,8 +78,7 @@ type Server struct {
 	simkit.Base
 }
 
-// New builds a simulator; it does not listen (see Start, NewTestServer,
-// Handler).
+// New builds a simulator; it does not listen (Start, NewTestServer, Handler).
 func New(opts Options) (*Server, error) {
 	opts.AccessKey = cmp.Or(opts.AccessKey, DefaultAccessKey)
 	opts.SecretKey = cmp.Or(opts.SecretKey, DefaultSecretKey)
@@ -238,11 +237,8 @@ func (s *Server) root(r *http.Request, _ struct{}) (any, error) {
 	}, nil
 }
 
-// Call is one logged request. Bodies are kept (the API key is in the
-// Authorization header, which is not logged; the only credentials in
-// bodies are the test registry secrets' and the registration tokens of
-// node registrations), except of /k8s/ requests, whose bodies stream
-// through.
+// Call is one logged request, with its body except for /k8s/ requests,
+// which stream through (the API key is in the unlogged Authorization).
 type Call = simkit.Call
 
 // Fault makes matching requests misbehave (see simkit.Fault).
@@ -262,12 +258,10 @@ func newFaults() *simkit.Faults {
 	})
 }
 
-// adminRoutes serve the inspection API under /sim/ for a simulator run as
-// a process (make run), where tests cannot call Server's methods: what
-// the methods of the same names answer and simkit's call log and fault
-// routes. It needs no key and bypasses faults and the call log;
-// listen on loopback only. RegisterPath is not part of it: it stands in
-// for a node's agent and goes through faults and the call log.
+// adminRoutes serve under /sim/, without a key and past faults and the
+// call log, what the methods of the same names answer and simkit's fault
+// routes, for a simulator run as a process (make run); listen on loopback
+// only.
 func (s *Server) adminRoutes(mux *http.ServeMux) {
 	get := func(path string, f func() any) {
 		mux.HandleFunc("GET "+path, func(w http.ResponseWriter, _ *http.Request) { simkit.WriteJSON(w, http.StatusOK, f()) })
