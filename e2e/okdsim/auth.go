@@ -86,10 +86,8 @@ func readTokenFile(path, defaultUser string) ([]fileToken, error) {
 		if len(f) == 0 || strings.HasPrefix(f[0], "#") {
 			continue
 		}
-		out = append(out, fileToken{token: f[0], user: defaultUser})
-		if len(f) > 1 {
-			out[len(out)-1].user = f[1]
-		}
+		f = append(f, defaultUser) // the user, unless the line names one
+		out = append(out, fileToken{token: f[0], user: f[1]})
 	}
 	return out, nil
 }
@@ -151,19 +149,6 @@ type oauthToken struct {
 	expires time.Time
 }
 
-func (s *Server) oauthMetadata(w http.ResponseWriter, r *http.Request) {
-	b := simkit.BaseURL(r)
-	simkit.WriteJSON(w, http.StatusOK, map[string]any{
-		"issuer":                           b,
-		"authorization_endpoint":           b + "/oauth/authorize",
-		"token_endpoint":                   b + "/oauth/token",
-		"grant_types_supported":            []string{"authorization_code", "implicit", "refresh_token"},
-		"response_types_supported":         []string{"code", "token"},
-		"code_challenge_methods_supported": []string{"plain", "S256"},
-		"scopes_supported":                 []string{"user:check-access", "user:full", "user:info", "user:list-projects", "user:list-scoped-projects"},
-	})
-}
-
 // oauthToken is POST /oauth/token; routes adds Cache-Control: no-store
 // to every answer (RFC 6749 section 5.1).
 func (s *Server) oauthToken(r *http.Request, _ struct{}) (any, error) {
@@ -174,14 +159,14 @@ func (s *Server) oauthToken(r *http.Request, _ struct{}) (any, error) {
 	if !ok {
 		id, secret = r.PostForm.Get("client_id"), r.PostForm.Get("client_secret")
 	}
-	badClient := subtle.ConstantTimeCompare([]byte(id), []byte(s.opts.OAuthClientID)) != 1 ||
-		subtle.ConstantTimeCompare([]byte(secret), []byte(s.opts.OAuthClientSecret)) != 1
+	badClient := subtle.ConstantTimeCompare([]byte(id), []byte(DefaultOAuthClientID)) != 1 ||
+		subtle.ConstantTimeCompare([]byte(secret), []byte(DefaultOAuthClientSecret)) != 1
 	gt := r.PostForm.Get("grant_type")
 	if e := cmp.Or(
 		simkit.Refuse(badClient, simkit.OAuthError(http.StatusUnauthorized, "unauthorized_client", "The client is not authorized to request a token using this method.")),
 		simkit.Refuse(gt == "", simkit.OAuthError(http.StatusBadRequest, "invalid_request", "The request is missing a required parameter: grant_type.")),
 		simkit.Refuse(gt != "refresh_token", simkit.OAuthError(http.StatusBadRequest, "unsupported_grant_type", "The authorization grant type "+gt+" is not supported.")),
-		simkit.Refuse(subtle.ConstantTimeCompare([]byte(r.PostForm.Get("refresh_token")), []byte(s.opts.RefreshToken)) != 1,
+		simkit.Refuse(subtle.ConstantTimeCompare([]byte(r.PostForm.Get("refresh_token")), []byte(DefaultRefreshToken)) != 1,
 			simkit.OAuthError(http.StatusBadRequest, "invalid_grant", "The provided authorization grant is invalid, expired, revoked, or was issued to another client.")),
 	); e != nil {
 		return nil, e
@@ -190,13 +175,13 @@ func (s *Server) oauthToken(r *http.Request, _ struct{}) (any, error) {
 	_, _ = rand.Read(raw)
 	tok := "sha256~" + base64.RawURLEncoding.EncodeToString(raw)
 	s.mu.Lock()
-	s.oauthTokens[tok] = oauthToken{user: s.opts.User, expires: s.now().Add(s.opts.OAuthTokenTTL)}
+	s.oauthTokens[tok] = oauthToken{user: s.opts.User, expires: s.now().Add(DefaultOAuthTokenTTL)}
 	s.mu.Unlock()
 	return map[string]any{
 		"access_token":  tok,
 		"token_type":    "Bearer",
-		"expires_in":    int(s.opts.OAuthTokenTTL / time.Second),
-		"refresh_token": s.opts.RefreshToken,
+		"expires_in":    int(DefaultOAuthTokenTTL / time.Second),
+		"refresh_token": DefaultRefreshToken,
 		"scope":         "user:full",
 	}, nil
 }

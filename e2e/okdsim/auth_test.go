@@ -110,11 +110,6 @@ func TestOAuth(t *testing.T) {
 	good := url.Values{"grant_type": {"refresh_token"}, "refresh_token": {okdsim.DefaultRefreshToken},
 		"client_id": {okdsim.DefaultOAuthClientID}, "client_secret": {okdsim.DefaultOAuthClientSecret}}
 
-	t.Run("the discovery document names the token endpoint", func(t *testing.T) {
-		r := e.c.do("GET", "/.well-known/oauth-authorization-server", nil).want(t, http.StatusOK)
-		eq(t, "token_endpoint", r.str("token_endpoint"), e.sim.URL()+"/oauth/token")
-	})
-
 	t.Run("a refresh token grant issues an access token the API accepts until it expires", func(t *testing.T) {
 		resp, out := form(good, "", "")
 		eq(t, "status", resp.StatusCode, http.StatusOK)

@@ -149,7 +149,7 @@ func TestFaults(t *testing.T) {
 	t.Run("down answers 503 to everything, OAuth included, until lifted", func(t *testing.T) {
 		e.sim.Down(true)
 		e.c.do("GET", "/api/v1", nil).want(t, http.StatusServiceUnavailable)
-		e.c.do("GET", "/.well-known/oauth-authorization-server", nil).want(t, http.StatusServiceUnavailable)
+		e.c.do("POST", "/oauth/token", nil).want(t, http.StatusServiceUnavailable)
 		e.sim.Down(false)
 		e.c.do("GET", "/api/v1", nil).want(t, http.StatusOK)
 	})

@@ -29,9 +29,8 @@
 // (Options.TokenFile, one token per line, optionally followed by the user
 // name) on every request, so rotating the file (RotateToken, or any
 // writer) makes the old token a 401 at once; and against the access tokens
-// the OAuth endpoint (/oauth/token, refresh_token grant; discovery at
-// /.well-known/oauth-authorization-server) issued. The 401 body is
-// OpenShift's Status with reason Unauthorized.
+// the OAuth endpoint (/oauth/token, refresh_token grant) issued. The 401
+// body is OpenShift's Status with reason Unauthorized.
 //
 // Tests inspect projects, the call log (with a token id, never the token)
 // and inject faults through Go methods.

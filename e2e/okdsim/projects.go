@@ -203,14 +203,12 @@ type Project struct {
 	Requester   string
 	Annotations map[string]string
 	Labels      map[string]string
-	Phase       string // Active, Terminating
 }
 
 func projectOf(ns *unstructured.Unstructured) Project {
 	a := ns.GetAnnotations()
-	phase, _, _ := unstructured.NestedString(ns.Object, "status", "phase")
 	return Project{Name: ns.GetName(), DisplayName: a[DisplayNameAnnotation], Description: a[DescriptionAnnotation],
-		Requester: a[RequesterAnnotation], Annotations: a, Labels: ns.GetLabels(), Phase: phase}
+		Requester: a[RequesterAnnotation], Annotations: a, Labels: ns.GetLabels()}
 }
 
 // Project returns one project; found is false when its namespace does not

@@ -55,7 +55,6 @@ func (s *Server) routes() http.Handler {
 	// OAuth sits outside authentication; faults and the call log cover
 	// both.
 	top := http.NewServeMux()
-	top.HandleFunc("GET /.well-known/oauth-authorization-server", s.oauthMetadata)
 	token := simkit.Handle(simkit.Handlers{}, s.oauthToken)
 	top.HandleFunc("POST /oauth/token", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")
@@ -111,7 +110,6 @@ var projectResources = metav1.APIResourceList{
 }
 
 func (s *Server) apiGroups(w http.ResponseWriter, r *http.Request) {
-	var body []byte
 	req, err := http.NewRequestWithContext(r.Context(), http.MethodGet, s.kube.Proxy.Host.JoinPath("/apis").String(), nil)
 	if err != nil {
 		writeErr(w, err)
@@ -120,19 +118,16 @@ func (s *Server) apiGroups(w http.ResponseWriter, r *http.Request) {
 	req.Header.Set("Accept", "application/json")
 	// The proxy's transport carries the cluster's credentials.
 	resp, err := (&http.Client{Transport: s.kube.Proxy.Transport}).Do(req)
-	if err == nil {
-		defer func() { _ = resp.Body.Close() }()
-		body, err = io.ReadAll(resp.Body)
-	}
-	if err == nil && resp.StatusCode != http.StatusOK {
-		w.Header().Set("Content-Type", resp.Header.Get("Content-Type"))
-		w.WriteHeader(resp.StatusCode)
-		_, _ = w.Write(body)
-		return
-	}
 	var list metav1.APIGroupList
 	if err == nil {
-		err = json.Unmarshal(body, &list)
+		defer func() { _ = resp.Body.Close() }()
+		if resp.StatusCode != http.StatusOK { // the API server's own error, passed on
+			w.Header().Set("Content-Type", resp.Header.Get("Content-Type"))
+			w.WriteHeader(resp.StatusCode)
+			_, _ = io.Copy(w, resp.Body)
+			return
+		}
+		err = json.NewDecoder(resp.Body).Decode(&list)
 	}
 	if err != nil {
 		writeErr(w, fmt.Errorf("discovery from the API server: %w", err))

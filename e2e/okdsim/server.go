@@ -20,7 +20,8 @@ import (
 	"github.com/sitebus/sitebus/e2e/simkit/simkube"
 )
 
-// Defaults of Options.
+// Defaults of Options, and the OAuth client, refresh token and access
+// token lifetime of the /oauth/token refresh_token grant.
 const (
 	DefaultToken             = "sha256~okdsim-token-0001"
 	DefaultUser              = "system:serviceaccount:waldur:site-agent"
@@ -45,11 +46,6 @@ type Options struct {
 	// the openshift.io/requester of requested projects. Default
 	// DefaultUser.
 	User string
-	// OAuthClientID, OAuthClientSecret and RefreshToken are what
-	// /oauth/token accepts for the refresh_token grant.
-	OAuthClientID, OAuthClientSecret, RefreshToken string
-	// OAuthTokenTTL is the lifetime of issued access tokens.
-	OAuthTokenTTL time.Duration
 	// Now defaults to time.Now.
 	Now func() time.Time
 	// Logger defaults to slog.Default().
@@ -69,20 +65,13 @@ type Server struct {
 	simkit.Base
 }
 
-// New builds a simulator; it does not listen (see Start, NewTestServer,
-// Handler).
+// New builds a simulator; it does not listen (Start, NewTestServer, Handler).
 func New(opts Options) (*Server, error) {
 	if opts.Kube == nil {
 		return nil, errors.New("okdsim: Options.Kube is required")
 	}
 	opts.Token = cmp.Or(opts.Token, DefaultToken)
 	opts.User = cmp.Or(opts.User, DefaultUser)
-	opts.OAuthClientID = cmp.Or(opts.OAuthClientID, DefaultOAuthClientID)
-	opts.OAuthClientSecret = cmp.Or(opts.OAuthClientSecret, DefaultOAuthClientSecret)
-	opts.RefreshToken = cmp.Or(opts.RefreshToken, DefaultRefreshToken)
-	if opts.OAuthTokenTTL <= 0 {
-		opts.OAuthTokenTTL = DefaultOAuthTokenTTL
-	}
 	log := simkit.Defaults("okdsim", &opts.Now, &opts.Logger)
 	k, err := simkube.New(opts.Kube, func(w http.ResponseWriter, err error) {
 		writeErr(w, apierrors.NewServiceUnavailable("API server not available: "+err.Error()))
@@ -90,12 +79,7 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("okdsim: %w", err)
 	}
-	s := &Server{
-		opts:        opts,
-		log:         log,
-		kube:        k,
-		oauthTokens: map[string]oauthToken{},
-	}
+	s := &Server{opts: opts, log: log, kube: k, oauthTokens: map[string]oauthToken{}}
 	s.Faults = newFaults()
 	if s.opts.TokenFile == "" {
 		dir, err := os.MkdirTemp("", "okdsim-")
@@ -107,7 +91,7 @@ func New(opts Options) (*Server, error) {
 	}
 	if _, err := os.Stat(s.opts.TokenFile); errors.Is(err, os.ErrNotExist) {
 		if err := s.RotateToken(s.opts.Token); err != nil {
-			s.removeTemp()
+			_ = os.RemoveAll(s.tempDir)
 			return nil, fmt.Errorf("okdsim: %w", err)
 		}
 	}
@@ -122,14 +106,8 @@ func (s *Server) Options() Options { return s.opts }
 // removes the default token file.
 func (s *Server) Close() error {
 	err := s.Base.Close()
-	s.removeTemp()
+	_ = os.RemoveAll(s.tempDir) // "" (the caller's token file): nothing
 	return err
-}
-
-func (s *Server) removeTemp() {
-	if s.tempDir != "" {
-		_ = os.RemoveAll(s.tempDir)
-	}
 }
 
 // NewTestServer starts a simulator on 127.0.0.1 (an httptest server) closed

@@ -65,14 +65,6 @@ func TestBindings(t *testing.T) {
 				wantErr(t, http.StatusConflict, "AlreadyExists")
 			eq(t, "bindings", len(sim.Bindings(p)), 2) // creator + one
 		}},
-		{"AllowDuplicateBindings creates it twice, as Rancher before 2.14", ranchersim.Options{AllowDuplicateBindings: true}, func(t *testing.T, sim *ranchersim.Server, c *client, p string) {
-			a := c.do("POST", "/v3/projectroletemplatebindings", groupBinding(p, "workloads-manage", "g")).want(t, http.StatusCreated).str("id")
-			b := c.do("POST", "/v3/projectroletemplatebindings", groupBinding(p, "workloads-manage", "g")).want(t, http.StatusCreated).str("id")
-			if a == b {
-				t.Fatalf("same id %s", a)
-			}
-			eq(t, "bindings", len(sim.Bindings(p)), 3)
-		}},
 		{"invalid bindings are 422s", ranchersim.Options{}, func(t *testing.T, _ *ranchersim.Server, c *client, p string) {
 			post := func(body map[string]any) response { return c.do("POST", "/v3/projectroletemplatebindings", body) }
 			r := post(map[string]any{"projectId": p, "groupPrincipalId": "x"}).wantErr(t, http.StatusUnprocessableEntity, "MissingRequired")

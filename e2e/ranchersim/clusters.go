@@ -22,9 +22,7 @@ type Cluster struct {
 	// Rancher sets it.
 	FleetWorkspaceName string
 	State              string // provisioning or active
-	// Kubeconfigs counts generateKubeconfig calls.
-	Kubeconfigs int
-	Created     time.Time
+	Created            time.Time
 
 	// own marks the simulator's own (imported) cluster, which is kept
 	// with the provisioned ones but is none of them.
@@ -117,11 +115,11 @@ func (s *Server) clusterRep(b string, mc *Cluster, read bool) map[string]any {
 // clusterAction serves POST /v3/clusters/<id>?action=…: importYaml on
 // the simulator's own cluster (kube.go), generateKubeconfig on any.
 func (s *Server) clusterAction(r *http.Request, _ struct{}) (any, error) {
-	id, action, name := r.PathValue("cluster"), paramValue(r, "action"), ""
+	id, action := r.PathValue("cluster"), paramValue(r, "action")
 	s.mu.Lock()
 	mc, err := clustersType.find(s, id)
-	if err == nil && action == "generateKubeconfig" {
-		mc.Kubeconfigs += btoi(!mc.own)
+	var name string
+	if err == nil {
 		name = mc.Name
 	}
 	s.mu.Unlock()

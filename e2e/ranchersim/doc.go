@@ -12,9 +12,7 @@
 // is reverse-proxied to it with the Options.Kube credentials.
 //
 // The wire formats are Rancher's, v3 (norman) and v1 (steve) alike, down
-// to the odd 401 body (norman.go). Behaviour that matters to a client and
-// differs between Rancher releases is switchable (Options.
-// UniqueProjectNames, Options.AllowDuplicateBindings).
+// to the odd 401 body (norman.go).
 //
 // It also provisions RKE2 custom clusters as Rancher 2.6+ does, for the
 // cluster provisioner: v1 provisioning.cattle.io clusters and secrets,

@@ -125,7 +125,7 @@ func (s *Server) nodeStatus(n *Node) (state, msg string, drained [3]string) {
 	f := s.nodeFault(n)
 	switch {
 	case !n.drainAsked || n.drainReads <= 1:
-	case f.DrainStuck || n.drainReads <= 1+s.opts.Provisioning.DrainPolls:
+	case f.DrainStuck || n.drainReads <= 1+drainPolls:
 		drained[0] = "Unknown"
 	case f.DrainError != "":
 		drained, msg = [3]string{"False", "Error", f.DrainError}, f.DrainError
@@ -181,7 +181,7 @@ func (s *Server) register(r *http.Request, reg Registration) (any, error) {
 		return s.nodeRep(simkit.BaseURL(r), old, false), nil
 	}
 	n.ClusterID, n.Created = tok.ClusterID, s.now()
-	n.ID = s.prov.nodes.Create(func() string { n.Name = "m-" + randLower(12); return n.ClusterID + ":" + n.Name }, n)
+	n.ID = s.prov.nodes.Create(func() string { n.Name = "m-" + randName(12); return n.ClusterID + ":" + n.Name }, n)
 	s.log.Debug("node registered", "id", n.ID, "hostname", n.Hostname)
 	return simkit.Created(s.nodeRep(simkit.BaseURL(r), n, false)), nil
 }

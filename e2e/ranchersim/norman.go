@@ -113,9 +113,6 @@ func rawParams(raw string) []param {
 }
 
 func unescape(s string) string {
-	if !strings.Contains(s, "%") {
-		return s
-	}
 	if u, err := url.PathUnescape(s); err == nil {
 		return u
 	}

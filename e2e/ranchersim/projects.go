@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/base32"
 	"fmt"
-	"math/rand/v2"
 	"net/http"
 	"slices"
 	"strings"
@@ -106,33 +105,18 @@ func (s *Server) addProject(p *Project, creatorBinding bool) {
 	}
 }
 
-// storeBinding fills in ids and stores b; false when its derived name is
-// taken (an identical binding). Caller holds s.mu.
+// storeBinding fills in ids and stores b; false when its name is taken.
+// Since rancher/webhook#1340 (Rancher 2.14) a PRTB's name derives from
+// subject, role and project, so an identical binding collides (409)
+// instead of being created twice. Caller holds s.mu.
 func (s *Server) storeBinding(b *Binding) bool {
-	b.Name = cmp.Or(b.Name, bindingName(b, s.opts.AllowDuplicateBindings))
+	b.Name = cmp.Or(b.Name, "prtb-"+derivedName(cmp.Or(b.principal(), b.ServiceAccount)+"/"+b.RoleTemplateID+"/"+b.ProjectID))
 	b.annotations, b.labels = simkit.CloneOrEmpty(b.annotations), simkit.CloneOrEmpty(b.labels)
 	b.creatorID = cmp.Or(b.creatorID, s.opts.UserID)
 	b.uuid = simkit.NewUUID()
 	b.Created = s.now()
 	b.ID = projectShortID(b.ProjectID) + ":" + b.Name
-	for !s.bindings.Put(b.ID, b) {
-		if !s.opts.AllowDuplicateBindings {
-			return false
-		}
-		b.Name = bindingName(b, true)
-		b.ID = projectShortID(b.ProjectID) + ":" + b.Name
-	}
-	return true
-}
-
-// bindingName is Rancher's PRTB name: since rancher/webhook#1340 derived
-// from subject, role and project, so that an identical binding collides
-// (409) instead of being created twice; before that random.
-func bindingName(b *Binding, random bool) string {
-	if random {
-		return "prtb-" + randName(5)
-	}
-	return "prtb-" + derivedName(cmp.Or(b.principal(), b.ServiceAccount)+"/"+b.RoleTemplateID+"/"+b.ProjectID)
+	return s.bindings.Put(b.ID, b)
 }
 
 // derivedName is the hash-derived part of a binding name: the same
@@ -143,17 +127,8 @@ func derivedName(key string) string {
 }
 
 // randName is n characters of Kubernetes' generateName alphabet (no
-// vowels, no look-alikes), which Rancher's p-… and prtb-… names come from.
+// vowels, no look-alikes), as in Rancher's generated ids (p-…, c-m-…).
 var randName = utilrand.String
-
-// randLower is n characters of [a-z0-9], as in Rancher's c-m-… ids.
-func randLower(n int) string {
-	b := make([]byte, n)
-	for i := range b {
-		b[i] = "abcdefghijklmnopqrstuvwxyz0123456789"[rand.IntN(36)]
-	}
-	return string(b)
-}
 
 func btoi(b bool) int {
 	if b {
@@ -204,8 +179,6 @@ func (s *Server) createProject(r *http.Request, in projectBody) (any, error) {
 		return nil, missingRequired("name")
 	case *in.ClusterID != s.opts.ClusterID:
 		return nil, invalidReference("clusterId", "")
-	case s.opts.UniqueProjectNames && s.projects.Count(func(p *Project) bool { return p.ClusterID == *in.ClusterID && p.Name == *in.Name }) > 0:
-		return nil, alreadyExists(`project name "` + *in.Name + `" is already in use in cluster ` + *in.ClusterID)
 	}
 	p := &Project{ClusterID: *in.ClusterID, Name: *in.Name, Description: *cmp.Or(in.Description, new(string)),
 		Annotations: in.Annotations, Labels: in.Labels, resourceQuota: in.ResourceQuota,

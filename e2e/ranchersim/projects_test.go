@@ -55,12 +55,6 @@ func TestProjects(t *testing.T) {
 			}
 			eq(t, "projects named", len(sim.ProjectsNamed("waldur-twin")), 2)
 		}},
-		{"UniqueProjectNames makes a duplicate a 409 AlreadyExists", ranchersim.Options{UniqueProjectNames: true}, func(t *testing.T, sim *ranchersim.Server, c *client) {
-			c.createProject("waldur-once")
-			c.do("POST", "/v3/projects", map[string]any{"type": "project", "clusterId": cluster, "name": "waldur-once"}).
-				wantErr(t, http.StatusConflict, "AlreadyExists")
-			eq(t, "projects named", len(sim.ProjectsNamed("waldur-once")), 1)
-		}},
 		{"missing required fields are 422 MissingRequired with the field", ranchersim.Options{}, func(t *testing.T, _ *ranchersim.Server, c *client) {
 			r := c.do("POST", "/v3/projects", map[string]any{"type": "project", "name": "x"}).
 				wantErr(t, http.StatusUnprocessableEntity, "MissingRequired")

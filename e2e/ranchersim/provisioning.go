@@ -60,18 +60,18 @@ type ProvisioningOptions struct {
 	// NodeActivePolls is the read of a registered node from which it is
 	// active (default 2: registering first).
 	NodeActivePolls int
-	// DrainPolls is how many reads after the drain action show the Drained
-	// condition Unknown (draining) before it turns True (default 1). The
-	// read right after the action shows no Drained condition at all: the
-	// drain controller has not picked the node up yet.
-	DrainPolls int
 }
+
+// drainPolls is how many reads after the drain action show the Drained
+// condition Unknown (draining) before it turns True. The read right after
+// the action shows no Drained condition at all: the drain controller has
+// not picked the node up yet.
+const drainPolls = 1
 
 func (o ProvisioningOptions) withDefaults() ProvisioningOptions {
 	def := func(v, d int) int { return max(0, cmp.Or(v, d)) } // 0: d; negative: 0
 	o.ClusterNamePolls = def(o.ClusterNamePolls, 2)
 	o.NodeActivePolls = def(o.NodeActivePolls, 2)
-	o.DrainPolls = def(o.DrainPolls, 1)
 	return o
 }
 
@@ -97,7 +97,7 @@ func (s *Server) storeProvCluster(pc *ProvisioningCluster) bool {
 	// Rancher's provisioningv2 controller makes the v1 cluster's
 	// namespace the v3 cluster's fleet workspace (spec.fleetWorkspaceName).
 	mc := &Cluster{Name: pc.Name, ProvisioningID: pc.ID, FleetWorkspaceName: pc.Namespace, Created: pc.Created}
-	mc.ID = s.prov.clusters.Create(func() string { return "c-m-" + randLower(8) }, mc)
+	mc.ID = s.prov.clusters.Create(func() string { return "c-m-" + randName(8) }, mc)
 	pc.ClusterID = mc.ID
 	s.issueDefaultToken(mc)
 	if len(pc.Spec()) == 0 {
@@ -162,8 +162,7 @@ func (inv Inventory) String() string {
 		simkit.Map(inv.Secrets, func(s Secret) string { return s.ID }))
 }
 
-// Inventory returns a snapshot, each list ordered by id. Reading it does
-// not count as a poll.
+// Inventory returns a snapshot, each list ordered by id; not a poll.
 func (s *Server) Inventory() Inventory {
 	s.mu.Lock()
 	defer s.mu.Unlock()

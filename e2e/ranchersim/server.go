@@ -52,13 +52,6 @@ type Options struct {
 	// importYaml and /k8s/clusters answer 503 ClusterUnavailable, the rest
 	// works (handy for tests of the management API alone).
 	Kube *rest.Config
-	// UniqueProjectNames makes a second project with an existing name in
-	// the cluster a 409, as some sites enforce; Rancher itself allows it
-	// (rancher/rancher#54084).
-	UniqueProjectNames bool
-	// AllowDuplicateBindings gives PRTBs random names, so an identical
-	// binding can be created twice (Rancher before 2.14).
-	AllowDuplicateBindings bool
 	// Provisioning paces the provisioned clusters' simulated controllers
 	// (see ProvisioningOptions); the zero value takes the defaults.
 	Provisioning ProvisioningOptions
@@ -85,8 +78,7 @@ type Server struct {
 	simkit.Base
 }
 
-// New builds a simulator; it does not listen (see Start, NewTestServer,
-// Handler).
+// New builds a simulator; it does not listen (Start, NewTestServer, Handler).
 func New(opts Options) (*Server, error) {
 	opts.AccessKey = cmp.Or(opts.AccessKey, DefaultAccessKey)
 	opts.SecretKey = cmp.Or(opts.SecretKey, DefaultSecretKey)
@@ -95,10 +87,7 @@ func New(opts Options) (*Server, error) {
 	opts.UserID = cmp.Or(opts.UserID, DefaultUserID)
 	opts.Provisioning = opts.Provisioning.withDefaults()
 	log := simkit.Defaults("ranchersim", &opts.Now, &opts.Logger)
-	s := &Server{
-		opts: opts,
-		log:  log,
-	}
+	s := &Server{opts: opts, log: log}
 	s.Faults = newFaults()
 	s.prov.clusters.Put(opts.ClusterID, &Cluster{ID: opts.ClusterID, Name: opts.ClusterName, Created: s.now(), own: true})
 	if opts.Kube != nil {
@@ -248,11 +237,8 @@ func (s *Server) root(r *http.Request, _ struct{}) (any, error) {
 	}, nil
 }
 
-// Call is one logged request. Bodies are kept (the API key is in the
-// Authorization header, which is not logged; the only credentials in
-// bodies are the test registry secrets' and the registration tokens of
-// node registrations), except of /k8s/ requests, whose bodies stream
-// through.
+// Call is one logged request, with its body except for /k8s/ requests,
+// which stream through (the API key is in the unlogged Authorization).
 type Call = simkit.Call
 
 // Fault makes matching requests misbehave (see simkit.Fault).
@@ -272,12 +258,10 @@ func newFaults() *simkit.Faults {
 	})
 }
 
-// adminRoutes serve the inspection API under /sim/ for a simulator run as
-// a process (make run), where tests cannot call Server's methods: what
-// the methods of the same names answer and simkit's call log and fault
-// routes. It needs no key and bypasses faults and the call log;
-// listen on loopback only. RegisterPath is not part of it: it stands in
-// for a node's agent and goes through faults and the call log.
+// adminRoutes serve under /sim/, without a key and past faults and the
+// call log, what the methods of the same names answer and simkit's fault
+// routes, for a simulator run as a process (make run); listen on loopback
+// only.
 func (s *Server) adminRoutes(mux *http.ServeMux) {
 	get := func(path string, f func() any) {
 		mux.HandleFunc("GET "+path, func(w http.ResponseWriter, _ *http.Request) { simkit.WriteJSON(w, http.StatusOK, f()) })

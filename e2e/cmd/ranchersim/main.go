@@ -27,8 +27,6 @@ func main() {
 		fs.StringVar(&opts.SecretKey, "secret-key", ranchersim.DefaultSecretKey, "API secret key (basic auth password)")
 		fs.StringVar(&opts.ClusterID, "cluster-id", ranchersim.DefaultClusterID, "id of the simulated downstream cluster")
 		fs.StringVar(&opts.ClusterName, "cluster-name", ranchersim.DefaultClusterName, "name of the simulated downstream cluster")
-		fs.BoolVar(&opts.UniqueProjectNames, "unique-project-names", false, "answer 409 to a second project with the same name (Rancher does not)")
-		fs.BoolVar(&opts.AllowDuplicateBindings, "allow-duplicate-bindings", false, "allow identical bindings twice (Rancher before 2.14)")
 		return func(_ context.Context, log *slog.Logger) (simkit.Sim, []any, error) {
 			opts.Logger = log
 			if *kubeconfig != "" {
