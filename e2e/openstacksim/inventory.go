@@ -28,7 +28,7 @@ type Inventory struct {
 // Neutron made for projects (they outlive a project unless an admin deletes
 // them, as in Neutron).
 func (inv Inventory) Empty() bool {
-	return inv.Total() == len(slices.DeleteFunc(slices.Clone(inv.SecurityGroups), func(g SecurityGroup) bool { return !g.Default }))
+	return inv.Total() == len(inv.SecurityGroups) && !slices.ContainsFunc(inv.SecurityGroups, func(g SecurityGroup) bool { return !g.Default })
 }
 
 // Inventory lists what exists in project (by id; "" for every project).
