@@ -60,12 +60,14 @@ var (
 	natsErr     error
 )
 
-// SitebusBinary builds ./services/cmd/sitebus once per test binary. Every
-// e2e package is a test binary of its own, so the build goes to one path
-// per checkout in the cache, written beside it and renamed into place: a
-// package still running the previous build keeps its file, and a run
-// leaves one binary behind, not one per package (a temporary directory per
-// package left 140 MB each, and repeated runs filled the disk).
+// SitebusBinary builds ./services/cmd/sitebus once per test binary, to one
+// path per checkout in the cache. Every e2e package is a test binary of its
+// own and calls this, so the build goes straight to that path: go build
+// leaves an output whose build ID is current alone (no 140 MB relink per
+// package), and otherwise links in its work directory and renames the
+// result into place, so a package still running the previous build keeps
+// its file. The work directory is put beside the output (GOTMPDIR) so that
+// the rename is never a copy across file systems.
 func SitebusBinary() (string, error) {
 	sitebusOnce.Do(func() {
 		root, err := RepoRoot()
@@ -75,12 +77,7 @@ func SitebusBinary() (string, error) {
 		}
 		sum := sha256.Sum256([]byte(root))
 		sitebusBin = filepath.Join(CacheDir(), "bin", fmt.Sprintf("sitebus-e2e-%x", sum[:6]))
-		tmp := sitebusBin + ".tmp" + strconv.Itoa(os.Getpid())
-		if sitebusErr = goBuild(root, tmp, "-ldflags=-X main.version=e2e", "./services/cmd/sitebus"); sitebusErr != nil {
-			_ = os.Remove(tmp) // a failed link may leave part of a file
-			return
-		}
-		sitebusErr = os.Rename(tmp, sitebusBin)
+		sitebusErr = goBuild(root, sitebusBin, "-ldflags=-X main.version=e2e", "./services/cmd/sitebus")
 	})
 	return sitebusBin, sitebusErr
 }
@@ -108,11 +105,13 @@ func NATSServerBinary() (string, error) {
 }
 
 func goBuild(dir, out string, args ...string) error {
-	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+	work := filepath.Join(filepath.Dir(out), "tmp")
+	if err := os.MkdirAll(work, 0o755); err != nil {
 		return err
 	}
 	cmd := exec.Command("go", append([]string{"build", "-o", out}, args...)...)
 	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOTMPDIR="+work)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
