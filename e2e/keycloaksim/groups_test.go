@@ -158,6 +158,13 @@ func TestGroups(t *testing.T) {
 				t.Fatalf("got %+v", got)
 			}
 		}},
+		{"q reads quoted values with spaces", func(t *testing.T, e *env) {
+			team, _, _, _ := e.tree(t)
+			_, err := e.gc.CreateChildGroup(ctx, e.token, "waldur", team, group("m", map[string][]string{"managed_by": {"site a"}}))
+			must(t, err)
+			eq(t, "quoted", len(e.rawGroups(t, "/groups", map[string]string{"q": `managed_by:"site a"`})), 1)
+			eq(t, "first word only", len(e.rawGroups(t, "/groups", map[string]string{"q": "managed_by:site"})), 0)
+		}},
 		{"first and max page the top-level list by name", func(t *testing.T, e *env) {
 			for _, n := range []string{"c", "a", "b", "d"} {
 				_, err := e.gc.CreateGroup(ctx, e.token, "waldur", group(n, nil))

@@ -103,6 +103,10 @@ func TestMembersAndUsers(t *testing.T) {
 			must(t, err)
 			eq(t, "non-exact matches", len(us), 1)
 		}},
+		{"a user filter the simulator does not model is refused, not ignored", func(t *testing.T, e *env) {
+			_, err := e.gc.GetUsers(ctx, e.token, "waldur", gocloak.GetUsersParams{Email: gocloak.StringP("bob@example.org")})
+			apiErr(t, err, 501, `keycloaksim does not model the users filter "email"`)
+		}},
 		{"a user added later can be found and joined", func(t *testing.T, e *env) {
 			us, err := e.gc.GetUsers(ctx, e.token, "waldur", gocloak.GetUsersParams{Username: gocloak.StringP("carol"), Exact: gocloak.BoolP(true)})
 			must(t, err)
