@@ -22,7 +22,7 @@ func (s *Server) routerRep(rt *Router) obj {
 		gw = obj{"network_id": rt.GatewayNetworkID, "enable_snat": true, "external_fixed_ips": ips}
 	}
 	return stamp(obj{"id": rt.ID, "name": rt.Name, "status": "ACTIVE", "admin_state_up": true,
-		"external_gateway_info": gw, "routes": []obj{}, "distributed": false, "ha": false,
+		"external_gateway_info": gw, "routes": []obj{}, "distributed": false, "ha": rt.HA,
 		"availability_zone_hints": []string{}, "availability_zones": []string{"nova"}, "flavor_id": nil},
 		&rt.Meta)
 }
@@ -36,6 +36,8 @@ type routerIn struct {
 	Gateway nullable[struct {
 		NetworkID string `json:"network_id"`
 	}] `json:"external_gateway_info"`
+	// HA is for admins only, as Neutron's default policy has it.
+	HA *bool `json:"ha"`
 }
 
 // setGateway points rt's gateway at network id ("" removes it), taking an
@@ -88,6 +90,16 @@ func (s *Server) createRouter(c *caller, in routerIn) (*Router, *apiErr) {
 }
 
 func (s *Server) updateRouter(c *caller, rt *Router, in routerIn) *apiErr {
+	if in.HA != nil {
+		if !c.admin {
+			verb := "update"
+			if s.st.routers[rt.ID] == nil {
+				verb = "create"
+			}
+			return policy(verb + "_router:ha")
+		}
+		rt.HA = *in.HA
+	}
 	if in.Gateway.Set {
 		if e := s.setGateway(rt, in.Gateway.V.NetworkID); e != nil {
 			return e

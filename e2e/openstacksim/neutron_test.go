@@ -47,7 +47,7 @@ func neutronType(t *testing.T, err error) string {
 	for _, typ := range []string{"IpAddressAlreadyAllocated", "InvalidIpForSubnet", "SubnetInUse", "NetworkInUse",
 		"SecurityGroupInUse", "RouterInUse", "OverQuota", "IpAddressGenerationFailure", "L3PortInUse",
 		"SecurityGroupRuleExists", "ExternalGatewayForFloatingIPNotFound", "GatewayConflictWithAllocationPools",
-		"OutOfBoundsAllocationPool"} {
+		"OutOfBoundsAllocationPool", "PolicyNotAuthorized"} {
 		if strings.Contains(string(e.Body), `"type":"`+typ+`"`) {
 			return typ
 		}
@@ -325,5 +325,38 @@ func TestConcurrentPortsGetDistinctAddresses(t *testing.T) {
 	}
 	if len(sim.Inventory("").Subnets[0].Allocated) != workers {
 		t.Fatalf("allocations %+v", sim.Inventory("").Subnets[0].Allocated)
+	}
+}
+
+// haRouter is a router create with Neutron's ha attribute, which
+// gophercloud's CreateOpts has no field for.
+type haRouter struct{ name string }
+
+func (o haRouter) ToRouterCreateMap() (map[string]any, error) {
+	return map[string]any{"router": map[string]any{"name": o.name, "ha": true}}, nil
+}
+
+func TestRouterHAIsForAdmins(t *testing.T) {
+	sim, _, c := simWithTenant(t, "ha")
+	ctx := ctxT(t)
+	_, err := routers.Create(ctx, c.network, haRouter{"member"}).Extract()
+	wantCode(t, err, http.StatusForbidden)
+	if got := neutronType(t, err); got != "PolicyNotAuthorized" {
+		t.Fatalf("type %s", got)
+	}
+	ac := clientsOf(t, admin(t, sim))
+	rt := must(routers.Create(ctx, ac.network, haRouter{"admin"}).Extract()).of(t)
+	got := must(routers.Get(ctx, ac.network, rt.ID).Extract()).of(t)
+	if got.Name != "admin" {
+		t.Fatalf("router %+v", got)
+	}
+	var body struct {
+		Router struct {
+			HA bool `json:"ha"`
+		} `json:"router"`
+	}
+	must(0, routers.Get(ctx, ac.network, rt.ID).ExtractInto(&body)).of(t)
+	if !body.Router.HA {
+		t.Fatal("an admin's HA router reads ha: false")
 	}
 }

@@ -144,6 +144,7 @@ type Router struct {
 	GatewayNetworkID string
 	GatewayPortID    string
 	Interfaces       []string
+	HA               bool
 }
 
 // FloatingIP is a Neutron floating IP.
