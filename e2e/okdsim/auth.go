@@ -159,14 +159,14 @@ func (s *Server) oauthToken(r *http.Request, _ struct{}) (any, error) {
 	if !ok {
 		id, secret = r.PostForm.Get("client_id"), r.PostForm.Get("client_secret")
 	}
-	badClient := subtle.ConstantTimeCompare([]byte(id), []byte(DefaultOAuthClientID)) != 1 ||
-		subtle.ConstantTimeCompare([]byte(secret), []byte(DefaultOAuthClientSecret)) != 1
+	badClient := subtle.ConstantTimeCompare([]byte(id), []byte(OAuthClientID)) != 1 ||
+		subtle.ConstantTimeCompare([]byte(secret), []byte(OAuthClientSecret)) != 1
 	gt := r.PostForm.Get("grant_type")
 	if e := cmp.Or(
 		simkit.Refuse(badClient, simkit.OAuthError(http.StatusUnauthorized, "unauthorized_client", "The client is not authorized to request a token using this method.")),
 		simkit.Refuse(gt == "", simkit.OAuthError(http.StatusBadRequest, "invalid_request", "The request is missing a required parameter: grant_type.")),
 		simkit.Refuse(gt != "refresh_token", simkit.OAuthError(http.StatusBadRequest, "unsupported_grant_type", "The authorization grant type "+gt+" is not supported.")),
-		simkit.Refuse(subtle.ConstantTimeCompare([]byte(r.PostForm.Get("refresh_token")), []byte(DefaultRefreshToken)) != 1,
+		simkit.Refuse(subtle.ConstantTimeCompare([]byte(r.PostForm.Get("refresh_token")), []byte(RefreshToken)) != 1,
 			simkit.OAuthError(http.StatusBadRequest, "invalid_grant", "The provided authorization grant is invalid, expired, revoked, or was issued to another client.")),
 	); e != nil {
 		return nil, e
@@ -175,13 +175,13 @@ func (s *Server) oauthToken(r *http.Request, _ struct{}) (any, error) {
 	_, _ = rand.Read(raw)
 	tok := "sha256~" + base64.RawURLEncoding.EncodeToString(raw)
 	s.mu.Lock()
-	s.oauthTokens[tok] = oauthToken{user: s.opts.User, expires: s.now().Add(DefaultOAuthTokenTTL)}
+	s.oauthTokens[tok] = oauthToken{user: s.opts.User, expires: s.now().Add(OAuthTokenTTL)}
 	s.mu.Unlock()
 	return map[string]any{
 		"access_token":  tok,
 		"token_type":    "Bearer",
-		"expires_in":    int(DefaultOAuthTokenTTL / time.Second),
-		"refresh_token": DefaultRefreshToken,
+		"expires_in":    int(OAuthTokenTTL / time.Second),
+		"refresh_token": RefreshToken,
 		"scope":         "user:full",
 	}, nil
 }

@@ -107,8 +107,8 @@ func TestOAuth(t *testing.T) {
 		_ = json.NewDecoder(resp.Body).Decode(&out)
 		return resp, out
 	}
-	good := url.Values{"grant_type": {"refresh_token"}, "refresh_token": {okdsim.DefaultRefreshToken},
-		"client_id": {okdsim.DefaultOAuthClientID}, "client_secret": {okdsim.DefaultOAuthClientSecret}}
+	good := url.Values{"grant_type": {"refresh_token"}, "refresh_token": {okdsim.RefreshToken},
+		"client_id": {okdsim.OAuthClientID}, "client_secret": {okdsim.OAuthClientSecret}}
 
 	t.Run("a refresh token grant issues an access token the API accepts until it expires", func(t *testing.T) {
 		resp, out := form(good, "", "")
@@ -121,13 +121,13 @@ func TestOAuth(t *testing.T) {
 		c := *e.c
 		c.token = tok
 		c.do("GET", whoami, nil).want(t, http.StatusOK)
-		clock.Add(int64(okdsim.DefaultOAuthTokenTTL + time.Second))
+		clock.Add(int64(okdsim.OAuthTokenTTL + time.Second))
 		c.do("GET", whoami, nil).want(t, http.StatusUnauthorized)
 	})
 
 	t.Run("client credentials as basic auth work too", func(t *testing.T) {
-		v := url.Values{"grant_type": {"refresh_token"}, "refresh_token": {okdsim.DefaultRefreshToken}}
-		resp, _ := form(v, okdsim.DefaultOAuthClientID, okdsim.DefaultOAuthClientSecret)
+		v := url.Values{"grant_type": {"refresh_token"}, "refresh_token": {okdsim.RefreshToken}}
+		resp, _ := form(v, okdsim.OAuthClientID, okdsim.OAuthClientSecret)
 		eq(t, "status", resp.StatusCode, http.StatusOK)
 	})
 

@@ -20,15 +20,19 @@ import (
 	"github.com/sitebus/sitebus/e2e/simkit/simkube"
 )
 
-// Defaults of Options, and the OAuth client, refresh token and access
-// token lifetime of the /oauth/token refresh_token grant.
+// Defaults of Options.
 const (
-	DefaultToken             = "sha256~okdsim-token-0001"
-	DefaultUser              = "system:serviceaccount:waldur:site-agent"
-	DefaultOAuthClientID     = "sitebus"
-	DefaultOAuthClientSecret = "okdsim-oauth-secret"
-	DefaultRefreshToken      = "okdsim-refresh-token"
-	DefaultOAuthTokenTTL     = 24 * time.Hour
+	DefaultToken = "sha256~okdsim-token-0001"
+	DefaultUser  = "system:serviceaccount:waldur:site-agent"
+)
+
+// The OAuth client, refresh token and access token lifetime that the
+// /oauth/token refresh_token grant takes and gives: fixed, not options.
+const (
+	OAuthClientID     = "sitebus"
+	OAuthClientSecret = "okdsim-oauth-secret"
+	RefreshToken      = "okdsim-refresh-token"
+	OAuthTokenTTL     = 24 * time.Hour
 )
 
 // Options configure a simulator.
