@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"sync"
 	"testing"
 
@@ -95,11 +94,7 @@ func NATSServerBinary() (string, error) {
 			natsErr = err
 			return
 		}
-		tmp := natsBin + ".tmp" + strconv.Itoa(os.Getpid())
-		if natsErr = goBuild(filepath.Join(root, "e2e"), tmp, "github.com/nats-io/nats-server/v2"); natsErr != nil {
-			return
-		}
-		natsErr = os.Rename(tmp, natsBin)
+		natsErr = goBuild(filepath.Join(root, "e2e"), natsBin, "github.com/nats-io/nats-server/v2")
 	})
 	return natsBin, natsErr
 }

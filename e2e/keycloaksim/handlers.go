@@ -186,7 +186,7 @@ func listMembers(q req) (any, *apiError) { return userList(q, q.rm.groupMembers(
 func (rm *realm) findUsers(r *http.Request) ([]*user, *apiError) {
 	q := r.URL.Query()
 	for name := range q {
-		if !slices.Contains([]string{"username", "exact", "first", "max", "briefRepresentation"}, name) {
+		if !slices.Contains(userParams, name) {
 			return nil, errorCode(http.StatusNotImplemented, "keycloaksim does not model the users filter "+strconv.Quote(name))
 		}
 	}
@@ -196,6 +196,9 @@ func (rm *realm) findUsers(r *http.Request) ([]*user, *apiError) {
 		return !q.Has("username") || exact && have == want || !exact && strings.Contains(have, want)
 	}, func(u *user) *user { return u }), nil
 }
+
+// userParams are the GET /users parameters findUsers and userList read.
+var userParams = []string{"username", "exact", "first", "max", "briefRepresentation"}
 
 // userList renders one page of users: first (0), max (100, Keycloak's
 // default), briefRepresentation (false).
