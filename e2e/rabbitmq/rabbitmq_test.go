@@ -96,7 +96,7 @@ func TestSTOMPRoundTrip(t *testing.T) {
 	vh := newVhost(t, b, "stomp-vh")
 	dial := map[string]func(t *testing.T) *stomp.Conn{
 		"tcp": func(t *testing.T) *stomp.Conn {
-			c, err := rabbitmq.DialSTOMP(b.STOMPAddr(), b.AdminUser, b.AdminPass, vh)
+			c, err := rabbitmq.DialSTOMP(t.Context(), b.STOMPAddr(), b.AdminUser, b.AdminPass, vh)
 			if err != nil {
 				t.Fatal(err)
 			}

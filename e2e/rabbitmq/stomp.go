@@ -3,7 +3,7 @@ package rabbitmq
 import (
 	"context"
 	"fmt"
-
+	"net"
 	"time"
 
 	"github.com/coder/websocket"
@@ -21,9 +21,22 @@ func STOMPOptions(login, passcode, vhost string) []func(*stomp.Conn) error {
 	}
 }
 
-// DialSTOMP opens a plain TCP STOMP 1.2 connection (how Mastermind publishes).
-func DialSTOMP(addr, login, passcode, vhost string) (*stomp.Conn, error) {
-	return stomp.Dial("tcp", addr, STOMPOptions(login, passcode, vhost)...)
+// DialSTOMP opens a plain TCP STOMP 1.2 connection (how Mastermind
+// publishes). ctx bounds the TCP dial and the wait for CONNECTED: a
+// broker that is still starting may accept the connection and answer
+// nothing, and a caller must not hang on it.
+func DialSTOMP(ctx context.Context, addr, login, passcode, vhost string) (*stomp.Conn, error) {
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := stomp.ConnectWithContext(ctx, nc, STOMPOptions(login, passcode, vhost)...)
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("stomp connect %s: %w", addr, err)
+	}
+	return conn, nil
 }
 
 // DialWebSTOMP opens STOMP 1.2 over a WebSocket (subprotocol v12.stomp), the

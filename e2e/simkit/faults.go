@@ -3,6 +3,8 @@ package simkit
 import (
 	"bytes"
 	"cmp"
+	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -84,10 +86,50 @@ type Faults struct {
 	faults []*Fault // Count: how many answers are left (0: unlimited)
 	calls  []Call
 	down   bool
+	// inflight counts the requests being served, by path; answered is
+	// signalled (under mu) whenever one of them is logged.
+	inflight map[string]int
+	answered *sync.Cond
 }
 
 // NewFaults returns an empty registry.
-func NewFaults(opts FaultOptions) *Faults { return &Faults{opts: opts} }
+func NewFaults(opts FaultOptions) *Faults {
+	fs := &Faults{opts: opts, inflight: map[string]int{}}
+	fs.answered = sync.NewCond(&fs.mu)
+	return fs
+}
+
+// WaitAnswered waits until no request whose path match accepts is being
+// served, so that the call log holds all of them. A handler changes the
+// simulator's state before it answers, as the real service commits before
+// it responds: a test that saw the change (an order's new state, say)
+// waits here before it reads the call that made it.
+func (fs *Faults) WaitAnswered(ctx context.Context, match func(path string) bool) error {
+	stop := context.AfterFunc(ctx, func() {
+		fs.mu.Lock()
+		fs.answered.Broadcast()
+		fs.mu.Unlock()
+	})
+	defer stop()
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	for {
+		busy := ""
+		for p := range fs.inflight {
+			if match(p) {
+				busy = p
+				break
+			}
+		}
+		if busy == "" {
+			return nil
+		}
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("a request to %s is still being served: %w", busy, err)
+		}
+		fs.answered.Wait()
+	}
+}
 
 // AddFault injects f; faults are matched in the order they were added.
 func (fs *Faults) AddFault(f Fault) {
@@ -175,6 +217,10 @@ func (fs *Faults) Middleware(next http.Handler) http.Handler {
 		}
 		rec := &statusRecorder{ResponseWriter: w}
 		f := fs.take(r)
+		path := r.URL.Path
+		fs.mu.Lock()
+		fs.inflight[path]++
+		fs.mu.Unlock()
 		defer func() {
 			label := ""
 			if fs.opts.Label != nil {
@@ -182,9 +228,13 @@ func (fs *Faults) Middleware(next http.Handler) http.Handler {
 			}
 			fs.mu.Lock()
 			fs.calls = append(fs.calls, Call{Label: label,
-				Time: start, Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Body: string(body),
+				Time: start, Method: r.Method, Path: path, Query: r.URL.RawQuery, Body: string(body),
 				Status: rec.status, Duration: time.Since(start), Faulted: f != nil,
 			})
+			if fs.inflight[path]--; fs.inflight[path] == 0 {
+				delete(fs.inflight, path)
+			}
+			fs.answered.Broadcast()
 			fs.mu.Unlock()
 		}()
 		if f != nil {

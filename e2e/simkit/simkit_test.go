@@ -1,6 +1,7 @@
 package simkit
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -63,4 +64,45 @@ func TestAFaultAnswersItsCountThenPassesThrough(t *testing.T) {
 	if len(calls) != 2 || !calls[0].Faulted || calls[1].Faulted || calls[0].Label != "agent" {
 		t.Errorf("call log %+v, want the first faulted, both labelled agent", calls)
 	}
+}
+
+func TestWaitAnsweredReturnsOnceTheMatchingRequestIsLogged(t *testing.T) {
+	fs := NewFaults(FaultOptions{})
+	entered, release := make(chan struct{}), make(chan struct{})
+	h := fs.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/orders/1/done" {
+			close(entered) // the state has changed; the answer is not out yet
+			<-release
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("POST", "/orders/1/done", nil))
+	}()
+	<-entered
+	orderOne := func(p string) bool { return strings.HasPrefix(p, "/orders/1/") }
+
+	// Another path being quiet does not stand for this one.
+	if err := fs.WaitAnswered(context.Background(), func(p string) bool { return strings.HasPrefix(p, "/orders/2/") }); err != nil {
+		t.Fatalf("WaitAnswered on an idle path: %v", err)
+	}
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := fs.WaitAnswered(gone, orderOne); err == nil || !strings.Contains(err.Error(), "/orders/1/done") {
+		t.Fatalf("WaitAnswered with the request still served: %v, want an error naming its path", err)
+	}
+	if n := len(fs.Calls()); n != 0 {
+		t.Fatalf("call log has %d calls while the request is served, want 0", n)
+	}
+
+	close(release)
+	if err := fs.WaitAnswered(context.Background(), orderOne); err != nil {
+		t.Fatalf("WaitAnswered after the answer: %v", err)
+	}
+	if calls := fs.Calls(); len(calls) != 1 || calls[0].Path != "/orders/1/done" || calls[0].Status != http.StatusOK {
+		t.Errorf("call log %+v, want the one answered call", calls)
+	}
+	<-served
 }

@@ -91,7 +91,7 @@ func TestMalformedFrameStorm(t *testing.T) {
 	// The storm: the same number of orders, each behind frames/orders bad
 	// frames (and some of its own frame again).
 	vhost, queue := base.vhost, base.destination
-	conn, err := rabbitmq.DialSTOMP(s.Broker.STOMPAddr(), s.Broker.AdminUser, s.Broker.AdminPass, vhost)
+	conn, err := rabbitmq.DialSTOMP(harness.Context(t, time.Minute), s.Broker.STOMPAddr(), s.Broker.AdminUser, s.Broker.AdminPass, vhost)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -100,6 +100,12 @@ func (s *Server) adminRoutes() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("POST /sim/orders", simkit.Handle(admin, publishing(http.StatusCreated, s.CreateOrder)))
 	mux.Handle("GET /sim/orders/{uuid}", s.guard(false, simkit.Handle(admin, show(s.st.orders.Get, s.st.orderView))))
+	mux.Handle("GET /sim/orders/{uuid}/answered", simkit.Handle(admin, func(r *http.Request, _ struct{}) (struct{}, error) {
+		if err := s.WaitAnswered(r.Context(), orderRequest(r.PathValue("uuid"))); err != nil {
+			return struct{}{}, detail(http.StatusGatewayTimeout, err.Error())
+		}
+		return struct{}{}, nil
+	}))
 	mux.Handle("GET /sim/resources/{uuid}", s.guard(false, simkit.Handle(admin, show(s.st.resources.Get, s.st.resourceView))))
 	mux.Handle("POST /sim/resources/{uuid}/flags", simkit.Handle(admin, func(r *http.Request, req FlagsRequest) (simkit.Reply, error) {
 		return publishing(http.StatusOK, func(ctx context.Context, req FlagsRequest) (*FlagsResult, error) {
@@ -403,11 +409,18 @@ func (c *AdminClient) Resource(ctx context.Context, uuid string) (*APIResource, 
 	return &out, c.do(ctx, http.MethodGet, "/sim/resources/"+uuid, nil, &out)
 }
 
-// WaitOrder polls until the order is in one of states or ctx ends.
+// WaitOrder polls until the order is in one of states and every call on
+// it has been answered, or ctx ends.
 func (c *AdminClient) WaitOrder(ctx context.Context, uuid string, states ...string) (*APIOrder, error) {
 	for {
 		o, err := c.Order(ctx, uuid)
 		if err == nil && slices.Contains(states, o.State) {
+			// The order changes state before the call that changed it is
+			// answered and logged; wait for that, so a caller that reads
+			// the call log next finds the call.
+			if err := c.do(ctx, http.MethodGet, "/sim/orders/"+uuid+"/answered", nil, nil); err != nil {
+				return o, fmt.Errorf("order %s is %q, but the calls on it were not answered: %w", uuid, o.State, err)
+			}
 			return o, nil
 		}
 		select {
@@ -418,6 +431,17 @@ func (c *AdminClient) WaitOrder(ctx context.Context, uuid string, states ...stri
 			return o, err
 		case <-time.After(100 * time.Millisecond):
 		}
+	}
+}
+
+// orderRequest matches the API paths of one order, whichever way the
+// client spells its UUID.
+func orderRequest(uuid string) func(path string) bool {
+	hex := strings.ReplaceAll(uuid, "-", "")
+	return func(path string) bool {
+		rest, ok := strings.CutPrefix(path, "/api/marketplace-orders/")
+		id, _, _ := strings.Cut(rest, "/")
+		return ok && strings.ReplaceAll(id, "-", "") == hex
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf16"
 
 	"github.com/go-stomp/stomp/v3"
@@ -154,6 +155,11 @@ func newPublisher(cfg RabbitConfig, log *slog.Logger) *publisher {
 		mgmt: rabbitmq.NewMgmt(cfg.MgmtURL, cfg.AdminUser, cfg.AdminPass)}
 }
 
+// dialTimeout bounds one connection attempt to the broker, as a
+// publisher's connect timeout does: a publish holds the publisher, so
+// a broker that accepts and never answers must not hold it for good.
+const dialTimeout = 10 * time.Second
+
 func (p *publisher) send(m Published) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -161,7 +167,9 @@ func (p *publisher) send(m Published) error {
 	for attempt := 0; attempt < 2; attempt++ {
 		c := p.conns[m.Vhost]
 		if c == nil {
-			c, err = rabbitmq.DialSTOMP(p.cfg.STOMPAddr, p.cfg.AdminUser, p.cfg.AdminPass, m.Vhost)
+			ctx, cancel := context.WithTimeout(context.Background(), dialTimeout)
+			c, err = rabbitmq.DialSTOMP(ctx, p.cfg.STOMPAddr, p.cfg.AdminUser, p.cfg.AdminPass, m.Vhost)
+			cancel()
 			if err != nil {
 				continue
 			}
