@@ -82,14 +82,12 @@ const maxLoggedBody = 1 << 20
 type Faults struct {
 	opts FaultOptions
 
-	mu     sync.Mutex
-	faults []*Fault // Count: how many answers are left (0: unlimited)
-	calls  []Call
-	down   bool
-	// inflight counts the requests being served, by path; answered is
-	// signalled (under mu) whenever one of them is logged.
-	inflight map[string]int
-	answered *sync.Cond
+	mu       sync.Mutex
+	faults   []*Fault // Count: how many answers are left (0: unlimited)
+	calls    []Call
+	down     bool
+	inflight map[string]int // requests being served, by path
+	answered *sync.Cond     // signalled (under mu) as each is logged
 }
 
 // NewFaults returns an empty registry.
@@ -100,32 +98,25 @@ func NewFaults(opts FaultOptions) *Faults {
 }
 
 // WaitAnswered waits until no request whose path match accepts is being
-// served, so that the call log holds all of them. A handler changes the
-// simulator's state before it answers, as the real service commits before
-// it responds: a test that saw the change (an order's new state, say)
-// waits here before it reads the call that made it.
+// served. A handler changes the simulator's state before it answers, as
+// the real service commits before it responds: a test that saw the change
+// waits here before it reads the call log for the call that made it.
 func (fs *Faults) WaitAnswered(ctx context.Context, match func(path string) bool) error {
-	stop := context.AfterFunc(ctx, func() {
-		fs.mu.Lock()
-		fs.answered.Broadcast()
-		fs.mu.Unlock()
-	})
-	defer stop()
+	defer context.AfterFunc(ctx, func() { fs.mu.Lock(); fs.answered.Broadcast(); fs.mu.Unlock() })()
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	for {
-		busy := ""
+		var busy []string
 		for p := range fs.inflight {
 			if match(p) {
-				busy = p
-				break
+				busy = append(busy, p)
 			}
 		}
-		if busy == "" {
+		if len(busy) == 0 {
 			return nil
 		}
 		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("a request to %s is still being served: %w", busy, err)
+			return fmt.Errorf("requests to %v are still being served: %w", busy, err)
 		}
 		fs.answered.Wait()
 	}

@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 	"unicode/utf16"
 
 	"github.com/go-stomp/stomp/v3"
@@ -129,7 +128,7 @@ func (s *Server) publish(ctx context.Context, ev *pendingEvent) ([]Published, er
 			errs = append(errs, errors.New("no RabbitMQ configured"))
 			continue
 		}
-		if err := s.pub.send(p); err != nil {
+		if err := s.pub.send(ctx, p); err != nil {
 			s.log.Error("publish event failed", "queue", t.queue, "vhost", t.vhost, "err", err)
 			errs = append(errs, fmt.Errorf("publish to %s: %w", t.queue, err))
 			continue
@@ -155,21 +154,16 @@ func newPublisher(cfg RabbitConfig, log *slog.Logger) *publisher {
 		mgmt: rabbitmq.NewMgmt(cfg.MgmtURL, cfg.AdminUser, cfg.AdminPass)}
 }
 
-// dialTimeout bounds one connection attempt to the broker, as a
-// publisher's connect timeout does: a publish holds the publisher, so
-// a broker that accepts and never answers must not hold it for good.
-const dialTimeout = 10 * time.Second
-
-func (p *publisher) send(m Published) error {
+// send publishes m; ctx (the request that publishes) bounds a connect,
+// so a broker that accepts and never answers holds no publish for good.
+func (p *publisher) send(ctx context.Context, m Published) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var err error
 	for attempt := 0; attempt < 2; attempt++ {
 		c := p.conns[m.Vhost]
 		if c == nil {
-			ctx, cancel := context.WithTimeout(context.Background(), dialTimeout)
 			c, err = rabbitmq.DialSTOMP(ctx, p.cfg.STOMPAddr, p.cfg.AdminUser, p.cfg.AdminPass, m.Vhost)
-			cancel()
 			if err != nil {
 				continue
 			}
