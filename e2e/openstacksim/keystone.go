@@ -298,10 +298,8 @@ func keystoneCollection[T any](plural, singular string, items func(*state) map[s
 		NotFound:   func(id string) *apiErr { return keystoneErr(404, "Could not find "+singular+": "+id+".") },
 		Hidden:     forbidden("identity:get_" + singular),
 		ListPolicy: adminOnly("identity:list_" + plural),
-		Allow: func(c *caller, verb string) *apiErr {
-			return adminOnly("identity:" + verb + "_" + singular)(c)
-		},
-		BadBody: keystoneBad,
+		Allow:      func(c *caller, verb string) *apiErr { return adminOnly("identity:" + verb + "_" + singular)(c) },
+		BadBody:    keystoneBad,
 	}
 }
 

@@ -64,8 +64,7 @@ func (in attrsIn) project(c *caller) (string, *apiErr) {
 		return c.projectID, nil
 	}
 	if p != c.projectID && !c.admin {
-		return "", neutronErr(http.StatusBadRequest, "HTTPBadRequest",
-			"Specifying 'project_id' or 'tenant_id' other than the authenticated project in request requires admin privileges")
+		return "", neutronBad("Specifying 'project_id' or 'tenant_id' other than the authenticated project in request requires admin privileges")
 	}
 	return p, nil
 }
@@ -236,9 +235,7 @@ func (s *Server) updateSubnet(c *caller, sub *Subnet, sin subnetIn) *apiErr {
 		}
 	}
 	sin.apply(&sub.Meta)
-	if sin.DNS != nil {
-		sub.DNSNameservers = slices.Clone(*sin.DNS)
-	}
+	simkit.Set(&sub.DNSNameservers, sin.DNS)
 	simkit.Set(&sub.EnableDHCP, sin.EnableDHCP)
 	return nil
 }
@@ -285,19 +282,12 @@ var ports = func() *collection[Port] {
 // a port matches when one of its addresses has every given key.
 var fixedIPsFilter = map[string]simkit.Filter{
 	"fixed_ips": func(o obj, vals []string) bool {
-		for _, f := range o["fixed_ips"].([]obj) {
-			all := true
-			for _, v := range vals {
+		return slices.ContainsFunc(o["fixed_ips"].([]obj), func(f obj) bool {
+			return !slices.ContainsFunc(vals, func(v string) bool {
 				k, want, _ := strings.Cut(v, "=")
-				if simkit.Scalar(f[k]) != want {
-					all = false
-				}
-			}
-			if all {
-				return true
-			}
-		}
-		return false
+				return simkit.Scalar(f[k]) != want
+			})
+		})
 	},
 }
 
@@ -323,9 +313,7 @@ func (s *Server) allocateIPs(n *Network, id string, want *[]fixedIPIn) (out []Fi
 	subs := where(s.st.subnets, func(sub *Subnet) bool { return sub.NetworkID == n.ID })
 	defer func() {
 		if e != nil {
-			for _, f := range out {
-				s.st.subnets[f.SubnetID].release(f.IPAddress)
-			}
+			s.releaseIPs(out)
 			out = nil
 		}
 	}()
@@ -371,8 +359,8 @@ func (s *Server) allocateIPs(n *Network, id string, want *[]fixedIPIn) (out []Fi
 	return out, nil
 }
 
-func (s *Server) releaseIPs(p *Port) {
-	for _, f := range p.FixedIPs {
+func (s *Server) releaseIPs(ips []FixedIP) {
+	for _, f := range ips {
 		if sub := s.st.subnets[f.SubnetID]; sub != nil {
 			sub.release(f.IPAddress)
 		}
@@ -430,7 +418,7 @@ func (s *Server) createPort(c *caller, in portIn) (*Port, *apiErr) {
 	if in.NetworkID == "" {
 		// As Neutron: a port is made on a network, never found from its
 		// fixed_ips' subnet.
-		return nil, neutronErr(http.StatusBadRequest, "HTTPBadRequest", "Failed to parse request. Required attribute 'network_id' not specified")
+		return nil, neutronBad("Failed to parse request. Required attribute 'network_id' not specified")
 	}
 	n, e := networks.Find(s, c, in.NetworkID)
 	if e != nil {
@@ -454,7 +442,7 @@ func (s *Server) updatePort(c *caller, p *Port, pin portIn) *apiErr {
 	if pin.FixedIPs != nil {
 		// Keep what stays, allocate what is new, release the rest.
 		old := p.FixedIPs
-		s.releaseIPs(p)
+		s.releaseIPs(old)
 		ips, e := s.allocateIPs(s.st.networks[p.NetworkID], p.ID, pin.FixedIPs)
 		if e != nil {
 			for _, f := range old {
@@ -483,7 +471,7 @@ func (s *Server) deletePort(c *caller, p *Port) *apiErr {
 // removePort deletes p, releasing its addresses and disassociating its
 // floating IPs.
 func (s *Server) removePort(p *Port) {
-	s.releaseIPs(p)
+	s.releaseIPs(p.FixedIPs)
 	for _, f := range s.st.fips {
 		if f.PortID == p.ID {
 			f.PortID, f.FixedIPAddress, f.RouterID = "", "", ""
@@ -554,9 +542,7 @@ func (s *Server) createSecGroup(c *caller, in attrsIn) (*SecurityGroup, *apiErr)
 	}
 	g := &SecurityGroup{Meta: s.fresh(p)}
 	in.apply(&g.Meta)
-	for _, et := range []string{"IPv4", "IPv6"} {
-		g.Rules = append(g.Rules, s.newRule(g, "egress", et))
-	}
+	g.Rules = []Rule{s.newRule(g, "egress", "IPv4"), s.newRule(g, "egress", "IPv6")}
 	s.st.secGroups[g.ID] = g
 	return g, nil
 }

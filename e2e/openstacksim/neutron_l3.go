@@ -110,14 +110,13 @@ func (s *Server) updateRouter(c *caller, rt *Router, in routerIn) *apiErr {
 }
 
 func (s *Server) deleteRouter(c *caller, rt *Router) *apiErr {
-	id := rt.ID
 	if len(rt.Interfaces) > 0 {
-		return neutronErr(http.StatusConflict, "RouterInUse", "Router "+id+" still has ports")
+		return neutronErr(http.StatusConflict, "RouterInUse", "Router "+rt.ID+" still has ports")
 	}
 	if e := s.setGateway(rt, ""); e != nil {
 		return e
 	}
-	delete(s.st.routers, id)
+	delete(s.st.routers, rt.ID)
 	return nil
 }
 
@@ -139,12 +138,10 @@ type interfaceIn struct {
 
 func (s *Server) interfaceRep(rt *Router, p *Port) obj {
 	subs := simkit.Map(p.FixedIPs, func(f FixedIP) string { return f.SubnetID })
-	first := ""
-	if len(subs) > 0 {
-		first = subs[0]
-	}
+	// subnet_id is the first of subs (ids are never empty, so cmp.Or picks
+	// it), "" when there is none.
 	return obj{"id": rt.ID, "tenant_id": rt.ProjectID, "project_id": rt.ProjectID, "port_id": p.ID,
-		"network_id": p.NetworkID, "subnet_id": first, "subnet_ids": subs}
+		"network_id": p.NetworkID, "subnet_id": cmp.Or(subs...), "subnet_ids": subs}
 }
 
 // routerInterface serves a router's add_router_interface or
@@ -270,16 +267,11 @@ func (s *Server) associate(c *caller, f *FloatingIP, portID, fixed string) *apiE
 	if e != nil {
 		return e
 	}
-	var ip *FixedIP
-	for i, x := range p.FixedIPs {
-		if fixed == "" || x.IPAddress == fixed {
-			ip = &p.FixedIPs[i]
-			break
-		}
-	}
-	if ip == nil {
+	i := slices.IndexFunc(p.FixedIPs, func(x FixedIP) bool { return fixed == "" || x.IPAddress == fixed })
+	if i < 0 {
 		return badRequest("floatingip", "Port "+portID+" does not have fixed ip "+fixed+".")
 	}
+	ip := p.FixedIPs[i]
 	for _, o := range s.st.fips {
 		if o.ID != f.ID && o.PortID == portID && o.FixedIPAddress == ip.IPAddress {
 			return neutronErr(http.StatusConflict, "FloatingIPPortAlreadyAssociated", "Cannot associate floating IP "+f.Address+

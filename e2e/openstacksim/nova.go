@@ -177,13 +177,10 @@ func brief(r *http.Request, o obj) obj {
 // name, so "node-1" also finds "node-10".
 var nameFilter = map[string]simkit.Filter{
 	"name": func(o obj, vals []string) bool {
-		for _, v := range vals {
+		return slices.ContainsFunc(vals, func(v string) bool {
 			re, err := regexp.Compile(v)
-			if err != nil && strings.Contains(o["name"].(string), v) || err == nil && re.MatchString(o["name"].(string)) {
-				return true
-			}
-		}
-		return false
+			return err != nil && strings.Contains(o["name"].(string), v) || err == nil && re.MatchString(o["name"].(string))
+		})
 	},
 }
 
