@@ -58,8 +58,11 @@ func (s *Server) knownCluster(id string) bool { return s.prov.clusters.Get(id) !
 // active, as Rancher's message says. read counts as a poll of its nodes.
 // Caller holds s.mu.
 func (s *Server) clusterState(mc *Cluster, read bool) (state, message string) {
-	if s.importedCluster(mc) {
-		return s.importedState(mc)
+	if s.importedCluster(mc) { // pending until its agent connected
+		if s.agents[mc.ID] {
+			return "active", ""
+		}
+		return "pending", "Waiting for API to be available"
 	}
 	var etcd, cp, worker, all, activeNodes int
 	for _, n := range s.prov.nodes.ListByID(func(n *Node) bool { return n.ClusterID == mc.ID }) {
@@ -264,15 +267,6 @@ func (s *Server) importedCluster(mc *Cluster) bool {
 	return pc != nil && len(pc.Spec()) == 0
 }
 
-// importedState is the state of an imported cluster: pending until its
-// agent connected. Caller holds s.mu.
-func (s *Server) importedState(mc *Cluster) (state, message string) {
-	if s.agents[mc.ID] {
-		return "active", ""
-	}
-	return "pending", "Waiting for API to be available"
-}
-
 // importManifest serves the agent's manifest of the token and cluster the
 // file name gives; an unknown pair is a 404, as Rancher answers.
 func (s *Server) importManifest(w http.ResponseWriter, r *http.Request) {
@@ -282,10 +276,8 @@ func (s *Server) importManifest(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	s.mu.Lock()
-	known := len(s.prov.tokens.ListByID(func(t *RegistrationToken) bool { return t.ClusterID == clusterID && t.Token == token })) > 0
-	s.mu.Unlock()
-	if !known {
+	// The store's own lock will do: a token never changes.
+	if s.prov.tokens.Find(func(t *RegistrationToken) bool { return t.ClusterID == clusterID && t.Token == token }) == nil {
 		http.NotFound(w, r)
 		return
 	}
@@ -420,9 +412,6 @@ func (s *Server) ConnectAgent(clusterID string) error {
 	if mc == nil || mc.own || !s.importedCluster(mc) {
 		return fmt.Errorf("ranchersim: %s is no imported cluster", clusterID)
 	}
-	if s.agents == nil {
-		s.agents = map[string]bool{}
-	}
 	s.agents[clusterID] = true
 	return nil
 }
@@ -435,12 +424,9 @@ const DefaultTokenName = "default-token"
 
 // issueDefaultToken makes an imported cluster's default-token, as Rancher
 // does when the management cluster appears. Only imported clusters get
-// one here: the rancher-cluster tests count the tokens Mastermind's flow
-// creates. Caller holds s.mu.
+// one here (storeProvCluster): the rancher-cluster tests count the tokens
+// Mastermind's flow creates. Caller holds s.mu.
 func (s *Server) issueDefaultToken(mc *Cluster) {
-	if !s.importedCluster(mc) {
-		return
-	}
 	t := &RegistrationToken{ClusterID: mc.ID, Token: randName(54), uuid: simkit.NewUUID(), Created: s.now(), name: DefaultTokenName}
 	t.ID = s.prov.tokens.Create(func() string { return mc.ID + ":" + DefaultTokenName }, t)
 	s.log.Debug("default registration token issued", "id", t.ID)

@@ -145,16 +145,6 @@ func (s *Server) nodeStatus(n *Node) (state, msg string, drained [3]string) {
 	return "active", msg, drained
 }
 
-// snapshot is n as tests see it; it does not count as a read. Caller
-// holds s.mu.
-func (s *Server) snapshot(n *Node) Node {
-	c := *n
-	var drained [3]string
-	c.State, _, drained = s.nodeStatus(n)
-	c.Drained = drained[0]
-	return c
-}
-
 // register adds the node reg describes (201), or answers the one of its
 // hostname already in the token's cluster (200).
 func (s *Server) register(r *http.Request, reg Registration) (any, error) {
@@ -224,14 +214,12 @@ func (s *Server) nodeRep(b string, n *Node, read bool) map[string]any {
 	state, msg, drained := s.nodeStatus(n)
 	self := b + "/v3/nodes/" + n.ID
 	ts := n.Created.Format(time.RFC3339)
-	conds := []map[string]any{}
+	conds := []map[string]any{{"type": "Registered", "status": "Unknown", "lastUpdateTime": ts,
+		"message": "waiting for the node's agent to connect"}}
 	if state != "registering" {
-		for _, t := range []string{"Initialized", "Provisioned", "Registered", "Ready"} {
-			conds = append(conds, map[string]any{"type": t, "status": "True", "lastUpdateTime": ts})
-		}
-	} else {
-		conds = append(conds, map[string]any{"type": "Registered", "status": "Unknown", "lastUpdateTime": ts,
-			"message": "waiting for the node's agent to connect"})
+		conds = simkit.Map([]string{"Initialized", "Provisioned", "Registered", "Ready"}, func(t string) map[string]any {
+			return map[string]any{"type": t, "status": "True", "lastUpdateTime": ts}
+		})
 	}
 	if drained[0] != "" {
 		c := map[string]any{"type": "Drained", "status": drained[0], "lastUpdateTime": s.now().Format(time.RFC3339)}

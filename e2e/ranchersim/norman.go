@@ -121,12 +121,8 @@ func unescape(s string) string {
 
 // paramValue returns the first value of key in the raw query.
 func paramValue(r *http.Request, key string) string {
-	for _, p := range rawParams(r.URL.RawQuery) {
-		if p.key == key {
-			return p.value
-		}
-	}
-	return ""
+	p, _ := first(rawParams(r.URL.RawQuery), func(p param) bool { return p.key == key })
+	return p.value
 }
 
 // nonFilters are the query parameters norman uses for paging and sorting.
@@ -195,8 +191,7 @@ func normanObj(typ, self string, created time.Time, m map[string]any, links, act
 	m["type"], m["baseType"] = typ, typ
 	m["links"] = map[string]string{"self": self, "update": self, "remove": self}
 	maps.Copy(m["links"].(map[string]string), links)
-	m["actions"] = map[string]string{}
-	maps.Copy(m["actions"].(map[string]string), actions)
+	m["actions"] = simkit.CloneOrEmpty(actions)
 	m["created"] = created.UTC().Format(time.RFC3339)
 	m["createdTS"] = created.UnixMilli()
 	m["state"], m["transitioning"], m["transitioningMessage"] = "active", "no", ""

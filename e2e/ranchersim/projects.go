@@ -221,9 +221,7 @@ func (s *Server) deleteProject(r *http.Request, _ struct{}) (any, error) {
 	id := r.PathValue("id")
 	s.mu.Lock()
 	p := s.projects.Delete(id)
-	if p != nil {
-		s.bindings.DeleteFunc(func(b *Binding) bool { return b.ProjectID == id })
-	}
+	s.bindings.DeleteFunc(func(b *Binding) bool { return b.ProjectID == id })
 	s.mu.Unlock()
 	if p == nil {
 		return nil, projectsType.notFound(id)

@@ -99,8 +99,8 @@ func (s *Server) storeProvCluster(pc *ProvisioningCluster) bool {
 	mc := &Cluster{Name: pc.Name, ProvisioningID: pc.ID, FleetWorkspaceName: pc.Namespace, Created: pc.Created}
 	mc.ID = s.prov.clusters.Create(func() string { return "c-m-" + randName(8) }, mc)
 	pc.ClusterID = mc.ID
-	s.issueDefaultToken(mc)
-	if len(pc.Spec()) == 0 {
+	if len(pc.Spec()) == 0 { // imported
+		s.issueDefaultToken(mc)
 		s.addCreatorClusterBinding(mc)
 	}
 	return true
@@ -174,7 +174,11 @@ func (s *Server) Inventory() Inventory {
 		inv.Clusters = append(inv.Clusters, c)
 	}
 	for _, n := range s.prov.nodes.ListByID(nil) {
-		inv.Nodes = append(inv.Nodes, s.snapshot(n))
+		c := *n // a snapshot, not a read
+		var drained [3]string
+		c.State, _, drained = s.nodeStatus(n)
+		c.Drained = drained[0]
+		inv.Nodes = append(inv.Nodes, c)
 	}
 	return inv
 }

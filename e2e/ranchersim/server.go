@@ -87,7 +87,7 @@ func New(opts Options) (*Server, error) {
 	opts.UserID = cmp.Or(opts.UserID, DefaultUserID)
 	opts.Provisioning = opts.Provisioning.withDefaults()
 	log := simkit.Defaults("ranchersim", &opts.Now, &opts.Logger)
-	s := &Server{opts: opts, log: log}
+	s := &Server{opts: opts, log: log, agents: map[string]bool{}}
 	s.Faults = newFaults()
 	s.prov.clusters.Put(opts.ClusterID, &Cluster{ID: opts.ClusterID, Name: opts.ClusterName, Created: s.now(), own: true})
 	if opts.Kube != nil {
