@@ -3,7 +3,9 @@ package rabbitmq_test
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"os"
 	"reflect"
 	"strconv"
@@ -274,4 +276,32 @@ func decodeProcAddr(h string) string {
 		return "::1"
 	}
 	return "ipv6:" + h
+}
+
+// A broker that accepts and never answers CONNECT (one still starting) must
+// not hold the dialler: cancelling ctx ends the wait.
+func TestDialSTOMPEndsWhenTheContextIsCancelled(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			accepted <- c // held open, never answered
+		}
+	}()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		_, err := rabbitmq.DialSTOMP(ctx, ln.Addr().String(), "u", "p", "/")
+		done <- err
+	}()
+	c := <-accepted
+	t.Cleanup(func() { c.Close() })
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("DialSTOMP after cancel: %v, want context.Canceled", err)
+	}
 }

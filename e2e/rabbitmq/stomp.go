@@ -24,14 +24,19 @@ func STOMPOptions(login, passcode, vhost string) []func(*stomp.Conn) error {
 // DialSTOMP opens a plain TCP STOMP 1.2 connection (how Mastermind
 // publishes). ctx bounds the TCP dial and the wait for CONNECTED: a
 // broker that is still starting may accept the connection and answer
-// nothing, and a caller must not hang on it.
+// nothing, and a caller must not hang on it. go-stomp reads only ctx's
+// deadline, so a cancellation closes the connection under it.
 func DialSTOMP(ctx context.Context, addr, login, passcode, vhost string) (*stomp.Conn, error) {
 	var d net.Dialer
 	nc, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, err
 	}
+	stop := context.AfterFunc(ctx, func() { nc.Close() })
 	conn, err := stomp.ConnectWithContext(ctx, nc, STOMPOptions(login, passcode, vhost)...)
+	if !stop() {
+		return nil, fmt.Errorf("stomp connect %s: %w", addr, ctx.Err())
+	}
 	if err != nil {
 		nc.Close()
 		return nil, fmt.Errorf("stomp connect %s: %w", addr, err)
