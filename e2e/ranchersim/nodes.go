@@ -214,9 +214,11 @@ func (s *Server) nodeRep(b string, n *Node, read bool) map[string]any {
 	state, msg, drained := s.nodeStatus(n)
 	self := b + "/v3/nodes/" + n.ID
 	ts := n.Created.Format(time.RFC3339)
-	conds := []map[string]any{{"type": "Registered", "status": "Unknown", "lastUpdateTime": ts,
-		"message": "waiting for the node's agent to connect"}}
-	if state != "registering" {
+	var conds []map[string]any
+	if state == "registering" {
+		conds = []map[string]any{{"type": "Registered", "status": "Unknown", "lastUpdateTime": ts,
+			"message": "waiting for the node's agent to connect"}}
+	} else {
 		conds = simkit.Map([]string{"Initialized", "Provisioned", "Registered", "Ready"}, func(t string) map[string]any {
 			return map[string]any{"type": t, "status": "True", "lastUpdateTime": ts}
 		})

@@ -174,10 +174,12 @@ func (fs *Faults) ResetCalls() {
 	fs.mu.Unlock()
 }
 
-// take returns the fault for r, if any, counting it down.
-func (fs *Faults) take(r *http.Request) *Fault {
+// begin counts r as being served (until Middleware logs it) and returns
+// the fault that answers it, if any, counting that down.
+func (fs *Faults) begin(r *http.Request) *Fault {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
+	fs.inflight[r.URL.Path]++
 	if fs.down {
 		return &Fault{Status: http.StatusServiceUnavailable, Body: fs.opts.DownBody}
 	}
@@ -207,11 +209,8 @@ func (fs *Faults) Middleware(next http.Handler) http.Handler {
 			r.Body = io.NopCloser(bytes.NewReader(body))
 		}
 		rec := &statusRecorder{ResponseWriter: w}
-		f := fs.take(r)
 		path := r.URL.Path
-		fs.mu.Lock()
-		fs.inflight[path]++
-		fs.mu.Unlock()
+		f := fs.begin(r)
 		defer func() {
 			label := ""
 			if fs.opts.Label != nil {

@@ -101,7 +101,11 @@ func (s *Server) adminRoutes() http.Handler {
 	mux.Handle("POST /sim/orders", simkit.Handle(admin, publishing(http.StatusCreated, s.CreateOrder)))
 	mux.Handle("GET /sim/orders/{uuid}", s.guard(false, simkit.Handle(admin, show(s.st.orders.Get, s.st.orderView))))
 	mux.Handle("GET /sim/orders/{uuid}/answered", simkit.Handle(admin, func(r *http.Request, _ struct{}) (struct{}, error) {
-		if err := s.WaitAnswered(r.Context(), orderRequest(r.PathValue("uuid"))); err != nil {
+		id, ok := normUUID(r.PathValue("uuid"))
+		if !ok {
+			return struct{}{}, errNotFound
+		}
+		if err := s.WaitAnswered(r.Context(), orderRequest(id)); err != nil {
 			return struct{}{}, detail(http.StatusGatewayTimeout, err.Error())
 		}
 		return struct{}{}, nil
@@ -122,6 +126,17 @@ func (s *Server) adminRoutes() http.Handler {
 	}))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { writeErr(w, errNotFound) })
 	return mux
+}
+
+// orderRequest matches the API paths of the order id (hex), however the
+// client spells its UUID.
+func orderRequest(id string) func(path string) bool {
+	return func(path string) bool {
+		rest, ok := strings.CutPrefix(path, "/api/marketplace-orders/")
+		got, _, _ := strings.Cut(rest, "/")
+		n, valid := normUUID(got)
+		return ok && valid && n == id
+	}
 }
 
 // publishing serves an admin POST of a Req whose operation publishes
@@ -431,17 +446,6 @@ func (c *AdminClient) WaitOrder(ctx context.Context, uuid string, states ...stri
 			return o, err
 		case <-time.After(100 * time.Millisecond):
 		}
-	}
-}
-
-// orderRequest matches the API paths of one order, whichever way the
-// client spells its UUID.
-func orderRequest(uuid string) func(path string) bool {
-	hex := strings.ReplaceAll(uuid, "-", "")
-	return func(path string) bool {
-		rest, ok := strings.CutPrefix(path, "/api/marketplace-orders/")
-		id, _, _ := strings.Cut(rest, "/")
-		return ok && strings.ReplaceAll(id, "-", "") == hex
 	}
 }
 
