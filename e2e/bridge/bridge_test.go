@@ -2,6 +2,7 @@ package bridge_test
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -254,6 +255,39 @@ func TestReconcilerPublishesOrdersTheBrokerNeverDelivered(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Waldur drops the events it publishes to a queue that does not exist
+// yet, so an order made while the bridge is still registering (here Waldur
+// refuses to create its queues) is lost to STOMP. The bridge polls for
+// pending orders once its order subscription is active, not a poll period
+// (5 minutes here) later.
+func TestOrderMadeBeforeItsQueueExistedArrivesOnceSubscribed(t *testing.T) {
+	e := newEnv(t, harness.WithoutStart())
+	refuse := waldursim.Fault{Method: "POST", PathPrefix: "/api/event-subscriptions/", Status: 500, Count: 1000}
+	if err := e.Admin.AddFault(ctx(t), refuse); err != nil {
+		t.Fatal(err)
+	}
+	e.Sitebus.Start(e.Env()...)
+	// The reconciler's first pass has listed the (no) pending orders.
+	harness.Eventually(t, time.Minute, "the reconciler's first listing", func() bool {
+		calls, err := e.Admin.Calls(ctx(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return slices.ContainsFunc(calls, func(c waldursim.Call) bool {
+			return c.Method == "GET" && c.Path == "/api/marketplace-orders/" && c.Status == 200
+		})
+	})
+	res, err := e.Admin.CreateOrder(ctx(t), waldursim.CreateOrderRequest{ResourceName: "before-queue"})
+	if err != nil || len(res.Published) != 0 {
+		t.Fatalf("create order with no queue to publish to: %v %+v", err, res)
+	}
+	if err := e.Admin.ClearFaults(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	id := "reconcile:order:" + strings.ReplaceAll(res.Order.UUID, "-", "") + ":pending-provider"
+	harness.Eventually(t, 2*time.Minute, "the order found once the subscription is active", func() bool { return len(e.eventsWithID(id)) == 1 })
 }
 
 func grep(text, substr string) string {

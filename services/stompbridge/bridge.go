@@ -119,6 +119,10 @@ type Bridge struct {
 
 	mu   sync.Mutex
 	subs []*subscription
+	// resync asks an offering's reconciler for a pass now: Waldur drops
+	// the events it publishes before a queue exists, so an order made
+	// while the bridge was still registering is found by polling.
+	resync map[*config.Offering]chan struct{}
 }
 
 // New builds the bridge; Run starts it.
@@ -145,10 +149,16 @@ func (br *Bridge) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var wg sync.WaitGroup
+	br.resync = map[*config.Offering]chan struct{}{}
 	for _, o := range br.cfg.Offerings {
 		if o.Config.OrderProcessingBackend != "" {
-			wg.Go(func() { br.reconcileLoop(ctx, o) })
+			br.resync[o.Config] = make(chan struct{}, 1)
+		}
+	}
+	var wg sync.WaitGroup
+	for _, o := range br.cfg.Offerings {
+		if kick := br.resync[o.Config]; kick != nil {
+			wg.Go(func() { br.reconcileLoop(ctx, o, kick) })
 		}
 		if !o.Config.StompEnabled {
 			continue

@@ -93,6 +93,10 @@ func (br *Bridge) session(ctx context.Context, s *subscription) (int, error) {
 	s.connected.Store(true)
 	br.metrics.connected.WithLabelValues(s.offeringHex, s.objectType).Set(1)
 	br.log.Info("STOMP subscription active", "offering", s.offering.Config.Name, "object_type", s.objectType, "queue", s.queue, "endpoint", s.endpoint.String())
+	if s.objectType == events.Order {
+		// Events Waldur published before this queue existed are gone.
+		br.resyncOrders(s.offering)
+	}
 	sem := make(chan struct{}, br.cfg.Stomp.PrefetchCount)
 	frames := 0
 	for {

@@ -19,10 +19,12 @@ import (
 var pendingOrderStates = []string{"pending-provider", "executing"}
 
 // reconcileLoop publishes an order event for every pending order of the
-// offering, now and then every OrderPollPeriod. For an offering without
+// offering, now, then every OrderPollPeriod and whenever kick asks (the
+// offering's order subscription became active). For an offering without
 // STOMP this is how orders arrive at all (the Python agent's order_process
-// mode); with STOMP it catches frames the broker lost.
-func (br *Bridge) reconcileLoop(ctx context.Context, o Offering) {
+// mode); with STOMP it catches frames the broker lost or never had a
+// queue for.
+func (br *Bridge) reconcileLoop(ctx context.Context, o Offering, kick <-chan struct{}) {
 	t := time.NewTicker(br.cfg.OrderPollPeriod)
 	defer t.Stop()
 	for {
@@ -33,7 +35,17 @@ func (br *Bridge) reconcileLoop(ctx context.Context, o Offering) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-kick:
 		}
+	}
+}
+
+// resyncOrders asks o's reconciler for a pass; one already asked for
+// covers this request too.
+func (br *Bridge) resyncOrders(o Offering) {
+	select {
+	case br.resync[o.Config] <- struct{}{}:
+	default:
 	}
 }
 
